@@ -1,0 +1,20 @@
+// @swc/jest: type-checking is done once by `npm run typecheck`, so tests only transpile.
+const swc = {
+  jsc: {
+    parser: { syntax: 'typescript', decorators: true },
+    transform: { legacyDecorator: true, decoratorMetadata: true },
+    target: 'es2022',
+  },
+  module: { type: 'commonjs' },
+};
+const common = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  moduleFileExtensions: ['ts', 'js', 'json'],
+};
+module.exports = {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
+    { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'] },
+  ],
+};

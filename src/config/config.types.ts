@@ -1,0 +1,80 @@
+import { DynamicConfig } from '../dcs/dcs.port';
+
+/**
+ * The local configuration file, in Patroni's schema (only the keys Stator supports).
+ * Durations are seconds, as in Patroni.
+ */
+export interface StatorConfig {
+  scope: string;
+  /** DCS namespace, default `/service`. Always with a leading slash and no trailing slash. */
+  namespace: string;
+  name: string;
+  /** `stator` (default) or `patroni`: which identifiers the API speaks. */
+  compat: 'stator' | 'patroni';
+  restapi: RestApiConfig;
+  etcd3: { hosts: string[]; protocol: 'http' | 'https'; username?: string; password?: string };
+  bootstrap: {
+    dcs: DynamicConfig;
+    /** Custom bootstrap: `method: <name>` and `<name>: {command}`. Default `initdb`. */
+    method: string;
+    methods: Record<string, { command: string }>;
+    initdb: Array<string | Record<string, string>>;
+  };
+  postgresql: PostgresqlConfig;
+  tags: NodeTags;
+  /** Where Stator keeps node-local state (event queue, fence socket). Default `<data_dir>.stator`. */
+  state_dir: string;
+  log: { level: 'debug' | 'info' | 'warning' | 'error' };
+}
+
+export interface RestApiConfig {
+  /** host:port to bind. */
+  listen: string;
+  /** host:port others use to reach this node. */
+  connect_address: string;
+  authentication?: { username: string; password: string };
+  certfile?: string;
+  keyfile?: string;
+  cafile?: string;
+  verify_client?: 'none' | 'optional' | 'required';
+  allowlist?: string[];
+}
+
+export interface PostgresqlConfig {
+  /** host:port to bind (listen_addresses and port). */
+  listen: string;
+  connect_address: string;
+  data_dir: string;
+  bin_dir: string;
+  authentication: {
+    superuser: { username: string; password?: string };
+    replication: { username: string; password?: string };
+  };
+  parameters: Record<string, string | number | boolean>;
+  pg_hba: string[];
+  /** OS user that runs PostgreSQL when the agent runs as root. Default `postgres`. */
+  os_user: string;
+}
+
+export interface NodeTags {
+  nofailover?: boolean;
+  noloadbalance?: boolean;
+  clonefrom?: boolean;
+  nosync?: boolean;
+  failover_priority?: number;
+  [custom: string]: unknown;
+}
+
+/** Dynamic settings after defaults and the reference's clamping, as the HA loop uses them. */
+export interface EffectiveDynamicConfig {
+  ttl: number;
+  loop_wait: number;
+  retry_timeout: number;
+  maximum_lag_on_failover: number;
+  check_timeline: boolean;
+  primary_start_timeout: number;
+  pause: boolean;
+  use_pg_rewind: boolean;
+  use_slots: boolean;
+  parameters: Record<string, string | number | boolean>;
+}

@@ -1,0 +1,159 @@
+import { Observable } from 'rxjs';
+
+/**
+ * The distributed configuration store, in Patroni's model and key layout under
+ * `/<namespace>/<scope>/` (reference-behavior section 2). Adapters: etcd v3 and in-memory.
+ *
+ * Timing contract: every method resolves or rejects within `retryTimeout` ms; a rejection
+ * is a `DcsError`. Nothing retries behind the caller's back past that deadline.
+ */
+export interface Dcs {
+  /** Reads the whole cluster prefix in one request. */
+  read(): Promise<ClusterView>;
+
+  /**
+   * Emits once per change under the cluster prefix (after the change is applied). A broken or
+   * cancelled watch is re-established by the adapter, which then emits `{ key: null }` so the
+   * subscriber knows to re-read everything.
+   */
+  changes(): Observable<DcsChange>;
+
+  /** Creates `leader` = own name on own lease if absent. Returns the new lock lease, or null if someone else holds it. */
+  acquireLeader(): Promise<LockLease | null>;
+  /** Refreshes the lease and re-asserts `leader` = own name. Null when the lock is held by someone else or gone. */
+  refreshLeader(): Promise<LockLease | null>;
+  /** Deletes `leader` only if it holds own name. Returns whether it was deleted. */
+  releaseLeader(): Promise<boolean>;
+  /** Writes `leader` = own name unconditionally (post-bootstrap, as the reference does). */
+  forceLeader(): Promise<LockLease>;
+
+  /** Writes `members/<name>` on own lease. Skips the write when the value did not change. */
+  touchMember(data: MemberData): Promise<void>;
+
+  /** `create`: create-only write of `initialize` (the bootstrap race), false if it exists. Otherwise plain put. */
+  initialize(value: string, create: boolean): Promise<boolean>;
+  /** Deletes `initialize` (a failed bootstrap gives the race back). */
+  cancelInitialization(): Promise<void>;
+
+  /** Compare-and-set on mod revision when `expectedRevision` is given, `'absent'` for create-only. */
+  setConfig(config: DynamicConfig, expectedRevision?: Revision): Promise<boolean>;
+  setFailover(request: FailoverRequest, expectedRevision?: Revision): Promise<boolean>;
+  setHistory(history: HistoryEntry[]): Promise<void>;
+  setStatus(status: LeaderStatus): Promise<void>;
+
+  /** Re-grants the lease with a new TTL (seconds), e.g. after `ttl` changed in `/config`. */
+  setTtl(ttlSeconds: number): Promise<void>;
+
+  /** Revokes own lease (member key and, if held, leader key go with it) and stops watches. */
+  close(): Promise<void>;
+}
+
+/** An etcd mod_revision as a decimal string; `'absent'` means "the key must not exist". */
+export type Revision = string | 'absent';
+
+export class DcsError extends Error {
+  override readonly name = 'DcsError';
+}
+
+export interface LockLease {
+  /**
+   * Epoch ms until which this node may act as leader: the moment the refresh was *sent* plus ttl.
+   * The lease on the server cannot expire earlier, so this errs on the safe side.
+   */
+  validUntil: number;
+}
+
+export interface DcsChange {
+  /** Key relative to the cluster prefix (`leader`, `members/n1`, ...), or null: re-read everything. */
+  key: string | null;
+  type: 'put' | 'delete' | 'resync';
+}
+
+export interface Versioned<T> {
+  value: T;
+  modRevision: string;
+}
+
+/** One consistent read of the cluster prefix. */
+export interface ClusterView {
+  /** Leader key: the name, with its revision; null when the key is absent. */
+  leader: Versioned<string> | null;
+  /** Member keys sorted by name. */
+  members: Member[];
+  /** `initialize`: '' during the bootstrap race, then the system identifier; null when absent. */
+  initialize: string | null;
+  config: Versioned<DynamicConfig> | null;
+  failover: Versioned<FailoverRequest> | null;
+  history: Versioned<HistoryEntry[]> | null;
+  sync: Versioned<SyncState> | null;
+  status: Versioned<LeaderStatus> | null;
+  /** Store revision of the read. */
+  revision: string;
+}
+
+export interface Member {
+  name: string;
+  data: MemberData;
+  modRevision: string;
+}
+
+/** The member key's JSON value, keys in Patroni's order (reference-behavior 2.2). */
+export interface MemberData {
+  conn_url: string;
+  api_url: string;
+  state: string;
+  role: string;
+  version: string;
+  tags?: Record<string, unknown>;
+  pending_restart?: boolean;
+  pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
+  xlog_location?: number;
+  replay_lsn?: number;
+  receive_lsn?: number;
+  replication_state?: string;
+  timeline?: number;
+  scheduled_restart?: Record<string, unknown>;
+  pause?: boolean;
+  [extra: string]: unknown;
+}
+
+/** The `/config` document. Unknown keys are kept as they are. */
+export interface DynamicConfig {
+  ttl?: number;
+  loop_wait?: number;
+  retry_timeout?: number;
+  maximum_lag_on_failover?: number;
+  check_timeline?: boolean;
+  primary_start_timeout?: number;
+  pause?: boolean;
+  postgresql?: {
+    use_pg_rewind?: boolean;
+    use_slots?: boolean;
+    parameters?: Record<string, string | number | boolean>;
+    [extra: string]: unknown;
+  };
+  [extra: string]: unknown;
+}
+
+/** `/failover`: `{}` means no request. */
+export interface FailoverRequest {
+  leader?: string;
+  member?: string;
+  scheduled_at?: string;
+}
+
+/** `/history` entry: [timeline, lsn, reason, iso timestamp, new leader]. */
+export type HistoryEntry = [number, number, string, string?, string?];
+
+export interface SyncState {
+  leader: string | null;
+  quorum?: number;
+  sync_standby: string | null;
+}
+
+/** `/status`: the leader's last known WAL position and slot positions. */
+export interface LeaderStatus {
+  optime?: number;
+  slots?: Record<string, number>;
+  retain_slots?: string[];
+}

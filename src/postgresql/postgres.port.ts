@@ -1,0 +1,147 @@
+import { Observable } from 'rxjs';
+
+/** Where a replica streams from, or where a clone/rewind reads from. */
+export interface UpstreamNode {
+  name: string;
+  host: string;
+  port: number;
+}
+
+/** What `postgresql.conf`, `pg_hba.conf` and the recovery signal files should say for the next start or reload. */
+export interface PostgresSettings {
+  /** Replica of `upstream` (standby.signal, primary_conninfo), or primary (no signal file). */
+  role: 'primary' | 'replica';
+  upstream?: UpstreamNode | null;
+  /** Physical slot on the upstream to stream from (`primary_slot_name`), when use_slots. */
+  slotName?: string | null;
+  /** Effective server parameters from local config merged with `/config`; Stator adds its own (port, listen, hba, wal_log_hints...). */
+  parameters: Record<string, string | number | boolean>;
+}
+
+/** What the data directory and pg_control say, read without a running server. */
+export interface DataDirInfo {
+  /** `missing` or `empty`: nothing to start; `initialized`: has PG_VERSION and global/pg_control. */
+  state: 'missing' | 'empty' | 'initialized';
+  systemIdentifier?: string;
+  /** pg_controldata "Database cluster state", e.g. `in production`, `shut down`, `shut down in recovery`, `in crash recovery`, `in archive recovery`. */
+  clusterState?: string;
+  /** "Latest checkpoint's TimeLineID". */
+  timeline?: number;
+  /** "Latest checkpoint location" as an integer LSN. */
+  checkpointLsn?: number;
+  /** standby.signal present. */
+  standbySignal: boolean;
+}
+
+export interface PostmasterExit {
+  pid: number;
+  code: number | null;
+  signal: string | null;
+  /** True when Stator asked for the stop (stop/restart), false for a crash or a fence stop. */
+  requested: boolean;
+  /** True when the fence stopped it because the primary lease deadline passed. */
+  fenced: boolean;
+}
+
+export type StopMode = 'smart' | 'fast' | 'immediate';
+
+/**
+ * PostgreSQL binaries and processes on this node (initdb, pg_basebackup, postgres under its fence,
+ * pg_rewind, pg_controldata). Every method runs the binaries as the unprivileged OS user when the
+ * agent runs as root. Errors are `PostgresCommandError` with the command's stderr tail.
+ */
+export interface PostgresProcess {
+  inspectDataDir(): Promise<DataDirInfo>;
+  initdb(): Promise<void>;
+  /** Runs the custom bootstrap command (shell), with PGDATA set; it must create the data directory. */
+  customBootstrap(command: string): Promise<void>;
+  /** pg_basebackup (fast checkpoint, stream WAL) from `source` into an empty data directory. */
+  basebackup(source: UpstreamNode): Promise<void>;
+  /** pg_rewind against a running `source`. Resolves 'not_needed' when the timelines did not diverge. Requires a clean shutdown: call `crashRecovery` first when the cluster state is not `shut down`. */
+  rewind(source: UpstreamNode): Promise<'rewound' | 'not_needed'>;
+  /** Single-user mode start and clean exit, so pg_control says `shut down` (needed by pg_rewind after a crash). */
+  crashRecovery(): Promise<void>;
+  removeDataDir(): Promise<void>;
+  /** Writes postgresql.conf, pg_hba.conf and standby.signal (or removes it) for `settings`. */
+  configure(settings: PostgresSettings): Promise<void>;
+  /**
+   * Starts the postmaster under its fence. Resolves once it accepts connections (recovery finished
+   * for a primary, consistent state for a replica); rejects when it exits or `timeoutMs` passes.
+   */
+  start(timeoutMs: number): Promise<{ pid: number }>;
+  /** Connects to a fence left by an earlier agent. Returns the postmaster pid if one runs, else null. */
+  adopt(): Promise<{ pid: number } | null>;
+  /** Stops the postmaster; resolves when it has exited. Escalates fast → immediate → SIGKILL after `timeoutMs`. */
+  stop(mode: StopMode, timeoutMs: number): Promise<void>;
+  /** SIGHUP to the postmaster. */
+  reload(): Promise<void>;
+  /** Promotes a replica; resolves when the server has left recovery. */
+  promote(timeoutMs: number): Promise<void>;
+  /** Postmaster exits, crashes included, as they happen (not polled). */
+  exits(): Observable<PostmasterExit>;
+  /**
+   * Arms the fence's dead man's switch: unless re-armed, the fence stops the postmaster (immediate
+   * shutdown) at `deadlineEpochMs`. Called after each successful lock refresh of a primary.
+   */
+  armFence(deadlineEpochMs: number): void;
+  /** Disarms the switch (the node is no longer primary). */
+  disarmFence(): void;
+  postmasterPid(): number | null;
+  /** Releases local handles (fence socket); the postmaster and the fence keep running. */
+  detach(): Promise<void>;
+}
+
+export class PostgresCommandError extends Error {
+  override readonly name = 'PostgresCommandError';
+  constructor(
+    readonly command: string,
+    readonly exitCode: number | null,
+    readonly stderrTail: string,
+  ) {
+    super(`${command} failed (exit ${exitCode}): ${stderrTail}`);
+  }
+}
+
+/** One standby connected to this server (pg_stat_replication). */
+export interface ReplicationConnection {
+  usename: string;
+  application_name: string;
+  client_addr: string | null;
+  state: string;
+  sync_state: string;
+  sync_priority: number;
+}
+
+/** One reading of the running server, taken by a single query. */
+export interface PostgresSample {
+  inRecovery: boolean;
+  serverVersion: number;
+  /** e.g. `2024-08-28 19:39:26.352526+00:00` */
+  postmasterStartTime: string;
+  timeline: number;
+  /** Primary: pg_current_wal_flush_lsn. Replica: max(received, replayed). */
+  walPosition: number;
+  receivedLsn: number | null;
+  replayedLsn: number | null;
+  replayedTimestamp: string | null;
+  replayPaused: boolean;
+  /** `streaming` when the WAL receiver streams, else null. */
+  replicationState: string | null;
+  /** pg_stat_wal_receiver.latest_end_lsn (the upstream's position as last reported), replicas only. */
+  latestEndLsn: number | null;
+  replication: ReplicationConnection[];
+  systemIdentifier: string;
+  /** Parameters whose changed value waits for a restart (pg_settings.pending_restart). */
+  pendingRestart: Record<string, { old_value: string; new_value: string }>;
+}
+
+/** SQL against the local server (node-postgres). Every call has a statement timeout. */
+export interface PostgresQuery {
+  sample(): Promise<PostgresSample>;
+  checkpoint(): Promise<void>;
+  /** Creates the physical slots that are missing and drops other physical slots not in `names`. */
+  syncPhysicalSlots(names: string[]): Promise<void>;
+  /** For tests and the demo: run one statement. */
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
