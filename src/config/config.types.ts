@@ -6,14 +6,23 @@ import { DynamicConfig } from '../dcs/dcs.port';
  */
 export interface StatorConfig {
   scope: string;
-  /** DCS namespace, default `/service`. Always with a leading slash and no trailing slash. */
+  /**
+   * DCS namespace, default `/service`. Always with a leading slash and no trailing slash; `''` when the file says `/`
+   * (keys directly under the root, as Patroni does), so `${namespace}/${scope}/` is always the cluster prefix.
+   */
   namespace: string;
   name: string;
   /** `stator` (default) or `patroni`: which identifiers the API speaks. */
   compat: 'stator' | 'patroni';
   restapi: RestApiConfig;
+  /** `hosts`: `host:port` entries (port defaults to 2379), from `hosts`, `host` or PATRONI_ETCD3_HOSTS. */
   etcd3: { hosts: string[]; protocol: 'http' | 'https'; username?: string; password?: string };
   bootstrap: {
+    /**
+     * Written to `/config` by the node that bootstraps the cluster: the defaults (ttl, loop_wait, retry_timeout,
+     * maximum_lag_on_failover, primary_start_timeout unless master_start_timeout is given, postgresql.use_pg_rewind
+     * and use_slots) followed by the file's keys as written (validated; other keys kept as-is).
+     */
     dcs: DynamicConfig;
     /** Custom bootstrap: `method: <name>` and `<name>: {command}`. Default `initdb`. */
     method: string;

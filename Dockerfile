@@ -1,0 +1,33 @@
+# The Stator agent with Debian's PostgreSQL 15, as used by docker-compose.yml.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /opt/stator
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY bin ./bin
+COPY scripts ./scripts
+COPY src ./src
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+# postgresql-common would create a "main" cluster on install; Stator runs initdb itself, in its own data_dir.
+RUN mkdir -p /etc/postgresql-common/createcluster.d \
+ && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/stator.conf \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends postgresql-15 \
+ && rm -rf /var/lib/apt/lists/*
+# initdb takes its encoding from the locale; without one it would pick SQL_ASCII.
+ENV LANG=C.UTF-8 NODE_ENV=production
+WORKDIR /opt/stator
+COPY --from=build /opt/stator/package.json ./
+COPY --from=build /opt/stator/node_modules ./node_modules
+COPY --from=build /opt/stator/bin ./bin
+COPY --from=build /opt/stator/dist ./dist
+# The volume mount point: a fresh named volume takes this ownership, so postgres can write to it.
+RUN install -d -o postgres -g postgres -m 0700 /var/lib/postgresql/stator
+USER postgres
+EXPOSE 8008 5432
+# No argument: the configuration comes from the PATRONI_* / STATOR_* environment (docs/configuration.md).
+# Mount a file and append its path (`command: [/etc/stator/stator.yml]`) to use one instead.
+ENTRYPOINT ["node", "/opt/stator/bin/stator.js"]

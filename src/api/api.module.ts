@@ -1,0 +1,33 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { Clock } from '../common/clock';
+import { CLOCK } from '../common/tokens';
+import { HaNode } from '../ha/ha-node';
+import { HealthController } from './health.controller';
+import { API_CLOCK, API_IDENTITY, NODE_VIEW_SOURCE, NodeStateService, NodeViewSource } from './node-state.service';
+import { ApiIdentity } from './status-document';
+import { statusController } from './status.controller';
+
+export interface ApiModuleOptions {
+  identity: ApiIdentity;
+  /** Where the view comes from; default: the node's HaNode. Tests pass a fixed view. */
+  source?: NodeViewSource;
+  /** Default: the node's clock. */
+  clock?: Clock;
+}
+
+/** The node's HTTP API. Controllers read the node view and never talk to PostgreSQL or etcd. */
+@Module({})
+export class ApiModule {
+  static register(options: ApiModuleOptions): DynamicModule {
+    return {
+      module: ApiModule,
+      controllers: [statusController(options.identity.productKey), HealthController],
+      providers: [
+        options.source ? { provide: NODE_VIEW_SOURCE, useValue: options.source } : { provide: NODE_VIEW_SOURCE, useExisting: HaNode },
+        { provide: API_IDENTITY, useValue: options.identity },
+        options.clock ? { provide: API_CLOCK, useValue: options.clock } : { provide: API_CLOCK, useExisting: CLOCK },
+        NodeStateService,
+      ],
+    };
+  }
+}

@@ -1,0 +1,140 @@
+import { NodeView } from '../ha/ha-node';
+import { clusterViewIsFresh } from './status-document';
+
+/** Thrown for a query the reference would silently ignore but Stator rejects (deliberate deviation). */
+export class BadHealthQuery extends Error {}
+
+const SIZE_UNITS: Record<string, number> = { B: 1, kB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 };
+
+/** `lag` as bytes: an integer, or a number with `B`, `kB`, `MB`, `GB`, `TB` (base 1024). */
+export function parseLag(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(B|kB|MB|GB|TB)?\s*$/.exec(text);
+  if (!match) throw new BadHealthQuery(`lag: must be a number of bytes or a size such as 16MB (units B, kB, MB, GB, TB), got "${text}"`);
+  return Math.floor(Number(match[1]) * SIZE_UNITS[match[2] ?? 'B']);
+}
+
+export interface HealthQuery {
+  lag?: string;
+  replication_state?: string;
+  [tag: string]: string | undefined;
+}
+
+/**
+ * The status code of a health-check path (reference-behavior 1.3), from memory. Paths are exact
+ * (a deliberate deviation from the reference's substring matching).
+ */
+export function healthStatus(path: string, query: HealthQuery, view: NodeView, now: number): number {
+  const ok = (condition: boolean) => (condition ? 200 : 503);
+  const sample = view.pgState === 'running' ? view.sample : null;
+  const role = sample ? (sample.inRecovery ? 'replica' : 'primary') : view.role;
+  const running = view.pgState === 'running';
+  const fresh = clusterViewIsFresh(view, now);
+  const isLeader = view.leadership === 'leader' && view.lockValidUntil > now;
+
+  let leaderOk = false;
+  let primaryOk = false;
+  if (!fresh && view.config.pause) {
+    leaderOk = role === 'primary' || role === 'standby_leader';
+    primaryOk = role === 'primary';
+  } else if (isLeader) {
+    leaderOk = true;
+    primaryOk = true;
+  }
+  const standbyLeaderOk = false;
+
+  const maxLag = query.lag !== undefined ? parseLag(query.lag) : null;
+  const replicaOk = () => {
+    if (view.tags.noloadbalance === true || !running || role !== 'replica' || !sample) return false;
+    if (query.replication_state !== undefined && query.replication_state !== (sample.replicationState ?? undefined)) return false;
+    if (maxLag !== null) {
+      const optime = Math.max(view.cluster?.status?.value.optime ?? 0, sample.latestEndLsn ?? 0);
+      if (optime > 0 && optime > (sample.replayedLsn ?? 0) + maxLag) return false;
+    }
+    return true;
+  };
+  const tagsMatch = () =>
+    Object.entries(query)
+      .filter(([key]) => key.startsWith('tag_'))
+      .every(([key, expected]) => {
+        const actual = view.tags[key.slice(4)];
+        if (actual === undefined) return false;
+        return (typeof actual === 'string' ? actual : String(actual).toLowerCase()) === expected;
+      });
+  const withTags = (code: number) => (code === 200 && !tagsMatch() ? 503 : code);
+  const syncStandby = false;
+
+  switch (path) {
+    case '/':
+    case '/primary':
+    case '/master':
+    case '/read-write':
+      return ok(primaryOk);
+    case '/standby-leader':
+    case '/standby_leader':
+      return ok(standbyLeaderOk);
+    case '/leader':
+      return ok(leaderOk);
+    case '/replica':
+      return withTags(ok(replicaOk()));
+    case '/read-only':
+      return withTags(primaryOk || standbyLeaderOk ? 200 : ok(replicaOk()));
+    case '/health':
+      return withTags(ok(running));
+    case '/sync':
+    case '/synchronous':
+      return withTags(ok(fresh && syncStandby && replicaOk()));
+    case '/read-only-sync':
+    case '/read-only-synchronous':
+      return withTags(ok(fresh && (primaryOk || standbyLeaderOk || (syncStandby && replicaOk()))));
+    case '/async':
+    case '/asynchronous':
+      return withTags(ok(fresh && !syncStandby && replicaOk()));
+    case '/liveness':
+      return liveness(view, now);
+    case '/readiness':
+      return readiness(view, query, now, isLeader);
+    default:
+      throw new Error(`not a health path: ${path}`);
+  }
+}
+
+/** The HA loop ran recently enough: within ttl on a running primary, 2*ttl elsewhere; always while paused. */
+function liveness(view: NodeView, now: number): number {
+  if (view.config.pause) return 200;
+  const primary = view.pgState === 'running' && view.sample !== null && !view.sample.inRecovery;
+  const threshold = (primary ? 1 : 2) * view.config.ttl * 1000;
+  return view.lastCycleAt + threshold > now ? 200 : 503;
+}
+
+function readiness(view: NodeView, query: HealthQuery, now: number, isLeader: boolean): number {
+  if (isLeader) return 200;
+  const sample = view.sample;
+  if (view.pgState !== 'running' || !sample) return 503;
+  if (sample.replicationState !== 'streaming') return 503;
+  const optime = Math.max(clusterViewIsFresh(view, now) ? (view.cluster?.status?.value.optime ?? 0) : 0, sample.latestEndLsn ?? 0);
+  if (optime === 0) return 503;
+  const limit = query.lag !== undefined ? parseLag(query.lag) : view.config.maximum_lag_on_failover;
+  const position = query.mode === 'write' ? (sample.receivedLsn ?? 0) : (sample.replayedLsn ?? 0);
+  return optime - position > limit ? 503 : 200;
+}
+
+export const HEALTH_PATHS = [
+  '/',
+  '/primary',
+  '/master',
+  '/read-write',
+  '/standby-leader',
+  '/standby_leader',
+  '/leader',
+  '/replica',
+  '/read-only',
+  '/health',
+  '/sync',
+  '/synchronous',
+  '/read-only-sync',
+  '/read-only-synchronous',
+  '/async',
+  '/asynchronous',
+  '/liveness',
+  '/readiness',
+];

@@ -1,0 +1,54 @@
+import { NodeView } from '../ha/ha-node';
+import { POSTGRES_STATES } from '../postgresql/postgres-states';
+
+export interface ApiIdentity {
+  scope: string;
+  version: string;
+  /** `stator`, or `patroni` in compatibility mode: the key of the identity object. */
+  productKey: 'stator' | 'patroni';
+}
+
+/** The DCS view is trusted for `ttl` seconds after it was read, as the reference's cache is. */
+export function clusterViewIsFresh(view: NodeView, now: number): boolean {
+  return view.cluster !== null && now - view.dcsLastSeen <= view.config.ttl * 1000;
+}
+
+/**
+ * The node status document of spec 2.1 (`GET /stator`, and the body of every health GET), keys in
+ * the reference's order. Built from memory only.
+ */
+export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: number): Record<string, unknown> {
+  const document: Record<string, unknown> = { state: POSTGRES_STATES[view.pgState].text };
+  const sample = view.pgState === 'running' ? view.sample : null;
+  if (sample) {
+    document.postmaster_start_time = sample.postmasterStartTime;
+    document.role = sample.inRecovery ? 'replica' : 'primary';
+    document.server_version = sample.serverVersion;
+    document.xlog = sample.inRecovery
+      ? {
+          received_location: sample.receivedLsn ?? sample.replayedLsn ?? 0,
+          replayed_location: sample.replayedLsn ?? 0,
+          replayed_timestamp: sample.replayedTimestamp,
+          paused: sample.replayPaused,
+        }
+      : { location: sample.walPosition };
+    document.timeline = sample.timeline;
+    if (sample.inRecovery && sample.replicationState) document.replication_state = sample.replicationState;
+    if (sample.replication.length > 0) document.replication = sample.replication;
+  } else {
+    document.role = view.role;
+  }
+  const fresh = clusterViewIsFresh(view, now);
+  if (view.config.pause) document.pause = true;
+  if (!fresh || !view.cluster?.leader) document.cluster_unlocked = true;
+  document.dcs_last_seen = Math.floor(view.dcsLastSeen / 1000);
+  if (Object.keys(view.tags).length > 0) document.tags = view.tags;
+  const sysid = sample?.systemIdentifier ?? view.dataDir?.systemIdentifier;
+  if (sysid) document.database_system_identifier = sysid;
+  if (sample && Object.keys(sample.pendingRestart).length > 0) {
+    document.pending_restart = true;
+    document.pending_restart_reason = sample.pendingRestart;
+  }
+  document[identity.productKey] = { version: identity.version, scope: identity.scope, name: view.name };
+  return document;
+}

@@ -1,0 +1,274 @@
+import { DynamicConfig } from '../dcs/dcs.port';
+import { EffectiveDynamicConfig } from './config.types';
+
+/** Rule texts shared with load-config.ts, so both speak of booleans and parameters in the same words. */
+export const BOOLEAN_RULE = 'must be a boolean (true/false, on/off, yes/no)';
+export const PARAMETER_RULE = 'must be a string, number or boolean';
+
+/** Defaults of the dynamic settings (reference-behavior section 5; `use_pg_rewind` is on in Stator, off in Patroni). */
+export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters'>> = Object.freeze({
+  ttl: 30,
+  loop_wait: 10,
+  retry_timeout: 10,
+  maximum_lag_on_failover: 1048576,
+  check_timeline: false,
+  primary_start_timeout: 300,
+  pause: false,
+  use_pg_rewind: true,
+  use_slots: true,
+});
+
+/**
+ * Lower bounds of the timing keys. Patroni enforces ttl >= 20 and retry_timeout >= 3; Stator deliberately allows
+ * ttl >= 5 and retry_timeout >= 1 so that fast lab and test clusters (ttl 10, loop_wait 2) work. Safety does not rest
+ * on these bounds but on the invariant loop_wait + 2*retry_timeout <= ttl, which is kept exactly as in Patroni.
+ */
+export const TIMING_MINIMUMS = Object.freeze({ ttl: 5, loop_wait: 1, retry_timeout: 1 });
+
+export interface EffectiveDynamicConfigResult {
+  config: EffectiveDynamicConfig;
+  /** One sentence per value that was not used as written (clamped, or unusable and replaced by a default). */
+  adjustments: string[];
+}
+
+/**
+ * The dynamic settings the HA loop runs with. As in Patroni, the DCS `/config` replaces the local `bootstrap.dcs`
+ * as a whole once it exists (keys it lacks take the defaults, not the bootstrap values): every node must run with
+ * the same settings, and each node's file may carry a different bootstrap section.
+ *
+ * Never throws: a DCS document may have been written by anyone (including Patroni nodes, which do not validate).
+ * Unusable values fall back to the defaults and the clamping rules of reference-behavior 1.6 apply, with Stator's
+ * lower minimums (see TIMING_MINIMUMS).
+ */
+export function effectiveDynamicConfig(
+  fromDcs: DynamicConfig | null,
+  bootstrap: DynamicConfig,
+): EffectiveDynamicConfigResult {
+  const source = fromDcs ?? bootstrap;
+  const origin = fromDcs ? 'the DCS configuration' : 'bootstrap.dcs';
+  const adjustments: string[] = [];
+  const postgresql = isMapping(source.postgresql) ? source.postgresql : {};
+
+  const integer = (key: string, value: unknown, fallback: number): number => {
+    if (value === undefined || value === null) return fallback;
+    const parsed = toInteger(value);
+    if (parsed !== undefined) return parsed;
+    adjustments.push(`${key} ${describeValue(value)} in ${origin} is not an integer; using the default ${fallback}`);
+    return fallback;
+  };
+  const boolean = (key: string, value: unknown, fallback: boolean): boolean => {
+    if (value === undefined || value === null) return fallback;
+    const parsed = parsePatroniBoolean(value);
+    if (parsed !== undefined) return parsed;
+    adjustments.push(`${key} ${describeValue(value)} in ${origin} is not a boolean; using the default ${fallback}`);
+    return fallback;
+  };
+
+  const defaults = DYNAMIC_CONFIG_DEFAULTS;
+  const timing = clampTimings(
+    {
+      ttl: integer('ttl', source.ttl, defaults.ttl),
+      loop_wait: integer('loop_wait', source.loop_wait, defaults.loop_wait),
+      retry_timeout: integer('retry_timeout', source.retry_timeout, defaults.retry_timeout),
+    },
+    adjustments,
+  );
+
+  const parameters: EffectiveDynamicConfig['parameters'] = {};
+  if (isMapping(postgresql.parameters)) {
+    for (const [name, value] of Object.entries(postgresql.parameters)) {
+      if (isParameterValue(value)) parameters[name] = value;
+      else {
+        const parameter = `postgresql.parameters.${name} ${describeValue(value)}`;
+        adjustments.push(`${parameter} in ${origin} ignored: ${PARAMETER_RULE}`);
+      }
+    }
+  }
+
+  return {
+    config: {
+      ...timing,
+      maximum_lag_on_failover: integer(
+        'maximum_lag_on_failover',
+        source.maximum_lag_on_failover,
+        defaults.maximum_lag_on_failover,
+      ),
+      check_timeline: boolean('check_timeline', source.check_timeline, defaults.check_timeline),
+      primary_start_timeout: integer(
+        'primary_start_timeout',
+        source.primary_start_timeout ?? source.master_start_timeout,
+        defaults.primary_start_timeout,
+      ),
+      pause: boolean('pause', source.pause, defaults.pause),
+      use_pg_rewind: boolean('postgresql.use_pg_rewind', postgresql.use_pg_rewind, defaults.use_pg_rewind),
+      use_slots: boolean('postgresql.use_slots', postgresql.use_slots, defaults.use_slots),
+      parameters,
+    },
+    adjustments,
+  };
+}
+
+interface Timings {
+  ttl: number;
+  loop_wait: number;
+  retry_timeout: number;
+}
+
+/** Patroni's `_validate_and_adjust_timeouts`: raise to the minimums, then lower loop_wait first, retry_timeout last. */
+function clampTimings(requested: Timings, adjustments: string[]): Timings {
+  const timing = { ...requested };
+  for (const key of ['loop_wait', 'retry_timeout', 'ttl'] as const) {
+    if (timing[key] < TIMING_MINIMUMS[key]) {
+      adjustments.push(`${key} raised from ${timing[key]} to ${TIMING_MINIMUMS[key]} (the minimum)`);
+      timing[key] = TIMING_MINIMUMS[key];
+    }
+  }
+  const { ttl, loop_wait: loopWait, retry_timeout: retryTimeout } = timing;
+  const because = `because loop_wait + 2*retry_timeout must be <= ttl (${ttl})`;
+  const minimumLoopWait = TIMING_MINIMUMS.loop_wait;
+  if (minimumLoopWait + 2 * retryTimeout > ttl) {
+    timing.loop_wait = minimumLoopWait;
+    timing.retry_timeout = Math.floor((ttl - minimumLoopWait) / 2);
+    if (loopWait !== minimumLoopWait) {
+      adjustments.push(`loop_wait lowered from ${loopWait} to ${minimumLoopWait} ${because}`);
+    }
+    adjustments.push(`retry_timeout lowered from ${retryTimeout} to ${timing.retry_timeout} ${because}`);
+  } else if (loopWait + 2 * retryTimeout > ttl) {
+    timing.loop_wait = ttl - 2 * retryTimeout;
+    adjustments.push(`loop_wait lowered from ${loopWait} to ${timing.loop_wait} ${because}`);
+  }
+  return timing;
+}
+
+type ValueRule = { rule: string; accepts: (value: unknown) => boolean };
+
+const integerAtLeast = (minimum: number): ValueRule => ({
+  rule: `must be an integer >= ${minimum}`,
+  accepts: (value) => Number.isInteger(value) && (value as number) >= minimum,
+});
+const booleanRule: ValueRule = { rule: BOOLEAN_RULE, accepts: (value) => parsePatroniBoolean(value) !== undefined };
+const mappingRule: ValueRule = { rule: 'must be a mapping', accepts: isMapping };
+
+/** Rules for the keys Stator or Patroni interpret; any other key is allowed and kept. */
+const TOP_LEVEL_RULES: Record<string, ValueRule> = {
+  ttl: integerAtLeast(TIMING_MINIMUMS.ttl),
+  loop_wait: integerAtLeast(TIMING_MINIMUMS.loop_wait),
+  retry_timeout: integerAtLeast(TIMING_MINIMUMS.retry_timeout),
+  maximum_lag_on_failover: integerAtLeast(0),
+  maximum_lag_on_syncnode: integerAtLeast(-1),
+  primary_start_timeout: integerAtLeast(0),
+  master_start_timeout: integerAtLeast(0),
+  primary_stop_timeout: integerAtLeast(0),
+  master_stop_timeout: integerAtLeast(0),
+  synchronous_node_count: integerAtLeast(1),
+  max_timelines_history: integerAtLeast(0),
+  check_timeline: booleanRule,
+  pause: booleanRule,
+  failsafe_mode: booleanRule,
+  synchronous_mode_strict: booleanRule,
+  synchronous_mode: {
+    rule: `${BOOLEAN_RULE} or "quorum"`,
+    accepts: (value) => value === 'quorum' || parsePatroniBoolean(value) !== undefined,
+  },
+  postgresql: mappingRule,
+  standby_cluster: mappingRule,
+  slots: mappingRule,
+  ignore_slots: { rule: 'must be a list', accepts: Array.isArray },
+};
+
+const POSTGRESQL_RULES: Record<string, ValueRule> = {
+  use_pg_rewind: booleanRule,
+  use_slots: booleanRule,
+  parameters: mappingRule,
+};
+
+/**
+ * The per-key checks of `validateDynamicConfig` without the timing invariant. `loadConfig` uses it for
+ * `bootstrap.dcs`, whose timing is clamped with a warning instead, as Patroni does, so existing files still start.
+ */
+export function validateDynamicConfigKeys(doc: unknown): string[] {
+  if (!isMapping(doc)) return [`configuration: must be a mapping (JSON object), got ${describeValue(doc)}`];
+  const problems = checkKeys(doc, TOP_LEVEL_RULES, '');
+  if (isMapping(doc.postgresql)) {
+    const postgresql = doc.postgresql;
+    problems.push(...checkKeys(postgresql, POSTGRESQL_RULES, 'postgresql.'));
+    if (isMapping(postgresql.parameters)) {
+      for (const [name, value] of Object.entries(postgresql.parameters)) {
+        // null deletes a parameter in a PATCH.
+        if (value !== null && !isParameterValue(value)) {
+          problems.push(`postgresql.parameters.${name}: ${PARAMETER_RULE}, got ${describeValue(value)}`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+/**
+ * Typed validation of a `/config` document (PATCH body, merged result or PUT body): one message per bad key, naming
+ * the key and the rule. Unknown keys are allowed; `null` (a PATCH deletion) is accepted everywhere. Unlike Patroni,
+ * which silently patches the timing in memory, a violated `loop_wait + 2*retry_timeout <= ttl` is reported (keys the
+ * document lacks count with their defaults).
+ */
+export function validateDynamicConfig(doc: unknown): string[] {
+  const problems = validateDynamicConfigKeys(doc);
+  if (problems.length > 0 || !isMapping(doc)) return problems;
+  const value = (key: keyof Timings): number => (doc[key] ?? DYNAMIC_CONFIG_DEFAULTS[key]) as number;
+  const [ttl, loopWait, retryTimeout] = [value('ttl'), value('loop_wait'), value('retry_timeout')];
+  const cycle = loopWait + 2 * retryTimeout;
+  if (cycle > ttl) {
+    problems.push(
+      `loop_wait + 2*retry_timeout must be <= ttl, got ${loopWait} + 2*${retryTimeout} = ${cycle} > ${ttl} ` +
+        '(lower loop_wait or retry_timeout, or raise ttl)',
+    );
+  }
+  return problems;
+}
+
+function checkKeys(doc: Record<string, unknown>, rules: Record<string, ValueRule>, prefix: string): string[] {
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(doc)) {
+    const rule = rules[key];
+    if (rule && value !== null && !rule.accepts(value)) {
+      problems.push(`${prefix}${key}: ${rule.rule}, got ${describeValue(value)}`);
+    }
+  }
+  return problems;
+}
+
+// ---- Value helpers, also used by load-config.ts ----
+
+/**
+ * Patroni's `parse_bool`: real booleans, and case-insensitive on/off, true/false, yes/no, 1/0 (also as numbers).
+ * Undefined when the value is none of these.
+ */
+export function parsePatroniBoolean(value: unknown): boolean | undefined {
+  if (typeof value === 'boolean') return value;
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const text = String(value).trim().toLowerCase();
+  if (['on', 'true', 'yes', '1'].includes(text)) return true;
+  if (['off', 'false', 'no', '0'].includes(text)) return false;
+  return undefined;
+}
+
+/** Patroni's `int(value)` for DCS documents: integers, and strings holding one. */
+function toInteger(value: unknown): number | undefined {
+  if (typeof value === 'number' && Number.isInteger(value)) return value;
+  if (typeof value === 'string' && /^\s*[-+]?\d+\s*$/.test(value)) return Number.parseInt(value, 10);
+  return undefined;
+}
+
+export function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
+}
+
+export function isParameterValue(value: unknown): value is string | number | boolean {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+/** A value as it would appear in JSON, shortened, for "got ..." in messages. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}

@@ -1,0 +1,58 @@
+import { AnyActorLogic, AnyMachineSnapshot, InspectionEvent, StateValue } from 'xstate';
+import { Clock } from '../common/clock';
+import { NewEvent } from './event';
+
+/** Anything that takes events for the log (the EventRecorder, or an array in tests). */
+export interface EventSink {
+  record(event: NewEvent): unknown;
+}
+
+/** `{running: 'promoting'}` → `running.promoting`. */
+export function stateValueToString(value: StateValue): string {
+  if (typeof value === 'string') return value;
+  return Object.entries(value)
+    .map(([key, child]) => (child === undefined ? key : `${key}.${stateValueToString(child as StateValue)}`))
+    .join(',');
+}
+
+/** The top-level state of a machine, e.g. `running` for `running.promoting`. */
+export function topLevelState(value: StateValue): string {
+  return typeof value === 'string' ? value : Object.keys(value)[0];
+}
+
+/** JSON-safe copy of a machine event: errors become their message, so the log can be replayed. */
+export function serializeMachineEvent(event: { type: string; [key: string]: unknown }): Record<string, unknown> {
+  return JSON.parse(
+    JSON.stringify(event, (_key, value) => (value instanceof Error ? { message: value.message } : value)),
+  ) as Record<string, unknown>;
+}
+
+/**
+ * Builds the `inspect` option of `createActor` that records every state change of the root actor
+ * as `<machine>.transition` on the stream `node/<node>/<machine>`. The recorded `cause` is the
+ * machine event type and `data.event` its payload, which is what a replay feeds back.
+ */
+export function transitionRecorder(machine: string, node: string, sink: EventSink, clock: Clock) {
+  let previous: StateValue | undefined;
+  return (inspection: InspectionEvent) => {
+    if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return;
+    const snapshot = inspection.snapshot as AnyMachineSnapshot;
+    if (!('value' in snapshot)) return;
+    const from = previous === undefined ? null : stateValueToString(previous);
+    const to = stateValueToString(snapshot.value);
+    previous = snapshot.value;
+    if (from === to) return;
+    sink.record({
+      stream: `node/${node}/${machine}`,
+      type: `${machine}.transition`,
+      at: new Date(clock.now()).toISOString(),
+      node,
+      from,
+      to,
+      cause: inspection.event.type,
+      data: { event: serializeMachineEvent(inspection.event as { type: string }) },
+    });
+  };
+}
+
+export type { AnyActorLogic };

@@ -1,0 +1,88 @@
+import { EffectiveDynamicConfig, NodeTags } from '../config/config.types';
+import { ClusterView, Member } from '../dcs/dcs.port';
+import { DataDirInfo, PostgresSample, UpstreamNode } from '../postgresql/postgres.port';
+import { PostgresStateName } from '../postgresql/postgres-states';
+import { RoleName } from './role.machine';
+
+/** What this node knows about itself at the start of an HA cycle. */
+export interface LocalView {
+  name: string;
+  tags: NodeTags;
+  /** Top-level state of the postgres machine. */
+  pgState: PostgresStateName;
+  /** Name of the long action in progress (`promote`, `restart`, `clone`...), null when idle. */
+  busy: string | null;
+  role: RoleName;
+  leadership: 'leader' | 'follower';
+  dataDir: DataDirInfo;
+  /** Latest reading of the running server; null while it is not running. */
+  sample: PostgresSample | null;
+  /** The node this replica is configured to stream from. */
+  upstream: string | null;
+  /** This node won the initialize race and has not finished bootstrapping. */
+  bootstrapping: boolean;
+  /** Error of the last PostgreSQL action, if it failed. */
+  lastError: string | null;
+}
+
+/** A peer's status document as read over its API during the leader race (2 s timeout). */
+export interface PeerReading {
+  name: string;
+  reachable: boolean;
+  role?: string;
+  /** `xlog.location` for a primary; max(received, replayed) for a replica. */
+  walPosition?: number;
+  isPrimary?: boolean;
+  timeline?: number;
+  tags?: Record<string, unknown>;
+}
+
+/** Everything decide() looks at: pure data, no handles. */
+export interface HaSnapshot {
+  now: number;
+  config: EffectiveDynamicConfig;
+  /** null when the DCS could not be read within retry_timeout. */
+  cluster: ClusterView | null;
+  dcsError: string | null;
+  local: LocalView;
+  /** Outcome of the lock operation decide() asked for in this cycle. */
+  lockResult?: 'acquired' | 'not_acquired' | 'refreshed' | 'refresh_failed';
+  initializeResult?: 'won' | 'lost';
+  peers?: PeerReading[];
+}
+
+export function upstreamOf(member: Member | undefined): UpstreamNode | null {
+  if (!member) return null;
+  try {
+    const url = new URL(member.data.conn_url);
+    return { name: member.name, host: url.hostname, port: Number(url.port || 5432) };
+  } catch {
+    return null;
+  }
+}
+
+/** `cluster.timeline` as the reference computes it: last history timeline + 1, 1 for `[]`, 0 when missing. */
+export function clusterTimeline(cluster: ClusterView): number {
+  const history = cluster.history?.value;
+  if (!history) return 0;
+  if (history.length === 0) return 1;
+  return Number(history[history.length - 1][0]) + 1;
+}
+
+export function isTruthyTag(value: unknown): boolean {
+  return value === true || (typeof value === 'string' && ['true', 'yes', 'on', '1'].includes(value.toLowerCase()));
+}
+
+/** `failover_priority` as the reference derives it: 0 when nofailover, else the tag (default 1). */
+export function failoverPriority(tags: Record<string, unknown> | undefined): number {
+  if (!tags) return 1;
+  if (isTruthyTag(tags.nofailover)) return 0;
+  const priority = Number(tags.failover_priority ?? 1);
+  return Number.isFinite(priority) ? priority : 1;
+}
+
+export function isNoFailover(tags: Record<string, unknown> | undefined): boolean {
+  if (!tags) return false;
+  if (tags.nofailover !== undefined) return isTruthyTag(tags.nofailover);
+  return tags.failover_priority !== undefined && failoverPriority(tags) <= 0;
+}

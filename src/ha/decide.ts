@@ -1,0 +1,273 @@
+import { UpstreamNode } from '../postgresql/postgres.port';
+import { POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
+import {
+  clusterTimeline,
+  failoverPriority,
+  HaSnapshot,
+  isNoFailover,
+  isTruthyTag,
+  upstreamOf,
+} from './cluster-snapshot';
+
+/**
+ * The HA decision, one pure function over a snapshot (reference-behavior section 3.2).
+ *
+ * Lock operations and peer probes are I/O whose outcome changes the decision, so decide() may
+ * answer `{ need }` first; the loop performs that one operation, adds its outcome to the snapshot
+ * and calls decide() again. The final answer is the verdict (the reference's wording, so log
+ * searches keep working) and the actions to carry out.
+ */
+export type Need = 'refreshLock' | 'acquireLock' | 'raceInitialize' | 'probePeers';
+
+export type HaAction =
+  | { type: 'initdb' }
+  | { type: 'clone'; source: UpstreamNode }
+  | { type: 'startPrimary' }
+  /** Start read-only, streaming from `upstream` (or from nobody while there is no leader). */
+  | { type: 'startReplica'; upstream: UpstreamNode | null }
+  /** A former primary joins `upstream`: pg_rewind (reclone when that fails), then start as its replica. */
+  | { type: 'rejoin'; upstream: UpstreamNode; useRewind: boolean }
+  | { type: 'promote' }
+  /** Point a running replica at a new upstream (primary_conninfo + reload). */
+  | { type: 'follow'; upstream: UpstreamNode }
+  /** Stop a primary that must not be one; restart it read-only following `upstream` unless `restart` is false. */
+  | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
+  | { type: 'releaseLock' }
+  | { type: 'finishBootstrap' }
+  | { type: 'abandonBootstrap' }
+  | { type: 'writeInitialize' }
+  | { type: 'clearFailover' }
+  /** Publish optime and history, keep members' slots: what the lock holder does each cycle. */
+  | { type: 'leaderDuties' };
+
+export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };
+
+const LONG_ACTION_STATES = ['initdb', 'custom_bootstrap', 'creating_replica', 'starting', 'bootstrap_starting', 'restarting', 'stopping'];
+
+export function decide(s: HaSnapshot): Decision {
+  const { local, cluster, config } = s;
+  if (!cluster) return dcsUnreachable(s);
+
+  const leaderName = cluster.leader?.value ?? null;
+  const iHoldLeaderKey = leaderName === local.name;
+  const paused = config.pause;
+  const pgUp = POSTMASTER_UP_STATES.includes(local.pgState);
+  const pgIsPrimary = local.pgState === 'running' && local.sample !== null && !local.sample.inRecovery;
+
+  if (local.busy || LONG_ACTION_STATES.includes(local.pgState)) {
+    // A long action never stops the lock holder from keeping its lock.
+    if (iHoldLeaderKey && !s.lockResult) return { need: 'refreshLock' };
+    return { verdict: `${local.busy ?? local.pgState} in progress`, actions: [] };
+  }
+
+  if (local.bootstrapping) return continueBootstrap(s, pgIsPrimary);
+
+  if (local.dataDir.state !== 'initialized' && !pgUp) {
+    if (iHoldLeaderKey) return { verdict: 'released leader key voluntarily as data dir empty and currently leader', actions: [{ type: 'releaseLock' }] };
+    if (paused) return { verdict: 'running with empty data directory', actions: [] };
+    return bootstrap(s);
+  }
+
+  const initialize = cluster.initialize;
+  const sysid = local.dataDir.systemIdentifier ?? local.sample?.systemIdentifier;
+  if (initialize && sysid && initialize !== sysid) {
+    return {
+      verdict: `system ID mismatch: this node's data directory has ${sysid}, the cluster's initialize key says ${initialize}; refusing to run it (consider reinitialize)`,
+      actions: [],
+    };
+  }
+  const adopt: HaAction[] = initialize === null && !leaderName && !paused ? [{ type: 'writeInitialize' }] : [];
+
+  if (!pgUp) return withPrefix(adopt, recover(s));
+  if (local.pgState !== 'running' || !local.sample) return { verdict: 'waiting for PostgreSQL status', actions: adopt };
+
+  if (!leaderName) return withPrefix(adopt, unhealthyCluster(s, pgIsPrimary));
+  if (iHoldLeaderKey) return leaderCycle(s, pgIsPrimary);
+  return followLeader(s, leaderName, pgIsPrimary);
+}
+
+function withPrefix(prefix: HaAction[], decision: Decision): Decision {
+  if ('need' in decision || prefix.length === 0) return decision;
+  return { verdict: decision.verdict, actions: [...prefix, ...decision.actions] };
+}
+
+function dcsUnreachable(s: HaSnapshot): Decision {
+  const pgIsPrimary = s.local.pgState === 'running' && s.local.sample !== null && !s.local.sample.inRecovery;
+  if (!s.config.pause && pgIsPrimary) {
+    return {
+      verdict: 'demoted self because DCS is not accessible and I was a leader',
+      actions: [{ type: 'demote', mode: 'fast', restart: false, upstream: null }],
+    };
+  }
+  return { verdict: 'DCS is not accessible', actions: [] };
+}
+
+function bootstrap(s: HaSnapshot): Decision {
+  const cluster = s.cluster!;
+  const leaderName = cluster.leader?.value ?? null;
+  if (!leaderName) {
+    if (cluster.initialize === null && !isNoFailover(s.local.tags)) {
+      if (!s.initializeResult) return { need: 'raceInitialize' };
+      if (s.initializeResult === 'won') return { verdict: 'trying to bootstrap a new cluster', actions: [{ type: 'initdb' }] };
+      return { verdict: 'failed to acquire initialize lock', actions: [] };
+    }
+    return { verdict: 'waiting for leader to bootstrap', actions: [] };
+  }
+  const source = cloneSource(s, leaderName);
+  if (!source) return { verdict: 'waiting for leader to bootstrap', actions: [] };
+  const from = source.name === leaderName ? 'leader' : 'replica';
+  return { verdict: `trying to bootstrap from ${from} '${source.name}'`, actions: [{ type: 'clone', source }] };
+}
+
+/** A running member tagged `clonefrom`, else the leader. */
+function cloneSource(s: HaSnapshot, leaderName: string): UpstreamNode | null {
+  const members = s.cluster!.members;
+  const clonefrom = members.find(
+    (m) => m.name !== s.local.name && isTruthyTag(m.data.tags?.clonefrom) && m.data.state === 'running',
+  );
+  return upstreamOf(clonefrom) ?? upstreamOf(members.find((m) => m.name === leaderName));
+}
+
+function continueBootstrap(s: HaSnapshot, pgIsPrimary: boolean): Decision {
+  const { local } = s;
+  if (local.pgState === 'initdb_failed' || local.pgState === 'start_failed' || local.pgState === 'custom_bootstrap_failed') {
+    return {
+      verdict: `removing initialize key after failed attempt to bootstrap the cluster: ${local.lastError ?? local.pgState}`,
+      actions: [{ type: 'abandonBootstrap' }],
+    };
+  }
+  if (local.pgState === 'stopped') return { verdict: 'starting primary after bootstrap', actions: [{ type: 'startPrimary' }] };
+  if (!pgIsPrimary) return { verdict: 'waiting for end of recovery after bootstrap', actions: [] };
+  return { verdict: 'initialized a new cluster', actions: [{ type: 'finishBootstrap' }] };
+}
+
+/** PostgreSQL is down and not paused: bring it back (reference 3.10 `recover`). */
+function recover(s: HaSnapshot): Decision {
+  const { local, cluster, config } = s;
+  const leaderName = cluster!.leader?.value ?? null;
+  if (config.pause) {
+    if (leaderName === local.name) return { verdict: 'removed leader lock because postgres is not running', actions: [{ type: 'releaseLock' }] };
+    return { verdict: 'postgres is not running', actions: [] };
+  }
+  const wasPrimary = local.role === 'primary' || local.role === 'promoted' || local.role === 'demoted';
+
+  if (leaderName === local.name) {
+    if (!s.lockResult) return { need: 'refreshLock' };
+    if (s.lockResult === 'refreshed') {
+      if (wasPrimary && config.primary_start_timeout > 0 && !local.dataDir.standbySignal) {
+        return { verdict: 'starting primary after failure', actions: [{ type: 'startPrimary' }] };
+      }
+      return { verdict: 'starting as readonly because i had the session lock', actions: [{ type: 'startReplica', upstream: null }] };
+    }
+  }
+
+  const leaderMember = cluster!.members.find((m) => m.name === leaderName);
+  const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
+  if (upstream && wasPrimary) {
+    return {
+      verdict: config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: former primary and use_pg_rewind is off`,
+      actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
+    };
+  }
+  return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream }] };
+}
+
+/** No leader key: race for it if this node is the healthiest (reference 3.5). */
+function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision {
+  const { local, cluster, config } = s;
+  if (!s.peers && !config.pause && !pgIsPrimary) return { need: 'probePeers' };
+  const health = healthiest(s, pgIsPrimary);
+  if (health.ok) {
+    if (!s.lockResult) return { need: 'acquireLock' };
+    if (s.lockResult === 'acquired') {
+      const cleanup: HaAction[] = cluster!.failover && Object.keys(cluster!.failover.value).length > 0 ? [{ type: 'clearFailover' }] : [];
+      if (pgIsPrimary) return { verdict: 'acquired session lock as a leader', actions: [...cleanup, { type: 'leaderDuties' }] };
+      return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, { type: 'promote' }] };
+    }
+    return { verdict: 'following new leader after trying and failing to obtain lock', actions: [] };
+  }
+  if (pgIsPrimary && !config.pause) {
+    return {
+      verdict: `demoting self because i am not the healthiest node: ${health.reason}`,
+      actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }],
+    };
+  }
+  const reason = isNoFailover(local.tags) ? 'I am not allowed to promote' : 'i am not the healthiest node';
+  return { verdict: `following a different leader because ${reason}`, actions: [] };
+}
+
+/** `_is_healthiest_node` and its preconditions (reference 3.5). */
+export function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason: string } {
+  const { local, cluster, config } = s;
+  const timeline = clusterTimeline(cluster!);
+  const ownTimeline = local.sample?.timeline ?? 0;
+  if (pgIsPrimary) {
+    if (config.pause) return { ok: true, reason: 'running primary while paused' };
+    return ownTimeline < timeline
+      ? { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` }
+      : { ok: true, reason: 'running primary' };
+  }
+  if (config.pause) return { ok: false, reason: 'paused' };
+  if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
+
+  const ownWal = local.sample?.walPosition ?? 0;
+  const optime = cluster!.status?.value.optime ?? 0;
+  if (optime - ownWal > config.maximum_lag_on_failover) {
+    return { ok: false, reason: 'My wal position exceeds maximum replication lag' };
+  }
+  if (config.check_timeline && ownTimeline < timeline) {
+    return { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` };
+  }
+  const ownPriority = failoverPriority(local.tags);
+  for (const peer of s.peers ?? []) {
+    if (peer.name === local.name || !peer.reachable || isNoFailover(peer.tags)) continue;
+    if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
+    const peerWal = peer.walPosition ?? 0;
+    if (ownWal < peerWal) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
+    const peerPriority = failoverPriority(peer.tags);
+    if (ownWal === peerWal && ownPriority < peerPriority) {
+      return {
+        ok: false,
+        reason: `${peer.name} has equally tolerable WAL position and priority ${peerPriority}, while this node has priority ${ownPriority}`,
+      };
+    }
+  }
+  return { ok: true, reason: 'healthiest' };
+}
+
+/** This node's name is in the leader key (reference 3.4, "I hold L"). */
+function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
+  const { local, config } = s;
+  if (config.pause && !pgIsPrimary) {
+    return { verdict: 'removed leader lock because postgres is not running as primary', actions: [{ type: 'releaseLock' }] };
+  }
+  if (!s.lockResult) return { need: 'refreshLock' };
+  if (s.lockResult === 'refreshed') {
+    if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
+    return { verdict: 'promoted self to leader because I had the session lock', actions: [{ type: 'promote' }] };
+  }
+  if (pgIsPrimary) {
+    if (config.pause) return { verdict: 'continue to run as primary after failing to update leader lock in DCS', actions: [] };
+    return {
+      verdict: 'demoted self because failed to update leader lock in DCS',
+      actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }],
+    };
+  }
+  return { verdict: 'not promoting because failed to update leader lock in DCS', actions: [] };
+}
+
+/** Another node holds the lock: be its replica (reference 3.4 `follow`). */
+function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): Decision {
+  const { local, cluster, config } = s;
+  const upstream = upstreamOf(cluster!.members.find((m) => m.name === leaderName));
+  if (pgIsPrimary) {
+    if (config.pause) return { verdict: 'continue to run as primary without lock', actions: [] };
+    return {
+      verdict: 'demoting self because I do not have the lock and I was a leader',
+      actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream }],
+    };
+  }
+  const following = `no action. I am (${local.name}), a secondary, and following a leader (${leaderName})`;
+  if (upstream && local.upstream !== leaderName) return { verdict: following, actions: [{ type: 'follow', upstream }] };
+  return { verdict: following, actions: [] };
+}

@@ -1,0 +1,699 @@
+import { Subscription } from 'rxjs';
+import { Actor, createActor, StateValue, waitFor } from 'xstate';
+import { Clock } from '../common/clock';
+import { Logger } from '../common/logger';
+import { parseLsn } from '../common/lsn';
+import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
+import { effectiveDynamicConfig } from '../config/dynamic-config';
+import { ClusterView, Dcs, DynamicConfig, HistoryEntry, MemberData } from '../dcs/dcs.port';
+import { EventSink, topLevelState, transitionRecorder } from '../events/transition-recorder';
+import { PostgresStateName, POSTGRES_STATES } from '../postgresql/postgres-states';
+import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
+import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSample, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
+import { HaSnapshot, LocalView, PeerReading } from './cluster-snapshot';
+import { decide, HaAction, Need } from './decide';
+import { leadershipMachine, LeadershipEvent } from './leadership.machine';
+import { PeerProbe, probePeerOverHttp } from './peer-probe';
+import { RoleEvent, roleMachine, RoleName } from './role.machine';
+import { effectiveTags } from './tags';
+
+export interface HaNodeDeps {
+  config: StatorConfig;
+  dcs: Dcs;
+  pg: PostgresProcess;
+  query: PostgresQuery;
+  events: EventSink;
+  clock: Clock;
+  logger: Logger;
+  version: string;
+  probePeer?: PeerProbe;
+}
+
+/** What the API serves, copied from the node's memory: never waits on SQL or the DCS. */
+export interface NodeView {
+  name: string;
+  pgState: PostgresStateName;
+  role: RoleName;
+  leadership: 'leader' | 'follower';
+  /** Epoch ms until which the lock is known to be ours (0 when not leader). */
+  lockValidUntil: number;
+  sample: PostgresSample | null;
+  sampleAt: number;
+  cluster: ClusterView | null;
+  /** Epoch ms of the last successful DCS read, 0 if none. */
+  dcsLastSeen: number;
+  config: EffectiveDynamicConfig;
+  /** Epoch ms when the last HA cycle ran. */
+  lastCycleAt: number;
+  verdict: string;
+  dataDir: DataDirInfo | null;
+  tags: Record<string, unknown>;
+}
+
+/** Slot names as Patroni derives them from member names. */
+export function slotNameOf(memberName: string): string {
+  return memberName.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+}
+
+/** Seconds of the lease the fence keeps in hand: the primary stops this long before the lease can expire. */
+export function fenceSafetyMarginMs(ttlSeconds: number): number {
+  return Math.max(2, Math.min(5, ttlSeconds * 0.25)) * 1000;
+}
+
+const SAMPLE_INTERVAL_MS = 1_000;
+
+/**
+ * One node's HA agent: owns the postgres, role and leadership actors, runs the HA cycle every
+ * loop_wait (or at once when the DCS watch or a PostgreSQL transition says something changed),
+ * and carries out what decide() returns.
+ */
+export class HaNode {
+  readonly postgres: Actor<typeof postgresMachine>;
+  readonly role: Actor<typeof roleMachine>;
+  readonly leadership: Actor<typeof leadershipMachine>;
+
+  private readonly name: string;
+  private readonly tags: Record<string, unknown>;
+  private dynamic: EffectiveDynamicConfig;
+  private cluster: ClusterView | null = null;
+  private dcsLastSeen = 0;
+  private dataDir: DataDirInfo | null = null;
+  private sample: PostgresSample | null = null;
+  private sampleAt = 0;
+  private lockValidUntil = 0;
+  private upstream: string | null = null;
+  private bootstrapping = false;
+  private busy: string | null = null;
+  private verdict = '';
+  private lastCycleAt = 0;
+  private publishedOptime: number | null = null;
+  private publishedSlots = '';
+  private configAdjustments = '';
+  private stopped = false;
+  private wakePending = false;
+  private wakeUp: (() => void) | null = null;
+  private loopDone: Promise<void> | null = null;
+  private sampler: NodeJS.Timeout | null = null;
+  private readonly subscriptions: Subscription[] = [];
+  private readonly probePeer: PeerProbe;
+
+  constructor(private readonly deps: HaNodeDeps) {
+    const { config, clock, events } = deps;
+    this.name = config.name;
+    this.tags = effectiveTags(config.tags);
+    this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
+    this.probePeer = deps.probePeer ?? probePeerOverHttp;
+    this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
+      inspect: transitionRecorder('postgres', this.name, events, clock),
+    });
+    this.role = createActor(roleMachine, { inspect: transitionRecorder('role', this.name, events, clock) });
+    this.leadership = createActor(leadershipMachine, { inspect: transitionRecorder('leadership', this.name, events, clock) });
+  }
+
+  /** Detects what is on disk, adopts a running postmaster, then starts the HA loop. */
+  async start(): Promise<void> {
+    this.postgres.start();
+    this.role.start();
+    this.leadership.start();
+    const { pg, dcs } = this.deps;
+    this.subscriptions.push(
+      pg.exits().subscribe((exit) => {
+        this.deps.logger.warning(
+          `postmaster ${exit.pid} exited (${exit.signal ?? `code ${exit.code}`})${exit.fenced ? ': stopped by the fence' : ''}`,
+        );
+        this.postgres.send({ type: 'POSTMASTER_EXITED', code: exit.code, signal: exit.signal, fenced: exit.fenced });
+      }),
+      dcs.changes().subscribe((change) => {
+        if (change.key === null || ['leader', 'config', 'failover', 'initialize'].includes(change.key)) this.wake();
+        else if (change.key.startsWith('members/') && this.leadership.getSnapshot().value === 'leader') this.wake();
+      }),
+    );
+    let previousState = this.pgState();
+    this.postgres.subscribe((snapshot) => {
+      const state = topLevelState(snapshot.value) as PostgresStateName;
+      if (state !== previousState) {
+        previousState = state;
+        if (state === 'running') void this.takeSample();
+        else this.sample = null;
+        this.wake();
+      }
+    });
+
+    this.dataDir = await pg.inspectDataDir();
+    const adopted = this.dataDir.state === 'initialized' ? await pg.adopt().catch(() => null) : null;
+    if (this.dataDir.state === 'initialized') {
+      if (this.dataDir.standbySignal) this.sendRole({ type: 'DETECTED_REPLICA' });
+      else this.sendRole({ type: adopted ? 'DETECTED_PRIMARY' : 'DETECTED_DEMOTED' });
+    }
+    if (adopted) {
+      this.deps.logger.info(`adopting running postmaster ${adopted.pid}`);
+      this.postgres.send({ type: 'ADOPT', timeoutMs: this.startTimeoutMs() });
+    }
+    this.sampler = setInterval(() => void this.takeSample(), SAMPLE_INTERVAL_MS);
+    this.loopDone = this.loop();
+  }
+
+  /** Stops the loop and the actors; PostgreSQL keeps running under its fence unless `stopPostgres`. */
+  async stop(stopPostgres = false): Promise<void> {
+    this.stopped = true;
+    this.wake();
+    await this.loopDone;
+    if (this.sampler) clearInterval(this.sampler);
+    for (const subscription of this.subscriptions) subscription.unsubscribe();
+    if (stopPostgres && this.isPostmasterUp()) {
+      this.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
+      await waitFor(this.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: 65_000 }).catch(() => undefined);
+      if (this.leadership.getSnapshot().value === 'leader') await this.releaseLock('shutdown');
+    }
+    this.postgres.stop();
+    this.role.stop();
+    this.leadership.stop();
+  }
+
+  /** Ends the current wait: the next cycle starts now (or right after the running one). */
+  wake(): void {
+    this.wakePending = true;
+    this.wakeUp?.();
+  }
+
+  view(): NodeView {
+    return {
+      name: this.name,
+      pgState: this.pgState(),
+      role: this.role.getSnapshot().value as RoleName,
+      leadership: this.leadership.getSnapshot().value as 'leader' | 'follower',
+      lockValidUntil: this.lockValidUntil,
+      sample: this.sample,
+      sampleAt: this.sampleAt,
+      cluster: this.cluster,
+      dcsLastSeen: this.dcsLastSeen,
+      config: this.dynamic,
+      lastCycleAt: this.lastCycleAt,
+      verdict: this.verdict,
+      dataDir: this.dataDir,
+      tags: this.tags,
+    };
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      const startedAt = this.deps.clock.now();
+      this.wakePending = false;
+      await this.cycle();
+      if (this.stopped) break;
+      const wait = startedAt + this.dynamic.loop_wait * 1000 - this.deps.clock.now();
+      if (wait <= 0) {
+        this.deps.logger.warning('Loop time exceeded, rescheduling immediately.');
+        continue;
+      }
+      if (this.wakePending) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        this.wakeUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wakeUp = null;
+    }
+  }
+
+  /** One HA cycle; never throws. */
+  private async cycle(): Promise<void> {
+    const { dcs, logger, clock } = this.deps;
+    try {
+      this.lastCycleAt = clock.now();
+      if (this.pgState() === 'running') await this.takeSample();
+      if (!this.isPostmasterUp()) this.dataDir = await this.deps.pg.inspectDataDir();
+
+      let cluster: ClusterView | null = null;
+      let dcsError: string | null = null;
+      try {
+        cluster = await dcs.read();
+        this.cluster = cluster;
+        this.dcsLastSeen = clock.now();
+      } catch (error) {
+        dcsError = errorText(error);
+      }
+      await this.applyDynamicConfig(cluster?.config?.value ?? null);
+
+      if (cluster && this.leadership.getSnapshot().value === 'leader' && cluster.leader?.value !== this.name) {
+        this.sendLeadership({ type: 'LOCK_LOST', reason: `leader key is now ${cluster.leader?.value ?? 'absent'}` });
+        this.lockValidUntil = 0;
+      }
+
+      let snapshot = this.snapshot(cluster, dcsError);
+      let decision = decide(snapshot);
+      for (let step = 0; 'need' in decision && step < 4; step++) {
+        snapshot = await this.fulfil(decision.need, snapshot);
+        decision = decide(snapshot);
+      }
+      if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
+
+      const prefix = this.dynamic.pause ? 'PAUSE: ' : '';
+      logger.info(prefix + decision.verdict);
+      this.recordVerdict(decision.verdict);
+      for (const action of decision.actions) await this.execute(action, snapshot);
+
+      if (cluster) await dcs.touchMember(this.memberData()).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
+      this.keepFence();
+    } catch (error) {
+      logger.error(`HA cycle failed: ${errorText(error)}`);
+    }
+  }
+
+  private snapshot(cluster: ClusterView | null, dcsError: string | null): HaSnapshot {
+    const postgres = this.postgres.getSnapshot();
+    const local: LocalView = {
+      name: this.name,
+      tags: this.tags,
+      pgState: topLevelState(postgres.value) as PostgresStateName,
+      busy: this.busy ?? activeSubstate(postgres.value),
+      role: this.role.getSnapshot().value as RoleName,
+      leadership: this.leadership.getSnapshot().value as 'leader' | 'follower',
+      dataDir: this.dataDir ?? { state: 'missing', standbySignal: false },
+      sample: this.sample,
+      upstream: this.upstream,
+      bootstrapping: this.bootstrapping,
+      lastError: postgres.context.lastError,
+    };
+    return { now: this.deps.clock.now(), config: this.dynamic, cluster, dcsError, local };
+  }
+
+  /** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */
+  private async fulfil(need: Need, snapshot: HaSnapshot): Promise<HaSnapshot> {
+    const { dcs, logger } = this.deps;
+    switch (need) {
+      case 'refreshLock': {
+        const lease = await dcs.refreshLeader().catch((e) => {
+          logger.warning(`failed to refresh leader lock: ${errorText(e)}`);
+          return null;
+        });
+        if (lease) {
+          this.lockValidUntil = lease.validUntil;
+          this.armFence();
+          if (this.leadership.getSnapshot().value !== 'leader') {
+            this.sendLeadership({ type: 'LOCK_ACQUIRED', reason: 'leader key still held by this node' });
+          }
+          return { ...snapshot, lockResult: 'refreshed' };
+        }
+        if (this.leadership.getSnapshot().value === 'leader') {
+          this.sendLeadership({ type: 'LOCK_LOST', reason: 'failed to update leader lock in DCS' });
+          this.recordCluster('leader.lost', 'failed to update leader lock in DCS');
+        }
+        this.lockValidUntil = 0;
+        return { ...snapshot, lockResult: 'refresh_failed' };
+      }
+      case 'acquireLock': {
+        const lease = await dcs.acquireLeader().catch((e) => {
+          logger.warning(`failed to acquire leader lock: ${errorText(e)}`);
+          return null;
+        });
+        if (!lease) return { ...snapshot, lockResult: 'not_acquired' };
+        this.lockValidUntil = lease.validUntil;
+        this.armFence();
+        this.sendLeadership({ type: 'LOCK_ACQUIRED', reason: 'won the leader race' });
+        this.recordCluster('leader.acquired', 'won the leader race');
+        return { ...snapshot, lockResult: 'acquired' };
+      }
+      case 'raceInitialize': {
+        const won = await dcs.initialize('', true).catch(() => false);
+        return { ...snapshot, initializeResult: won ? 'won' : 'lost' };
+      }
+      case 'probePeers': {
+        const members = snapshot.cluster?.members.filter((m) => m.name !== this.name && m.data.api_url) ?? [];
+        const peers: PeerReading[] = await Promise.all(members.map((m) => this.probePeer(m.name, m.data.api_url)));
+        return { ...snapshot, peers };
+      }
+    }
+  }
+
+  private async execute(action: HaAction, snapshot: HaSnapshot): Promise<void> {
+    const { dcs, config } = this.deps;
+    switch (action.type) {
+      case 'initdb':
+        this.bootstrapping = true;
+        this.sendRole({ type: 'BOOTSTRAP_STARTED' });
+        this.recordCluster('cluster.bootstrap_started', 'won the initialize race');
+        if (config.bootstrap.method !== 'initdb') {
+          const command = config.bootstrap.methods[config.bootstrap.method]?.command;
+          this.postgres.send({ type: 'CUSTOM_BOOTSTRAP', command, start: this.startRequest(this.settings('primary', null)) });
+        } else {
+          this.postgres.send({ type: 'INITDB' });
+        }
+        return;
+      case 'clone':
+        return this.runTask('clone', async () => {
+          await this.cloneFrom(action.source);
+        });
+      case 'startPrimary':
+        this.upstream = null;
+        this.postgres.send({ type: 'START', start: this.startRequest(this.settings('primary', null)) });
+        return;
+      case 'startReplica':
+        return this.runTask('start', async () => {
+          await this.startAsReplica(action.upstream);
+        });
+      case 'rejoin':
+        return this.runTask('rejoin', async () => {
+          await this.rejoin(action.upstream, action.useRewind);
+        });
+      case 'promote':
+        return this.runTask('promote', async () => {
+          await this.promote();
+        });
+      case 'follow':
+        this.upstream = action.upstream.name;
+        this.postgres.send({ type: 'FOLLOW', settings: this.settings('replica', action.upstream) });
+        if (this.roleName() === 'demoted') this.sendRole({ type: 'FOLLOWING' });
+        return;
+      case 'demote':
+        return this.runTask('demote', async () => {
+          this.sendRole({ type: 'DEMOTED' });
+          this.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: 60_000 });
+          await this.waitForPostgres((state) => !['running', 'stopping'].includes(state));
+          if (!action.restart) return;
+          if (action.upstream) await this.rejoin(action.upstream, this.dynamic.use_pg_rewind);
+          else await this.startAsReplica(null);
+        });
+      case 'releaseLock':
+        await this.releaseLock(snapshot.dcsError ?? 'voluntary release');
+        return;
+      case 'finishBootstrap':
+        return this.runTask('post_bootstrap', async () => {
+          await this.deps.pg.postBootstrap();
+          const sysid = this.sample?.systemIdentifier ?? (await this.deps.pg.inspectDataDir()).systemIdentifier ?? '';
+          await dcs.initialize(sysid, false);
+          if (!snapshot.cluster?.config) await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent');
+          const lease = await dcs.forceLeader();
+          this.lockValidUntil = lease.validUntil;
+          this.armFence();
+          this.sendLeadership({ type: 'LOCK_ACQUIRED', reason: 'initialized a new cluster' });
+          this.recordCluster('cluster.initialized', 'initialized a new cluster', { system_identifier: sysid });
+          this.bootstrapping = false;
+        });
+      case 'abandonBootstrap':
+        return this.runTask('abandon_bootstrap', async () => {
+          await dcs.cancelInitialization();
+          this.bootstrapping = false;
+          this.postgres.send({ type: 'REMOVE_DATA' });
+          await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value as StateValue) === null);
+          this.sendRole({ type: 'DATA_REMOVED' });
+        });
+      case 'writeInitialize': {
+        const sysid = this.dataDir?.systemIdentifier ?? this.sample?.systemIdentifier;
+        if (sysid) await dcs.initialize(sysid, true).catch(() => false);
+        return;
+      }
+      case 'clearFailover':
+        await dcs.setFailover({}).catch(() => false);
+        return;
+      case 'leaderDuties':
+        await this.leaderDuties(snapshot.cluster);
+        return;
+    }
+  }
+
+  /** Runs a multi-step PostgreSQL action in the background; the loop reports it as in progress. */
+  private runTask(name: string, work: () => Promise<void>): void {
+    this.busy = name;
+    work()
+      .catch((error) => this.deps.logger.error(`${name} failed: ${errorText(error)}`))
+      .finally(() => {
+        this.busy = null;
+        this.wake();
+      });
+  }
+
+  private async cloneFrom(source: UpstreamNode): Promise<boolean> {
+    this.postgres.send({ type: 'CLONE', source });
+    await this.waitForPostgres((state) => state !== 'creating_replica');
+    const { lastOutcome, lastError } = this.postgres.getSnapshot().context;
+    if (lastOutcome !== 'cloned') {
+      this.deps.logger.error(`clone from ${source.name} failed: ${lastError}`);
+      return false;
+    }
+    this.dataDir = await this.deps.pg.inspectDataDir();
+    this.sendRole({ type: 'CLONE_COMPLETED' });
+    return true;
+  }
+
+  private async startAsReplica(upstream: UpstreamNode | null): Promise<void> {
+    const role = this.roleName();
+    if (role === 'primary' || role === 'promoted') this.sendRole({ type: 'DEMOTED' });
+    this.upstream = upstream?.name ?? null;
+    this.postgres.send({ type: 'START', start: this.startRequest(this.settings('replica', upstream)) });
+    await this.waitForPostgres((state) => state !== 'starting');
+    if (this.pgState() === 'running' && this.roleName() === 'demoted') this.sendRole({ type: 'FOLLOWING' });
+  }
+
+  /** A former primary joins the leader: pg_rewind, or a fresh clone when rewind is off or fails. */
+  private async rejoin(upstream: UpstreamNode, useRewind: boolean): Promise<void> {
+    let rewound = false;
+    if (useRewind) {
+      const info = await this.deps.pg.inspectDataDir();
+      const cleanShutdown = info.clusterState === 'shut down' || info.clusterState === 'shut down in recovery';
+      this.postgres.send({ type: 'REWIND', source: upstream, crashRecovery: !cleanShutdown });
+      await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value as StateValue) === null);
+      const { lastOutcome, lastError } = this.postgres.getSnapshot().context;
+      rewound = lastOutcome === 'rewound' || lastOutcome === 'not_needed';
+      if (!rewound) this.deps.logger.warning(`pg_rewind from ${upstream.name} failed, reinitializing: ${lastError}`);
+    }
+    if (!rewound) {
+      this.postgres.send({ type: 'REMOVE_DATA' });
+      await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value as StateValue) === null);
+      this.sendRole({ type: 'DATA_REMOVED' });
+      if (!(await this.cloneFrom(upstream))) return;
+    }
+    await this.startAsReplica(upstream);
+  }
+
+  private async promote(): Promise<void> {
+    this.sendRole({ type: 'PROMOTE_STARTED' });
+    this.postgres.send({ type: 'PROMOTE', timeoutMs: this.dynamic.loop_wait * 1000 + 60_000 });
+    await waitFor(this.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
+    const { lastOutcome, lastError } = this.postgres.getSnapshot().context;
+    if (lastOutcome !== 'promoted') {
+      this.deps.logger.error(`promote failed: ${lastError}`);
+      this.sendRole({ type: 'PROMOTE_FAILED' });
+      return;
+    }
+    this.upstream = null;
+    await this.takeSample();
+    this.sendRole({ type: 'PROMOTE_COMPLETED' });
+    this.recordCluster('leader.promoted', 'promoted self to leader', { timeline: this.sample?.timeline ?? null });
+  }
+
+  private async releaseLock(reason: string): Promise<void> {
+    const released = await this.deps.dcs.releaseLeader().catch(() => false);
+    if (this.leadership.getSnapshot().value === 'leader') {
+      this.sendLeadership({ type: 'LOCK_RELEASED', reason });
+      this.recordCluster('leader.released', reason, { deleted: released });
+    }
+    this.lockValidUntil = 0;
+    if (!this.sample || this.sample.inRecovery) this.deps.pg.disarmFence();
+  }
+
+  /** Optime, history and members' slots: what the lock holder publishes each cycle. */
+  private async leaderDuties(cluster: ClusterView | null): Promise<void> {
+    const { dcs, query } = this.deps;
+    const sample = this.sample;
+    if (!cluster || !sample) return;
+    if (sample.walPosition !== this.publishedOptime) {
+      await dcs.setStatus({ optime: sample.walPosition });
+      this.publishedOptime = sample.walPosition;
+    }
+    const history = cluster.history?.value;
+    if (sample.timeline === 1 && !history) await dcs.setHistory([]);
+    const lastTimeline = history && history.length > 0 ? Number(history[history.length - 1][0]) : 0;
+    if (sample.timeline > 1 && (!history || lastTimeline !== sample.timeline - 1)) {
+      await dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? []));
+    }
+    if (this.dynamic.use_slots) {
+      const slots = cluster.members.filter((m) => m.name !== this.name).map((m) => slotNameOf(m.name)).sort();
+      const key = slots.join(',');
+      if (key !== this.publishedSlots) {
+        await query.syncPhysicalSlots(slots);
+        this.publishedSlots = key;
+      }
+    }
+  }
+
+  /** Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries. */
+  private async readTimelineHistory(timeline: number, stored: HistoryEntry[]): Promise<HistoryEntry[]> {
+    const file = `pg_wal/${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`;
+    const rows = await this.deps.query.query<{ content: string }>('SELECT pg_read_file($1) AS content', [file]);
+    const lines = rows[0]?.content.split('\n').filter((line) => /^\d+\t/.test(line)) ?? [];
+    return lines.map((line, index) => {
+      const [tl, lsn, ...reason] = line.split('\t');
+      const entryTimeline = Number(tl);
+      const position = parseLsn(lsn);
+      const known = stored.find((e) => Number(e[0]) === entryTimeline && Number(e[1]) === position);
+      if (known && known.length >= 5) return known;
+      const newest = index === lines.length - 1;
+      return [entryTimeline, position, reason.join('\t').trim(), isoWithOffset(this.deps.clock.now()), newest ? this.name : (known?.[4] ?? '')] as HistoryEntry;
+    });
+  }
+
+  private async applyDynamicConfig(fromDcs: DynamicConfig | null): Promise<void> {
+    const { config: next, adjustments } = effectiveDynamicConfig(fromDcs, this.deps.config.bootstrap.dcs);
+    const explained = adjustments.join('; ');
+    if (explained !== this.configAdjustments) {
+      this.configAdjustments = explained;
+      for (const adjustment of adjustments) this.deps.logger.warning(adjustment);
+    }
+    const ttlChanged = next.ttl !== this.dynamic.ttl;
+    if (next.pause !== this.dynamic.pause) this.postgres.send({ type: 'SET_PAUSE', paused: next.pause });
+    this.dynamic = next;
+    if (ttlChanged) await this.deps.dcs.setTtl(next.ttl).catch(() => undefined);
+  }
+
+  /** Re-arms the fence while this node holds the lock; disarms it once it is not a primary. */
+  private keepFence(): void {
+    if (this.leadership.getSnapshot().value === 'leader' && this.lockValidUntil > 0) this.armFence();
+    else if (!this.sample || this.sample.inRecovery) this.deps.pg.disarmFence();
+  }
+
+  private armFence(): void {
+    this.deps.pg.armFence(this.lockValidUntil - fenceSafetyMarginMs(this.dynamic.ttl));
+  }
+
+  private async takeSample(): Promise<void> {
+    if (this.pgState() !== 'running') return;
+    try {
+      this.sample = await this.deps.query.sample();
+      this.sampleAt = this.deps.clock.now();
+      this.reconcileRoleWithServer();
+    } catch (error) {
+      this.deps.logger.debug(`status query failed: ${errorText(error)}`);
+    }
+  }
+
+  /** The lock holder whose server is already primary is primary (reference 3.13). */
+  private reconcileRoleWithServer(): void {
+    const role = this.roleName();
+    if (this.sample && !this.sample.inRecovery && this.leadership.getSnapshot().value === 'leader' && (role === 'replica' || role === 'demoted')) {
+      this.sendRole({ type: 'PRIMARY_CONFIRMED' });
+    }
+  }
+
+  memberData(): MemberData {
+    const { config, version } = this.deps;
+    const sample = this.sample;
+    const pgState = this.pgState();
+    const apiPath = config.compat === 'patroni' ? 'patroni' : 'stator';
+    const data: MemberData = {
+      conn_url: `postgres://${config.postgresql.connect_address}/postgres`,
+      api_url: `${config.restapi.certfile ? 'https' : 'http'}://${config.restapi.connect_address}/${apiPath}`,
+      state: POSTGRES_STATES[pgState].text,
+      role: this.roleName(),
+      version,
+    };
+    if (Object.keys(this.tags).length > 0) data.tags = this.tags;
+    if (sample && pgState === 'running') {
+      if (Object.keys(sample.pendingRestart).length > 0) {
+        data.pending_restart = true;
+        data.pending_restart_reason = sample.pendingRestart;
+      }
+      data.xlog_location = sample.walPosition;
+      if (sample.inRecovery) {
+        if (sample.replayedLsn !== null) data.replay_lsn = sample.replayedLsn;
+        if (sample.receivedLsn !== null) data.receive_lsn = sample.receivedLsn;
+        if (sample.replicationState) data.replication_state = sample.replicationState;
+      }
+      data.timeline = sample.timeline;
+    }
+    if (this.dynamic.pause) data.pause = true;
+    return data;
+  }
+
+  private settings(role: 'primary' | 'replica', upstream: UpstreamNode | null): PostgresSettings {
+    return {
+      role,
+      upstream,
+      slotName: role === 'replica' && upstream && this.dynamic.use_slots ? slotNameOf(this.name) : null,
+      parameters: { ...this.dynamic.parameters, ...this.deps.config.postgresql.parameters },
+    };
+  }
+
+  private startRequest(settings: PostgresSettings): StartRequest {
+    return { settings, timeoutMs: this.startTimeoutMs() };
+  }
+
+  private startTimeoutMs(): number {
+    return Math.max(this.dynamic.primary_start_timeout, 60) * 1000;
+  }
+
+  private async waitForPostgres(done: (state: PostgresStateName, value: unknown) => boolean): Promise<void> {
+    await waitFor(this.postgres, (s) => done(topLevelState(s.value) as PostgresStateName, s.value), { timeout: 30 * 60_000 });
+  }
+
+  private pgState(): PostgresStateName {
+    return topLevelState(this.postgres.getSnapshot().value) as PostgresStateName;
+  }
+
+  private isPostmasterUp(): boolean {
+    return ['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping'].includes(this.pgState());
+  }
+
+  private roleName(): RoleName {
+    return this.role.getSnapshot().value as RoleName;
+  }
+
+  private sendRole(event: RoleEvent): void {
+    this.role.send(event);
+  }
+
+  private sendLeadership(event: LeadershipEvent): void {
+    this.leadership.send(event);
+  }
+
+  private recordVerdict(verdict: string): void {
+    if (verdict === this.verdict) return;
+    this.verdict = verdict;
+    this.deps.events.record({
+      stream: `node/${this.name}/ha`,
+      type: 'ha.verdict',
+      at: isoWithOffset(this.deps.clock.now()),
+      node: this.name,
+      from: null,
+      to: null,
+      cause: 'ha.cycle',
+      data: { verdict },
+    });
+  }
+
+  private recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
+    this.deps.events.record({
+      stream: 'cluster',
+      type,
+      at: isoWithOffset(this.deps.clock.now()),
+      node: this.name,
+      from: null,
+      to: null,
+      cause,
+      data: { ...data, timeline: data.timeline ?? this.sample?.timeline ?? null },
+    });
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `rewinding` for `{stopped: 'rewinding'}`: a machine-level action running inside a stable state. */
+function activeSubstate(value: StateValue): string | null {
+  if (typeof value === 'string') return null;
+  const child = Object.values(value)[0];
+  return typeof child === 'string' && child !== 'idle' ? child : null;
+}
+
+/** ISO 8601 with the local offset, as the reference writes history timestamps. */
+export function isoWithOffset(epochMs: number): string {
+  const date = new Date(epochMs);
+  const offsetMinutes = -date.getTimezoneOffset();
+  const local = new Date(epochMs + offsetMinutes * 60_000).toISOString().replace('Z', '');
+  const sign = offsetMinutes >= 0 ? '+' : '-';
+  const abs = Math.abs(offsetMinutes);
+  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}

@@ -1,0 +1,76 @@
+import { setup } from 'xstate';
+
+/**
+ * The `role` machine: the node role the member key publishes (reference-behavior 3.13).
+ * Driven by the HA loop; every change is recorded.
+ */
+export type RoleEvent =
+  | { type: 'DETECTED_PRIMARY' }
+  | { type: 'DETECTED_REPLICA' }
+  | { type: 'DETECTED_DEMOTED' }
+  | { type: 'BOOTSTRAP_STARTED' }
+  | { type: 'CLONE_COMPLETED' }
+  | { type: 'DATA_REMOVED' }
+  | { type: 'PROMOTE_STARTED' }
+  | { type: 'PROMOTE_COMPLETED' }
+  | { type: 'PROMOTE_FAILED' }
+  | { type: 'PRIMARY_CONFIRMED' }
+  | { type: 'DEMOTED' }
+  | { type: 'FOLLOWING' }
+  | { type: 'STANDBY_LEADER' };
+
+export type RoleName = 'uninitialized' | 'replica' | 'primary' | 'standby_leader' | 'promoted' | 'demoted';
+
+export const roleMachine = setup({
+  types: { events: {} as RoleEvent },
+}).createMachine({
+  id: 'role',
+  initial: 'uninitialized',
+  on: {
+    DATA_REMOVED: '.uninitialized',
+  },
+  states: {
+    uninitialized: {
+      on: {
+        DETECTED_PRIMARY: 'primary',
+        DETECTED_REPLICA: 'replica',
+        DETECTED_DEMOTED: 'demoted',
+        BOOTSTRAP_STARTED: 'primary',
+        CLONE_COMPLETED: 'replica',
+      },
+    },
+    replica: {
+      on: {
+        PROMOTE_STARTED: 'promoted',
+        PRIMARY_CONFIRMED: 'primary',
+        STANDBY_LEADER: 'standby_leader',
+      },
+    },
+    promoted: {
+      on: {
+        PROMOTE_COMPLETED: 'primary',
+        PROMOTE_FAILED: 'replica',
+        DEMOTED: 'demoted',
+      },
+    },
+    primary: {
+      on: {
+        DEMOTED: 'demoted',
+      },
+    },
+    demoted: {
+      on: {
+        FOLLOWING: 'replica',
+        PRIMARY_CONFIRMED: 'primary',
+        PROMOTE_STARTED: 'promoted',
+        STANDBY_LEADER: 'standby_leader',
+      },
+    },
+    standby_leader: {
+      on: {
+        DEMOTED: 'demoted',
+        FOLLOWING: 'replica',
+      },
+    },
+  },
+});

@@ -1,0 +1,342 @@
+import { assign, fromPromise, setup } from 'xstate';
+import { PostgresProcess, PostgresSettings, StopMode, UpstreamNode } from './postgres.port';
+
+/**
+ * The `postgres` machine: the 15 PostgreSQL states of the spec. The HA loop sends commands; the
+ * side effects run as invoked actors with explicit ids, implemented over the PostgresProcess port
+ * (see `postgresActors`). A postmaster exit reaches the machine as POSTMASTER_EXITED the moment the
+ * fence reports it.
+ */
+
+/** `settings: null` adopts a postmaster left running by an earlier agent instead of starting one. */
+export interface StartRequest {
+  settings: PostgresSettings | null;
+  timeoutMs: number;
+}
+
+export type PostgresEvent =
+  | { type: 'INITDB' }
+  | { type: 'CUSTOM_BOOTSTRAP'; command: string; start: StartRequest }
+  | { type: 'CLONE'; source: UpstreamNode }
+  | { type: 'START'; start: StartRequest }
+  | { type: 'ADOPT'; timeoutMs: number }
+  | { type: 'STOP'; mode: StopMode; timeoutMs: number }
+  | { type: 'RESTART'; start: StartRequest; mode: StopMode }
+  | { type: 'PROMOTE'; timeoutMs: number }
+  | { type: 'FOLLOW'; settings: PostgresSettings }
+  | { type: 'REWIND'; source: UpstreamNode; crashRecovery: boolean }
+  | { type: 'REMOVE_DATA' }
+  | { type: 'POSTMASTER_EXITED'; code: number | null; signal: string | null; fenced: boolean }
+  | { type: 'SET_PAUSE'; paused: boolean };
+
+export interface PostgresContext {
+  paused: boolean;
+  /** Message of the last failed action, cleared when the next action starts. */
+  lastError: string | null;
+  /** Outcome of the last finished action, e.g. `rewound`, `not_needed`, `promoted`. */
+  lastOutcome: string | null;
+  pid: number | null;
+  /** The start that follows a custom bootstrap. */
+  bootstrapStart: StartRequest | null;
+}
+
+const notProvided = (name: string) =>
+  fromPromise<never, unknown>(async () => {
+    throw new Error(`actor ${name} not provided`);
+  });
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+export const postgresMachine = setup({
+  types: {
+    context: {} as PostgresContext,
+    events: {} as PostgresEvent,
+  },
+  actors: {
+    runInitdb: notProvided('runInitdb') as ReturnType<typeof fromPromise<void, void>>,
+    runCustomBootstrap: notProvided('runCustomBootstrap') as ReturnType<typeof fromPromise<void, { command: string }>>,
+    cloneReplica: notProvided('cloneReplica') as ReturnType<typeof fromPromise<void, { source: UpstreamNode }>>,
+    startPostgres: notProvided('startPostgres') as ReturnType<typeof fromPromise<{ pid: number }, StartRequest>>,
+    stopPostgres: notProvided('stopPostgres') as ReturnType<typeof fromPromise<void, { mode: StopMode; timeoutMs: number }>>,
+    restartPostgres: notProvided('restartPostgres') as ReturnType<
+      typeof fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>
+    >,
+    promotePostgres: notProvided('promotePostgres') as ReturnType<typeof fromPromise<void, { timeoutMs: number }>>,
+    followLeader: notProvided('followLeader') as ReturnType<typeof fromPromise<void, { settings: PostgresSettings }>>,
+    rewindData: notProvided('rewindData') as ReturnType<
+      typeof fromPromise<'rewound' | 'not_needed', { source: UpstreamNode; crashRecovery: boolean }>
+    >,
+    removeData: notProvided('removeData') as ReturnType<typeof fromPromise<void, void>>,
+  },
+  guards: {
+    isPaused: ({ context }) => context.paused,
+  },
+  actions: {
+    clearOutcome: assign({ lastError: null, lastOutcome: null }),
+    rememberError: assign({ lastError: ({ event }) => errorText((event as { error?: unknown }).error) }),
+    rememberPid: assign({ pid: ({ event }) => (event as { output?: { pid: number } }).output?.pid ?? null }),
+    forgetPid: assign({ pid: null }),
+    rememberBootstrapStart: assign({
+      bootstrapStart: ({ event }) => (event.type === 'CUSTOM_BOOTSTRAP' ? event.start : null),
+    }),
+    rememberPause: assign({ paused: ({ event }) => (event.type === 'SET_PAUSE' ? event.paused : false) }),
+  },
+}).createMachine({
+  id: 'postgres',
+  initial: 'stopped',
+  context: { paused: false, lastError: null, lastOutcome: null, pid: null, bootstrapStart: null },
+  on: {
+    SET_PAUSE: { actions: 'rememberPause' },
+  },
+  states: {
+    stopped: {
+      entry: 'forgetPid',
+      initial: 'idle',
+      states: {
+        idle: {},
+        rewinding: {
+          invoke: {
+            id: 'rewindData',
+            src: 'rewindData',
+            input: ({ event }) => {
+              if (event.type !== 'REWIND') throw new Error(`rewind entered by ${event.type}`);
+              return { source: event.source, crashRecovery: event.crashRecovery };
+            },
+            onDone: { target: 'idle', actions: assign({ lastOutcome: ({ event }) => event.output }) },
+            onError: { target: 'idle', actions: 'rememberError' },
+          },
+        },
+        removingData: {
+          invoke: {
+            id: 'removeData',
+            src: 'removeData',
+            onDone: { target: 'idle', actions: assign({ lastOutcome: 'data_removed' }) },
+            onError: { target: 'idle', actions: 'rememberError' },
+          },
+        },
+      },
+      on: {
+        INITDB: { target: 'initdb', actions: 'clearOutcome' },
+        CUSTOM_BOOTSTRAP: { target: 'custom_bootstrap', actions: ['clearOutcome', 'rememberBootstrapStart'] },
+        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        START: { target: 'starting', actions: 'clearOutcome' },
+        ADOPT: { target: 'starting', actions: 'clearOutcome' },
+        REWIND: { target: '.rewinding', actions: 'clearOutcome' },
+        REMOVE_DATA: { target: '.removingData', actions: 'clearOutcome' },
+      },
+    },
+    initdb: {
+      invoke: {
+        id: 'runInitdb',
+        src: 'runInitdb',
+        onDone: { target: 'stopped', actions: assign({ lastOutcome: 'initialized' }) },
+        onError: { target: 'initdb_failed', actions: 'rememberError' },
+      },
+    },
+    initdb_failed: {
+      on: {
+        INITDB: { target: 'initdb', actions: 'clearOutcome' },
+        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
+      },
+    },
+    custom_bootstrap: {
+      invoke: {
+        id: 'runCustomBootstrap',
+        src: 'runCustomBootstrap',
+        input: ({ event }) => {
+          if (event.type !== 'CUSTOM_BOOTSTRAP') throw new Error(`custom bootstrap entered by ${event.type}`);
+          return { command: event.command };
+        },
+        onDone: { target: 'bootstrap_starting' },
+        onError: { target: 'custom_bootstrap_failed', actions: 'rememberError' },
+      },
+    },
+    custom_bootstrap_failed: {
+      on: {
+        CUSTOM_BOOTSTRAP: { target: 'custom_bootstrap', actions: ['clearOutcome', 'rememberBootstrapStart'] },
+        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
+      },
+    },
+    bootstrap_starting: {
+      // Entered from custom_bootstrap's done event, whose trigger carried the start request.
+      invoke: {
+        id: 'startAfterBootstrap',
+        src: 'startPostgres',
+        input: ({ context }) => {
+          if (!context.bootstrapStart) throw new Error('custom bootstrap finished without a start request');
+          return context.bootstrapStart;
+        },
+        onDone: { target: 'running', actions: 'rememberPid' },
+        onError: { target: 'start_failed', actions: 'rememberError' },
+      },
+      on: {
+        POSTMASTER_EXITED: { target: 'start_failed', actions: assign({ lastError: 'postmaster exited while starting' }) },
+      },
+    },
+    creating_replica: {
+      invoke: {
+        id: 'cloneReplica',
+        src: 'cloneReplica',
+        input: ({ event }) => {
+          if (event.type !== 'CLONE') throw new Error(`clone entered by ${event.type}`);
+          return { source: event.source };
+        },
+        // As the reference: the clone ends in `stopped` whatever its outcome; the HA loop reads lastError.
+        onDone: { target: 'stopped', actions: assign({ lastOutcome: 'cloned' }) },
+        onError: { target: 'stopped', actions: 'rememberError' },
+      },
+    },
+    starting: {
+      invoke: {
+        id: 'startPostgres',
+        src: 'startPostgres',
+        input: ({ event }) => {
+          if (event.type === 'START') return event.start;
+          if (event.type === 'ADOPT') return { settings: null, timeoutMs: event.timeoutMs };
+          throw new Error(`start entered by ${event.type}`);
+        },
+        onDone: { target: 'running', actions: 'rememberPid' },
+        onError: { target: 'start_failed', actions: 'rememberError' },
+      },
+      on: {
+        POSTMASTER_EXITED: { target: 'start_failed', actions: assign({ lastError: 'postmaster exited while starting' }) },
+        STOP: { target: 'stopping', actions: 'clearOutcome' },
+      },
+    },
+    start_failed: {
+      entry: 'forgetPid',
+      on: {
+        START: { target: 'starting', actions: 'clearOutcome' },
+        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
+        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
+        STOP: { target: 'stopped' },
+      },
+    },
+    running: {
+      initial: 'idle',
+      states: {
+        idle: {},
+        promoting: {
+          invoke: {
+            id: 'promotePostgres',
+            src: 'promotePostgres',
+            input: ({ event }) => ({ timeoutMs: event.type === 'PROMOTE' ? event.timeoutMs : 60_000 }),
+            onDone: { target: 'idle', actions: assign({ lastOutcome: 'promoted' }) },
+            onError: { target: 'idle', actions: 'rememberError' },
+          },
+        },
+        reconfiguring: {
+          invoke: {
+            id: 'followLeader',
+            src: 'followLeader',
+            input: ({ event }) => {
+              if (event.type !== 'FOLLOW') throw new Error(`follow entered by ${event.type}`);
+              return { settings: event.settings };
+            },
+            onDone: { target: 'idle', actions: assign({ lastOutcome: 'reconfigured' }) },
+            onError: { target: 'idle', actions: 'rememberError' },
+          },
+        },
+      },
+      on: {
+        PROMOTE: { target: '.promoting', actions: 'clearOutcome' },
+        FOLLOW: { target: '.reconfiguring', actions: 'clearOutcome' },
+        STOP: { target: 'stopping', actions: 'clearOutcome' },
+        RESTART: { target: 'restarting', actions: 'clearOutcome' },
+        POSTMASTER_EXITED: [
+          { guard: 'isPaused', target: 'stopped' },
+          { target: 'crashed', actions: assign({ lastError: ({ event }) => describeExit(event) }) },
+        ],
+      },
+    },
+    restarting: {
+      invoke: {
+        id: 'restartPostgres',
+        src: 'restartPostgres',
+        input: ({ event }) => {
+          if (event.type !== 'RESTART') throw new Error(`restart entered by ${event.type}`);
+          return { start: event.start, mode: event.mode };
+        },
+        onDone: { target: 'running', actions: 'rememberPid' },
+        onError: { target: 'restart_failed', actions: 'rememberError' },
+      },
+    },
+    restart_failed: {
+      entry: 'forgetPid',
+      on: {
+        START: { target: 'starting', actions: 'clearOutcome' },
+        REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
+        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
+        STOP: { target: 'stopped' },
+      },
+    },
+    stopping: {
+      invoke: {
+        id: 'stopPostgres',
+        src: 'stopPostgres',
+        input: ({ event }) => (event.type === 'STOP' ? { mode: event.mode, timeoutMs: event.timeoutMs } : { mode: 'fast', timeoutMs: 60_000 }),
+        onDone: { target: 'stopped' },
+        onError: { target: 'stop_failed', actions: 'rememberError' },
+      },
+    },
+    stop_failed: {
+      on: {
+        STOP: { target: 'stopping', actions: 'clearOutcome' },
+        POSTMASTER_EXITED: { target: 'stopped' },
+      },
+    },
+    crashed: {
+      entry: 'forgetPid',
+      on: {
+        START: { target: 'starting', actions: 'clearOutcome' },
+        REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
+        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
+        STOP: { target: 'stopped' },
+      },
+    },
+  },
+});
+
+function describeExit(event: { code: number | null; signal: string | null; fenced: boolean }): string {
+  if (event.fenced) return 'postmaster stopped by the fence: the primary lease deadline passed';
+  return `postmaster exited (${event.signal ? `signal ${event.signal}` : `code ${event.code}`})`;
+}
+
+/** The invoked actors over the real (or a fake) PostgresProcess. */
+export function postgresActors(pg: PostgresProcess) {
+  return {
+    runInitdb: fromPromise<void, void>(() => pg.initdb()),
+    runCustomBootstrap: fromPromise<void, { command: string }>(({ input }) => pg.customBootstrap(input.command)),
+    cloneReplica: fromPromise<void, { source: UpstreamNode }>(({ input }) => pg.basebackup(input.source)),
+    startPostgres: fromPromise<{ pid: number }, StartRequest>(async ({ input }) => {
+      if (!input.settings) {
+        const adopted = await pg.adopt();
+        if (!adopted) throw new Error('no running postmaster to adopt');
+        return adopted;
+      }
+      await pg.configure(input.settings);
+      return pg.start(input.timeoutMs);
+    }),
+    stopPostgres: fromPromise<void, { mode: StopMode; timeoutMs: number }>(({ input }) => pg.stop(input.mode, input.timeoutMs)),
+    restartPostgres: fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>(async ({ input }) => {
+      await pg.stop(input.mode, input.start.timeoutMs);
+      if (input.start.settings) await pg.configure(input.start.settings);
+      return pg.start(input.start.timeoutMs);
+    }),
+    promotePostgres: fromPromise<void, { timeoutMs: number }>(({ input }) => pg.promote(input.timeoutMs)),
+    followLeader: fromPromise<void, { settings: PostgresSettings }>(async ({ input }) => {
+      await pg.configure(input.settings);
+      await pg.reload();
+    }),
+    rewindData: fromPromise<'rewound' | 'not_needed', { source: UpstreamNode; crashRecovery: boolean }>(async ({ input }) => {
+      if (input.crashRecovery) await pg.crashRecovery();
+      return pg.rewind(input.source);
+    }),
+    removeData: fromPromise<void, void>(() => pg.removeDataDir()),
+  };
+}

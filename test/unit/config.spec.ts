@@ -1,0 +1,937 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { StatorConfig } from '../../src/config/config.types';
+import { DynamicConfig } from '../../src/dcs/dcs.port';
+import {
+  effectiveDynamicConfig,
+  validateDynamicConfig,
+  validateDynamicConfigKeys,
+} from '../../src/config/dynamic-config';
+import { ConfigError, loadConfig } from '../../src/config/load-config';
+
+const FIXTURES = join(__dirname, '../fixtures/config');
+const tempDir = mkdtempSync(join(tmpdir(), 'stator-config-'));
+afterAll(() => rmSync(tempDir, { recursive: true, force: true }));
+
+let filesWritten = 0;
+function writeConfigFile(text: string): string {
+  const path = join(tempDir, `config-${++filesWritten}.yml`);
+  writeFileSync(path, text);
+  return path;
+}
+
+type Doc = { [key: string]: unknown };
+
+/** The smallest valid file; tests change it with `withBase` (an `undefined` value removes the key). */
+const BASE: Doc = {
+  scope: 'demo',
+  name: 'n1',
+  restapi: { listen: '127.0.0.1:8008' },
+  etcd3: { hosts: ['127.0.0.1:2379'] },
+  postgresql: { listen: '127.0.0.1:5432', data_dir: '/data/n1' },
+};
+
+function withBase(overrides: Doc, base: Doc = BASE): Doc {
+  const merged: Doc = { ...base };
+  for (const [key, value] of Object.entries(overrides)) {
+    const current = merged[key];
+    if (value === undefined) delete merged[key];
+    else if (isDoc(value) && isDoc(current)) merged[key] = withBase(value, current);
+    else merged[key] = value;
+  }
+  return merged;
+}
+
+function isDoc(value: unknown): value is Doc {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function load(overrides: Doc = {}, env: NodeJS.ProcessEnv = {}) {
+  return loadConfig(writeConfigFile(stringify(withBase(overrides), { version: '1.1' })), env);
+}
+
+function problemsOf(action: () => unknown): string[] {
+  try {
+    action();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+/** The environment that alone makes a valid configuration (`loadConfig(null, ...)`). */
+const ENV_ONLY: NodeJS.ProcessEnv = {
+  PATRONI_SCOPE: 'demo',
+  PATRONI_NAME: 'stator1',
+  PATRONI_RESTAPI_LISTEN: '0.0.0.0:8008',
+  PATRONI_RESTAPI_CONNECT_ADDRESS: 'stator1:8008',
+  PATRONI_ETCD3_HOSTS: 'etcd:2379',
+  PATRONI_POSTGRESQL_LISTEN: '0.0.0.0:5432',
+  PATRONI_POSTGRESQL_CONNECT_ADDRESS: 'stator1:5432',
+  PATRONI_POSTGRESQL_DATA_DIR: '/var/lib/postgresql/stator/data',
+};
+
+describe('loadConfig', () => {
+  it('reads a full Stator configuration, every key', () => {
+    const { config, warnings } = loadConfig(join(FIXTURES, 'stator-full.yml'), {});
+
+    const expected: StatorConfig = {
+      scope: 'orders',
+      namespace: '/db',
+      name: 'orders-1',
+      compat: 'patroni',
+      restapi: {
+        listen: '0.0.0.0:8008',
+        connect_address: '10.1.0.11:8008',
+        authentication: { username: 'admin', password: 'admin-secret' },
+        certfile: '/etc/stator/tls/api.crt',
+        keyfile: '/etc/stator/tls/api.key',
+        cafile: '/etc/stator/tls/ca.crt',
+        verify_client: 'optional',
+        allowlist: ['10.1.0.0/24', 'monitoring.internal'],
+      },
+      etcd3: {
+        hosts: ['10.1.0.21:2379', '10.1.0.22:2379', '10.1.0.23:2379'],
+        protocol: 'https',
+        username: 'stator',
+        password: 'etcd-secret',
+      },
+      bootstrap: {
+        dcs: {
+          ttl: 10,
+          loop_wait: 2,
+          retry_timeout: 3,
+          maximum_lag_on_failover: 33554432,
+          check_timeline: true,
+          primary_start_timeout: 60,
+          synchronous_mode: false,
+          postgresql: {
+            use_pg_rewind: true,
+            use_slots: false,
+            parameters: { max_connections: 200, wal_keep_size: '1GB', hot_standby: true },
+          },
+        },
+        method: 'restore',
+        methods: { restore: { command: '/usr/local/bin/restore-latest-backup.sh' } },
+        initdb: [{ encoding: 'UTF8' }, 'data-checksums', { locale: 'C.UTF-8' }],
+      },
+      postgresql: {
+        listen: '0.0.0.0:5432',
+        connect_address: '10.1.0.11:5432',
+        data_dir: '/var/lib/postgresql/15/orders/',
+        bin_dir: '/usr/lib/postgresql/16/bin',
+        authentication: {
+          superuser: { username: 'dba', password: 'super-secret' },
+          replication: { username: 'repl', password: 'repl-secret' },
+        },
+        // YAML 1.1, as Patroni reads it: 0770 is octal and `on` is a boolean.
+        parameters: { shared_buffers: '1GB', unix_socket_permissions: 0o770, log_connections: true },
+        pg_hba: [
+          'local all all peer',
+          'host replication repl 10.1.0.0/24 scram-sha-256',
+          'host all all 10.1.0.0/24 scram-sha-256',
+        ],
+        os_user: 'pgsql',
+      },
+      tags: {
+        nofailover: false,
+        noloadbalance: false,
+        clonefrom: true,
+        nosync: false,
+        failover_priority: 3,
+        datacenter: 'eu-west-1a',
+      },
+      state_dir: '/var/lib/stator/orders-1',
+      log: { level: 'debug' },
+    };
+    expect(config).toEqual(expected);
+    expect(warnings).toEqual([]);
+  });
+
+  it('loads examples/stator.yml, which shows every key, without a warning', () => {
+    const { config, warnings } = loadConfig(join(__dirname, '../../examples/stator.yml'), {});
+    expect(warnings).toEqual([]);
+    expect(config.restapi.verify_client).toBe('optional');
+  });
+
+  it('loads a Patroni 3.x patroni.yml for etcd3 unchanged, warning about what it ignores', () => {
+    const { config, warnings } = loadConfig(join(FIXTURES, 'patroni-3-etcd3.yml'), {});
+
+    expect(warnings).toEqual([
+      'unsupported key ctl ignored',
+      'unsupported key watchdog ignored',
+      'unsupported key bootstrap.pg_hba ignored',
+      'unsupported key bootstrap.users ignored',
+      'unsupported key postgresql.pgpass ignored',
+      'unsupported key postgresql.callbacks ignored',
+      'unsupported key postgresql.create_replica_methods ignored',
+      'unsupported key postgresql.basebackup ignored',
+      'unsupported key postgresql.authentication.rewind ignored (pg_rewind connects as the superuser)',
+      'unsupported key log.dir ignored',
+      'unsupported key log.file_num ignored',
+      'unsupported key log.file_size ignored',
+      'unsupported key log.format ignored',
+    ]);
+    expect(config).toMatchObject({
+      scope: 'batman',
+      namespace: '/service',
+      name: 'postgresql0',
+      compat: 'stator',
+      restapi: {
+        listen: '0.0.0.0:8008',
+        connect_address: '10.0.0.11:8008',
+        authentication: { username: 'patroni', password: 'api-secret' },
+      },
+      etcd3: { hosts: ['10.0.0.21:2379', '10.0.0.22:2379', '10.0.0.23:2379'], protocol: 'http' },
+      bootstrap: { method: 'initdb', methods: {}, initdb: [{ encoding: 'UTF8' }, 'data-checksums'] },
+      postgresql: {
+        data_dir: '/var/lib/postgresql/15/main',
+        authentication: {
+          superuser: { username: 'postgres', password: 'zalando' },
+          replication: { username: 'replicator', password: 'rep-pass' },
+        },
+        parameters: { unix_socket_directories: '/var/run/postgresql' },
+        pg_hba: ['host replication replicator 0.0.0.0/0 md5', 'host all all 0.0.0.0/0 md5'],
+      },
+      tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
+      state_dir: '/var/lib/postgresql/15/main.stator',
+      log: { level: 'info' },
+    });
+    // bootstrap.dcs keeps Patroni's keys as written (master_start_timeout, synchronous_mode), defaults first.
+    expect(Object.keys(config.bootstrap.dcs)).toEqual([
+      'ttl',
+      'loop_wait',
+      'retry_timeout',
+      'maximum_lag_on_failover',
+      'master_start_timeout',
+      'synchronous_mode',
+      'postgresql',
+    ]);
+    expect(config.bootstrap.dcs.postgresql?.parameters).toMatchObject({ hot_standby: 'on', wal_keep_size: '128MB' });
+    expect(effectiveDynamicConfig(null, config.bootstrap.dcs).config.primary_start_timeout).toBe(300);
+  });
+
+  it('builds the whole configuration from the environment alone, with the defaults', () => {
+    const { config, warnings } = loadConfig(null, ENV_ONLY);
+
+    expect(warnings).toEqual([]);
+    expect(config).toEqual({
+      scope: 'demo',
+      namespace: '/service',
+      name: 'stator1',
+      compat: 'stator',
+      restapi: { listen: '0.0.0.0:8008', connect_address: 'stator1:8008' },
+      etcd3: { hosts: ['etcd:2379'], protocol: 'http' },
+      bootstrap: {
+        dcs: {
+          ttl: 30,
+          loop_wait: 10,
+          retry_timeout: 10,
+          maximum_lag_on_failover: 1048576,
+          primary_start_timeout: 300,
+          postgresql: { use_pg_rewind: true, use_slots: true },
+        },
+        method: 'initdb',
+        methods: {},
+        initdb: [],
+      },
+      postgresql: {
+        listen: '0.0.0.0:5432',
+        connect_address: 'stator1:5432',
+        data_dir: '/var/lib/postgresql/stator/data',
+        bin_dir: '/usr/lib/postgresql/15/bin',
+        authentication: { superuser: { username: 'postgres' }, replication: { username: 'replicator' } },
+        parameters: {},
+        pg_hba: [],
+        os_user: 'postgres',
+      },
+      tags: {},
+      state_dir: '/var/lib/postgresql/stator/data.stator',
+      log: { level: 'info' },
+    } satisfies StatorConfig);
+  });
+
+  it('defaults connect_address to listen, and warns when listen is a wildcard', () => {
+    const { config, warnings } = load({
+      restapi: { listen: '10.0.0.5:8008' },
+      postgresql: { listen: '*:5432' },
+    });
+    expect(config.restapi.connect_address).toBe('10.0.0.5:8008');
+    expect(config.postgresql.connect_address).toBe('*:5432');
+    expect(warnings).toEqual([
+      'postgresql.connect_address is not set and postgresql.listen binds a wildcard address: other nodes will be ' +
+        'told "*:5432"; set postgresql.connect_address',
+    ]);
+  });
+
+  it('takes the first host of a multi-host postgresql.listen as the default connect_address', () => {
+    const { config } = load({ postgresql: { listen: '10.0.0.5,127.0.0.1:5433' } });
+    expect(config.postgresql.connect_address).toBe('10.0.0.5:5433');
+  });
+
+  it.each([
+    ['/service', '/service'],
+    ['service', '/service'],
+    ['/service/', '/service'],
+    ['//a//b/', '/a/b'],
+    ['/', ''],
+  ])('normalizes namespace %j to %j', (namespace, expected) => {
+    expect(load({ namespace }).config.namespace).toBe(expected);
+  });
+
+  it.each([
+    [true, true],
+    [false, false],
+    ['true', true],
+    ['false', false],
+    ['on', true],
+    ['off', false],
+    ['yes', true],
+    ['no', false],
+    ['On', true],
+    ['NO', false],
+  ])('accepts %j as the boolean %j, as Patroni does', (value, expected) => {
+    expect(load({ tags: { nofailover: value } }).config.tags.nofailover).toBe(expected);
+  });
+
+  it('keeps custom tags as written', () => {
+    const { config } = load({ tags: { zone: 'b', weight: 2, labels: ['x'] } });
+    expect(config.tags).toEqual({ zone: 'b', weight: 2, labels: ['x'] });
+  });
+
+  it('accepts etcd3.host (single) and a port-less host', () => {
+    expect(load({ etcd3: { hosts: undefined, host: 'etcd.internal' } }).config.etcd3.hosts).toEqual([
+      'etcd.internal:2379',
+    ]);
+    expect(load({ etcd3: { hosts: ['[::1]:2379', 'etcd2'] } }).config.etcd3.hosts).toEqual([
+      '[::1]:2379',
+      'etcd2:2379',
+    ]);
+  });
+
+  it('prefers etcd3.hosts over etcd3.host, as Patroni does', () => {
+    expect(load({ etcd3: { host: 'one:2379', hosts: ['two:2379'] } }).config.etcd3.hosts).toEqual(['two:2379']);
+  });
+
+  it('accepts master_start_timeout without adding a primary_start_timeout default', () => {
+    const { config } = load({ bootstrap: { dcs: { master_start_timeout: 0 } } });
+    expect(config.bootstrap.dcs).not.toHaveProperty('primary_start_timeout');
+    expect(effectiveDynamicConfig(null, config.bootstrap.dcs).config.primary_start_timeout).toBe(0);
+  });
+
+  it('treats an empty YAML value as not set', () => {
+    const path = writeConfigFile(`${stringify(BASE)}bootstrap:\n  dcs:\n    ttl:\n    postgresql:\n      use_slots:\n`);
+    const { config } = loadConfig(path, {});
+    expect(config.bootstrap.dcs).toMatchObject({ ttl: 30, postgresql: { use_slots: true } });
+  });
+
+  describe('warnings', () => {
+    it('clamps a bootstrap.dcs that breaks loop_wait + 2*retry_timeout <= ttl, as Patroni does, and says so', () => {
+      const { config, warnings } = load({ bootstrap: { dcs: { ttl: 10, loop_wait: 10, retry_timeout: 3 } } });
+      expect(warnings).toEqual([
+        'bootstrap.dcs: loop_wait lowered from 10 to 4 because loop_wait + 2*retry_timeout must be <= ttl (10)',
+      ]);
+      // The section is written to /config as given; the clamping happens where it is applied.
+      expect(config.bootstrap.dcs.loop_wait).toBe(10);
+    });
+
+    it('warns when nofailover and failover_priority contradict each other', () => {
+      const { warnings } = load({ tags: { nofailover: true, failover_priority: 2 } });
+      expect(warnings).toEqual([
+        'tags.nofailover is true and tags.failover_priority is 2: nofailover wins, as in Patroni',
+      ]);
+    });
+
+    it('warns about Patroni tags that Stator publishes without acting on them', () => {
+      const { config, warnings } = load({ tags: { replicatefrom: 'n2' } });
+      expect(config.tags.replicatefrom).toBe('n2');
+      expect(warnings).toEqual(['tags.replicatefrom is published but Stator does not act on it']);
+    });
+
+    it('ignores another DCS section next to etcd3 with a warning', () => {
+      const { warnings } = load({ consul: { host: 'c:8500' } });
+      expect(warnings).toEqual(['unsupported key consul ignored (only etcd3 is supported as DCS)']);
+    });
+
+    it('ignores unsupported keys at every level', () => {
+      const { warnings } = load({
+        citus: { group: 0 },
+        restapi: { ciphers: 'HIGH' },
+        etcd3: { cacert: '/ca.pem' },
+        bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true } },
+        postgresql: { authentication: { superuser: { sslmode: 'require' } } },
+      });
+      expect(warnings).toEqual([
+        'unsupported key citus ignored',
+        'unsupported key restapi.ciphers ignored',
+        'unsupported key etcd3.cacert ignored',
+        'unsupported key bootstrap.post_bootstrap ignored',
+        'unsupported key bootstrap.custom.no_params ignored',
+        'unsupported key postgresql.authentication.superuser.sslmode ignored',
+      ]);
+    });
+
+    it('warns about PATRONI_ variables it does not support, without showing their values', () => {
+      const { warnings } = loadConfig(null, { ...ENV_ONLY, PATRONI_admin_PASSWORD: 'secret', PATRONI_LOG_DIR: '/x' });
+      expect(warnings).toEqual([
+        'unsupported environment variable PATRONI_admin_PASSWORD ignored',
+        'unsupported environment variable PATRONI_LOG_DIR ignored',
+      ]);
+    });
+  });
+
+  describe('environment overrides', () => {
+    const FILE: Doc = withBase({
+      namespace: '/file',
+      restapi: {
+        connect_address: 'file:8008',
+        authentication: { username: 'file', password: 'file' },
+        certfile: '/file.crt',
+        keyfile: '/file.key',
+        cafile: '/file-ca.crt',
+        verify_client: 'none',
+        allowlist: ['10.0.0.0/8'],
+      },
+      etcd3: { protocol: 'http', username: 'file', password: 'file' },
+      postgresql: {
+        connect_address: 'file:5432',
+        bin_dir: '/file/bin',
+        authentication: { superuser: { username: 'file', password: 'file' } },
+      },
+      log: { level: 'error' },
+    });
+    const fileConfig = () => writeConfigFile(stringify(FILE, { version: '1.1' }));
+
+    const SETTINGS: Array<[string, string, (config: StatorConfig) => unknown, unknown?]> = [
+      ['SCOPE', 'env-scope', (c) => c.scope],
+      ['NAMESPACE', 'env-ns/', (c) => c.namespace, '/env-ns'],
+      ['NAME', 'env-name', (c) => c.name],
+      ['RESTAPI_LISTEN', '127.0.0.2:9008', (c) => c.restapi.listen],
+      ['RESTAPI_CONNECT_ADDRESS', 'env:9008', (c) => c.restapi.connect_address],
+      ['RESTAPI_USERNAME', 'env-user', (c) => c.restapi.authentication?.username],
+      ['RESTAPI_PASSWORD', 'env-pass', (c) => c.restapi.authentication?.password],
+      ['RESTAPI_CERTFILE', '/env.crt', (c) => c.restapi.certfile],
+      ['RESTAPI_KEYFILE', '/env.key', (c) => c.restapi.keyfile],
+      ['RESTAPI_CAFILE', '/env-ca.crt', (c) => c.restapi.cafile],
+      ['RESTAPI_VERIFY_CLIENT', 'required', (c) => c.restapi.verify_client],
+      ['RESTAPI_ALLOWLIST', '10.1.0.0/16, 10.2.0.0/16', (c) => c.restapi.allowlist, ['10.1.0.0/16', '10.2.0.0/16']],
+      ['ETCD3_HOSTS', 'e1:2379,e2:2379', (c) => c.etcd3.hosts, ['e1:2379', 'e2:2379']],
+      ['ETCD3_HOST', 'e9:2379', (c) => c.etcd3.hosts, ['e9:2379']],
+      ['ETCD3_PROTOCOL', 'https', (c) => c.etcd3.protocol],
+      ['ETCD3_USERNAME', 'env-user', (c) => c.etcd3.username],
+      ['ETCD3_PASSWORD', 'env-pass', (c) => c.etcd3.password],
+      ['POSTGRESQL_LISTEN', '127.0.0.2:6432', (c) => c.postgresql.listen],
+      ['POSTGRESQL_CONNECT_ADDRESS', 'env:6432', (c) => c.postgresql.connect_address],
+      ['POSTGRESQL_DATA_DIR', '/env/data', (c) => c.postgresql.data_dir],
+      ['POSTGRESQL_BIN_DIR', '/env/bin', (c) => c.postgresql.bin_dir],
+      ['SUPERUSER_USERNAME', 'env-su', (c) => c.postgresql.authentication.superuser.username],
+      ['SUPERUSER_PASSWORD', 'env-su-pass', (c) => c.postgresql.authentication.superuser.password],
+      ['REPLICATION_USERNAME', 'env-repl', (c) => c.postgresql.authentication.replication.username],
+      ['REPLICATION_PASSWORD', 'env-repl-pass', (c) => c.postgresql.authentication.replication.password],
+      ['LOG_LEVEL', 'WARNING', (c) => c.log.level, 'warning'],
+    ];
+
+    it.each(SETTINGS)('PATRONI_%s overrides the file', (name, value, read, expected = value) => {
+      const { config } = loadConfig(fileConfig(), { [`PATRONI_${name}`]: value });
+      expect(read(config)).toEqual(expected);
+    });
+
+    it.each(SETTINGS)('STATOR_%s wins over the PATRONI_ one', (name, value, read, expected = value) => {
+      const decoys: Record<string, string> = {
+        ETCD3_HOSTS: 'decoy:2379',
+        ETCD3_HOST: 'decoy:2379',
+        RESTAPI_VERIFY_CLIENT: 'optional',
+      };
+      const env = { [`PATRONI_${name}`]: decoys[name] ?? 'decoy', [`STATOR_${name}`]: value };
+      const { config } = loadConfig(fileConfig(), env);
+      expect(read(config)).toEqual(expected);
+    });
+
+    it('ignores empty variables, as Patroni does', () => {
+      const { config } = loadConfig(fileConfig(), { PATRONI_NAME: '', STATOR_SCOPE: '' });
+      expect(config).toMatchObject({ name: 'n1', scope: 'demo' });
+    });
+
+    it.each([
+      ['h1:2379,h2:2379', ['h1:2379', 'h2:2379']],
+      ["['h1:2379','h2:2379']", ['h1:2379', 'h2:2379']],
+      ['["h1:2379", "h2:2379"]', ['h1:2379', 'h2:2379']],
+      ['- h1:2379\n- h2', ['h1:2379', 'h2:2379']],
+      [' h1:2379 ', ['h1:2379']],
+    ])('parses PATRONI_ETCD3_HOSTS=%j', (value, expected) => {
+      expect(loadConfig(null, { ...ENV_ONLY, PATRONI_ETCD3_HOSTS: value }).config.etcd3.hosts).toEqual(expected);
+    });
+
+    it('replaces both etcd3.host and etcd3.hosts of the file', () => {
+      const path = writeConfigFile(stringify(withBase({ etcd3: { hosts: ['file:2379'], host: 'file1:2379' } })));
+      expect(loadConfig(path, { PATRONI_ETCD3_HOST: 'env:2379' }).config.etcd3.hosts).toEqual(['env:2379']);
+    });
+
+    it('lets STATOR_ETCD3_HOST win over PATRONI_ETCD3_HOSTS, and HOSTS over HOST within one prefix', () => {
+      const both = { PATRONI_ETCD3_HOSTS: 'p1:2379,p2:2379', STATOR_ETCD3_HOST: 's:2379' };
+      expect(loadConfig(fileConfig(), both).config.etcd3.hosts).toEqual(['s:2379']);
+      const samePrefix = { PATRONI_ETCD3_HOST: 'one:2379', PATRONI_ETCD3_HOSTS: 'many1:2379,many2:2379' };
+      expect(loadConfig(fileConfig(), samePrefix).config.etcd3.hosts).toEqual(['many1:2379', 'many2:2379']);
+    });
+
+    it('does not touch the caller’s environment', () => {
+      const env = { ...ENV_ONLY };
+      loadConfig(null, env);
+      expect(env).toEqual(ENV_ONLY);
+    });
+  });
+
+  describe('errors', () => {
+    it.each<[string, Doc, NodeJS.ProcessEnv, string]>([
+      [
+        'a missing data_dir',
+        { postgresql: { data_dir: undefined } },
+        {},
+        'postgresql.data_dir: required (or PATRONI_POSTGRESQL_DATA_DIR)',
+      ],
+      ['a missing scope', { scope: undefined }, {}, 'scope: required (or PATRONI_SCOPE)'],
+      ['a missing name', { name: '' }, {}, 'name: required (or PATRONI_NAME)'],
+      ['a slash in the name', { name: 'a/b' }, {}, 'name: must not contain "/", got "a/b"'],
+      ['a bad compat', { compat: 'consul' }, {}, 'compat: must be one of stator, patroni, got "consul"'],
+      ['a missing restapi.listen', { restapi: undefined }, {}, 'restapi.listen: required (or PATRONI_RESTAPI_LISTEN)'],
+      ['a section that is not a mapping', { tags: 'x' }, {}, 'tags: must be a mapping, got "x"'],
+      ['a listen without port', { restapi: { listen: 'abc' } }, {}, 'restapi.listen: must be host:port, got "abc"'],
+      [
+        'a port out of range',
+        { restapi: { listen: 'h:70000' } },
+        {},
+        'restapi.listen: must be host:port, got "h:70000"',
+      ],
+      [
+        'several REST API hosts',
+        { restapi: { listen: 'a,b:8008' } },
+        {},
+        'restapi.listen: must be host:port, got "a,b:8008"',
+      ],
+      [
+        'a bad listen from the environment',
+        {},
+        { PATRONI_RESTAPI_LISTEN: 'abc' },
+        'restapi.listen: must be host:port, got "abc" (from PATRONI_RESTAPI_LISTEN)',
+      ],
+      [
+        'a wildcard connect_address',
+        { restapi: { connect_address: '0.0.0.0:8008' } },
+        {},
+        'restapi.connect_address: must name a host other nodes can reach, not a wildcard address, got "0.0.0.0:8008"',
+      ],
+      [
+        'a REST API username without password',
+        {},
+        { PATRONI_RESTAPI_USERNAME: 'admin' },
+        'restapi.authentication.password: required (or PATRONI_RESTAPI_PASSWORD)',
+      ],
+      ['a keyfile without certfile', { restapi: { keyfile: '/k' } }, {}, 'restapi.keyfile: requires restapi.certfile'],
+      [
+        'verify_client without cafile',
+        { restapi: { certfile: '/c', verify_client: 'required' } },
+        {},
+        'restapi.verify_client: "required" requires restapi.cafile',
+      ],
+      [
+        'a bad verify_client',
+        { restapi: { verify_client: 'always' } },
+        {},
+        'restapi.verify_client: must be one of none, optional, required, got "always"',
+      ],
+      [
+        'an allowlist that is not a list',
+        { restapi: { allowlist: '10.0.0.0/8' } },
+        {},
+        'restapi.allowlist: must be a list of strings, got "10.0.0.0/8"',
+      ],
+      ['no etcd3 hosts', { etcd3: undefined }, {}, 'etcd3.hosts: required (or PATRONI_ETCD3_HOSTS)'],
+      ['an empty etcd3 hosts list', { etcd3: { hosts: [] } }, {}, 'etcd3.hosts: required (or PATRONI_ETCD3_HOSTS)'],
+      [
+        'an etcd v2 section instead of etcd3',
+        { etcd3: undefined, etcd: { hosts: ['h:2379'] } },
+        {},
+        'etcd: only etcd3 is supported as DCS; etcd v2 is not: rename the section to etcd3 (same hosts, v3 API)',
+      ],
+      [
+        'an etcd v2 variable instead of etcd3',
+        { etcd3: undefined },
+        { PATRONI_ETCD_HOSTS: 'h:2379' },
+        'etcd: only etcd3 is supported as DCS; etcd v2 is not: rename the section to etcd3 (same hosts, v3 API) (from PATRONI_ETCD_HOSTS)',
+      ],
+      [
+        'another DCS instead of etcd3',
+        { etcd3: undefined, consul: { host: 'c:8500' } },
+        {},
+        'consul: only etcd3 is supported as DCS',
+      ],
+      [
+        'an etcd3 host with a scheme',
+        { etcd3: { hosts: ['h1:2379', 'https://h2:2379'] } },
+        {},
+        'etcd3.hosts[1]: must be host:port without a scheme (use etcd3.protocol for https), got "https://h2:2379"',
+      ],
+      [
+        'an unparsable PATRONI_ETCD3_HOSTS',
+        {},
+        { PATRONI_ETCD3_HOSTS: "['h1:2379'" },
+        `etcd3.hosts: PATRONI_ETCD3_HOSTS must be a list ("a,b" or "['a','b']"), got "['h1:2379'"`,
+      ],
+      [
+        'a bad etcd3 protocol',
+        { etcd3: { protocol: 'grpc' } },
+        {},
+        'etcd3.protocol: must be one of http, https, got "grpc"',
+      ],
+      [
+        'an etcd3 username without password',
+        { etcd3: { username: 'u' } },
+        {},
+        'etcd3.password: required (or PATRONI_ETCD3_PASSWORD)',
+      ],
+      [
+        'a non-integer ttl',
+        { bootstrap: { dcs: { ttl: 'x' } } },
+        {},
+        'bootstrap.dcs.ttl: must be an integer >= 5, got "x"',
+      ],
+      ['a ttl below 5', { bootstrap: { dcs: { ttl: 4 } } }, {}, 'bootstrap.dcs.ttl: must be an integer >= 5, got 4'],
+      [
+        'a fractional loop_wait',
+        { bootstrap: { dcs: { loop_wait: 1.5 } } },
+        {},
+        'bootstrap.dcs.loop_wait: must be an integer >= 1, got 1.5',
+      ],
+      [
+        'a zero retry_timeout',
+        { bootstrap: { dcs: { retry_timeout: 0 } } },
+        {},
+        'bootstrap.dcs.retry_timeout: must be an integer >= 1, got 0',
+      ],
+      [
+        'a string maximum_lag_on_failover',
+        { bootstrap: { dcs: { maximum_lag_on_failover: '1MB' } } },
+        {},
+        'bootstrap.dcs.maximum_lag_on_failover: must be an integer >= 0, got "1MB"',
+      ],
+      [
+        'a bad check_timeline',
+        { bootstrap: { dcs: { check_timeline: 'maybe' } } },
+        {},
+        'bootstrap.dcs.check_timeline: must be a boolean (true/false, on/off, yes/no), got "maybe"',
+      ],
+      [
+        'a bad use_pg_rewind',
+        { bootstrap: { dcs: { postgresql: { use_pg_rewind: 'sometimes' } } } },
+        {},
+        'bootstrap.dcs.postgresql.use_pg_rewind: must be a boolean (true/false, on/off, yes/no), got "sometimes"',
+      ],
+      [
+        'a list as a bootstrap parameter',
+        { bootstrap: { dcs: { postgresql: { parameters: { shared_preload_libraries: ['a'] } } } } },
+        {},
+        'bootstrap.dcs.postgresql.parameters.shared_preload_libraries: must be a string, number or boolean, got ["a"]',
+      ],
+      [
+        'a bootstrap.dcs that is not a mapping',
+        { bootstrap: { dcs: ['ttl'] } },
+        {},
+        'bootstrap.dcs: must be a mapping, got ["ttl"]',
+      ],
+      [
+        'a custom method without its section',
+        { bootstrap: { method: 'restore' } },
+        {},
+        'bootstrap.restore.command: required because bootstrap.method is "restore"',
+      ],
+      [
+        'a custom method without command',
+        { bootstrap: { method: 'restore', restore: { keep: 1 } } },
+        {},
+        'bootstrap.restore.command: required',
+      ],
+      [
+        'initdb as a string',
+        { bootstrap: { initdb: '--data-checksums' } },
+        {},
+        'bootstrap.initdb: must be a list; each item must be an option name or a single-key mapping (name: value), got "--data-checksums"',
+      ],
+      [
+        'an initdb item with two keys',
+        { bootstrap: { initdb: ['data-checksums', { encoding: 'UTF8', locale: 'C' }] } },
+        {},
+        'bootstrap.initdb[1]: must be an option name or a single-key mapping (name: value), got {"encoding":"UTF8","locale":"C"}',
+      ],
+      [
+        'a listen without port for PostgreSQL',
+        { postgresql: { listen: '5432' } },
+        {},
+        'postgresql.listen: must be host:port, got "5432"',
+      ],
+      [
+        'a mapping as a parameter',
+        { postgresql: { parameters: { shared_buffers: { size: 1 } } } },
+        {},
+        'postgresql.parameters.shared_buffers: must be a string, number or boolean, got {"size":1}',
+      ],
+      [
+        'a non-string pg_hba line',
+        { postgresql: { pg_hba: [{ host: 'all' }] } },
+        {},
+        'postgresql.pg_hba[0]: must be a string, got {"host":"all"}',
+      ],
+      [
+        'a bad tag boolean',
+        { tags: { nofailover: 'maybe' } },
+        {},
+        'tags.nofailover: must be a boolean (true/false, on/off, yes/no), got "maybe"',
+      ],
+      [
+        'a negative failover_priority',
+        { tags: { failover_priority: -1 } },
+        {},
+        'tags.failover_priority: must be an integer >= 0, got -1',
+      ],
+      [
+        'a bad log level',
+        { log: { level: 'verbose' } },
+        {},
+        'log.level: must be one of debug, info, warning, error, got "verbose"',
+      ],
+    ])('reports %s', (_case, overrides, env, problem) => {
+      expect(problemsOf(() => load(overrides, env))).toEqual([problem]);
+    });
+
+    it('never shows a password in a message', () => {
+      const problems = problemsOf(() =>
+        load({ postgresql: { authentication: { superuser: { password: ['hunter2'] } } } }),
+      );
+      expect(problems).toEqual(['postgresql.authentication.superuser.password: must be a string']);
+    });
+
+    it('reports every problem at once, in file order', () => {
+      const problems = problemsOf(() =>
+        loadConfig(writeConfigFile('restapi:\n  listen: abc\nbootstrap:\n  dcs:\n    ttl: x\n'), {}),
+      );
+      expect(problems).toEqual([
+        'scope: required (or PATRONI_SCOPE)',
+        'name: required (or PATRONI_NAME)',
+        'restapi.listen: must be host:port, got "abc"',
+        'etcd3.hosts: required (or PATRONI_ETCD3_HOSTS)',
+        'bootstrap.dcs.ttl: must be an integer >= 5, got "x"',
+        'postgresql.listen: required (or PATRONI_POSTGRESQL_LISTEN)',
+        'postgresql.data_dir: required (or PATRONI_POSTGRESQL_DATA_DIR)',
+      ]);
+    });
+
+    it('reports a file that cannot be read', () => {
+      const path = join(tempDir, 'missing.yml');
+      expect(problemsOf(() => loadConfig(path, ENV_ONLY))).toEqual([
+        `${path}: cannot read the configuration file (ENOENT)`,
+      ]);
+    });
+
+    it('reports YAML syntax errors with their position', () => {
+      const path = writeConfigFile('scope: a\nscope: b\n');
+      const [problem] = problemsOf(() => loadConfig(path, ENV_ONLY));
+      expect(problem).toMatch(new RegExp(`^${path}: Map keys must be unique at line 2, column 1`));
+    });
+
+    it('reports a file that is not a mapping', () => {
+      const path = writeConfigFile('- scope\n');
+      expect(problemsOf(() => loadConfig(path, ENV_ONLY))).toEqual([
+        `${path}: the configuration must be a mapping, got ["scope"]`,
+      ]);
+    });
+
+    it('has a message that lists the problems', () => {
+      const error = (() => {
+        try {
+          loadConfig(null, {});
+        } catch (caught) {
+          return caught as ConfigError;
+        }
+        throw new Error('expected a ConfigError');
+      })();
+      expect(error.name).toBe('ConfigError');
+      expect(error.message).toMatch(/^invalid configuration:\n {2}scope: required \(or PATRONI_SCOPE\)\n/);
+    });
+  });
+});
+
+describe('effectiveDynamicConfig', () => {
+  /** A DCS document written without validation (by Patroni, or by hand with etcdctl). */
+  const asWrittenByAnyone = (doc: object) => doc as DynamicConfig;
+
+  it('uses the defaults when nothing is set', () => {
+    expect(effectiveDynamicConfig(null, {})).toEqual({
+      config: {
+        ttl: 30,
+        loop_wait: 10,
+        retry_timeout: 10,
+        maximum_lag_on_failover: 1048576,
+        check_timeline: false,
+        primary_start_timeout: 300,
+        pause: false,
+        use_pg_rewind: true,
+        use_slots: true,
+        parameters: {},
+      },
+      adjustments: [],
+    });
+  });
+
+  it('uses bootstrap.dcs until the DCS has a configuration', () => {
+    const bootstrap = { ttl: 20, pause: true, postgresql: { use_slots: false, parameters: { max_connections: 50 } } };
+    expect(effectiveDynamicConfig(null, bootstrap).config).toMatchObject({
+      ttl: 20,
+      pause: true,
+      use_slots: false,
+      parameters: { max_connections: 50 },
+    });
+  });
+
+  it('lets the DCS configuration replace bootstrap.dcs as a whole, as Patroni does', () => {
+    const bootstrap = { ttl: 60, loop_wait: 5, postgresql: { parameters: { max_connections: 50 } } };
+    const fromDcs = { loop_wait: 3, postgresql: { parameters: { work_mem: '8MB' } } };
+    expect(effectiveDynamicConfig(fromDcs, bootstrap).config).toMatchObject({
+      ttl: 30,
+      loop_wait: 3,
+      parameters: { work_mem: '8MB' },
+    });
+  });
+
+  it('reads master_start_timeout as primary_start_timeout, the new name winning', () => {
+    expect(effectiveDynamicConfig({ master_start_timeout: 0 }, {}).config.primary_start_timeout).toBe(0);
+    expect(
+      effectiveDynamicConfig({ master_start_timeout: 0, primary_start_timeout: 60 }, {}).config.primary_start_timeout,
+    ).toBe(60);
+  });
+
+  it('reads what Patroni reads from a DCS document: integer strings and boolean words', () => {
+    const fromDcs = asWrittenByAnyone({ ttl: '40', check_timeline: 'on', postgresql: { use_pg_rewind: 'off' } });
+    expect(effectiveDynamicConfig(fromDcs, {})).toMatchObject({
+      config: { ttl: 40, check_timeline: true, use_pg_rewind: false },
+      adjustments: [],
+    });
+  });
+
+  it('falls back to the defaults for unusable DCS values, and says so', () => {
+    const fromDcs = asWrittenByAnyone({
+      ttl: 'abc',
+      pause: 'maybe',
+      postgresql: { parameters: { a: 1, b: { c: 2 } } },
+    });
+    expect(effectiveDynamicConfig(fromDcs, {})).toEqual({
+      config: expect.objectContaining({ ttl: 30, pause: false, parameters: { a: 1 } }),
+      adjustments: [
+        'ttl "abc" in the DCS configuration is not an integer; using the default 30',
+        'postgresql.parameters.b {"c":2} in the DCS configuration ignored: must be a string, number or boolean',
+        'pause "maybe" in the DCS configuration is not a boolean; using the default false',
+      ],
+    });
+  });
+
+  const because = (ttl: number) => `because loop_wait + 2*retry_timeout must be <= ttl (${ttl})`;
+  it.each<[string, [number, number, number], [number, number, number], string[]]>([
+    ['keeps the defaults', [30, 10, 10], [30, 10, 10], []],
+    ['keeps a fast lab cluster (below Patroni’s minimums)', [10, 2, 3], [10, 2, 3], []],
+    ['keeps the smallest allowed values', [5, 1, 1], [5, 1, 1], []],
+    ['lowers a too long loop_wait', [10, 10, 3], [10, 4, 3], [`loop_wait lowered from 10 to 4 ${because(10)}`]],
+    [
+      'lowers loop_wait to 1, then retry_timeout (Patroni’s example)',
+      [20, 2, 10],
+      [20, 1, 9],
+      [`loop_wait lowered from 2 to 1 ${because(20)}`, `retry_timeout lowered from 10 to 9 ${because(20)}`],
+    ],
+    [
+      'lowers only retry_timeout when loop_wait is already 1',
+      [10, 1, 10],
+      [10, 1, 4],
+      [`retry_timeout lowered from 10 to 4 ${because(10)}`],
+    ],
+    [
+      'raises ttl to the minimum, then lowers the others',
+      [3, 10, 10],
+      [5, 1, 2],
+      [
+        'ttl raised from 3 to 5 (the minimum)',
+        `loop_wait lowered from 10 to 1 ${because(5)}`,
+        `retry_timeout lowered from 10 to 2 ${because(5)}`,
+      ],
+    ],
+    [
+      'raises zero loop_wait and retry_timeout to 1',
+      [30, 0, 0],
+      [30, 1, 1],
+      ['loop_wait raised from 0 to 1 (the minimum)', 'retry_timeout raised from 0 to 1 (the minimum)'],
+    ],
+  ])('%s', (_case, [ttl, loopWait, retryTimeout], [expectedTtl, expectedLoopWait, expectedRetry], expected) => {
+    const fromDcs = { ttl, loop_wait: loopWait, retry_timeout: retryTimeout };
+    const { config, adjustments } = effectiveDynamicConfig(fromDcs, {});
+    const clamped = [config.ttl, config.loop_wait, config.retry_timeout];
+    expect(clamped).toEqual([expectedTtl, expectedLoopWait, expectedRetry]);
+    expect(config.loop_wait + 2 * config.retry_timeout).toBeLessThanOrEqual(config.ttl);
+    expect(adjustments).toEqual(expected);
+  });
+});
+
+describe('validateDynamicConfig', () => {
+  it('accepts a valid document, unknown keys and PATCH deletions (null)', () => {
+    const doc = {
+      ttl: 20,
+      loop_wait: 5,
+      retry_timeout: 5,
+      synchronous_mode: 'quorum',
+      failsafe_mode: 'on',
+      my_extension: { anything: [1, 2] },
+      check_timeline: null,
+      postgresql: { use_pg_rewind: false, parameters: { max_connections: 100, work_mem: null } },
+    };
+    expect(validateDynamicConfig(doc)).toEqual([]);
+  });
+
+  it.each<[unknown, string[]]>([
+    [[1], ['configuration: must be a mapping (JSON object), got [1]']],
+    [{ ttl: 'abc' }, ['ttl: must be an integer >= 5, got "abc"']],
+    [{ ttl: '30' }, ['ttl: must be an integer >= 5, got "30"']],
+    [{ loop_wait: 0 }, ['loop_wait: must be an integer >= 1, got 0']],
+    [{ retry_timeout: true }, ['retry_timeout: must be an integer >= 1, got true']],
+    [{ maximum_lag_on_failover: -1 }, ['maximum_lag_on_failover: must be an integer >= 0, got -1']],
+    [{ maximum_lag_on_syncnode: -2 }, ['maximum_lag_on_syncnode: must be an integer >= -1, got -2']],
+    [{ primary_start_timeout: 'soon' }, ['primary_start_timeout: must be an integer >= 0, got "soon"']],
+    [{ synchronous_node_count: 0 }, ['synchronous_node_count: must be an integer >= 1, got 0']],
+    [{ pause: 'maybe' }, ['pause: must be a boolean (true/false, on/off, yes/no), got "maybe"']],
+    [
+      { synchronous_mode: 'all' },
+      ['synchronous_mode: must be a boolean (true/false, on/off, yes/no) or "quorum", got "all"'],
+    ],
+    [{ postgresql: 'x' }, ['postgresql: must be a mapping, got "x"']],
+    [{ postgresql: { use_slots: 2 } }, ['postgresql.use_slots: must be a boolean (true/false, on/off, yes/no), got 2']],
+    [{ postgresql: { parameters: [] } }, ['postgresql.parameters: must be a mapping, got []']],
+    [
+      { postgresql: { parameters: { a: [1] } } },
+      ['postgresql.parameters.a: must be a string, number or boolean, got [1]'],
+    ],
+    [
+      { ttl: 'x', loop_wait: 'y' },
+      ['ttl: must be an integer >= 5, got "x"', 'loop_wait: must be an integer >= 1, got "y"'],
+    ],
+  ])('rejects %j', (doc, expected) => {
+    expect(validateDynamicConfig(doc)).toEqual(expected);
+  });
+
+  it('explains a broken loop_wait + 2*retry_timeout <= ttl (absent keys count as defaults) instead of patching it', () => {
+    expect(validateDynamicConfig({ ttl: 20 })).toEqual([
+      'loop_wait + 2*retry_timeout must be <= ttl, got 10 + 2*10 = 30 > 20 (lower loop_wait or retry_timeout, or raise ttl)',
+    ]);
+    expect(validateDynamicConfig({ ttl: 20, loop_wait: 2, retry_timeout: 9 })).toEqual([]);
+  });
+
+  it('leaves the timing invariant out of validateDynamicConfigKeys', () => {
+    expect(validateDynamicConfigKeys({ ttl: 20 })).toEqual([]);
+  });
+});

@@ -1,0 +1,105 @@
+import { Decision, decide, HaAction } from '../../../src/ha/decide';
+import { cluster, leaderKey, member, primarySample, snapshot } from './snapshot-factory';
+
+type Row = [description: string, input: Parameters<typeof snapshot>[0], expected: Partial<{ need: string; verdict: string; actions: HaAction['type'][] }>];
+
+const upstreamN2 = { name: 'n2', host: '127.0.0.1', port: 5434 };
+
+function summarize(decision: Decision) {
+  if ('need' in decision) return { need: decision.need };
+  return { verdict: decision.verdict, actions: decision.actions.map((a) => a.type) };
+}
+
+describe('decide() on a cluster snapshot', () => {
+  const rows: Row[] = [
+    // DCS unreachable
+    ['a primary that cannot read the DCS demotes itself', { cluster: null, dcsError: 'timeout', local: { sample: primarySample(), role: 'primary' } }, { verdict: 'demoted self because DCS is not accessible and I was a leader', actions: ['demote'] }],
+    ['a replica that cannot read the DCS keeps running', { cluster: null, dcsError: 'timeout' }, { verdict: 'DCS is not accessible', actions: [] }],
+    ['a paused primary keeps running without the DCS', { cluster: null, config: { pause: true }, local: { sample: primarySample() } }, { verdict: 'DCS is not accessible', actions: [] }],
+
+    // bootstrap
+    ['an empty node of a new cluster races for initialize', { cluster: cluster({ initialize: null, members: [] }), local: { pgState: 'stopped', sample: null, role: 'uninitialized', dataDir: { state: 'empty', standbySignal: false } } }, { need: 'raceInitialize' }],
+    ['the winner of the initialize race runs initdb', { initializeResult: 'won', cluster: cluster({ initialize: null }), local: { pgState: 'stopped', sample: null, role: 'uninitialized', dataDir: { state: 'empty', standbySignal: false } } }, { verdict: 'trying to bootstrap a new cluster', actions: ['initdb'] }],
+    ['the loser of the initialize race waits', { initializeResult: 'lost', cluster: cluster({ initialize: null }), local: { pgState: 'stopped', sample: null, role: 'uninitialized', dataDir: { state: 'empty', standbySignal: false } } }, { verdict: 'failed to acquire initialize lock', actions: [] }],
+    ['a nofailover node never bootstraps a new cluster', { cluster: cluster({ initialize: null }), local: { tags: { nofailover: true }, pgState: 'stopped', sample: null, dataDir: { state: 'empty', standbySignal: false } } }, { verdict: 'waiting for leader to bootstrap', actions: [] }],
+    ['an empty node waits while initialize is taken and no leader exists', { cluster: cluster({ initialize: '' }), local: { pgState: 'stopped', sample: null, dataDir: { state: 'empty', standbySignal: false } } }, { verdict: 'waiting for leader to bootstrap', actions: [] }],
+    ['an empty node clones from the leader', { cluster: cluster({ leader: leaderKey('n2') }), local: { pgState: 'stopped', sample: null, dataDir: { state: 'empty', standbySignal: false } } }, { verdict: "trying to bootstrap from leader 'n2'", actions: ['clone'] }],
+    ['an empty node prefers a running clonefrom replica', { cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2'), member('n3', { tags: { clonefrom: true } })] }), local: { pgState: 'stopped', sample: null, dataDir: { state: 'empty', standbySignal: false } } }, { verdict: "trying to bootstrap from replica 'n3'", actions: ['clone'] }],
+    ['after initdb the bootstrapper starts its primary', { local: { bootstrapping: true, pgState: 'stopped', sample: null, role: 'primary' } }, { verdict: 'starting primary after bootstrap', actions: ['startPrimary'] }],
+    ['once running, the bootstrapper takes the cluster', { local: { bootstrapping: true, sample: primarySample(), role: 'primary' } }, { verdict: 'initialized a new cluster', actions: ['finishBootstrap'] }],
+    ['a failed initdb gives the initialize key back', { local: { bootstrapping: true, pgState: 'initdb_failed', sample: null, lastError: 'disk full' } }, { verdict: 'removing initialize key after failed attempt to bootstrap the cluster: disk full', actions: ['abandonBootstrap'] }],
+    ['the lock holder with an empty data directory lets the lock go', { cluster: cluster({ leader: leaderKey('n1') }), local: { pgState: 'stopped', sample: null, dataDir: { state: 'empty', standbySignal: false } } }, { verdict: 'released leader key voluntarily as data dir empty and currently leader', actions: ['releaseLock'] }],
+
+    // long actions
+    ['a long action is reported and waited for', { cluster: cluster({ leader: leaderKey('n2') }), local: { busy: 'rejoin' } }, { verdict: 'rejoin in progress', actions: [] }],
+    ['the lock holder keeps its lock during a long action', { cluster: cluster({ leader: leaderKey('n1') }), local: { busy: 'promote' } }, { need: 'refreshLock' }],
+
+    // system id
+    ['a data directory of another cluster is refused', { cluster: cluster({ initialize: '6999' }), local: { pgState: 'stopped', sample: null } }, { actions: [] }],
+
+    // crash recovery
+    ['the lock holder whose postmaster died asks to keep the lock first', { cluster: cluster({ leader: leaderKey('n1') }), local: { pgState: 'crashed', sample: null, role: 'primary', dataDir: { state: 'initialized', standbySignal: false, clusterState: 'in production' } } }, { need: 'refreshLock' }],
+    ['the lock holder restarts its crashed primary in place', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }), local: { pgState: 'crashed', sample: null, role: 'primary', dataDir: { state: 'initialized', standbySignal: false } } }, { verdict: 'starting primary after failure', actions: ['startPrimary'] }],
+    ['with primary_start_timeout 0 the lock holder starts read-only', { lockResult: 'refreshed', config: { primary_start_timeout: 0 }, cluster: cluster({ leader: leaderKey('n1') }), local: { pgState: 'crashed', sample: null, role: 'primary', dataDir: { state: 'initialized', standbySignal: false } } }, { verdict: 'starting as readonly because i had the session lock', actions: ['startReplica'] }],
+    ['a crashed replica restarts following the leader', { cluster: cluster({ leader: leaderKey('n2') }), local: { pgState: 'crashed', sample: null } }, { verdict: 'starting as a secondary', actions: ['startReplica'] }],
+    ['a former primary rejoins the new leader through pg_rewind', { cluster: cluster({ leader: leaderKey('n2') }), local: { pgState: 'stopped', sample: null, role: 'demoted', dataDir: { state: 'initialized', standbySignal: false } } }, { verdict: 'running pg_rewind from n2', actions: ['rejoin'] }],
+    ['a stopped node of a leaderless cluster starts read-only', { cluster: cluster(), local: { pgState: 'stopped', sample: null } }, { verdict: 'starting as a secondary', actions: ['startReplica'] }],
+    ['a paused lock holder whose postgres died releases the lock', { config: { pause: true }, cluster: cluster({ leader: leaderKey('n1') }), local: { pgState: 'stopped', sample: null } }, { verdict: 'removed leader lock because postgres is not running', actions: ['releaseLock'] }],
+
+    // leader race
+    ['a replica of a leaderless cluster probes its peers first', {}, { need: 'probePeers' }],
+    ['the healthiest replica goes for the lock', { peers: [{ name: 'n2', reachable: true, walPosition: 40_000_000 }] }, { need: 'acquireLock' }],
+    ['the winner of the race promotes', { peers: [], lockResult: 'acquired' }, { verdict: 'promoted self to leader by acquiring session lock', actions: ['promote'] }],
+    ['the winner clears a stale failover request', { peers: [], lockResult: 'acquired', cluster: cluster({ failover: { value: { member: 'n1' }, modRevision: '9' } }) }, { actions: ['clearFailover', 'promote'] }],
+    ['the loser of the race follows', { peers: [], lockResult: 'not_acquired' }, { verdict: 'following new leader after trying and failing to obtain lock', actions: [] }],
+    ['a replica behind a peer does not race', { peers: [{ name: 'n2', reachable: true, walPosition: 60_000_000 }] }, { verdict: 'following a different leader because i am not the healthiest node', actions: [] }],
+    ['a replica does not race while a primary is alive', { peers: [{ name: 'n2', reachable: true, isPrimary: true, walPosition: 1 }] }, { verdict: 'following a different leader because i am not the healthiest node', actions: [] }],
+    ['an unreachable peer does not count', { peers: [{ name: 'n2', reachable: false }] }, { need: 'acquireLock' }],
+    ['a nofailover peer does not count', { peers: [{ name: 'n2', reachable: true, walPosition: 90_000_000, tags: { nofailover: true } }] }, { need: 'acquireLock' }],
+    ['equal WAL and a higher peer priority wins', { peers: [{ name: 'n2', reachable: true, walPosition: 50_000_000, tags: { failover_priority: 2 } }] }, { verdict: 'following a different leader because i am not the healthiest node' }],
+    ['a nofailover node never races', { local: { tags: { nofailover: true } }, peers: [] }, { verdict: 'following a different leader because I am not allowed to promote' }],
+    ['a replica beyond maximum_lag_on_failover does not race', { peers: [], cluster: cluster({ status: { value: { optime: 60_000_000 }, modRevision: '4' } }) }, { verdict: 'following a different leader because i am not the healthiest node' }],
+    ['check_timeline keeps a replica on an old timeline out', { peers: [], config: { check_timeline: true }, cluster: cluster({ history: { value: [[1, 100, 'no recovery target specified']], modRevision: '3' } }) }, { verdict: 'following a different leader because i am not the healthiest node' }],
+    ['a running primary without a leader key takes the lock back', { local: { sample: primarySample(), role: 'primary' } }, { need: 'acquireLock' }],
+    ['a running primary that regains the lock keeps running', { lockResult: 'acquired', local: { sample: primarySample(), role: 'primary' } }, { verdict: 'acquired session lock as a leader', actions: ['leaderDuties'] }],
+    ['a primary on an old timeline demotes instead', { cluster: cluster({ history: { value: [[1, 100, 'x'], [2, 200, 'y']], modRevision: '3' } }), local: { sample: primarySample({ timeline: 1 }), role: 'primary' } }, { actions: ['demote'] }],
+
+    // healthy cluster, this node holds the lock
+    ['the leader refreshes its lock', { cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { need: 'refreshLock' }],
+    ['the leader with a fresh lock does its duties', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'no action. I am (n1), the leader with the lock', actions: ['leaderDuties'] }],
+    ['a lock holder still in recovery promotes', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }) }, { verdict: 'promoted self to leader because I had the session lock', actions: ['promote'] }],
+    ['a primary that cannot refresh its lock demotes', { lockResult: 'refresh_failed', cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'demoted self because failed to update leader lock in DCS', actions: ['demote'] }],
+    ['a paused primary that cannot refresh keeps running', { lockResult: 'refresh_failed', config: { pause: true }, cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'continue to run as primary after failing to update leader lock in DCS', actions: [] }],
+    ['a replica holding the key that cannot refresh does not promote', { lockResult: 'refresh_failed', cluster: cluster({ leader: leaderKey('n1') }) }, { verdict: 'not promoting because failed to update leader lock in DCS', actions: [] }],
+
+    // healthy cluster, another node holds the lock
+    ['a replica following the leader does nothing', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n2' } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2)', actions: [] }],
+    ['a replica following someone else switches upstream', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n3' } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2)', actions: ['follow'] }],
+    ['a primary without the lock demotes and follows', { cluster: cluster({ leader: leaderKey('n2') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'demoting self because I do not have the lock and I was a leader', actions: ['demote'] }],
+    ['a paused primary without the lock keeps running', { config: { pause: true }, cluster: cluster({ leader: leaderKey('n2') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'continue to run as primary without lock', actions: [] }],
+  ];
+
+  it.each(rows)('%s', (_description, input, expected) => {
+    const result = summarize(decide(snapshot(input)));
+    expect(result).toMatchObject(expected);
+  });
+
+  it('a demoting primary follows the new leader after the restart', () => {
+    const decision = decide(snapshot({ cluster: cluster({ leader: leaderKey('n2') }), local: { sample: primarySample(), role: 'primary' } }));
+    expect(decision).toEqual({
+      verdict: 'demoting self because I do not have the lock and I was a leader',
+      actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: upstreamN2 }],
+    });
+  });
+
+  it('adopts an existing data directory by writing initialize when the key is missing', () => {
+    const decision = decide(snapshot({ cluster: cluster({ initialize: null }), local: { pgState: 'stopped', sample: null } }));
+    expect(summarize(decision)).toEqual({ verdict: 'starting as a secondary', actions: ['writeInitialize', 'startReplica'] });
+  });
+
+  it('names both system identifiers when the data directory belongs elsewhere', () => {
+    const decision = decide(snapshot({ cluster: cluster({ initialize: '6999' }), local: { pgState: 'stopped', sample: null } }));
+    expect('verdict' in decision && decision.verdict).toContain('6999');
+    expect('verdict' in decision && decision.verdict).toContain('7000000000000000001');
+  });
+});

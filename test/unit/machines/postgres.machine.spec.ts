@@ -1,0 +1,144 @@
+import { createActor, fromPromise, waitFor } from 'xstate';
+import { ManualClock } from '../../../src/common/clock';
+import { RecordedEvent } from '../../../src/events/event';
+import { topLevelState, transitionRecorder } from '../../../src/events/transition-recorder';
+import { postgresActors, postgresMachine, PostgresEvent } from '../../../src/postgresql/postgres.machine';
+import { POSTGRES_STATE_NAMES, POSTGRES_STATES } from '../../../src/postgresql/postgres-states';
+
+/** Fake side effects: each invoked actor succeeds unless its name is in `failing`. */
+function fakeActors(failing: Set<string>) {
+  const outcome = <T>(name: string, value: T) =>
+    fromPromise<T, unknown>(async () => {
+      if (failing.has(name)) throw new Error(`${name} failed`);
+      return value;
+    });
+  return {
+    runInitdb: outcome('runInitdb', undefined),
+    runCustomBootstrap: outcome('runCustomBootstrap', undefined),
+    cloneReplica: outcome('cloneReplica', undefined),
+    startPostgres: outcome('startPostgres', { pid: 4242 }),
+    stopPostgres: outcome('stopPostgres', undefined),
+    restartPostgres: outcome('restartPostgres', { pid: 4243 }),
+    promotePostgres: outcome('promotePostgres', undefined),
+    followLeader: outcome('followLeader', undefined),
+    rewindData: outcome('rewindData', 'rewound' as const),
+    removeData: outcome('removeData', undefined),
+  };
+}
+
+const settings = { role: 'primary' as const, parameters: {} };
+const start = { settings, timeoutMs: 1000 };
+const exited = { type: 'POSTMASTER_EXITED', code: null, signal: 'SIGKILL', fenced: false } as const;
+
+/** A path of commands to every state; `failing` names the actors that fail on the way. */
+const pathTo: Record<string, { events: PostgresEvent[]; failing?: string[] }> = {
+  stopped: { events: [] },
+  initdb: { events: [{ type: 'INITDB' }] },
+  initdb_failed: { events: [{ type: 'INITDB' }], failing: ['runInitdb'] },
+  custom_bootstrap: { events: [{ type: 'CUSTOM_BOOTSTRAP', command: 'true', start }] },
+  custom_bootstrap_failed: { events: [{ type: 'CUSTOM_BOOTSTRAP', command: 'false', start }], failing: ['runCustomBootstrap'] },
+  bootstrap_starting: { events: [{ type: 'CUSTOM_BOOTSTRAP', command: 'true', start }] },
+  creating_replica: { events: [{ type: 'CLONE', source: { name: 'n2', host: '127.0.0.1', port: 5433 } }] },
+  starting: { events: [{ type: 'START', start }] },
+  running: { events: [{ type: 'START', start }] },
+  start_failed: { events: [{ type: 'START', start }], failing: ['startPostgres'] },
+  restarting: { events: [{ type: 'START', start }, { type: 'RESTART', start, mode: 'fast' }] },
+  restart_failed: { events: [{ type: 'START', start }, { type: 'RESTART', start, mode: 'fast' }], failing: ['restartPostgres'] },
+  stopping: { events: [{ type: 'START', start }, { type: 'STOP', mode: 'fast', timeoutMs: 1000 }] },
+  stop_failed: { events: [{ type: 'START', start }, { type: 'STOP', mode: 'fast', timeoutMs: 1000 }], failing: ['stopPostgres'] },
+  crashed: { events: [{ type: 'START', start }, exited] },
+};
+
+function run(failing: string[] = []) {
+  const recorded: RecordedEvent[] = [];
+  const sink = { record: (event: Omit<RecordedEvent, 'seq'>) => recorded.push({ ...event, seq: recorded.length + 1 }) };
+  const actor = createActor(postgresMachine.provide({ actors: fakeActors(new Set(failing)) as unknown as ReturnType<typeof postgresActors> }), {
+    inspect: transitionRecorder('postgres', 'n1', sink, new ManualClock()),
+  });
+  actor.start();
+  return { actor, recorded };
+}
+
+async function settle(actor: ReturnType<typeof run>['actor'], event: PostgresEvent) {
+  actor.send(event);
+  // Invoked fakes resolve on the microtask queue; let them finish before the next command.
+  await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('postgres machine', () => {
+  it('declares exactly the 15 states of the spec with their fixed codes', () => {
+    expect(Object.keys(postgresMachine.root.states).sort()).toEqual([...POSTGRES_STATE_NAMES].sort());
+    expect(POSTGRES_STATE_NAMES.map((name) => POSTGRES_STATES[name].code)).toEqual([...Array(15).keys()]);
+  });
+
+  it.each(POSTGRES_STATE_NAMES)('reaches %s, recording every transition in order', async (target) => {
+    const path = pathTo[target];
+    const { actor, recorded } = run(path.failing);
+    const seen: string[] = [topLevelState(actor.getSnapshot().value)];
+    actor.subscribe((s) => seen.push(topLevelState(s.value)));
+    for (const event of path.events) {
+      actor.send(event);
+      if (seen.includes(target)) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await waitFor(actor, () => seen.includes(target), { timeout: 1000 });
+
+    // The log chains: each event starts where the previous one ended, from the initial state on.
+    expect(recorded[0]).toMatchObject({ stream: 'node/n1/postgres', seq: 1, from: null, to: 'stopped.idle' });
+    for (let i = 1; i < recorded.length; i++) expect(recorded[i].from).toBe(recorded[i - 1].to);
+    expect(recorded.map((e) => topLevelState(e.to!.split('.')[0]))).toContain(target);
+    actor.stop();
+  });
+
+  it('a postmaster death while running is a crash, but a stop while paused', async () => {
+    const { actor } = run();
+    await settle(actor, { type: 'START', start });
+    await settle(actor, exited);
+    expect(actor.getSnapshot().value).toBe('crashed');
+
+    const paused = run();
+    await settle(paused.actor, { type: 'SET_PAUSE', paused: true });
+    await settle(paused.actor, { type: 'START', start });
+    await settle(paused.actor, exited);
+    expect(topLevelState(paused.actor.getSnapshot().value)).toBe('stopped');
+  });
+
+  it('records the cause of a crash with the exit details for replay', async () => {
+    const { actor, recorded } = run();
+    await settle(actor, { type: 'START', start });
+    await settle(actor, { ...exited, fenced: true });
+    const crash = recorded[recorded.length - 1];
+    expect(crash).toMatchObject({ from: 'running.idle', to: 'crashed', cause: 'POSTMASTER_EXITED' });
+    expect(crash.data?.event).toEqual({ type: 'POSTMASTER_EXITED', code: null, signal: 'SIGKILL', fenced: true });
+    expect(actor.getSnapshot().context.lastError).toContain('fence');
+  });
+
+  it('promotes and rewinds inside running and stopped, keeping the reported state', async () => {
+    const { actor, recorded } = run();
+    await settle(actor, { type: 'START', start });
+    await settle(actor, { type: 'PROMOTE', timeoutMs: 1000 });
+    expect(actor.getSnapshot().context.lastOutcome).toBe('promoted');
+    await settle(actor, { type: 'STOP', mode: 'fast', timeoutMs: 1000 });
+    await settle(actor, { type: 'REWIND', source: { name: 'n2', host: '127.0.0.1', port: 5433 }, crashRecovery: true });
+    expect(actor.getSnapshot().context.lastOutcome).toBe('rewound');
+    expect(recorded.map((e) => e.to)).toEqual([
+      'stopped.idle',
+      'starting',
+      'running.idle',
+      'running.promoting',
+      'running.idle',
+      'stopping',
+      'stopped.idle',
+      'stopped.rewinding',
+      'stopped.idle',
+    ]);
+  });
+
+  it('ignores commands that make no sense in the current state', async () => {
+    const { actor, recorded } = run();
+    await settle(actor, { type: 'PROMOTE', timeoutMs: 1000 });
+    await settle(actor, { type: 'FOLLOW', settings });
+    expect(actor.getSnapshot().value).toEqual({ stopped: 'idle' });
+    expect(recorded).toHaveLength(1);
+  });
+});
