@@ -12,7 +12,7 @@ export async function createHttpApp(module: DynamicModule): Promise<NestFastifyA
     bodyLimit: BODY_LIMIT_BYTES,
     keepAliveTimeout: 5_000,
     requestTimeout: 10_000,
-    ignoreTrailingSlash: true,
+    routerOptions: { ignoreTrailingSlash: true },
   });
   return NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'] });
 }

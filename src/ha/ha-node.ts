@@ -237,8 +237,11 @@ export class HaNode {
       }
       await this.applyDynamicConfig(cluster?.config?.value ?? null);
 
-      if (cluster && this.leadership.getSnapshot().value === 'leader' && cluster.leader?.value !== this.name) {
-        this.sendLeadership({ type: 'LOCK_LOST', reason: `leader key is now ${cluster.leader?.value ?? 'absent'}` });
+      if (this.leadership.getSnapshot().value === 'leader' && (!cluster || cluster.leader?.value !== this.name)) {
+        // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does.
+        const reason = cluster ? `leader key is now ${cluster.leader?.value ?? 'absent'}` : `DCS is not accessible: ${dcsError}`;
+        this.sendLeadership({ type: 'LOCK_LOST', reason });
+        this.recordCluster('leader.lost', reason);
         this.lockValidUntil = 0;
       }
 

@@ -55,6 +55,12 @@ export interface PostgresProcess {
   initdb(): Promise<void>;
   /** Runs the custom bootstrap command (shell), with PGDATA set; it must create the data directory. */
   customBootstrap(command: string): Promise<void>;
+  /**
+   * Once, after the first start of a cluster this node bootstrapped (initdb or custom bootstrap), like
+   * Patroni's post_bootstrap: creates the replication role, or updates its password and attributes.
+   * Idempotent. Replicas can clone only after it.
+   */
+  postBootstrap(): Promise<void>;
   /** pg_basebackup (fast checkpoint, stream WAL) from `source` into an empty data directory. */
   basebackup(source: UpstreamNode): Promise<void>;
   /** pg_rewind against a running `source`. Resolves 'not_needed' when the timelines did not diverge. Requires a clean shutdown: call `crashRecovery` first when the cluster state is not `shut down`. */

@@ -1,0 +1,281 @@
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { stringify } from 'yaml';
+import { EtcdHandle, startEtcd } from './etcd';
+import { freePort } from './ports';
+import { waitFor } from './wait-for';
+
+/**
+ * A cluster of real Stator agents on this machine: one etcd from the Debian binary plus N agents,
+ * each a separate `stator <config.yml>` process with its own PostgreSQL. Used by `npm run demo`
+ * and by the integration tests. Everything binds to 127.0.0.1 and is stopped by PID.
+ */
+export interface LocalClusterOptions {
+  nodes: number;
+  /** Where node directories go (created if missing). */
+  baseDir: string;
+  scope?: string;
+  /** First node's API port; the others follow. Default: free ports. */
+  apiPort?: number;
+  /** First node's PostgreSQL port; the others follow. Default: free ports. */
+  pgPort?: number;
+  ttl?: number;
+  loopWait?: number;
+  retryTimeout?: number;
+  pgPassword?: string;
+  /** Extra keys merged into every node's `bootstrap.dcs`. */
+  dcs?: Record<string, unknown>;
+  /** Per-node tags, by node index. */
+  tags?: Record<number, Record<string, unknown>>;
+  /** Where agent output goes: a log file per node (default), or also this process's stdout. */
+  echo?: boolean;
+}
+
+const REPO_ROOT = resolve(__dirname, '..', '..', '..');
+const AGENT = join(REPO_ROOT, 'bin', 'stator.js');
+const PG_OS_USER = process.env.STATOR_PG_OS_USER ?? 'postgres';
+
+export class LocalCluster {
+  private constructor(
+    readonly etcd: EtcdHandle,
+    readonly nodes: LocalNode[],
+    readonly scope: string,
+  ) {}
+
+  static async start(options: LocalClusterOptions): Promise<LocalCluster> {
+    const scope = options.scope ?? 'demo';
+    mkdirSync(options.baseDir, { recursive: true });
+    const etcd = await startEtcd();
+    const nodes: LocalNode[] = [];
+    for (let index = 0; index < options.nodes; index++) {
+      const apiPort = options.apiPort ? options.apiPort + index : await freePort();
+      const pgPort = options.pgPort ? options.pgPort + index : await freePort();
+      nodes.push(new LocalNode(index + 1, scope, options, etcd.endpoint, apiPort, pgPort));
+    }
+    const cluster = new LocalCluster(etcd, nodes, scope);
+    for (const node of nodes) node.start();
+    return cluster;
+  }
+
+  node(name: string): LocalNode {
+    const node = this.nodes.find((n) => n.name === name);
+    if (!node) throw new Error(`no node ${name}`);
+    return node;
+  }
+
+  /** The names of the nodes whose API says they run as primary with the lock (`/primary` 200). */
+  async primaries(): Promise<string[]> {
+    const answers = await Promise.all(this.nodes.map(async (node) => ((await node.healthCode('/primary')) === 200 ? node.name : null)));
+    return answers.filter((name): name is string => name !== null);
+  }
+
+  /** Waits until exactly one node answers 200 on `/primary` and returns it. */
+  async waitForLeader(timeoutMs: number, except: string[] = []): Promise<LocalNode> {
+    let leader: string | null = null;
+    await waitFor(
+      async () => {
+        const primaries = (await this.primaries()).filter((name) => !except.includes(name));
+        leader = primaries.length === 1 ? primaries[0] : null;
+        return leader !== null;
+      },
+      { timeoutMs, intervalMs: 100, description: `one leader among ${this.nodes.map((n) => n.name).join(', ')}` },
+    );
+    return this.node(leader!);
+  }
+
+  /** Waits until `names` all answer 200 on `/replica` with `replication_state=streaming`. */
+  async waitForStreaming(names: string[], timeoutMs: number): Promise<void> {
+    await waitFor(async () => (await Promise.all(names.map((n) => this.node(n).healthCode('/replica?replication_state=streaming')))).every((c) => c === 200), {
+      timeoutMs,
+      intervalMs: 200,
+      description: `${names.join(', ')} streaming`,
+    });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.stop()));
+    await this.etcd.stop();
+  }
+}
+
+export class LocalNode {
+  readonly name: string;
+  readonly dir: string;
+  readonly dataDir: string;
+  readonly stateDir: string;
+  readonly configPath: string;
+  readonly logPath: string;
+  private child: ChildProcess | null = null;
+
+  constructor(
+    readonly index: number,
+    readonly scope: string,
+    private readonly options: LocalClusterOptions,
+    readonly etcdEndpoint: string,
+    readonly apiPort: number,
+    readonly pgPort: number,
+  ) {
+    this.name = `node${index}`;
+    this.dir = join(options.baseDir, this.name);
+    this.dataDir = join(this.dir, 'data');
+    this.stateDir = join(this.dir, 'state');
+    this.configPath = join(this.dir, 'stator.yml');
+    this.logPath = join(this.dir, 'stator.log');
+    mkdirSync(this.dir, { recursive: true });
+    ownedByPostgresUser(this.dir);
+    writeFileSync(this.configPath, stringify(this.config()));
+  }
+
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.apiPort}`;
+  }
+
+  get pid(): number | null {
+    return this.child?.exitCode === null && this.child.signalCode === null ? (this.child.pid ?? null) : null;
+  }
+
+  /** libpq connection string as the superuser. */
+  connectionString(database = 'postgres'): string {
+    return `postgresql://postgres:${encodeURIComponent(this.options.pgPassword ?? 'postgres')}@127.0.0.1:${this.pgPort}/${database}`;
+  }
+
+  start(): void {
+    const log = openSync(this.logPath, 'a');
+    this.child = spawn(process.execPath, [AGENT, this.configPath], {
+      stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
+      env: { ...process.env },
+    });
+    if (this.options.echo) {
+      const prefix = `[${this.name}] `;
+      const forward = (chunk: Buffer) => {
+        writeFileSync(log, chunk);
+        for (const line of chunk.toString().split('\n').filter(Boolean)) process.stdout.write(prefix + line + '\n');
+      };
+      this.child.stdout!.on('data', forward);
+      this.child.stderr!.on('data', forward);
+    }
+    this.child.once('exit', () => closeSync(log));
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.pid) process.kill(this.pid, signal);
+  }
+
+  /** SIGKILL of the agent alone; PostgreSQL and its fence keep running. */
+  async killAgent(): Promise<void> {
+    const child = this.child;
+    if (!child || !this.pid) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(child.pid!, 'SIGCONT');
+    process.kill(child.pid!, 'SIGKILL');
+    await exited;
+  }
+
+  /** The postmaster's PID from `postmaster.pid`, or null. */
+  postmasterPid(): number | null {
+    return readPid(join(this.dataDir, 'postmaster.pid'));
+  }
+
+  fencePid(): number | null {
+    return readPid(join(this.stateDir, 'fence.pid'));
+  }
+
+  /** Status code of a GET on the node's API (0 when it does not answer). */
+  async healthCode(path: string): Promise<number> {
+    try {
+      const response = await fetch(this.apiUrl + path, { signal: AbortSignal.timeout(1000) });
+      await response.arrayBuffer();
+      return response.status;
+    } catch {
+      return 0;
+    }
+  }
+
+  async status(): Promise<Record<string, unknown> | null> {
+    try {
+      const response = await fetch(`${this.apiUrl}/stator`, { signal: AbortSignal.timeout(1000) });
+      return (await response.json()) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+  }
+
+  /** SIGTERM (the agent stops PostgreSQL), SIGKILL after 30 s; then any postmaster or fence left is killed by PID. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child && this.pid) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      process.kill(child.pid!, 'SIGCONT');
+      process.kill(child.pid!, 'SIGTERM');
+      const timer = setTimeout(() => this.pid && process.kill(child.pid!, 'SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    for (const pid of [this.fencePid(), this.postmasterPid()]) {
+      if (pid && isAlive(pid)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+  }
+
+  private config(): Record<string, unknown> {
+    const o = this.options;
+    return {
+      scope: this.scope,
+      namespace: '/service',
+      name: this.name,
+      restapi: { listen: `127.0.0.1:${this.apiPort}`, connect_address: `127.0.0.1:${this.apiPort}` },
+      etcd3: { hosts: [this.etcdEndpoint] },
+      bootstrap: {
+        dcs: {
+          ttl: o.ttl ?? 10,
+          loop_wait: o.loopWait ?? 2,
+          retry_timeout: o.retryTimeout ?? 4,
+          maximum_lag_on_failover: 1048576,
+          postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50, shared_buffers: '32MB' } },
+          ...o.dcs,
+        },
+      },
+      postgresql: {
+        listen: `127.0.0.1:${this.pgPort}`,
+        connect_address: `127.0.0.1:${this.pgPort}`,
+        data_dir: this.dataDir,
+        authentication: {
+          superuser: { username: 'postgres', password: o.pgPassword ?? 'postgres' },
+          replication: { username: 'replicator', password: 'replicator-secret' },
+        },
+        parameters: { unix_socket_directories: this.dir },
+      },
+      tags: o.tags?.[this.index] ?? {},
+      state_dir: this.stateDir,
+    };
+  }
+}
+
+function readPid(path: string): number | null {
+  if (!existsSync(path)) return null;
+  const pid = Number(readFileSync(path, 'utf8').split('\n')[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** PostgreSQL must own its directories; when we run as root, hand the node directory to its OS user. */
+function ownedByPostgresUser(dir: string): void {
+  if (process.getuid?.() !== 0) return;
+  const uid = Number(execFileSync('id', ['-u', PG_OS_USER]).toString().trim());
+  const gid = Number(execFileSync('id', ['-g', PG_OS_USER]).toString().trim());
+  chownSync(dir, uid, gid);
+}

@@ -1,0 +1,121 @@
+import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
+import { ApiModule } from './api/api.module';
+import { Clock, systemClock } from './common/clock';
+import { createLogger, Logger, LogLevel } from './common/logger';
+import { CLOCK, DCS, EVENT_RECORDER, EVENT_STORE, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from './common/tokens';
+import { StatorConfig } from './config/config.types';
+import { Dcs } from './dcs/dcs.port';
+import { EtcdDcs } from './dcs/etcd-dcs';
+import { EtcdEventStore } from './events/etcd-event-store';
+import { EventRecorder } from './events/event-recorder';
+import { EventStore } from './events/event-store.port';
+import { HaNode } from './ha/ha-node';
+import { PgQuery } from './postgresql/pg-query';
+import { PostgresProcess, PostgresQuery } from './postgresql/postgres.port';
+import { RealPostgresProcess } from './postgresql/real-postgres-process';
+import { STATOR_VERSION } from './version';
+
+/**
+ * The node, composed from Nest modules: one per concern, each providing a port over its real
+ * adapter. The HA module wraps the XState actors in `HaNode`; the API module reads its view.
+ */
+@Module({})
+export class NodeModule {
+  static forConfig(config: StatorConfig, clock: Clock = systemClock): DynamicModule {
+    const level = config.log.level === 'warning' ? 'WARNING' : (config.log.level.toUpperCase() as LogLevel);
+    const logger = createLogger(level);
+    const retryTimeoutMs = () => (config.bootstrap.dcs.retry_timeout ?? 10) * 1000;
+    return {
+      module: NodeModule,
+      global: true,
+      providers: [
+        { provide: STATOR_CONFIG, useValue: config },
+        { provide: CLOCK, useValue: clock },
+        { provide: LOGGER, useValue: logger },
+        {
+          provide: DCS,
+          useFactory: (): Dcs =>
+            new EtcdDcs({
+              hosts: config.etcd3.hosts,
+              namespace: config.namespace,
+              scope: config.scope,
+              name: config.name,
+              ttlSeconds: config.bootstrap.dcs.ttl ?? 30,
+              retryTimeoutMs: retryTimeoutMs(),
+              clock,
+            }),
+        },
+        {
+          provide: EVENT_STORE,
+          useFactory: (): EventStore => new EtcdEventStore({ hosts: config.etcd3.hosts, scope: config.scope, requestTimeoutMs: retryTimeoutMs() }),
+        },
+        {
+          provide: EVENT_RECORDER,
+          inject: [EVENT_STORE],
+          useFactory: (store: EventStore) =>
+            new EventRecorder({ store, queueDir: config.state_dir, node: config.name, clock, logger: { warn: logger.warning, log: logger.info } }),
+        },
+        {
+          provide: POSTGRES_PROCESS,
+          useFactory: (): PostgresProcess =>
+            new RealPostgresProcess({
+              name: config.name,
+              config: config.postgresql,
+              stateDir: config.state_dir,
+              initdbOptions: config.bootstrap.initdb,
+              log: (lvl, message) => (lvl === 'warning' ? logger.warning(message) : logger.info(message)),
+            }),
+        },
+        { provide: POSTGRES_QUERY, useFactory: (): PostgresQuery => PgQuery.fromConfig(config.postgresql) },
+        {
+          provide: HaNode,
+          inject: [DCS, POSTGRES_PROCESS, POSTGRES_QUERY, EVENT_RECORDER],
+          useFactory: (dcs: Dcs, pg: PostgresProcess, query: PostgresQuery, events: EventRecorder) =>
+            new HaNode({ config, dcs, pg, query, events, clock, logger, version: STATOR_VERSION }),
+        },
+        NodeLifecycle,
+      ],
+      exports: [HaNode, STATOR_CONFIG, CLOCK, LOGGER],
+    };
+  }
+}
+
+/** Starts the node after the API listens and stops it in order on shutdown. */
+@Injectable()
+export class NodeLifecycle implements OnApplicationShutdown {
+  constructor(
+    private readonly node: HaNode,
+    @Inject(EVENT_RECORDER) private readonly recorder: EventRecorder,
+    @Inject(DCS) private readonly dcs: Dcs,
+    @Inject(POSTGRES_PROCESS) private readonly pg: PostgresProcess,
+    @Inject(POSTGRES_QUERY) private readonly query: PostgresQuery,
+    @Inject(LOGGER) private readonly logger: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.recorder.start();
+    await this.node.start();
+  }
+
+  /** Patroni's shutdown: stop PostgreSQL (unless paused), release the lock, leave the cluster. */
+  async onApplicationShutdown(): Promise<void> {
+    const paused = this.node.view().config.pause;
+    await this.node.stop(!paused);
+    await this.query.close().catch(() => undefined);
+    await this.pg.detach().catch(() => undefined);
+    await this.recorder.stop();
+    await this.dcs.close().catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
+  }
+}
+
+/** The whole agent: the node's modules plus its HTTP API. */
+@Module({})
+export class AppModule {
+  static forConfig(config: StatorConfig, clock: Clock = systemClock): DynamicModule {
+    const productKey = config.compat === 'patroni' ? 'patroni' : 'stator';
+    return {
+      module: AppModule,
+      imports: [NodeModule.forConfig(config, clock), ApiModule.register({ identity: { scope: config.scope, version: STATOR_VERSION, productKey } })],
+    };
+  }
+}

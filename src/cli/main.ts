@@ -1,0 +1,57 @@
+import 'reflect-metadata';
+import { AppModule, NodeLifecycle } from '../app.module';
+import { createHttpApp, splitListen } from '../api/http-server';
+import { ConfigError, loadConfig } from '../config/load-config';
+import { createLogger } from '../common/logger';
+import { STATOR_VERSION } from '../version';
+
+const USAGE = `usage: stator <config.yml>
+       stator --version
+
+Runs the Stator agent for one PostgreSQL node. The configuration file uses Patroni's schema;
+PATRONI_* and STATOR_* environment variables override it (see docs/configuration.md).`;
+
+/** `stator <config.yml>`: starts the agent; exits 1 with one line per problem on a bad configuration. */
+export async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--version')) {
+    process.stdout.write(`stator ${STATOR_VERSION}\n`);
+    return;
+  }
+  if (argv.includes('--help') || argv.includes('-h') || argv.length > 1) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exitCode = argv.length > 1 ? 2 : 0;
+    return;
+  }
+  const log = createLogger('INFO');
+  let loaded;
+  try {
+    loaded = loadConfig(argv[0] ?? null, process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    for (const problem of error.problems) process.stderr.write(`${problem}\n`);
+    process.exit(1);
+  }
+  for (const warning of loaded.warnings) log.warning(warning);
+  const { config } = loaded;
+
+  const app = await createHttpApp(AppModule.forConfig(config));
+  const lifecycle = app.get(NodeLifecycle);
+  const { host, port } = splitListen(config.restapi.listen);
+  await app.listen(port, host);
+  log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
+  await lifecycle.start();
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`received ${signal}, shutting down`);
+    // Explicit exit: HTTP keep-alive sockets and etcd streams must not keep the process alive.
+    app
+      .close()
+      .catch((error) => log.error(`shutdown failed: ${String(error)}`))
+      .finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}

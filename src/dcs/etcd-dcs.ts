@@ -1,0 +1,380 @@
+import { EMPTY, Observable, share, Subject, takeUntil } from 'rxjs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Clock } from '../common/clock';
+import { ClusterKeys, clusterPrefix, parseClusterView } from './cluster-view';
+import {
+  ClusterView,
+  Dcs,
+  DcsChange,
+  DcsError,
+  DynamicConfig,
+  FailoverRequest,
+  HistoryEntry,
+  LeaderStatus,
+  LockLease,
+  MemberData,
+  Revision,
+} from './dcs.port';
+import {
+  EtcdClient,
+  EtcdRequestError,
+  EtcdUnavailableError,
+  nextRevision,
+  TxnCompare,
+  watchUntilBroken,
+} from './etcd/etcd-client';
+
+export interface EtcdDcsOptions {
+  /** etcd client endpoints, `host:port`. */
+  hosts: string[];
+  /** Patroni's namespace, e.g. `/service`. */
+  namespace: string;
+  scope: string;
+  /** This node's member name. */
+  name: string;
+  /** Lease TTL in seconds (`ttl`). */
+  ttlSeconds: number;
+  /** Overall deadline of every call, retries included (`retry_timeout` in ms). */
+  retryTimeoutMs: number;
+  clock: Clock;
+}
+
+/** The lease this node attaches to `leader` and `members/<name>`. */
+interface OwnLease {
+  id: string;
+  /** clock.now() just before the grant or the last keepalive was sent. */
+  refreshSentAt: number;
+}
+
+type RemainingMs = () => number;
+
+const FIRST_RETRY_DELAY_MS = 100;
+const MAX_RETRY_DELAY_MS = 1000;
+/** Below this there is no point in sending another request before the deadline. */
+const MIN_ATTEMPT_MS = 20;
+
+/**
+ * The Dcs port on etcd v3 (through the gRPC-JSON gateway), in Patroni's key layout and lease
+ * model (reference-behavior 2.3): one lease per node with TTL = ttl, granted lazily and re-granted
+ * when lost, attached to `leader` and `members/<name>`; CAS through txn compares.
+ *
+ * Every call retries transient failures (unreachable host, timeout, no etcd leader) with a delay
+ * of 100 ms doubling to at most 1 s, and rejects with a DcsError once `retryTimeoutMs` has passed
+ * since the call started. Reads are linearizable, so a partitioned etcd member cannot serve a
+ * stale view.
+ */
+export class EtcdDcs implements Dcs {
+  private readonly client: EtcdClient;
+  private readonly prefix: string;
+  private readonly leaderKey: string;
+  private readonly memberKey: string;
+  private ttlSeconds: number;
+  private lease: OwnLease | null = null;
+  /** A grant in flight, shared so that concurrent calls do not create two leases. */
+  private pendingGrant: { ttlSeconds: number; lease: Promise<OwnLease> } | null = null;
+  /** The member value and lease of the last successful member write, to skip identical writes. */
+  private lastMemberWrite: { value: string; leaseId: string } | null = null;
+  private closed = false;
+  private readonly closing = new Subject<void>();
+  private readonly sharedChanges: Observable<DcsChange>;
+
+  constructor(private readonly options: EtcdDcsOptions) {
+    this.client = new EtcdClient({ hosts: options.hosts });
+    this.prefix = clusterPrefix(options.namespace, options.scope);
+    this.leaderKey = this.prefix + ClusterKeys.leader;
+    this.memberKey = this.prefix + ClusterKeys.member(options.name);
+    this.ttlSeconds = options.ttlSeconds;
+    this.sharedChanges = new Observable<DcsChange>((subscriber) => {
+      const unsubscribed = new AbortController();
+      void this.followChanges((change) => subscriber.next(change), unsubscribed.signal);
+      return () => unsubscribed.abort();
+    }).pipe(takeUntil(this.closing), share());
+  }
+
+  /** One linearizable range over the cluster prefix. */
+  async read(): Promise<ClusterView> {
+    const result = await this.withRetry('read cluster', (remaining) =>
+      this.client.range(this.prefix, { prefix: true }, remaining()),
+    );
+    const keys = result.kvs.map((kv) => ({ ...kv, key: kv.key.slice(this.prefix.length) }));
+    return parseClusterView(keys, result.revision);
+  }
+
+  /**
+   * One prefix watch shared by all subscribers. Once the watch is live, and again after every
+   * re-establishment (etcd restart, compaction, network failure), it emits `{ key: null, type:
+   * 'resync' }`: changes made before that may have been missed, so re-read everything. A frozen
+   * etcd that keeps the connection open is not detected here; the HA loop's periodic read covers it.
+   */
+  changes(): Observable<DcsChange> {
+    return this.closed ? EMPTY : this.sharedChanges;
+  }
+
+  /**
+   * Keepalive (or grant) of the own lease, then `txn(CREATE(leader)==0 → put(leader, name, lease))`.
+   * Resolves null when another node holds the key. A retry after an ambiguous failure recognises
+   * its own earlier success (same name, same lease).
+   */
+  async acquireLeader(): Promise<LockLease | null> {
+    return this.withRetry('acquire leader lock', async (remaining) => {
+      const lease = await this.keepLeaseAlive(remaining);
+      const result = await this.client.txn(
+        {
+          compare: [{ key: this.leaderKey, target: 'CREATE', createRevision: '0' }],
+          success: [{ put: { key: this.leaderKey, value: this.options.name, lease: lease.id } }],
+          failure: [{ range: { key: this.leaderKey } }],
+        },
+        remaining(),
+      );
+      const holder = result.responses[0]?.kvs[0];
+      const ours = result.succeeded || (holder?.value === this.options.name && holder.lease === lease.id);
+      return ours ? this.lockLease(lease) : null;
+    });
+  }
+
+  /**
+   * A forced keepalive; when `leader` already holds our name on our lease that is all. When it
+   * holds our name on another lease (the lease was re-granted), `txn(VALUE==name → put with lease)`
+   * moves it onto ours. Null when the key holds another name or is absent: it is not re-created
+   * here, the HA loop decides whether to acquire.
+   */
+  async refreshLeader(): Promise<LockLease | null> {
+    return this.withRetry('refresh leader lock', async (remaining) => {
+      const lease = await this.keepLeaseAlive(remaining);
+      const ownsKey = await this.client.txn(
+        {
+          compare: [this.leaderHolds(), { key: this.leaderKey, target: 'LEASE', lease: lease.id }],
+          failure: [{ range: { key: this.leaderKey } }],
+        },
+        remaining(),
+      );
+      if (ownsKey.succeeded) return this.lockLease(lease);
+      if (ownsKey.responses[0]?.kvs[0]?.value !== this.options.name) return null;
+      const moved = await this.client.txn(
+        {
+          compare: [this.leaderHolds()],
+          success: [{ put: { key: this.leaderKey, value: this.options.name, lease: lease.id } }],
+        },
+        remaining(),
+      );
+      return moved.succeeded ? this.lockLease(lease) : null;
+    });
+  }
+
+  /** `txn(VALUE(leader)==name → delete)`. */
+  async releaseLeader(): Promise<boolean> {
+    return this.withRetry('release leader lock', async (remaining) => {
+      const result = await this.client.txn(
+        { compare: [this.leaderHolds()], success: [{ deleteRange: { key: this.leaderKey } }] },
+        remaining(),
+      );
+      return result.succeeded;
+    });
+  }
+
+  async forceLeader(): Promise<LockLease> {
+    return this.withRetry('write leader key', async (remaining) => {
+      const lease = await this.keepLeaseAlive(remaining);
+      await this.client.put(this.leaderKey, this.options.name, { lease: lease.id }, remaining());
+      return this.lockLease(lease);
+    });
+  }
+
+  /**
+   * Writes the member key on the own lease. Sends a keepalive first when the last one is older
+   * than ttl/3 (the lease must outlive the HA loop's period), and skips the write when the value
+   * and lease equal the last successful write.
+   */
+  async touchMember(data: MemberData): Promise<void> {
+    const value = JSON.stringify(data);
+    await this.withRetry('write member key', async (remaining) => {
+      const lease =
+        this.lease && this.options.clock.now() - this.lease.refreshSentAt < (this.ttlSeconds * 1000) / 3
+          ? this.lease
+          : await this.keepLeaseAlive(remaining);
+      if (this.lastMemberWrite?.value === value && this.lastMemberWrite.leaseId === lease.id) return;
+      await this.client.put(this.memberKey, value, { lease: lease.id }, remaining());
+      this.lastMemberWrite = { value, leaseId: lease.id };
+    });
+  }
+
+  async initialize(value: string, create: boolean): Promise<boolean> {
+    return this.write('write initialize key', ClusterKeys.initialize, value, create ? 'absent' : undefined);
+  }
+
+  async cancelInitialization(): Promise<void> {
+    await this.withRetry('delete initialize key', (remaining) =>
+      this.client.deleteRange(this.prefix + ClusterKeys.initialize, {}, remaining()),
+    );
+  }
+
+  async setConfig(config: DynamicConfig, expectedRevision?: Revision): Promise<boolean> {
+    return this.write('write config', ClusterKeys.config, JSON.stringify(config), expectedRevision);
+  }
+
+  async setFailover(request: FailoverRequest, expectedRevision?: Revision): Promise<boolean> {
+    return this.write('write failover key', ClusterKeys.failover, JSON.stringify(request), expectedRevision);
+  }
+
+  async setHistory(history: HistoryEntry[]): Promise<void> {
+    await this.write('write history', ClusterKeys.history, JSON.stringify(history));
+  }
+
+  async setStatus(status: LeaderStatus): Promise<void> {
+    await this.write('write status', ClusterKeys.status, JSON.stringify(status));
+  }
+
+  /**
+   * Grants a new lease with the new TTL (no-op when unchanged). The old lease is not revoked, so
+   * `leader` and the member key stay until the next refresh and touch move them onto the new one.
+   */
+  async setTtl(ttlSeconds: number): Promise<void> {
+    if (ttlSeconds === this.ttlSeconds) return;
+    this.ttlSeconds = ttlSeconds;
+    this.lease = null;
+    await this.withRetry('grant lease', (remaining) => this.grantLease(remaining()));
+  }
+
+  /**
+   * Revokes the lease (one attempt within retryTimeout; if that fails the lease expires by itself),
+   * completes change subscribers and aborts everything in flight.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closing.next();
+    const lease = this.lease;
+    this.lease = null;
+    if (lease) await this.client.leaseRevoke(lease.id, this.options.retryTimeoutMs).catch(() => undefined);
+    this.client.close();
+  }
+
+  private leaderHolds(): TxnCompare {
+    return { key: this.leaderKey, target: 'VALUE', value: this.options.name };
+  }
+
+  private lockLease(lease: OwnLease): LockLease {
+    return { validUntil: lease.refreshSentAt + this.ttlSeconds * 1000 };
+  }
+
+  /** Create-only (`'absent'`), compare-and-set on mod revision, or plain put (no expectation). */
+  private async write(operation: string, key: string, value: string, expected?: Revision): Promise<boolean> {
+    const fullKey = this.prefix + key;
+    return this.withRetry(operation, async (remaining) => {
+      if (expected === undefined) {
+        await this.client.put(fullKey, value, {}, remaining());
+        return true;
+      }
+      const compare: TxnCompare =
+        expected === 'absent'
+          ? { key: fullKey, target: 'CREATE', createRevision: '0' }
+          : { key: fullKey, target: 'MOD', modRevision: expected };
+      const result = await this.client.txn({ compare: [compare], success: [{ put: { key: fullKey, value } }] }, remaining());
+      return result.succeeded;
+    });
+  }
+
+  /** A keepalive of the own lease; grants a new one when there is none or it was lost. */
+  private async keepLeaseAlive(remaining: RemainingMs): Promise<OwnLease> {
+    const lease = this.lease;
+    if (!lease) return this.grantLease(remaining());
+    const refreshSentAt = this.options.clock.now();
+    const ttlLeft = await this.client.leaseKeepAlive(lease.id, remaining());
+    if (ttlLeft <= 0) {
+      if (this.lease?.id === lease.id) this.lease = null;
+      return this.grantLease(remaining());
+    }
+    const refreshed = { id: lease.id, refreshSentAt };
+    if (this.lease?.id === lease.id) this.lease = refreshed;
+    return refreshed;
+  }
+
+  private grantLease(timeoutMs: number): Promise<OwnLease> {
+    const ttlSeconds = this.ttlSeconds;
+    if (this.pendingGrant?.ttlSeconds === ttlSeconds) return this.pendingGrant.lease;
+    const refreshSentAt = this.options.clock.now();
+    const lease = this.client.leaseGrant(ttlSeconds, timeoutMs).then(({ id }) => {
+      const granted = { id, refreshSentAt };
+      if (ttlSeconds === this.ttlSeconds) this.lease = granted;
+      return granted;
+    });
+    const pending = { ttlSeconds, lease };
+    this.pendingGrant = pending;
+    const clear = () => {
+      if (this.pendingGrant === pending) this.pendingGrant = null;
+    };
+    lease.then(clear, clear);
+    return lease;
+  }
+
+  /**
+   * Runs `attempt` until it succeeds, a non-transient error occurs, or retryTimeoutMs has passed
+   * since the call started. `remaining()` gives each request the time left of that deadline.
+   */
+  private async withRetry<T>(operation: string, attempt: (remaining: RemainingMs) => Promise<T>): Promise<T> {
+    if (this.closed) throw new DcsError(`${operation}: the DCS client is closed`);
+    const deadline = performance.now() + this.options.retryTimeoutMs;
+    const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
+    let delay = FIRST_RETRY_DELAY_MS;
+    for (;;) {
+      try {
+        return await attempt(remaining);
+      } catch (error) {
+        if (error instanceof EtcdRequestError && error.isLeaseNotFound) {
+          this.lease = null; // expired or revoked under us: re-grant on the next attempt
+        } else if (!isTransient(error) || this.closed) {
+          throw new DcsError(`${operation}: ${(error as Error).message}`, { cause: error });
+        }
+        const pause = Math.min(delay, deadline - performance.now() - MIN_ATTEMPT_MS);
+        if (pause < 0) {
+          throw new DcsError(`${operation}: failed within ${this.options.retryTimeoutMs} ms: ${(error as Error).message}`, {
+            cause: error,
+          });
+        }
+        await sleep(pause);
+        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      }
+    }
+  }
+
+  /**
+   * Keeps one prefix watch running until `stop` fires: learn the current revision, watch from the
+   * next one, emit a resync once the watch is live, and start over with a growing pause (max 1 s)
+   * whenever the watch breaks or etcd cannot be reached.
+   */
+  private async followChanges(emit: (change: DcsChange) => void, stop: AbortSignal): Promise<void> {
+    let delay = FIRST_RETRY_DELAY_MS;
+    while (!stop.aborted && !this.closed) {
+      try {
+        const { revision } = await this.client.range(
+          this.prefix,
+          { prefix: true, countOnly: true },
+          this.options.retryTimeoutMs,
+        );
+        const watch = this.client.watch(
+          this.prefix,
+          { prefix: true, startRevision: nextRevision(revision) },
+          this.options.retryTimeoutMs,
+        );
+        await watchUntilBroken(watch, stop, (response) => {
+          if (response.created) {
+            delay = FIRST_RETRY_DELAY_MS;
+            emit({ key: null, type: 'resync' });
+          }
+          for (const event of response.events) {
+            emit({ key: event.kv.key.slice(this.prefix.length), type: event.type });
+          }
+        });
+      } catch {
+        // unreachable or broken watch: start over below
+      }
+      if (stop.aborted) return;
+      await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
+      delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+    }
+  }
+}
+
+function isTransient(error: unknown): boolean {
+  return error instanceof EtcdUnavailableError || (error instanceof EtcdRequestError && error.isTransient);
+}

@@ -1,0 +1,351 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Logger } from '@nestjs/common';
+import { Observable, Subject } from 'rxjs';
+import { Clock } from '../common/clock';
+import { NewEvent, RecordedEvent } from './event';
+import { EventStore, ExpectedVersionConflict } from './event-store.port';
+
+export interface EventRecorderOptions {
+  store: EventStore;
+  /** Directory of the durable queue (in the data directory); created when missing. */
+  queueDir: string;
+  /** This node's name: streams `node/<node>/...` get their seq here, at record time. */
+  node: string;
+  clock: Clock;
+  /** Receives re-based seqs and store outages (timed with `clock`). Default: Nest's Logger. */
+  logger?: { warn(message: string): void; log(message: string): void };
+}
+
+/** An event as recorded locally. `seq` is absent for streams whose seq the store assigns (the cluster stream). */
+export type LocalEvent = NewEvent & { seq?: number };
+
+export const QUEUE_FILE = 'events-queue.jsonl';
+/** Last seq assigned per own stream, so a restart never reuses one even when the store is unreachable. */
+const SEQ_FILE = 'events-seq.json';
+const MAX_BATCH = 50;
+const FIRST_RETRY_DELAY_MS = 100;
+const MAX_RETRY_DELAY_MS = 1000;
+/** How far back a possibly-applied cluster append is looked for, beyond our own events (other nodes append too). */
+const CLUSTER_TAIL_MARGIN = 100;
+
+/**
+ * The node-side event writer, with a durable local queue so that no event is lost while the
+ * store is unreachable.
+ *
+ * `record()` is synchronous: an event on one of this node's streams (`node/<node>/...`) gets its
+ * seq from a per-stream counter there and then, and every event is appended (and fdatasync'ed)
+ * to `<queueDir>/events-queue.jsonl` before `record()` returns. A background flusher sends the
+ * queue to the store in recording order, one batch per run of same-stream events, retrying with
+ * a backoff of up to 1 s while the store is down, and rewrites the queue file (tmp + rename)
+ * after every stored batch.
+ *
+ * Own streams are appended at their recorded position (expectedVersion = seq - 1). When that
+ * position is taken, the stored events are compared with the queued ones: identical events
+ * (an append whose answer was lost, or a crash before the queue was rewritten) count as flushed;
+ * otherwise (seqs stored by an earlier incarnation whose queue is gone) the remaining queued
+ * events of the stream are re-based after the stored head, with a warning. Other streams are
+ * appended with 'any'; after a failed or interrupted append they are first matched against the
+ * stream's tail so a retry does not store them twice.
+ */
+export class EventRecorder {
+  private readonly queuePath: string;
+  private readonly seqPath: string;
+  private readonly logger: { warn(message: string): void; log(message: string): void };
+  private readonly recorded = new Subject<LocalEvent>();
+  private queue: LocalEvent[] = [];
+  private readonly lastAssignedSeq = new Map<string, number>();
+  /** 'any' streams whose last append may have been applied without us knowing. */
+  private readonly uncertainStreams = new Set<string>();
+  private loaded = false;
+  private started = false;
+  private stopped = false;
+  private flushRun: Promise<void> | null = null;
+  private readonly stopSignal = new AbortController();
+  private flushWaiters: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  private storeDownSince: number | null = null;
+
+  /** Every recorded event, at once and locally (before it reaches the store). */
+  readonly recorded$: Observable<LocalEvent> = this.recorded.asObservable();
+
+  constructor(private readonly options: EventRecorderOptions) {
+    this.queuePath = path.join(options.queueDir, QUEUE_FILE);
+    this.seqPath = path.join(options.queueDir, SEQ_FILE);
+    this.logger = options.logger ?? new Logger(EventRecorder.name);
+  }
+
+  /**
+   * Queues one event durably and returns it with its seq when this node owns the stream (void
+   * for the cluster stream, whose seq is assigned when stored). Works before start() and after
+   * stop(): the event then waits in the queue file for the next start.
+   */
+  record(event: NewEvent): RecordedEvent | void {
+    this.load();
+    const local: LocalEvent = this.ownsStream(event.stream)
+      ? { ...event, seq: this.nextSeq(event.stream) }
+      : { ...event };
+    this.appendToQueueFile(local);
+    this.queue.push(local);
+    this.recorded.next({ ...local });
+    // Flush after the caller's synchronous work, batched with whatever it records next.
+    queueMicrotask(() => this.kickFlusher());
+    return local.seq === undefined ? undefined : ({ ...local } as RecordedEvent);
+  }
+
+  /**
+   * Loads the queue and seq counters left by a previous run, raises the counters to the store's
+   * heads where the store answers (within its own request deadline), then flushes in the background.
+   */
+  async start(): Promise<void> {
+    this.load();
+    const streams = [...this.lastAssignedSeq.keys()];
+    const heads = await Promise.allSettled(streams.map((stream) => this.options.store.lastSeq(stream)));
+    heads.forEach((head, index) => {
+      const stream = streams[index];
+      if (head.status === 'fulfilled' && head.value > (this.lastAssignedSeq.get(stream) ?? 0)) {
+        this.lastAssignedSeq.set(stream, head.value);
+      }
+    });
+    this.started = true;
+    this.kickFlusher();
+  }
+
+  /** Events recorded but not yet stored. */
+  pending(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves once the queue is empty; rejects if the recorder is stopped first. */
+  whenFlushed(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => this.flushWaiters.push({ resolve, reject }));
+  }
+
+  /** Stops flushing (waits for an append in flight); whatever is still queued stays in the file for the next start. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopSignal.abort();
+    await this.flushRun;
+    const waiters = this.flushWaiters;
+    this.flushWaiters = [];
+    for (const waiter of waiters) waiter.reject(new Error(`event recorder stopped with ${this.queue.length} events queued`));
+    this.recorded.complete();
+  }
+
+  private ownsStream(stream: string): boolean {
+    return stream.startsWith(`node/${this.options.node}/`);
+  }
+
+  private nextSeq(stream: string): number {
+    const seq = (this.lastAssignedSeq.get(stream) ?? 0) + 1;
+    this.lastAssignedSeq.set(stream, seq);
+    return seq;
+  }
+
+  /** Reads the queue and counters files once (synchronously, so record() can run before start()). */
+  private load(): void {
+    if (this.loaded) return;
+    this.loaded = true;
+    fs.mkdirSync(this.options.queueDir, { recursive: true });
+    for (const [stream, seq] of Object.entries(readJson(this.seqPath) ?? {})) {
+      if (typeof seq === 'number') this.lastAssignedSeq.set(stream, seq);
+    }
+    const lines = fs.existsSync(this.queuePath) ? fs.readFileSync(this.queuePath, 'utf8').split('\n') : [];
+    for (const line of lines) {
+      if (!line.trim()) continue;
+      const event = parseLine(line);
+      if (!event) {
+        this.logger.warn(`event queue: skipping an unreadable line (torn write?): ${line.slice(0, 200)}`);
+        continue;
+      }
+      this.queue.push(event);
+      if (event.seq === undefined) this.uncertainStreams.add(event.stream);
+      else if (event.seq > (this.lastAssignedSeq.get(event.stream) ?? 0)) this.lastAssignedSeq.set(event.stream, event.seq);
+    }
+  }
+
+  private appendToQueueFile(event: LocalEvent): void {
+    try {
+      const fd = fs.openSync(this.queuePath, 'a');
+      try {
+        fs.writeSync(fd, `${JSON.stringify(event)}\n`);
+        fs.fdatasyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    } catch (error) {
+      // Recording must never break the caller (a state machine); the event is still flushed from memory.
+      this.logger.warn(`event queue: could not persist ${event.type} on ${event.stream}: ${(error as Error).message}`);
+    }
+  }
+
+  /** Rewrites the counters and the queue atomically (tmp + rename); counters first, so a seq is never reused. */
+  private persist(): void {
+    writeFileAtomically(this.seqPath, JSON.stringify(Object.fromEntries(this.lastAssignedSeq)));
+    writeFileAtomically(this.queuePath, this.queue.map((event) => `${JSON.stringify(event)}\n`).join(''));
+  }
+
+  private kickFlusher(): void {
+    if (this.flushRun || !this.started || this.stopped || this.queue.length === 0) return;
+    this.flushRun = this.drain().finally(() => {
+      this.flushRun = null;
+      this.kickFlusher(); // events recorded while the run was finishing
+    });
+  }
+
+  private async drain(): Promise<void> {
+    let delay = FIRST_RETRY_DELAY_MS;
+    while (this.queue.length > 0 && !this.stopped) {
+      try {
+        await this.flushNext();
+        delay = FIRST_RETRY_DELAY_MS;
+        if (this.storeDownSince !== null) {
+          const downForMs = this.options.clock.now() - this.storeDownSince;
+          this.logger.log(`event store reachable again after ${downForMs} ms; ${this.queue.length} events still queued`);
+          this.storeDownSince = null;
+        }
+      } catch (error) {
+        if (this.storeDownSince === null) {
+          this.storeDownSince = this.options.clock.now();
+          this.logger.warn(`event store unavailable, events wait in ${this.queuePath}: ${(error as Error).message}`);
+        }
+        await sleep(delay, undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
+        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      }
+    }
+    if (this.queue.length === 0) {
+      const waiters = this.flushWaiters;
+      this.flushWaiters = [];
+      for (const waiter of waiters) waiter.resolve();
+    }
+  }
+
+  /** One step: store the leading run of same-stream events, or reconcile that stream with the store first. */
+  private async flushNext(): Promise<void> {
+    const stream = this.queue[0].stream;
+    const firstOtherStream = this.queue.findIndex((event) => event.stream !== stream);
+    const batch = this.queue.slice(0, Math.min(firstOtherStream < 0 ? this.queue.length : firstOtherStream, MAX_BATCH));
+    const events = batch.map(withoutSeq);
+    const firstSeq = batch[0].seq;
+    if (firstSeq !== undefined) {
+      try {
+        await this.options.store.append(stream, events, firstSeq - 1);
+      } catch (error) {
+        if (!(error instanceof ExpectedVersionConflict)) throw error;
+        await this.reconcileOwnStream(stream, error.actual);
+        return;
+      }
+    } else {
+      if (this.uncertainStreams.has(stream)) {
+        await this.dropAlreadyStored(stream);
+        this.uncertainStreams.delete(stream);
+        return;
+      }
+      try {
+        await this.options.store.append(stream, events, 'any');
+      } catch (error) {
+        this.uncertainStreams.add(stream);
+        throw error;
+      }
+    }
+    this.queue.splice(0, batch.length);
+    this.persist();
+  }
+
+  /**
+   * The stream's next position is taken (or the store is behind our counter). Queued events the
+   * store already holds identically are dropped; the rest are renumbered to follow the stored head.
+   */
+  private async reconcileOwnStream(stream: string, storedHead: number): Promise<void> {
+    const queued = this.queue.filter((event) => event.stream === stream);
+    const firstSeq = queued[0].seq ?? 1;
+    const stored = storedHead >= firstSeq ? await this.options.store.read({ stream, fromSeq: firstSeq }) : [];
+    const storedBySeq = new Map(stored.map((event) => [event.seq, event]));
+    let alreadyStored = 0;
+    while (alreadyStored < queued.length && sameEvent(storedBySeq.get(queued[alreadyStored].seq ?? 0), queued[alreadyStored])) {
+      alreadyStored++;
+    }
+    const flushed = new Set(queued.slice(0, alreadyStored));
+    const remaining = queued.slice(alreadyStored);
+    const renumbered = new Map<LocalEvent, LocalEvent>(
+      remaining.map((event, index) => [event, { ...event, seq: storedHead + 1 + index }]),
+    );
+    if (remaining.length > 0 && remaining[0].seq !== storedHead + 1) {
+      this.logger.warn(
+        `event stream ${stream}: seq ${remaining[0].seq} is not next after the stored head ${storedHead} ` +
+          `(an earlier incarnation's events); re-based ${remaining.length} queued events ` +
+          `to ${storedHead + 1}..${storedHead + remaining.length}`,
+      );
+    }
+    this.queue = this.queue.filter((event) => !flushed.has(event)).map((event) => renumbered.get(event) ?? event);
+    this.lastAssignedSeq.set(stream, storedHead + remaining.length);
+    this.persist();
+  }
+
+  /** After an append that may have been applied: drop the leading queued events of the stream found in its stored tail. */
+  private async dropAlreadyStored(stream: string): Promise<void> {
+    const queued = this.queue.filter((event) => event.stream === stream);
+    const head = await this.options.store.lastSeq(stream);
+    const fromSeq = Math.max(1, head - queued.length - CLUSTER_TAIL_MARGIN + 1);
+    const tail = head > 0 ? await this.options.store.read({ stream, fromSeq }) : [];
+    let alreadyStored = 0;
+    while (alreadyStored < queued.length && tail.some((stored) => sameEvent(stored, queued[alreadyStored], false))) {
+      alreadyStored++;
+    }
+    if (alreadyStored === 0) return;
+    const flushed = new Set(queued.slice(0, alreadyStored));
+    this.queue = this.queue.filter((event) => !flushed.has(event));
+    this.persist();
+  }
+}
+
+function withoutSeq(event: LocalEvent): NewEvent {
+  const { seq: _seq, ...rest } = event;
+  return rest;
+}
+
+/** Same fact: every field equal (data by its JSON), seq included unless `compareSeq` is false. */
+function sameEvent(stored: RecordedEvent | undefined, queued: LocalEvent, compareSeq = true): boolean {
+  if (!stored) return false;
+  return (
+    (!compareSeq || stored.seq === queued.seq) &&
+    stored.stream === queued.stream &&
+    stored.type === queued.type &&
+    stored.at === queued.at &&
+    stored.node === queued.node &&
+    stored.from === queued.from &&
+    stored.to === queued.to &&
+    stored.cause === queued.cause &&
+    JSON.stringify(stored.data ?? null) === JSON.stringify(queued.data ?? null)
+  );
+}
+
+function parseLine(line: string): LocalEvent | null {
+  try {
+    const event = JSON.parse(line) as LocalEvent;
+    return typeof event?.stream === 'string' && typeof event.type === 'string' ? event : null;
+  } catch {
+    return null;
+  }
+}
+
+function readJson(file: string): Record<string, unknown> | null {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
+function writeFileAtomically(file: string, content: string): void {
+  const tmp = `${file}.tmp`;
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    fs.writeSync(fd, content);
+    fs.fdatasyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+}

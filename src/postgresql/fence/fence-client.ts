@@ -1,0 +1,92 @@
+import { createConnection, Socket } from 'node:net';
+import { createLineParser, FenceEvent, FenceRequest, PostmasterExitEvent } from './fence-protocol';
+
+export type FenceHello = Extract<FenceEvent, { event: 'hello' }>;
+
+export interface FenceConnectionHandlers {
+  /** The fence reported the postmaster's exit. */
+  onExit(exit: PostmasterExitEvent): void;
+  /** The socket closed without an exit event and without `close()` (the fence died or was killed). */
+  onLost(): void;
+}
+
+/** The agent's end of one fence socket. */
+export class FenceConnection {
+  private closedByUs = false;
+  private sawExit = false;
+
+  private constructor(
+    private readonly socket: Socket,
+    readonly hello: FenceHello,
+  ) {}
+
+  /**
+   * Connects and waits for the fence's hello. Rejects when nothing answers (ENOENT, ECONNREFUSED)
+   * or no hello arrives within `timeoutMs`.
+   */
+  static connect(socketPath: string, handlers: FenceConnectionHandlers, timeoutMs = 1000): Promise<FenceConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = createConnection(socketPath);
+      let connection: FenceConnection | null = null;
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(new Error(`no hello from the fence at ${socketPath} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      socket.on(
+        'data',
+        createLineParser((message) => {
+          const event = message as FenceEvent;
+          if (event.event === 'hello' && !connection) {
+            clearTimeout(timer);
+            connection = new FenceConnection(socket, event);
+            resolve(connection);
+          } else if (event.event === 'exit' && connection) {
+            connection.sawExit = true;
+            handlers.onExit(event);
+          }
+        }),
+      );
+      socket.on('error', (error) => {
+        if (!connection) {
+          clearTimeout(timer);
+          reject(error);
+        }
+        // Once connected, 'close' follows every error and is handled there.
+      });
+      socket.on('close', () => {
+        clearTimeout(timer);
+        if (!connection) {
+          reject(new Error(`the fence at ${socketPath} closed the connection before its hello`));
+          return;
+        }
+        if (!connection.sawExit && !connection.closedByUs) handlers.onLost();
+      });
+    });
+  }
+
+  /** Sends one request; silently dropped when the socket is gone (the caller learns that from onExit/onLost). */
+  send(request: FenceRequest): void {
+    if (!this.socket.destroyed && this.socket.writable) this.socket.write(JSON.stringify(request) + '\n');
+  }
+
+  get connected(): boolean {
+    return !this.socket.destroyed;
+  }
+
+  /** Flushes pending requests (an `arm` just sent must reach the fence), then closes. */
+  close(): Promise<void> {
+    this.closedByUs = true;
+    if (this.socket.destroyed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.socket.destroy();
+        resolve();
+      }, 1000);
+      this.socket.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.socket.end();
+    });
+  }
+}

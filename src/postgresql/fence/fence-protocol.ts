@@ -1,0 +1,99 @@
+import { join } from 'node:path';
+
+/**
+ * The fence's wire protocol and file layout, shared by the fence program and the agent.
+ * Messages are newline-delimited JSON over the unix socket `<state_dir>/fence.sock`.
+ * This file must import nothing but Node built-ins: the fence runs it on its own.
+ */
+
+export type FenceStopMode = 'smart' | 'fast' | 'immediate';
+
+/** Agent → fence. */
+export type FenceRequest =
+  | { op: 'arm'; deadline: number }
+  | { op: 'disarm' }
+  | { op: 'stop'; mode: FenceStopMode }
+  | { op: 'signal'; signal: 'SIGHUP' };
+
+/** Fence → agent. */
+export type FenceEvent =
+  | {
+      event: 'hello';
+      /** The postmaster's pid. */
+      pid: number;
+      /** Epoch ms at which the fence started the postmaster. */
+      startedAt: number;
+      /** The fence's own pid. */
+      fencePid: number;
+      /** The armed deadline (epoch ms), or null when disarmed. */
+      deadline: number | null;
+    }
+  | PostmasterExitEvent;
+
+export interface PostmasterExitEvent {
+  event: 'exit';
+  pid: number;
+  code: number | null;
+  signal: string | null;
+  /** Stopped because an agent asked (`op: stop`). */
+  requested: boolean;
+  /** Stopped by the dead man's switch. */
+  fenced: boolean;
+  /** Set when the postmaster could not be spawned at all. */
+  error?: string;
+}
+
+/**
+ * What the agent passes to the fence (as one JSON command-line argument, so nothing secret here).
+ * The postmaster inherits the fence's environment, which the agent sets when it spawns the fence.
+ */
+export interface FenceLaunchOptions {
+  dataDir: string;
+  binDir: string;
+  stateDir: string;
+  /** `-c config_file=...` when set. */
+  configFile?: string;
+  /** Run the postmaster as this uid/gid (when the agent runs as root). */
+  uid?: number;
+  gid?: number;
+}
+
+/** Paths under the state directory. */
+export function fencePaths(stateDir: string) {
+  return {
+    socket: join(stateDir, 'fence.sock'),
+    pidFile: join(stateDir, 'fence.pid'),
+    exitFile: join(stateDir, 'postmaster-exit.json'),
+    postmasterLog: join(stateDir, 'postgresql.log'),
+    fenceLog: join(stateDir, 'fence.log'),
+  };
+}
+
+/** Signal the postmaster expects for each shutdown mode. */
+export const STOP_SIGNALS: Record<FenceStopMode, NodeJS.Signals> = {
+  smart: 'SIGTERM',
+  fast: 'SIGINT',
+  immediate: 'SIGQUIT',
+};
+
+/** Splits a byte stream into parsed JSON lines; malformed lines are passed to `onBadLine`. */
+export function createLineParser(onMessage: (message: unknown) => void, onBadLine?: (line: string) => void) {
+  let buffered = '';
+  return (chunk: Buffer | string) => {
+    buffered += chunk.toString();
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, newline).trim();
+      buffered = buffered.slice(newline + 1);
+      if (!line) continue;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        onBadLine?.(line);
+        continue;
+      }
+      onMessage(parsed);
+    }
+  };
+}

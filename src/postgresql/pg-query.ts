@@ -1,0 +1,310 @@
+import { Client, ClientConfig, QueryConfig } from 'pg';
+import { PostgresqlConfig } from '../config/config.types';
+import { parseLsn } from '../common/lsn';
+import { PostgresQuery, PostgresSample, ReplicationConnection } from './postgres.port';
+
+/** Where to reach the local server over TCP. */
+export interface LocalConnection {
+  host: string;
+  port: number;
+  user: string;
+  password?: string;
+  database?: string;
+}
+
+/**
+ * The local server's TCP address from `postgresql.listen` (`host[,host...]:port`). A wildcard or a
+ * list holding the loopback address means 127.0.0.1; otherwise the first listed address.
+ */
+export function localConnection(config: PostgresqlConfig): LocalConnection {
+  const separator = config.listen.lastIndexOf(':');
+  if (separator < 0) throw new Error(`postgresql.listen must be host:port, got ${config.listen}`);
+  const hosts = config.listen
+    .slice(0, separator)
+    .split(',')
+    .map((host) => host.trim().replace(/^\[|\]$/g, ''))
+    .filter(Boolean);
+  const port = Number(config.listen.slice(separator + 1));
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`bad port in postgresql.listen: ${config.listen}`);
+  const loopbackOrWildcard = hosts.length === 0 || hosts.some((host) => ['*', '0.0.0.0', '::', '127.0.0.1', 'localhost'].includes(host));
+  return {
+    host: loopbackOrWildcard ? '127.0.0.1' : hosts[0],
+    port,
+    user: config.authentication.superuser.username,
+    password: config.authentication.superuser.password,
+    database: 'postgres',
+  };
+}
+
+/**
+ * SQLSTATEs that prove a server answered and accepts connections even though this login failed
+ * (what pg_isready counts as "accepting connections").
+ */
+const ANSWERED_BUT_REFUSED_LOGIN = new Set(['28000', '28P01', '3D000']);
+
+/**
+ * One connection attempt and `SELECT 1`. True when the server accepts connections (a refused login
+ * counts, like pg_isready); false while it is down or still starting (57P03).
+ */
+export async function serverAcceptsConnections(connection: LocalConnection, timeoutMs = 1000): Promise<boolean> {
+  const client = new Client({
+    ...toClientConfig(connection),
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+  });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch (error) {
+    return ANSWERED_BUT_REFUSED_LOGIN.has((error as { code?: string }).code ?? '');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function toClientConfig(connection: LocalConnection): ClientConfig {
+  return {
+    host: connection.host,
+    port: connection.port,
+    user: connection.user,
+    password: connection.password,
+    database: connection.database ?? 'postgres',
+    application_name: 'stator',
+  };
+}
+
+export interface PgQueryOptions {
+  /** Server-side `statement_timeout`, and (plus a margin) the client-side wait for any answer. Default 2000. */
+  statementTimeoutMs?: number;
+  connectTimeoutMs?: number;
+}
+
+/**
+ * The one query behind `sample()`. Functions that raise on the "wrong" side of recovery
+ * (pg_walfile_name, pg_is_wal_replay_paused) sit behind CASE, which PostgreSQL evaluates lazily.
+ *
+ * - timeline: on a primary, from the name of the current WAL file (pg_control_checkpoint() still shows the
+ *   old timeline until the first checkpoint after a promotion); on a replica, the WAL receiver's
+ *   received_tli while it streams, else the latest checkpoint's (restartpoint's) timeline.
+ * - pending restart: old = current_setting (the running value, with units as written); new = the last
+ *   not-yet-applied line for it in pg_file_settings, or, when there is none (e.g. set by ALTER SYSTEM and
+ *   read back differently), pg_settings.reset_val.
+ * - timestamps use Python's `str(datetime)` shape in the session time zone, as Patroni prints them.
+ */
+const SAMPLE_SQL = `
+SELECT
+  pg_catalog.pg_is_in_recovery() AS in_recovery,
+  pg_catalog.current_setting('server_version_num')::int AS server_version,
+  pg_catalog.to_char(pg_catalog.pg_postmaster_start_time(), 'YYYY-MM-DD HH24:MI:SS.USTZH:TZM') AS postmaster_start_time,
+  CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL
+       ELSE ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::int
+  END AS wal_file_timeline,
+  CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE pg_catalog.pg_current_wal_flush_lsn()::text END AS flush_lsn,
+  pg_catalog.pg_last_wal_receive_lsn()::text AS receive_lsn,
+  pg_catalog.pg_last_wal_replay_lsn()::text AS replay_lsn,
+  pg_catalog.to_char(pg_catalog.pg_last_xact_replay_timestamp(), 'YYYY-MM-DD HH24:MI:SS.USTZH:TZM') AS replay_timestamp,
+  CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_is_wal_replay_paused() ELSE false END AS replay_paused,
+  receiver.status AS receiver_status,
+  receiver.received_tli,
+  receiver.written_lsn::text AS written_lsn,
+  receiver.latest_end_lsn::text AS latest_end_lsn,
+  (SELECT timeline_id FROM pg_catalog.pg_control_checkpoint()) AS checkpoint_timeline,
+  (SELECT system_identifier::text FROM pg_catalog.pg_control_system()) AS system_identifier,
+  COALESCE((
+    SELECT pg_catalog.json_agg(pg_catalog.json_build_object(
+      'usename', usename, 'application_name', application_name, 'client_addr', pg_catalog.host(client_addr),
+      'state', state, 'sync_state', sync_state, 'sync_priority', sync_priority) ORDER BY application_name, pid)
+    FROM pg_catalog.pg_stat_replication), '[]'::json) AS replication,
+  COALESCE((
+    SELECT pg_catalog.json_object_agg(s.name, pg_catalog.json_build_object(
+      'old_value', pg_catalog.current_setting(s.name),
+      'new_value', COALESCE((
+        SELECT f.setting FROM pg_catalog.pg_file_settings f
+        WHERE f.name = s.name AND NOT f.applied ORDER BY f.seqno DESC LIMIT 1), s.reset_val)))
+    FROM pg_catalog.pg_settings s WHERE s.pending_restart), '{}'::json) AS pending_restart
+FROM (SELECT 1) AS one
+LEFT JOIN pg_catalog.pg_stat_wal_receiver AS receiver ON true`;
+
+interface SampleRow {
+  in_recovery: boolean;
+  server_version: number;
+  postmaster_start_time: string;
+  wal_file_timeline: number | null;
+  flush_lsn: string | null;
+  receive_lsn: string | null;
+  replay_lsn: string | null;
+  replay_timestamp: string | null;
+  replay_paused: boolean;
+  receiver_status: string | null;
+  received_tli: number | null;
+  written_lsn: string | null;
+  latest_end_lsn: string | null;
+  checkpoint_timeline: number;
+  system_identifier: string;
+  replication: ReplicationConnection[];
+  pending_restart: Record<string, { old_value: string; new_value: string }>;
+}
+
+/** Python's `str(datetime)` drops a zero microsecond part; Patroni's timestamps do too. */
+function pythonTimestamp(text: string | null): string | null {
+  return text === null ? null : text.replace(/\.000000(?=[+-])/, '');
+}
+
+function lsnOrNull(text: string | null): number | null {
+  return text === null ? null : parseLsn(text);
+}
+
+/**
+ * SQL against the local server through one lazily opened `pg` Client, as the superuser over TCP.
+ * A failed call destroys the client, so the next call reconnects (the server may have restarted);
+ * the error itself is passed on.
+ */
+export class PgQuery implements PostgresQuery {
+  private client: Client | null = null;
+  private connecting: Promise<Client> | null = null;
+  private readonly statementTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
+
+  constructor(
+    private readonly connection: LocalConnection,
+    options: PgQueryOptions = {},
+  ) {
+    this.statementTimeoutMs = options.statementTimeoutMs ?? 2000;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 2000;
+  }
+
+  static fromConfig(config: PostgresqlConfig, options?: PgQueryOptions): PgQuery {
+    return new PgQuery(localConnection(config), options);
+  }
+
+  /** One reading of the server in one round trip. */
+  async sample(): Promise<PostgresSample> {
+    const [row] = await this.query<SampleRow>(SAMPLE_SQL);
+    const receivedLsn = lsnOrNull(row.written_lsn) ?? lsnOrNull(row.receive_lsn);
+    const replayedLsn = lsnOrNull(row.replay_lsn);
+    const walPosition = row.in_recovery
+      ? Math.max(receivedLsn ?? 0, replayedLsn ?? 0)
+      : parseLsn(row.flush_lsn ?? '0/0');
+    const timeline = row.in_recovery
+      ? row.received_tli && row.received_tli > 0
+        ? row.received_tli
+        : row.checkpoint_timeline
+      : (row.wal_file_timeline ?? row.checkpoint_timeline);
+    return {
+      inRecovery: row.in_recovery,
+      serverVersion: row.server_version,
+      postmasterStartTime: pythonTimestamp(row.postmaster_start_time) ?? '',
+      timeline,
+      walPosition,
+      receivedLsn: row.in_recovery ? receivedLsn : null,
+      replayedLsn: row.in_recovery ? replayedLsn : null,
+      replayedTimestamp: pythonTimestamp(row.replay_timestamp),
+      replayPaused: row.replay_paused,
+      replicationState: row.receiver_status === 'streaming' ? 'streaming' : null,
+      latestEndLsn: row.in_recovery ? lsnOrNull(row.latest_end_lsn) : null,
+      replication: row.replication,
+      systemIdentifier: row.system_identifier,
+      pendingRestart: row.pending_restart,
+    };
+  }
+
+  /** CHECKPOINT, with its own (longer) timeout: a checkpoint writes every dirty buffer. */
+  async checkpoint(timeoutMs = 60_000): Promise<void> {
+    const timeout = Math.max(1, Math.round(timeoutMs));
+    await this.run(`SET statement_timeout = ${timeout}; CHECKPOINT; RESET statement_timeout`, undefined, timeout + 1000);
+  }
+
+  /**
+   * Creates the missing physical slots (reserving WAL at once) and drops the other physical slots.
+   * A slot that is in use (its standby still streams) is left for a later call rather than
+   * terminating the walsender.
+   */
+  async syncPhysicalSlots(names: string[]): Promise<void> {
+    await this.query(
+      `WITH wanted AS (SELECT pg_catalog.unnest($1::text[]) AS slot_name),
+       created AS (
+         SELECT pg_catalog.pg_create_physical_replication_slot(w.slot_name, true)
+         FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots s WHERE s.slot_name = w.slot_name))
+       SELECT (SELECT count(*) FROM created) AS created`,
+      [names],
+    );
+    await this.query(
+      `SELECT pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = 'physical' AND NOT active AND NOT (slot_name = ANY($1::text[]))`,
+      [names],
+    );
+  }
+
+  /** Runs one statement and returns its rows. */
+  async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
+    const result = await this.run(sql, params);
+    const last = Array.isArray(result) ? result[result.length - 1] : result;
+    return (last?.rows ?? []) as T[];
+  }
+
+  /** Closes the connection; the next call opens a new one. */
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    this.connecting = null;
+    if (client) await client.end().catch(() => undefined);
+  }
+
+  private async run(sql: string, params?: unknown[], timeoutMs?: number) {
+    const client = await this.connected();
+    try {
+      // The client-side wait also covers a frozen server, where statement_timeout never fires.
+      const config: QueryConfig & { query_timeout: number } = {
+        text: sql,
+        values: params,
+        query_timeout: timeoutMs ?? this.statementTimeoutMs + 1000,
+      };
+      return await client.query(config);
+    } catch (error) {
+      this.discard(client);
+      throw error;
+    }
+  }
+
+  private connected(): Promise<Client> {
+    if (this.client) return Promise.resolve(this.client);
+    if (!this.connecting) {
+      const client = new Client({
+        ...toClientConfig(this.connection),
+        connectionTimeoutMillis: this.connectTimeoutMs,
+        statement_timeout: this.statementTimeoutMs,
+        keepAlive: true,
+      });
+      // An idle connection dropped by a server restart must not crash the process: forget it instead.
+      client.on('error', () => this.discard(client));
+      client.on('end', () => this.discard(client));
+      const attempt: Promise<Client> = client
+        .connect()
+        .then(() => {
+          if (this.connecting !== attempt) {
+            // close() ran while we were connecting.
+            client.end().catch(() => undefined);
+            throw new Error('PgQuery closed while connecting');
+          }
+          this.client = client;
+          return client;
+        })
+        .catch((error) => {
+          this.discard(client);
+          throw error;
+        })
+        .finally(() => {
+          if (this.connecting === attempt) this.connecting = null;
+        });
+      this.connecting = attempt;
+    }
+    return this.connecting;
+  }
+
+  private discard(client: Client): void {
+    if (this.client === client) this.client = null;
+    client.end().catch(() => undefined);
+  }
+}

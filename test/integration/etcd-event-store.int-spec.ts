@@ -1,0 +1,174 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Subscription } from 'rxjs';
+import { systemClock } from '../../src/common/clock';
+import { EtcdClient } from '../../src/dcs/etcd/etcd-client';
+import { NewEvent, RecordedEvent } from '../../src/events/event';
+import { EventRecorder, QUEUE_FILE } from '../../src/events/event-recorder';
+import { ExpectedVersionConflict } from '../../src/events/event-store.port';
+import { EtcdEventStore } from '../../src/events/etcd-event-store';
+import { EtcdHandle, startEtcd } from '../helpers/etcd';
+import { removeDir, tmpDir } from '../helpers/tmp';
+import { waitFor } from '../helpers/wait-for';
+
+jest.setTimeout(20_000);
+
+let at = Date.parse('2026-01-01T00:00:00Z');
+const event = (stream: string, to: string, node = 'node1'): NewEvent => ({
+  stream,
+  type: stream === 'cluster' ? 'leader.acquired' : 'postgres.transition',
+  at: new Date(at++).toISOString(),
+  node,
+  from: null,
+  to,
+  cause: 'test',
+});
+const summary = (events: RecordedEvent[]) => events.map((e) => `${e.stream}#${e.seq}:${e.to}`);
+
+describe(`${EtcdEventStore.name} against etcd`, () => {
+  let etcd: EtcdHandle;
+  let scope: string;
+  let scopeCounter = 0;
+  const opened: EtcdEventStore[] = [];
+  const subscriptions: Subscription[] = [];
+  const newStore = (requestTimeoutMs = 2000) => {
+    const store = new EtcdEventStore({ hosts: [etcd.endpoint], scope, requestTimeoutMs });
+    opened.push(store);
+    return store;
+  };
+
+  beforeAll(async () => {
+    etcd = await startEtcd();
+  });
+  afterAll(async () => {
+    await etcd.stop();
+  });
+  beforeEach(() => {
+    scope = `events${++scopeCounter}`;
+  });
+  afterEach(async () => {
+    subscriptions.splice(0).forEach((subscription) => subscription.unsubscribe());
+    await Promise.all(opened.splice(0).map((store) => store.close()));
+  });
+
+  it('reads one stream by seq and all streams in store order', async () => {
+    const store = newStore();
+    await store.append('node/node1/postgres', [event('node/node1/postgres', 'starting')], 0);
+    await store.append('cluster', [event('cluster', 'node1')], 'any');
+    await store.append('node/node1/postgres', [event('node/node1/postgres', 'running'), event('node/node1/postgres', 'stopping')], 1);
+    await store.append('node/node1', [event('node/node1', 'nested-prefix')], 0);
+
+    expect(summary(await store.read())).toEqual([
+      'node/node1/postgres#1:starting',
+      'cluster#1:node1',
+      'node/node1/postgres#2:running',
+      'node/node1/postgres#3:stopping',
+      'node/node1#1:nested-prefix',
+    ]);
+    expect(summary(await store.read({ stream: 'node/node1/postgres', fromSeq: 2 }))).toEqual([
+      'node/node1/postgres#2:running',
+      'node/node1/postgres#3:stopping',
+    ]);
+    expect(summary(await store.read({ stream: 'node/node1' }))).toEqual(['node/node1#1:nested-prefix']);
+    expect(await store.lastSeq('node/node1/postgres')).toBe(3);
+    expect(await store.lastSeq('node/node9/postgres')).toBe(0);
+  });
+
+  it('keeps events under their own prefix, one key per event plus a head per stream', async () => {
+    const store = newStore();
+    await store.append('node/node1/postgres', [event('node/node1/postgres', 'starting')], 0);
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    try {
+      const keys = await raw.range(`/stator-events/${scope}/`, { prefix: true }, 1000);
+      expect(keys.kvs.map((kv) => [kv.key, kv.key.endsWith('postgres') ? kv.value : JSON.parse(kv.value).seq])).toEqual([
+        [`/stator-events/${scope}/heads/node/node1/postgres`, '1'],
+        [`/stator-events/${scope}/node/node1/postgres/000000000001`, 1],
+      ]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('rejects an append at a stale or future version with ExpectedVersionConflict', async () => {
+    const store = newStore();
+    await store.append('cluster', [event('cluster', 'a'), event('cluster', 'b')], 0);
+    await expect(store.append('cluster', [event('cluster', 'c')], 0)).rejects.toEqual(new ExpectedVersionConflict('cluster', 0, 2));
+    await expect(store.append('cluster', [event('cluster', 'c')], 1)).rejects.toMatchObject({ expected: 1, actual: 2 });
+    await expect(store.append('cluster', [event('cluster', 'c')], 5)).rejects.toMatchObject({ expected: 5, actual: 2 });
+    expect(summary(await store.read({ stream: 'cluster' }))).toEqual(['cluster#1:a', 'cluster#2:b']);
+  });
+
+  it("gives racing 'any' appends distinct consecutive seqs", async () => {
+    const stores = [newStore(), newStore(), newStore()];
+    await Promise.all(stores.map((store, index) => store.append('cluster', [event('cluster', `writer${index}`)], 'any')));
+    const stored = await stores[0].read({ stream: 'cluster' });
+    expect(stored.map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(stored.map((e) => e.to).sort()).toEqual(['writer0', 'writer1', 'writer2']);
+  });
+
+  it('emits events appended after subscribing, in store order, from any writer', async () => {
+    const store = newStore();
+    await store.append('cluster', [event('cluster', 'before')], 'any');
+    const received: RecordedEvent[] = [];
+    subscriptions.push(store.subscribe().subscribe((e) => received.push(e)));
+    const otherWriter = newStore();
+    await otherWriter.append('node/node2/postgres', [event('node/node2/postgres', 'starting', 'node2')], 0);
+    await store.append('cluster', [event('cluster', 'after')], 'any');
+    await waitFor(() => received.length === 2, { description: 'both appended events on the subscription' });
+    expect(summary(received)).toEqual(['node/node2/postgres#1:starting', 'cluster#2:after']);
+  });
+
+  it('resumes a subscription after an etcd restart without losing or repeating events', async () => {
+    const store = newStore();
+    await store.append('cluster', [event('cluster', 'first')], 'any');
+    const received: RecordedEvent[] = [];
+    subscriptions.push(store.subscribe().subscribe((e) => received.push(e)));
+    await store.append('cluster', [event('cluster', 'second')], 'any');
+    await waitFor(() => received.length === 1, { description: 'the event appended before the restart' });
+    await etcd.restart();
+    await newStore().append('cluster', [event('cluster', 'third')], 'any');
+    await waitFor(() => received.length >= 2, { timeoutMs: 5000, description: 'the event appended after the restart' });
+    expect(summary(received)).toEqual(['cluster#2:second', 'cluster#3:third']);
+  });
+
+  it('recorder: queues events while etcd is frozen and flushes them in order when it is back', async () => {
+    const queueDir = tmpDir('stator-queue-');
+    const store = newStore(300);
+    const warnings: string[] = [];
+    const recorder = new EventRecorder({
+      store,
+      queueDir,
+      node: 'node1',
+      clock: systemClock,
+      logger: { warn: (message) => warnings.push(message), log: () => undefined },
+    });
+    try {
+      await recorder.start();
+      etcd.pause();
+      try {
+        recorder.record(event('node/node1/postgres', 'starting'));
+        recorder.record(event('cluster', 'node1'));
+        recorder.record(event('node/node1/role', 'primary'));
+        recorder.record(event('node/node1/postgres', 'running'));
+        await waitFor(() => warnings.some((w) => w.includes('event store unavailable')), {
+          description: 'the recorder to notice the outage',
+        });
+        expect(recorder.pending()).toBe(4);
+        const queued = readFileSync(join(queueDir, QUEUE_FILE), 'utf8').trim().split('\n');
+        expect(queued.map((line) => JSON.parse(line).to)).toEqual(['starting', 'node1', 'primary', 'running']);
+      } finally {
+        etcd.resume();
+      }
+      await recorder.whenFlushed();
+      expect(summary(await store.read())).toEqual([
+        'node/node1/postgres#1:starting',
+        'cluster#1:node1',
+        'node/node1/role#1:primary',
+        'node/node1/postgres#2:running',
+      ]);
+    } finally {
+      await recorder.stop();
+      removeDir(queueDir);
+    }
+  });
+});

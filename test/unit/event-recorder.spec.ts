@@ -1,0 +1,245 @@
+import { readFileSync, appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Observable } from 'rxjs';
+import { systemClock } from '../../src/common/clock';
+import { NewEvent, RecordedEvent } from '../../src/events/event';
+import { EventRecorder, LocalEvent, QUEUE_FILE } from '../../src/events/event-recorder';
+import { EventFilter, EventStore, ExpectedVersion } from '../../src/events/event-store.port';
+import { MemoryEventStore } from '../../src/events/memory-event-store';
+import { removeDir, tmpDir } from '../helpers/tmp';
+import { waitFor } from '../helpers/wait-for';
+
+/** A MemoryEventStore that can be "down", or can apply an append and then lose the answer. */
+class UnreliableStore implements EventStore {
+  down = false;
+  loseNextAppendAnswer = false;
+  constructor(readonly inner = new MemoryEventStore()) {}
+
+  async append(stream: string, events: NewEvent[], expected: ExpectedVersion): Promise<RecordedEvent[]> {
+    this.failIfDown();
+    const stored = await this.inner.append(stream, events, expected);
+    if (this.loseNextAppendAnswer) {
+      this.loseNextAppendAnswer = false;
+      throw new Error('connection reset after the append was applied');
+    }
+    return stored;
+  }
+  async read(filter?: EventFilter): Promise<RecordedEvent[]> {
+    this.failIfDown();
+    return this.inner.read(filter);
+  }
+  async lastSeq(stream: string): Promise<number> {
+    this.failIfDown();
+    return this.inner.lastSeq(stream);
+  }
+  subscribe(): Observable<RecordedEvent> {
+    return this.inner.subscribe();
+  }
+  async close(): Promise<void> {}
+  private failIfDown(): void {
+    if (this.down) throw new Error('event store unreachable');
+  }
+}
+
+const NODE = 'node1';
+let at = Date.parse('2026-01-01T00:00:00Z');
+const event = (machine: string, to: string, node = NODE): NewEvent => ({
+  stream: machine === 'cluster' ? 'cluster' : `node/${node}/${machine}`,
+  type: machine === 'cluster' ? 'leader.acquired' : `${machine}.transition`,
+  at: new Date(at++).toISOString(),
+  node,
+  from: null,
+  to,
+  cause: 'test',
+});
+const summary = (events: Pick<RecordedEvent, 'stream' | 'seq' | 'to'>[]) => events.map((e) => `${e.stream}#${e.seq}:${e.to}`);
+
+describe(EventRecorder.name, () => {
+  let queueDir: string;
+  let store: UnreliableStore;
+  let warnings: string[];
+  const recorders: EventRecorder[] = [];
+  const newRecorder = (node = NODE) => {
+    const recorder = new EventRecorder({
+      store,
+      queueDir,
+      node,
+      clock: systemClock,
+      logger: { warn: (message) => warnings.push(message), log: () => undefined },
+    });
+    recorders.push(recorder);
+    return recorder;
+  };
+  const queueFileLines = () =>
+    readFileSync(join(queueDir, QUEUE_FILE), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as LocalEvent);
+
+  beforeEach(() => {
+    queueDir = tmpDir('stator-queue-');
+    store = new UnreliableStore();
+    warnings = [];
+  });
+  afterEach(async () => {
+    await Promise.all(recorders.splice(0).map((recorder) => recorder.stop()));
+    removeDir(queueDir);
+  });
+
+  it('assigns seqs per own stream at record time and stores events in recording order', async () => {
+    const recorder = newRecorder();
+    await recorder.start();
+    expect(recorder.record(event('postgres', 'starting'))).toMatchObject({ stream: 'node/node1/postgres', seq: 1 });
+    expect(recorder.record(event('role', 'replica'))).toMatchObject({ stream: 'node/node1/role', seq: 1 });
+    expect(recorder.record(event('postgres', 'running'))).toMatchObject({ seq: 2 });
+    expect(recorder.record(event('cluster', 'node1'))).toBeUndefined();
+    await recorder.whenFlushed();
+    expect(summary(await store.read())).toEqual([
+      'node/node1/postgres#1:starting',
+      'node/node1/role#1:replica',
+      'node/node1/postgres#2:running',
+      'cluster#1:node1',
+    ]);
+    expect(recorder.pending()).toBe(0);
+    expect(queueFileLines()).toEqual([]);
+  });
+
+  it('emits every recorded event on recorded$ at once, before it reaches the store', () => {
+    const recorder = newRecorder();
+    const seen: LocalEvent[] = [];
+    recorder.recorded$.subscribe((recorded) => seen.push(recorded));
+    recorder.record(event('postgres', 'starting'));
+    recorder.record(event('cluster', 'node1'));
+    expect(seen.map((e) => [e.stream, e.seq])).toEqual([
+      ['node/node1/postgres', 1],
+      ['cluster', undefined],
+    ]);
+  });
+
+  it('keeps events in the queue file while the store is down and flushes them in order when it returns', async () => {
+    store.down = true;
+    const recorder = newRecorder();
+    await recorder.start();
+    recorder.record(event('postgres', 'starting'));
+    recorder.record(event('cluster', 'node1'));
+    recorder.record(event('postgres', 'running'));
+    expect(queueFileLines().map((e) => e.to)).toEqual(['starting', 'node1', 'running']);
+    expect(recorder.pending()).toBe(3);
+
+    store.down = false;
+    await recorder.whenFlushed();
+    expect(summary(await store.read())).toEqual([
+      'node/node1/postgres#1:starting',
+      'cluster#1:node1',
+      'node/node1/postgres#2:running',
+    ]);
+    expect(queueFileLines()).toEqual([]);
+  });
+
+  it('loses nothing across an agent restart while the store is down, and never reuses a seq', async () => {
+    store.down = true;
+    const first = newRecorder();
+    await first.start();
+    first.record(event('postgres', 'starting'));
+    first.record(event('cluster', 'node1'));
+    first.record(event('postgres', 'running'));
+    await first.stop();
+
+    const second = newRecorder();
+    await second.start();
+    expect(second.pending()).toBe(3);
+    expect(second.record(event('postgres', 'stopping'))).toMatchObject({ seq: 3 });
+    store.down = false;
+    await second.whenFlushed();
+    expect(summary(await store.read())).toEqual([
+      'node/node1/postgres#1:starting',
+      'cluster#1:node1',
+      'node/node1/postgres#2:running',
+      'node/node1/postgres#3:stopping',
+    ]);
+  });
+
+  it('continues the seq of a flushed stream after a restart even when the store is unreachable at start', async () => {
+    const first = newRecorder();
+    await first.start();
+    first.record(event('postgres', 'starting'));
+    first.record(event('postgres', 'running'));
+    await first.whenFlushed();
+    await first.stop();
+
+    store.down = true;
+    const second = newRecorder();
+    await second.start();
+    expect(second.record(event('postgres', 'stopping'))).toMatchObject({ seq: 3 });
+  });
+
+  it('does not store an event twice when an append was applied but its answer lost', async () => {
+    const recorder = newRecorder();
+    await recorder.start();
+    store.loseNextAppendAnswer = true;
+    recorder.record(event('postgres', 'starting'));
+    await recorder.whenFlushed();
+    store.loseNextAppendAnswer = true;
+    recorder.record(event('cluster', 'node1'));
+    await recorder.whenFlushed();
+    expect(summary(await store.read())).toEqual(['node/node1/postgres#1:starting', 'cluster#1:node1']);
+    expect(warnings.filter((w) => w.includes('re-based'))).toEqual([]);
+  });
+
+  it('re-bases queued seqs after events an earlier incarnation stored, and logs it', async () => {
+    // An earlier incarnation (queue dir since wiped) stored two events on the same stream.
+    await store.inner.append('node/node1/postgres', [event('postgres', 'old-1'), event('postgres', 'old-2')], 0);
+    store.down = true;
+    const recorder = newRecorder();
+    await recorder.start();
+    expect(recorder.record(event('postgres', 'starting'))).toMatchObject({ seq: 1 });
+    recorder.record(event('postgres', 'running'));
+
+    store.down = false;
+    await recorder.whenFlushed();
+    expect(summary(await store.read({ stream: 'node/node1/postgres' }))).toEqual([
+      'node/node1/postgres#1:old-1',
+      'node/node1/postgres#2:old-2',
+      'node/node1/postgres#3:starting',
+      'node/node1/postgres#4:running',
+    ]);
+    expect(warnings.some((w) => w.includes('re-based 2 queued events to 3..4'))).toBe(true);
+    expect(recorder.record(event('postgres', 'stopping'))).toMatchObject({ seq: 5 });
+  });
+
+  it('appends cluster events after those of other nodes (seq assigned by the store)', async () => {
+    await store.inner.append('cluster', [event('cluster', 'node2', 'node2')], 'any');
+    const recorder = newRecorder();
+    await recorder.start();
+    recorder.record(event('cluster', 'node1'));
+    await recorder.whenFlushed();
+    expect(summary(await store.read({ stream: 'cluster' }))).toEqual(['cluster#1:node2', 'cluster#2:node1']);
+  });
+
+  it('skips a torn last line left by a crash in the middle of a write', async () => {
+    store.down = true;
+    const first = newRecorder();
+    first.record(event('postgres', 'starting'));
+    await first.stop();
+    appendFileSync(join(queueDir, QUEUE_FILE), '{"stream":"node/node1/postgres","ty');
+
+    store.down = false;
+    const second = newRecorder();
+    await second.start();
+    await second.whenFlushed();
+    expect(summary(await store.read())).toEqual(['node/node1/postgres#1:starting']);
+    expect(warnings.some((w) => w.includes('unreadable line'))).toBe(true);
+  });
+
+  it('rejects whenFlushed when stopped with events still queued', async () => {
+    store.down = true;
+    const recorder = newRecorder();
+    await recorder.start();
+    recorder.record(event('postgres', 'starting'));
+    const flushed = recorder.whenFlushed();
+    await waitFor(() => warnings.some((w) => w.includes('unavailable')), { description: 'the outage to be noticed' });
+    await recorder.stop();
+    await expect(flushed).rejects.toThrow('stopped with 1 events queued');
+    expect(queueFileLines().map((e) => e.to)).toEqual(['starting']);
+  });
+});
