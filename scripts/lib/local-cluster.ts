@@ -1,6 +1,6 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { EtcdHandle, startEtcd } from './etcd';
 import { freePort } from './ports';
@@ -32,7 +32,8 @@ export interface LocalClusterOptions {
   echo?: boolean;
 }
 
-const REPO_ROOT = resolve(__dirname, '..', '..', '..');
+/** The repository root, from the sources (tests) or from `dist/` (the demo). */
+const REPO_ROOT = findRepoRoot(__dirname);
 const AGENT = join(REPO_ROOT, 'bin', 'stator.js');
 const PG_OS_USER = process.env.STATOR_PG_OS_USER ?? 'postgres';
 
@@ -46,6 +47,8 @@ export class LocalCluster {
   static async start(options: LocalClusterOptions): Promise<LocalCluster> {
     const scope = options.scope ?? 'demo';
     mkdirSync(options.baseDir, { recursive: true });
+    // PostgreSQL runs as its own OS user, which must be able to reach the node directories.
+    chmodSync(options.baseDir, 0o755);
     const etcd = await startEtcd();
     const nodes: LocalNode[] = [];
     for (let index = 0; index < options.nodes; index++) {
@@ -255,6 +258,13 @@ export class LocalNode {
       state_dir: this.stateDir,
     };
   }
+}
+
+function findRepoRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'stator.js'))) return dir;
+  }
+  throw new Error(`no Stator checkout above ${from}`);
 }
 
 function readPid(path: string): number | null {

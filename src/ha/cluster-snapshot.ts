@@ -19,6 +19,8 @@ export interface LocalView {
   sample: PostgresSample | null;
   /** The node this replica is configured to stream from. */
   upstream: string | null;
+  /** Epoch ms since when this running replica has not been streaming; 0 while it streams. */
+  notStreamingSince: number;
   /** This node won the initialize race and has not finished bootstrapping. */
   bootstrapping: boolean;
   /** Error of the last PostgreSQL action, if it failed. */

@@ -42,6 +42,9 @@ export type HaAction =
 
 export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };
 
+/** How many loop_waits a replica behind the leader's timeline may fail to stream before it rewinds. */
+const STUCK_REPLICA_CYCLES = 3;
+
 const LONG_ACTION_STATES = ['initdb', 'custom_bootstrap', 'creating_replica', 'starting', 'bootstrap_starting', 'restarting', 'stopping'];
 
 export function decide(s: HaSnapshot): Decision {
@@ -163,6 +166,10 @@ function recover(s: HaSnapshot): Decision {
 
   const leaderMember = cluster!.members.find((m) => m.name === leaderName);
   const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
+  if (upstream && wasPrimary && leaderMember?.data.checkpoint_after_promote === false) {
+    // pg_rewind compares pg_control timelines, which the new leader updates only at that checkpoint.
+    return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
+  }
   if (upstream && wasPrimary) {
     return {
       verdict: config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: former primary and use_pg_rewind is off`,
@@ -268,6 +275,15 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
     };
   }
   const following = `no action. I am (${local.name}), a secondary, and following a leader (${leaderName})`;
+  const leaderTimeline = cluster!.members.find((m) => m.name === leaderName)?.data.timeline ?? 0;
+  const stuckFor = local.notStreamingSince > 0 ? s.now - local.notStreamingSince : 0;
+  if (upstream && local.upstream === leaderName && stuckFor > STUCK_REPLICA_CYCLES * config.loop_wait * 1000 && (local.sample?.timeline ?? 0) < leaderTimeline) {
+    // Replication cannot continue from a timeline the leader forked off before our position: rewind.
+    return {
+      verdict: `not streaming from ${leaderName} for ${Math.round(stuckFor / 1000)} s and behind its timeline ${leaderTimeline}: rejoining through pg_rewind`,
+      actions: [{ type: 'demote', mode: 'fast', restart: true, upstream }],
+    };
+  }
   if (upstream && local.upstream !== leaderName) return { verdict: following, actions: [{ type: 'follow', upstream }] };
   return { verdict: following, actions: [] };
 }

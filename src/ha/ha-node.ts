@@ -83,6 +83,9 @@ export class HaNode {
   private lockValidUntil = 0;
   private upstream: string | null = null;
   private bootstrapping = false;
+  private checkpointAfterPromotePending = false;
+  /** When this replica was last seen running without streaming (0 while it streams). */
+  private notStreamingSince = 0;
   private busy: string | null = null;
   private verdict = '';
   private lastCycleAt = 0;
@@ -124,8 +127,8 @@ export class HaNode {
         this.postgres.send({ type: 'POSTMASTER_EXITED', code: exit.code, signal: exit.signal, fenced: exit.fenced });
       }),
       dcs.changes().subscribe((change) => {
+        // Member keys change every cycle on every node: they are read on the next regular cycle.
         if (change.key === null || ['leader', 'config', 'failover', 'initialize'].includes(change.key)) this.wake();
-        else if (change.key.startsWith('members/') && this.leadership.getSnapshot().value === 'leader') this.wake();
       }),
     );
     let previousState = this.pgState();
@@ -277,6 +280,7 @@ export class HaNode {
       dataDir: this.dataDir ?? { state: 'missing', standbySignal: false },
       sample: this.sample,
       upstream: this.upstream,
+      notStreamingSince: this.pgState() === 'running' ? this.notStreamingSince : 0,
       bootstrapping: this.bootstrapping,
       lastError: postgres.context.lastError,
     };
@@ -366,7 +370,7 @@ export class HaNode {
           await this.promote();
         });
       case 'follow':
-        this.upstream = action.upstream.name;
+        this.setUpstream(action.upstream.name);
         this.postgres.send({ type: 'FOLLOW', settings: this.settings('replica', action.upstream) });
         if (this.roleName() === 'demoted') this.sendRole({ type: 'FOLLOWING' });
         return;
@@ -428,6 +432,12 @@ export class HaNode {
       });
   }
 
+  /** A new upstream gets a fresh chance to stream before the node counts as stuck. */
+  private setUpstream(name: string | null): void {
+    if (name !== this.upstream) this.notStreamingSince = 0;
+    this.upstream = name;
+  }
+
   private async cloneFrom(source: UpstreamNode): Promise<boolean> {
     this.postgres.send({ type: 'CLONE', source });
     await this.waitForPostgres((state) => state !== 'creating_replica');
@@ -444,7 +454,7 @@ export class HaNode {
   private async startAsReplica(upstream: UpstreamNode | null): Promise<void> {
     const role = this.roleName();
     if (role === 'primary' || role === 'promoted') this.sendRole({ type: 'DEMOTED' });
-    this.upstream = upstream?.name ?? null;
+    this.setUpstream(upstream?.name ?? null);
     this.postgres.send({ type: 'START', start: this.startRequest(this.settings('replica', upstream)) });
     await this.waitForPostgres((state) => state !== 'starting');
     if (this.pgState() === 'running' && this.roleName() === 'demoted') this.sendRole({ type: 'FOLLOWING' });
@@ -482,6 +492,12 @@ export class HaNode {
       return;
     }
     this.upstream = null;
+    // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
+    // on a former primary reads it: until the checkpoint is done the member key says so.
+    this.checkpointAfterPromotePending = true;
+    await this.deps.dcs.touchMember(this.memberData()).catch(() => undefined);
+    await this.deps.query.checkpoint().catch((e) => this.deps.logger.warning(`checkpoint after promote failed: ${errorText(e)}`));
+    this.checkpointAfterPromotePending = false;
     await this.takeSample();
     this.sendRole({ type: 'PROMOTE_COMPLETED' });
     this.recordCluster('leader.promoted', 'promoted self to leader', { timeline: this.sample?.timeline ?? null });
@@ -566,6 +582,9 @@ export class HaNode {
     try {
       this.sample = await this.deps.query.sample();
       this.sampleAt = this.deps.clock.now();
+      const streaming = !this.sample.inRecovery || this.sample.replicationState === 'streaming';
+      if (streaming) this.notStreamingSince = 0;
+      else if (this.notStreamingSince === 0) this.notStreamingSince = this.sampleAt;
       this.reconcileRoleWithServer();
     } catch (error) {
       this.deps.logger.debug(`status query failed: ${errorText(error)}`);
@@ -606,6 +625,7 @@ export class HaNode {
       }
       data.timeline = sample.timeline;
     }
+    if (this.checkpointAfterPromotePending) data.checkpoint_after_promote = false;
     if (this.dynamic.pause) data.pause = true;
     return data;
   }

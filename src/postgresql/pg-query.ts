@@ -200,7 +200,8 @@ export class PgQuery implements PostgresQuery {
       walPosition,
       receivedLsn: row.in_recovery ? receivedLsn : null,
       replayedLsn: row.in_recovery ? replayedLsn : null,
-      replayedTimestamp: pythonTimestamp(row.replay_timestamp),
+      // A promoted primary still answers with its last replayed commit; Patroni shows it for replicas only.
+      replayedTimestamp: row.in_recovery ? pythonTimestamp(row.replay_timestamp) : null,
       replayPaused: row.replay_paused,
       replicationState: row.receiver_status === 'streaming' ? 'streaming' : null,
       latestEndLsn: row.in_recovery ? lsnOrNull(row.latest_end_lsn) : null,
@@ -252,7 +253,16 @@ export class PgQuery implements PostgresQuery {
     if (client) await client.end().catch(() => undefined);
   }
 
-  private async run(sql: string, params?: unknown[], timeoutMs?: number) {
+  /** The tail of the queue of statements: one connection runs one statement at a time. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private run(sql: string, params?: unknown[], timeoutMs?: number) {
+    const next = this.queue.then(() => this.runNow(sql, params, timeoutMs));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async runNow(sql: string, params?: unknown[], timeoutMs?: number) {
     const client = await this.connected();
     try {
       // The client-side wait also covers a frozen server, where statement_timeout never fires.

@@ -1,15 +1,15 @@
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { Client } from 'pg';
 import { Observable, Subject } from 'rxjs';
 import { PostgresqlConfig } from '../config/config.types';
 import { parseLsn } from '../common/lsn';
 import { FenceConnection } from './fence/fence-client';
 import { FenceLaunchOptions, fencePaths, PostmasterExitEvent, STOP_SIGNALS } from './fence/fence-protocol';
 import { localConnection, LocalConnection, serverAcceptsConnections } from './pg-query';
-import { Client } from 'pg';
 import {
   DataDirInfo,
   PostgresCommandError,
@@ -199,12 +199,14 @@ export class RealPostgresProcess implements PostgresProcess {
   }
 
   /**
-   * Runs `command` through /bin/sh as the OS user with PGDATA set; it must create the data directory
-   * (then set to mode 0700). The replication role comes with `postBootstrap`, as after initdb.
+   * Runs `command` through /bin/sh as the OS user with PGDATA set; it must fill the data directory with a
+   * cluster. The directory is created empty beforehand (owned by the OS user, mode 0700), since the OS user
+   * may not be allowed to create it (initdb, pg_basebackup and backup restore tools accept an empty one).
+   * The replication role comes with `postBootstrap`, as after initdb.
    */
   async customBootstrap(command: string): Promise<void> {
-    await mkdir(dirname(this.dataDir), { recursive: true });
-    await this.run('/bin/sh', ['-c', command], { env: { PGDATA: this.dataDir }, cwd: dirname(this.dataDir) });
+    await this.ensureDataDir();
+    await this.run('/bin/sh', ['-c', command], { env: { PGDATA: this.dataDir }, cwd: this.dataDir });
     const info = await this.inspectDataDir();
     if (info.state !== 'initialized' || !info.systemIdentifier) {
       throw new PostgresCommandError('custom bootstrap', 0, `the script did not create a cluster in ${this.dataDir}`);
@@ -395,7 +397,7 @@ export class RealPostgresProcess implements PostgresProcess {
     const deadline = Date.now() + timeoutMs;
     if (this.fence?.connected) throw new Error(`postgres already runs under this agent's fence (pid ${this.pid})`);
     const existing = await this.connectToFence(300);
-    if (existing) {
+    if (existing && this.fence === existing) {
       await this.detach();
       throw new Error(`a fence already runs postgres (pid ${existing.hello.pid}) for ${this.dataDir}: adopt it`);
     }
@@ -412,6 +414,22 @@ export class RealPostgresProcess implements PostgresProcess {
       uid: osUser?.uid,
       gid: osUser?.gid,
     };
+    // Watch before spawning: the first exit from here on is this postmaster's, even one that arrives with the hello.
+    const exitWatch = this.watchExit(null);
+    try {
+      return await this.spawnFenceAndWait(launch, osUser, deadline, timeoutMs, exitWatch.exited);
+    } finally {
+      exitWatch.cancel();
+    }
+  }
+
+  private async spawnFenceAndWait(
+    launch: FenceLaunchOptions,
+    osUser: OsUser | null,
+    deadline: number,
+    timeoutMs: number,
+    exited: Promise<PostmasterExit>,
+  ): Promise<{ pid: number }> {
     const logFd = openSync(this.paths.fenceLog, 'a');
     let fenceExited = false;
     let fenceSpawnError: Error | null = null;
@@ -438,38 +456,36 @@ export class RealPostgresProcess implements PostgresProcess {
       connection = await this.connectToFence(Math.max(100, Math.min(1000, deadline - Date.now())));
       if (connection) break;
       if (fenceExited) {
-        // Catch a connection that raced with the exit check, else report what the fence recorded.
-        throw fenceSpawnError ?? this.startFailure(this.readExitRecord());
+        // The postmaster died before we could connect (the fence exits with it): report what the fence recorded.
+        if (fenceSpawnError) throw fenceSpawnError;
+        const record = this.readExitRecord();
+        if (record) throw this.startFailure(record);
+        throw new Error(`the fence exited without starting postgres (see ${this.paths.fenceLog})`);
       }
       if (Date.now() >= deadline) throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${this.paths.fenceLog})`);
       await sleep(20);
     }
 
     const pid = connection.hello.pid;
-    const exitWatch = this.watchExit(pid);
-    try {
-      const connectionInfo = this.localConnection();
-      while (Date.now() < deadline) {
-        const ready = await Promise.race([
-          serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(1000, deadline - Date.now()))),
-          exitWatch.exited,
-        ]);
-        if (ready === true) return { pid };
-        if (typeof ready === 'object') throw this.startFailure(ready);
-        const exit = await Promise.race([sleep(READY_POLL_MS), exitWatch.exited]);
-        if (exit) throw this.startFailure(exit);
-      }
-      throw new Error(`postgres (pid ${pid}) did not accept connections within ${timeoutMs} ms; it keeps running. Log: ${this.postmasterLogTail()}`);
-    } finally {
-      exitWatch.cancel();
+    const connectionInfo = this.localConnection();
+    while (Date.now() < deadline) {
+      const ready = await Promise.race([
+        serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(1000, deadline - Date.now()))),
+        exited,
+      ]);
+      if (ready === true) return { pid };
+      if (typeof ready === 'object') throw this.startFailure(ready);
+      const exit = await Promise.race([sleep(READY_POLL_MS), exited]);
+      if (exit) throw this.startFailure(exit);
     }
+    throw new Error(`postgres (pid ${pid}) did not accept connections within ${timeoutMs} ms; it keeps running. Log: ${this.postmasterLogTail()}`);
   }
 
   /** Connects to a fence left by an earlier agent (or an earlier handle). Returns its postmaster's pid, or null when no fence answers. */
   async adopt(): Promise<{ pid: number } | null> {
     if (this.fence?.connected && this.pid) return { pid: this.pid };
     const connection = await this.connectToFence(1000);
-    return connection ? { pid: connection.hello.pid } : null;
+    return connection && this.fence === connection ? { pid: connection.hello.pid } : null;
   }
 
   /**
@@ -585,17 +601,11 @@ export class RealPostgresProcess implements PostgresProcess {
 
   // ---------------------------------------------------------------- fence plumbing
 
+  /** Connects to the fence (if one answers) and makes it this handle's fence. */
   private async connectToFence(timeoutMs: number): Promise<FenceConnection | null> {
-    let connection: FenceConnection | null = null;
+    let connection: FenceConnection;
     try {
-      connection = await FenceConnection.connect(
-        this.paths.socket,
-        {
-          onExit: (exit) => this.onFenceExit(connection, exit),
-          onLost: () => void this.onFenceLost(connection),
-        },
-        timeoutMs,
-      );
+      connection = await FenceConnection.connect(this.paths.socket, timeoutMs);
     } catch {
       return null;
     }
@@ -603,18 +613,23 @@ export class RealPostgresProcess implements PostgresProcess {
     this.fence = connection;
     this.pid = connection.hello.pid;
     if (previous && previous !== connection) void previous.close();
+    // May deliver an exit that came with the hello at once, which clears this.fence again.
+    connection.attach({
+      onExit: (exit) => this.onFenceExit(connection, exit),
+      onLost: () => void this.onFenceLost(connection),
+    });
     return connection;
   }
 
-  private onFenceExit(connection: FenceConnection | null, exit: PostmasterExitEvent): void {
-    if (!connection || connection !== this.fence) return;
+  private onFenceExit(connection: FenceConnection, exit: PostmasterExitEvent): void {
+    if (connection !== this.fence) return;
     this.fence = null;
     this.pid = null;
     this.exitSubject.next(toPostmasterExit(exit));
   }
 
-  private async onFenceLost(connection: FenceConnection | null): Promise<void> {
-    if (!connection || connection !== this.fence) return;
+  private async onFenceLost(connection: FenceConnection): Promise<void> {
+    if (connection !== this.fence) return;
     this.fence = null;
     const pid = connection.hello.pid;
     // A fence killed together with its postmaster (a process-group kill) may see the postmaster outlive
@@ -633,12 +648,12 @@ export class RealPostgresProcess implements PostgresProcess {
     }
   }
 
-  /** Resolves with the exit of `pid` (from the fence or the fence-loss check); `cancel` drops the subscription. */
-  private watchExit(pid: number): { exited: Promise<PostmasterExit>; cancel(): void } {
+  /** Resolves with the exit of `pid` (any pid when null) as emitted on exits(); `cancel` drops the subscription. */
+  private watchExit(pid: number | null): { exited: Promise<PostmasterExit>; cancel(): void } {
     let subscription: { unsubscribe(): void } | null = null;
     const exited = new Promise<PostmasterExit>((resolveExit) => {
       subscription = this.exitSubject.subscribe((exit) => {
-        if (exit.pid === pid) resolveExit(exit);
+        if (pid === null || exit.pid === pid) resolveExit(exit);
       });
     });
     return { exited, cancel: () => subscription?.unsubscribe() };
@@ -652,11 +667,20 @@ export class RealPostgresProcess implements PostgresProcess {
     }
   }
 
+  /** The end of `<state_dir>/postgresql.log` (it holds every postmaster life, so only the end is read). */
   private postmasterLogTail(): string {
+    let fd: number | null = null;
     try {
-      return tail(readFileSync(this.paths.postmasterLog, 'utf8'));
+      fd = openSync(this.paths.postmasterLog, 'r');
+      const size = fstatSync(fd).size;
+      const length = Math.min(size, STDERR_TAIL_CHARS * 2);
+      const buffer = Buffer.alloc(length);
+      readSync(fd, buffer, 0, length, size - length);
+      return tail(buffer.toString('utf8'));
     } catch {
       return '';
+    } finally {
+      if (fd !== null) closeSync(fd);
     }
   }
 

@@ -68,23 +68,23 @@ async function waitUntilStreaming(node: LocalNode, timeoutMs = 60_000): Promise<
 function watchSplitBrain(oldLeader: LocalNode) {
   let lastOldWriteAt = 0;
   let firstNewPrimaryAt = 0;
-  let running = true;
+  const deadline = Date.now() + 4 * TTL * 1000;
   const others = cluster.nodes.filter((n) => n !== oldLeader);
-  const writer = (async () => {
-    for (let i = 0; running; i++) {
-      if (await canWrite(oldLeader, `old-${i}`)) lastOldWriteAt = Date.now();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  })();
   const watcher = (async () => {
-    while (running && firstNewPrimaryAt === 0) {
+    while (firstNewPrimaryAt === 0 && Date.now() < deadline) {
       for (const node of others) if (await isPrimaryServer(node)) firstNewPrimaryAt = firstNewPrimaryAt || Date.now();
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   })();
+  // Keeps writing to the old primary for 2 s after the new one appeared: any success then is split brain.
+  const writer = (async () => {
+    for (let i = 0; Date.now() < deadline && (firstNewPrimaryAt === 0 || Date.now() < firstNewPrimaryAt + 2000); i++) {
+      if (await canWrite(oldLeader, `old-${i}`)) lastOldWriteAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
   return {
-    async stop() {
-      running = false;
+    async result() {
       await Promise.all([writer, watcher]);
       return { lastOldWriteAt, firstNewPrimaryAt };
     },
@@ -98,7 +98,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await cluster?.stop();
-  if (baseDir) removeDir(baseDir);
+  if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
   // eslint-disable-next-line no-console
   console.log(`measured: ${JSON.stringify(timings)}`);
 });
@@ -162,7 +162,8 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
     const watch = watchSplitBrain(oldLeader);
     oldLeader.signal('SIGSTOP');
     const newLeader = await cluster.waitForLeader(3 * TTL * 1000, [oldLeader.name]);
-    const { lastOldWriteAt, firstNewPrimaryAt } = await watch.stop();
+    const { lastOldWriteAt, firstNewPrimaryAt } = await watch.result();
+    expect(lastOldWriteAt).toBeGreaterThan(0);
     expect(firstNewPrimaryAt).toBeGreaterThan(0);
     expect(lastOldWriteAt).toBeLessThan(firstNewPrimaryAt);
     timings.frozenFenceMarginMs = firstNewPrimaryAt - lastOldWriteAt;
@@ -181,7 +182,9 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
     const watch = watchSplitBrain(oldLeader);
     await oldLeader.killAgent();
     const newLeader = await cluster.waitForLeader(3 * TTL * 1000, [oldLeader.name]);
-    const { lastOldWriteAt, firstNewPrimaryAt } = await watch.stop();
+    const { lastOldWriteAt, firstNewPrimaryAt } = await watch.result();
+    expect(lastOldWriteAt).toBeGreaterThan(0);
+    expect(firstNewPrimaryAt).toBeGreaterThan(0);
     expect(lastOldWriteAt).toBeLessThan(firstNewPrimaryAt);
     timings.killedAgentFenceMarginMs = firstNewPrimaryAt - lastOldWriteAt;
 

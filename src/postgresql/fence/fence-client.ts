@@ -10,10 +10,16 @@ export interface FenceConnectionHandlers {
   onLost(): void;
 }
 
-/** The agent's end of one fence socket. */
+/**
+ * The agent's end of one fence socket. Events that arrive before `attach` (an exit may come in the same
+ * read as the hello) are queued and delivered by `attach`, so none is lost between connecting and
+ * wiring up the handlers.
+ */
 export class FenceConnection {
   private closedByUs = false;
   private sawExit = false;
+  private handlers: FenceConnectionHandlers | null = null;
+  private readonly queued: Array<(handlers: FenceConnectionHandlers) => void> = [];
 
   private constructor(
     private readonly socket: Socket,
@@ -24,7 +30,7 @@ export class FenceConnection {
    * Connects and waits for the fence's hello. Rejects when nothing answers (ENOENT, ECONNREFUSED)
    * or no hello arrives within `timeoutMs`.
    */
-  static connect(socketPath: string, handlers: FenceConnectionHandlers, timeoutMs = 1000): Promise<FenceConnection> {
+  static connect(socketPath: string, timeoutMs = 1000): Promise<FenceConnection> {
     return new Promise((resolve, reject) => {
       const socket = createConnection(socketPath);
       let connection: FenceConnection | null = null;
@@ -42,7 +48,7 @@ export class FenceConnection {
             resolve(connection);
           } else if (event.event === 'exit' && connection) {
             connection.sawExit = true;
-            handlers.onExit(event);
+            connection.deliver((handlers) => handlers.onExit(event));
           }
         }),
       );
@@ -59,9 +65,25 @@ export class FenceConnection {
           reject(new Error(`the fence at ${socketPath} closed the connection before its hello`));
           return;
         }
-        if (!connection.sawExit && !connection.closedByUs) handlers.onLost();
+        if (!connection.sawExit && !connection.closedByUs) connection.deliver((handlers) => handlers.onLost());
       });
     });
+  }
+
+  /** Wires up the handlers and delivers what arrived before. */
+  attach(handlers: FenceConnectionHandlers): void {
+    this.handlers = handlers;
+    for (const deliver of this.queued.splice(0)) deliver(handlers);
+  }
+
+  /** True once the fence reported the postmaster's exit. */
+  get postmasterExited(): boolean {
+    return this.sawExit;
+  }
+
+  private deliver(event: (handlers: FenceConnectionHandlers) => void): void {
+    if (this.handlers) event(this.handlers);
+    else this.queued.push(event);
   }
 
   /** Sends one request; silently dropped when the socket is gone (the caller learns that from onExit/onLost). */

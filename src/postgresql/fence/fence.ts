@@ -277,22 +277,24 @@ export class Fence {
     if (!socket.destroyed) socket.write(JSON.stringify(event) + '\n');
   }
 
+  /** True when a live fence greets us on the socket (one that is already exiting hangs up without a hello). */
   private anotherFenceAnswers(): Promise<boolean> {
     return new Promise((resolve) => {
       const probe = createConnection(this.paths.socket);
-      const timer = setTimeout(() => {
-        probe.destroy();
-        resolve(false);
-      }, 1000);
-      probe.once('connect', () => {
+      const settle = (answer: boolean) => {
         clearTimeout(timer);
         probe.destroy();
-        resolve(true);
-      });
-      probe.once('error', () => {
-        clearTimeout(timer);
-        resolve(false);
-      });
+        resolve(answer);
+      };
+      const timer = setTimeout(() => settle(false), 1000);
+      probe.on(
+        'data',
+        createLineParser((message) => {
+          if ((message as FenceEvent).event === 'hello') settle(true);
+        }),
+      );
+      probe.once('error', () => settle(false));
+      probe.once('close', () => settle(false));
     });
   }
 }

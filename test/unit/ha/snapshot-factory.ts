@@ -83,6 +83,7 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     dataDir: { state: 'initialized', systemIdentifier: '7000000000000000001', standbySignal: true, clusterState: 'in archive recovery' },
     sample: sample(),
     upstream: null,
+    notStreamingSince: 0,
     bootstrapping: false,
     lastError: null,
     ...overrides,
