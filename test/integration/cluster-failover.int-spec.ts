@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { EtcdEventStore } from '../../src/events/etcd-event-store';
 import { RecordedEvent } from '../../src/events/event';
@@ -122,6 +125,20 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
         return rows.some((r) => r.value === 'written on the leader');
       }, { timeoutMs: 10_000, description: `row replicated to ${replica.name}` });
     }
+  });
+
+  it("is listed by Debian's patronictl (etcd3, same namespace and scope) with its roles", async () => {
+    const leader = await cluster.waitForLeader(10_000);
+    const ctlConfig = join(baseDir, 'patronictl.yml');
+    writeFileSync(ctlConfig, `scope: ${cluster.scope}\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`);
+    const table = execFileSync('patronictl', ['-c', ctlConfig, 'list'], { encoding: 'utf8', timeout: 30_000 });
+    const rows = table
+      .split('\n')
+      .map((line) => line.split('|').map((cell) => cell.trim()))
+      .filter((cells) => cells.length > 3 && /^node\d$/.test(cells[1]));
+    expect(rows.map((cells) => [cells[1], cells[3], cells[4]])).toEqual(
+      cluster.nodes.map((node) => [node.name, node === leader ? 'Leader' : 'Replica', node === leader ? 'running' : expect.stringMatching(/running|streaming/)]),
+    );
   });
 
   it('restarts a crashed postmaster in place on the leader, which stays leader', async () => {

@@ -1,0 +1,20 @@
+import { AnyStateMachine } from 'xstate';
+import { leadershipMachine } from '../ha/leadership.machine';
+import { roleMachine } from '../ha/role.machine';
+import { postgresMachine } from '../postgresql/postgres.machine';
+import { toMermaid } from './to-mermaid';
+
+/** Every machine of the agent, by the name its event stream uses (`node/<name>/<machine>`). */
+export const MACHINES: Record<string, AnyStateMachine> = {
+  postgres: postgresMachine,
+  role: roleMachine,
+  leadership: leadershipMachine,
+};
+
+/** The committed files of `statecharts/` for one machine: its definition and its diagram. */
+export function statechartFiles(name: string, machine: AnyStateMachine): Record<string, string> {
+  return {
+    [`${name}.json`]: JSON.stringify(machine.toJSON(), null, 2) + '\n',
+    [`${name}.mmd`]: toMermaid(machine),
+  };
+}
