@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { AppModule, NodeLifecycle } from '../app.module';
 import { createHttpApp, splitListen } from '../api/http-server';
 import { ConfigError, loadConfig } from '../config/load-config';
+import { notYetSupported } from '../config/not-yet-supported';
 import { createLogger } from '../common/logger';
 import { STATOR_VERSION } from '../version';
 
@@ -31,8 +32,13 @@ export async function main(argv: string[]): Promise<void> {
     for (const problem of error.problems) process.stderr.write(`${problem}\n`);
     process.exit(1);
   }
-  for (const warning of loaded.warnings) log.warning(warning);
   const { config } = loaded;
+  const pending = notYetSupported(config);
+  if (pending.problems.length > 0) {
+    for (const problem of pending.problems) process.stderr.write(`${problem}\n`);
+    process.exit(1);
+  }
+  for (const warning of [...loaded.warnings, ...pending.warnings]) log.warning(warning);
 
   const app = await createHttpApp(AppModule.forConfig(config));
   const lifecycle = app.get(NodeLifecycle);

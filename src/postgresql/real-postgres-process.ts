@@ -379,8 +379,9 @@ export class RealPostgresProcess implements PostgresProcess {
       : [
           'local all all trust',
           'local replication all trust',
-          'host all all 127.0.0.1/32 scram-sha-256',
-          `host replication ${quoteHbaName(this.replicationUser)} 127.0.0.1/32 scram-sha-256`,
+          // Password (SCRAM) from any address PostgreSQL listens on: replicas in other hosts or containers must reach it.
+          'host all all all scram-sha-256',
+          `host replication ${quoteHbaName(this.replicationUser)} all scram-sha-256`,
         ];
     return `# Written by Stator from postgresql.pg_hba.\n${lines.join('\n')}\n`;
   }

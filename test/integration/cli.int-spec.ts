@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { STATOR_VERSION } from '../../src/version';
+
+const AGENT = join(__dirname, '..', '..', 'bin', 'stator.js');
+
+function stator(args: string[], env: Record<string, string> = {}) {
+  // Only the variables given: the test must not pick up PATRONI_* settings of the machine.
+  return spawnSync(process.execPath, [AGENT, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 });
+}
+
+describe('the stator command', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = tmpDir('stator-cli-');
+  });
+  afterAll(() => removeDir(dir));
+
+  it('prints its version', () => {
+    const result = stator(['--version']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toBe(`stator ${STATOR_VERSION}\n`);
+  });
+
+  it('refuses a bad configuration with one line per problem, naming the key and the rule', () => {
+    const file = join(dir, 'bad.yml');
+    writeFileSync(file, 'scope: demo\nname: n1\nrestapi:\n  listen: nowhere\nbootstrap:\n  dcs:\n    ttl: soon\n');
+    const result = stator([file]);
+    expect(result.status).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^restapi\.listen: .*host:port.*"nowhere"/),
+        expect.stringMatching(/^bootstrap\.dcs\.ttl: .*integer/),
+        expect.stringMatching(/^postgresql\.data_dir: required/),
+        expect.stringMatching(/^etcd3\.hosts: required/),
+      ]),
+    );
+  });
+
+  it('refuses settings it would not honour, such as TLS for the API', () => {
+    const result = stator([], {
+      PATRONI_SCOPE: 'demo',
+      PATRONI_NAME: 'n1',
+      PATRONI_RESTAPI_LISTEN: '127.0.0.1:1',
+      PATRONI_ETCD3_HOSTS: '127.0.0.1:2',
+      PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
+      PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
+      PATRONI_RESTAPI_CERTFILE: join(dir, 'cert.pem'),
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('restapi.certfile: TLS for the REST API is not supported yet');
+  });
+});
