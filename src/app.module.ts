@@ -1,5 +1,7 @@
+import { EventEmitter } from 'node:events';
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ApiModule } from './api/api.module';
+import { OperationsModule } from './api/operations.module';
 import { Clock, systemClock } from './common/clock';
 import { createLogger, Logger, LogLevel } from './common/logger';
 import { CLOCK, DCS, EVENT_RECORDER, EVENT_STORE, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from './common/tokens';
@@ -15,13 +17,22 @@ import { PostgresProcess, PostgresQuery } from './postgresql/postgres.port';
 import { RealPostgresProcess } from './postgresql/real-postgres-process';
 import { STATOR_VERSION } from './version';
 
+export interface NodeOptions {
+  clock?: Clock;
+  /** Reads the configuration file again (POST /reload). */
+  reloadConfig?: () => StatorConfig;
+}
+
+/** Where a fatal condition of the node is announced; the CLI exits on it. */
+export const fatal = new EventEmitter<{ fatal: [string] }>();
+
 /**
  * The node, composed from Nest modules: one per concern, each providing a port over its real
  * adapter. The HA module wraps the XState actors in `HaNode`; the API module reads its view.
  */
 @Module({})
 export class NodeModule {
-  static forConfig(config: StatorConfig, clock: Clock = systemClock): DynamicModule {
+  static forConfig(config: StatorConfig, { clock = systemClock, reloadConfig }: NodeOptions = {}): DynamicModule {
     const level = config.log.level === 'warning' ? 'WARNING' : (config.log.level.toUpperCase() as LogLevel);
     const logger = createLogger(level);
     const retryTimeoutMs = () => (config.bootstrap.dcs.retry_timeout ?? 10) * 1000;
@@ -71,11 +82,11 @@ export class NodeModule {
           provide: HaNode,
           inject: [DCS, POSTGRES_PROCESS, POSTGRES_QUERY, EVENT_RECORDER],
           useFactory: (dcs: Dcs, pg: PostgresProcess, query: PostgresQuery, events: EventRecorder) =>
-            new HaNode({ config, dcs, pg, query, events, clock, logger, version: STATOR_VERSION }),
+            new HaNode({ config, dcs, pg, query, events, clock, logger, version: STATOR_VERSION, reloadConfig, onFatal: (reason) => fatal.emit('fatal', reason) }),
         },
         NodeLifecycle,
       ],
-      exports: [HaNode, STATOR_CONFIG, CLOCK, LOGGER],
+      exports: [HaNode, DCS, STATOR_CONFIG, CLOCK, LOGGER],
     };
   }
 }
@@ -111,11 +122,15 @@ export class NodeLifecycle implements OnApplicationShutdown {
 /** The whole agent: the node's modules plus its HTTP API. */
 @Module({})
 export class AppModule {
-  static forConfig(config: StatorConfig, clock: Clock = systemClock): DynamicModule {
+  static forConfig(config: StatorConfig, options: NodeOptions = {}): DynamicModule {
     const productKey = config.compat === 'patroni' ? 'patroni' : 'stator';
     return {
       module: AppModule,
-      imports: [NodeModule.forConfig(config, clock), ApiModule.register({ identity: { scope: config.scope, version: STATOR_VERSION, productKey } })],
+      imports: [
+        NodeModule.forConfig(config, options),
+        ApiModule.register({ identity: { scope: config.scope, version: STATOR_VERSION, productKey } }),
+        OperationsModule,
+      ],
     };
   }
 }

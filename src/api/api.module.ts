@@ -1,8 +1,12 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
 import { Clock } from '../common/clock';
 import { CLOCK } from '../common/tokens';
 import { HaNode } from '../ha/ha-node';
+import { ClusterController } from './cluster.controller';
 import { HealthController } from './health.controller';
+import { HttpExceptionFilter } from './http-exception.filter';
+import { MetricsController } from './metrics.controller';
 import { API_CLOCK, API_IDENTITY, NODE_VIEW_SOURCE, NodeStateService, NodeViewSource } from './node-state.service';
 import { ApiIdentity } from './status-document';
 import { statusController } from './status.controller';
@@ -21,12 +25,13 @@ export class ApiModule {
   static register(options: ApiModuleOptions): DynamicModule {
     return {
       module: ApiModule,
-      controllers: [statusController(options.identity.productKey), HealthController],
+      controllers: [statusController(options.identity.productKey), HealthController, MetricsController, ClusterController],
       providers: [
         options.source ? { provide: NODE_VIEW_SOURCE, useValue: options.source } : { provide: NODE_VIEW_SOURCE, useExisting: HaNode },
         { provide: API_IDENTITY, useValue: options.identity },
         options.clock ? { provide: API_CLOCK, useValue: options.clock } : { provide: API_CLOCK, useExisting: CLOCK },
         NodeStateService,
+        { provide: APP_FILTER, useClass: HttpExceptionFilter },
       ],
     };
   }

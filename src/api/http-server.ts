@@ -1,20 +1,92 @@
 import 'reflect-metadata';
-import { DynamicModule } from '@nestjs/common';
+import { DynamicModule, HttpException, HttpStatus } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { createLogger } from '../common/logger';
+import { captureFastifyErrors, errorBody } from './http-exception.filter';
+import { ApiSecurityConfig, installApiSecurity } from './security/api-security';
+import { httpsServerOptions } from './security/tls';
 
 /** Requests larger than this are refused with 413 (the reference has no limit). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
-/** Creates the Nest application on Fastify: HTTP/1.1 keep-alive, Content-Length on every answer. */
-export async function createHttpApp(module: DynamicModule): Promise<NestFastifyApplication> {
+/**
+ * Creates the Nest application on Fastify: HTTP/1.1 keep-alive, Content-Length on every answer,
+ * bounded request time, and request bodies read as JSON by `acceptJsonBodies`. With `api` (the node's `restapi` and
+ * `compat`): HTTPS when `restapi.certfile` is set, and the access checks of the unsafe requests.
+ */
+export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConfig): Promise<NestFastifyApplication> {
+  const https = api ? httpsServerOptions(api.restapi) : null;
   const adapter = new FastifyAdapter({
+    ...(https ? { https } : {}),
     bodyLimit: BODY_LIMIT_BYTES,
     keepAliveTimeout: 5_000,
     requestTimeout: 10_000,
     routerOptions: { ignoreTrailingSlash: true },
+    // A URL the router cannot decode (`/%zz`) is answered before any route or filter: same JSON shape as every error.
+    frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      void reply.code(HttpStatus.BAD_REQUEST).send(errorBody(HttpStatus.BAD_REQUEST, `the URL is not valid: ${error.message}`));
+    },
   });
-  return NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'] });
+  acceptJsonBodies(adapter.getInstance());
+  captureFastifyErrors(adapter.getInstance());
+  if (api) await installApiSecurity(adapter.getInstance(), api, createLogger().warning);
+  // bodyParser: false keeps Nest from installing its own JSON and form parsers over ours.
+  return NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });
+}
+
+/**
+ * Media types read as JSON. patronictl sends its JSON bodies with no Content-Type, and `curl -d`
+ * (Patroni's documented examples) with the form type, so both are read as JSON as the reference does.
+ */
+const JSON_MEDIA_TYPE = /^(application\/(json|[\w.+-]+\+json|x-www-form-urlencoded))?$/;
+
+/**
+ * Replaces Fastify's body parsers by one: a body is a JSON object, or empty (then `request.body` is
+ * undefined and the endpoint decides whether it needed one). Any other media type → 415; text that
+ * is not JSON, or JSON that is not an object → 400; over BODY_LIMIT_BYTES → 413 (Fastify's check).
+ */
+export function acceptJsonBodies(fastify: FastifyInstance): void {
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'string' }, (request: FastifyRequest, body: string | Buffer, done) => {
+    const mediaType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (!JSON_MEDIA_TYPE.test(mediaType)) {
+      done(
+        refusal(HttpStatus.UNSUPPORTED_MEDIA_TYPE, `Content-Type ${mediaType} is not accepted: request bodies are JSON (application/json)`),
+        undefined,
+      );
+      return;
+    }
+    const text = body.toString();
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text, rejectPrototypeKeys);
+    } catch (error) {
+      done(refusal(HttpStatus.BAD_REQUEST, `request body is not valid JSON: ${(error as Error).message}`), undefined);
+      return;
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      const kind = Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`;
+      done(refusal(HttpStatus.BAD_REQUEST, `request body must be a JSON object, got ${kind}`), undefined);
+      return;
+    }
+    done(null, parsed);
+  });
+}
+
+/** A `__proto__` key could reach an object's prototype when bodies are merged into documents. */
+function rejectPrototypeKeys(key: string, value: unknown): unknown {
+  if (key === '__proto__') throw new SyntaxError('the key "__proto__" is not allowed');
+  return value;
+}
+
+function refusal(status: number, message: string): HttpException {
+  return new HttpException(errorBody(status, message), status);
 }
 
 /** `host:port` → its parts; `*` and empty host mean every interface. */

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { AppModule, NodeLifecycle } from '../app.module';
+import { AppModule, fatal, NodeLifecycle } from '../app.module';
 import { createHttpApp, splitListen } from '../api/http-server';
 import { ConfigError, loadConfig } from '../config/load-config';
 import { notYetSupported } from '../config/not-yet-supported';
@@ -40,7 +40,9 @@ export async function main(argv: string[]): Promise<void> {
   }
   for (const warning of [...loaded.warnings, ...pending.warnings]) log.warning(warning);
 
-  const app = await createHttpApp(AppModule.forConfig(config));
+  // POST /reload reads the same file and environment again; an invalid file keeps the running configuration.
+  const reloadConfig = () => loadConfig(argv[0] ?? null, process.env).config;
+  const app = await createHttpApp(AppModule.forConfig(config, { reloadConfig }), config);
   const lifecycle = app.get(NodeLifecycle);
   const { host, port } = splitListen(config.restapi.listen);
   await app.listen(port, host);
@@ -56,8 +58,13 @@ export async function main(argv: string[]): Promise<void> {
     app
       .close()
       .catch((error) => log.error(`shutdown failed: ${String(error)}`))
-      .finally(() => process.exit(0));
+      .finally(() => process.exit(process.exitCode ?? 0));
   };
+  fatal.on('fatal', (reason) => {
+    log.critical(reason);
+    process.exitCode = 1;
+    shutdown('a fatal error');
+  });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 }

@@ -289,9 +289,14 @@ export class EtcdDcs implements Dcs {
     return refreshed;
   }
 
+  /**
+   * Grants a lease with the current TTL, or joins a grant already in flight. A joining caller
+   * still waits no longer than its own `timeoutMs`: the shared request runs on the deadline of the
+   * call that started it, which may end later.
+   */
   private grantLease(timeoutMs: number): Promise<OwnLease> {
     const ttlSeconds = this.ttlSeconds;
-    if (this.pendingGrant?.ttlSeconds === ttlSeconds) return this.pendingGrant.lease;
+    if (this.pendingGrant?.ttlSeconds === ttlSeconds) return withinDeadline(this.pendingGrant.lease, timeoutMs, 'lease grant');
     const refreshSentAt = this.options.clock.now();
     const lease = this.client.leaseGrant(ttlSeconds, timeoutMs).then(({ id }) => {
       const granted = { id, refreshSentAt };
@@ -373,6 +378,23 @@ export class EtcdDcs implements Dcs {
       delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
   }
+}
+
+/** `promise`, or an EtcdUnavailableError once `timeoutMs` has passed (the promise itself runs on). */
+function withinDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new EtcdUnavailableError(`etcd ${what}: no answer within ${timeoutMs} ms`)), timeoutMs);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 function isTransient(error: unknown): boolean {

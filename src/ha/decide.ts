@@ -1,11 +1,13 @@
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
+import { FailoverRequest } from '../dcs/dcs.port';
 import {
   clusterTimeline,
   failoverPriority,
   HaSnapshot,
   isNoFailover,
   isTruthyTag,
+  PeerReading,
   upstreamOf,
 } from './cluster-snapshot';
 
@@ -38,7 +40,11 @@ export type HaAction =
   | { type: 'writeInitialize' }
   | { type: 'clearFailover' }
   /** Publish optime and history, keep members' slots: what the lock holder does each cycle. */
-  | { type: 'leaderDuties' };
+  | { type: 'leaderDuties' }
+  /** Switchover: checkpoint, fast stop, then release the lock for the candidate. */
+  | { type: 'demoteGraceful' }
+  /** Run the next cycle at this instant (a scheduled operation is due). */
+  | { type: 'wakeAt'; at: number };
 
 export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };
 
@@ -214,12 +220,25 @@ export function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; 
       ? { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` }
       : { ok: true, reason: 'running primary' };
   }
+  const failover = pendingFailover(s);
+  if (failover?.member === local.name) return { ok: true, reason: 'I am the failover candidate' };
   if (config.pause) return { ok: false, reason: 'paused' };
   if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
+  if (failover?.member) {
+    const candidate = s.peers?.find((p) => p.name === failover.member);
+    if (candidate?.reachable && !isNoFailover(candidate.tags)) return { ok: false, reason: `${failover.member} is the failover candidate` };
+  }
+  if (failover?.leader === local.name) {
+    // The leader that stepped down only takes the lock back when nobody else can.
+    return goodCandidates(s, null).length > 0
+      ? { ok: false, reason: 'I stepped down for a switchover' }
+      : { ok: true, reason: 'no other member can take over' };
+  }
 
   const ownWal = local.sample?.walPosition ?? 0;
   const optime = cluster!.status?.value.optime ?? 0;
-  if (optime - ownWal > config.maximum_lag_on_failover) {
+  // A manual failover or switchover accepts any lag, as the reference does.
+  if (!failover && optime - ownWal > config.maximum_lag_on_failover) {
     return { ok: false, reason: 'My wal position exceeds maximum replication lag' };
   }
   if (config.check_timeline && ownTimeline < timeline) {
@@ -227,7 +246,7 @@ export function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; 
   }
   const ownPriority = failoverPriority(local.tags);
   for (const peer of s.peers ?? []) {
-    if (peer.name === local.name || !peer.reachable || isNoFailover(peer.tags)) continue;
+    if (peer.name === local.name || peer.name === failover?.leader || !peer.reachable || isNoFailover(peer.tags)) continue;
     if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
     const peerWal = peer.walPosition ?? 0;
     if (ownWal < peerWal) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
@@ -250,6 +269,18 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
   }
   if (!s.lockResult) return { need: 'refreshLock' };
   if (s.lockResult === 'refreshed') {
+    const failover = pendingFailover(s);
+    if (failover && pgIsPrimary) {
+      const manual = manualFailoverAsLeader(s, failover);
+      if (manual) return manual;
+    }
+    const ahead = scheduledFailoverAhead(s);
+    if (pgIsPrimary && ahead) {
+      return {
+        verdict: `Awaiting ${ahead.kind} at ${s.cluster!.failover!.value.scheduled_at} (in ${Math.ceil((ahead.at - s.now) / 1000)} seconds)`,
+        actions: [{ type: 'leaderDuties' }, { type: 'wakeAt', at: ahead.at }],
+      };
+    }
     if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
     return { verdict: 'promoted self to leader because I had the session lock', actions: [{ type: 'promote' }] };
   }
@@ -286,4 +317,55 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
   }
   if (upstream && local.upstream !== leaderName) return { verdict: following, actions: [{ type: 'follow', upstream }] };
   return { verdict: following, actions: [] };
+}
+
+/** The `/failover` request that is due now: null when there is none or it is scheduled later. */
+export function pendingFailover(s: HaSnapshot): FailoverRequest | null {
+  const value = s.cluster?.failover?.value;
+  if (!value || (!value.leader && !value.member)) return null;
+  if (value.scheduled_at && Date.parse(value.scheduled_at) > s.now) return null;
+  return value;
+}
+
+/** Members that could take over from this node (reference `is_failover_possible`). */
+function goodCandidates(s: HaSnapshot, candidate: string | null): PeerReading[] {
+  const { local, config } = s;
+  const ownWal = local.sample?.walPosition ?? 0;
+  const ownTimeline = local.sample?.timeline ?? 0;
+  return (s.peers ?? []).filter(
+    (peer) =>
+      peer.name !== local.name &&
+      (candidate === null || peer.name === candidate) &&
+      peer.reachable &&
+      !isNoFailover(peer.tags) &&
+      ownWal - (peer.walPosition ?? 0) <= config.maximum_lag_on_failover &&
+      (!config.check_timeline || (peer.timeline ?? 0) >= ownTimeline),
+  );
+}
+
+/** The leader's side of a switchover or manual failover (reference 3.6 step 2 and 3.7). */
+function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decision | null {
+  const { local, config } = s;
+  const kind = failover.leader ? 'switchover' : 'manual failover';
+  const cleanUp = (verdict: string): Decision => ({ verdict, actions: [{ type: 'clearFailover' }, { type: 'leaderDuties' }] });
+  if (failover.scheduled_at) {
+    const at = Date.parse(failover.scheduled_at);
+    if (Number.isNaN(at)) return cleanUp(`Invalid scheduled_at ${failover.scheduled_at}, cleaning up`);
+    if (config.pause) return null;
+    if (s.now - at > Math.floor(1.5 * config.loop_wait) * 1000) return cleanUp(`Found a stale ${kind} value, cleaning up: ${failover.scheduled_at}`);
+  }
+  if (failover.member === local.name) return cleanUp(`I am already the leader, no need to ${kind}`);
+  if (failover.leader && failover.leader !== local.name) return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);
+  if (config.pause && !failover.member) return cleanUp(`${kind} is possible only to a specific candidate in a paused state`);
+  if (!s.peers) return { need: 'probePeers' };
+  if (goodCandidates(s, failover.member ?? null).length === 0) return cleanUp(`${kind}: no healthy members found, ${kind} is not possible`);
+  return { verdict: `${kind}: demoting myself`, actions: [{ type: 'demoteGraceful' }] };
+}
+
+/** A scheduled switchover still ahead: the lock holder waits and wakes exactly on time. */
+export function scheduledFailoverAhead(s: HaSnapshot): { at: number; kind: string } | null {
+  const value = s.cluster?.failover?.value;
+  if (!value?.scheduled_at || s.config.pause) return null;
+  const at = Date.parse(value.scheduled_at);
+  return at > s.now ? { at, kind: value.leader ? 'switchover' : 'manual failover' } : null;
 }

@@ -10,11 +10,12 @@ import { EventSink, topLevelState, transitionRecorder } from '../events/transiti
 import { PostgresStateName, POSTGRES_STATES } from '../postgresql/postgres-states';
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSample, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
-import { HaSnapshot, LocalView, PeerReading } from './cluster-snapshot';
+import { HaSnapshot, LocalView, PeerReading, upstreamOf } from './cluster-snapshot';
 import { decide, HaAction, Need } from './decide';
 import { leadershipMachine, LeadershipEvent } from './leadership.machine';
-import { PeerProbe, probePeerOverHttp } from './peer-probe';
+import { createPeerProbe, PeerProbe } from './peer-probe';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
+import { publishedRestart, restartDue, restartFilterMismatch } from './scheduled-restart';
 import { effectiveTags } from './tags';
 
 export interface HaNodeDeps {
@@ -27,6 +28,10 @@ export interface HaNodeDeps {
   logger: Logger;
   version: string;
   probePeer?: PeerProbe;
+  /** Reads the configuration file again (POST /reload, SIGHUP); throws when it is invalid. */
+  reloadConfig?: () => StatorConfig;
+  /** Called when the node cannot go on (a failed bootstrap): the process should exit, as the reference does. */
+  onFatal?: (reason: string) => void;
 }
 
 /** What the API serves, copied from the node's memory: never waits on SQL or the DCS. */
@@ -48,6 +53,22 @@ export interface NodeView {
   verdict: string;
   dataDir: DataDirInfo | null;
   tags: Record<string, unknown>;
+  /** The long action in progress (`restart`, `switchover`, `clone`...), null when idle. */
+  activity: string | null;
+  scheduledRestart: ScheduledRestart | null;
+}
+
+/** A restart waiting for its time, with the filters it must still satisfy then. */
+export interface ScheduledRestart {
+  /** Epoch ms and the timestamp as the client wrote it. */
+  at: number;
+  schedule: string;
+  role?: string;
+  postgres_version?: string;
+  restart_pending?: boolean;
+  timeout?: number;
+  /** The postmaster it was scheduled for: a restart in between cancels it. */
+  postmasterStartTime: string | null;
 }
 
 /** Slot names as Patroni derives them from member names. */
@@ -62,6 +83,9 @@ export function fenceSafetyMarginMs(ttlSeconds: number): number {
 
 const SAMPLE_INTERVAL_MS = 1_000;
 
+/** Machine states that are themselves a long action (the loop waits for them to end). */
+const LONG_ACTION_STATES = ['initdb', 'custom_bootstrap', 'creating_replica', 'starting', 'bootstrap_starting', 'restarting', 'stopping'];
+
 /**
  * One node's HA agent: owns the postgres, role and leadership actors, runs the HA cycle every
  * loop_wait (or at once when the DCS watch or a PostgreSQL transition says something changed),
@@ -73,7 +97,11 @@ export class HaNode {
   readonly leadership: Actor<typeof leadershipMachine>;
 
   private readonly name: string;
-  private readonly tags: Record<string, unknown>;
+  /** The local configuration; replaced by POST /reload. */
+  private config: StatorConfig;
+  private tags: Record<string, unknown>;
+  /** The parameters PostgreSQL was last configured with, to notice changes. */
+  private appliedParameters = '';
   private dynamic: EffectiveDynamicConfig;
   private cluster: ClusterView | null = null;
   private dcsLastSeen = 0;
@@ -84,6 +112,8 @@ export class HaNode {
   private upstream: string | null = null;
   private bootstrapping = false;
   private checkpointAfterPromotePending = false;
+  private reloadRequested = false;
+  private scheduledRestart: ScheduledRestart | null = null;
   /** When this replica was last seen running without streaming (0 while it streams). */
   private notStreamingSince = 0;
   private busy: string | null = null;
@@ -97,15 +127,18 @@ export class HaNode {
   private wakeUp: (() => void) | null = null;
   private loopDone: Promise<void> | null = null;
   private sampler: NodeJS.Timeout | null = null;
+  private scheduledWake: NodeJS.Timeout | null = null;
   private readonly subscriptions: Subscription[] = [];
-  private readonly probePeer: PeerProbe;
+  /** How this node reads its peers' status (the leader race, switchover feasibility). */
+  readonly probePeer: PeerProbe;
 
   constructor(private readonly deps: HaNodeDeps) {
     const { config, clock, events } = deps;
     this.name = config.name;
+    this.config = config;
     this.tags = effectiveTags(config.tags);
     this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
-    this.probePeer = deps.probePeer ?? probePeerOverHttp;
+    this.probePeer = deps.probePeer ?? createPeerProbe(deps.config.restapi);
     this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
       inspect: transitionRecorder('postgres', this.name, events, clock),
     });
@@ -162,6 +195,7 @@ export class HaNode {
     this.wake();
     await this.loopDone;
     if (this.sampler) clearInterval(this.sampler);
+    if (this.scheduledWake) clearTimeout(this.scheduledWake);
     for (const subscription of this.subscriptions) subscription.unsubscribe();
     if (stopPostgres && this.isPostmasterUp()) {
       this.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
@@ -195,7 +229,75 @@ export class HaNode {
       verdict: this.verdict,
       dataDir: this.dataDir,
       tags: this.tags,
+      activity: this.activity(),
+      scheduledRestart: this.scheduledRestart,
     };
+  }
+
+  /** The long action in progress, if any: a task of the loop or an action of the postgres machine. */
+  activity(): string | null {
+    const value = this.postgres.getSnapshot().value;
+    const state = topLevelState(value);
+    return this.busy ?? activeSubstate(value) ?? (LONG_ACTION_STATES.includes(state) ? state : null);
+  }
+
+  /**
+   * Restarts PostgreSQL now (POST /restart): fast stop, same settings, start. Resolves with the
+   * outcome once it is running again or failed.
+   */
+  async restartNow(timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
+    let outcome: 'restarted' | 'failed' = 'failed';
+    await this.runTaskAndWait('restart', async () => {
+      const start = this.startRequest(this.currentSettings());
+      if (timeoutSeconds) start.timeoutMs = timeoutSeconds * 1000;
+      this.postgres.send({ type: 'RESTART', start, mode: 'fast' });
+      await this.waitForPostgres((state) => state !== 'restarting' && state !== 'running');
+      await this.waitForPostgres((state) => state !== 'restarting');
+      outcome = this.pgState() === 'running' ? 'restarted' : 'failed';
+    });
+    return outcome;
+  }
+
+  /** Throws the data directory away and clones it again from the leader (POST /reinitialize). */
+  startReinitialize(source: UpstreamNode): void {
+    this.runTask('reinitialize', async () => {
+      if (this.isPostmasterUp()) {
+        this.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: 60_000 });
+        await this.waitForPostgres((state) => !['running', 'stopping', 'starting'].includes(state));
+      }
+      this.postgres.send({ type: 'REMOVE_DATA' });
+      await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value as StateValue) === null);
+      this.sendRole({ type: 'DATA_REMOVED' });
+      if (await this.cloneFrom(source)) await this.startAsReplica(source);
+    });
+  }
+
+  /** Reads the DCS now, so that a read after an acknowledged write sees it (GET /config after PATCH). */
+  async refreshClusterView(): Promise<ClusterView> {
+    const cluster = await this.deps.dcs.read();
+    this.cluster = cluster;
+    this.dcsLastSeen = this.deps.clock.now();
+    return cluster;
+  }
+
+  /** POST /reload: the configuration file is read again at the next cycle, as on SIGHUP. */
+  requestReload(): void {
+    this.reloadRequested = true;
+  }
+
+  scheduleRestart(restart: ScheduledRestart): boolean {
+    if (this.scheduledRestart) return false;
+    this.scheduledRestart = restart;
+    this.recordCluster('restart.scheduled', `restart of ${this.name} scheduled at ${restart.schedule}`, { node: this.name, schedule: restart.schedule });
+    this.wakeAt(restart.at);
+    return true;
+  }
+
+  cancelScheduledRestart(reason = 'scheduled restart deleted'): boolean {
+    if (!this.scheduledRestart) return false;
+    this.recordCluster('restart.cancelled', reason, { node: this.name, schedule: this.scheduledRestart.schedule });
+    this.scheduledRestart = null;
+    return true;
   }
 
   private async loop(): Promise<void> {
@@ -226,6 +328,7 @@ export class HaNode {
     const { dcs, logger, clock } = this.deps;
     try {
       this.lastCycleAt = clock.now();
+      if (this.reloadRequested) this.reloadLocalConfig();
       if (this.pgState() === 'running') await this.takeSample();
       if (!this.isPostmasterUp()) this.dataDir = await this.deps.pg.inspectDataDir();
 
@@ -255,6 +358,9 @@ export class HaNode {
         decision = decide(snapshot);
       }
       if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
+
+      if (cluster && !this.dynamic.pause) this.evaluateScheduledRestart();
+      this.applyChangedParameters();
 
       const prefix = this.dynamic.pause ? 'PAUSE: ' : '';
       logger.info(prefix + decision.verdict);
@@ -371,7 +477,7 @@ export class HaNode {
         });
       case 'follow':
         this.setUpstream(action.upstream.name);
-        this.postgres.send({ type: 'FOLLOW', settings: this.settings('replica', action.upstream) });
+        this.postgres.send({ type: 'RECONFIGURE', settings: this.settings('replica', action.upstream) });
         if (this.roleName() === 'demoted') this.sendRole({ type: 'FOLLOWING' });
         return;
       case 'demote':
@@ -406,6 +512,8 @@ export class HaNode {
           this.postgres.send({ type: 'REMOVE_DATA' });
           await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value as StateValue) === null);
           this.sendRole({ type: 'DATA_REMOVED' });
+          // Retrying at once would fail the same way; the reference exits and lets the supervisor decide.
+          this.deps.onFatal?.(`failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`);
         });
       case 'writeInitialize': {
         const sysid = this.dataDir?.systemIdentifier ?? this.sample?.systemIdentifier;
@@ -418,18 +526,49 @@ export class HaNode {
       case 'leaderDuties':
         await this.leaderDuties(snapshot.cluster);
         return;
+      case 'demoteGraceful':
+        return this.runTask('switchover', async () => {
+          this.sendRole({ type: 'DEMOTED' });
+          // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
+          await this.deps.query.checkpoint().catch(() => undefined);
+          this.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
+          await this.waitForPostgres((state) => !['running', 'stopping'].includes(state));
+          await this.releaseLock('switchover: demoting myself');
+        });
+      case 'wakeAt':
+        this.wakeAt(action.at);
+        return;
     }
+  }
+
+  /** Runs one cycle at `at` (a scheduled operation), besides the regular ones. */
+  wakeAt(at: number): void {
+    if (this.scheduledWake) clearTimeout(this.scheduledWake);
+    this.scheduledWake = setTimeout(() => this.wake(), Math.max(0, at - this.deps.clock.now()));
   }
 
   /** Runs a multi-step PostgreSQL action in the background; the loop reports it as in progress. */
   private runTask(name: string, work: () => Promise<void>): void {
+    void this.runTaskAndWait(name, work);
+  }
+
+  private async runTaskAndWait(name: string, work: () => Promise<void>): Promise<void> {
     this.busy = name;
-    work()
-      .catch((error) => this.deps.logger.error(`${name} failed: ${errorText(error)}`))
-      .finally(() => {
-        this.busy = null;
-        this.wake();
-      });
+    try {
+      await work();
+    } catch (error) {
+      this.deps.logger.error(`${name} failed: ${errorText(error)}`);
+    } finally {
+      this.busy = null;
+      this.wake();
+    }
+  }
+
+  /** The settings PostgreSQL runs with now: its current role and upstream, the current parameters. */
+  private currentSettings(): PostgresSettings {
+    if (this.sample && !this.sample.inRecovery) return this.settings('primary', null);
+    const upstream = upstreamOf(this.cluster?.members.find((m) => m.name === this.upstream));
+    return this.settings('replica', upstream);
   }
 
   /** A new upstream gets a fresh chance to stream before the node counts as stuck. */
@@ -482,6 +621,9 @@ export class HaNode {
   }
 
   private async promote(): Promise<void> {
+    // Slots for the other members exist before they reconnect to us, or they retry only after
+    // wal_retrieve_retry_interval (5 s). Physical slots can be created on a standby.
+    if (this.dynamic.use_slots && this.cluster) await this.syncMemberSlots(this.cluster).catch((e) => this.deps.logger.warning(`creating member slots failed: ${errorText(e)}`));
     this.sendRole({ type: 'PROMOTE_STARTED' });
     this.postgres.send({ type: 'PROMOTE', timeoutMs: this.dynamic.loop_wait * 1000 + 60_000 });
     await waitFor(this.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
@@ -515,7 +657,7 @@ export class HaNode {
 
   /** Optime, history and members' slots: what the lock holder publishes each cycle. */
   private async leaderDuties(cluster: ClusterView | null): Promise<void> {
-    const { dcs, query } = this.deps;
+    const { dcs } = this.deps;
     const sample = this.sample;
     if (!cluster || !sample) return;
     if (sample.walPosition !== this.publishedOptime) {
@@ -528,14 +670,16 @@ export class HaNode {
     if (sample.timeline > 1 && (!history || lastTimeline !== sample.timeline - 1)) {
       await dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? []));
     }
-    if (this.dynamic.use_slots) {
-      const slots = cluster.members.filter((m) => m.name !== this.name).map((m) => slotNameOf(m.name)).sort();
-      const key = slots.join(',');
-      if (key !== this.publishedSlots) {
-        await query.syncPhysicalSlots(slots);
-        this.publishedSlots = key;
-      }
-    }
+    if (this.dynamic.use_slots) await this.syncMemberSlots(cluster);
+  }
+
+  /** One physical slot per other member, none for members that left. */
+  private async syncMemberSlots(cluster: ClusterView): Promise<void> {
+    const slots = cluster.members.filter((m) => m.name !== this.name).map((m) => slotNameOf(m.name)).sort();
+    const key = slots.join(',');
+    if (key === this.publishedSlots) return;
+    await this.deps.query.syncPhysicalSlots(slots);
+    this.publishedSlots = key;
   }
 
   /** Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries. */
@@ -555,7 +699,7 @@ export class HaNode {
   }
 
   private async applyDynamicConfig(fromDcs: DynamicConfig | null): Promise<void> {
-    const { config: next, adjustments } = effectiveDynamicConfig(fromDcs, this.deps.config.bootstrap.dcs);
+    const { config: next, adjustments } = effectiveDynamicConfig(fromDcs, this.config.bootstrap.dcs);
     const explained = adjustments.join('; ');
     if (explained !== this.configAdjustments) {
       this.configAdjustments = explained;
@@ -626,17 +770,72 @@ export class HaNode {
       data.timeline = sample.timeline;
     }
     if (this.checkpointAfterPromotePending) data.checkpoint_after_promote = false;
+    if (this.scheduledRestart) data.scheduled_restart = publishedRestart(this.scheduledRestart);
     if (this.dynamic.pause) data.pause = true;
     return data;
   }
 
   private settings(role: 'primary' | 'replica', upstream: UpstreamNode | null): PostgresSettings {
+    const parameters = this.parameters();
+    this.appliedParameters = JSON.stringify(parameters);
     return {
       role,
       upstream,
       slotName: role === 'replica' && upstream && this.dynamic.use_slots ? slotNameOf(this.name) : null,
-      parameters: { ...this.dynamic.parameters, ...this.deps.config.postgresql.parameters },
+      parameters,
     };
+  }
+
+  /** Server parameters: `/config` ones, overridden by the local file's (as Patroni merges them). */
+  private parameters(): Record<string, string | number | boolean> {
+    return { ...this.dynamic.parameters, ...this.config.postgresql.parameters };
+  }
+
+  /** A changed parameter set reaches a running server by a reload; pending_restart tells the rest. */
+  private applyChangedParameters(): void {
+    if (this.pgState() !== 'running' || this.activity() !== null) return;
+    if (JSON.stringify(this.parameters()) === this.appliedParameters) return;
+    this.deps.logger.info('PostgreSQL parameters changed: reloading the configuration');
+    this.postgres.send({ type: 'RECONFIGURE', settings: this.currentSettings() });
+  }
+
+  /** POST /reload: the file is read again; a bad file is reported and the running configuration kept. */
+  private reloadLocalConfig(): void {
+    this.reloadRequested = false;
+    if (!this.deps.reloadConfig) return;
+    try {
+      this.config = this.deps.reloadConfig();
+      this.tags = effectiveTags(this.config.tags);
+      this.deps.logger.info('configuration reloaded');
+    } catch (error) {
+      this.deps.logger.error(`reload failed, keeping the running configuration: ${errorText(error)}`);
+    }
+  }
+
+  /** Runs a due scheduled restart (reference 3.7): never while paused, cancelled when stale or overtaken. */
+  private evaluateScheduledRestart(): void {
+    const restart = this.scheduledRestart;
+    if (!restart || this.dynamic.pause || this.activity() !== null) return;
+    const due = restartDue(restart, this.deps.clock.now(), this.dynamic.loop_wait);
+    if (due === 'wait') return;
+    if (due === 'stale') {
+      this.cancelScheduledRestart(`scheduled restart at ${restart.schedule} is stale, removed`);
+      return;
+    }
+    if (restart.postmasterStartTime && this.sample && restart.postmasterStartTime !== this.sample.postmasterStartTime) {
+      this.cancelScheduledRestart('postmaster restarted since the restart was scheduled: cancelled');
+      return;
+    }
+    const mismatch = restartFilterMismatch(restart, this.view());
+    this.scheduledRestart = null;
+    if (mismatch) {
+      this.deps.logger.info(`not proceeding with the restart: ${mismatch}`);
+      this.recordCluster('restart.skipped', mismatch, { node: this.name, schedule: restart.schedule });
+      return;
+    }
+    this.deps.logger.info('restart initiated');
+    this.recordCluster('restart.executed', 'restart initiated', { node: this.name, schedule: restart.schedule });
+    void this.restartNow(restart.timeout);
   }
 
   private startRequest(settings: PostgresSettings): StartRequest {
@@ -686,7 +885,8 @@ export class HaNode {
     });
   }
 
-  private recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
+  /** Appends a cluster fact (switchover requested, config changed...) to the event log. */
+  recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
     this.deps.events.record({
       stream: 'cluster',
       type,

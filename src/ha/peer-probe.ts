@@ -1,3 +1,8 @@
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { basicAuthorizationHeader } from '../api/security/basic-auth';
+import { peerTlsOptions } from '../api/security/tls';
+import { RestApiConfig } from '../config/config.types';
 import { PeerReading } from './cluster-snapshot';
 
 /** How long a peer may take to answer during the leader race (reference: 2 s, no retry). */
@@ -5,23 +10,82 @@ export const PEER_PROBE_TIMEOUT_MS = 2_000;
 
 export type PeerProbe = (name: string, apiUrl: string) => Promise<PeerReading>;
 
-/** Reads a peer's status document (`GET <api_url>`); any failure means unreachable. */
-export const probePeerOverHttp: PeerProbe = async (name, apiUrl) => {
-  try {
-    const response = await fetch(apiUrl, { signal: AbortSignal.timeout(PEER_PROBE_TIMEOUT_MS) });
-    const status = (await response.json()) as {
-      role?: string;
-      timeline?: number;
-      tags?: Record<string, unknown>;
-      xlog?: { location?: number; received_location?: number; replayed_location?: number };
+/** How a probe reaches peers: the HTTPS agent (trusted CA, client certificate) and extra headers. */
+interface ProbeTransport {
+  httpsAgent: https.Agent;
+  headers: Record<string, string>;
+}
+
+/**
+ * Probes peers with this node's REST API settings: over HTTPS it trusts `cafile` and presents the node's certificate
+ * when `verify_client` is set; with `authentication` it sends the basic-auth header, as the reference does on every
+ * call to a member. Certificate files are read once, here.
+ */
+export function createPeerProbe(restapi: RestApiConfig): PeerProbe {
+  const headers: Record<string, string> = restapi.authentication ? { authorization: basicAuthorizationHeader(restapi.authentication) } : {};
+  return peerProbe({ httpsAgent: newAgent(peerTlsOptions(restapi)), headers });
+}
+
+/** Reads a peer's status document (`GET <api_url>`) without credentials; any failure means unreachable. */
+export const probePeerOverHttp: PeerProbe = peerProbe({ httpsAgent: newAgent({}), headers: {} });
+
+/**
+ * One connection per probe: probes only run during leader races, and a reused keep-alive socket the peer has just
+ * closed would make a healthy peer look unreachable.
+ */
+function newAgent(tls: https.AgentOptions): https.Agent {
+  return new https.Agent({ ...tls, keepAlive: false });
+}
+
+function peerProbe(transport: ProbeTransport): PeerProbe {
+  return async (name, apiUrl) => {
+    try {
+      return readingFromStatus(name, (await getJson(apiUrl, transport)) as PeerStatus);
+    } catch {
+      return { name, reachable: false };
+    }
+  };
+}
+
+interface PeerStatus {
+  role?: string;
+  timeline?: number;
+  tags?: Record<string, unknown>;
+  xlog?: { location?: number; received_location?: number; replayed_location?: number };
+}
+
+function readingFromStatus(name: string, status: PeerStatus): PeerReading {
+  if (!status.xlog) return { name, reachable: false };
+  const isPrimary = status.xlog.location !== undefined || status.role === 'primary' || status.role === 'master';
+  const walPosition = isPrimary
+    ? (status.xlog.location ?? 0)
+    : Math.max(status.xlog.received_location ?? 0, status.xlog.replayed_location ?? 0);
+  return { name, reachable: true, role: status.role, isPrimary, walPosition, timeline: status.timeline, tags: status.tags };
+}
+
+/** `GET url` and its JSON body, whatever the status code (a 503 still carries the status document); fails after the timeout. */
+function getJson(url: string, transport: ProbeTransport): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const options: http.RequestOptions = {
+      headers: transport.headers,
+      signal: AbortSignal.timeout(PEER_PROBE_TIMEOUT_MS),
+      ...(target.protocol === 'https:' ? { agent: transport.httpsAgent } : { agent: false }),
     };
-    if (!status.xlog) return { name, reachable: false };
-    const isPrimary = status.xlog.location !== undefined || status.role === 'primary' || status.role === 'master';
-    const walPosition = isPrimary
-      ? (status.xlog.location ?? 0)
-      : Math.max(status.xlog.received_location ?? 0, status.xlog.replayed_location ?? 0);
-    return { name, reachable: true, role: status.role, isPrimary, walPosition, timeline: status.timeline, tags: status.tags };
-  } catch {
-    return { name, reachable: false };
-  }
-};
+    const request = (target.protocol === 'https:' ? https : http).get(target, options, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        try {
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        } catch (error) {
+          reject(error);
+        }
+      });
+      // An abort (the timeout) in the middle of the body ends the response without 'end'.
+      response.on('close', () => reject(new Error('connection closed before the end of the answer')));
+      response.on('error', reject);
+    });
+    request.on('error', reject);
+  });
+}

@@ -23,7 +23,7 @@ export type PostgresEvent =
   | { type: 'STOP'; mode: StopMode; timeoutMs: number }
   | { type: 'RESTART'; start: StartRequest; mode: StopMode }
   | { type: 'PROMOTE'; timeoutMs: number }
-  | { type: 'FOLLOW'; settings: PostgresSettings }
+  | { type: 'RECONFIGURE'; settings: PostgresSettings }
   | { type: 'REWIND'; source: UpstreamNode; crashRecovery: boolean }
   | { type: 'REMOVE_DATA' }
   | { type: 'POSTMASTER_EXITED'; code: number | null; signal: string | null; fenced: boolean }
@@ -62,7 +62,7 @@ export const postgresMachine = setup({
       typeof fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>
     >,
     promotePostgres: notProvided('promotePostgres') as ReturnType<typeof fromPromise<void, { timeoutMs: number }>>,
-    followLeader: notProvided('followLeader') as ReturnType<typeof fromPromise<void, { settings: PostgresSettings }>>,
+    reconfigurePostgres: notProvided('reconfigurePostgres') as ReturnType<typeof fromPromise<void, { settings: PostgresSettings }>>,
     rewindData: notProvided('rewindData') as ReturnType<
       typeof fromPromise<'rewound' | 'not_needed', { source: UpstreamNode; crashRecovery: boolean }>
     >,
@@ -230,10 +230,10 @@ export const postgresMachine = setup({
         },
         reconfiguring: {
           invoke: {
-            id: 'followLeader',
-            src: 'followLeader',
+            id: 'reconfigurePostgres',
+            src: 'reconfigurePostgres',
             input: ({ event }) => {
-              if (event.type !== 'FOLLOW') throw new Error(`follow entered by ${event.type}`);
+              if (event.type !== 'RECONFIGURE') throw new Error(`reconfigure entered by ${event.type}`);
               return { settings: event.settings };
             },
             onDone: { target: 'idle', actions: assign({ lastOutcome: 'reconfigured' }) },
@@ -243,7 +243,7 @@ export const postgresMachine = setup({
       },
       on: {
         PROMOTE: { target: '.promoting', actions: 'clearOutcome' },
-        FOLLOW: { target: '.reconfiguring', actions: 'clearOutcome' },
+        RECONFIGURE: { target: '.reconfiguring', actions: 'clearOutcome' },
         STOP: { target: 'stopping', actions: 'clearOutcome' },
         RESTART: { target: 'restarting', actions: 'clearOutcome' },
         POSTMASTER_EXITED: [
@@ -329,7 +329,7 @@ export function postgresActors(pg: PostgresProcess) {
       return pg.start(input.start.timeoutMs);
     }),
     promotePostgres: fromPromise<void, { timeoutMs: number }>(({ input }) => pg.promote(input.timeoutMs)),
-    followLeader: fromPromise<void, { settings: PostgresSettings }>(async ({ input }) => {
+    reconfigurePostgres: fromPromise<void, { settings: PostgresSettings }>(async ({ input }) => {
       await pg.configure(input.settings);
       await pg.reload();
     }),

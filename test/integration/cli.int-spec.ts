@@ -40,7 +40,7 @@ describe('the stator command', () => {
     );
   });
 
-  it('refuses settings it would not honour, such as TLS for the API', () => {
+  it('refuses settings it would not honour, such as etcd over https', () => {
     const result = stator([], {
       PATRONI_SCOPE: 'demo',
       PATRONI_NAME: 'n1',
@@ -48,9 +48,9 @@ describe('the stator command', () => {
       PATRONI_ETCD3_HOSTS: '127.0.0.1:2',
       PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
       PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
-      PATRONI_RESTAPI_CERTFILE: join(dir, 'cert.pem'),
+      PATRONI_ETCD3_PROTOCOL: 'https',
     });
     expect(result.status).toBe(1);
-    expect(result.stderr).toContain('restapi.certfile: TLS for the REST API is not supported yet');
+    expect(result.stderr).toContain('etcd3.protocol: https is not supported yet');
   });
 });

@@ -1,3 +1,6 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { lastValueFrom, Subscription } from 'rxjs';
 import { systemClock } from '../../src/common/clock';
 import { DcsChange, DcsError, MemberData } from '../../src/dcs/dcs.port';
@@ -7,9 +10,37 @@ import { EtcdHandle, startEtcd } from '../helpers/etcd';
 import { freePort } from '../helpers/ports';
 import { waitFor } from '../helpers/wait-for';
 
-jest.setTimeout(20_000);
+// Worst case of the slowest tests, every wait and DCS call running into its own deadline: the etcd
+// restart test (5 s watch live + restart up to 10 s + 5 s resync + 1 s + 5 s) and the frozen test
+// (1 s + 1 s frozen, 5 s guard + 10 s recovery + 1 s), plus close() revoking leases for 1 s.
+jest.setTimeout(60_000);
 
 const RETRY_TIMEOUT_MS = 1000;
+
+/**
+ * A full (major) garbage collection, as happens at random moments in a long test run. jest does
+ * not run with --expose-gc, so the flag is set for just long enough to fetch `gc` from a new context.
+ */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  setFlagsFromString('--no-expose-gc');
+  gc();
+}
+
+/** Promise.allSettled, or an error once `timeoutMs` has passed with calls still pending. */
+async function allSettledWithin(calls: Promise<unknown>[], timeoutMs: number): Promise<PromiseSettledResult<unknown>[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const guard = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`calls still pending ${timeoutMs} ms after they started`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([Promise.allSettled(calls), guard]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const member = (state: string): MemberData => ({
   conn_url: 'postgres://127.0.0.1:5432/postgres',
   api_url: 'http://127.0.0.1:8008/patroni',
@@ -195,7 +226,12 @@ describe(`${EtcdDcs.name} against etcd`, () => {
         node1.setConfig({ ttl: 30 }),
         node1.setStatus({ optime: 1 }),
       ];
-      const outcomes = await Promise.allSettled(calls);
+      // A GC while the requests wait must not cost them their deadlines (AbortSignal.timeout()
+      // inside AbortSignal.any() is collected with its timer: nodejs/node#57736).
+      await sleep(100);
+      collectGarbage();
+      // The guard only keeps a hang from holding etcd frozen (and this test) until jest's timeout.
+      const outcomes = await allSettledWithin(calls, RETRY_TIMEOUT_MS + 5000);
       const elapsed = performance.now() - started;
       expect(outcomes.map((outcome) => outcome.status)).toEqual(calls.map(() => 'rejected'));
       for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(DcsError);
@@ -203,7 +239,13 @@ describe(`${EtcdDcs.name} against etcd`, () => {
     } finally {
       etcd.resume();
     }
-    expect(await node1.refreshLeader()).not.toBeNull();
+    // After SIGCONT etcd first works through the requests that piled up while it was stopped;
+    // under CPU load that can take longer than one call's retryTimeout.
+    const lock = await waitFor(() => node1.refreshLeader().then((refreshed) => ({ refreshed })), {
+      timeoutMs: 10_000,
+      description: 'refreshLeader to answer after etcd resumed',
+    });
+    expect(lock.refreshed).not.toBeNull();
     expect((await node1.read()).leader?.value).toBe('node1');
   });
 

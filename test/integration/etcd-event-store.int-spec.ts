@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Subscription } from 'rxjs';
 import { systemClock } from '../../src/common/clock';
 import { EtcdClient } from '../../src/dcs/etcd/etcd-client';
@@ -11,7 +14,20 @@ import { EtcdHandle, startEtcd } from '../helpers/etcd';
 import { removeDir, tmpDir } from '../helpers/tmp';
 import { waitFor } from '../helpers/wait-for';
 
-jest.setTimeout(20_000);
+// Worst case of the slowest test, every wait and request running into its own deadline: the etcd
+// restart test (5 s + restart up to 10 s + two 2 s requests + 5 s), plus close().
+jest.setTimeout(60_000);
+
+/**
+ * A full (major) garbage collection, as happens at random moments in a long test run. jest does
+ * not run with --expose-gc, so the flag is set for just long enough to fetch `gc` from a new context.
+ */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  setFlagsFromString('--no-expose-gc');
+  gc();
+}
 
 let at = Date.parse('2026-01-01T00:00:00Z');
 const event = (stream: string, to: string, node = 'node1'): NewEvent => ({
@@ -150,6 +166,9 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
         recorder.record(event('cluster', 'node1'));
         recorder.record(event('node/node1/role', 'primary'));
         recorder.record(event('node/node1/postgres', 'running'));
+        // A GC while the append waits must not cost it its deadline (nodejs/node#57736).
+        await sleep(50);
+        collectGarbage();
         await waitFor(() => warnings.some((w) => w.includes('event store unavailable')), {
           description: 'the recorder to notice the outage',
         });
@@ -159,6 +178,7 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
       } finally {
         etcd.resume();
       }
+      await waitFor(() => recorder.pending() === 0, { timeoutMs: 10_000, description: 'the queue to flush after etcd resumed' });
       await recorder.whenFlushed();
       expect(summary(await store.read())).toEqual([
         'node/node1/postgres#1:starting',

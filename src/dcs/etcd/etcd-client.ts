@@ -180,12 +180,25 @@ export class EtcdClient {
     this.inFlight.clear();
   }
 
-  /** POSTs to the gateway with an overall deadline and parses the JSON answer. */
+  /**
+   * POSTs to the gateway with an overall deadline (connect, answer and body) and parses the JSON
+   * answer.
+   *
+   * The deadline is an own timer that aborts the request's controller, not
+   * `AbortSignal.any([AbortSignal.timeout(ms), ...])`: Node (20 at least) holds a timeout signal
+   * that only feeds AbortSignal.any() through a weak reference, so a major GC while the request
+   * waits collects it together with its timer, and a request to a frozen etcd then never ends
+   * (nodejs/node#57736). The timer closes over the controller, so nothing here is weakly held.
+   */
   private async call<T extends object>(path: string, body: unknown, timeoutMs: number): Promise<T> {
     if (this.closed) throw new EtcdUnavailableError('etcd client closed');
-    const cancel = new AbortController();
-    this.inFlight.add(cancel);
-    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), cancel.signal]);
+    const request = new AbortController();
+    this.inFlight.add(request);
+    const deadline = setTimeout(
+      () => request.abort(new EtcdUnavailableError(`etcd ${path}: no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    const signal = request.signal;
     try {
       const response = await this.send(path, body, signal);
       if (!response.ok) throw await responseError(response);
@@ -196,7 +209,8 @@ export class EtcdClient {
       if (signal.aborted) throw abortError(signal.reason, path, timeoutMs);
       throw error;
     } finally {
-      this.inFlight.delete(cancel);
+      clearTimeout(deadline);
+      this.inFlight.delete(request);
     }
   }
 

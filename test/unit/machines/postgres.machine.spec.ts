@@ -20,7 +20,7 @@ function fakeActors(failing: Set<string>) {
     stopPostgres: outcome('stopPostgres', undefined),
     restartPostgres: outcome('restartPostgres', { pid: 4243 }),
     promotePostgres: outcome('promotePostgres', undefined),
-    followLeader: outcome('followLeader', undefined),
+    reconfigurePostgres: outcome('reconfigurePostgres', undefined),
     rewindData: outcome('rewindData', 'rewound' as const),
     removeData: outcome('removeData', undefined),
   };
@@ -137,7 +137,7 @@ describe('postgres machine', () => {
   it('ignores commands that make no sense in the current state', async () => {
     const { actor, recorded } = run();
     await settle(actor, { type: 'PROMOTE', timeoutMs: 1000 });
-    await settle(actor, { type: 'FOLLOW', settings });
+    await settle(actor, { type: 'RECONFIGURE', settings });
     expect(actor.getSnapshot().value).toEqual({ stopped: 'idle' });
     expect(recorded).toHaveLength(1);
   });

@@ -1,0 +1,67 @@
+import { Controller, Get, HttpException, HttpStatus, Options, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ClusterView } from '../dcs/dcs.port';
+import { buildClusterDocument } from './cluster-document';
+import { normalizePath } from './health.controller';
+import { errorBody } from './http-exception.filter';
+import { NodeStateService } from './node-state.service';
+import { clusterViewIsFresh } from './status-document';
+
+/**
+ * Cluster reads (reference-behavior 1.5): `GET /cluster`, `/history`, `/config` from the node's
+ * latest DCS read, never from a round trip. A view the node never had, or one older than `ttl`
+ * (the reference's cache validity), is answered 503 rather than served as if it were current.
+ * OPTIONS gives the code GET would give, without a body; HEAD is Fastify's, from GET.
+ */
+@Controller()
+export class ClusterController {
+  constructor(private readonly state: NodeStateService) {}
+
+  @Get('cluster')
+  cluster(): Record<string, unknown> {
+    return buildClusterDocument(this.trustedCluster(), this.state.identity.scope);
+  }
+
+  @Get('history')
+  history(): unknown[] {
+    return this.trustedCluster().history?.value ?? [];
+  }
+
+  @Get('config')
+  config(): Record<string, unknown> {
+    const config = this.trustedCluster().config;
+    if (!config) throw missingConfig();
+    return config.value;
+  }
+
+  @Options(['cluster', 'history', 'config'])
+  options(@Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
+    const refusal = this.refusal() ?? (normalizePath(request.url) === '/config' && !this.state.view().cluster?.config ? missingConfig() : null);
+    void reply.code(refusal ? refusal.getStatus() : HttpStatus.OK).send();
+  }
+
+  private trustedCluster(): ClusterView {
+    const refusal = this.refusal();
+    if (refusal) throw refusal;
+    return this.state.view().cluster as ClusterView;
+  }
+
+  /** Why the node's DCS view cannot be served (never read, or older than ttl), or null when it can. */
+  private refusal(): HttpException | null {
+    const view = this.state.view();
+    const now = this.state.now();
+    if (!view.cluster) return unavailable('the node has not read the cluster from the DCS yet');
+    if (clusterViewIsFresh(view, now)) return null;
+    const ageSeconds = Math.round((now - view.dcsLastSeen) / 1000);
+    return unavailable(`the DCS view is stale: last read ${ageSeconds} s ago, more than ttl (${view.config.ttl} s)`);
+  }
+}
+
+function unavailable(message: string): HttpException {
+  return new HttpException(errorBody(HttpStatus.SERVICE_UNAVAILABLE, message), HttpStatus.SERVICE_UNAVAILABLE);
+}
+
+/** The reference answers 502 when the `config` key is missing. */
+function missingConfig(): HttpException {
+  return new HttpException(errorBody(HttpStatus.BAD_GATEWAY, 'the DCS has no config key: the cluster is not initialized yet'), HttpStatus.BAD_GATEWAY);
+}

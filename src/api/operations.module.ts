@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { Clock } from '../common/clock';
+import { CLOCK, DCS } from '../common/tokens';
+import { Dcs } from '../dcs/dcs.port';
+import { HaNode } from '../ha/ha-node';
+import { NodeOperations } from '../ha/node-operations';
+import { OperationsController } from './operations.controller';
+
+/** The operation endpoints: they need the running node (its HA loop and the DCS), not just its view. */
+@Module({
+  controllers: [OperationsController],
+  providers: [
+    {
+      provide: NodeOperations,
+      inject: [HaNode, DCS, CLOCK],
+      useFactory: (node: HaNode, dcs: Dcs, clock: Clock) => new NodeOperations(node, dcs, clock),
+    },
+  ],
+})
+export class OperationsModule {}

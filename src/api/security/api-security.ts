@@ -1,0 +1,56 @@
+import { TLSSocket } from 'node:tls';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { StatorConfig } from '../../config/config.types';
+import { Allowlist, resolveAllowlist } from './allowlist';
+import { basicAuthChecker } from './basic-auth';
+
+/** The settings the API's access checks depend on. */
+export type ApiSecurityConfig = Pick<StatorConfig, 'restapi' | 'compat'>;
+
+/** Methods that only read: the reference never checks them, whatever the configuration. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+const PLAIN_TEXT = 'text/plain; charset=utf-8';
+
+/**
+ * Installs the reference's access checks (spec 1.10) on every unsafe request (any method but GET, HEAD and OPTIONS),
+ * in its order: allowlist (403 `Access is denied`), client certificate when `verify_client` is optional or required
+ * (403 `client certificate required`), basic auth (401 with `WWW-Authenticate`). Nothing is installed when none of
+ * them is configured.
+ *
+ * A Fastify `onRequest` hook rather than a Nest guard: it runs before the body is read and parsed, so an unauthorised
+ * client cannot make the node parse a large or malformed body (it gets 401/403, not 400 or 413, as from the
+ * reference, which checks before reading the content), and it covers every route, present and future, without each
+ * controller having to opt in. Must be called before the Nest application registers its routes.
+ */
+export async function installApiSecurity(fastify: FastifyInstance, config: ApiSecurityConfig, warn: (message: string) => void): Promise<void> {
+  const { restapi } = config;
+  const allowlist: Allowlist | null = restapi.allowlist?.length ? await resolveAllowlist(restapi.allowlist, warn) : null;
+  const requiresClientCertificate = restapi.verify_client === 'optional' || restapi.verify_client === 'required';
+  const checkCredentials = restapi.authentication ? basicAuthChecker(restapi.authentication) : null;
+  if (!allowlist && !requiresClientCertificate && !checkCredentials) return;
+  const challenge = `Basic realm="${config.compat === 'patroni' ? 'Patroni' : 'Stator'}"`;
+
+  fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (SAFE_METHODS.has(request.method)) return;
+    if (allowlist && !allowlist.allows(request.socket.remoteAddress)) {
+      return reply.code(403).type(PLAIN_TEXT).send('Access is denied');
+    }
+    if (requiresClientCertificate && !hasVerifiedClientCertificate(request)) {
+      return reply.code(403).type(PLAIN_TEXT).send('client certificate required');
+    }
+    const failure = checkCredentials?.(request.headers.authorization);
+    if (failure) {
+      return reply.code(401).header('www-authenticate', challenge).type(PLAIN_TEXT).send(failure);
+    }
+  });
+}
+
+/**
+ * With `verify_client: optional` the handshake accepts any certificate (or none); only one that chains to `cafile`
+ * counts here, as the reference's CERT_OPTIONAL would have refused any other during the handshake.
+ */
+function hasVerifiedClientCertificate(request: FastifyRequest): boolean {
+  const socket = request.socket;
+  return socket instanceof TLSSocket && socket.authorized;
+}

@@ -1,0 +1,272 @@
+import { Clock } from '../common/clock';
+import { validateDynamicConfig } from '../config/dynamic-config';
+import { ClusterView, Dcs, DynamicConfig, FailoverRequest } from '../dcs/dcs.port';
+import {
+  objectBody,
+  OperationRefused,
+  parseReinitialize,
+  parseRestart,
+  parseSwitchover,
+  SwitchoverRequest,
+} from '../api/operation-requests';
+import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
+import { HaNode } from './ha-node';
+import { restartFilterMismatch } from './scheduled-restart';
+
+/** An operation's answer: the status code and the plain-text message the reference sends. */
+export interface OperationAnswer {
+  status: number;
+  text: string;
+}
+
+/** A /config answer: JSON body or a refusal. */
+export interface ConfigAnswer {
+  status: number;
+  body: unknown;
+}
+
+/**
+ * The operations of the node API (switchover, failover, restart, reload, reinitialize, dynamic
+ * configuration). Requests are validated first; cluster state is read fresh from the DCS; the
+ * work itself goes to the HA node, whose machines carry it out and record it.
+ */
+export class NodeOperations {
+  constructor(
+    private readonly node: HaNode,
+    private readonly dcs: Dcs,
+    private readonly clock: Clock,
+  ) {}
+
+  /** POST /switchover and POST /failover (reference 1.7). */
+  async switchover(kind: 'switchover' | 'failover', body: unknown): Promise<OperationAnswer> {
+    const view = this.node.view();
+    const request = parseSwitchover(kind, body, view.config.pause, this.clock.now());
+    const cluster = await this.readCluster();
+    if (!request.scheduledAt) {
+      const problem = await this.infeasibility(request, cluster);
+      if (problem) throw new OperationRefused(412, problem);
+    }
+    const value: FailoverRequest = {};
+    if (request.leader) value.leader = request.leader;
+    if (request.candidate) value.member = request.candidate;
+    if (request.scheduledAt) value.scheduled_at = request.scheduledAt.text;
+    const written = await this.dcs.setFailover(value).catch(() => false);
+    if (!written) throw new OperationRefused(503, 'failed to write failover key into DCS');
+    this.node.recordCluster(request.scheduledAt ? 'switchover.scheduled' : `${request.kind}.requested`, `POST /${kind}`, { ...value });
+    this.node.wake();
+    if (request.scheduledAt) return { status: 202, text: 'Switchover scheduled' };
+    return this.awaitNewLeader(request, cluster.leader?.value ?? null, view.config.loop_wait);
+  }
+
+  /** DELETE /switchover: removes a scheduled switchover with compare-and-set. */
+  async cancelSwitchover(): Promise<OperationAnswer> {
+    const cluster = await this.readCluster();
+    const failover = cluster.failover;
+    if (!failover?.value.scheduled_at) return { status: 404, text: 'no switchover is scheduled' };
+    const deleted = await this.dcs.setFailover({}, failover.modRevision).catch(() => false);
+    if (!deleted) return { status: 409, text: 'the scheduled switchover changed while it was being deleted; read it again' };
+    this.node.recordCluster('switchover.cancelled', 'DELETE /switchover', { ...failover.value });
+    return { status: 200, text: 'scheduled switchover deleted' };
+  }
+
+  /** POST /restart: now (waiting for the outcome) or at `schedule` (reference 1.8). */
+  async restart(body: unknown): Promise<OperationAnswer> {
+    const view = this.node.view();
+    const request = parseRestart(body, view.config.pause, this.clock.now());
+    if (request.schedule) {
+      const scheduled = this.node.scheduleRestart({
+        at: request.schedule.at,
+        schedule: request.schedule.text,
+        role: request.role,
+        postgres_version: request.postgres_version,
+        restart_pending: request.restart_pending,
+        timeout: request.timeout,
+        postmasterStartTime: view.sample?.postmasterStartTime ?? null,
+      });
+      return scheduled ? { status: 202, text: 'Restart scheduled' } : { status: 409, text: 'Another restart is already scheduled' };
+    }
+    if (restartFilterMismatch(request, view)) return { status: 503, text: 'restart conditions are not satisfied' };
+    if (view.activity) return { status: 503, text: `${view.activity} already in progress` };
+    const outcome = await this.node.restartNow(request.timeout);
+    return outcome === 'restarted' ? { status: 200, text: 'restarted successfully' } : { status: 503, text: 'restart failed' };
+  }
+
+  /** DELETE /restart. */
+  cancelRestart(): OperationAnswer {
+    return this.node.cancelScheduledRestart()
+      ? { status: 200, text: 'scheduled restart deleted' }
+      : { status: 404, text: 'no restarts are scheduled' };
+  }
+
+  /** POST /reload: the file is read again at the next cycle, as on SIGHUP (the loop is not woken). */
+  reload(body: unknown): OperationAnswer {
+    objectBody(body, true);
+    this.node.requestReload();
+    return { status: 202, text: 'reload scheduled' };
+  }
+
+  /** POST /reinitialize: replicas only; a new clone from the leader (reference 1.9). */
+  async reinitialize(body: unknown): Promise<OperationAnswer> {
+    const { force, fromLeader } = parseReinitialize(body);
+    const cluster = await this.readCluster();
+    const leader = cluster.leader?.value;
+    if (!leader) return { status: 503, text: 'Cluster has no leader, can not reinitialize' };
+    const view = this.node.view();
+    if (leader === view.name) return { status: 503, text: 'I am the leader, can not reinitialize' };
+    // No retry loop exists to interrupt: `force` cannot cut a running action short, so both wait for it.
+    if (view.activity) return { status: 503, text: `${view.activity} already in progress${force ? '; try again when it has ended' : ''}` };
+    const clonefrom = fromLeader
+      ? undefined
+      : cluster.members.find((m) => m.name !== view.name && isTruthyTag(m.data.tags?.clonefrom) && m.data.state === 'running');
+    const source = upstreamOf(clonefrom ?? cluster.members.find((m) => m.name === leader));
+    if (!source) return { status: 503, text: `leader ${leader} has no member key to clone from` };
+    this.node.recordCluster('node.reinitialize', 'POST /reinitialize', { node: view.name, source: source.name });
+    this.node.startReinitialize(source);
+    return { status: 200, text: 'reinitialize started' };
+  }
+
+  /** PATCH /config: deep merge (`null` removes), typed validation, compare-and-set (reference 1.6). */
+  async patchConfig(body: unknown): Promise<ConfigAnswer> {
+    const patch = nonEmptyObject(body);
+    if ('status' in patch) return patch;
+    const cluster = await this.readCluster();
+    if (!cluster.config) return jsonError(503, 'the DCS holds no configuration yet');
+    const merged = mergeConfig(cluster.config.value, patch.value);
+    const problems = validateDynamicConfig(merged);
+    if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
+    if (JSON.stringify(merged) !== JSON.stringify(cluster.config.value)) {
+      const written = await this.dcs.setConfig(merged, cluster.config.modRevision).catch(() => false);
+      if (!written) return jsonError(409, 'the configuration changed concurrently; read it again and retry');
+      this.recordConfigChange(cluster.config.value, merged, 'PATCH /config');
+    }
+    await this.settle();
+    return { status: 200, body: merged };
+  }
+
+  /** PUT /config: replaces the whole configuration (typed validation first). */
+  async putConfig(body: unknown): Promise<ConfigAnswer> {
+    const replacement = nonEmptyObject(body);
+    if ('status' in replacement) return replacement;
+    const problems = validateDynamicConfig(replacement.value);
+    if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
+    const cluster = await this.readCluster();
+    if (JSON.stringify(replacement.value) !== JSON.stringify(cluster.config?.value)) {
+      const written = await this.dcs.setConfig(replacement.value).catch(() => false);
+      if (!written) return jsonError(502, 'failed to write the configuration into the DCS');
+      this.recordConfigChange(cluster.config?.value ?? {}, replacement.value, 'PUT /config');
+    }
+    await this.settle();
+    return { status: 200, body: replacement.value };
+  }
+
+  private async readCluster(): Promise<ClusterView> {
+    try {
+      return await this.node.refreshClusterView();
+    } catch {
+      throw new OperationRefused(503, 'DCS is not accessible');
+    }
+  }
+
+  /** After a write: the HA loop applies it at once, and reads after this answer see it. */
+  private async settle(): Promise<void> {
+    this.node.wake();
+    await this.node.refreshClusterView().catch(() => undefined);
+  }
+
+  private recordConfigChange(before: DynamicConfig, after: DynamicConfig, cause: string): void {
+    this.node.recordCluster('config.changed', cause, { config: after });
+    if (Boolean(before.pause) !== Boolean(after.pause)) this.node.recordCluster(after.pause ? 'cluster.paused' : 'cluster.resumed', cause);
+  }
+
+  /** Why a switchover or failover cannot run now (reference 1.7 row 7), or null. */
+  private async infeasibility(request: SwitchoverRequest, cluster: ClusterView): Promise<string | null> {
+    const action = request.kind;
+    const leader = cluster.leader?.value ?? null;
+    if (request.leader && request.leader !== leader) return 'leader name does not match';
+    let pool = cluster.members.filter((m) => m.name !== leader && m.data.api_url);
+    if (request.candidate) {
+      const candidate = cluster.members.find((m) => m.name === request.candidate);
+      if (!candidate) return 'candidate does not exists';
+      pool = [candidate];
+    } else if (pool.length === 0) {
+      return `${action} is not possible: cluster does not have members except leader`;
+    }
+    const readings = await Promise.all(pool.map((m) => this.node.probePeer(m.name, m.data.api_url)));
+    if (!readings.some((r) => r.reachable && !isNoFailover(r.tags))) return `${action} is not possible: no good candidates have been found`;
+    return null;
+  }
+
+  /**
+   * Answers as soon as the DCS shows the outcome: a new leader (200), the request dropped (503),
+   * or nothing within 2·max(10, loop_wait) seconds. Woken by the watch, with a 1 s re-read as backstop.
+   */
+  private awaitNewLeader(request: SwitchoverRequest, oldLeader: string | null, loopWait: number): Promise<OperationAnswer> {
+    const limitSeconds = 2 * Math.max(10, loopWait);
+    const [verb, past] = request.kind === 'failover' ? ['Failover', 'failed over'] : ['Switchover', 'switched over'];
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (answer: OperationAnswer) => {
+        if (done) return;
+        done = true;
+        subscription.unsubscribe();
+        clearInterval(backstop);
+        clearTimeout(limit);
+        resolve(answer);
+      };
+      const check = async () => {
+        const cluster = await this.dcs.read().catch(() => null);
+        if (!cluster || done) return;
+        const leader = cluster.leader?.value;
+        if (leader && leader !== oldLeader) {
+          const asked = request.candidate;
+          finish({
+            status: 200,
+            text: !asked || asked === leader ? `Successfully ${past} to "${leader}"` : `${capitalize(past)} to "${leader}" instead of "${asked}"`,
+          });
+        } else if (!cluster.failover || (!cluster.failover.value.leader && !cluster.failover.value.member)) {
+          finish({ status: 503, text: `${verb} failed` });
+        }
+      };
+      const subscription = this.dcs.changes().subscribe((change) => {
+        if (change.key === null || change.key === 'leader' || change.key === 'failover') void check();
+      });
+      const backstop = setInterval(() => void check(), 1000);
+      const limit = setTimeout(
+        () => finish({ status: 503, text: `${verb} status unknown after ${limitSeconds} seconds; operation may still be in progress` }),
+        limitSeconds * 1000,
+      );
+    });
+  }
+}
+
+function capitalize(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+const STATUS_NAMES: Record<number, string> = { 400: 'Bad Request', 409: 'Conflict', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+
+function jsonError(status: number, message: string, problems?: string[]): ConfigAnswer {
+  return { status, body: { error: STATUS_NAMES[status], message, ...(problems ? { problems } : {}), statusCode: status } };
+}
+
+function nonEmptyObject(body: unknown): { value: DynamicConfig } | ConfigAnswer {
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || Object.keys(body).length === 0) {
+    return jsonError(400, 'the body must be a non-empty JSON object');
+  }
+  return { value: body as DynamicConfig };
+}
+
+/** The reference's merge: `null` deletes, objects merge recursively, anything else replaces. */
+export function mergeConfig(current: DynamicConfig, patch: Record<string, unknown>): DynamicConfig {
+  const merged: Record<string, unknown> = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete merged[key];
+    else if (isPlainObject(value) && isPlainObject(merged[key])) merged[key] = mergeConfig(merged[key] as DynamicConfig, value);
+    else merged[key] = value;
+  }
+  return merged as DynamicConfig;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
