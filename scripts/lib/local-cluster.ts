@@ -26,7 +26,9 @@ export interface LocalClusterOptions {
   pgPassword?: string;
   /** Extra keys merged into every node's `bootstrap.dcs`. */
   dcs?: Record<string, unknown>;
-  /** Per-node tags, by node index. */
+  /** `patroni`: the agents speak Patroni's identifiers (`/patroni`, `patroni_*`), for patronictl. */
+  compat?: 'stator' | 'patroni';
+  /** Per-node tags, by node index (from 1). */
   tags?: Record<number, Record<string, unknown>>;
   /** Where agent output goes: a log file per node (default), or also this process's stdout. */
   echo?: boolean;
@@ -197,7 +199,8 @@ export class LocalNode {
 
   async status(): Promise<Record<string, unknown> | null> {
     try {
-      const response = await fetch(`${this.apiUrl}/stator`, { signal: AbortSignal.timeout(1000) });
+      const path = this.options.compat === 'patroni' ? 'patroni' : 'stator';
+      const response = await fetch(`${this.apiUrl}/${path}`, { signal: AbortSignal.timeout(1000) });
       return (await response.json()) as Record<string, unknown>;
     } catch {
       return null;
@@ -255,6 +258,7 @@ export class LocalNode {
         parameters: { unix_socket_directories: this.dir },
       },
       tags: o.tags?.[this.index] ?? {},
+      compat: o.compat ?? 'stator',
       state_dir: this.stateDir,
     };
   }

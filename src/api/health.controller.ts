@@ -15,21 +15,21 @@ export class HealthController {
   constructor(private readonly state: NodeStateService) {}
 
   @Get(ROUTES)
-  get(@Req() request: FastifyRequest, @Query() query: HealthQuery, @Res() reply: FastifyReply): void {
+  get(@Req() request: FastifyRequest, @Query() query: Record<string, string | string[]>, @Res() reply: FastifyReply): void {
     this.answer(request, query, reply, true);
   }
 
   @Options(ROUTES)
-  options(@Req() request: FastifyRequest, @Query() query: HealthQuery, @Res() reply: FastifyReply): void {
+  options(@Req() request: FastifyRequest, @Query() query: Record<string, string | string[]>, @Res() reply: FastifyReply): void {
     this.answer(request, query, reply, false);
   }
 
-  private answer(request: FastifyRequest, query: HealthQuery, reply: FastifyReply, withBody: boolean): void {
+  private answer(request: FastifyRequest, query: Record<string, string | string[]>, reply: FastifyReply, withBody: boolean): void {
     const path = normalizePath(request.url);
     const view = this.state.view();
     let code: number;
     try {
-      code = healthStatus(path, query, view, this.state.now());
+      code = healthStatus(path, firstValues(query), view, this.state.now());
     } catch (error) {
       if (!(error instanceof BadHealthQuery)) throw error;
       void reply.code(400).send({ error: 'Bad Request', message: error.message, statusCode: 400 });
@@ -41,6 +41,13 @@ export class HealthController {
     }
     void reply.code(code).send(this.state.statusDocument(view));
   }
+}
+
+/** A repeated query parameter counts by its first value, as in the reference (`?lag=0&lag=10MB` → `0`). */
+function firstValues(query: Record<string, string | string[] | undefined>): HealthQuery {
+  const first: HealthQuery = {};
+  for (const [key, value] of Object.entries(query ?? {})) first[key] = Array.isArray(value) ? value[0] : value;
+  return first;
 }
 
 /** `/replica/?lag=1` → `/replica` (a trailing slash is tolerated). */

@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { EtcdEventStore } from '../../src/events/etcd-event-store';
 import { RecordedEvent } from '../../src/events/event';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { isPrimaryServer, sql } from '../helpers/sql';
 
 /**
  * The HA scenarios of issue 2 on a real 3-node cluster: real etcd, real PostgreSQL 15, each agent
@@ -22,29 +22,10 @@ let cluster: LocalCluster;
 let baseDir: string;
 const timings: Record<string, number> = {};
 
-async function sql<T = Record<string, unknown>>(node: LocalNode, text: string, params: unknown[] = []): Promise<T[]> {
-  const client = new Client({ connectionString: node.connectionString(), connectionTimeoutMillis: 1000, statement_timeout: 2000 });
-  try {
-    await client.connect();
-    return (await client.query(text, params)).rows as T[];
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 async function canWrite(node: LocalNode, value: string): Promise<boolean> {
   try {
     await sql(node, 'INSERT INTO ha_probe(value) VALUES ($1)', [value]);
     return true;
-  } catch {
-    return false;
-  }
-}
-
-async function isPrimaryServer(node: LocalNode): Promise<boolean> {
-  try {
-    const [row] = await sql<{ recovery: boolean }>(node, 'SELECT pg_is_in_recovery() AS recovery');
-    return !row.recovery;
   } catch {
     return false;
   }
