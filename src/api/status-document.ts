@@ -1,4 +1,5 @@
 import { NodeView } from '../ha/ha-node';
+import { publishedRestart } from '../ha/scheduled-restart';
 import { POSTGRES_STATES } from '../postgresql/postgres-states';
 
 export interface ApiIdentity {
@@ -50,5 +51,6 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
     document.pending_restart_reason = sample.pendingRestart;
   }
   document[identity.productKey] = { version: identity.version, scope: identity.scope, name: view.name };
+  if (view.scheduledRestart) document.scheduled_restart = publishedRestart(view.scheduledRestart);
   return document;
 }

@@ -120,7 +120,6 @@ export class HaNode {
   private verdict = '';
   private lastCycleAt = 0;
   private publishedOptime: number | null = null;
-  private publishedSlots = '';
   private configAdjustments = '';
   private stopped = false;
   private wakePending = false;
@@ -169,7 +168,11 @@ export class HaNode {
       const state = topLevelState(snapshot.value) as PostgresStateName;
       if (state !== previousState) {
         previousState = state;
-        if (state === 'running') void this.takeSample();
+        // A server that just started gets its own chance to stream before it counts as stuck.
+        if (state === 'running') {
+          this.notStreamingSince = 0;
+          void this.takeSample();
+        }
         else this.sample = null;
         this.wake();
       }
@@ -251,7 +254,6 @@ export class HaNode {
       const start = this.startRequest(this.currentSettings());
       if (timeoutSeconds) start.timeoutMs = timeoutSeconds * 1000;
       this.postgres.send({ type: 'RESTART', start, mode: 'fast' });
-      await this.waitForPostgres((state) => state !== 'restarting' && state !== 'running');
       await this.waitForPostgres((state) => state !== 'restarting');
       outcome = this.pgState() === 'running' ? 'restarted' : 'failed';
     });
@@ -673,13 +675,13 @@ export class HaNode {
     if (this.dynamic.use_slots) await this.syncMemberSlots(cluster);
   }
 
-  /** One physical slot per other member, none for members that left. */
+  /**
+   * One physical slot per other member, none for members that left. Checked every cycle rather
+   * than cached: pg_rewind and reclones drop slots behind the agent's back.
+   */
   private async syncMemberSlots(cluster: ClusterView): Promise<void> {
-    const slots = cluster.members.filter((m) => m.name !== this.name).map((m) => slotNameOf(m.name)).sort();
-    const key = slots.join(',');
-    if (key === this.publishedSlots) return;
+    const slots = cluster.members.filter((m) => m.name !== this.name).map((m) => slotNameOf(m.name));
     await this.deps.query.syncPhysicalSlots(slots);
-    this.publishedSlots = key;
   }
 
   /** Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries. */

@@ -53,8 +53,11 @@ export class NodeOperations {
     const written = await this.dcs.setFailover(value).catch(() => false);
     if (!written) throw new OperationRefused(503, 'failed to write failover key into DCS');
     this.node.recordCluster(request.scheduledAt ? 'switchover.scheduled' : `${request.kind}.requested`, `POST /${kind}`, { ...value });
+    if (request.scheduledAt) {
+      await this.settle();
+      return { status: 202, text: 'Switchover scheduled' };
+    }
     this.node.wake();
-    if (request.scheduledAt) return { status: 202, text: 'Switchover scheduled' };
     return this.awaitNewLeader(request, cluster.leader?.value ?? null, view.config.loop_wait);
   }
 
@@ -66,6 +69,7 @@ export class NodeOperations {
     const deleted = await this.dcs.setFailover({}, failover.modRevision).catch(() => false);
     if (!deleted) return { status: 409, text: 'the scheduled switchover changed while it was being deleted; read it again' };
     this.node.recordCluster('switchover.cancelled', 'DELETE /switchover', { ...failover.value });
+    await this.settle();
     return { status: 200, text: 'scheduled switchover deleted' };
   }
 

@@ -1,0 +1,274 @@
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
+import { sql } from '../helpers/sql';
+
+/**
+ * The operation endpoints on a real 3-node cluster in Patroni compatibility mode: each success
+ * path and each error answer, bad input, then Debian's patronictl driving the same cluster.
+ */
+jest.setTimeout(120_000);
+
+let cluster: LocalCluster;
+let baseDir: string;
+
+interface Answer {
+  status: number;
+  type: string;
+  text: string;
+}
+
+async function call(node: LocalNode, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const init: RequestInit = { method, headers: { ...headers }, signal: AbortSignal.timeout(60_000) };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(node.apiUrl + path, init);
+  return { status: response.status, type: response.headers.get('content-type') ?? '', text: await response.text() };
+}
+
+const json = (answer: Answer) => JSON.parse(answer.text) as Record<string, unknown>;
+
+async function leader(): Promise<LocalNode> {
+  return cluster.waitForLeader(30_000);
+}
+
+async function replicas(): Promise<LocalNode[]> {
+  const current = await leader();
+  return cluster.nodes.filter((n) => n !== current);
+}
+
+async function postmasterStart(node: LocalNode): Promise<string> {
+  return (await node.status())?.postmaster_start_time as string;
+}
+
+beforeAll(async () => {
+  baseDir = tmpDir('stator-operations-');
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, compat: 'patroni' });
+  const current = await leader();
+  await cluster.waitForStreaming(cluster.nodes.filter((n) => n !== current).map((n) => n.name), 60_000);
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+  if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+});
+
+describe('POST /switchover and /failover', () => {
+  it('refuses incomplete or impossible requests with the reference texts, changing nothing', async () => {
+    const current = await leader();
+    const [other] = await replicas();
+    const cases: Array<[string, unknown, number, string]> = [
+      ['/switchover', {}, 400, 'Switchover could be performed only from a specific leader'],
+      ['/failover', { foo: 'bar' }, 400, 'Failover could be performed only to a specific candidate'],
+      ['/switchover', { leader: 'nobody' }, 412, 'leader name does not match'],
+      ['/switchover', { leader: current.name, candidate: 'nobody' }, 412, 'candidate does not exists'],
+      ['/switchover', { leader: current.name, candidate: current.name }, 400, 'Switchover target and source are the same'],
+      ['/switchover', { leader: current.name, scheduled_at: '2020-01-01T00:00:00+00:00' }, 422, 'Cannot schedule switchover in the past'],
+      ['/switchover', { leader: current.name, scheduled_at: '2099-01-01T00:00:00' }, 400, 'Timezone information is mandatory for the scheduled switchover'],
+      ['/failover', { candidate: other.name, scheduled_at: '2099-01-01T00:00:00Z' }, 400, "Failover can't be scheduled"],
+    ];
+    for (const [path, body, status, text] of cases) {
+      const answer = await call(current, 'POST', path, body);
+      expect({ path, body, status: answer.status, text: answer.text }).toEqual({ path, body, status, text });
+      expect(answer.type).toBe('text/plain; charset=utf-8');
+    }
+    expect((await leader()).name).toBe(current.name);
+  });
+
+  it('switches over to a named candidate and answers once the new leader holds the lock', async () => {
+    const old = await leader();
+    const [candidate] = await replicas();
+    const started = Date.now();
+    const answer = await call(old, 'POST', '/switchover', { leader: old.name, candidate: candidate.name });
+    expect(answer).toMatchObject({ status: 200, text: `Successfully switched over to "${candidate.name}"` });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect((await cluster.waitForLeader(10_000)).name).toBe(candidate.name);
+    await cluster.waitForStreaming([old.name], 30_000);
+  });
+
+  it('schedules a switchover, shows it in /cluster, deletes it, and runs one at its time', async () => {
+    const current = await leader();
+    const at = new Date(Date.now() + 60_000).toISOString().replace('Z', '+00:00');
+    expect(await call(current, 'POST', '/switchover', { leader: current.name, scheduled_at: at })).toMatchObject({ status: 202, text: 'Switchover scheduled' });
+    const scheduled = json(await call(current, 'GET', '/cluster')).scheduled_switchover as { at: string; from: string };
+    expect(scheduled.from).toBe(current.name);
+    expect(Date.parse(scheduled.at)).toBe(Date.parse(at));
+    expect(await call(current, 'DELETE', '/switchover')).toMatchObject({ status: 200, text: 'scheduled switchover deleted' });
+    expect(await call(current, 'DELETE', '/switchover')).toMatchObject({ status: 404, text: 'no switchover is scheduled' });
+    expect(json(await call(current, 'GET', '/cluster')).scheduled_switchover).toBeUndefined();
+
+    const [candidate] = await replicas();
+    const soon = new Date(Date.now() + 3_000).toISOString();
+    expect(await call(current, 'POST', '/switchover', { leader: current.name, candidate: candidate.name, scheduled_at: soon })).toMatchObject({ status: 202 });
+    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, { timeoutMs: 20_000, description: `${candidate.name} leading after the scheduled switchover` });
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(soon));
+    await cluster.waitForStreaming([current.name], 30_000);
+  });
+
+  it('fails over to a named candidate', async () => {
+    const [candidate] = await replicas();
+    const answer = await call(candidate, 'POST', '/failover', { candidate: candidate.name });
+    expect(answer).toMatchObject({ status: 200, text: `Successfully failed over to "${candidate.name}"` });
+    expect((await cluster.waitForLeader(10_000)).name).toBe(candidate.name);
+    await cluster.waitForStreaming((await replicas()).map((n) => n.name), 30_000);
+  });
+});
+
+describe('POST and DELETE /restart', () => {
+  it('restarts a replica now, and refuses when its conditions do not hold', async () => {
+    const [replica] = await replicas();
+    const before = await postmasterStart(replica);
+    expect(await call(replica, 'POST', '/restart', { role: 'primary' })).toMatchObject({ status: 503, text: 'restart conditions are not satisfied' });
+    expect(await call(replica, 'POST', '/restart', { role: 'master' })).toMatchObject({
+      status: 400,
+      text: 'PostgreSQL role should be either primary, standby_leader, or replica',
+    });
+    expect(await postmasterStart(replica)).toBe(before);
+    expect(await call(replica, 'POST', '/restart', { role: 'replica' })).toMatchObject({ status: 200, text: 'restarted successfully' });
+    expect(await postmasterStart(replica)).not.toBe(before);
+    await cluster.waitForStreaming([replica.name], 30_000);
+  });
+
+  it('schedules one restart per node, deletes it, and runs one at its time', async () => {
+    const [replica] = await replicas();
+    const later = new Date(Date.now() + 600_000).toISOString();
+    expect(await call(replica, 'POST', '/restart', { schedule: later })).toMatchObject({ status: 202, text: 'Restart scheduled' });
+    expect(await call(replica, 'POST', '/restart', { schedule: later })).toMatchObject({ status: 409, text: 'Another restart is already scheduled' });
+    expect((await replica.status())?.scheduled_restart).toMatchObject({ schedule: later });
+    expect(await call(replica, 'DELETE', '/restart')).toMatchObject({ status: 200, text: 'scheduled restart deleted' });
+    expect(await call(replica, 'DELETE', '/restart')).toMatchObject({ status: 404, text: 'no restarts are scheduled' });
+
+    const before = await postmasterStart(replica);
+    const soon = new Date(Date.now() + 2_000).toISOString();
+    expect(await call(replica, 'POST', '/restart', { schedule: soon })).toMatchObject({ status: 202 });
+    await waitFor(async () => (await postmasterStart(replica)) !== before && (await postmasterStart(replica)) !== undefined, {
+      timeoutMs: 20_000,
+      description: 'the scheduled restart ran',
+    });
+    expect((await replica.status())?.scheduled_restart).toBeUndefined();
+  });
+});
+
+describe('POST /reload and /reinitialize', () => {
+  it('accepts a reload', async () => {
+    expect(await call(await leader(), 'POST', '/reload')).toMatchObject({ status: 202, text: 'reload scheduled' });
+  });
+
+  it('refuses to reinitialize the leader, and reclones a replica', async () => {
+    const current = await leader();
+    expect(await call(current, 'POST', '/reinitialize', { force: true })).toMatchObject({ status: 503, text: 'I am the leader, can not reinitialize' });
+    const [replica] = await replicas();
+    await sql(current, 'CREATE TABLE IF NOT EXISTS reinit_probe(v text)');
+    await sql(current, "INSERT INTO reinit_probe VALUES ('before reinit')");
+    expect(await call(replica, 'POST', '/reinitialize', {})).toMatchObject({ status: 200, text: 'reinitialize started' });
+    await cluster.waitForStreaming([replica.name], 60_000);
+    const rows = await sql<{ v: string }>(replica, 'SELECT v FROM reinit_probe');
+    expect(rows.map((r) => r.v)).toContain('before reinit');
+  });
+});
+
+describe('PATCH and PUT /config', () => {
+  it('validates types, naming the key, and changes nothing on a bad request', async () => {
+    const current = await leader();
+    const before = await call(current, 'GET', '/config');
+    const bad = await call(current, 'PATCH', '/config', { loop_wait: 'soon' });
+    expect(bad.status).toBe(400);
+    expect(json(bad).message).toContain('loop_wait');
+    const invariant = await call(current, 'PATCH', '/config', { ttl: 10, loop_wait: 8 });
+    expect(invariant.status).toBe(400);
+    expect(json(invariant).message).toContain('loop_wait + 2*retry_timeout');
+    expect((await call(current, 'PATCH', '/config', {})).status).toBe(400);
+    expect((await call(current, 'GET', '/config')).text).toBe(before.text);
+  });
+
+  it('merges a patch, removes keys set to null, and a parameter needing a restart shows as pending', async () => {
+    const current = await leader();
+    const patched = await call(current, 'PATCH', '/config', { postgresql: { parameters: { max_connections: 60, work_mem: '8MB' } } });
+    expect(patched.status).toBe(200);
+    expect((json(patched).postgresql as { parameters: Record<string, unknown> }).parameters).toMatchObject({ max_connections: 60, work_mem: '8MB' });
+    expect(JSON.parse((await call(current, 'GET', '/config')).text)).toEqual(json(patched));
+    await waitFor(async () => (await current.status())?.pending_restart === true, { timeoutMs: 20_000, description: 'pending_restart on the leader' });
+    expect(((await current.status())?.pending_restart_reason as Record<string, unknown>).max_connections).toMatchObject({ new_value: '60' });
+
+    const removed = await call(current, 'PATCH', '/config', { postgresql: { parameters: { work_mem: null } } });
+    expect((json(removed).postgresql as { parameters: Record<string, unknown> }).parameters.work_mem).toBeUndefined();
+  });
+
+  it('replaces the whole configuration with PUT', async () => {
+    const current = await leader();
+    const config = json(await call(current, 'GET', '/config'));
+    const replaced = await call(current, 'PUT', '/config', { ...config, maximum_lag_on_failover: 2097152 });
+    expect(replaced.status).toBe(200);
+    expect(json(await call(current, 'GET', '/config')).maximum_lag_on_failover).toBe(2097152);
+  });
+});
+
+describe('bad input on every endpoint that reads a body', () => {
+  it.each(['/switchover', '/failover', '/restart', '/reinitialize', '/config'])('%s: invalid JSON, a huge body and a wrong content type get a clear 4xx', async (path) => {
+    const current = await leader();
+    const method = path === '/config' ? 'PATCH' : 'POST';
+    const invalid = await call(current, method, path, '{"leader": ');
+    expect(invalid.status).toBe(400);
+    const huge = await call(current, method, path, JSON.stringify({ leader: 'x'.repeat(2 * 1024 * 1024) }));
+    expect(huge.status).toBe(413);
+    const wrongType = await call(current, method, path, 'leader=x', { 'content-type': 'text/plain' });
+    expect(wrongType.status).toBe(415);
+    expect((await leader()).name).toBe(current.name);
+  });
+});
+
+describe("Debian's patronictl against the cluster (compat: patroni)", () => {
+  let ctlConfig: string;
+  const ctl = (...args: string[]) =>
+    execFileSync('patronictl', ['-c', ctlConfig, ...args], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
+
+  beforeAll(() => {
+    ctlConfig = join(baseDir, 'patronictl.yml');
+    writeFileSync(ctlConfig, `scope: ${cluster.scope}\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`);
+  });
+
+  it('lists, shows and edits the configuration, and reads the history', async () => {
+    expect(ctl('list')).toMatch(/Leader/);
+    expect(ctl('show-config')).toMatch(/loop_wait: 2/);
+    ctl('edit-config', '--force', '-s', 'maximum_lag_on_failover=3145728');
+    expect(ctl('show-config')).toMatch(/maximum_lag_on_failover: 3145728/);
+    expect(ctl('history')).toMatch(/no recovery target specified|TL/);
+  });
+
+  it('switches over, fails over, restarts, reloads and reinitializes', async () => {
+    const old = await leader();
+    const [candidate, other] = await replicas();
+    ctl('switchover', '--force', '--leader', old.name, '--candidate', candidate.name);
+    expect((await cluster.waitForLeader(15_000)).name).toBe(candidate.name);
+    await cluster.waitForStreaming([old.name, other.name], 30_000);
+
+    ctl('failover', '--force', '--candidate', old.name);
+    expect((await cluster.waitForLeader(15_000)).name).toBe(old.name);
+    await cluster.waitForStreaming([candidate.name, other.name], 30_000);
+
+    const before = await postmasterStart(other);
+    expect(ctl('restart', '--force', cluster.scope, other.name)).toMatch(/Success: restart on member/);
+    expect(await postmasterStart(other)).not.toBe(before);
+    expect(ctl('reload', '--force', cluster.scope, other.name)).toMatch(/Reload request received for member/);
+    expect(ctl('reinit', '--force', '--wait', cluster.scope, other.name)).toMatch(/Success: reinitialize for member/);
+    await cluster.waitForStreaming([other.name], 60_000);
+  });
+
+  it('pauses and resumes, and flushes a scheduled switchover', async () => {
+    ctl('pause', '--wait');
+    for (const node of cluster.nodes) expect((await node.status())?.pause).toBe(true);
+    ctl('resume', '--wait');
+    for (const node of cluster.nodes) expect((await node.status())?.pause).toBeUndefined();
+
+    const current = await leader();
+    const at = new Date(Date.now() + 600_000).toISOString();
+    expect(await call(current, 'POST', '/switchover', { leader: current.name, scheduled_at: at })).toMatchObject({ status: 202 });
+    expect(ctl('flush', '--force', cluster.scope, 'switchover')).toMatch(/scheduled switchover deleted|Success/);
+    expect(json(await call(current, 'GET', '/cluster')).scheduled_switchover).toBeUndefined();
+  });
+});
