@@ -89,9 +89,13 @@ export class LocalCluster {
     return this.node(leader!);
   }
 
-  /** Waits until `names` all answer 200 on `/replica` with `replication_state=streaming`. */
+  /** Waits until `names` all run as replicas that stream (read from their status, so noloadbalance nodes count too). */
   async waitForStreaming(names: string[], timeoutMs: number): Promise<void> {
-    await waitFor(async () => (await Promise.all(names.map((n) => this.node(n).healthCode('/replica?replication_state=streaming')))).every((c) => c === 200), {
+    const streaming = async (name: string) => {
+      const status = await this.node(name).status();
+      return status?.state === 'running' && status.role === 'replica' && status.replication_state === 'streaming';
+    };
+    await waitFor(async () => (await Promise.all(names.map(streaming))).every(Boolean), {
       timeoutMs,
       intervalMs: 200,
       description: `${names.join(', ')} streaming`,
