@@ -4,11 +4,12 @@ import { ApiModule } from './api/api.module';
 import { OperationsModule } from './api/operations.module';
 import { Clock, systemClock } from './common/clock';
 import { createLogger, Logger, LogLevel } from './common/logger';
-import { CLOCK, DCS, EVENT_RECORDER, EVENT_STORE, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from './common/tokens';
+import { CLOCK, DCS, EVENT_LOG, EVENT_RECORDER, EVENT_STORE, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from './common/tokens';
 import { StatorConfig } from './config/config.types';
 import { Dcs } from './dcs/dcs.port';
 import { EtcdDcs } from './dcs/etcd-dcs';
 import { EtcdEventStore } from './events/etcd-event-store';
+import { EventLog } from './events/event-log';
 import { EventRecorder } from './events/event-recorder';
 import { EventStore } from './events/event-store.port';
 import { HaNode } from './ha/ha-node';
@@ -78,15 +79,16 @@ export class NodeModule {
             }),
         },
         { provide: POSTGRES_QUERY, useFactory: (): PostgresQuery => PgQuery.fromConfig(config.postgresql) },
+        { provide: EVENT_LOG, inject: [EVENT_STORE], useFactory: (store: EventStore) => new EventLog(store) },
         {
           provide: HaNode,
-          inject: [DCS, POSTGRES_PROCESS, POSTGRES_QUERY, EVENT_RECORDER],
-          useFactory: (dcs: Dcs, pg: PostgresProcess, query: PostgresQuery, events: EventRecorder) =>
-            new HaNode({ config, dcs, pg, query, events, clock, logger, version: STATOR_VERSION, reloadConfig, onFatal: (reason) => fatal.emit('fatal', reason) }),
+          inject: [DCS, POSTGRES_PROCESS, POSTGRES_QUERY, EVENT_RECORDER, EVENT_LOG],
+          useFactory: (dcs: Dcs, pg: PostgresProcess, query: PostgresQuery, events: EventRecorder, eventLog: EventLog) =>
+            new HaNode({ config, dcs, pg, query, events, eventLog, clock, logger, version: STATOR_VERSION, reloadConfig, onFatal: (reason) => fatal.emit('fatal', reason) }),
         },
         NodeLifecycle,
       ],
-      exports: [HaNode, DCS, STATOR_CONFIG, CLOCK, LOGGER],
+      exports: [HaNode, DCS, EVENT_LOG, STATOR_CONFIG, CLOCK, LOGGER],
     };
   }
 }
@@ -101,10 +103,12 @@ export class NodeLifecycle implements OnApplicationShutdown {
     @Inject(POSTGRES_PROCESS) private readonly pg: PostgresProcess,
     @Inject(POSTGRES_QUERY) private readonly query: PostgresQuery,
     @Inject(LOGGER) private readonly logger: Logger,
+    @Inject(EVENT_LOG) private readonly eventLog: EventLog,
   ) {}
 
   async start(): Promise<void> {
     await this.recorder.start();
+    this.eventLog.start((message) => this.logger.warning(message));
     await this.node.start();
   }
 
@@ -115,6 +119,7 @@ export class NodeLifecycle implements OnApplicationShutdown {
     await this.query.close().catch(() => undefined);
     await this.pg.detach().catch(() => undefined);
     await this.recorder.stop();
+    this.eventLog.stop();
     await this.dcs.close().catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
   }
 }

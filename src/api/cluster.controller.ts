@@ -1,4 +1,6 @@
-import { Controller, Get, HttpException, HttpStatus, Options, Req, Res } from '@nestjs/common';
+import { Controller, Get, HttpException, HttpStatus, Inject, Optional, Options, Req, Res } from '@nestjs/common';
+import { EVENT_LOG } from '../common/tokens';
+import { EventLog } from '../events/event-log';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClusterView } from '../dcs/dcs.port';
 import { buildClusterDocument } from './cluster-document';
@@ -15,16 +17,31 @@ import { clusterViewIsFresh } from './status-document';
  */
 @Controller()
 export class ClusterController {
-  constructor(private readonly state: NodeStateService) {}
+  constructor(
+    private readonly state: NodeStateService,
+    /** The agent's event log; absent when the API runs over a fixed view (tests). */
+    @Optional() @Inject(EVENT_LOG) private readonly eventLog?: EventLog,
+  ) {}
 
   @Get('cluster')
   cluster(): Record<string, unknown> {
     return buildClusterDocument(this.trustedCluster(), this.state.identity.scope);
   }
 
+  /**
+   * The timeline history folded from the recorded `timeline.created` facts. A cluster whose log
+   * has none (inherited from Patroni, or not read yet) is answered from the DCS `history` key.
+   */
   @Get('history')
   history(): unknown[] {
-    return this.trustedCluster().history?.value ?? [];
+    const folded = this.eventLog?.projections().history ?? [];
+    return folded.length > 0 ? folded : (this.trustedCluster().history?.value ?? []);
+  }
+
+  /** The scheduled-operation timeline: every scheduled switchover and restart with its fate. */
+  @Get('schedule')
+  schedule(): unknown[] {
+    return this.eventLog?.projections().schedule ?? [];
   }
 
   @Get('config')
@@ -34,7 +51,7 @@ export class ClusterController {
     return config.value;
   }
 
-  @Options(['cluster', 'history', 'config'])
+  @Options(['cluster', 'history', 'config', 'schedule'])
   options(@Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
     const refusal = this.refusal() ?? (normalizePath(request.url) === '/config' && !this.state.view().cluster?.config ? missingConfig() : null);
     void reply.code(refusal ? refusal.getStatus() : HttpStatus.OK).send();

@@ -7,3 +7,4 @@ export const EVENT_STORE = Symbol('EventStore');
 export const EVENT_RECORDER = Symbol('EventRecorder');
 export const POSTGRES_PROCESS = Symbol('PostgresProcess');
 export const POSTGRES_QUERY = Symbol('PostgresQuery');
+export const EVENT_LOG = Symbol('EventLog');

@@ -38,13 +38,39 @@ export class EventLog {
 
   constructor(private readonly store: EventStore) {}
 
-  /** Reads the stored log (rebuilding the projections from zero) and follows new events. */
-  async start(): Promise<void> {
-    this.subscription = this.store.subscribe().subscribe((event) => this.add(event));
-    for (const event of await this.store.read()) this.add(event);
+  /**
+   * Follows new events and reads the stored log, rebuilding the projections from zero. While the
+   * store is unreachable the read is retried in the background: the agent does not wait for it.
+   */
+  start(onError: (message: string) => void = () => undefined): void {
+    this.subscription = this.store.subscribe().subscribe({ next: (event) => this.add(event), error: (e) => onError(`event feed: ${String(e)}`) });
+    void this.readAll(onError);
+  }
+
+  /** Resolves once the stored log has been read. */
+  whenLoaded(): Promise<void> {
+    return this.loaded;
+  }
+
+  private loadedResolve!: () => void;
+  private readonly loaded = new Promise<void>((resolve) => (this.loadedResolve = resolve));
+  private stopped = false;
+
+  private async readAll(onError: (message: string) => void): Promise<void> {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        for (const event of await this.store.read()) this.add(event);
+        this.loadedResolve();
+        return;
+      } catch (error) {
+        if (attempt === 0) onError(`reading the event log failed, retrying: ${String(error)}`);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
   }
 
   stop(): void {
+    this.stopped = true;
     this.subscription?.unsubscribe();
     this.added.complete();
   }

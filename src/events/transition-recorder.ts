@@ -27,6 +27,9 @@ export function serializeMachineEvent(event: { type: string; [key: string]: unkn
   ) as Record<string, unknown>;
 }
 
+/** Events that change a machine's context without changing its state, recorded so a replay reproduces guards. */
+const CONTEXT_EVENTS = new Set(['SET_PAUSE']);
+
 /**
  * Builds the `inspect` option of `createActor` that records every state change of the root actor
  * as `<machine>.transition` on the stream `node/<node>/<machine>`. The recorded `cause` is the
@@ -41,7 +44,8 @@ export function transitionRecorder(machine: string, node: string, sink: EventSin
     const from = previous === undefined ? null : stateValueToString(previous);
     const to = stateValueToString(snapshot.value);
     previous = snapshot.value;
-    if (from === to) return;
+    // A state change, or an event that changes what later transitions do (pause) without one.
+    if (from === to && !CONTEXT_EVENTS.has(inspection.event.type)) return;
     sink.record({
       stream: `node/${node}/${machine}`,
       type: `${machine}.transition`,

@@ -38,7 +38,8 @@ export type HaAction =
   | { type: 'finishBootstrap' }
   | { type: 'abandonBootstrap' }
   | { type: 'writeInitialize' }
-  | { type: 'clearFailover' }
+  /** Clears `/failover`; `fate` says what became of a scheduled request, for the schedule timeline. */
+  | { type: 'clearFailover'; fate?: 'skipped' | 'expired' }
   /** Publish optime and history, keep members' slots: what the lock holder does each cycle. */
   | { type: 'leaderDuties' }
   /** Switchover: checkpoint, fast stop, then release the lock for the candidate. */
@@ -347,12 +348,15 @@ function goodCandidates(s: HaSnapshot, candidate: string | null): PeerReading[] 
 function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decision | null {
   const { local, config } = s;
   const kind = failover.leader ? 'switchover' : 'manual failover';
-  const cleanUp = (verdict: string): Decision => ({ verdict, actions: [{ type: 'clearFailover' }, { type: 'leaderDuties' }] });
+  const cleanUp = (verdict: string, fate: 'skipped' | 'expired' = 'skipped'): Decision => ({
+    verdict,
+    actions: [{ type: 'clearFailover', fate }, { type: 'leaderDuties' }],
+  });
   if (failover.scheduled_at) {
     const at = Date.parse(failover.scheduled_at);
     if (Number.isNaN(at)) return cleanUp(`Invalid scheduled_at ${failover.scheduled_at}, cleaning up`);
     if (config.pause) return null;
-    if (s.now - at > Math.floor(1.5 * config.loop_wait) * 1000) return cleanUp(`Found a stale ${kind} value, cleaning up: ${failover.scheduled_at}`);
+    if (s.now - at > Math.floor(1.5 * config.loop_wait) * 1000) return cleanUp(`Found a stale ${kind} value, cleaning up: ${failover.scheduled_at}`, 'expired');
   }
   if (failover.member === local.name) return cleanUp(`I am already the leader, no need to ${kind}`);
   if (failover.leader && failover.leader !== local.name) return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);

@@ -6,7 +6,9 @@ import { parseLsn } from '../common/lsn';
 import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
 import { ClusterView, Dcs, DynamicConfig, HistoryEntry, MemberData } from '../dcs/dcs.port';
+import { EventLog } from '../events/event-log';
 import { EventSink, topLevelState, transitionRecorder } from '../events/transition-recorder';
+import { pendingRestart } from '../projections/schedule';
 import { PostgresStateName, POSTGRES_STATES } from '../postgresql/postgres-states';
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSample, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
@@ -28,6 +30,8 @@ export interface HaNodeDeps {
   logger: Logger;
   version: string;
   probePeer?: PeerProbe;
+  /** The cluster's event log: a scheduled restart survives an agent restart through it. */
+  eventLog?: EventLog;
   /** Reads the configuration file again (POST /reload, SIGHUP); throws when it is invalid. */
   reloadConfig?: () => StatorConfig;
   /** Called when the node cannot go on (a failed bootstrap): the process should exit, as the reference does. */
@@ -190,6 +194,25 @@ export class HaNode {
     }
     this.sampler = setInterval(() => void this.takeSample(), SAMPLE_INTERVAL_MS);
     this.loopDone = this.loop();
+    void this.deps.eventLog?.whenLoaded().then(() => this.restoreScheduledRestart());
+  }
+
+  /** A restart scheduled before this agent (re)started is taken back from the event log. */
+  private restoreScheduledRestart(): void {
+    const pending = pendingRestart(this.deps.eventLog!.projections().schedule, this.name);
+    if (!pending || this.scheduledRestart || this.stopped) return;
+    const filters = pending.filters ?? {};
+    this.scheduledRestart = {
+      at: Date.parse(pending.at),
+      schedule: pending.at,
+      role: filters.role as string | undefined,
+      postgres_version: filters.postgres_version as string | undefined,
+      restart_pending: filters.restart_pending === true ? true : undefined,
+      timeout: filters.timeout as number | undefined,
+      postmasterStartTime: (filters.postmaster_start_time as string | undefined) ?? null,
+    };
+    this.deps.logger.info(`restored the restart scheduled at ${pending.at} from the event log`);
+    this.wakeAt(this.scheduledRestart.at);
   }
 
   /** Stops the loop and the actors; PostgreSQL keeps running under its fence unless `stopPostgres`. */
@@ -290,7 +313,11 @@ export class HaNode {
   scheduleRestart(restart: ScheduledRestart): boolean {
     if (this.scheduledRestart) return false;
     this.scheduledRestart = restart;
-    this.recordCluster('restart.scheduled', `restart of ${this.name} scheduled at ${restart.schedule}`, { node: this.name, schedule: restart.schedule });
+    this.recordCluster('restart.scheduled', `restart of ${this.name} scheduled at ${restart.schedule}`, {
+      node: this.name,
+      schedule: restart.schedule,
+      filters: { ...publishedRestart(restart), postmaster_start_time: restart.postmasterStartTime },
+    });
     this.wakeAt(restart.at);
     return true;
   }
@@ -522,13 +549,18 @@ export class HaNode {
         if (sysid) await dcs.initialize(sysid, true).catch(() => false);
         return;
       }
-      case 'clearFailover':
-        await dcs.setFailover({}).catch(() => false);
+      case 'clearFailover': {
+        const cleared = await dcs.setFailover({}).catch(() => false);
+        const request = snapshot.cluster?.failover?.value;
+        if (cleared && action.fate && request?.scheduled_at) this.recordCluster(`switchover.${action.fate}`, this.verdict, { ...request });
         return;
+      }
       case 'leaderDuties':
         await this.leaderDuties(snapshot.cluster);
         return;
-      case 'demoteGraceful':
+      case 'demoteGraceful': {
+        const request = snapshot.cluster?.failover?.value;
+        if (request?.scheduled_at) this.recordCluster('switchover.executed', this.verdict, { ...request });
         return this.runTask('switchover', async () => {
           this.sendRole({ type: 'DEMOTED' });
           // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
@@ -537,6 +569,7 @@ export class HaNode {
           await this.waitForPostgres((state) => !['running', 'stopping'].includes(state));
           await this.releaseLock('switchover: demoting myself');
         });
+      }
       case 'wakeAt':
         this.wakeAt(action.at);
         return;
@@ -696,7 +729,16 @@ export class HaNode {
       const known = stored.find((e) => Number(e[0]) === entryTimeline && Number(e[1]) === position);
       if (known && known.length >= 5) return known;
       const newest = index === lines.length - 1;
-      return [entryTimeline, position, reason.join('\t').trim(), isoWithOffset(this.deps.clock.now()), newest ? this.name : (known?.[4] ?? '')] as HistoryEntry;
+      const entry = [entryTimeline, position, reason.join('\t').trim(), isoWithOffset(this.deps.clock.now()), newest ? this.name : (known?.[4] ?? '')] as HistoryEntry;
+      // The fact behind /history: recorded as the leader reads it from PostgreSQL's own file.
+      this.recordCluster('timeline.created', `pg_wal/${file.slice(7)}`, {
+        timeline: entry[0],
+        lsn: entry[1],
+        reason: entry[2],
+        created_at: entry[3],
+        leader: entry[4],
+      });
+      return entry;
     });
   }
 
@@ -821,7 +863,8 @@ export class HaNode {
     const due = restartDue(restart, this.deps.clock.now(), this.dynamic.loop_wait);
     if (due === 'wait') return;
     if (due === 'stale') {
-      this.cancelScheduledRestart(`scheduled restart at ${restart.schedule} is stale, removed`);
+      this.scheduledRestart = null;
+      this.recordCluster('restart.expired', `scheduled restart at ${restart.schedule} is stale, removed`, { node: this.name, schedule: restart.schedule });
       return;
     }
     if (restart.postmasterStartTime && this.sample && restart.postmasterStartTime !== this.sample.postmasterStartTime) {

@@ -15,6 +15,8 @@ export interface ScheduledOperation {
   node: string;
   /** Switchover: the candidate, when one was named. */
   candidate?: string;
+  /** Restart: the filters it must still satisfy when it runs. */
+  filters?: Record<string, unknown>;
   /** When its fate was decided, and why (for anything but `scheduled`). */
   ended_at?: string;
   reason?: string;
@@ -42,7 +44,14 @@ export const scheduleProjection: Projection<ScheduledOperation[]> = {
       const operation: ScheduledOperation =
         kind === 'switchover'
           ? { kind, at: data.scheduled_at ?? '', requested_at: event.at, fate: 'scheduled', node: data.leader ?? event.node, ...(data.member ? { candidate: data.member } : {}) }
-          : { kind, at: data.schedule ?? '', requested_at: event.at, fate: 'scheduled', node: data.node ?? event.node };
+          : {
+              kind,
+              at: data.schedule ?? '',
+              requested_at: event.at,
+              fate: 'scheduled',
+              node: data.node ?? event.node,
+              ...(event.data?.filters ? { filters: event.data.filters as Record<string, unknown> } : {}),
+            };
       return [...operations, operation];
     }
     const fate = FATES[outcome];

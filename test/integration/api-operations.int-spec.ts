@@ -272,3 +272,52 @@ describe("Debian's patronictl against the cluster (compat: patroni)", () => {
     expect(json(await call(current, 'GET', '/cluster')).scheduled_switchover).toBeUndefined();
   });
 });
+
+describe('projections served from the event log', () => {
+  it("serves /history as PostgreSQL's own timeline history file says", async () => {
+    const current = await leader();
+    const [{ timeline }] = await sql<{ timeline: number }>(current, 'SELECT timeline_id AS timeline FROM pg_control_checkpoint()');
+    const file = `pg_wal/${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`;
+    const [{ content }] = await sql<{ content: string }>(current, 'SELECT pg_read_file($1) AS content', [file]);
+    const fromFile = content
+      .split('\n')
+      .filter((line) => /^\d+\t/.test(line))
+      .map((line) => {
+        const [tl, lsn, ...reason] = line.split('\t');
+        const [high, low] = lsn.split('/');
+        return [Number(tl), parseInt(high, 16) * 2 ** 32 + parseInt(low, 16), reason.join('\t').trim()];
+      });
+    await waitFor(async () => (JSON.parse((await call(current, 'GET', '/history')).text) as unknown[]).length === fromFile.length, {
+      timeoutMs: 10_000,
+      description: 'every timeline switch in /history',
+    });
+    const served = JSON.parse((await call(current, 'GET', '/history')).text) as Array<[number, number, string, string, string]>;
+    expect(served.map(([tl, lsn, reason]) => [tl, lsn, reason])).toEqual(fromFile);
+    for (const entry of served) expect(entry[3]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/);
+  });
+
+  it('serves the scheduled-operation timeline with each fate', async () => {
+    const current = await leader();
+    const schedule = JSON.parse((await call(current, 'GET', '/schedule')).text) as Array<{ kind: string; fate: string }>;
+    const fates = schedule.map((op) => `${op.kind} ${op.fate}`);
+    expect(fates).toEqual(expect.arrayContaining(['switchover cancelled', 'switchover executed', 'restart cancelled', 'restart executed']));
+  });
+
+  it('keeps a scheduled restart across an agent restart, rebuilt from the event log', async () => {
+    const [replica] = await replicas();
+    const later = new Date(Date.now() + 600_000).toISOString();
+    expect(await call(replica, 'POST', '/restart', { schedule: later, role: 'replica' })).toMatchObject({ status: 202 });
+    await waitFor(async () => {
+      const schedule = JSON.parse((await call(replica, 'GET', '/schedule')).text) as Array<{ kind: string; fate: string; node: string }>;
+      return schedule.some((op) => op.kind === 'restart' && op.fate === 'scheduled' && op.node === replica.name);
+    }, { timeoutMs: 10_000, description: 'the scheduled restart in the log' });
+    await replica.killAgent();
+    replica.start();
+    await waitFor(async () => ((await replica.status())?.scheduled_restart as { schedule?: string } | undefined)?.schedule === later, {
+      timeoutMs: 20_000,
+      description: 'the restarted agent shows the scheduled restart',
+    });
+    expect((await replica.status())?.scheduled_restart).toMatchObject({ role: 'replica' });
+    expect(await call(replica, 'DELETE', '/restart')).toMatchObject({ status: 200 });
+  });
+});
