@@ -24,6 +24,9 @@ COPY --from=build /opt/stator/package.json ./
 COPY --from=build /opt/stator/node_modules ./node_modules
 COPY --from=build /opt/stator/bin ./bin
 COPY --from=build /opt/stator/dist ./dist
+# The live view at /ui: its page and the rendered statecharts.
+COPY --from=build /opt/stator/src/ui ./src/ui
+COPY statecharts/*.svg ./statecharts/
 # The volume mount point: a fresh named volume takes this ownership, so postgres can write to it.
 RUN install -d -o postgres -g postgres -m 0700 /var/lib/postgresql/stator
 USER postgres

@@ -45,6 +45,15 @@ const notProvided = (name: string) =>
     throw new Error(`actor ${name} not provided`);
   });
 
+/** What a node whose postmaster is down (start or restart failed, crashed) can do next. */
+const AFTER_POSTMASTER_DOWN = {
+  START: { target: 'starting', actions: 'clearOutcome' },
+  REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
+  CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+  REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
+  STOP: { target: 'stopped' },
+} as const;
+
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 export const postgresMachine = setup({
@@ -207,13 +216,7 @@ export const postgresMachine = setup({
     },
     start_failed: {
       entry: 'forgetPid',
-      on: {
-        START: { target: 'starting', actions: 'clearOutcome' },
-        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
-        REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
-        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
-        STOP: { target: 'stopped' },
-      },
+      on: AFTER_POSTMASTER_DOWN,
     },
     running: {
       initial: 'idle',
@@ -266,13 +269,7 @@ export const postgresMachine = setup({
     },
     restart_failed: {
       entry: 'forgetPid',
-      on: {
-        START: { target: 'starting', actions: 'clearOutcome' },
-        REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
-        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
-        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
-        STOP: { target: 'stopped' },
-      },
+      on: AFTER_POSTMASTER_DOWN,
     },
     stopping: {
       invoke: {
@@ -291,13 +288,7 @@ export const postgresMachine = setup({
     },
     crashed: {
       entry: 'forgetPid',
-      on: {
-        START: { target: 'starting', actions: 'clearOutcome' },
-        REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
-        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
-        REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
-        STOP: { target: 'stopped' },
-      },
+      on: AFTER_POSTMASTER_DOWN,
     },
   },
 });

@@ -1,20 +1,11 @@
 import { EffectiveDynamicConfig } from '../../../src/config/config.types';
+import { effectiveDynamicConfig } from '../../../src/config/dynamic-config';
 import { ClusterView, Member, MemberData } from '../../../src/dcs/dcs.port';
 import { HaSnapshot, LocalView } from '../../../src/ha/cluster-snapshot';
 import { PostgresSample } from '../../../src/postgresql/postgres.port';
 
-export const defaultConfig: EffectiveDynamicConfig = {
-  ttl: 30,
-  loop_wait: 10,
-  retry_timeout: 10,
-  maximum_lag_on_failover: 1048576,
-  check_timeline: false,
-  primary_start_timeout: 300,
-  pause: false,
-  use_pg_rewind: true,
-  use_slots: true,
-  parameters: {},
-};
+/** Stator's defaults (Patroni's), as a node without a `/config` key uses them. */
+export const defaultConfig: EffectiveDynamicConfig = effectiveDynamicConfig(null, {}).config;
 
 export function sample(overrides: Partial<PostgresSample> = {}): PostgresSample {
   return {

@@ -1,0 +1,168 @@
+import { BeforeApplicationShutdown, Controller, Get, HttpException, HttpStatus, Inject, Optional, Query, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Subscription } from 'rxjs';
+import { EVENT_LOG } from '../common/tokens';
+import { RecordedEvent } from '../events/event';
+import { EventLog, EventQuery } from '../events/event-log';
+import { errorBody } from './http-exception.filter';
+
+/** Milliseconds between the comment lines that keep an idle event stream (and any proxy on the way) open. */
+export const SSE_HEARTBEAT_MS = Symbol('SseHeartbeatMs');
+const DEFAULT_HEARTBEAT_MS = 15_000;
+
+const DEFAULT_EVENT_LIMIT = 1000;
+const MAX_EVENT_LIMIT = 10_000;
+
+/** A stream whose client reads slower than events arrive is closed past this much unsent output, rather than buffered without bound. */
+const MAX_UNSENT_BYTES = 1024 * 1024;
+
+const PARAMETERS = ['stream', 'node', 'type', 'from_seq', 'since', 'limit'] as const;
+type Parameter = (typeof PARAMETERS)[number];
+
+/** ISO 8601 date and time with an offset: a time without one would be read in the node's own zone. */
+const ISO_TIME_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
+
+/**
+ * The event log as the node holds it in memory (never read from etcd per request):
+ * - `GET /events`: the latest `limit` events matching the filters, oldest first;
+ * - `GET /events/stream`: Server-Sent Events, `event: <type>` and `data: <event JSON>` per event.
+ *   With `since` or `from_seq`, the matching stored events (at most `limit`) are sent first; then
+ *   every new event that matches. A comment line is sent every 15 s while nothing happens.
+ * Filters: `stream`, `node`, `type` (exact match), `from_seq` (with `stream`), `since` (ISO time).
+ */
+@Controller('events')
+export class EventsController implements BeforeApplicationShutdown {
+  /** How to end each open event stream, so that shutting down does not wait for clients to leave. */
+  private readonly openStreams = new Set<() => void>();
+
+  constructor(
+    // Absent in API-only compositions (tests with a fixed node view); the node always provides it.
+    @Optional() @Inject(EVENT_LOG) private readonly log: EventLog | null,
+    @Optional() @Inject(SSE_HEARTBEAT_MS) private readonly heartbeatMs: number = DEFAULT_HEARTBEAT_MS,
+  ) {}
+
+  @Get()
+  list(@Query() query: Record<string, unknown>): RecordedEvent[] {
+    const filter = parseEventQuery(query);
+    return this.eventLog().query({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT });
+  }
+
+  @Get('stream')
+  stream(@Req() request: FastifyRequest, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): void {
+    const filter = parseEventQuery(query);
+    const log = this.eventLog();
+    if (request.method === 'HEAD') {
+      void reply.code(HttpStatus.OK).header('content-type', 'text/event-stream; charset=utf-8').send();
+      return;
+    }
+    reply.hijack();
+    const response = reply.raw;
+    response.writeHead(HttpStatus.OK, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+
+    let subscription: Subscription | undefined;
+    let heartbeat: NodeJS.Timeout | undefined;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearInterval(heartbeat);
+      subscription?.unsubscribe();
+      this.openStreams.delete(end);
+      response.end();
+    };
+    const send = (text: string) => {
+      if (ended) return;
+      response.write(text);
+      if (response.writableLength > MAX_UNSENT_BYTES) end();
+    };
+    this.openStreams.add(end);
+    response.on('close', end);
+
+    // Replay and subscription happen in one synchronous step, so no event falls between them or comes twice.
+    const replay = filter.since !== undefined || filter.fromSeq !== undefined ? log.query({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT }) : [];
+    subscription = log.feed().subscribe({
+      next: (event) => {
+        if (matchesFilter(event, filter)) send(sseFrame(event));
+      },
+      complete: end,
+    });
+    if (ended) return; // the log had already stopped
+    heartbeat = setInterval(() => send(': heartbeat\n\n'), this.heartbeatMs);
+    heartbeat.unref();
+
+    response.flushHeaders();
+    for (const event of replay) send(sseFrame(event));
+  }
+
+  beforeApplicationShutdown(): void {
+    for (const end of [...this.openStreams]) end();
+  }
+
+  private eventLog(): EventLog {
+    if (this.log) return this.log;
+    throw new HttpException(errorBody(HttpStatus.SERVICE_UNAVAILABLE, 'this API serves no event log'), HttpStatus.SERVICE_UNAVAILABLE);
+  }
+}
+
+function matchesFilter(event: RecordedEvent, filter: EventQuery): boolean {
+  return (
+    (filter.stream === undefined || event.stream === filter.stream) &&
+    (filter.node === undefined || event.node === filter.node) &&
+    (filter.type === undefined || event.type === filter.type)
+  );
+}
+
+/** One event as a Server-Sent Events message: its type names the message, its JSON is the data (one line). */
+export function sseFrame(event: RecordedEvent): string {
+  return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
+
+/**
+ * The query string of `/events` as an EventLog filter. Every refusal is a 400 naming the
+ * parameter: an unknown or repeated parameter, an empty value, `from_seq` that is not a
+ * non-negative integer or comes without `stream` (sequence numbers count within one stream),
+ * `since` that is not an ISO 8601 time with an offset, `limit` outside 1..10000.
+ */
+export function parseEventQuery(query: Record<string, unknown>): EventQuery {
+  const values: Partial<Record<Parameter, string>> = {};
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (!(PARAMETERS as readonly string[]).includes(name)) throw badParameter(`unknown parameter ${name}; known: ${PARAMETERS.join(', ')}`);
+    if (Array.isArray(value)) throw badParameter(`parameter ${name} is given more than once`);
+    if (value === '') throw badParameter(`parameter ${name} is empty`);
+    values[name as Parameter] = String(value);
+  }
+
+  const filter: EventQuery = {};
+  if (values.stream !== undefined) filter.stream = values.stream;
+  if (values.node !== undefined) filter.node = values.node;
+  if (values.type !== undefined) filter.type = values.type;
+  if (values.from_seq !== undefined) {
+    if (!/^\d+$/.test(values.from_seq)) throw badParameter(`from_seq must be a non-negative integer, got ${values.from_seq}`);
+    if (filter.stream === undefined) throw badParameter('from_seq needs stream: sequence numbers count within one stream');
+    filter.fromSeq = Number(values.from_seq);
+  }
+  if (values.since !== undefined) {
+    const since = Date.parse(values.since);
+    if (!ISO_TIME_WITH_OFFSET.test(values.since) || Number.isNaN(since)) {
+      throw badParameter(`since must be an ISO 8601 time with an offset (e.g. 2024-05-01T12:00:00Z), got ${values.since}`);
+    }
+    filter.since = since;
+  }
+  if (values.limit !== undefined) {
+    const limit = Number(values.limit);
+    if (!/^\d+$/.test(values.limit) || limit < 1 || limit > MAX_EVENT_LIMIT) {
+      throw badParameter(`limit must be an integer from 1 to ${MAX_EVENT_LIMIT}, got ${values.limit}`);
+    }
+    filter.limit = limit;
+  }
+  return filter;
+}
+
+function badParameter(message: string): HttpException {
+  return new HttpException(errorBody(HttpStatus.BAD_REQUEST, message), HttpStatus.BAD_REQUEST);
+}
