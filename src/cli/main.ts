@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { AppModule, fatal, NodeLifecycle } from '../app.module';
+import { runAudit } from '../audit/audit-cli';
 import { createHttpApp, splitListen } from '../api/http-server';
 import { ConfigError, loadConfig } from '../config/load-config';
 import { notYetSupported } from '../config/not-yet-supported';
@@ -8,12 +9,21 @@ import { STATOR_VERSION } from '../version';
 
 const USAGE = `usage: stator <config.yml>
        stator --version
+       stator audit <verify|export|replay> ...   (stator audit --help)
 
 Runs the Stator agent for one PostgreSQL node. The configuration file uses Patroni's schema;
 PATRONI_* and STATOR_* environment variables override it (see docs/configuration.md).`;
 
 /** `stator <config.yml>`: starts the agent; exits 1 with one line per problem on a bad configuration. */
 export async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'audit') {
+    process.exitCode = await runAudit(argv.slice(1), {
+      stdout: (text) => process.stdout.write(text),
+      stderr: (text) => process.stderr.write(text),
+      env: process.env,
+    });
+    return;
+  }
   if (argv.includes('--version')) {
     process.stdout.write(`stator ${STATOR_VERSION}\n`);
     return;

@@ -11,6 +11,7 @@ import {
 } from '../dcs/etcd/etcd-client';
 import { NewEvent, RecordedEvent } from './event';
 import { EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict } from './event-store.port';
+import { ChainHead, chainEvents } from './hash-chain';
 
 export interface EtcdEventStoreOptions {
   /** etcd client endpoints, `host:port`. */
@@ -22,7 +23,8 @@ export interface EtcdEventStoreOptions {
 
 /** etcd's default `--max-txn-ops` is 128: one put per event plus the head. */
 const MAX_EVENTS_PER_APPEND = 100;
-const ANY_VERSION_ATTEMPTS = 5;
+/** Attempts of one append when the head moved under it ('any', or a stale cached head). */
+const APPEND_ATTEMPTS = 5;
 const SEQ_DIGITS = 12;
 const HEADS = 'heads';
 const FIRST_RETRY_DELAY_MS = 100;
@@ -33,8 +35,10 @@ const MAX_RETRY_DELAY_MS = 1000;
  * prefix so DCS range reads never fetch events.
  *
  * Layout: `<prefix><stream>/<seq, 12 digits>` = JSON of the RecordedEvent, and
- * `<prefix>heads/<stream>` = the stream's last seq, written in the same txn so that `lastSeq`
- * is a single key read. Store order is etcd's mod revision (one txn per append).
+ * `<prefix>heads/<stream>` = `{"seq":N,"hash":"..."}`, the stream's last seq and hash, written in
+ * the same txn so that `lastSeq` is a single key read and the next append can chain to it. Store
+ * order is etcd's mod revision (one txn per append). Heads written by older versions as a bare
+ * number mark unchained history: the chain starts after it (`prev` '').
  */
 export class EtcdEventStore implements EventStore {
   private readonly client: EtcdClient;
@@ -42,6 +46,8 @@ export class EtcdEventStore implements EventStore {
   private readonly headsPrefix: string;
   /** Aborted by close(): ends every subscription. */
   private readonly lifetime = new AbortController();
+  /** The head each stream had after our last append or read of it, so a writer's next append is one txn. */
+  private readonly knownHeads = new Map<string, StoredHead>();
 
   constructor(private readonly options: EtcdEventStoreOptions) {
     this.client = new EtcdClient({ hosts: options.hosts });
@@ -50,24 +56,29 @@ export class EtcdEventStore implements EventStore {
   }
 
   /**
-   * One txn: numeric `expectedVersion` → compares "key expectedVersion+1 absent" and, above 0,
-   * "key expectedVersion exists", then puts every event and the new head. A failed compare
-   * rejects with ExpectedVersionConflict carrying the stored head. 'any' reads the head and
-   * appends after it, retrying a few times when another writer got there first.
-   * At most MAX_EVENTS_PER_APPEND events per call (one etcd txn).
+   * Chains the events to the stream's head and writes them in one txn that compares the head
+   * key's value with the head they were chained to (so two writers can never fork the chain), and
+   * the first new key's absence. The head is the one this store last saw (no read) when it
+   * matches `expectedVersion`; a failed compare answers with the current head. Numeric
+   * `expectedVersion`: rejects with ExpectedVersionConflict, carrying the stored head, unless the
+   * stream's last seq equals it. 'any': appends after whatever head there is, retrying a few
+   * times when another writer got there first. At most MAX_EVENTS_PER_APPEND events per call.
    */
   async append(stream: string, events: NewEvent[], expectedVersion: ExpectedVersion): Promise<RecordedEvent[]> {
     assertStreamName(stream);
     if (events.length > MAX_EVENTS_PER_APPEND) {
       throw new Error(`append to ${stream}: ${events.length} events exceed ${MAX_EVENTS_PER_APPEND} per append`);
     }
-    if (expectedVersion !== 'any') return this.appendAt(stream, events, expectedVersion);
+    const known = this.knownHeads.get(stream);
+    let head = known && (expectedVersion === 'any' || known.seq === expectedVersion) ? known : await this.readHead(stream);
     for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.appendAt(stream, events, await this.lastSeq(stream));
-      } catch (error) {
-        if (!(error instanceof ExpectedVersionConflict) || attempt >= ANY_VERSION_ATTEMPTS) throw error;
+      if (expectedVersion !== 'any' && head.seq !== expectedVersion) {
+        throw new ExpectedVersionConflict(stream, expectedVersion, head.seq);
       }
+      const outcome = await this.appendAfter(stream, events, head);
+      if ('stored' in outcome) return outcome.stored;
+      head = outcome.currentHead;
+      if (attempt >= APPEND_ATTEMPTS) throw new ExpectedVersionConflict(stream, expectedVersion, head.seq);
     }
   }
 
@@ -97,8 +108,7 @@ export class EtcdEventStore implements EventStore {
 
   async lastSeq(stream: string): Promise<number> {
     assertStreamName(stream);
-    const head = await this.client.range(this.headKey(stream), {}, this.options.requestTimeoutMs);
-    return parseHead(head.kvs[0]?.value);
+    return (await this.readHead(stream)).seq;
   }
 
   /**
@@ -152,27 +162,49 @@ export class EtcdEventStore implements EventStore {
     }
   }
 
-  private async appendAt(stream: string, events: NewEvent[], expected: number): Promise<RecordedEvent[]> {
-    const stored = events.map((event, index) => ({ ...event, stream, seq: expected + index + 1 }));
-    const compare: TxnCompare[] = [{ key: this.eventKey(stream, expected + 1), target: 'CREATE', createRevision: '0' }];
-    if (expected > 0) {
-      compare.push({ key: this.eventKey(stream, expected), target: 'CREATE', result: 'GREATER', createRevision: '0' });
-    }
+  private async readHead(stream: string): Promise<StoredHead> {
+    const response = await this.client.range(this.headKey(stream), {}, this.options.requestTimeoutMs);
+    const head = parseHead(response.kvs[0]?.value);
+    this.knownHeads.set(stream, head);
+    return head;
+  }
+
+  /** One txn, conditional on the head being `head`: the stored events, or the head found instead. */
+  private async appendAfter(
+    stream: string,
+    events: NewEvent[],
+    head: StoredHead,
+  ): Promise<{ stored: RecordedEvent[] } | { currentHead: StoredHead }> {
+    const stored = chainEvents(stream, events, head);
+    if (stored.length === 0) return { stored };
+    const { seq, hash } = stored[stored.length - 1];
+    const newHeadValue = JSON.stringify({ seq, hash });
+    const headKey = this.headKey(stream);
+    const compare: TxnCompare[] = [
+      head.value === null
+        ? { key: headKey, target: 'CREATE', createRevision: '0' }
+        : { key: headKey, target: 'VALUE', value: head.value },
+      // Guards the events even if a head was lost: an existing event is never overwritten.
+      { key: this.eventKey(stream, head.seq + 1), target: 'CREATE', createRevision: '0' },
+    ];
     const result = await this.client.txn(
       {
         compare,
         success: [
           ...stored.map((event) => ({ put: { key: this.eventKey(stream, event.seq), value: JSON.stringify(event) } })),
-          { put: { key: this.headKey(stream), value: String(expected + stored.length) } },
+          { put: { key: headKey, value: newHeadValue } },
         ],
-        failure: [{ range: { key: this.headKey(stream) } }],
+        failure: [{ range: { key: headKey } }],
       },
       this.options.requestTimeoutMs,
     );
     if (!result.succeeded) {
-      throw new ExpectedVersionConflict(stream, expected, parseHead(result.responses[0]?.kvs[0]?.value));
+      const currentHead = parseHead(result.responses[0]?.kvs[0]?.value);
+      this.knownHeads.set(stream, currentHead);
+      return { currentHead };
     }
-    return stored;
+    this.knownHeads.set(stream, { seq, hash, value: newHeadValue });
+    return { stored };
   }
 
   private eventKey(stream: string, seq: number): string {
@@ -191,9 +223,24 @@ function assertStreamName(stream: string): void {
   }
 }
 
-function parseHead(value: string | undefined): number {
-  const seq = Number(value ?? 0);
-  return Number.isInteger(seq) && seq > 0 ? seq : 0;
+/** A stream head and the exact value of its key (null: no key), which the next append compares. */
+interface StoredHead extends ChainHead {
+  value: string | null;
+}
+
+/** `{"seq":N,"hash":"..."}`, or a bare seq from older versions (unchained history: hash ''). */
+function parseHead(value: string | undefined): StoredHead {
+  if (value === undefined) return { seq: 0, hash: '', value: null };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    parsed = null;
+  }
+  const chained = typeof parsed === 'object' && parsed !== null ? (parsed as Partial<ChainHead>) : null;
+  const seq = chained ? Number(chained.seq) : Number(parsed);
+  const hash = chained && typeof chained.hash === 'string' ? chained.hash : '';
+  return { seq: Number.isInteger(seq) && seq > 0 ? seq : 0, hash, value };
 }
 
 /** Values that are not events (written by someone else) are skipped rather than thrown. */

@@ -17,7 +17,13 @@ export interface RecordedEvent {
   /** The machine event or reason that caused it. */
   cause: string;
   data?: Record<string, unknown>;
+  /**
+   * Hash chain (see hash-chain.ts), set by the store: the hash of the previous event of the
+   * stream ('' for the first) and this event's own. Absent on events stored before the chain.
+   */
+  prev?: string;
+  hash?: string;
 }
 
-/** What a producer hands over; the recorder assigns stream position. */
-export type NewEvent = Omit<RecordedEvent, 'seq'>;
+/** What a producer hands over; the store assigns stream position and chain. */
+export type NewEvent = Omit<RecordedEvent, 'seq' | 'prev' | 'hash'>;

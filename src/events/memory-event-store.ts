@@ -1,21 +1,27 @@
 import { Observable, Subject } from 'rxjs';
 import { NewEvent, RecordedEvent } from './event';
 import { EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict } from './event-store.port';
+import { ChainHead, chainEvents } from './hash-chain';
 
-/** EventStore in an array, in append order, with the same concurrency rules as EtcdEventStore. */
+/**
+ * EventStore in an array, in append order, with the same concurrency rules and hash chain as
+ * EtcdEventStore.
+ */
 export class MemoryEventStore implements EventStore {
   private readonly events: RecordedEvent[] = [];
-  private readonly heads = new Map<string, number>();
+  private readonly heads = new Map<string, ChainHead>();
   private readonly appended = new Subject<RecordedEvent>();
 
   async append(stream: string, events: NewEvent[], expectedVersion: ExpectedVersion): Promise<RecordedEvent[]> {
-    const head = this.heads.get(stream) ?? 0;
-    if (expectedVersion !== 'any' && expectedVersion !== head) {
-      throw new ExpectedVersionConflict(stream, expectedVersion, head);
+    const head = this.heads.get(stream) ?? { seq: 0, hash: '' };
+    if (expectedVersion !== 'any' && expectedVersion !== head.seq) {
+      throw new ExpectedVersionConflict(stream, expectedVersion, head.seq);
     }
-    const stored = events.map((event, index) => ({ ...event, stream, seq: head + index + 1 }));
+    const stored = chainEvents(stream, events, head);
+    if (stored.length === 0) return [];
     this.events.push(...stored);
-    this.heads.set(stream, head + stored.length);
+    const last = stored[stored.length - 1];
+    this.heads.set(stream, { seq: last.seq, hash: last.hash });
     for (const event of stored) this.appended.next(event);
     return stored.map((event) => ({ ...event }));
   }
@@ -28,7 +34,7 @@ export class MemoryEventStore implements EventStore {
   }
 
   async lastSeq(stream: string): Promise<number> {
-    return this.heads.get(stream) ?? 0;
+    return this.heads.get(stream)?.seq ?? 0;
   }
 
   subscribe(): Observable<RecordedEvent> {

@@ -34,6 +34,8 @@ export type HaAction =
   | { type: 'follow'; upstream: UpstreamNode }
   /** Stop a primary that must not be one; restart it read-only following `upstream` unless `restart` is false. */
   | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
+  /** A replica that cannot follow `upstream`'s timeline: stop, pg_rewind, start again (only if `upstream` answers). */
+  | { type: 'rewindReplica'; upstream: UpstreamNode }
   | { type: 'releaseLock' }
   | { type: 'finishBootstrap' }
   | { type: 'abandonBootstrap' }
@@ -309,11 +311,13 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
   const following = `no action. I am (${local.name}), a secondary, and following a leader (${leaderName})`;
   const leaderTimeline = cluster!.members.find((m) => m.name === leaderName)?.data.timeline ?? 0;
   const stuckFor = local.notStreamingSince > 0 ? s.now - local.notStreamingSince : 0;
-  if (upstream && local.upstream === leaderName && stuckFor > STUCK_REPLICA_CYCLES * config.loop_wait * 1000 && (local.sample?.timeline ?? 0) < leaderTimeline) {
+  // Longer than ttl: a leader that died would have lost its key by then, so this one is alive.
+  const stuckLimitMs = Math.max(STUCK_REPLICA_CYCLES * config.loop_wait, config.ttl) * 1000;
+  if (upstream && local.upstream === leaderName && stuckFor > stuckLimitMs && (local.sample?.timeline ?? 0) < leaderTimeline) {
     // Replication cannot continue from a timeline the leader forked off before our position: rewind.
     return {
       verdict: `not streaming from ${leaderName} for ${Math.round(stuckFor / 1000)} s and behind its timeline ${leaderTimeline}: rejoining through pg_rewind`,
-      actions: [{ type: 'demote', mode: 'fast', restart: true, upstream }],
+      actions: [{ type: 'rewindReplica', upstream }],
     };
   }
   if (upstream && local.upstream !== leaderName) return { verdict: following, actions: [{ type: 'follow', upstream }] };

@@ -286,6 +286,10 @@ export class HaNode {
   /** Throws the data directory away and clones it again from the leader (POST /reinitialize). */
   startReinitialize(source: UpstreamNode): void {
     this.runTask('reinitialize', async () => {
+      if (!(await this.deps.pg.upstreamReachable(source))) {
+        this.deps.logger.warning(`not reinitializing: ${source.name} does not accept connections`);
+        return;
+      }
       if (this.isPostmasterUp()) {
         this.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: 60_000 });
         await this.waitForPostgres((state) => !['running', 'stopping', 'starting'].includes(state));
@@ -518,6 +522,16 @@ export class HaNode {
           if (action.upstream) await this.rejoin(action.upstream, this.dynamic.use_pg_rewind);
           else await this.startAsReplica(null);
         });
+      case 'rewindReplica':
+        return this.runTask('rejoin', async () => {
+          if (!(await this.deps.pg.upstreamReachable(action.upstream))) {
+            this.deps.logger.warning(`not rewinding: ${action.upstream.name} does not accept connections`);
+            return;
+          }
+          this.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
+          await this.waitForPostgres((state) => !['running', 'stopping'].includes(state));
+          await this.rejoin(action.upstream, this.dynamic.use_pg_rewind);
+        });
       case 'releaseLock':
         await this.releaseLock(snapshot.dcsError ?? 'voluntary release');
         return;
@@ -634,8 +648,15 @@ export class HaNode {
     if (this.pgState() === 'running' && this.roleName() === 'demoted') this.sendRole({ type: 'FOLLOWING' });
   }
 
-  /** A former primary joins the leader: pg_rewind, or a fresh clone when rewind is off or fails. */
+  /**
+   * A former primary joins the leader: pg_rewind, or a fresh clone when rewind is off or fails.
+   * Nothing is removed while the leader does not answer: a dead leader is no reason to lose data.
+   */
   private async rejoin(upstream: UpstreamNode, useRewind: boolean): Promise<void> {
+    if (!(await this.deps.pg.upstreamReachable(upstream))) {
+      this.deps.logger.warning(`not rejoining ${upstream.name} now: it does not accept connections`);
+      return;
+    }
     let rewound = false;
     if (useRewind) {
       const info = await this.deps.pg.inspectDataDir();
@@ -644,6 +665,10 @@ export class HaNode {
       await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value as StateValue) === null);
       const { lastOutcome, lastError } = this.postgres.getSnapshot().context;
       rewound = lastOutcome === 'rewound' || lastOutcome === 'not_needed';
+      if (!rewound && !(await this.deps.pg.upstreamReachable(upstream))) {
+        this.deps.logger.warning(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
+        return;
+      }
       if (!rewound) this.deps.logger.warning(`pg_rewind from ${upstream.name} failed, reinitializing: ${lastError}`);
     }
     if (!rewound) {

@@ -93,6 +93,8 @@ export interface PostgresProcess {
   /** Disarms the switch (the node is no longer primary). */
   disarmFence(): void;
   postmasterPid(): number | null;
+  /** Whether `source` accepts a connection as the superuser now (1 s): checked before anything is stopped or removed to follow it. */
+  upstreamReachable(source: UpstreamNode): Promise<boolean>;
   /** Releases local handles (fence socket); the postmaster and the fence keep running. */
   detach(): Promise<void>;
 }

@@ -588,6 +588,10 @@ export class RealPostgresProcess implements PostgresProcess {
     this.fence?.send({ op: 'disarm' });
   }
 
+  async upstreamReachable(source: UpstreamNode): Promise<boolean> {
+    return serverAcceptsConnections({ host: source.host, port: source.port, user: this.superuser, password: this.superuserPassword, database: 'postgres' }, 1000);
+  }
+
   postmasterPid(): number | null {
     return this.pid;
   }

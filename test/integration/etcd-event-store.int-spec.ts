@@ -10,6 +10,7 @@ import { NewEvent, RecordedEvent } from '../../src/events/event';
 import { EventRecorder, QUEUE_FILE } from '../../src/events/event-recorder';
 import { ExpectedVersionConflict } from '../../src/events/event-store.port';
 import { EtcdEventStore } from '../../src/events/etcd-event-store';
+import { verifyChain } from '../../src/events/hash-chain';
 import { EtcdHandle, startEtcd } from '../helpers/etcd';
 import { removeDir, tmpDir } from '../helpers/tmp';
 import { waitFor } from '../helpers/wait-for';
@@ -92,14 +93,53 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
 
   it('keeps events under their own prefix, one key per event plus a head per stream', async () => {
     const store = newStore();
-    await store.append('node/node1/postgres', [event('node/node1/postgres', 'starting')], 0);
+    const [stored] = await store.append('node/node1/postgres', [event('node/node1/postgres', 'starting')], 0);
     const raw = new EtcdClient({ hosts: [etcd.endpoint] });
     try {
       const keys = await raw.range(`/stator-events/${scope}/`, { prefix: true }, 1000);
-      expect(keys.kvs.map((kv) => [kv.key, kv.key.endsWith('postgres') ? kv.value : JSON.parse(kv.value).seq])).toEqual([
-        [`/stator-events/${scope}/heads/node/node1/postgres`, '1'],
-        [`/stator-events/${scope}/node/node1/postgres/000000000001`, 1],
+      expect(keys.kvs.map((kv) => [kv.key, JSON.parse(kv.value)])).toEqual([
+        [`/stator-events/${scope}/heads/node/node1/postgres`, { seq: 1, hash: stored.hash }],
+        [`/stator-events/${scope}/node/node1/postgres/000000000001`, stored],
       ]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('chains every stream across appends, writers and store instances', async () => {
+    const [first, second] = [newStore(), newStore()];
+    await first.append('node/node1/postgres', [event('node/node1/postgres', 'a'), event('node/node1/postgres', 'b')], 0);
+    // The other instance appends at the position it expects; the first then appends with a stale cached head.
+    await second.append('node/node1/postgres', [event('node/node1/postgres', 'c')], 2);
+    await first.append('node/node1/postgres', [event('node/node1/postgres', 'd')], 'any');
+    await expect(first.append('node/node1/postgres', [event('node/node1/postgres', 'x')], 2)).rejects.toMatchObject({ actual: 4 });
+    await Promise.all([first, second, newStore()].map((store, index) => store.append('cluster', [event('cluster', `w${index}`)], 'any')));
+
+    const events = await newStore().read();
+    const postgres = events.filter((e) => e.stream === 'node/node1/postgres');
+    expect(postgres.map((e) => [e.seq, e.to])).toEqual([[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
+    postgres.slice(1).forEach((e, i) => expect(e.prev).toBe(postgres[i].hash));
+    expect(events.filter((e) => e.stream === 'cluster').map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(verifyChain(events)).toEqual([]);
+  });
+
+  it('continues a stream whose head an older version wrote as a bare number, chaining from there', async () => {
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    const prefix = `/stator-events/${scope}/`;
+    try {
+      // As versions before the hash chain stored them: no prev/hash, head = last seq.
+      for (const seq of [1, 2]) {
+        await raw.put(`${prefix}cluster/${String(seq).padStart(12, '0')}`, JSON.stringify({ ...event('cluster', `old${seq}`), seq }), {}, 1000);
+      }
+      await raw.put(`${prefix}heads/cluster`, '2', {}, 1000);
+      const store = newStore();
+      expect(await store.lastSeq('cluster')).toBe(2);
+      const [third] = await store.append('cluster', [event('cluster', 'new')], 2);
+      expect(third).toMatchObject({ seq: 3, prev: '' });
+      const [fourth] = await store.append('cluster', [event('cluster', 'newer')], 'any');
+      expect(fourth).toMatchObject({ seq: 4, prev: third.hash });
+      expect(verifyChain(await store.read())).toEqual([]);
+      expect(JSON.parse((await raw.range(`${prefix}heads/cluster`, {}, 1000)).kvs[0].value)).toEqual({ seq: 4, hash: fourth.hash });
     } finally {
       raw.close();
     }

@@ -1,0 +1,97 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError, loadConfig } from '../config/load-config';
+import { EtcdEventStore } from '../events/etcd-event-store';
+import { RecordedEvent } from '../events/event';
+
+/** Where `stator audit` reads the event log. */
+export type AuditSource =
+  | { kind: 'etcd'; hosts: string[]; scope: string }
+  | { kind: 'config'; path: string }
+  | { kind: 'file'; path: string };
+
+/** The events of a source, in its order, with the line each one has (or would have) in an export. */
+export interface AuditLog {
+  events: RecordedEvent[];
+  /** `lines[i]` is the line of `events[i]`: in the file, or its position in store order (an export's line). */
+  lines: number[];
+  /** The source in words, e.g. `etcd 127.0.0.1:2379, scope demo`. */
+  description: string;
+}
+
+/** The source cannot be read (unreachable, missing, unparseable, empty): exit code 2. */
+export class SourceError extends Error {
+  override readonly name = 'SourceError';
+}
+
+/** Deadline of the single etcd range read of the whole log. */
+const ETCD_READ_TIMEOUT_MS = 10_000;
+
+/**
+ * Reads every event of the source. `--config` takes `etcd3.hosts` and `scope` from the node's
+ * configuration (with the same PATRONI_ and STATOR_ environment overrides as the agent, from `env`).
+ * @throws SourceError naming the source and what went wrong.
+ */
+export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv): Promise<AuditLog> {
+  if (source.kind === 'file') return readExportFile(source.path);
+  const { hosts, scope } = source.kind === 'etcd' ? source : etcdOfConfig(source.path, env);
+  const description = `etcd ${hosts.join(',')}, scope ${scope}`;
+  const store = new EtcdEventStore({ hosts, scope, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
+  let events: RecordedEvent[];
+  try {
+    events = await store.read();
+  } catch (error) {
+    throw new SourceError(`${description}: unreachable: ${(error as Error).message}`);
+  } finally {
+    await store.close();
+  }
+  // An empty log is almost always a wrong scope or endpoint; auditing it would prove nothing.
+  if (events.length === 0) throw new SourceError(`${description}: no events stored under /stator-events/${scope}/`);
+  return { events, lines: events.map((_, index) => index + 1), description };
+}
+
+function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): { hosts: string[]; scope: string } {
+  try {
+    const { config } = loadConfig(path, env);
+    return { hosts: config.etcd3.hosts, scope: config.scope };
+  } catch (error) {
+    if (error instanceof ConfigError) throw new SourceError(`${path}: ${error.problems.join('; ')}`);
+    throw error;
+  }
+}
+
+/** An export: one JSON event per line; blank lines are skipped, anything else that is not an event stops the audit. */
+function readExportFile(path: string): AuditLog {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new SourceError(`${path}: ${(error as Error).message}`);
+  }
+  const events: RecordedEvent[] = [];
+  const lines: number[] = [];
+  text.split('\n').forEach((line, index) => {
+    if (!line.trim()) return;
+    const event = parseEvent(line);
+    if (!event) throw new SourceError(`${path} line ${index + 1}: not an event: ${line.slice(0, 120)}`);
+    events.push(event);
+    lines.push(index + 1);
+  });
+  if (events.length === 0) throw new SourceError(`${path}: no events`);
+  return { events, lines, description: path };
+}
+
+function parseEvent(line: string): RecordedEvent | null {
+  try {
+    const value = JSON.parse(line) as Partial<RecordedEvent> | null;
+    const isEvent =
+      typeof value === 'object' &&
+      value !== null &&
+      typeof value.stream === 'string' &&
+      Number.isInteger(value.seq) &&
+      typeof value.type === 'string' &&
+      typeof value.at === 'string';
+    return isEvent ? (value as RecordedEvent) : null;
+  } catch {
+    return null;
+  }
+}
