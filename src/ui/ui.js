@@ -76,7 +76,7 @@ class Chart {
     this.figure.addEventListener('click', () => {
       this.whole = !this.whole;
       this.figure.classList.toggle('whole', this.whole);
-      this.fit();
+      this.fitToCurrentState();
     });
     if (diagrams[machine]) {
       this.frame.innerHTML = diagrams[machine].split(`statechart-${machine}`).join(this.prefix);
@@ -103,11 +103,11 @@ class Chart {
     for (const box of found) box?.classList.add('current');
     this.currentBox = found[found.length - 1] ?? null;
     this.stateLabel.textContent = found.every(Boolean) ? statePath : `${statePath} (not in the diagram)`;
-    this.fit();
+    this.fitToCurrentState();
   }
 
   /** Either all of the diagram across the page, or a legible window centred on the current state. */
-  fit() {
+  fitToCurrentState() {
     if (!this.svg) return;
     const [fullX, fullY, fullWidth, fullHeight] = this.fullViewBox;
     if (this.whole) {
@@ -171,7 +171,7 @@ function ensureNode(name) {
   const container = $('statecharts');
   const following = [...nodes.keys()].sort().find((other) => other > name);
   container.insertBefore(section, following ? nodes.get(following).section : null);
-  for (const chart of Object.values(charts)) chart.fit();
+  for (const chart of Object.values(charts)) chart.fitToCurrentState();
   void loadCurrentStates(name);
   return node;
 }
@@ -425,7 +425,7 @@ function showScheduleProblem(message) {
 async function start() {
   $('timeline-filters').addEventListener('change', renderTimeline);
   window.addEventListener('resize', () => {
-    for (const node of nodes.values()) for (const chart of Object.values(node.charts)) chart.fit();
+    for (const node of nodes.values()) for (const chart of Object.values(node.charts)) chart.fitToCurrentState();
   });
   await Promise.all(
     MACHINES.map(async (machine) => {

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AnyStateMachine, createActor, fromPromise } from 'xstate';
+import { AnyStateMachine, createActor } from 'xstate';
 import { ManualClock } from '../../src/common/clock';
 import { NewEvent, RecordedEvent } from '../../src/events/event';
 import { MemoryEventStore } from '../../src/events/memory-event-store';
@@ -8,6 +8,7 @@ import { transitionRecorder } from '../../src/events/transition-recorder';
 import { leadershipMachine } from '../../src/ha/leadership.machine';
 import { roleMachine } from '../../src/ha/role.machine';
 import { postgresMachine } from '../../src/postgresql/postgres.machine';
+import { fakePostgresActors } from '../helpers/fake-postgres-actors';
 
 /**
  * A realistic event log for the audit tests: the real machines driven through a bootstrap, a
@@ -33,8 +34,7 @@ export async function syntheticLog(): Promise<RecordedEvent[]> {
     actor.start();
     return actor;
   };
-  const postgresWith = (failing: string[] = []) =>
-    postgresMachine.provide({ actors: fakePostgresActors(new Set(failing)) as unknown as Parameters<typeof postgresMachine.provide>[0]['actors'] });
+  const postgresWith = (failing: string[] = []) => postgresMachine.provide({ actors: fakePostgresActors(failing) });
   const settings = { role: 'primary' as const, parameters: {} };
   const startRequest = { settings, timeoutMs: 1000 };
 
@@ -107,27 +107,6 @@ export async function syntheticLog(): Promise<RecordedEvent[]> {
   const store = new MemoryEventStore();
   for (const event of recorded) await store.append(event.stream, [event], 'any');
   return store.read();
-}
-
-/** Fake side effects: each invoked actor succeeds, except those in `failing`, which fail their first run. */
-function fakePostgresActors(failing: Set<string>) {
-  const outcome = <T>(name: string, value: T) =>
-    fromPromise<T, unknown>(async () => {
-      if (failing.delete(name)) throw new Error(`${name} failed`);
-      return value;
-    });
-  return {
-    runInitdb: outcome('runInitdb', undefined),
-    runCustomBootstrap: outcome('runCustomBootstrap', undefined),
-    cloneReplica: outcome('cloneReplica', undefined),
-    startPostgres: outcome('startPostgres', { pid: 4242 }),
-    stopPostgres: outcome('stopPostgres', undefined),
-    restartPostgres: outcome('restartPostgres', { pid: 4243 }),
-    promotePostgres: outcome('promotePostgres', undefined),
-    reconfigurePostgres: outcome('reconfigurePostgres', undefined),
-    rewindData: outcome('rewindData', 'rewound' as const),
-    removeData: outcome('removeData', undefined),
-  };
 }
 
 /** The events as an export file `dir/name`; returns its path. */

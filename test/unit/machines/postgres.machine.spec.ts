@@ -1,30 +1,10 @@
-import { createActor, fromPromise, waitFor } from 'xstate';
+import { createActor, waitFor } from 'xstate';
 import { ManualClock } from '../../../src/common/clock';
 import { RecordedEvent } from '../../../src/events/event';
 import { topLevelState, transitionRecorder } from '../../../src/events/transition-recorder';
-import { postgresActors, postgresMachine, PostgresEvent } from '../../../src/postgresql/postgres.machine';
+import { postgresMachine, PostgresEvent } from '../../../src/postgresql/postgres.machine';
+import { fakePostgresActors } from '../../helpers/fake-postgres-actors';
 import { POSTGRES_STATE_NAMES, POSTGRES_STATES } from '../../../src/postgresql/postgres-states';
-
-/** Fake side effects: each invoked actor succeeds unless its name is in `failing`. */
-function fakeActors(failing: Set<string>) {
-  const outcome = <T>(name: string, value: T) =>
-    fromPromise<T, unknown>(async () => {
-      if (failing.has(name)) throw new Error(`${name} failed`);
-      return value;
-    });
-  return {
-    runInitdb: outcome('runInitdb', undefined),
-    runCustomBootstrap: outcome('runCustomBootstrap', undefined),
-    cloneReplica: outcome('cloneReplica', undefined),
-    startPostgres: outcome('startPostgres', { pid: 4242 }),
-    stopPostgres: outcome('stopPostgres', undefined),
-    restartPostgres: outcome('restartPostgres', { pid: 4243 }),
-    promotePostgres: outcome('promotePostgres', undefined),
-    reconfigurePostgres: outcome('reconfigurePostgres', undefined),
-    rewindData: outcome('rewindData', 'rewound' as const),
-    removeData: outcome('removeData', undefined),
-  };
-}
 
 const settings = { role: 'primary' as const, parameters: {} };
 const start = { settings, timeoutMs: 1000 };
@@ -52,7 +32,7 @@ const pathTo: Record<string, { events: PostgresEvent[]; failing?: string[] }> = 
 function run(failing: string[] = []) {
   const recorded: RecordedEvent[] = [];
   const sink = { record: (event: Omit<RecordedEvent, 'seq'>) => recorded.push({ ...event, seq: recorded.length + 1 }) };
-  const actor = createActor(postgresMachine.provide({ actors: fakeActors(new Set(failing)) as unknown as ReturnType<typeof postgresActors> }), {
+  const actor = createActor(postgresMachine.provide({ actors: fakePostgresActors(failing) }), {
     inspect: transitionRecorder('postgres', 'n1', sink, new ManualClock()),
   });
   actor.start();
