@@ -6,7 +6,7 @@ import { EventLog } from '../events/event-log';
 import { HaNode } from '../ha/ha-node';
 import { ClusterController } from './cluster.controller';
 import { EventsController } from './events.controller';
-import { HealthController } from './health.controller';
+import { HealthRoutes } from './health.controller';
 import { HttpExceptionFilter } from './http-exception.filter';
 import { MetricsController } from './metrics.controller';
 import { API_CLOCK, API_IDENTITY, NODE_VIEW_SOURCE, NodeStateService, NodeViewSource } from './node-state.service';
@@ -30,11 +30,12 @@ export class ApiModule {
   static register(options: ApiModuleOptions): DynamicModule {
     return {
       module: ApiModule,
-      controllers: [statusController(options.identity.productKey), HealthController, MetricsController, ClusterController, EventsController, UiController],
+      controllers: [statusController(options.identity.productKey), MetricsController, ClusterController, EventsController, UiController],
       providers: [
         options.source ? { provide: NODE_VIEW_SOURCE, useValue: options.source } : { provide: NODE_VIEW_SOURCE, useExisting: HaNode },
         { provide: API_IDENTITY, useValue: options.identity },
         options.clock ? { provide: API_CLOCK, useValue: options.clock } : { provide: API_CLOCK, useExisting: CLOCK },
+        HealthRoutes,
         ...(options.eventLog ? [{ provide: EVENT_LOG, useValue: options.eventLog }] : []),
         NodeStateService,
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
