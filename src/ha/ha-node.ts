@@ -684,6 +684,10 @@ export class HaNode {
     // Slots for the other members exist before they reconnect to us, or they retry only after
     // wal_retrieve_retry_interval (5 s). Physical slots can be created on a standby.
     if (this.dynamic.use_slots && this.cluster) await this.syncMemberSlots(this.cluster).catch((e) => this.deps.logger.warning(`creating member slots failed: ${errorText(e)}`));
+    // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
+    // on a former primary reads it: from now until that checkpoint the member key says so.
+    this.checkpointAfterPromotePending = true;
+    await this.deps.dcs.touchMember(this.memberData()).catch(() => undefined);
     this.sendRole({ type: 'PROMOTE_STARTED' });
     this.postgres.send({ type: 'PROMOTE', timeoutMs: this.dynamic.loop_wait * 1000 + 60_000 });
     await waitFor(this.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
@@ -691,18 +695,15 @@ export class HaNode {
     if (lastOutcome !== 'promoted') {
       this.deps.logger.error(`promote failed: ${lastError}`);
       this.sendRole({ type: 'PROMOTE_FAILED' });
+      this.checkpointAfterPromotePending = false;
       return;
     }
     this.upstream = null;
-    // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
-    // on a former primary reads it: until the checkpoint is done the member key says so.
-    this.checkpointAfterPromotePending = true;
-    await this.deps.dcs.touchMember(this.memberData()).catch(() => undefined);
-    await this.deps.query.checkpoint().catch((e) => this.deps.logger.warning(`checkpoint after promote failed: ${errorText(e)}`));
-    this.checkpointAfterPromotePending = false;
     await this.takeSample();
     this.sendRole({ type: 'PROMOTE_COMPLETED' });
     this.recordCluster('leader.promoted', 'promoted self to leader', { timeline: this.sample?.timeline ?? null });
+    await this.deps.query.checkpoint().catch((e) => this.deps.logger.warning(`checkpoint after promote failed: ${errorText(e)}`));
+    this.checkpointAfterPromotePending = false;
   }
 
   private async releaseLock(reason: string): Promise<void> {
