@@ -70,6 +70,8 @@ const STATOR_CONF_MARKER = '# Written by Stator';
 const STDERR_TAIL_CHARS = 2000;
 /** After the escalation to an immediate shutdown, how long before SIGKILL. */
 const IMMEDIATE_GRACE_MS = 2000;
+/** How often a promotion is checked: it usually completes within tens of milliseconds. */
+const PROMOTE_POLL_MS = 10;
 const READY_POLL_MS = 50;
 /** When the fence vanishes, how long its postmaster may take to follow before it counts as unfenced. */
 const FENCE_LOSS_SETTLE_MS = 200;
@@ -554,16 +556,19 @@ export class RealPostgresProcess implements PostgresProcess {
     process.kill(pid, 'SIGHUP');
   }
 
-  /** `pg_ctl promote -w` as the OS user, then waits until `pg_is_in_recovery()` is false. */
+  /**
+   * `pg_ctl promote -W` as the OS user, then waits until `pg_is_in_recovery()` is false. pg_ctl's
+   * own wait polls pg_control ten times a second; asking the server directly ends the write gap of
+   * a switchover up to 100 ms sooner.
+   */
   async promote(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-    await this.run(this.binary('pg_ctl'), ['promote', '-D', this.dataDir, '-w', '-t', String(seconds)], { env: { LC_MESSAGES: 'C' } });
+    await this.run(this.binary('pg_ctl'), ['promote', '-D', this.dataDir, '-W'], { env: { LC_MESSAGES: 'C' } });
     const connection = this.localConnection();
     while (Date.now() < deadline) {
       const inRecovery = await queryInRecovery(connection).catch(() => null);
       if (inRecovery === false) return;
-      await sleep(READY_POLL_MS);
+      await sleep(PROMOTE_POLL_MS);
     }
     throw new Error(`postgres still in recovery ${timeoutMs} ms after pg_ctl promote`);
   }
