@@ -1,0 +1,149 @@
+import { join } from 'node:path';
+import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { httpCode, httpJson } from './http';
+import { killPid, Stoppable } from './cleanup';
+import { verifiedPid } from './proc';
+
+export type Kind = 'stator' | 'patroni';
+
+export interface Timing {
+  ttl: number;
+  loopWait: number;
+  retryTimeout: number;
+}
+
+export const PG_PASSWORD = 'postgres';
+export const PG_BIN_DIR = '/usr/lib/postgresql/15/bin';
+
+/** One agent + its PostgreSQL, whatever the agent is. */
+export interface BenchNode {
+  readonly name: string;
+  readonly apiUrl: string;
+  readonly pgPort: number;
+  readonly dataDir: string;
+  readonly logPath: string;
+  /** The agent's process (the Node process for Stator, the Python process for Patroni). */
+  agentPid(): number | null;
+  /** The postmaster, from postmaster.pid, verified against its command line. */
+  postmasterPid(): number | null;
+  /** Other long-lived processes of the agent (Stator's fence), verified. */
+  helperPids(): number[];
+  /** SIGKILL of the agent, synchronous (no waiting for the exit). */
+  killAgentNow(): void;
+  /** Resolves once the agent process has exited. */
+  agentExited(): Promise<void>;
+  /** Starts the agent again (after a kill). */
+  startAgent(): void;
+}
+
+export interface BenchCluster extends Stoppable {
+  readonly kind: Kind;
+  readonly timing: Timing;
+  readonly scope: string;
+  readonly etcdEndpoint: string;
+  /** `/stator` or `/patroni`. */
+  readonly statusPath: string;
+  readonly nodes: BenchNode[];
+}
+
+export function postmasterOf(dataDir: string, pidFromFile: number | null): number | null {
+  return verifiedPid(pidFromFile, dataDir);
+}
+
+/** Nodes answering 200 on `/primary`. */
+export async function primaries(cluster: BenchCluster, timeoutMs = 1000): Promise<BenchNode[]> {
+  const codes = await Promise.all(cluster.nodes.map((n) => httpCode(`${n.apiUrl}/primary`, timeoutMs)));
+  return cluster.nodes.filter((_n, i) => codes[i] === 200);
+}
+
+export async function status(cluster: BenchCluster, node: BenchNode, timeoutMs = 1000): Promise<Record<string, unknown> | null> {
+  return httpJson(node.apiUrl + cluster.statusPath, timeoutMs);
+}
+
+class StatorBenchNode implements BenchNode {
+  constructor(private readonly node: LocalNode) {}
+  get name() {
+    return this.node.name;
+  }
+  get apiUrl() {
+    return this.node.apiUrl;
+  }
+  get pgPort() {
+    return this.node.pgPort;
+  }
+  get dataDir() {
+    return this.node.dataDir;
+  }
+  get logPath() {
+    return this.node.logPath;
+  }
+  agentPid() {
+    return this.node.pid;
+  }
+  postmasterPid() {
+    return postmasterOf(this.node.dataDir, this.node.postmasterPid());
+  }
+  helperPids() {
+    const fence = verifiedPid(this.node.fencePid(), 'fence');
+    return fence ? [fence] : [];
+  }
+  killAgentNow() {
+    const pid = this.node.pid;
+    if (pid) killPid(pid);
+  }
+  agentExited() {
+    return this.node.killAgent();
+  }
+  startAgent() {
+    this.node.start();
+  }
+}
+
+/** A 3-node Stator cluster from scripts/lib/local-cluster.ts (its own etcd, `stator` processes). */
+export class StatorBenchCluster implements BenchCluster {
+  readonly kind = 'stator' as const;
+  readonly statusPath = '/stator';
+  readonly nodes: BenchNode[];
+  readonly label: string;
+
+  private constructor(
+    private readonly cluster: LocalCluster,
+    readonly timing: Timing,
+  ) {
+    this.nodes = cluster.nodes.map((n) => new StatorBenchNode(n));
+    this.label = `stator(ttl ${timing.ttl})`;
+  }
+
+  static async start(baseDir: string, timing: Timing, scope: string): Promise<StatorBenchCluster> {
+    const cluster = await LocalCluster.start({
+      nodes: 3,
+      baseDir: join(baseDir),
+      scope,
+      ttl: timing.ttl,
+      loopWait: timing.loopWait,
+      retryTimeout: timing.retryTimeout,
+      pgPassword: PG_PASSWORD,
+      compat: 'stator',
+    });
+    return new StatorBenchCluster(cluster, timing);
+  }
+
+  get scope() {
+    return this.cluster.scope;
+  }
+  get etcdEndpoint() {
+    return this.cluster.etcd.endpoint;
+  }
+
+  stop(): Promise<void> {
+    return this.cluster.stop();
+  }
+
+  pids(): number[] {
+    const pids: number[] = [];
+    for (const node of this.nodes) {
+      for (const pid of [node.agentPid(), node.postmasterPid(), ...node.helperPids()]) if (pid) pids.push(pid);
+    }
+    return pids;
+  }
+}

@@ -1,0 +1,133 @@
+import { Client } from 'pg';
+import { pgClient, query } from './sql';
+import { now, sleep } from './util';
+
+export const WRITE_INTERVAL_MS = 50;
+
+export interface GapReport {
+  /** Longest interval between two consecutive acknowledged inserts after `from`, ms. */
+  gapMs: number;
+  /** When that gap started, relative to `from` (the event), ms. */
+  gapStartMs: number;
+  /** First acknowledged insert after `from`, relative to it, ms (NaN: none). */
+  firstAfterMs: number;
+  failedAttempts: number;
+  errors: string[];
+}
+
+/**
+ * A client that inserts a row every 50 ms on a persistent connection, emulating libpq's
+ * `target_session_attrs=read-write` over every node: after any failure it drops the connection
+ * and, at the next tick, tries each node's PostgreSQL port in turn until one accepts the
+ * connection and reports `transaction_read_only = off`. Each acknowledged insert's time is kept.
+ * Connection and statement timeouts are 1 s. The loop is bounded by `maxMs` and by stop().
+ */
+export class WriteProbe {
+  readonly acks: number[] = [];
+  private readonly failures: { at: number; error: string }[] = [];
+  private client: Client | null = null;
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+  private preferred = 0;
+
+  constructor(private readonly ports: number[]) {}
+
+  start(maxMs: number): void {
+    this.loop = this.run(maxMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    await this.client?.end().catch(() => undefined);
+    this.client = null;
+  }
+
+  /** Waits until an insert has been acknowledged after `since` (bounded). */
+  async waitForAckAfter(since: number, timeoutMs: number): Promise<number | null> {
+    const deadline = now() + timeoutMs;
+    while (now() < deadline) {
+      const ack = this.acks.find((t) => t > since);
+      if (ack !== undefined) return ack;
+      await sleep(20);
+    }
+    return null;
+  }
+
+  /** Time of the first failed attempt after `from` (null: none yet). */
+  firstFailureAfter(from: number): number | null {
+    return this.failures.find((f) => f.at >= from)?.at ?? null;
+  }
+
+  /** The write-unavailability window around an event at `from`: the longest gap between acks that ends after it. */
+  gapAround(from: number, until = Infinity): GapReport {
+    let previous = [...this.acks].reverse().find((t) => t <= from) ?? from;
+    let gap = 0;
+    let gapStart = previous;
+    for (const ack of this.acks) {
+      if (ack <= from || ack > until) continue;
+      if (ack - previous > gap) {
+        gap = ack - previous;
+        gapStart = previous;
+      }
+      previous = ack;
+    }
+    const first = this.acks.find((t) => t > from);
+    const failed = this.failures.filter((f) => f.at >= from && f.at <= until);
+    return {
+      gapMs: gap,
+      gapStartMs: gapStart - from,
+      firstAfterMs: first === undefined ? NaN : first - from,
+      failedAttempts: failed.length,
+      errors: [...new Set(failed.map((f) => f.error.replace(/\d+/g, 'N')))].slice(0, 4),
+    };
+  }
+
+  private async run(maxMs: number): Promise<void> {
+    const started = now();
+    let tick = 0;
+    while (!this.stopped && now() - started < maxMs) {
+      const due = started + tick * WRITE_INTERVAL_MS;
+      const wait = due - now();
+      if (wait > 0) await sleep(wait);
+      tick = Math.max(tick + 1, Math.ceil((now() - started) / WRITE_INTERVAL_MS));
+      if (this.stopped) break;
+      try {
+        this.client ??= await this.connectReadWrite();
+        await this.client.query('INSERT INTO bench_writes DEFAULT VALUES');
+        this.acks.push(now());
+      } catch (error) {
+        this.failures.push({ at: now(), error: (error as Error).message || String(error) });
+        const broken = this.client;
+        this.client = null;
+        void broken?.end().catch(() => undefined);
+      }
+    }
+  }
+
+  /** libpq's read-write host selection: the first node (from the last good one) that is writable. */
+  private async connectReadWrite(): Promise<Client> {
+    const errors: string[] = [];
+    for (let i = 0; i < this.ports.length; i++) {
+      const index = (this.preferred + i) % this.ports.length;
+      const client = pgClient(this.ports[index], 1000);
+      try {
+        await client.connect();
+        const rows = (await client.query('SHOW transaction_read_only')).rows as { transaction_read_only: string }[];
+        if (rows[0]?.transaction_read_only === 'off') {
+          this.preferred = index;
+          return client;
+        }
+        errors.push(`port ${this.ports[index]}: session is read-only`);
+      } catch (error) {
+        errors.push(`port ${this.ports[index]}: ${(error as Error).message}`);
+      }
+      await client.end().catch(() => undefined);
+    }
+    throw new Error(errors.join('; '));
+  }
+}
+
+export async function createWriteTable(port: number): Promise<void> {
+  await query(port, 'CREATE TABLE IF NOT EXISTS bench_writes (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())', 5000);
+}
