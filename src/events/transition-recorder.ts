@@ -1,4 +1,4 @@
-import { AnyActorLogic, AnyMachineSnapshot, InspectionEvent, StateValue } from 'xstate';
+import { AnyMachineSnapshot, InspectionEvent, StateValue } from 'xstate';
 import { Clock } from '../common/clock';
 import { NewEvent } from './event';
 
@@ -59,4 +59,3 @@ export function transitionRecorder(machine: string, node: string, sink: EventSin
   };
 }
 
-export type { AnyActorLogic };

@@ -1,5 +1,5 @@
 import { UpstreamNode } from '../postgresql/postgres.port';
-import { POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
+import { LONG_ACTION_STATES, POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
 import { FailoverRequest } from '../dcs/dcs.port';
 import {
   clusterTimeline,
@@ -54,7 +54,6 @@ export type Decision = { need: Need } | { verdict: string; actions: HaAction[] }
 /** How many loop_waits a replica behind the leader's timeline may fail to stream before it rewinds. */
 const STUCK_REPLICA_CYCLES = 3;
 
-const LONG_ACTION_STATES = ['initdb', 'custom_bootstrap', 'creating_replica', 'starting', 'bootstrap_starting', 'restarting', 'stopping'];
 
 export function decide(s: HaSnapshot): Decision {
   const { local, cluster, config } = s;
@@ -213,7 +212,7 @@ function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision {
 }
 
 /** `_is_healthiest_node` and its preconditions (reference 3.5). */
-export function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason: string } {
+function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason: string } {
   const { local, cluster, config } = s;
   const timeline = clusterTimeline(cluster!);
   const ownTimeline = local.sample?.timeline ?? 0;
@@ -371,7 +370,7 @@ function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decis
 }
 
 /** A scheduled switchover still ahead: the lock holder waits and wakes exactly on time. */
-export function scheduledFailoverAhead(s: HaSnapshot): { at: number; kind: string } | null {
+function scheduledFailoverAhead(s: HaSnapshot): { at: number; kind: string } | null {
   const value = s.cluster?.failover?.value;
   if (!value?.scheduled_at || s.config.pause) return null;
   const at = Date.parse(value.scheduled_at);

@@ -9,7 +9,7 @@ import { ClusterView, Dcs, DynamicConfig, HistoryEntry, MemberData } from '../dc
 import { EventLog } from '../events/event-log';
 import { EventSink, topLevelState, transitionRecorder } from '../events/transition-recorder';
 import { pendingRestart } from '../projections/schedule';
-import { PostgresStateName, POSTGRES_STATES } from '../postgresql/postgres-states';
+import { LONG_ACTION_STATES, PostgresStateName, POSTGRES_STATES } from '../postgresql/postgres-states';
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSample, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { HaSnapshot, LocalView, PeerReading, upstreamOf } from './cluster-snapshot';
@@ -87,8 +87,7 @@ export function fenceSafetyMarginMs(ttlSeconds: number): number {
 
 const SAMPLE_INTERVAL_MS = 1_000;
 
-/** Machine states that are themselves a long action (the loop waits for them to end). */
-const LONG_ACTION_STATES = ['initdb', 'custom_bootstrap', 'creating_replica', 'starting', 'bootstrap_starting', 'restarting', 'stopping'];
+
 
 /**
  * One node's HA agent: owns the postgres, role and leadership actors, runs the HA cycle every
@@ -264,7 +263,7 @@ export class HaNode {
   activity(): string | null {
     const value = this.postgres.getSnapshot().value;
     const state = topLevelState(value);
-    return this.busy ?? activeSubstate(value) ?? (LONG_ACTION_STATES.includes(state) ? state : null);
+    return this.busy ?? activeSubstate(value) ?? (LONG_ACTION_STATES.includes(state as PostgresStateName) ? state : null);
   }
 
   /**
