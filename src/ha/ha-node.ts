@@ -807,6 +807,8 @@ export class HaNode {
   /** The lock holder whose server is already primary is primary (reference 3.13). */
   private reconcileRoleWithServer(): void {
     const role = this.roleName();
+    // During a task (a demotion above all) a sample taken just before the stop would undo its role change.
+    if (this.busy !== null || this.pgState() !== 'running') return;
     if (this.sample && !this.sample.inRecovery && this.leadership.getSnapshot().value === 'leader' && (role === 'replica' || role === 'demoted')) {
       this.sendRole({ type: 'PRIMARY_CONFIRMED' });
     }
