@@ -95,11 +95,17 @@ export class LocalCluster {
       const status = await this.node(name).status();
       return status?.state === 'running' && status.role === 'replica' && status.replication_state === 'streaming';
     };
-    await waitFor(async () => (await Promise.all(names.map(streaming))).every(Boolean), {
-      timeoutMs,
-      intervalMs: 200,
-      description: `${names.join(', ')} streaming`,
-    });
+    try {
+      await waitFor(async () => (await Promise.all(names.map(streaming))).every(Boolean), {
+        timeoutMs,
+        intervalMs: 200,
+        description: `${names.join(', ')} streaming`,
+      });
+    } catch (error) {
+      // What each waiting node last said, so a failure in CI can be understood without its files.
+      const tails = names.map((name) => `--- ${name} (${JSON.stringify(this.node(name).lastVerdicts(12))})`);
+      throw new Error(`${(error as Error).message}\n${tails.join('\n')}`);
+    }
   }
 
   async stop(): Promise<void> {
@@ -179,6 +185,13 @@ export class LocalNode {
     process.kill(child.pid!, 'SIGCONT');
     process.kill(child.pid!, 'SIGKILL');
     await exited;
+  }
+
+  /** The last `count` log lines of the agent that are not routine (`no action`, `in progress`). */
+  lastVerdicts(count: number): string[] {
+    if (!existsSync(this.logPath)) return [];
+    const lines = readFileSync(this.logPath, 'utf8').split('\n').filter((line) => line && !/no action\.|in progress$/.test(line));
+    return lines.slice(-count);
   }
 
   /** The postmaster's PID from `postmaster.pid`, or null. */
