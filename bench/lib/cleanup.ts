@@ -1,3 +1,4 @@
+import { isAlive } from '../../scripts/lib/local-cluster';
 import { ChildProcess } from 'node:child_process';
 import { log } from './util';
 
@@ -38,14 +39,6 @@ export function killPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
   }
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** SIGKILL to every known PID, synchronously (last resort and `exit` handler). */
 export function killEverythingNow(): void {
@@ -72,3 +65,5 @@ export function cleanupAll(): Promise<void> {
 }
 
 process.once('exit', killEverythingNow);
+
+export { isAlive };

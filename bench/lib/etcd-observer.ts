@@ -1,3 +1,4 @@
+import { RecordedEvent } from '../../src/events/event';
 import { now, sleep } from './util';
 
 /** Read-only look at an agent cluster's etcd through its JSON gateway (v3). */
@@ -61,16 +62,8 @@ export async function readStatorEvents(endpoint: string, scope: string): Promise
   return events.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
 }
 
-export interface StatorEvent {
-  stream: string;
-  seq: number;
-  type: string;
-  at: string;
-  node: string;
-  from: string | null;
-  to: string | null;
-  cause: string;
-}
+/** Stator's recorded events, as the event store holds them. */
+export type StatorEvent = RecordedEvent;
 
 export interface LeaseSample {
   t: number;
