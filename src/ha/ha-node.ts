@@ -3,6 +3,7 @@ import { Actor, createActor, StateValue, waitFor } from 'xstate';
 import { Clock } from '../common/clock';
 import { Logger } from '../common/logger';
 import { parseLsn } from '../common/lsn';
+import { timerDelay } from '../common/timers';
 import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
 import { ClusterView, Dcs, DynamicConfig, HistoryEntry, MemberData } from '../dcs/dcs.port';
@@ -592,7 +593,7 @@ export class HaNode {
   /** Runs one cycle at `at` (a scheduled operation), besides the regular ones. */
   wakeAt(at: number): void {
     if (this.scheduledWake) clearTimeout(this.scheduledWake);
-    this.scheduledWake = setTimeout(() => this.wake(), Math.max(0, at - this.deps.clock.now()));
+    this.scheduledWake = setTimeout(() => this.wake(), timerDelay(at - this.deps.clock.now()));
   }
 
   /** Runs a multi-step PostgreSQL action in the background; the loop reports it as in progress. */
