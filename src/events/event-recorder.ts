@@ -5,6 +5,7 @@ import { Logger } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
 import { Clock } from '../common/clock';
 import { NewEvent, RecordedEvent } from './event';
+import { boundEvent } from './event-bounds';
 import { EventStore, ExpectedVersionConflict } from './event-store.port';
 
 export interface EventRecorderOptions {
@@ -76,12 +77,16 @@ export class EventRecorder {
   }
 
   /**
-   * Queues one event durably and returns it with its seq when this node owns the stream (void
-   * for the cluster stream, whose seq is assigned when stored). Works before start() and after
-   * stop(): the event then waits in the queue file for the next start.
+   * Queues one event durably, its data within the size cap (event-bounds.ts), and returns it with
+   * its seq when this node owns the stream (void for the cluster stream, whose seq is assigned
+   * when stored). Works before start() and after stop(): the event then waits in the queue file
+   * for the next start.
    */
-  record(event: NewEvent): RecordedEvent | void {
+  record(unbounded: NewEvent): RecordedEvent | void {
     this.load();
+    // Bounded here already (the store bounds again, idempotently), so the queue file stays small
+    // and a queued event compares equal to its stored copy.
+    const event = boundEvent(unbounded);
     const local: LocalEvent = this.ownsStream(event.stream)
       ? { ...event, seq: this.nextSeq(event.stream) }
       : { ...event };
@@ -154,7 +159,8 @@ export class EventRecorder {
     const lines = fs.existsSync(this.queuePath) ? fs.readFileSync(this.queuePath, 'utf8').split('\n') : [];
     for (const line of lines) {
       if (!line.trim()) continue;
-      const event = parseLine(line);
+      const parsed = parseLine(line);
+      const event = parsed && boundEvent(parsed);
       if (!event) {
         this.logger.warn(`event queue: skipping an unreadable line (torn write?): ${line.slice(0, 200)}`);
         continue;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { NewEvent, RecordedEvent } from './event';
+import { boundEvent } from './event-bounds';
 
 /**
  * Tamper evidence for the event log: every stored event carries `prev`, the hash of the event
@@ -63,12 +64,14 @@ export function eventHash(event: Omit<RecordedEvent, 'prev' | 'hash'>, prev: str
 }
 
 /**
- * The events a store writes after `head`: numbered on from it and chained to it. The content is
- * passed through JSON first, so that what is hashed is exactly what a reader parses back.
+ * The events a store writes after `head`: numbered on from it and chained to it. Each is first
+ * brought within the size cap (event-bounds.ts), so the chain covers exactly what is stored, and
+ * passed through JSON, so that what is hashed is exactly what a reader parses back.
  */
 export function chainEvents(stream: string, events: NewEvent[], head: ChainHead): ChainedEvent[] {
   let prev = head.hash;
-  return events.map((event, index) => {
+  return events.map((unbounded, index) => {
+    const event = boundEvent(unbounded);
     const content = JSON.parse(
       JSON.stringify({
         stream,
