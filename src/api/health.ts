@@ -1,50 +1,19 @@
 import { NodeView } from '../ha/ha-node';
+import { MAX_VALUE_TEXT_LENGTH, readLagBytes } from './request-values';
 import { clusterViewIsFresh } from './status-document';
 
 /** Thrown for a query the reference would silently ignore but Stator rejects (deliberate deviation). */
 export class BadHealthQuery extends Error {}
 
-const SIZE_UNITS: Record<string, number> = { B: 1, kB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 };
-/** The unit a value in each unit is rounded to, as the reference's `convert_to_base_unit` does. */
-const NEXT_SMALLER_UNIT: Record<string, string> = { kB: 'B', MB: 'kB', GB: 'MB', TB: 'GB' };
-
 /**
- * The reference's number syntax (`strtol` / `strtod`): a `0x` hex integer, or a decimal integer or
- * float with an optional exponent (`1.5`, `.5`, `1e6`), an optional `+`; then an optional unit,
- * with or without a space. A leading 0 is decimal here, not octal (deliberate deviation), and a
- * sign `-` is refused.
- */
-const LAG_SYNTAX = /^\s*\+?(?:0x([0-9a-fA-F]+)|(\d*\.?\d+(?:[eE][-+]?\d+)?))\s*(B|kB|MB|GB|TB)?\s*$/;
-
-/** Python's `round()`: to the nearest integer, halves to the even one. */
-function roundHalfEven(value: number): number {
-  const floor = Math.floor(value);
-  const fraction = value - floor;
-  if (fraction !== 0.5) return fraction < 0.5 ? floor : floor + 1;
-  return floor % 2 === 0 ? floor : floor + 1;
-}
-
-/**
- * `lag` as bytes (reference-behavior 1.3, lag parsing): a number with an optional unit `B`, `kB`,
- * `MB`, `GB`, `TB` (base 1024, case-sensitive); a value with a unit is first rounded to the next
- * smaller unit, then to bytes, halves to even (`1.5` → 2, `4097.5kB` → 4195840). Anything else is
- * refused with 400 where the reference would silently mean "no limit" (deliberate deviation).
+ * `lag` as bytes (reference-behavior 1.3, lag parsing; see readLagBytes). Anything else is refused
+ * with 400 where the reference would silently mean "no limit" (deliberate deviation).
  */
 export function parseLag(text: string): number {
-  const match = LAG_SYNTAX.exec(text);
-  const refuse = () =>
-    new BadHealthQuery(`lag: must be a number of bytes or a size such as 16MB (units B, kB, MB, GB, TB), got "${text}"`);
-  if (!match) throw refuse();
-  const [, hex, decimal, unit] = match;
-  let value = hex !== undefined ? Number.parseInt(hex, 16) : Number(decimal);
-  if (unit) {
-    value *= SIZE_UNITS[unit];
-    const smaller = NEXT_SMALLER_UNIT[unit];
-    if (smaller) value = roundHalfEven(value / SIZE_UNITS[smaller]) * SIZE_UNITS[smaller];
-  }
-  const bytes = roundHalfEven(value);
-  if (!Number.isSafeInteger(bytes)) throw refuse();
-  return bytes;
+  const bytes = readLagBytes(text);
+  if (bytes !== null) return bytes;
+  const shown = text.length > 40 ? `${text.slice(0, 37)}...` : text;
+  throw new BadHealthQuery(`lag: must be a number of bytes or a size such as 16MB (units B, kB, MB, GB, TB; at most ${MAX_VALUE_TEXT_LENGTH} characters), got "${shown}"`);
 }
 
 export interface HealthQuery {
@@ -90,7 +59,9 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
     Object.entries(query)
       .filter(([key]) => key.startsWith('tag_'))
       .every(([key, expected]) => {
-        const actual = view.tags[key.slice(4)];
+        // Own tags only: `tag_constructor` must not find Object's constructor.
+        const name = key.slice(4);
+        const actual = Object.hasOwn(view.tags, name) ? view.tags[name] : undefined;
         if (actual === undefined) return false;
         return (typeof actual === 'string' ? actual : String(actual).toLowerCase()) === expected;
       });

@@ -4,12 +4,26 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createLogger } from '../common/logger';
+import { guardConnections, MAX_CONNECTIONS } from './connection-guard';
 import { captureFastifyErrors, errorBody } from './http-exception.filter';
 import { ApiSecurityConfig, installApiSecurity } from './security/api-security';
 import { httpsServerOptions } from './security/tls';
 
 /** Requests larger than this are refused with 413 (the reference has no limit). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** `/config` bodies larger than this are refused with 413: every accepted change is stored in etcd and announced to every node. */
+export const CONFIG_BODY_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * Connection timeouts, each enforced within CONNECTION_CHECK_INTERVAL_MS of being reached (Node checks
+ * every 30 s by default, so a 10 s timeout fired after up to 40 s): a client gets this long to send its
+ * headers, then its whole request, and an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS.
+ */
+export const HEADERS_TIMEOUT_MS = 5_000;
+export const REQUEST_TIMEOUT_MS = 5_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+const CONNECTION_CHECK_INTERVAL_MS = 250;
 
 /**
  * Creates the Nest application on Fastify: HTTP/1.1 keep-alive, Content-Length on every answer,
@@ -18,11 +32,12 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  */
 export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConfig): Promise<NestFastifyApplication> {
   const https = api ? httpsServerOptions(api.restapi) : null;
+  const timeouts = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: CONNECTION_CHECK_INTERVAL_MS };
   const adapter = new FastifyAdapter({
-    ...(https ? { https } : {}),
+    ...(https ? { https: { ...https, ...timeouts, handshakeTimeout: HEADERS_TIMEOUT_MS } } : { http: timeouts }),
     bodyLimit: BODY_LIMIT_BYTES,
-    keepAliveTimeout: 5_000,
-    requestTimeout: 10_000,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
     routerOptions: { ignoreTrailingSlash: true },
     // A URL the router cannot decode (`/%zz`) is answered before any route or filter: same JSON shape as every error.
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
@@ -30,7 +45,9 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
     },
   });
   acceptJsonBodies(adapter.getInstance());
+  limitConfigBodies(adapter.getInstance());
   captureFastifyErrors(adapter.getInstance());
+  guardConnections(adapter.getInstance().server, MAX_CONNECTIONS);
   if (api) await installApiSecurity(adapter.getInstance(), api, createLogger().warning);
   // bodyParser: false keeps Nest from installing its own JSON and form parsers over ours.
   return NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });
@@ -59,6 +76,10 @@ export function acceptJsonBodies(fastify: FastifyInstance): void {
       return;
     }
     const text = body.toString();
+    if (isConfigRoute(request) && Buffer.byteLength(text) > CONFIG_BODY_LIMIT_BYTES) {
+      done(configBodyTooLarge(), undefined);
+      return;
+    }
     if (text.trim() === '') {
       done(null, undefined);
       return;
@@ -77,6 +98,22 @@ export function acceptJsonBodies(fastify: FastifyInstance): void {
     }
     done(null, parsed);
   });
+}
+
+/**
+ * `/config` bodies over CONFIG_BODY_LIMIT_BYTES get 413: at once when Content-Length says so (before
+ * the body is read), else once it is read (chunked uploads; see acceptJsonBodies).
+ */
+function limitConfigBodies(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', async (request) => {
+    if (isConfigRoute(request) && Number(request.headers['content-length'] ?? 0) > CONFIG_BODY_LIMIT_BYTES) throw configBodyTooLarge();
+  });
+}
+
+const isConfigRoute = (request: FastifyRequest) => request.routeOptions.url === '/config';
+
+function configBodyTooLarge(): HttpException {
+  return refusal(HttpStatus.PAYLOAD_TOO_LARGE, `a /config body must be at most ${CONFIG_BODY_LIMIT_BYTES} bytes`);
 }
 
 /** A `__proto__` key could reach an object's prototype when bodies are merged into documents. */

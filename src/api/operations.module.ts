@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { Clock } from '../common/clock';
-import { CLOCK, DCS } from '../common/tokens';
+import { Logger } from '../common/logger';
+import { CLOCK, DCS, LOGGER } from '../common/tokens';
 import { Dcs } from '../dcs/dcs.port';
 import { HaNode } from '../ha/ha-node';
 import { NodeOperations } from '../ha/node-operations';
@@ -12,8 +13,8 @@ import { OperationsController } from './operations.controller';
   providers: [
     {
       provide: NodeOperations,
-      inject: [HaNode, DCS, CLOCK],
-      useFactory: (node: HaNode, dcs: Dcs, clock: Clock) => new NodeOperations(node, dcs, clock),
+      inject: [HaNode, DCS, CLOCK, LOGGER],
+      useFactory: (node: HaNode, dcs: Dcs, clock: Clock, logger: Logger) => new NodeOperations(node, dcs, clock, logger.warning),
     },
   ],
 })

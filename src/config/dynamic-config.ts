@@ -25,6 +25,15 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
  */
 export const TIMING_MINIMUMS = Object.freeze({ ttl: 5, loop_wait: 1, retry_timeout: 1 });
 
+/**
+ * Upper bounds: what etcd leases, PostgreSQL and Node's timers (2^31 - 1 ms, about 24.8 days) can honour
+ * with room to spare. A day is far beyond any HA timing in use, and a value past it is a typo.
+ */
+export const MAX_SECONDS = 86_400;
+export const TIMING_MAXIMUMS = Object.freeze({ ttl: MAX_SECONDS, loop_wait: MAX_SECONDS, retry_timeout: MAX_SECONDS });
+/** Bytes of WAL: LSNs are 64-bit, but numbers past 2^53 lose precision in JSON readers. */
+const MAX_BYTES = Number.MAX_SAFE_INTEGER;
+
 export interface EffectiveDynamicConfigResult {
   config: EffectiveDynamicConfig;
   /** One sentence per value that was not used as written (clamped, or unusable and replaced by a default). */
@@ -49,12 +58,18 @@ export function effectiveDynamicConfig(
   const adjustments: string[] = [];
   const postgresql = isMapping(source.postgresql) ? source.postgresql : {};
 
-  const integer = (key: string, value: unknown, fallback: number): number => {
+  const integer = (key: string, value: unknown, fallback: number, maximum = MAX_SECONDS): number => {
     if (value === undefined || value === null) return fallback;
     const parsed = toInteger(value);
-    if (parsed !== undefined) return parsed;
-    adjustments.push(`${key} ${describeValue(value)} in ${origin} is not an integer; using the default ${fallback}`);
-    return fallback;
+    if (parsed === undefined) {
+      adjustments.push(`${key} ${describeValue(value)} in ${origin} is not an integer; using the default ${fallback}`);
+      return fallback;
+    }
+    if (parsed > maximum) {
+      adjustments.push(`${key} lowered from ${describeValue(value)} to ${maximum} (the maximum)`);
+      return maximum;
+    }
+    return parsed;
   };
   const boolean = (key: string, value: unknown, fallback: boolean): boolean => {
     if (value === undefined || value === null) return fallback;
@@ -77,10 +92,10 @@ export function effectiveDynamicConfig(
   const parameters: EffectiveDynamicConfig['parameters'] = {};
   if (isMapping(postgresql.parameters)) {
     for (const [name, value] of Object.entries(postgresql.parameters)) {
-      if (isParameterValue(value)) parameters[name] = value;
+      if (isParameterValue(value) && parameterProblem(name, value) === null) parameters[name] = value;
       else {
-        const parameter = `postgresql.parameters.${name} ${describeValue(value)}`;
-        adjustments.push(`${parameter} in ${origin} ignored: ${PARAMETER_RULE}`);
+        const parameter = `postgresql.parameters.${parameterLabel(name)} ${describeValue(value)}`;
+        adjustments.push(`${parameter} in ${origin} ignored: ${parameterProblem(name, value) ?? PARAMETER_RULE}`);
       }
     }
   }
@@ -92,6 +107,7 @@ export function effectiveDynamicConfig(
         'maximum_lag_on_failover',
         source.maximum_lag_on_failover,
         defaults.maximum_lag_on_failover,
+        MAX_BYTES,
       ),
       check_timeline: boolean('check_timeline', source.check_timeline, defaults.check_timeline),
       primary_start_timeout: integer(
@@ -142,26 +158,27 @@ function clampTimings(requested: Timings, adjustments: string[]): Timings {
 
 type ValueRule = { rule: string; accepts: (value: unknown) => boolean };
 
-const integerAtLeast = (minimum: number): ValueRule => ({
-  rule: `must be an integer >= ${minimum}`,
-  accepts: (value) => Number.isInteger(value) && (value as number) >= minimum,
+const integerBetween = (minimum: number, maximum: number): ValueRule => ({
+  rule: `must be an integer from ${minimum} to ${maximum}`,
+  accepts: (value) => Number.isInteger(value) && (value as number) >= minimum && (value as number) <= maximum,
 });
+const seconds = (minimum: number) => integerBetween(minimum, MAX_SECONDS);
 const booleanRule: ValueRule = { rule: BOOLEAN_RULE, accepts: (value) => parsePatroniBoolean(value) !== undefined };
 const mappingRule: ValueRule = { rule: 'must be a mapping', accepts: isMapping };
 
 /** Rules for the keys Stator or Patroni interpret; any other key is allowed and kept. */
-const TOP_LEVEL_RULES: Record<string, ValueRule> = {
-  ttl: integerAtLeast(TIMING_MINIMUMS.ttl),
-  loop_wait: integerAtLeast(TIMING_MINIMUMS.loop_wait),
-  retry_timeout: integerAtLeast(TIMING_MINIMUMS.retry_timeout),
-  maximum_lag_on_failover: integerAtLeast(0),
-  maximum_lag_on_syncnode: integerAtLeast(-1),
-  primary_start_timeout: integerAtLeast(0),
-  master_start_timeout: integerAtLeast(0),
-  primary_stop_timeout: integerAtLeast(0),
-  master_stop_timeout: integerAtLeast(0),
-  synchronous_node_count: integerAtLeast(1),
-  max_timelines_history: integerAtLeast(0),
+const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
+  ttl: integerBetween(TIMING_MINIMUMS.ttl, TIMING_MAXIMUMS.ttl),
+  loop_wait: integerBetween(TIMING_MINIMUMS.loop_wait, TIMING_MAXIMUMS.loop_wait),
+  retry_timeout: integerBetween(TIMING_MINIMUMS.retry_timeout, TIMING_MAXIMUMS.retry_timeout),
+  maximum_lag_on_failover: integerBetween(0, MAX_BYTES),
+  maximum_lag_on_syncnode: integerBetween(-1, MAX_BYTES),
+  primary_start_timeout: seconds(0),
+  master_start_timeout: seconds(0),
+  primary_stop_timeout: seconds(0),
+  master_stop_timeout: seconds(0),
+  synchronous_node_count: integerBetween(1, 255),
+  max_timelines_history: integerBetween(0, 1_000_000),
   check_timeline: booleanRule,
   pause: booleanRule,
   failsafe_mode: booleanRule,
@@ -174,13 +191,13 @@ const TOP_LEVEL_RULES: Record<string, ValueRule> = {
   standby_cluster: mappingRule,
   slots: mappingRule,
   ignore_slots: { rule: 'must be a list', accepts: Array.isArray },
-};
+});
 
-const POSTGRESQL_RULES: Record<string, ValueRule> = {
+const POSTGRESQL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   use_pg_rewind: booleanRule,
   use_slots: booleanRule,
   parameters: mappingRule,
-};
+});
 
 /**
  * The per-key checks of `validateDynamicConfig` without the timing invariant. `loadConfig` uses it for
@@ -195,9 +212,8 @@ export function validateDynamicConfigKeys(doc: unknown): string[] {
     if (isMapping(postgresql.parameters)) {
       for (const [name, value] of Object.entries(postgresql.parameters)) {
         // null deletes a parameter in a PATCH.
-        if (value !== null && !isParameterValue(value)) {
-          problems.push(`postgresql.parameters.${name}: ${PARAMETER_RULE}, got ${describeValue(value)}`);
-        }
+        const problem = value === null ? null : parameterProblem(name, value);
+        if (problem) problems.push(`postgresql.parameters.${parameterLabel(name)}: ${problem}, got ${describeValue(value)}`);
       }
     }
   }
@@ -225,10 +241,11 @@ export function validateDynamicConfig(doc: unknown): string[] {
   return problems;
 }
 
-function checkKeys(doc: Record<string, unknown>, rules: Record<string, ValueRule>, prefix: string): string[] {
+function checkKeys(doc: Record<string, unknown>, rules: Readonly<Record<string, ValueRule>>, prefix: string): string[] {
   const problems: string[] = [];
   for (const [key, value] of Object.entries(doc)) {
-    const rule = rules[key];
+    // Own keys only: `constructor` or `toString` must not find Object's methods as rules.
+    const rule = Object.hasOwn(rules, key) ? rules[key] : undefined;
     if (rule && value !== null && !rule.accepts(value)) {
       problems.push(`${prefix}${key}: ${rule.rule}, got ${describeValue(value)}`);
     }
@@ -260,6 +277,28 @@ function toInteger(value: unknown): number | undefined {
 
 export function isMapping(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
+}
+
+/** A server parameter's name as PostgreSQL spells them (`work_mem`, `auto_explain.log_min_duration`). */
+const PARAMETER_NAME = /^[A-Za-z_][A-Za-z0-9_.$]{0,62}$/;
+/** Longer than any real setting; a value is written into postgresql.conf, where it must stay on one line. */
+export const MAX_PARAMETER_VALUE_LENGTH = 4096;
+
+/** A parameter's name for a message: as it is when valid, else quoted and shortened. */
+function parameterLabel(name: string): string {
+  return PARAMETER_NAME.test(name) ? name : describeValue(name);
+}
+
+/** Why a server parameter cannot be written into postgresql.conf, or null when it can. */
+export function parameterProblem(name: string, value: unknown): string | null {
+  if (!PARAMETER_NAME.test(name)) return 'must be named as PostgreSQL names parameters (letters, digits, _ . $; at most 63)';
+  if (!isParameterValue(value)) return PARAMETER_RULE;
+  if (typeof value === 'number' && !Number.isFinite(value)) return 'must be a finite number';
+  if (typeof value === 'string') {
+    if (value.length > MAX_PARAMETER_VALUE_LENGTH) return `must be at most ${MAX_PARAMETER_VALUE_LENGTH} characters`;
+    if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters (a line break would end the setting)';
+  }
+  return null;
 }
 
 export function isParameterValue(value: unknown): value is string | number | boolean {

@@ -1,29 +1,12 @@
 import { Clock } from '../common/clock';
+import { reviewConfigWrite } from '../config/config-write-review';
 import { validateDynamicConfig } from '../config/dynamic-config';
 import { ClusterView, Dcs, DynamicConfig, FailoverRequest } from '../dcs/dcs.port';
-import {
-  objectBody,
-  OperationRefused,
-  parseReinitialize,
-  parseRestart,
-  parseSwitchover,
-  SwitchoverRequest,
-} from '../api/operation-requests';
+import { configChange } from './config-change';
 import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
 import { HaNode } from './ha-node';
+import { ConfigAnswer, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
 import { restartFilterMismatch } from './scheduled-restart';
-
-/** An operation's answer: the status code and the plain-text message the reference sends. */
-export interface OperationAnswer {
-  status: number;
-  text: string;
-}
-
-/** A /config answer: JSON body or a refusal. */
-export interface ConfigAnswer {
-  status: number;
-  body: unknown;
-}
 
 /**
  * The operations of the node API (switchover, failover, restart, reload, reinitialize, dynamic
@@ -35,12 +18,17 @@ export class NodeOperations {
     private readonly node: HaNode,
     private readonly dcs: Dcs,
     private readonly clock: Clock,
+    private readonly warn: (message: string) => void = () => undefined,
   ) {}
 
+  /** What the API needs to parse a request: the pause flag and the time. */
+  requestContext(): { paused: boolean; now: number } {
+    return { paused: this.node.view().config.pause, now: this.clock.now() };
+  }
+
   /** POST /switchover and POST /failover (reference 1.7). */
-  async switchover(kind: 'switchover' | 'failover', body: unknown): Promise<OperationAnswer> {
+  async switchover(request: SwitchoverRequest, path: 'switchover' | 'failover'): Promise<OperationAnswer> {
     const view = this.node.view();
-    const request = parseSwitchover(kind, body, view.config.pause, this.clock.now());
     const cluster = await this.readCluster();
     if (!request.scheduledAt) {
       const problem = await this.infeasibility(request, cluster);
@@ -52,7 +40,7 @@ export class NodeOperations {
     if (request.scheduledAt) value.scheduled_at = request.scheduledAt.text;
     const written = await this.dcs.setFailover(value).catch(() => false);
     if (!written) throw new OperationRefused(503, 'failed to write failover key into DCS');
-    this.node.recordCluster(request.scheduledAt ? 'switchover.scheduled' : `${request.kind}.requested`, `POST /${kind}`, { ...value });
+    this.node.recordCluster(request.scheduledAt ? 'switchover.scheduled' : `${request.kind}.requested`, `POST /${path}`, { ...value });
     if (request.scheduledAt) {
       await this.settle();
       return { status: 202, text: 'Switchover scheduled' };
@@ -74,9 +62,8 @@ export class NodeOperations {
   }
 
   /** POST /restart: now (waiting for the outcome) or at `schedule` (reference 1.8). */
-  async restart(body: unknown): Promise<OperationAnswer> {
+  async restart(request: RestartRequest): Promise<OperationAnswer> {
     const view = this.node.view();
-    const request = parseRestart(body, view.config.pause, this.clock.now());
     if (request.schedule) {
       const scheduled = this.node.scheduleRestart({
         at: request.schedule.at,
@@ -103,15 +90,13 @@ export class NodeOperations {
   }
 
   /** POST /reload: the file is read again at the next cycle, as on SIGHUP (the loop is not woken). */
-  reload(body: unknown): OperationAnswer {
-    objectBody(body, true);
+  reload(): OperationAnswer {
     this.node.requestReload();
     return { status: 202, text: 'reload scheduled' };
   }
 
   /** POST /reinitialize: replicas only; a new clone from the leader (reference 1.9). */
-  async reinitialize(body: unknown): Promise<OperationAnswer> {
-    const { force, fromLeader } = parseReinitialize(body);
+  async reinitialize({ force, fromLeader }: ReinitializeRequest): Promise<OperationAnswer> {
     const cluster = await this.readCluster();
     const leader = cluster.leader?.value;
     if (!leader) return { status: 503, text: 'Cluster has no leader, can not reinitialize' };
@@ -133,34 +118,44 @@ export class NodeOperations {
   async patchConfig(body: unknown): Promise<ConfigAnswer> {
     const patch = nonEmptyObject(body);
     if ('status' in patch) return patch;
+    const review = reviewConfigWrite(patch.value);
+    if (review.problems.length > 0) return jsonError(400, review.problems.join('; '), review.problems);
     const cluster = await this.readCluster();
     if (!cluster.config) return jsonError(503, 'the DCS holds no configuration yet');
-    const merged = mergeConfig(cluster.config.value, patch.value);
-    const problems = validateDynamicConfig(merged);
-    if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
-    if (JSON.stringify(merged) !== JSON.stringify(cluster.config.value)) {
-      const written = await this.dcs.setConfig(merged, cluster.config.modRevision).catch(() => false);
-      if (!written) return jsonError(409, 'the configuration changed concurrently; read it again and retry');
-      this.recordConfigChange(cluster.config.value, merged, 'PATCH /config');
-    }
-    await this.settle();
-    return { status: 200, body: merged };
+    return this.writeConfig(cluster.config, mergeConfig(cluster.config.value, patch.value), 'PATCH /config', review.warnings);
   }
 
-  /** PUT /config: replaces the whole configuration (typed validation first). */
+  /** PUT /config: replaces the whole configuration, with the same checks and compare-and-set as PATCH. */
   async putConfig(body: unknown): Promise<ConfigAnswer> {
     const replacement = nonEmptyObject(body);
     if ('status' in replacement) return replacement;
-    const problems = validateDynamicConfig(replacement.value);
-    if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
+    const review = reviewConfigWrite(replacement.value);
+    if (review.problems.length > 0) return jsonError(400, review.problems.join('; '), review.problems);
     const cluster = await this.readCluster();
-    if (JSON.stringify(replacement.value) !== JSON.stringify(cluster.config?.value)) {
-      const written = await this.dcs.setConfig(replacement.value).catch(() => false);
-      if (!written) return jsonError(502, 'failed to write the configuration into the DCS');
-      this.recordConfigChange(cluster.config?.value ?? {}, replacement.value, 'PUT /config');
+    return this.writeConfig(cluster.config, replacement.value, 'PUT /config', review.warnings);
+  }
+
+  /** Validates the resulting document and writes it only if the configuration read is still the stored one. */
+  private async writeConfig(
+    current: ClusterView['config'],
+    next: DynamicConfig,
+    cause: string,
+    warnings: string[],
+  ): Promise<ConfigAnswer> {
+    const problems = validateDynamicConfig(next);
+    if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
+    const change = configChange(current?.value ?? {}, next);
+    if (change) {
+      // With no stored configuration, a PUT may only create it: it cannot overwrite a concurrent first write.
+      const written = await this.dcs.setConfig(next, current?.modRevision ?? 'absent').catch(() => false);
+      if (!written) return jsonError(409, 'the configuration changed concurrently; read it again and retry');
+      this.node.recordCluster('config.changed', cause, { ...change });
+      const pauseBefore = Boolean(current?.value.pause);
+      if (pauseBefore !== Boolean(next.pause)) this.node.recordCluster(next.pause ? 'cluster.paused' : 'cluster.resumed', cause);
     }
+    for (const warning of warnings) this.warn(`${cause}: ${warning}`);
     await this.settle();
-    return { status: 200, body: replacement.value };
+    return { status: 200, body: next, warnings };
   }
 
   private async readCluster(): Promise<ClusterView> {
@@ -175,11 +170,6 @@ export class NodeOperations {
   private async settle(): Promise<void> {
     this.node.wake();
     await this.node.refreshClusterView().catch(() => undefined);
-  }
-
-  private recordConfigChange(before: DynamicConfig, after: DynamicConfig, cause: string): void {
-    this.node.recordCluster('config.changed', cause, { config: after });
-    if (Boolean(before.pause) !== Boolean(after.pause)) this.node.recordCluster(after.pause ? 'cluster.paused' : 'cluster.resumed', cause);
   }
 
   /** Why a switchover or failover cannot run now (reference 1.7 row 7), or null. */

@@ -596,26 +596,26 @@ describe('loadConfig', () => {
         'a non-integer ttl',
         { bootstrap: { dcs: { ttl: 'x' } } },
         {},
-        'bootstrap.dcs.ttl: must be an integer >= 5, got "x"',
+        'bootstrap.dcs.ttl: must be an integer from 5 to 86400, got "x"',
       ],
-      ['a ttl below 5', { bootstrap: { dcs: { ttl: 4 } } }, {}, 'bootstrap.dcs.ttl: must be an integer >= 5, got 4'],
+      ['a ttl below 5', { bootstrap: { dcs: { ttl: 4 } } }, {}, 'bootstrap.dcs.ttl: must be an integer from 5 to 86400, got 4'],
       [
         'a fractional loop_wait',
         { bootstrap: { dcs: { loop_wait: 1.5 } } },
         {},
-        'bootstrap.dcs.loop_wait: must be an integer >= 1, got 1.5',
+        'bootstrap.dcs.loop_wait: must be an integer from 1 to 86400, got 1.5',
       ],
       [
         'a zero retry_timeout',
         { bootstrap: { dcs: { retry_timeout: 0 } } },
         {},
-        'bootstrap.dcs.retry_timeout: must be an integer >= 1, got 0',
+        'bootstrap.dcs.retry_timeout: must be an integer from 1 to 86400, got 0',
       ],
       [
         'a string maximum_lag_on_failover',
         { bootstrap: { dcs: { maximum_lag_on_failover: '1MB' } } },
         {},
-        'bootstrap.dcs.maximum_lag_on_failover: must be an integer >= 0, got "1MB"',
+        'bootstrap.dcs.maximum_lag_on_failover: must be an integer from 0 to 9007199254740991, got "1MB"',
       ],
       [
         'a bad check_timeline',
@@ -721,7 +721,7 @@ describe('loadConfig', () => {
         'name: required (or PATRONI_NAME)',
         'restapi.listen: must be host:port, got "abc"',
         'etcd3.hosts: required (or PATRONI_ETCD3_HOSTS)',
-        'bootstrap.dcs.ttl: must be an integer >= 5, got "x"',
+        'bootstrap.dcs.ttl: must be an integer from 5 to 86400, got "x"',
         'postgresql.listen: required (or PATRONI_POSTGRESQL_LISTEN)',
         'postgresql.data_dir: required (or PATRONI_POSTGRESQL_DATA_DIR)',
       ]);
@@ -896,14 +896,14 @@ describe('validateDynamicConfig', () => {
 
   it.each<[unknown, string[]]>([
     [[1], ['configuration: must be a mapping (JSON object), got [1]']],
-    [{ ttl: 'abc' }, ['ttl: must be an integer >= 5, got "abc"']],
-    [{ ttl: '30' }, ['ttl: must be an integer >= 5, got "30"']],
-    [{ loop_wait: 0 }, ['loop_wait: must be an integer >= 1, got 0']],
-    [{ retry_timeout: true }, ['retry_timeout: must be an integer >= 1, got true']],
-    [{ maximum_lag_on_failover: -1 }, ['maximum_lag_on_failover: must be an integer >= 0, got -1']],
-    [{ maximum_lag_on_syncnode: -2 }, ['maximum_lag_on_syncnode: must be an integer >= -1, got -2']],
-    [{ primary_start_timeout: 'soon' }, ['primary_start_timeout: must be an integer >= 0, got "soon"']],
-    [{ synchronous_node_count: 0 }, ['synchronous_node_count: must be an integer >= 1, got 0']],
+    [{ ttl: 'abc' }, ['ttl: must be an integer from 5 to 86400, got "abc"']],
+    [{ ttl: '30' }, ['ttl: must be an integer from 5 to 86400, got "30"']],
+    [{ loop_wait: 0 }, ['loop_wait: must be an integer from 1 to 86400, got 0']],
+    [{ retry_timeout: true }, ['retry_timeout: must be an integer from 1 to 86400, got true']],
+    [{ maximum_lag_on_failover: -1 }, ['maximum_lag_on_failover: must be an integer from 0 to 9007199254740991, got -1']],
+    [{ maximum_lag_on_syncnode: -2 }, ['maximum_lag_on_syncnode: must be an integer from -1 to 9007199254740991, got -2']],
+    [{ primary_start_timeout: 'soon' }, ['primary_start_timeout: must be an integer from 0 to 86400, got "soon"']],
+    [{ synchronous_node_count: 0 }, ['synchronous_node_count: must be an integer from 1 to 255, got 0']],
     [{ pause: 'maybe' }, ['pause: must be a boolean (true/false, on/off, yes/no), got "maybe"']],
     [
       { synchronous_mode: 'all' },
@@ -918,7 +918,7 @@ describe('validateDynamicConfig', () => {
     ],
     [
       { ttl: 'x', loop_wait: 'y' },
-      ['ttl: must be an integer >= 5, got "x"', 'loop_wait: must be an integer >= 1, got "y"'],
+      ['ttl: must be an integer from 5 to 86400, got "x"', 'loop_wait: must be an integer from 1 to 86400, got "y"'],
     ],
   ])('rejects %j', (doc, expected) => {
     expect(validateDynamicConfig(doc)).toEqual(expected);

@@ -1,8 +1,22 @@
-import { OperationRefused, parseReinitialize, parseRestart, parseSwitchover } from '../../../src/api/operation-requests';
+import {
+  parseReinitialize as reinitializeFrom,
+  parseRestart as restartFrom,
+  parseSwitchover as switchoverFrom,
+  reinitializeBody,
+  restartBody,
+  switchoverBody,
+} from '../../../src/api/operation-requests';
+import { OperationRefused } from '../../../src/ha/operation-types';
 import { mergeConfig } from '../../../src/ha/node-operations';
 import { restartDue, restartFilterMismatch, versionNumber } from '../../../src/ha/scheduled-restart';
 
 const now = Date.parse('2026-06-01T12:00:00Z');
+
+// What the endpoints do: the body pipe (class-validator DTO), then the mapping to the typed request.
+const parseSwitchover = (kind: 'switchover' | 'failover', body: unknown, paused: boolean, at: number) =>
+  switchoverFrom(kind, switchoverBody.transform(body), paused, at);
+const parseRestart = (body: unknown, paused: boolean, at: number) => restartFrom(restartBody.transform(body), paused, at);
+const parseReinitialize = (body: unknown) => reinitializeFrom(reinitializeBody.transform(body));
 
 function refusal(work: () => unknown): { status: number; text: string } | null {
   try {

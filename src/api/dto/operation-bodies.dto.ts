@@ -1,0 +1,57 @@
+import { Allow, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy, ValidateIf, ValidationArguments } from 'class-validator';
+import { readTimeoutSeconds } from '../request-values';
+
+/** Names and texts are at most this long; longer ones are refused before anything reads them. */
+export const MAX_NAME_LENGTH = 256;
+
+/** Checks a key only when the body has it; unlike IsOptional, `null` is checked (and refused) too. */
+const IfPresent = () => ValidateIf((_object: object, value: unknown) => value !== undefined);
+
+// Decorators run bottom-up: the type check is written last so that it answers first.
+const mustBeString = (field: string) => ({ message: `${field}: must be a string` });
+const atMost = (field: string) => ({ message: `${field}: must be at most ${MAX_NAME_LENGTH} characters` });
+
+/** POST /switchover and POST /failover (reference 1.7): who hands over to whom, and when. */
+export class SwitchoverBody {
+  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('leader')) @IsString(mustBeString('leader')) leader?: string;
+  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('candidate')) @IsString(mustBeString('candidate')) candidate?: string;
+  /** The reference's older name of `candidate`. */
+  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('member')) @IsString(mustBeString('member')) member?: string;
+  @IsOptional() @IsString(mustBeString('scheduled_at')) scheduled_at?: string;
+}
+
+const POSTGRES_ROLES = ['primary', 'standby_leader', 'replica'] as const;
+
+/** POST /restart (reference 1.8): filters the restart must match, a deadline and a schedule. */
+export class RestartBody {
+  @IfPresent() @IsString({ message: 'schedule: must be an ISO 8601 timestamp with time zone' }) schedule?: string;
+
+  @IfPresent()
+  @IsIn(POSTGRES_ROLES, { message: 'PostgreSQL role should be either primary, standby_leader, or replica' })
+  role?: (typeof POSTGRES_ROLES)[number];
+
+  @IfPresent()
+  @IsString({ message: versionMessage })
+  @MaxLength(32, { message: versionMessage })
+  @Matches(/^\d{1,4}\.\d{1,4}(\.\d{1,4})?$/, { message: versionMessage })
+  postgres_version?: string;
+
+  @IfPresent()
+  @ValidateBy({ name: 'isRestartTimeout', validator: { validate: (value: unknown) => readTimeoutSeconds(value) !== null } }, { message: 'Timeout should be a positive number of seconds' })
+  timeout?: number | string;
+
+  /** Its presence turns the filter on, whatever the value (as the reference). */
+  @Allow() restart_pending?: unknown;
+}
+
+function versionMessage(args: ValidationArguments): string {
+  const shown = typeof args.value === 'string' && args.value.length > 40 ? `${args.value.slice(0, 37)}...` : String(args.value);
+  return `Invalid PostgreSQL version format: X.Y or X.Y.Z is accepted: ${shown}`;
+}
+
+/** POST /reinitialize (reference 1.9). `from-leader` is patronictl's spelling of `from_leader`. */
+export class ReinitializeBody {
+  @IfPresent() @IsBoolean({ message: 'force: must be true or false' }) force?: boolean;
+  @IfPresent() @IsBoolean({ message: 'from_leader: must be true or false' }) from_leader?: boolean;
+  @IfPresent() @IsBoolean({ message: 'from-leader: must be true or false' }) 'from-leader'?: boolean;
+}

@@ -1,0 +1,64 @@
+import { PipeTransform } from '@nestjs/common';
+import { getMetadataStorage, validateSync } from 'class-validator';
+import { OperationRefused } from '../../ha/operation-types';
+
+type DtoClass<T> = new () => T;
+
+/** How a body's unknown keys are answered: after the typed checks (the mapping decides), each in body order, or all at once first. */
+export type UnknownKeyPolicy = { kind: 'left-to-mapping' } | { kind: 'in-body-order'; message: (key: string) => string } | { kind: 'first'; message: (keys: string[]) => string };
+
+/** A body that passed its DTO's checks: the typed fields, and the keys the DTO does not declare. */
+export interface ValidatedBody<T> {
+  fields: T;
+  unknownKeys: string[];
+}
+
+/**
+ * Validates an operation's JSON body against a class-validator DTO and answers the first problem in
+ * body order, as a plain-text 400 in the reference's words (OperationRefused; see OperationRefusedFilter).
+ *
+ * Only the keys the DTO declares are copied onto it, as own properties of a fresh instance, so a key
+ * such as `constructor` or `toString` can never reach the class or its prototype: it is an unknown key.
+ * No body (or an empty one) is an empty DTO; the endpoint decides whether it needed one.
+ */
+export class OperationBodyPipe<T extends object> implements PipeTransform<unknown, ValidatedBody<T>> {
+  private readonly declared: ReadonlySet<string>;
+
+  constructor(
+    private readonly dto: DtoClass<T>,
+    private readonly unknownKeys: UnknownKeyPolicy,
+    private readonly required = false,
+  ) {
+    this.declared = new Set(getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false).map((m) => m.propertyName));
+  }
+
+  transform(raw: unknown): ValidatedBody<T> {
+    const body = objectBody(raw, !this.required);
+    const keys = Object.keys(body);
+    const unknown = keys.filter((key) => !this.declared.has(key));
+    if (unknown.length > 0 && this.unknownKeys.kind === 'first') throw new OperationRefused(400, this.unknownKeys.message(unknown));
+
+    const fields = new this.dto() as Record<string, unknown>;
+    for (const key of keys) if (this.declared.has(key)) fields[key] = body[key];
+    const problems = new Map<string, string>();
+    for (const error of validateSync(fields, { forbidUnknownValues: false, stopAtFirstError: true })) {
+      const message = Object.values(error.constraints ?? {})[0];
+      if (message) problems.set(error.property, message);
+    }
+    for (const key of keys) {
+      if (problems.has(key)) throw new OperationRefused(400, problems.get(key)!);
+      if (this.unknownKeys.kind === 'in-body-order' && !this.declared.has(key)) throw new OperationRefused(400, this.unknownKeys.message(key));
+    }
+    return { fields: fields as T, unknownKeys: unknown };
+  }
+}
+
+/** A JSON object body, or a refusal. No body means `{}` when it is optional. */
+export function objectBody(body: unknown, optional: boolean): Record<string, unknown> {
+  if (body === undefined || body === null || body === '') {
+    if (optional) return {};
+    throw new OperationRefused(400, 'Request body must be a JSON object');
+  }
+  if (typeof body !== 'object' || Array.isArray(body)) throw new OperationRefused(400, 'Request body must be a JSON object');
+  return body as Record<string, unknown>;
+}
