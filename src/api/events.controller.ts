@@ -4,6 +4,7 @@ import { Subscription } from 'rxjs';
 import { EVENT_LOG } from '../common/tokens';
 import { RecordedEvent } from '../events/event';
 import { EventLog, EventQuery } from '../events/event-log';
+import { decodeCursor, encodeCursor, EventCursor, MAX_CURSOR_CHARS } from '../events/event-page';
 import { errorBody } from './http-exception.filter';
 
 /** Milliseconds between the comment lines that keep an idle event stream (and any proxy on the way) open. */
@@ -12,23 +13,30 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 
 const DEFAULT_EVENT_LIMIT = 1000;
 const MAX_EVENT_LIMIT = 10_000;
+/** One answer of `GET /events` stays within 4 MiB of JSON; its oldest events are left for the next page. */
+export const MAX_EVENTS_ANSWER_BYTES = 4 * 1024 * 1024;
+/** The longest value of a filter parameter, in characters (stream and node names are far shorter). */
+const MAX_VALUE_CHARS = 256;
 
 /** A stream whose client reads slower than events arrive is closed past this much unsent output, rather than buffered without bound. */
 const MAX_UNSENT_BYTES = 1024 * 1024;
 
-const PARAMETERS = ['stream', 'node', 'type', 'from_seq', 'since', 'limit'] as const;
+const PARAMETERS = ['stream', 'node', 'type', 'from_seq', 'since', 'limit', 'before'] as const;
 type Parameter = (typeof PARAMETERS)[number];
 
 /** ISO 8601 date and time with an offset: a time without one would be read in the node's own zone. */
 const ISO_TIME_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
 
 /**
- * The event log as the node holds it in memory (never read from etcd per request):
- * - `GET /events`: the latest `limit` events matching the filters, oldest first;
+ * The event log as the node holds it (its recent events in memory; older pages read from etcd):
+ * - `GET /events`: the latest `limit` events matching the filters, oldest first, at most 4 MiB of
+ *   JSON. When older matching events may exist, `Link: <...&before=CURSOR>; rel="next"` gives the
+ *   page before this one (the same filters), until a page comes without it;
  * - `GET /events/stream`: Server-Sent Events, `event: <type>` and `data: <event JSON>` per event.
  *   With `since` or `from_seq`, the matching stored events (at most `limit`) are sent first; then
  *   every new event that matches. A comment line is sent every 15 s while nothing happens.
  * Filters: `stream`, `node`, `type` (exact match), `from_seq` (with `stream`), `since` (ISO time).
+ * The live stream replays from the node's cache only.
  */
 @Controller('events')
 export class EventsController implements BeforeApplicationShutdown {
@@ -42,14 +50,17 @@ export class EventsController implements BeforeApplicationShutdown {
   ) {}
 
   @Get()
-  list(@Query() query: Record<string, unknown>): RecordedEvent[] {
-    const filter = parseEventQuery(query);
-    return this.eventLog().query({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT });
+  async list(@Query() query: Record<string, unknown>, @Res({ passthrough: true }) reply: FastifyReply): Promise<RecordedEvent[]> {
+    const { before, ...filter } = parseEventQuery(query);
+    const page = await this.eventLog().page({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT, before, maxBytes: MAX_EVENTS_ANSWER_BYTES });
+    if (page.next) void reply.header('link', `<${nextPageUrl(query, page.next)}>; rel="next"`);
+    return page.events;
   }
 
   @Get('stream')
   stream(@Req() request: FastifyRequest, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): void {
-    const filter = parseEventQuery(query);
+    const { before, ...filter } = parseEventQuery(query);
+    if (before) throw badParameter('before pages GET /events; the stream sends what happens from now on');
     const log = this.eventLog();
     if (request.method === 'HEAD') {
       void reply.code(HttpStatus.OK).header('content-type', 'text/event-stream; charset=utf-8').send();
@@ -122,22 +133,35 @@ export function sseFrame(event: RecordedEvent): string {
   return `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
+/** The same request with `before` set to the next page's cursor. */
+function nextPageUrl(query: Record<string, unknown>, next: EventCursor): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query ?? {})) if (name !== 'before') params.set(name, String(value));
+  params.set('before', encodeCursor(next));
+  return `/events?${params.toString()}`;
+}
+
 /**
- * The query string of `/events` as an EventLog filter. Every refusal is a 400 naming the
- * parameter: an unknown or repeated parameter, an empty value, `from_seq` that is not a
- * non-negative integer or comes without `stream` (sequence numbers count within one stream),
- * `since` that is not an ISO 8601 time with an offset, `limit` outside 1..10000.
+ * The query string of `/events` as an EventLog filter and page cursor. Every refusal is a 400
+ * naming the parameter: an unknown or repeated parameter, an empty value, a value longer than 256
+ * characters (a cursor: 16 KiB), `from_seq` that is not a non-negative integer or comes without
+ * `stream` (sequence numbers count within one stream), `since` that is not an ISO 8601 time with
+ * an offset, `limit` outside 1..10000, `before` that is not a cursor of a `Link` header. Every
+ * check is linear in the (capped) length of the value.
  */
-export function parseEventQuery(query: Record<string, unknown>): EventQuery {
+export function parseEventQuery(query: Record<string, unknown>): EventQuery & { before?: EventCursor } {
   const values: Partial<Record<Parameter, string>> = {};
   for (const [name, value] of Object.entries(query ?? {})) {
-    if (!(PARAMETERS as readonly string[]).includes(name)) throw badParameter(`unknown parameter ${name}; known: ${PARAMETERS.join(', ')}`);
+    if (!(PARAMETERS as readonly string[]).includes(name)) throw badParameter(`unknown parameter ${name.slice(0, MAX_VALUE_CHARS)}; known: ${PARAMETERS.join(', ')}`);
     if (Array.isArray(value)) throw badParameter(`parameter ${name} is given more than once`);
     if (value === '') throw badParameter(`parameter ${name} is empty`);
-    values[name as Parameter] = String(value);
+    const text = String(value);
+    const maxChars = name === 'before' ? MAX_CURSOR_CHARS : MAX_VALUE_CHARS;
+    if (text.length > maxChars) throw badParameter(`parameter ${name} is longer than ${maxChars} characters`);
+    values[name as Parameter] = text;
   }
 
-  const filter: EventQuery = {};
+  const filter: EventQuery & { before?: EventCursor } = {};
   if (values.stream !== undefined) filter.stream = values.stream;
   if (values.node !== undefined) filter.node = values.node;
   if (values.type !== undefined) filter.type = values.type;
@@ -159,6 +183,11 @@ export function parseEventQuery(query: Record<string, unknown>): EventQuery {
       throw badParameter(`limit must be an integer from 1 to ${MAX_EVENT_LIMIT}, got ${values.limit}`);
     }
     filter.limit = limit;
+  }
+  if (values.before !== undefined) {
+    const cursor = decodeCursor(values.before);
+    if (typeof cursor === 'string') throw badParameter(`before must be the cursor of a Link header of GET /events; this one ${cursor}`);
+    filter.before = cursor;
   }
   return filter;
 }

@@ -10,8 +10,9 @@ import {
   WatchBrokenError,
 } from '../dcs/etcd/etcd-client';
 import { NewEvent, RecordedEvent } from './event';
-import { EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict } from './event-store.port';
+import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict, StreamRange } from './event-store.port';
 import { ChainHead, chainEvents } from './hash-chain';
+import { CheckpointConflict, LogCheckpoint } from './log-checkpoint';
 
 export interface EtcdEventStoreOptions {
   /** etcd client endpoints, `host:port`. */
@@ -27,6 +28,8 @@ const MAX_EVENTS_PER_APPEND = 100;
 const APPEND_ATTEMPTS = 5;
 const SEQ_DIGITS = 12;
 const HEADS = 'heads';
+/** The key (not a folder) of the LogCheckpoint retention writes. */
+const CHECKPOINT = 'checkpoint';
 const FIRST_RETRY_DELAY_MS = 100;
 const MAX_RETRY_DELAY_MS = 1000;
 
@@ -38,12 +41,16 @@ const MAX_RETRY_DELAY_MS = 1000;
  * `<prefix>heads/<stream>` = `{"seq":N,"hash":"..."}`, the stream's last seq and hash, written in
  * the same txn so that `lastSeq` is a single key read and the next append can chain to it. Store
  * order is etcd's mod revision (one txn per append). Heads written by older versions as a bare
- * number mark unchained history: the chain starts after it (`prev` '').
+ * number mark unchained history: the chain starts after it (`prev` ''). `<prefix>checkpoint` is
+ * where retention last cut the log (LogCheckpoint); the events it covers are removed after it is written.
  */
 export class EtcdEventStore implements EventStore {
   private readonly client: EtcdClient;
   private readonly prefix: string;
   private readonly headsPrefix: string;
+  private readonly checkpointKey: string;
+  /** The checkpoint as last read, and its exact stored value, which writeCheckpoint compares. */
+  private lastReadCheckpoint: { checkpoint: LogCheckpoint | null; value: string | null } | null = null;
   /** Aborted by close(): ends every subscription. */
   private readonly lifetime = new AbortController();
   /** The head each stream had after our last append or read of it, so a writer's next append is one txn. */
@@ -53,6 +60,7 @@ export class EtcdEventStore implements EventStore {
     this.client = new EtcdClient({ hosts: options.hosts });
     this.prefix = `/stator-events/${options.scope}/`;
     this.headsPrefix = `${this.prefix}${HEADS}/`;
+    this.checkpointKey = `${this.prefix}${CHECKPOINT}`;
   }
 
   /**
@@ -87,7 +95,7 @@ export class EtcdEventStore implements EventStore {
     if (filter.stream === undefined) {
       const all = await this.client.range(this.prefix, { prefix: true }, this.options.requestTimeoutMs);
       return all.kvs
-        .filter((kv) => !kv.key.startsWith(this.headsPrefix))
+        .filter((kv) => this.isEventKey(kv.key))
         .map((kv) => ({ kv, event: parseEvent(kv.value) }))
         .filter((entry): entry is { kv: KeyValue; event: RecordedEvent } => entry.event !== null)
         .sort((a, b) => compareRevisions(a.kv.modRevision, b.kv.modRevision) || a.event.seq - b.event.seq)
@@ -104,6 +112,63 @@ export class EtcdEventStore implements EventStore {
     return streamKeys.kvs
       .map((kv) => parseEvent(kv.value))
       .filter((event): event is RecordedEvent => event !== null && event.stream === filter.stream);
+  }
+
+  /** One key-range read per range (each bounded by its seqs), merged by mod revision: store order. */
+  async readRanges(ranges: StreamRange[]): Promise<RecordedEvent[]> {
+    assertRangesWithinLimit(ranges);
+    const nonEmpty = ranges.filter((range) => range.toSeq >= range.fromSeq);
+    nonEmpty.forEach((range) => assertStreamName(range.stream));
+    const results = await Promise.all(
+      nonEmpty.map((range) =>
+        this.client.range(this.eventKey(range.stream, range.fromSeq), { rangeEnd: this.eventKey(range.stream, range.toSeq + 1) }, this.options.requestTimeoutMs),
+      ),
+    );
+    return results
+      .flatMap((result, index) =>
+        result.kvs.map((kv) => ({ kv, event: parseEvent(kv.value) })).filter((entry) => entry.event?.stream === nonEmpty[index].stream),
+      )
+      .sort((a, b) => compareRevisions(a.kv.modRevision, b.kv.modRevision) || a.event!.seq - b.event!.seq)
+      .map((entry) => entry.event!);
+  }
+
+  async readCheckpoint(): Promise<LogCheckpoint | null> {
+    const response = await this.client.range(this.checkpointKey, {}, this.options.requestTimeoutMs);
+    const value = response.kvs[0]?.value ?? null;
+    const checkpoint = value === null ? null : parseCheckpoint(value);
+    this.lastReadCheckpoint = { checkpoint, value };
+    return checkpoint;
+  }
+
+  /**
+   * Compare-and-set on the checkpoint key's exact value as last read by readCheckpoint (`expected`
+   * must be what it answered), then one range delete per stream of the seqs the checkpoint covers,
+   * stopping early when `signal` aborts.
+   */
+  async writeCheckpoint(next: LogCheckpoint, expected: LogCheckpoint | null, signal?: AbortSignal): Promise<void> {
+    const read = this.lastReadCheckpoint;
+    if (read === null || JSON.stringify(read.checkpoint) !== JSON.stringify(expected)) {
+      throw new CheckpointConflict('writeCheckpoint needs the checkpoint as readCheckpoint last answered it');
+    }
+    const value = JSON.stringify(next);
+    const result = await this.client.txn(
+      {
+        compare: [
+          read.value === null
+            ? { key: this.checkpointKey, target: 'CREATE', createRevision: '0' }
+            : { key: this.checkpointKey, target: 'VALUE', value: read.value },
+        ],
+        success: [{ put: { key: this.checkpointKey, value } }],
+      },
+      this.options.requestTimeoutMs,
+    );
+    if (!result.succeeded) throw new CheckpointConflict('another node wrote a checkpoint meanwhile');
+    this.lastReadCheckpoint = { checkpoint: next, value };
+    for (const [stream, { seq }] of Object.entries(next.streams)) {
+      if (signal?.aborted) return;
+      assertStreamName(stream);
+      await this.client.deleteRange(this.eventKey(stream, 1), { rangeEnd: this.eventKey(stream, seq + 1) }, this.options.requestTimeoutMs);
+    }
   }
 
   async lastSeq(stream: string): Promise<number> {
@@ -148,7 +213,7 @@ export class EtcdEventStore implements EventStore {
         await watchUntilBroken(watch, stop, (response) => {
           delay = FIRST_RETRY_DELAY_MS;
           for (const { type, kv } of response.events) {
-            const event = type === 'put' && !kv.key.startsWith(this.headsPrefix) ? parseEvent(kv.value) : null;
+            const event = type === 'put' && this.isEventKey(kv.key) ? parseEvent(kv.value) : null;
             if (event) emit(event);
             resumeFrom = nextRevision(kv.modRevision);
           }
@@ -207,6 +272,10 @@ export class EtcdEventStore implements EventStore {
     return { stored };
   }
 
+  private isEventKey(key: string): boolean {
+    return !key.startsWith(this.headsPrefix) && key !== this.checkpointKey;
+  }
+
   private eventKey(stream: string, seq: number): string {
     return `${this.prefix}${stream}/${String(seq).padStart(SEQ_DIGITS, '0')}`;
   }
@@ -216,9 +285,9 @@ export class EtcdEventStore implements EventStore {
   }
 }
 
-/** `heads` is the head keys' folder, so no stream may live there. */
+/** `heads` is the head keys' folder and `checkpoint` a key of its own, so no stream may live there. */
 function assertStreamName(stream: string): void {
-  if (!stream || stream === HEADS || stream.startsWith(`${HEADS}/`) || stream.endsWith('/')) {
+  if (!stream || stream === HEADS || stream === CHECKPOINT || stream.startsWith(`${HEADS}/`) || stream.endsWith('/')) {
     throw new Error(`invalid event stream name: '${stream}'`);
   }
 }
@@ -241,6 +310,15 @@ function parseHead(value: string | undefined): StoredHead {
   const seq = chained ? Number(chained.seq) : Number(parsed);
   const hash = chained && typeof chained.hash === 'string' ? chained.hash : '';
   return { seq: Number.isInteger(seq) && seq > 0 ? seq : 0, hash, value };
+}
+
+/** A checkpoint that does not parse is refused rather than treated as none: retention must not start over. */
+function parseCheckpoint(value: string): LogCheckpoint {
+  const parsed = JSON.parse(value) as LogCheckpoint;
+  if (typeof parsed?.streams !== 'object' || parsed.streams === null || typeof parsed.projections !== 'object') {
+    throw new Error(`the stored event log checkpoint is not one: ${value.slice(0, 120)}`);
+  }
+  return parsed;
 }
 
 /** Values that are not events (written by someone else) are skipped rather than thrown. */

@@ -4,6 +4,7 @@ import { historyProjection } from '../projections/history';
 import { ScheduledOperation, scheduleProjection } from '../projections/schedule';
 import { HistoryEntry } from '../dcs/dcs.port';
 import { RecordedEvent } from './event';
+import { EventCursor, readPage } from './event-page';
 import { EventStore } from './event-store.port';
 
 export interface EventQuery {
@@ -24,26 +25,81 @@ export interface ServedProjections {
   schedule: ScheduledOperation[];
 }
 
+/** One page of `GET /events`: the events, oldest first, and where the page of older ones starts (null: none). */
+export interface EventPage {
+  events: RecordedEvent[];
+  next: EventCursor | null;
+}
+
+export interface EventPageRequest extends EventQuery {
+  limit: number;
+  /** Only events older than this cursor (from a previous page's `next`). */
+  before?: EventCursor;
+  /** The page's JSON stays within this many bytes (its oldest events are left for the next page). */
+  maxBytes: number;
+}
+
+export interface EventLogOptions {
+  /** The cache keeps at most this many recent events (default MAX_CACHED_EVENTS)... */
+  maxCachedEvents?: number;
+  /** ...and at most this many bytes of their JSON (default MAX_CACHED_BYTES). */
+  maxCachedBytes?: number;
+}
+
+export const MAX_CACHED_EVENTS = 5000;
+/** 16 MiB: with events of at most 16 KiB of data, never fewer than about a thousand events. */
+export const MAX_CACHED_BYTES = 16 * 1024 * 1024;
+/** The cache array is compacted once this many evicted slots have piled up at its front. */
+const COMPACT_AFTER = 1024;
+
+/** A cached event and the size of its JSON. */
+export interface CachedEvent {
+  event: RecordedEvent;
+  bytes: number;
+}
+
 /**
- * The cluster's event log as this node sees it: every stored event, read once at start and then
- * followed through the store's subscription, with the projections folded as events arrive. The
- * API reads it from memory; nothing here waits on etcd after start.
+ * The cluster's event log as this node sees it: the stored log read once at start (from where
+ * retention's checkpoint left it) and then followed through the store's subscription, with the
+ * projections folded as events arrive. Only the most recent events stay in memory (at most
+ * `maxCachedEvents` and `maxCachedBytes`); the projections are folds, so their state stays whole
+ * when old events leave the cache. Pages older than the cache are read from the store on demand.
  */
 export class EventLog {
-  private readonly events: RecordedEvent[] = [];
-  private readonly seen = new Set<string>();
+  private cache: CachedEvent[] = [];
+  /** Index of the oldest cached event in `cache` (evicted slots before it are compacted lazily). */
+  private cacheStart = 0;
+  private cachedBytes = 0;
+  /** Highest seq seen per stream: anything at or below it is a repeat. One number per stream, unlike a set of every event. */
+  private readonly lastSeq = new Map<string, number>();
+  /** Per stream, the highest seq no longer in the cache (evicted, or before the cache was filled) and when it happened. */
+  private readonly evicted = new Map<string, { seq: number; at: number }>();
   private readonly added = new Subject<RecordedEvent>();
   private subscription: Subscription | null = null;
   private state: ServedProjections = initialProjections();
+  /** Events the subscription delivers while the stored log is being read; added after it, in order. */
+  private liveWhileLoading: RecordedEvent[] | null = [];
+  private readonly maxCachedEvents: number;
+  private readonly maxCachedBytes: number;
 
-  constructor(private readonly store: EventStore) {}
+  constructor(
+    private readonly store: EventStore,
+    options: EventLogOptions = {},
+  ) {
+    this.maxCachedEvents = options.maxCachedEvents ?? MAX_CACHED_EVENTS;
+    this.maxCachedBytes = options.maxCachedBytes ?? MAX_CACHED_BYTES;
+  }
 
   /**
-   * Follows new events and reads the stored log, rebuilding the projections from zero. While the
-   * store is unreachable the read is retried in the background: the agent does not wait for it.
+   * Follows new events and reads the stored log, rebuilding the projections from the checkpoint
+   * (or zero). While the store is unreachable the read is retried in the background: the agent
+   * does not wait for it.
    */
   start(onError: (message: string) => void = () => undefined): void {
-    this.subscription = this.store.subscribe().subscribe({ next: (event) => this.add(event), error: (e) => onError(`event feed: ${String(e)}`) });
+    this.subscription = this.store.subscribe().subscribe({
+      next: (event) => (this.liveWhileLoading ? this.liveWhileLoading.push(event) : this.add(event)),
+      error: (e) => onError(`event feed: ${String(e)}`),
+    });
     void this.readAll(onError);
   }
 
@@ -59,7 +115,20 @@ export class EventLog {
   private async readAll(onError: (message: string) => void): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        for (const event of await this.store.read()) this.add(event);
+        const events = await this.store.read();
+        // Read after the events: a cut made meanwhile covers some of them, which are then skipped.
+        const checkpoint = await this.store.readCheckpoint();
+        if (checkpoint) {
+          this.state = { ...initialProjections(), ...structuredClone(checkpoint.projections) };
+          for (const [stream, { seq, at }] of Object.entries(checkpoint.streams)) {
+            this.lastSeq.set(stream, seq);
+            this.evicted.set(stream, { seq, at: Date.parse(at) });
+          }
+        }
+        for (const event of events) this.add(event);
+        const live = this.liveWhileLoading ?? [];
+        this.liveWhileLoading = null;
+        for (const event of live) this.add(event);
         this.loadedResolve();
         return;
       } catch (error) {
@@ -84,27 +153,75 @@ export class EventLog {
     return this.state;
   }
 
+  /** The cached events matching `filter`, oldest first (the latest `limit`). Never reads the store. */
   query(filter: EventQuery = {}): RecordedEvent[] {
-    const matching = this.events.filter(
-      (e) =>
-        (filter.stream === undefined || e.stream === filter.stream) &&
-        (filter.node === undefined || e.node === filter.node) &&
-        (filter.type === undefined || e.type === filter.type) &&
-        (filter.fromSeq === undefined || e.seq >= filter.fromSeq) &&
-        (filter.since === undefined || Date.parse(e.at) >= filter.since),
-    );
+    const matching = this.cached()
+      .filter((cached) => matchesQuery(cached.event, filter))
+      .map((cached) => cached.event);
     return filter.limit === undefined ? matching : matching.slice(-filter.limit);
+  }
+
+  /**
+   * The latest `limit` events matching the filters and older than `before`, oldest first, within
+   * `maxBytes` of JSON; from the cache, and from the store where the cache no longer reaches.
+   */
+  page(request: EventPageRequest): Promise<EventPage> {
+    return readPage(
+      {
+        store: this.store,
+        cached: () => this.cached(),
+        streams: () => [...this.lastSeq.keys()],
+        lastSeq: (stream) => this.lastSeq.get(stream) ?? 0,
+        evicted: (stream) => this.evicted.get(stream) ?? null,
+      },
+      request,
+    );
+  }
+
+  /** How many events and bytes the cache holds now. */
+  cacheSize(): { events: number; bytes: number } {
+    return { events: this.cache.length - this.cacheStart, bytes: this.cachedBytes };
+  }
+
+  private cached(): CachedEvent[] {
+    return this.cache.slice(this.cacheStart);
   }
 
   /** Events arrive once from the initial read and possibly again from the subscription. */
   private add(event: RecordedEvent): void {
-    const key = `${event.stream}#${event.seq}`;
-    if (this.seen.has(key)) return;
-    this.seen.add(key);
-    this.events.push(event);
+    if (event.seq <= (this.lastSeq.get(event.stream) ?? 0)) return;
+    this.lastSeq.set(event.stream, event.seq);
+    const bytes = Buffer.byteLength(JSON.stringify(event));
+    this.cache.push({ event, bytes });
+    this.cachedBytes += bytes;
     this.state = evolveAll(this.state, event);
+    this.evictBeyondBounds();
     this.added.next(event);
   }
+
+  /** Oldest first, keeping at least the newest event. */
+  private evictBeyondBounds(): void {
+    while (this.cache.length - this.cacheStart > 1 && (this.cache.length - this.cacheStart > this.maxCachedEvents || this.cachedBytes > this.maxCachedBytes)) {
+      const { event, bytes } = this.cache[this.cacheStart++];
+      this.cachedBytes -= bytes;
+      this.evicted.set(event.stream, { seq: event.seq, at: Date.parse(event.at) });
+    }
+    if (this.cacheStart >= COMPACT_AFTER) {
+      this.cache = this.cache.slice(this.cacheStart);
+      this.cacheStart = 0;
+    }
+  }
+}
+
+/** The filters of EventQuery other than `limit`. */
+export function matchesQuery(event: RecordedEvent, filter: EventQuery): boolean {
+  return (
+    (filter.stream === undefined || event.stream === filter.stream) &&
+    (filter.node === undefined || event.node === filter.node) &&
+    (filter.type === undefined || event.type === filter.type) &&
+    (filter.fromSeq === undefined || event.seq >= filter.fromSeq) &&
+    (filter.since === undefined || Date.parse(event.at) >= filter.since)
+  );
 }
 
 export function initialProjections(): ServedProjections {
@@ -119,9 +236,9 @@ export function evolveAll(state: ServedProjections, event: RecordedEvent): Serve
   };
 }
 
-/** Every projection rebuilt from zero. */
-export function rebuildProjections(events: Iterable<RecordedEvent>): ServedProjections {
-  let state = initialProjections();
+/** Every projection rebuilt from `from` (zero by default, or a checkpoint's projections). */
+export function rebuildProjections(events: Iterable<RecordedEvent>, from: ServedProjections = initialProjections()): ServedProjections {
+  let state = from;
   for (const event of events) state = evolveAll(state, event);
   return state;
 }

@@ -1,16 +1,18 @@
 import { Observable, Subject } from 'rxjs';
 import { NewEvent, RecordedEvent } from './event';
-import { EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict } from './event-store.port';
+import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict, StreamRange } from './event-store.port';
 import { ChainHead, chainEvents } from './hash-chain';
+import { CheckpointConflict, coveredByCheckpoint, LogCheckpoint } from './log-checkpoint';
 
 /**
- * EventStore in an array, in append order, with the same concurrency rules and hash chain as
- * EtcdEventStore.
+ * EventStore in an array, in append order, with the same concurrency rules, hash chain and
+ * checkpoints as EtcdEventStore.
  */
 export class MemoryEventStore implements EventStore {
-  private readonly events: RecordedEvent[] = [];
+  private events: RecordedEvent[] = [];
   private readonly heads = new Map<string, ChainHead>();
   private readonly appended = new Subject<RecordedEvent>();
+  private checkpoint: LogCheckpoint | null = null;
 
   async append(stream: string, events: NewEvent[], expectedVersion: ExpectedVersion): Promise<RecordedEvent[]> {
     const head = this.heads.get(stream) ?? { seq: 0, hash: '' };
@@ -33,8 +35,26 @@ export class MemoryEventStore implements EventStore {
       .map((event) => ({ ...event }));
   }
 
+  async readRanges(ranges: StreamRange[]): Promise<RecordedEvent[]> {
+    assertRangesWithinLimit(ranges);
+    return this.events
+      .filter((event) => ranges.some((range) => range.stream === event.stream && event.seq >= range.fromSeq && event.seq <= range.toSeq))
+      .map((event) => ({ ...event }));
+  }
+
   async lastSeq(stream: string): Promise<number> {
     return this.heads.get(stream)?.seq ?? 0;
+  }
+
+  async readCheckpoint(): Promise<LogCheckpoint | null> {
+    return this.checkpoint && structuredClone(this.checkpoint);
+  }
+
+  async writeCheckpoint(next: LogCheckpoint, expected: LogCheckpoint | null): Promise<void> {
+    if (JSON.stringify(this.checkpoint) !== JSON.stringify(expected)) throw new CheckpointConflict('the checkpoint changed since it was read');
+    this.checkpoint = structuredClone(next);
+    const checkpoint = this.checkpoint;
+    this.events = this.events.filter((event) => !coveredByCheckpoint(checkpoint, event.stream, event.seq));
   }
 
   subscribe(): Observable<RecordedEvent> {

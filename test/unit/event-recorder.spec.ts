@@ -4,7 +4,8 @@ import { Observable } from 'rxjs';
 import { systemClock } from '../../src/common/clock';
 import { NewEvent, RecordedEvent } from '../../src/events/event';
 import { EventRecorder, LocalEvent, QUEUE_FILE } from '../../src/events/event-recorder';
-import { EventFilter, EventStore, ExpectedVersion } from '../../src/events/event-store.port';
+import { EventFilter, EventStore, ExpectedVersion, StreamRange } from '../../src/events/event-store.port';
+import { LogCheckpoint } from '../../src/events/log-checkpoint';
 import { MemoryEventStore } from '../../src/events/memory-event-store';
 import { removeDir, tmpDir } from '../helpers/tmp';
 import { waitFor } from '../helpers/wait-for';
@@ -31,6 +32,18 @@ class UnreliableStore implements EventStore {
   async lastSeq(stream: string): Promise<number> {
     this.failIfDown();
     return this.inner.lastSeq(stream);
+  }
+  async readRanges(ranges: StreamRange[]): Promise<RecordedEvent[]> {
+    this.failIfDown();
+    return this.inner.readRanges(ranges);
+  }
+  async readCheckpoint(): Promise<LogCheckpoint | null> {
+    this.failIfDown();
+    return this.inner.readCheckpoint();
+  }
+  async writeCheckpoint(next: LogCheckpoint, expected: LogCheckpoint | null): Promise<void> {
+    this.failIfDown();
+    return this.inner.writeCheckpoint(next, expected);
   }
   subscribe(): Observable<RecordedEvent> {
     return this.inner.subscribe();

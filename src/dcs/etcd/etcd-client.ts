@@ -49,12 +49,12 @@ export class EtcdClient {
 
   async deleteRange(
     key: string,
-    options: { prefix?: boolean },
+    options: { prefix?: boolean; rangeEnd?: string },
     timeoutMs: number,
   ): Promise<{ revision: string; deleted: number }> {
     const response = await this.call<RawResponse & { deleted?: string }>(
       '/v3/kv/deleterange',
-      deleteRequestBody(key, options.prefix),
+      deleteRequestBody(key, options.prefix, options.rangeEnd),
       timeoutMs,
     );
     return { revision: response.header.revision, deleted: Number(response.deleted ?? 0) };
@@ -484,8 +484,8 @@ function putRequestBody(key: string, value: string, lease: string | undefined) {
   return { key: base64(key), value: base64(value), ...(lease && lease !== '0' ? { lease } : {}) };
 }
 
-function deleteRequestBody(key: string, prefix: boolean | undefined) {
-  return rangeBounds(key, prefix);
+function deleteRequestBody(key: string, prefix: boolean | undefined, rangeEnd?: string) {
+  return rangeBounds(key, prefix, rangeEnd);
 }
 
 function compareToJson(compare: TxnCompare) {

@@ -139,7 +139,7 @@ describe('GET /events', () => {
     ['?since=yesterday', 'since must be an ISO 8601 time with an offset (e.g. 2024-05-01T12:00:00Z), got yesterday'],
     ['?since=2026-11-21T12:00:00', 'since must be an ISO 8601 time with an offset (e.g. 2024-05-01T12:00:00Z), got 2026-11-21T12:00:00'],
     ['?since=2026-13-45T12:00:00Z', 'since must be an ISO 8601 time with an offset (e.g. 2024-05-01T12:00:00Z), got 2026-13-45T12:00:00Z'],
-    ['?nodes=node1', 'unknown parameter nodes; known: stream, node, type, from_seq, since, limit'],
+    ['?nodes=node1', 'unknown parameter nodes; known: stream, node, type, from_seq, since, limit, before'],
     ['?node=node1&node=node2', 'parameter node is given more than once'],
     ['?type=', 'parameter type is empty'],
   ])('refuses %s with 400 naming the parameter', async (query, message) => {
@@ -162,6 +162,65 @@ describe('GET /events', () => {
     } finally {
       await bare.close();
     }
+  });
+});
+
+describe('GET /events pages', () => {
+  const nextLink = (response: Response) => /^<([^>]*)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1] ?? null;
+
+  it('links to the page of older events with the same filters, until the first event', async () => {
+    const seen: string[][] = [];
+    let url: string | null = '/events?limit=2';
+    while (url) {
+      const response = await fetch(`${baseUrl}${url}`);
+      expect(response.status).toBe(200);
+      seen.push(summary(await response.json()));
+      url = nextLink(response);
+      if (url) expect(url).toMatch(/^\/events\?limit=2&before=[A-Za-z0-9_-]+$/);
+    }
+    expect(seen).toEqual([['node/node1/leadership#1', 'cluster#1'], ['node/node1/role#2', 'node/node2/role#1'], ['node/node1/role#1']]);
+  });
+
+  it('answers no link when the page holds the oldest matching event', async () => {
+    const response = await fetch(`${baseUrl}/events?node=node1&limit=3`);
+    expect(summary(await response.json())).toEqual(['node/node1/role#2', 'node/node1/leadership#1', 'cluster#1']);
+    const older = await fetch(`${baseUrl}${nextLink(response)}`);
+    expect(nextLink(older)).toBeNull();
+    expect(summary(await older.json())).toEqual(['node/node1/role#1']);
+  });
+
+  it('keeps one answer within 4 MiB, leaving the older events to the next page', async () => {
+    const big = (i: number): NewEvent => ({ ...transition('node3', 'postgres', `s${i}`, '2026-11-21T13:00:00Z'), data: { blob: 'x'.repeat(15_000) } });
+    for (let i = 0; i < 400; i += 50) await store.append('node/node3/postgres', Array.from({ length: 50 }, (_, j) => big(i + j)), 'any');
+
+    const response = await fetch(`${baseUrl}/events`);
+    const text = await response.text();
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(4 * 1024 * 1024);
+    const events = JSON.parse(text) as RecordedEvent[];
+    expect(events.length).toBeGreaterThan(200);
+    expect(events[events.length - 1]).toMatchObject({ stream: 'node/node3/postgres', seq: 400 });
+    expect(nextLink(response)).not.toBeNull();
+  });
+
+  it.each([
+    ['not base64url JSON', '?before=not-a-cursor', 'before must be the cursor of a Link header of GET /events; this one does not decode to JSON'],
+    ['a + in a cursor', '?before=a%2Bb', 'before must be the cursor of a Link header of GET /events; this one is not base64url'],
+    ['seq 0', `?before=${Buffer.from('{"cluster":0}').toString('base64url')}`, 'before must be the cursor of a Link header of GET /events; this one has a bad position for stream cluster'],
+    ['an array', `?before=${Buffer.from('[1]').toString('base64url')}`, 'before must be the cursor of a Link header of GET /events; this one does not decode to an object'],
+    ['a cursor of 8 KiB + 1', `?before=${'A'.repeat(8 * 1024 + 1)}`, 'parameter before is longer than 8192 characters'],
+    ['a stream of 257 characters', `?stream=${'s'.repeat(257)}`, 'parameter stream is longer than 256 characters'],
+    ['a since of 300 digits', `?since=2026-11-21T12:00:00.${'1'.repeat(300)}Z`, 'parameter since is longer than 256 characters'],
+  ])('refuses %s with 400 naming the parameter and the rule', async (_label, query, message) => {
+    const answer = await getEvents(query);
+
+    expect(answer.status).toBe(400);
+    expect(answer.body).toEqual({ error: 'Bad Request', message, statusCode: 400 });
+  });
+
+  it('refuses a cursor on the live stream', async () => {
+    const response = await fetch(`${baseUrl}/events/stream?before=${Buffer.from('{"cluster":2}').toString('base64url')}`);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ message: 'before pages GET /events; the stream sends what happens from now on' });
   });
 });
 
