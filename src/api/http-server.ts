@@ -17,10 +17,13 @@ export const CONFIG_BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
  * Connection timeouts, each enforced within CONNECTION_CHECK_INTERVAL_MS of being reached (Node checks
- * every 30 s by default, so a 10 s timeout fired after up to 40 s): a client gets this long to send its
- * headers, then its whole request, and an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS.
+ * every 30 s by default, so a 10 s timeout fired after up to 40 s): a new connection gets
+ * HEADERS_TIMEOUT_MS to send its headers, REQUEST_TIMEOUT_MS for its whole request, and an idle
+ * keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS. Node ignores a headers timeout that is
+ * not shorter than the request timeout, and never times out a connection that has sent nothing:
+ * guardConnections does that.
  */
-export const HEADERS_TIMEOUT_MS = 5_000;
+export const HEADERS_TIMEOUT_MS = 4_000;
 export const REQUEST_TIMEOUT_MS = 5_000;
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const CONNECTION_CHECK_INTERVAL_MS = 250;
@@ -47,7 +50,7 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
   acceptJsonBodies(adapter.getInstance());
   limitConfigBodies(adapter.getInstance());
   captureFastifyErrors(adapter.getInstance());
-  guardConnections(adapter.getInstance().server, MAX_CONNECTIONS);
+  guardConnections(adapter.getInstance().server, { maxConnections: MAX_CONNECTIONS, firstRequestTimeoutMs: HEADERS_TIMEOUT_MS });
   if (api) await installApiSecurity(adapter.getInstance(), api, createLogger().warning);
   // bodyParser: false keeps Nest from installing its own JSON and form parsers over ours.
   return NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });

@@ -47,6 +47,12 @@ export interface RestApiConfig {
   cafile?: string;
   verify_client?: 'none' | 'optional' | 'required';
   allowlist?: string[];
+  /**
+   * Which requests the access checks (allowlist, client certificate, basic auth) cover: `unsafe`
+   * (default, as the reference) every method but GET, HEAD and OPTIONS; `admin` also the reads that
+   * expose configuration and history. Health checks, the status document and /metrics stay open.
+   */
+  authentication_scope?: 'unsafe' | 'admin';
 }
 
 export interface PostgresqlConfig {

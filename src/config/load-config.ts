@@ -52,6 +52,7 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'RESTAPI_CAFILE', path: 'restapi.cafile' },
   { name: 'RESTAPI_VERIFY_CLIENT', path: 'restapi.verify_client' },
   { name: 'RESTAPI_ALLOWLIST', path: 'restapi.allowlist', list: true },
+  { name: 'RESTAPI_AUTHENTICATION_SCOPE', path: 'restapi.authentication_scope' },
   // HOST before HOSTS: when a prefix sets both, HOSTS is applied last and wins, as `hosts` wins over `host` in Patroni.
   { name: 'ETCD3_HOST', path: 'etcd3.host' },
   { name: 'ETCD3_HOSTS', path: 'etcd3.hosts', list: true },
@@ -398,6 +399,7 @@ function readRestApi(findings: Findings, doc: Mapping): RestApiConfig {
     'cafile',
     'verify_client',
     'allowlist',
+    'authentication_scope',
   ]);
   const listen = readRequiredString(findings, section, 'listen', path);
   if (listen) checkListenAddress(findings, 'restapi.listen', listen, false);
@@ -422,6 +424,13 @@ function readRestApi(findings: Findings, doc: Mapping): RestApiConfig {
   }
   const allowlist = readStringList(findings, section, 'allowlist', path);
   if (allowlist) restapi.allowlist = allowlist;
+  if (!isAbsent(section.authentication_scope)) {
+    restapi.authentication_scope = readOneOf(findings, section, 'authentication_scope', path, ['unsafe', 'admin'] as const, 'unsafe');
+    const guarded = restapi.authentication || restapi.allowlist?.length || (restapi.verify_client && restapi.verify_client !== 'none');
+    if (restapi.authentication_scope === 'admin' && !guarded) {
+      findings.problem('restapi.authentication_scope', '"admin" requires restapi.authentication, restapi.allowlist or restapi.verify_client');
+    }
+  }
 
   // TLS settings only mean something together; a half-configured TLS must not silently serve plain HTTP.
   for (const key of ['keyfile', 'cafile'] as const) {

@@ -10,10 +10,28 @@ export type ApiSecurityConfig = Pick<StatorConfig, 'restapi' | 'compat'>;
 /** Methods that only read: the reference never checks them, whatever the configuration. */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/**
+ * Routes whose reads expose configuration and history, checked like unsafe requests with
+ * `authentication_scope: admin`. Matched on the route the router chose, so no spelling of the URL
+ * (`/%63onfig`, `/config/`) can reach them unchecked.
+ */
+export const ADMIN_READ_ROUTES: ReadonlySet<string> = new Set([
+  '/config',
+  '/cluster',
+  '/history',
+  '/schedule',
+  '/events',
+  '/events/stream',
+  '/ui',
+  '/ui/assets/:name',
+  '/ui/statecharts/:file',
+]);
+
 const PLAIN_TEXT = 'text/plain; charset=utf-8';
 
 /**
- * Installs the reference's access checks (spec 1.10) on every unsafe request (any method but GET, HEAD and OPTIONS),
+ * Installs the reference's access checks (spec 1.10) on every unsafe request (any method but GET, HEAD and OPTIONS)
+ * and, with `authentication_scope: admin`, on the reads of ADMIN_READ_ROUTES,
  * in its order: allowlist (403 `Access is denied`), client certificate when `verify_client` is optional or required
  * (403 `client certificate required`), basic auth (401 with `WWW-Authenticate`). Nothing is installed when none of
  * them is configured.
@@ -31,8 +49,9 @@ export async function installApiSecurity(fastify: FastifyInstance, config: ApiSe
   if (!allowlist && !requiresClientCertificate && !checkCredentials) return;
   const challenge = `Basic realm="${config.compat === 'patroni' ? 'Patroni' : 'Stator'}"`;
 
+  const checksAdminReads = restapi.authentication_scope === 'admin';
   fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (SAFE_METHODS.has(request.method)) return;
+    if (SAFE_METHODS.has(request.method) && !(checksAdminReads && ADMIN_READ_ROUTES.has(request.routeOptions.url ?? ''))) return;
     if (allowlist && !allowlist.allows(request.socket.remoteAddress)) {
       return reply.code(403).type(PLAIN_TEXT).send('Access is denied');
     }
