@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { AuditLog, AuditSource, loadAuditLog, SourceError } from './audit-source';
-import { clusterAt, clusterAtJson, formatClusterAt } from './cluster-at';
+import { clusterAt, clusterAtJson, formatClusterAt, removedUpTo } from './cluster-at';
 import { exportLines, TimeRange } from './export';
 import { AuditProblem, count, verifyLog, VerifyReport } from './verify';
 
@@ -69,20 +69,24 @@ export async function runAudit(argv: string[], io: AuditIo): Promise<number> {
     if (command === 'verify') {
       const api = options.api === undefined ? undefined : apiUrl(options.api);
       const log = await loadAuditLog(source, io.env);
-      const report = await verifyLog(log.events, { api, fetch: io.fetch });
+      const report = await verifyLog(log.events, { api, fetch: io.fetch, checkpoint: log.checkpoint });
       io.stdout(formatVerifyReport(report, log));
       return hasProblems(report) ? AUDIT_EXIT.problems : AUDIT_EXIT.ok;
     }
     if (command === 'export') {
       const range: TimeRange = { from: instantOption('from', options.from), to: instantOption('to', options.to) };
       const log = await loadAuditLog(source, io.env);
-      io.stdout(exportLines(log.events, range));
+      io.stdout(exportLines(log.events, range, log.checkpoint));
       return AUDIT_EXIT.ok;
     }
     const instant = instantOption('at', options.at);
     if (instant === undefined) throw new UsageError('replay needs --at ISO');
     const log = await loadAuditLog(source, io.env);
-    const state = clusterAt(log.events, instant);
+    const removedUntil = removedUpTo(log.checkpoint);
+    if (removedUntil !== null && instant < removedUntil) {
+      throw new SourceError(`retention removed the events up to ${new Date(removedUntil).toISOString()}; replay --at needs a later instant`);
+    }
+    const state = clusterAt(log.events, instant, log.checkpoint);
     io.stdout(options.json ? clusterAtJson(state) : formatClusterAt(state));
     return AUDIT_EXIT.ok;
   } catch (error) {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config/load-config';
 import { EtcdEventStore } from '../events/etcd-event-store';
 import { RecordedEvent } from '../events/event';
+import { coveredByCheckpoint, LogCheckpoint } from '../events/log-checkpoint';
 
 /** Where `stator audit` reads the event log. */
 export type AuditSource =
@@ -16,6 +17,8 @@ export interface AuditLog {
   lines: number[];
   /** The source in words, e.g. `etcd 127.0.0.1:2379, scope demo`. */
   description: string;
+  /** Where retention cut the log, if it did: the events start after it. */
+  checkpoint: LogCheckpoint | null;
 }
 
 /** The source cannot be read (unreachable, missing, unparseable, empty): exit code 2. */
@@ -37,8 +40,12 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
   const description = `etcd ${hosts.join(',')}, scope ${scope}`;
   const store = new EtcdEventStore({ hosts, scope, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
   let events: RecordedEvent[];
+  let checkpoint: LogCheckpoint | null;
   try {
     events = await store.read();
+    // After the events: a cut made in between covers some of them, which are then left out.
+    checkpoint = await store.readCheckpoint();
+    events = events.filter((event) => !coveredByCheckpoint(checkpoint, event.stream, event.seq));
   } catch (error) {
     throw new SourceError(`${description}: unreachable: ${(error as Error).message}`);
   } finally {
@@ -46,7 +53,7 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
   }
   // An empty log is almost always a wrong scope or endpoint; auditing it would prove nothing.
   if (events.length === 0) throw new SourceError(`${description}: no events stored under /stator-events/${scope}/`);
-  return { events, lines: events.map((_, index) => index + 1), description };
+  return { events, lines: events.map((_, index) => index + 1 + (checkpoint ? 1 : 0)), description, checkpoint };
 }
 
 function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): { hosts: string[]; scope: string } {
@@ -59,7 +66,10 @@ function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): { hosts: string[]; 
   }
 }
 
-/** An export: one JSON event per line; blank lines are skipped, anything else that is not an event stops the audit. */
+/**
+ * An export: one JSON event per line, after a `{"checkpoint": ...}` line when retention cut the
+ * log; blank lines are skipped, anything else that is not an event stops the audit.
+ */
 function readExportFile(path: string): AuditLog {
   let text: string;
   try {
@@ -69,15 +79,32 @@ function readExportFile(path: string): AuditLog {
   }
   const events: RecordedEvent[] = [];
   const lines: number[] = [];
+  let checkpoint: LogCheckpoint | null = null;
   text.split('\n').forEach((line, index) => {
     if (!line.trim()) return;
+    const cut = events.length === 0 && checkpoint === null ? parseCheckpointLine(line) : null;
+    if (cut) {
+      checkpoint = cut;
+      return;
+    }
     const event = parseEvent(line);
     if (!event) throw new SourceError(`${path} line ${index + 1}: not an event: ${line.slice(0, 120)}`);
     events.push(event);
     lines.push(index + 1);
   });
   if (events.length === 0) throw new SourceError(`${path}: no events`);
-  return { events, lines, description: path };
+  return { events, lines, description: path, checkpoint };
+}
+
+/** The line `exportLines` writes first for a cut log. */
+function parseCheckpointLine(line: string): LogCheckpoint | null {
+  try {
+    const value = JSON.parse(line) as { checkpoint?: LogCheckpoint } | null;
+    const checkpoint = value?.checkpoint;
+    return typeof checkpoint?.streams === 'object' && checkpoint.streams !== null && typeof checkpoint.projections === 'object' ? checkpoint : null;
+  } catch {
+    return null;
+  }
 }
 
 function parseEvent(line: string): RecordedEvent | null {

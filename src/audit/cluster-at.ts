@@ -1,5 +1,6 @@
 import { RecordedEvent } from '../events/event';
-import { rebuildProjections, ServedProjections } from '../events/event-log';
+import { initialProjections, rebuildProjections, ServedProjections } from '../events/event-log';
+import { LogCheckpoint } from '../events/log-checkpoint';
 import { ScheduledOperation } from '../projections/schedule';
 import { withinRange } from './export';
 
@@ -13,9 +14,16 @@ export interface ClusterAt {
 }
 
 /** Folds every event with `at` ≤ `instant` (epoch ms), in source order, into the projections. */
-export function clusterAt(events: RecordedEvent[], instant: number): ClusterAt {
+export function clusterAt(events: RecordedEvent[], instant: number, checkpoint: LogCheckpoint | null = null): ClusterAt {
   const past = events.filter((event) => withinRange(Date.parse(event.at), { to: instant }));
-  return { at: new Date(instant).toISOString(), events: past.length, projections: rebuildProjections(past) };
+  const from = checkpoint ? { ...initialProjections(), ...checkpoint.projections } : undefined;
+  return { at: new Date(instant).toISOString(), events: past.length, projections: rebuildProjections(past, from) };
+}
+
+/** The newest instant retention removed events from: the cluster can only be told after it. */
+export function removedUpTo(checkpoint: LogCheckpoint | null): number | null {
+  const instants = Object.values(checkpoint?.streams ?? {}).map((stream) => Date.parse(stream.at));
+  return instants.length > 0 ? Math.max(...instants) : null;
 }
 
 /** `--json`: the cluster projection, the scheduled operations and the history, as one document. */

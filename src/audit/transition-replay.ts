@@ -41,9 +41,10 @@ const INIT_EVENT = 'xstate.init';
  * after. Events with from === to (context changes such as SET_PAUSE) are sent the same way.
  *
  * After a mismatch the replay carries on from the recorded state, so one bad event is reported
- * once rather than for everything after it.
+ * once rather than for everything after it. A stream in `startsAtCheckpoint` lost its beginning
+ * to retention: its machine starts in the `from` of its first retained event.
  */
-export function replayTransitions(events: RecordedEvent[]): TransitionReplay {
+export function replayTransitions(events: RecordedEvent[], startsAtCheckpoint: ReadonlySet<string> = new Set()): TransitionReplay {
   const streams = new Map<string, { event: RecordedEvent; index: number }[]>();
   events.forEach((event, index) => {
     if (!event.type.endsWith(TRANSITION_SUFFIX) || !event.stream.startsWith('node/')) return;
@@ -54,8 +55,10 @@ export function replayTransitions(events: RecordedEvent[]): TransitionReplay {
     const inSeqOrder = [...entries].sort((a, b) => a.event.seq - b.event.seq);
     result.transitions += inSeqOrder.length;
     const last = inSeqOrder[inSeqOrder.length - 1];
-    const replayed = replayStream(inSeqOrder, (entry, message) =>
-      result.problems.push({ stream, seq: entry.event.seq, index: entry.index, message }),
+    const replayed = replayStream(
+      inSeqOrder,
+      (entry, message) => result.problems.push({ stream, seq: entry.event.seq, index: entry.index, message }),
+      startsAtCheckpoint.has(stream),
     );
     result.endings.push({ stream, last: last.event, lastIndex: last.index, replayed });
   }
@@ -67,6 +70,7 @@ export function replayTransitions(events: RecordedEvent[]): TransitionReplay {
 function replayStream(
   entries: { event: RecordedEvent; index: number }[],
   report: (entry: { event: RecordedEvent; index: number }, message: string) => void,
+  startsMidway: boolean,
 ): string | null {
   const machineName = entries[0].event.type.slice(0, -TRANSITION_SUFFIX.length);
   const machine = MACHINES[machineName];
@@ -90,7 +94,8 @@ function replayStream(
       continue;
     }
     if (!actor || stateOf(actor) !== event.from) {
-      if (!diverged) {
+      const firstAfterCheckpoint = startsMidway && actor === null && entry === entries[0];
+      if (!diverged && !firstAfterCheckpoint) {
         report(
           entry,
           actor

@@ -1,6 +1,7 @@
 import { RecordedEvent } from '../events/event';
-import { rebuildProjections, ServedProjections } from '../events/event-log';
+import { initialProjections, rebuildProjections, ServedProjections } from '../events/event-log';
 import { canonicalJson, ChainProblemKind, verifyChain } from '../events/hash-chain';
+import { LogCheckpoint } from '../events/log-checkpoint';
 import { SourceError } from './audit-source';
 import { replayTransitions } from './transition-replay';
 
@@ -28,6 +29,8 @@ export interface VerifyReport {
 }
 
 export interface VerifyOptions {
+  /** Where retention cut the log: chains start after it, and the projections are folded on from it. */
+  checkpoint?: LogCheckpoint | null;
   /** A node's API base URL: its `/history` and `/schedule` are compared with the log's projections. */
   api?: string;
   fetch?: typeof fetch;
@@ -49,21 +52,23 @@ const KIND_WORDS: Record<ChainProblemKind, string> = {
  * @throws SourceError when the API does not answer `/history`.
  */
 export async function verifyLog(events: RecordedEvent[], options: VerifyOptions = {}): Promise<VerifyReport> {
-  const checks = [checkChains(events), ...checkReplay(events)];
-  if (options.api) checks.push(...(await checkServedProjections(events, options.api, options.fetch ?? fetch)));
+  const checkpoint = options.checkpoint ?? null;
+  const checks = [checkChains(events, checkpoint), ...checkReplay(events, checkpoint)];
+  if (options.api) checks.push(...(await checkServedProjections(events, checkpoint, options.api, options.fetch ?? fetch)));
   return { eventsChecked: events.length, checks };
 }
 
-function checkChains(events: RecordedEvent[]): CheckResult {
-  const problems = verifyChain(events).map((problem) => ({ ...problem, message: `${KIND_WORDS[problem.kind]}: ${problem.message}` }));
+function checkChains(events: RecordedEvent[], checkpoint: LogCheckpoint | null): CheckResult {
+  const problems = verifyChain(events, checkpoint?.streams).map((problem) => ({ ...problem, message: `${KIND_WORDS[problem.kind]}: ${problem.message}` }));
   const streams = new Set(events.map((event) => event.stream)).size;
   const unchained = events.filter((event) => event.hash === undefined).length;
   const before = unchained > 0 ? ` (${unchained} written before the chain existed, not covered)` : '';
-  return result('hash chains', problems, `${count(events.length, 'event')} in ${count(streams, 'stream')}, every link intact${before}`);
+  const cut = checkpoint ? `; ${count(Object.keys(checkpoint.streams).length, 'stream')} ${Object.keys(checkpoint.streams).length === 1 ? 'starts' : 'start'} at the retention checkpoint of ${checkpoint.cutAt}` : '';
+  return result('hash chains', problems, `${count(events.length, 'event')} in ${count(streams, 'stream')}, every link intact${before}${cut}`);
 }
 
-function checkReplay(events: RecordedEvent[]): CheckResult[] {
-  const replay = replayTransitions(events);
+function checkReplay(events: RecordedEvent[], checkpoint: LogCheckpoint | null): CheckResult[] {
+  const replay = replayTransitions(events, new Set(Object.keys(checkpoint?.streams ?? {})));
   const machines = replay.endings.length;
   const endings = replay.endings
     .filter((ending) => ending.replayed !== null && ending.replayed !== ending.last.to)
@@ -79,8 +84,8 @@ function checkReplay(events: RecordedEvent[]): CheckResult[] {
   ];
 }
 
-async function checkServedProjections(events: RecordedEvent[], api: string, fetchFn: typeof fetch): Promise<CheckResult[]> {
-  const rebuilt = rebuildProjections(events);
+async function checkServedProjections(events: RecordedEvent[], checkpoint: LogCheckpoint | null, api: string, fetchFn: typeof fetch): Promise<CheckResult[]> {
+  const rebuilt = rebuildProjections(events, checkpoint ? { ...initialProjections(), ...checkpoint.projections } : undefined);
   const history = await getJson(fetchFn, api, '/history');
   if (history.status !== 200) throw new SourceError(`${api}/history answered HTTP ${history.status}`);
   const schedule = await getJson(fetchFn, api, '/schedule');

@@ -101,10 +101,14 @@ export function chainEvents(stream: string, events: NewEvent[], head: ChainHead)
  * - broken-link: its `prev` is not the hash of the event before it (that one was altered, hash included).
  * Events written before the chain existed (no `hash`) are accepted, and a chain may start after
  * them with `prev` ''. A removal at a stream's end leaves no trace in the events themselves.
+ * A stream with a checkpoint (retention removed its beginning) starts after it: its first event
+ * must be the checkpoint's seq + 1 with `prev` the checkpoint's hash; events the checkpoint covers
+ * (still waiting for removal) are not checked.
  */
-export function verifyChain(events: RecordedEvent[]): ChainProblem[] {
+export function verifyChain(events: RecordedEvent[], checkpoints: Record<string, ChainHead> = {}): ChainProblem[] {
   const byStream = new Map<string, { event: RecordedEvent; index: number }[]>();
   events.forEach((event, index) => {
+    if (event.seq <= (checkpoints[event.stream]?.seq ?? 0)) return;
     const entries = byStream.get(event.stream) ?? [];
     entries.push({ event, index });
     byStream.set(event.stream, entries);
@@ -126,8 +130,9 @@ export function verifyChain(events: RecordedEvent[]): ChainProblem[] {
     const inSeqOrder = [...entries]
       .sort((a, b) => a.event.seq - b.event.seq)
       .filter((entry, i, sorted) => i === 0 || sorted[i - 1].event.seq !== entry.event.seq);
-    let previous: RecordedEvent | null = null;
-    let chainedFrom: number | null = null;
+    const checkpoint = checkpoints[entries[0].event.stream];
+    let previous: Pick<RecordedEvent, 'seq' | 'hash'> | null = checkpoint ? { seq: checkpoint.seq, hash: checkpoint.hash } : null;
+    let chainedFrom: number | null = checkpoint?.hash ? checkpoint.seq : null;
     // A stripped hash is reported once, at that event: the link after it cannot be checked.
     let previousStripped = false;
     for (const entry of inSeqOrder) {
@@ -144,7 +149,8 @@ export function verifyChain(events: RecordedEvent[]): ChainProblem[] {
         const missing = event.seq - expectedSeq === 1 ? `#${expectedSeq} is` : `#${expectedSeq}..#${event.seq - 1} are`;
         report('removed', entry, `${missing} missing before it`);
       } else if (event.hash !== undefined && !previousStripped && (event.prev ?? '') !== (previous?.hash ?? '')) {
-        report('broken-link', entry, previous ? `its prev is not the hash of #${previous.seq} (altered along with its hash?)` : 'the first event of its stream has a prev');
+        const of = checkpoint && previous?.seq === checkpoint.seq ? `the checkpoint's #${checkpoint.seq}` : `#${previous?.seq}`;
+        report('broken-link', entry, previous ? `its prev is not the hash of ${of} (altered along with its hash?)` : 'the first event of its stream has a prev');
       }
       previous = event;
       previousStripped = stripped;
