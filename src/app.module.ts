@@ -11,6 +11,7 @@ import { EtcdDcs } from './dcs/etcd-dcs';
 import { EtcdEventStore } from './events/etcd-event-store';
 import { EventLog } from './events/event-log';
 import { EventRecorder } from './events/event-recorder';
+import { EventRetention } from './events/event-retention';
 import { EventStore } from './events/event-store.port';
 import { HaNode } from './ha/ha-node';
 import { PgQuery } from './postgresql/pg-query';
@@ -81,6 +82,11 @@ export class NodeModule {
         { provide: POSTGRES_QUERY, useFactory: (): PostgresQuery => PgQuery.fromConfig(config.postgresql) },
         { provide: EVENT_LOG, inject: [EVENT_STORE], useFactory: (store: EventStore) => new EventLog(store) },
         {
+          provide: EventRetention,
+          inject: [EVENT_STORE],
+          useFactory: (store: EventStore) => new EventRetention({ store, clock, logger: { warn: logger.warning, log: logger.info } }),
+        },
+        {
           provide: HaNode,
           inject: [DCS, POSTGRES_PROCESS, POSTGRES_QUERY, EVENT_RECORDER, EVENT_LOG],
           useFactory: (dcs: Dcs, pg: PostgresProcess, query: PostgresQuery, events: EventRecorder, eventLog: EventLog) =>
@@ -104,11 +110,13 @@ export class NodeLifecycle implements OnApplicationShutdown {
     @Inject(POSTGRES_QUERY) private readonly query: PostgresQuery,
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
+    private readonly retention: EventRetention,
   ) {}
 
   async start(): Promise<void> {
     await this.recorder.start();
     this.eventLog.start((message) => this.logger.warning(message));
+    this.retention.start();
     await this.node.start();
   }
 
@@ -118,6 +126,7 @@ export class NodeLifecycle implements OnApplicationShutdown {
     await this.node.stop(!paused);
     await this.query.close().catch(() => undefined);
     await this.pg.detach().catch(() => undefined);
+    await this.retention.stop();
     await this.recorder.stop();
     this.eventLog.stop();
     await this.dcs.close().catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
