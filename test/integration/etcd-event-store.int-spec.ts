@@ -11,6 +11,9 @@ import { EventRecorder, QUEUE_FILE } from '../../src/events/event-recorder';
 import { ExpectedVersionConflict } from '../../src/events/event-store.port';
 import { EtcdEventStore } from '../../src/events/etcd-event-store';
 import { verifyChain } from '../../src/events/hash-chain';
+import { MAX_EVENT_DATA_BYTES } from '../../src/events/event-bounds';
+import { EventRetention } from '../../src/events/event-retention';
+import { ManualClock } from '../../src/common/clock';
 import { EtcdHandle, startEtcd } from '../helpers/etcd';
 import { removeDir, tmpDir } from '../helpers/tmp';
 import { waitFor } from '../helpers/wait-for';
@@ -186,6 +189,102 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     await waitFor(() => received.length >= 2, { timeoutMs: 5000, description: 'the event appended after the restart' });
     expect(summary(received)).toEqual(['cluster#2:second', 'cluster#3:third']);
   });
+
+  it('reads seq ranges of several streams in store order, without the rest of the log', async () => {
+    const store = newStore();
+    for (let i = 1; i <= 5; i++) {
+      await store.append('node/node1/postgres', [event('node/node1/postgres', `p${i}`)], 'any');
+      await store.append('cluster', [event('cluster', `c${i}`)], 'any');
+    }
+    await store.append('node/node1', [event('node/node1', 'nested-prefix')], 0);
+
+    const ranged = await store.readRanges([
+      { stream: 'cluster', fromSeq: 2, toSeq: 3 },
+      { stream: 'node/node1/postgres', fromSeq: 3, toSeq: 9 },
+      { stream: 'node/node1', fromSeq: 2, toSeq: 1 },
+    ]);
+
+    // Store order interleaves the streams as they were appended: p3 before c3.
+    expect(summary(ranged)).toEqual(['cluster#2:c2', 'node/node1/postgres#3:p3', 'cluster#3:c3', 'node/node1/postgres#4:p4', 'node/node1/postgres#5:p5']);
+    await expect(store.readRanges([{ stream: 'cluster', fromSeq: 1, toSeq: 20_001 }])).rejects.toThrow('a ranged read of 20001 events exceeds 20000');
+  });
+
+  it('retention: removes the oldest events from etcd behind a checkpoint, once, and the retained chain verifies', async () => {
+    const store = newStore();
+    for (let i = 1; i <= 6; i++) {
+      await store.append('node/node1/postgres', [event('node/node1/postgres', `p${i}`)], 'any');
+      await store.append('cluster', [{ ...event('cluster', `c${i}`), type: 'timeline.created', data: { timeline: i, lsn: i, reason: 'r', created_at: 'x', leader: 'node1' } }], 'any');
+    }
+    const original = await store.read();
+    const received: RecordedEvent[] = [];
+    subscriptions.push(store.subscribe().subscribe((e) => received.push(e)));
+    const runs = [newStore(), newStore()].map((writer) => new EventRetention({ store: writer, clock: new ManualClock(), policy: { maxEventsPerStream: 2 } }));
+
+    const outcomes = await Promise.all(runs.map((run) => run.runOnce()));
+
+    expect(outcomes.filter((outcome) => outcome.skipped === 'another node cut the log meanwhile').length).toBeLessThanOrEqual(1);
+    expect(outcomes.some((outcome) => outcome.removed['cluster'] === 4)).toBe(true);
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    try {
+      const keys = (await raw.range(`/stator-events/${scope}/`, { prefix: true }, 1000)).kvs.map((kv) => kv.key.slice(`/stator-events/${scope}/`.length));
+      expect(keys.filter((key) => !key.startsWith('heads/'))).toEqual([
+        'checkpoint',
+        'cluster/000000000005',
+        'cluster/000000000006',
+        'node/node1/postgres/000000000005',
+        'node/node1/postgres/000000000006',
+      ]);
+    } finally {
+      raw.close();
+    }
+    const checkpoint = (await newStore().readCheckpoint())!;
+    const byName = (stream: string, seq: number) => original.find((e) => e.stream === stream && e.seq === seq)!;
+    expect(checkpoint.streams).toEqual({
+      cluster: { seq: 4, hash: byName('cluster', 4).hash, at: byName('cluster', 4).at },
+      'node/node1/postgres': { seq: 4, hash: byName('node/node1/postgres', 4).hash, at: byName('node/node1/postgres', 4).at },
+    });
+    expect(checkpoint.projections.history.map((entry) => entry[0])).toEqual([1, 2, 3, 4]);
+    const retained = await newStore().read();
+    expect(summary(retained)).toEqual(summary(original.slice(-4)));
+    expect(verifyChain(retained, checkpoint.streams)).toEqual([]);
+
+    // The chain goes on after the cut, and the checkpoint key is never taken for an event.
+    await store.append('cluster', [event('cluster', 'after-cut')], 'any');
+    await waitFor(() => received.length === 1, { description: 'the event appended after the cut' });
+    expect(summary(received)).toEqual(['cluster#7:after-cut']);
+    expect(verifyChain(await newStore().read(), checkpoint.streams)).toEqual([]);
+  });
+
+  it('stores 10 config changes of 1 MiB each within the payload cap, and says how much etcd grew', async () => {
+    const store = newStore(10_000);
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    const prefix = `/stator-events/${scope}/`;
+    // A configuration document of about 1 MiB: 1024 parameters of 1 KiB each.
+    const parameters = Object.fromEntries(Array.from({ length: 1024 }, (_, i) => [`param_${i}`, 'x'.repeat(1000)]));
+    try {
+      const dbBefore = await etcdDbSize();
+      for (let change = 0; change < 10; change++) {
+        await store.append('cluster', [{ ...event('cluster', `change${change}`), type: 'config.changed', data: { config: { postgresql: { parameters } }, change } }], 'any');
+      }
+      const stored = await raw.range(prefix, { prefix: true }, 10_000);
+      const storedBytes = stored.kvs.reduce((sum, kv) => sum + Buffer.byteLength(kv.key) + Buffer.byteLength(kv.value), 0);
+      const dbGrowth = (await etcdDbSize()) - dbBefore;
+      process.stdout.write(`event log growth after 10 config changes of 1 MiB: ${storedBytes} bytes stored under the events prefix, etcd db size +${dbGrowth} bytes\n`);
+      expect(storedBytes).toBeLessThan(10 * (MAX_EVENT_DATA_BYTES + 2048));
+      const events = await store.read({ stream: 'cluster' });
+      expect(events.map((e) => e.data)).toEqual(
+        Array.from({ length: 10 }, () => expect.objectContaining({ truncated: true, bytes: expect.any(Number), keys: ['change', 'config'] })),
+      );
+      expect(verifyChain(events)).toEqual([]);
+    } finally {
+      raw.close();
+    }
+  });
+
+  async function etcdDbSize(): Promise<number> {
+    const response = await fetch(`http://${etcd.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}' });
+    return Number(((await response.json()) as { dbSize?: string }).dbSize ?? 0);
+  }
 
   it('recorder: queues events while etcd is frozen and flushes them in order when it is back', async () => {
     const queueDir = tmpDir('stator-queue-');
