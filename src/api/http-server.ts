@@ -1,8 +1,10 @@
 import 'reflect-metadata';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { DynamicModule, HttpException, HttpStatus } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createLogger } from '../common/logger';
 import { guardConnections, MAX_CONNECTIONS } from './connection-guard';
 import { captureFastifyErrors, errorBody } from './http-exception.filter';
@@ -42,6 +44,7 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     requestTimeout: REQUEST_TIMEOUT_MS,
     routerOptions: { ignoreTrailingSlash: true },
+    clientErrorHandler: answerClientError,
     // A URL the router cannot decode (`/%zz`) is answered before any route or filter: same JSON shape as every error.
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       void reply.code(HttpStatus.BAD_REQUEST).send(errorBody(HttpStatus.BAD_REQUEST, `the URL is not valid: ${error.message}`));
@@ -117,6 +120,30 @@ const isConfigRoute = (request: FastifyRequest) => request.routeOptions.url === 
 
 function configBodyTooLarge(): HttpException {
   return refusal(HttpStatus.PAYLOAD_TOO_LARGE, `a /config body must be at most ${CONFIG_BODY_LIMIT_BYTES} bytes`);
+}
+
+const CLIENT_ERRORS: Readonly<Record<string, [number, string]>> = Object.freeze({
+  ERR_HTTP_REQUEST_TIMEOUT: [HttpStatus.REQUEST_TIMEOUT, 'the request was not received in time'],
+  HPE_HEADER_OVERFLOW: [431, 'the request line and headers exceed 16 KiB'],
+});
+
+/**
+ * A request Node could not read (timeout, oversized headers, malformed HTTP) is answered in the JSON
+ * shape of every error and the connection closed, as Fastify does, except that an answer to a HEAD
+ * request carries no body: the client would read the body as the start of another response.
+ */
+function answerClientError(error: ConnectionError, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] = (Object.hasOwn(CLIENT_ERRORS, error.code) ? CLIENT_ERRORS[error.code] : null) ?? [HttpStatus.BAD_REQUEST, 'the request is not valid HTTP/1.1'];
+  const body = JSON.stringify(errorBody(status, message));
+  // A Buffer at run time, whatever Fastify's types say.
+  const raw = error.rawPacket as unknown as Buffer | undefined;
+  const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
+  if (socket.writable) {
+    const reason = STATUS_CODES[status] ?? '';
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${head ? '' : body}`);
+  }
+  socket.destroy(error);
 }
 
 /** A `__proto__` key could reach an object's prototype when bodies are merged into documents. */
