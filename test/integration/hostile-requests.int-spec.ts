@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
 import { reinitializeBody, restartBody } from '../../src/api/operation-requests';
 import { systemClock } from '../../src/common/clock';
+import { EtcdClient } from '../../src/dcs/etcd/etcd-client';
 import { EtcdDcs } from '../../src/dcs/etcd-dcs';
+import { CONFIG_BODY_LIMIT_BYTES } from '../../src/api/http-server';
 
 /**
  * Property-based fuzzing of a real node (etcd + PostgreSQL), with a fixed seed and a bounded count:
@@ -187,4 +190,71 @@ it(`answers ${RUNS} hostile requests (seed ${SEED}) without a crash, a stall or 
   mkdirSync('test-artifacts', { recursive: true });
   writeFileSync(join('test-artifacts', 'fuzz-summary.txt'), `${summary}\n`);
   console.log(summary);
+});
+
+const base = () => node.apiUrl.replace(/\/stator$/, '');
+
+/** One request with a JSON body, as curl would send it. */
+async function write(method: string, path: string, body: unknown): Promise<{ status: number; text: string; warning: string | null }> {
+  const response = await fetch(base() + path, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: response.status, text: await response.text(), warning: response.headers.get('warning') };
+}
+
+describe('the defects measured in the hostile-input issue, on a real node', () => {
+  it.each([
+    [{ ttl: 1e20 }, 'ttl: must be an integer from 5 to 86400, got 100000000000000000000'],
+    [{ ttl: 2 ** 31 }, 'ttl: must be an integer from 5 to 86400, got 2147483648'],
+    [{ constructor: 1 }, 'constructor: unknown key'],
+    [{ toString: 'x' }, 'toString: unknown key'],
+    [{ synchronous_mode: true }, 'synchronous_mode: synchronous replication is not supported yet'],
+  ])('PATCH /config %j answers 400 naming the key and the rule, and changes nothing', async (patch, message) => {
+    const before = await observed();
+    const answer = await write('PATCH', '/config', patch);
+    expect(answer.status).toBe(400);
+    expect(answer.text).toContain(message);
+    expect(await observed()).toBe(before);
+    expect(await node.healthCode('/primary')).toBe(200);
+  });
+
+  it('accepts a stored-only Patroni key with a Warning header', async () => {
+    const answer = await write('PATCH', '/config', { max_timelines_history: 10 });
+    expect(answer.status).toBe(200);
+    expect(answer.warning).toBe('299 stator "max_timelines_history is stored but not acted on yet"');
+  });
+
+  it.each(['2030-02-30T10:00:00Z', '2027-02-31T24:00:00Z'])('refuses a switchover scheduled at %s, which is not in the calendar', async (at) => {
+    const leader = (await observer.read()).leader!.value;
+    const answer = await write('POST', '/switchover', { leader, scheduled_at: at });
+    expect(answer).toMatchObject({ status: 422, text: 'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601' });
+    expect((await observer.read()).failover?.value ?? {}).toEqual({});
+  });
+
+  it('stores what changed, not the whole document: 10 config changes of the largest size grow the event log by kilobytes', async () => {
+    const etcd = new EtcdClient({ hosts: [cluster.etcd.endpoint] });
+    const eventBytes = async () => {
+      const { kvs } = await etcd.range(`/stator-events/${cluster.scope}/`, { prefix: true }, 5000);
+      return kvs.reduce((total, kv) => total + kv.key.length + kv.value.length, 0);
+    };
+    const started = await eventBytes();
+    for (let round = 0; round < 10; round++) {
+      // Near the body cap: one large value that changes every round.
+      const answer = await write('PATCH', '/config', { postgresql: { parameters: { application_name: `${round}`.padEnd(4000, 'x') } }, max_timelines_history: round });
+      expect(answer.status).toBe(200);
+    }
+    const large = { comment: 'x'.repeat(CONFIG_BODY_LIMIT_BYTES) };
+    expect((await write('PATCH', '/config', large)).status).toBe(413);
+    // The node's log follows etcd: once it lists the ten changes, etcd holds them.
+    await waitFor(async () => ((await (await fetch(`${base()}/events?type=config.changed`)).json()) as unknown[]).length >= 10 || null, {
+      timeoutMs: 10_000,
+      description: 'ten config.changed events stored',
+    });
+    const grown = (await eventBytes()) - started;
+    console.log(`event log growth after 10 config changes: ${grown} bytes`);
+    expect(grown).toBeLessThan(10 * 16 * 1024 + 50_000);
+  });
 });

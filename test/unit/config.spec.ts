@@ -531,6 +531,12 @@ describe('loadConfig', () => {
       ],
       ['a keyfile without certfile', { restapi: { keyfile: '/k' } }, {}, 'restapi.keyfile: requires restapi.certfile'],
       [
+        'an admin authentication scope with nothing to check',
+        { restapi: { authentication_scope: 'admin' } },
+        {},
+        'restapi.authentication_scope: "admin" requires restapi.authentication, restapi.allowlist or restapi.verify_client',
+      ],
+      [
         'verify_client without cafile',
         { restapi: { certfile: '/c', verify_client: 'required' } },
         {},
