@@ -132,6 +132,11 @@ export class EtcdEventStore implements EventStore {
       .map((entry) => entry.event!);
   }
 
+  async streamHeads(): Promise<{ stream: string; seq: number }[]> {
+    const heads = await this.client.range(this.headsPrefix, { prefix: true }, this.options.requestTimeoutMs);
+    return heads.kvs.map((kv) => ({ stream: kv.key.slice(this.headsPrefix.length), seq: parseHead(kv.value).seq })).filter((head) => head.seq > 0);
+  }
+
   async readCheckpoint(): Promise<LogCheckpoint | null> {
     const response = await this.client.range(this.checkpointKey, {}, this.options.requestTimeoutMs);
     const value = response.kvs[0]?.value ?? null;

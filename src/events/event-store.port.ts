@@ -61,6 +61,8 @@ export interface EventStore {
   writeCheckpoint(next: LogCheckpoint, expected: LogCheckpoint | null, signal?: AbortSignal): Promise<void>;
   /** Last seq of a stream, 0 when empty. */
   lastSeq(stream: string): Promise<number>;
+  /** Every stream with its last seq (one read of the heads, not of the events). */
+  streamHeads(): Promise<{ stream: string; seq: number }[]>;
   /** Events appended after subscription, in store order. */
   subscribe(): Observable<RecordedEvent>;
   close(): Promise<void>;

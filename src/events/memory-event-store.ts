@@ -46,6 +46,10 @@ export class MemoryEventStore implements EventStore {
     return this.heads.get(stream)?.seq ?? 0;
   }
 
+  async streamHeads(): Promise<{ stream: string; seq: number }[]> {
+    return [...this.heads].map(([stream, head]) => ({ stream, seq: head.seq }));
+  }
+
   async readCheckpoint(): Promise<LogCheckpoint | null> {
     return this.checkpoint && structuredClone(this.checkpoint);
   }

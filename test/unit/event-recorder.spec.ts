@@ -37,6 +37,10 @@ class UnreliableStore implements EventStore {
     this.failIfDown();
     return this.inner.readRanges(ranges);
   }
+  async streamHeads(): Promise<{ stream: string; seq: number }[]> {
+    this.failIfDown();
+    return this.inner.streamHeads();
+  }
   async readCheckpoint(): Promise<LogCheckpoint | null> {
     this.failIfDown();
     return this.inner.readCheckpoint();

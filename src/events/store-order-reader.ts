@@ -1,0 +1,49 @@
+import { RecordedEvent } from './event';
+import { EventStore, StreamRange } from './event-store.port';
+import { LogCheckpoint } from './log-checkpoint';
+
+/** Events read per round over all streams: what one round holds in memory. */
+export const EVENTS_PER_ROUND = 2000;
+
+/**
+ * Reads the stored log (from the checkpoint on) in store order, a bounded batch at a time,
+ * without ever holding the whole log. Each round reads the next seqs of every stream in one
+ * ranged read (which answers in store order); a stream that has more beyond its range may have
+ * unread events before later ones of the batch, so the batch is handed over only up to the last
+ * event read of such a stream, and the rest is read again in the next round.
+ *
+ * `onBatch` may return false to stop early. Events appended after the heads were read are left
+ * to the caller's subscription.
+ */
+export async function readInStoreOrder(
+  store: EventStore,
+  checkpoint: LogCheckpoint | null,
+  onBatch: (events: RecordedEvent[]) => boolean | void | Promise<boolean | void>,
+  eventsPerRound = EVENTS_PER_ROUND,
+): Promise<void> {
+  const next = new Map<string, number>();
+  const last = new Map<string, number>();
+  for (const { stream, seq } of await store.streamHeads()) {
+    const first = (checkpoint?.streams[stream]?.seq ?? 0) + 1;
+    if (seq >= first) {
+      next.set(stream, first);
+      last.set(stream, seq);
+    }
+  }
+  while (next.size > 0) {
+    const perStream = Math.max(1, Math.floor(eventsPerRound / next.size));
+    const ranges: StreamRange[] = [...next].map(([stream, fromSeq]) => ({ stream, fromSeq, toSeq: Math.min(last.get(stream)!, fromSeq + perStream - 1) }));
+    const batch = await store.readRanges(ranges);
+    let complete = batch.length;
+    for (const range of ranges) {
+      const lastRead = batch.map((event) => event.stream).lastIndexOf(range.stream);
+      // Nothing stored in the range (removed meanwhile): nothing to wait for there.
+      if (lastRead < 0) next.set(range.stream, range.toSeq + 1);
+      else if (range.toSeq < last.get(range.stream)!) complete = Math.min(complete, lastRead + 1);
+    }
+    const handed = batch.slice(0, complete);
+    for (const event of handed) next.set(event.stream, event.seq + 1);
+    for (const [stream, seq] of next) if (seq > last.get(stream)!) next.delete(stream);
+    if ((await onBatch(handed)) === false) return;
+  }
+}
