@@ -115,9 +115,14 @@ export class HttpExceptionFilter implements ExceptionFilter {
 
 /** Nest's own exception bodies (`{message, error, statusCode}`) in the API's key order; other objects as they are. */
 function normalizedBody(status: number, response: object): object {
-  const { message, error } = response as { message?: unknown; error?: unknown };
+  const { message, error, problems } = response as { message?: unknown; error?: unknown; problems?: unknown };
   if (typeof message !== 'string' && !Array.isArray(message)) return response;
-  return { ...errorBody(status, message as string | string[]), ...(typeof error === 'string' ? { error } : {}) };
+  return {
+    ...errorBody(status, message as string | string[]),
+    ...(typeof error === 'string' ? { error } : {}),
+    // One entry per refused key, for clients that show them separately.
+    ...(Array.isArray(problems) ? { problems } : {}),
+  };
 }
 
 /** A Fastify request error (known code, or any error carrying a 4xx `statusCode`) as status and message. */

@@ -63,6 +63,7 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
  * Media types read as JSON. patronictl sends its JSON bodies with no Content-Type, and `curl -d`
  * (Patroni's documented examples) with the form type, so both are read as JSON as the reference does.
  */
+const MAX_MEDIA_TYPE_LENGTH = 127;
 const JSON_MEDIA_TYPE = /^(application\/(json|[\w.+-]+\+json|x-www-form-urlencoded))?$/;
 
 /**
@@ -74,9 +75,9 @@ export function acceptJsonBodies(fastify: FastifyInstance): void {
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'string' }, (request: FastifyRequest, body: string | Buffer, done) => {
     const mediaType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-    if (!JSON_MEDIA_TYPE.test(mediaType)) {
+    if (mediaType.length > MAX_MEDIA_TYPE_LENGTH || !JSON_MEDIA_TYPE.test(mediaType)) {
       done(
-        refusal(HttpStatus.UNSUPPORTED_MEDIA_TYPE, `Content-Type ${mediaType} is not accepted: request bodies are JSON (application/json)`),
+        refusal(HttpStatus.UNSUPPORTED_MEDIA_TYPE, `Content-Type ${mediaType.slice(0, 64)} is not accepted: request bodies are JSON (application/json)`),
         undefined,
       );
       return;

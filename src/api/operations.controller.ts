@@ -1,7 +1,8 @@
 import { ArgumentsHost, Body, Catch, Controller, Delete, ExceptionFilter, Inject, Patch, Post, Put, Res, UseFilters } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { NodeOperations } from '../ha/node-operations';
-import { ConfigAnswer, OperationAnswer, OperationRefused } from '../ha/operation-types';
+import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused } from '../ha/operation-types';
+import { ConfigBodyPipe } from './dto/config-body.pipe';
 import { objectBody, ValidatedBody } from './dto/operation-body.pipe';
 import { ReinitializeBody, RestartBody, SwitchoverBody } from './dto/operation-bodies.dto';
 import { parseReinitialize, parseRestart, parseSwitchover, reinitializeBody, restartBody, switchoverBody } from './operation-requests';
@@ -76,13 +77,13 @@ export class OperationsController {
   }
 
   @Patch('config')
-  async patchConfig(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
-    answerConfig(reply, await this.operations.patchConfig(body));
+  async patchConfig(@Body(ConfigBodyPipe) write: ConfigWrite, @Res() reply: FastifyReply): Promise<void> {
+    answerConfig(reply, await this.operations.patchConfig(write));
   }
 
   @Put('config')
-  async putConfig(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
-    answerConfig(reply, await this.operations.putConfig(body));
+  async putConfig(@Body(ConfigBodyPipe) write: ConfigWrite, @Res() reply: FastifyReply): Promise<void> {
+    answerConfig(reply, await this.operations.putConfig(write));
   }
 
   private handover(kind: 'switchover' | 'failover', body: ValidatedBody<SwitchoverBody>, reply: FastifyReply): Promise<void> {

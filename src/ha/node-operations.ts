@@ -1,11 +1,10 @@
 import { Clock } from '../common/clock';
-import { reviewConfigWrite } from '../config/config-write-review';
 import { validateDynamicConfig } from '../config/dynamic-config';
 import { ClusterView, Dcs, DynamicConfig, FailoverRequest } from '../dcs/dcs.port';
 import { configChange } from './config-change';
 import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
 import { HaNode } from './ha-node';
-import { ConfigAnswer, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
+import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
 import { restartFilterMismatch } from './scheduled-restart';
 
 /**
@@ -115,24 +114,16 @@ export class NodeOperations {
   }
 
   /** PATCH /config: deep merge (`null` removes), typed validation, compare-and-set (reference 1.6). */
-  async patchConfig(body: unknown): Promise<ConfigAnswer> {
-    const patch = nonEmptyObject(body);
-    if ('status' in patch) return patch;
-    const review = reviewConfigWrite(patch.value);
-    if (review.problems.length > 0) return jsonError(400, review.problems.join('; '), review.problems);
+  async patchConfig({ document: patch, warnings }: ConfigWrite): Promise<ConfigAnswer> {
     const cluster = await this.readCluster();
     if (!cluster.config) return jsonError(503, 'the DCS holds no configuration yet');
-    return this.writeConfig(cluster.config, mergeConfig(cluster.config.value, patch.value), 'PATCH /config', review.warnings);
+    return this.writeConfig(cluster.config, mergeConfig(cluster.config.value, patch), 'PATCH /config', warnings);
   }
 
   /** PUT /config: replaces the whole configuration, with the same checks and compare-and-set as PATCH. */
-  async putConfig(body: unknown): Promise<ConfigAnswer> {
-    const replacement = nonEmptyObject(body);
-    if ('status' in replacement) return replacement;
-    const review = reviewConfigWrite(replacement.value);
-    if (review.problems.length > 0) return jsonError(400, review.problems.join('; '), review.problems);
+  async putConfig({ document: replacement, warnings }: ConfigWrite): Promise<ConfigAnswer> {
     const cluster = await this.readCluster();
-    return this.writeConfig(cluster.config, replacement.value, 'PUT /config', review.warnings);
+    return this.writeConfig(cluster.config, replacement, 'PUT /config', warnings);
   }
 
   /** Validates the resulting document and writes it only if the configuration read is still the stored one. */
@@ -241,13 +232,6 @@ const STATUS_NAMES: Record<number, string> = { 400: 'Bad Request', 409: 'Conflic
 
 function jsonError(status: number, message: string, problems?: string[]): ConfigAnswer {
   return { status, body: { error: STATUS_NAMES[status], message, ...(problems ? { problems } : {}), statusCode: status } };
-}
-
-function nonEmptyObject(body: unknown): { value: DynamicConfig } | ConfigAnswer {
-  if (typeof body !== 'object' || body === null || Array.isArray(body) || Object.keys(body).length === 0) {
-    return jsonError(400, 'the body must be a non-empty JSON object');
-  }
-  return { value: body as DynamicConfig };
 }
 
 /** The reference's merge: `null` deletes, objects merge recursively, anything else replaces. */

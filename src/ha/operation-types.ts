@@ -1,3 +1,5 @@
+import { DynamicConfig } from '../dcs/dcs.port';
+
 /**
  * The typed requests the node's operations take, and their answers. The API layer validates and
  * parses request bodies into these; nothing here knows about HTTP bodies.
@@ -44,6 +46,12 @@ export interface ReinitializeRequest {
 export interface OperationAnswer {
   status: number;
   text: string;
+}
+
+/** A /config write whose keys passed the API's checks, with warnings about keys stored but not acted on. */
+export interface ConfigWrite {
+  document: DynamicConfig;
+  warnings: string[];
 }
 
 /** A /config answer: JSON body or a refusal, and warnings about accepted settings that are not acted on. */
