@@ -6,6 +6,8 @@ import { HistoryEntry } from '../dcs/dcs.port';
 import { RecordedEvent } from './event';
 import { EventCursor, readPage } from './event-page';
 import { EventStore } from './event-store.port';
+import { LogCheckpoint } from './log-checkpoint';
+import { readInStoreOrder } from './store-order-reader';
 
 export interface EventQuery {
   stream?: string;
@@ -59,8 +61,8 @@ export interface CachedEvent {
 }
 
 /**
- * The cluster's event log as this node sees it: the stored log read once at start (from where
- * retention's checkpoint left it) and then followed through the store's subscription, with the
+ * The cluster's event log as this node sees it: the stored log read once at start, in bounded
+ * batches from where retention's checkpoint left it, and then followed through the store's subscription, with the
  * projections folded as events arrive. Only the most recent events stay in memory (at most
  * `maxCachedEvents` and `maxCachedBytes`); the projections are folds, so their state stays whole
  * when old events leave the cache. Pages older than the cache are read from the store on demand.
@@ -112,20 +114,24 @@ export class EventLog {
   private readonly loaded = new Promise<void>((resolve) => (this.loadedResolve = resolve));
   private stopped = false;
 
+  /**
+   * Folds the stored log from the checkpoint on, a bounded batch at a time (the agent never holds
+   * the whole log). A cut made by retention during the read removes events it has not reached:
+   * then the read starts over from the new checkpoint.
+   */
   private async readAll(onError: (message: string) => void): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        const events = await this.store.read();
-        // Read after the events: a cut made meanwhile covers some of them, which are then skipped.
         const checkpoint = await this.store.readCheckpoint();
-        if (checkpoint) {
-          this.state = { ...initialProjections(), ...structuredClone(checkpoint.projections) };
-          for (const [stream, { seq, at }] of Object.entries(checkpoint.streams)) {
-            this.lastSeq.set(stream, seq);
-            this.evicted.set(stream, { seq, at: Date.parse(at) });
-          }
+        this.resetTo(checkpoint);
+        await readInStoreOrder(this.store, checkpoint, (batch) => {
+          for (const event of batch) this.add(event);
+          return !this.stopped;
+        });
+        if (JSON.stringify(await this.store.readCheckpoint()) !== JSON.stringify(checkpoint)) {
+          onError('retention cut the event log while it was being read; reading it again');
+          continue;
         }
-        for (const event of events) this.add(event);
         const live = this.liveWhileLoading ?? [];
         this.liveWhileLoading = null;
         for (const event of live) this.add(event);
@@ -135,6 +141,20 @@ export class EventLog {
         if (attempt === 0) onError(`reading the event log failed, retrying: ${String(error)}`);
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
+    }
+  }
+
+  /** Empty cache, projections and positions as the checkpoint leaves them. */
+  private resetTo(checkpoint: LogCheckpoint | null): void {
+    this.cache = [];
+    this.cacheStart = 0;
+    this.cachedBytes = 0;
+    this.lastSeq.clear();
+    this.evicted.clear();
+    this.state = checkpoint ? { ...initialProjections(), ...structuredClone(checkpoint.projections) } : initialProjections();
+    for (const [stream, { seq, at }] of Object.entries(checkpoint?.streams ?? {})) {
+      this.lastSeq.set(stream, seq);
+      this.evicted.set(stream, { seq, at: Date.parse(at) });
     }
   }
 

@@ -3,6 +3,7 @@ import { EventLog, EventPageRequest, rebuildProjections } from '../../src/events
 import { EventCursor } from '../../src/events/event-page';
 import { EventStore, StreamRange } from '../../src/events/event-store.port';
 import { MemoryEventStore } from '../../src/events/memory-event-store';
+import { EVENTS_PER_ROUND } from '../../src/events/store-order-reader';
 
 /** A MemoryEventStore that counts its ranged reads and what they returned. */
 class CountingStore extends MemoryEventStore {
@@ -94,11 +95,27 @@ describe('the event log cache', () => {
     expect(names(log.query())).toEqual(['cluster#46', 'cluster#47', 'cluster#48', 'cluster#49', 'cluster#50']);
   });
 
+  it('reads the stored log at start in bounded batches, never all of it at once', async () => {
+    const store = new CountingStore();
+    const streams = ['cluster', 'node/node1/postgres', 'node/node2/role'];
+    for (let i = 0; i < 3000; i++) await store.append(streams[i % 3], [fact('cluster.paused')], 'any');
+    const largestRead = () => Math.max(...store.rangedReads.map((ranges) => ranges.reduce((sum, range) => sum + range.toSeq - range.fromSeq + 1, 0)));
+
+    const log = await startedLog(store, 100);
+    logs.push(log);
+
+    expect(store.eventsReadByRange).toBeGreaterThanOrEqual(3000);
+    expect(largestRead()).toBeLessThanOrEqual(EVENTS_PER_ROUND);
+    expect(log.projections()).toEqual(rebuildProjections(await store.read()));
+    expect(names(log.query())).toEqual(names((await store.read()).slice(-100)));
+  });
+
   it('reads events older than the cache from the store, by seq range, only when a query asks for them', async () => {
     const store = new CountingStore();
     const all = await seededStore(store);
     const log = await startedLog(store, 10);
     logs.push(log);
+    store.rangedReads = []; // the start-up read of the log
 
     const recent = await log.page(request({ limit: 5 }));
     expect(names(recent.events)).toEqual(names(all.slice(-5)));
