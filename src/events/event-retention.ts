@@ -1,9 +1,8 @@
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { Clock } from '../common/clock';
-import { RecordedEvent } from './event';
 import { evolveAll, initialProjections, ServedProjections } from './event-log';
 import { EventStore } from './event-store.port';
-import { CheckpointConflict, coveredByCheckpoint, LogCheckpoint } from './log-checkpoint';
+import { CheckpointConflict, LogCheckpoint, StreamCheckpoint } from './log-checkpoint';
+import { readInStoreOrder } from './store-order-reader';
 
 /** How long the stored log keeps events, by age and by count per stream. */
 export interface RetentionPolicy {
@@ -17,8 +16,6 @@ export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 30 * DAY_MS, maxEv
 const DEFAULT_INTERVAL_MS = 6 * 60 * 60_000;
 /** One run gives up after this long; what it did not remove waits for the next run. */
 const DEFAULT_DEADLINE_MS = 60_000;
-/** Folding yields to the event loop this often, so the HA loop never waits on a long fold. */
-const FOLD_SLICE = 1000;
 
 export interface EventRetentionOptions {
   store: EventStore;
@@ -38,10 +35,10 @@ export interface RetentionOutcome {
 }
 
 /**
- * Keeps the stored event log within its retention policy. A run reads the log (and the last
- * checkpoint), finds the cut: the longest prefix in store order whose events are older than
- * `maxAgeMs`, extended so that no stream keeps more than `maxEventsPerStream` events. It folds the
- * projections over the removed events onto the previous checkpoint's, writes the new checkpoint
+ * Keeps the stored event log within its retention policy. A run finds the cut: the longest
+ * prefix in store order whose events are older than `maxAgeMs`, extended so that no stream keeps
+ * more than `maxEventsPerStream` events. It folds the projections over the removed events onto
+ * the previous checkpoint's (reading only as far as the cut, in bounded batches), writes the new checkpoint
  * with compare-and-set (so when two nodes run at once, one cuts and the other finds a conflict and
  * does nothing), then the store removes the covered events.
  *
@@ -80,57 +77,63 @@ export class EventRetention {
     await this.running;
   }
 
-  /** One run, within the deadline. */
+  /**
+   * One run, within the deadline: reads the log from the checkpoint in bounded batches (store
+   * order), folding as it goes and remembering the fold at the last event the policy removes;
+   * stops as soon as no later event can be due.
+   */
   async runOnce(): Promise<RetentionOutcome> {
     const deadline = AbortSignal.any([this.stopped.signal, AbortSignal.timeout(this.options.deadlineMs ?? DEFAULT_DEADLINE_MS)]);
     const { store } = this.options;
     const checkpoint = await store.readCheckpoint();
-    const stored = await store.read();
-    const events = stored.filter((event) => !coveredByCheckpoint(checkpoint, event.stream, event.seq));
-    const cut = this.cutIndex(events);
-    if (cut === 0) {
-      // An earlier run may have stopped before removing everything its checkpoint covers.
-      if (checkpoint && events.length < stored.length) await store.writeCheckpoint(checkpoint, checkpoint, deadline);
+    // By count: per stream, the seqs up to this one go.
+    const dueByCount = new Map<string, number>();
+    for (const { stream, seq } of await store.streamHeads()) {
+      const kept = seq - (checkpoint?.streams[stream]?.seq ?? 0);
+      if (kept > this.policy.maxEventsPerStream) dueByCount.set(stream, seq - this.policy.maxEventsPerStream);
+    }
+    const oldestKept = this.options.clock.now() - this.policy.maxAgeMs;
+    let agePrefixEnded = false;
+    let state: ServedProjections = { ...initialProjections(), ...checkpoint?.projections };
+    const lastRead: Record<string, StreamCheckpoint> = { ...checkpoint?.streams };
+    const readCount: Record<string, number> = {};
+    let cut: { projections: ServedProjections; streams: Record<string, StreamCheckpoint>; removed: Record<string, number> } | null = null;
+
+    await readInStoreOrder(store, checkpoint, (batch) => {
+      for (const event of batch) {
+        agePrefixEnded ||= Date.parse(event.at) >= oldestKept;
+        state = evolveAll(state, event);
+        lastRead[event.stream] = { seq: event.seq, hash: event.hash ?? '', at: event.at };
+        readCount[event.stream] = (readCount[event.stream] ?? 0) + 1;
+        if (!agePrefixEnded || event.seq <= (dueByCount.get(event.stream) ?? 0)) {
+          cut = { projections: state, streams: { ...lastRead }, removed: { ...readCount } };
+        }
+        if (event.seq >= (dueByCount.get(event.stream) ?? Infinity)) dueByCount.delete(event.stream);
+        if (agePrefixEnded && dueByCount.size === 0) return false;
+      }
+      return !deadline.aborted;
+    });
+    if (deadline.aborted) return { removed: {}, skipped: 'the deadline passed before the cut was found' };
+    if (cut === null) {
+      await this.finishEarlierRemoval(checkpoint, deadline);
       return { removed: {} };
     }
-    const removed = events.slice(0, cut);
-    const projections = await foldInSlices(checkpoint?.projections ?? initialProjections(), removed, deadline);
-    if (deadline.aborted) return { removed: {}, skipped: 'the deadline passed while folding' };
-    const next: LogCheckpoint = {
-      cutAt: new Date(this.options.clock.now()).toISOString(),
-      streams: { ...checkpoint?.streams },
-      projections,
-    };
-    const counts: Record<string, number> = {};
-    for (const event of removed) {
-      next.streams[event.stream] = { seq: event.seq, hash: event.hash ?? '', at: event.at };
-      counts[event.stream] = (counts[event.stream] ?? 0) + 1;
-    }
+    const { projections, streams, removed } = cut;
+    const next: LogCheckpoint = { cutAt: new Date(this.options.clock.now()).toISOString(), streams, projections };
     try {
       await store.writeCheckpoint(next, checkpoint, deadline);
     } catch (error) {
       if (error instanceof CheckpointConflict) return { removed: {}, skipped: 'another node cut the log meanwhile' };
       throw error;
     }
-    return { removed: counts };
+    return { removed };
   }
 
-  /** How many leading events (store order) the policy removes. */
-  private cutIndex(events: RecordedEvent[]): number {
-    const oldestKept = this.options.clock.now() - this.policy.maxAgeMs;
-    let cut = 0;
-    while (cut < events.length && Date.parse(events[cut].at) < oldestKept) cut++;
-    const perStream = new Map<string, number[]>();
-    events.forEach((event, index) => {
-      const indexes = perStream.get(event.stream) ?? [];
-      indexes.push(index);
-      perStream.set(event.stream, indexes);
-    });
-    for (const indexes of perStream.values()) {
-      const excess = indexes.length - this.policy.maxEventsPerStream;
-      if (excess > 0) cut = Math.max(cut, indexes[excess - 1] + 1);
-    }
-    return cut;
+  /** An earlier run may have stopped before removing everything its checkpoint covers: the last covered key tells. */
+  private async finishEarlierRemoval(checkpoint: LogCheckpoint | null, deadline: AbortSignal): Promise<void> {
+    if (!checkpoint) return;
+    const lastCovered = Object.entries(checkpoint.streams).map(([stream, { seq }]) => ({ stream, fromSeq: seq, toSeq: seq }));
+    if ((await this.options.store.readRanges(lastCovered)).length > 0) await this.options.store.writeCheckpoint(checkpoint, checkpoint, deadline);
   }
 
   private report(outcome: RetentionOutcome): void {
@@ -140,13 +143,4 @@ export class EventRetention {
     const total = streams.reduce((sum, [, n]) => sum + n, 0);
     this.logger.log(`event log retention removed ${total} events from ${streams.length} streams, after a checkpoint`);
   }
-}
-
-async function foldInSlices(from: ServedProjections, events: RecordedEvent[], deadline: AbortSignal): Promise<ServedProjections> {
-  let state = { ...initialProjections(), ...from };
-  for (let i = 0; i < events.length && !deadline.aborted; i++) {
-    state = evolveAll(state, events[i]);
-    if (i % FOLD_SLICE === FOLD_SLICE - 1) await yieldToEventLoop();
-  }
-  return state;
 }

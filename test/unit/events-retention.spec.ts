@@ -69,6 +69,28 @@ describe('event log retention', () => {
     }
   });
 
+  it('reads the log only as far as the cut, in bounded batches', async () => {
+    const store = new MemoryEventStore();
+    const start = Date.parse('2026-01-01T00:00:00Z');
+    for (let i = 0; i < 6000; i++) {
+      const stream = ['cluster', 'node/node1/ha', 'node/node2/ha'][i % 3];
+      await store.append(stream, [{ stream, type: 'ha.verdict', at: new Date(start + i * 1000).toISOString(), node: 'node1', from: null, to: null, cause: 'test', data: { verdict: `v${i}` } }], 'any');
+    }
+    let eventsRead = 0;
+    const readRanges = store.readRanges.bind(store);
+    store.readRanges = async (ranges) => {
+      const events = await readRanges(ranges);
+      eventsRead += events.length;
+      return events;
+    };
+    // The first 100 events are more than 30 days old.
+    const outcome = await retention(store, new ManualClock(start + 100_000 + 30 * DAY), { maxAgeMs: 30 * DAY }).runOnce();
+
+    expect(Object.values(outcome.removed).reduce((a, b) => a + b, 0)).toBe(100);
+    expect(eventsRead).toBeLessThanOrEqual(2000);
+    expect((await store.read())[0].data).toEqual({ verdict: 'v100' });
+  });
+
   it('cuts once when two nodes run at the same time: the other finds the checkpoint changed', async () => {
     const { store } = await storeWithSyntheticLog();
     const outcomes = await Promise.all([1, 2].map(() => retention(store, new ManualClock(), { maxEventsPerStream: 2 }).runOnce()));
