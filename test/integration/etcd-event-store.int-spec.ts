@@ -302,6 +302,28 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     }
   });
 
+  it('stores 10 config changes of data at the cap as they are, about 16 KiB each', async () => {
+    const store = newStore(10_000);
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    const atTheCap = (change: number) => {
+      const data = { change, config: '' };
+      data.config = 'x'.repeat(MAX_EVENT_DATA_BYTES - JSON.stringify(data).length);
+      return data;
+    };
+    try {
+      for (let change = 0; change < 10; change++) {
+        await store.append('cluster', [{ ...event('cluster', `change${change}`), type: 'config.changed', data: atTheCap(change) }], 'any');
+      }
+      const stored = await raw.range(`/stator-events/${scope}/`, { prefix: true }, 10_000);
+      const storedBytes = stored.kvs.reduce((sum, kv) => sum + Buffer.byteLength(kv.key) + Buffer.byteLength(kv.value), 0);
+      process.stdout.write(`event log growth after 10 config changes with data at the 16 KiB cap: ${storedBytes} bytes stored under the events prefix\n`);
+      expect(storedBytes).toBeLessThan(10 * (MAX_EVENT_DATA_BYTES + 2048));
+      expect((await store.read({ stream: 'cluster' })).map((e) => e.data)).toEqual(Array.from({ length: 10 }, (_, change) => atTheCap(change)));
+    } finally {
+      raw.close();
+    }
+  });
+
   async function etcdDbSize(): Promise<number> {
     const response = await fetch(`http://${etcd.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}' });
     return Number(((await response.json()) as { dbSize?: string }).dbSize ?? 0);
