@@ -49,7 +49,7 @@ export class NodeModule {
           provide: DCS,
           useFactory: (): Dcs =>
             new EtcdDcs({
-              hosts: config.etcd3.hosts,
+              ...config.etcd3,
               namespace: config.namespace,
               scope: config.scope,
               name: config.name,
@@ -60,7 +60,7 @@ export class NodeModule {
         },
         {
           provide: EVENT_STORE,
-          useFactory: (): EventStore => new EtcdEventStore({ hosts: config.etcd3.hosts, scope: config.scope, requestTimeoutMs: retryTimeoutMs() }),
+          useFactory: (): EventStore => new EtcdEventStore({ ...config.etcd3, scope: config.scope, requestTimeoutMs: retryTimeoutMs() }),
         },
         {
           provide: EVENT_RECORDER,

@@ -1,6 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Agent, fetch } from 'undici';
 import { freePort } from './ports';
 import { removeDir, tmpDir } from './tmp';
 import { waitFor } from './wait-for';
@@ -23,6 +24,20 @@ export interface EtcdHandle {
   restart(): Promise<void>;
 }
 
+/** PEM files for an etcd serving clients over TLS: its certificate and key, and the CA its clients' certificates must chain to. */
+export interface EtcdTlsFiles {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+export interface StartEtcdOptions {
+  /** Serve clients over https and demand a client certificate issued by `ca`. */
+  tls?: EtcdTlsFiles;
+  /** More etcd flags, e.g. `--auth-token=simple`. */
+  extraArgs?: string[];
+}
+
 /** Every etcd this process started, killed on exit even when a test forgets stop(). */
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -35,13 +50,14 @@ process.once('exit', () => {
  * Short heartbeat and election timeouts make start and restart quick (and lower etcd's minimum
  * lease TTL to 1 s).
  */
-export async function startEtcd(): Promise<EtcdHandle> {
+export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHandle> {
   const dir = tmpDir('stator-etcd-');
   const dataDir = join(dir, 'data');
   const clientPort = await freePort();
   let peerPort = await freePort();
   while (peerPort === clientPort) peerPort = await freePort();
-  const clientUrl = `http://127.0.0.1:${clientPort}`;
+  const tls = options.tls;
+  const clientUrl = `${tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   const args = [
     '--name=test',
@@ -54,10 +70,13 @@ export async function startEtcd(): Promise<EtcdHandle> {
     '--heartbeat-interval=50',
     '--election-timeout=500',
     '--log-level=warn',
+    ...(tls ? [`--cert-file=${tls.cert}`, `--key-file=${tls.key}`, `--trusted-ca-file=${tls.ca}`, '--client-cert-auth'] : []),
+    ...(options.extraArgs ?? []),
   ];
   const endpoint = `127.0.0.1:${clientPort}`;
+  const ready = readinessProbe(endpoint, tls);
 
-  let child = await launch(args, join(dir, 'etcd.log'), endpoint);
+  let child = await launch(args, join(dir, 'etcd.log'), ready);
   const kill = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -84,12 +103,31 @@ export async function startEtcd(): Promise<EtcdHandle> {
     },
     async restart() {
       await kill();
-      child = await launch(args, join(dir, 'etcd.log'), endpoint);
+      child = await launch(args, join(dir, 'etcd.log'), ready);
     },
   };
 }
 
-async function launch(args: string[], logFile: string, endpoint: string): Promise<ChildProcess> {
+/**
+ * Whether etcd serves reads: a linearizable read succeeds only once the member has elected itself
+ * leader (it answers `/version` earlier). Over TLS, with the client certificate etcd demands.
+ */
+function readinessProbe(endpoint: string, tls: EtcdTlsFiles | undefined): { endpoint: string; probe: () => Promise<boolean> } {
+  const dispatcher = tls ? new Agent({ connect: { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) } }) : undefined;
+  const probe = async () => {
+    const response = await fetch(`${tls ? 'https' : 'http'}://${endpoint}/v3/kv/range`, {
+      method: 'POST',
+      body: JSON.stringify({ key: Buffer.from('ready').toString('base64') }),
+      signal: AbortSignal.timeout(500),
+      dispatcher,
+    });
+    // With auth enabled etcd refuses an anonymous read, which still shows it is serving.
+    return response.ok || response.status === 400 || response.status === 401;
+  };
+  return { endpoint, probe };
+}
+
+async function launch(args: string[], logFile: string, ready: { endpoint: string; probe: () => Promise<boolean> }): Promise<ChildProcess> {
   const log = openSync(logFile, 'a');
   const child = spawn(ETCD_BINARY, args, { stdio: ['ignore', log, log] });
   closeSync(log);
@@ -99,18 +137,7 @@ async function launch(args: string[], logFile: string, endpoint: string): Promis
   );
   exited.catch(() => undefined);
   await Promise.race([
-    waitFor(
-      async () => {
-        // A linearizable read succeeds only once the member has elected itself leader.
-        const response = await fetch(`http://${endpoint}/v3/kv/range`, {
-          method: 'POST',
-          body: JSON.stringify({ key: Buffer.from('ready').toString('base64') }),
-          signal: AbortSignal.timeout(500),
-        });
-        return response.ok;
-      },
-      { timeoutMs: 10_000, description: `etcd serving reads on ${endpoint}` },
-    ),
+    waitFor(ready.probe, { timeoutMs: 10_000, description: `etcd serving reads on ${ready.endpoint}` }),
     exited,
   ]);
   return child;

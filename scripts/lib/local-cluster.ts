@@ -2,7 +2,7 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
-import { EtcdHandle, startEtcd } from './etcd';
+import { EtcdHandle, startEtcd, StartEtcdOptions } from './etcd';
 import { freePort } from './ports';
 import { waitFor } from './wait-for';
 
@@ -32,6 +32,12 @@ export interface LocalClusterOptions {
   tags?: Record<number, Record<string, unknown>>;
   /** Where agent output goes: a log file per node (default), or also this process's stdout. */
   echo?: boolean;
+  /** How the cluster's etcd is started (TLS, extra flags). */
+  etcd?: StartEtcdOptions;
+  /** Extra keys of every node's `etcd3` section (protocol, cacert, cert, key, username, password). */
+  etcd3?: Record<string, unknown>;
+  /** Runs once etcd serves and before any agent starts (users, roles, auth). */
+  prepareEtcd?: (etcd: EtcdHandle) => Promise<void> | void;
 }
 
 /** The repository root, from the sources (tests) or from `dist/` (the demo). */
@@ -51,7 +57,8 @@ export class LocalCluster {
     mkdirSync(options.baseDir, { recursive: true });
     // PostgreSQL runs as its own OS user, which must be able to reach the node directories.
     chmodSync(options.baseDir, 0o755);
-    const etcd = await startEtcd();
+    const etcd = await startEtcd(options.etcd);
+    await options.prepareEtcd?.(etcd);
     const nodes: LocalNode[] = [];
     for (let index = 0; index < options.nodes; index++) {
       const apiPort = options.apiPort ? options.apiPort + index : await freePort();
@@ -253,7 +260,7 @@ export class LocalNode {
       namespace: '/service',
       name: this.name,
       restapi: { listen: `127.0.0.1:${this.apiPort}`, connect_address: `127.0.0.1:${this.apiPort}` },
-      etcd3: { hosts: [this.etcdEndpoint] },
+      etcd3: { hosts: [this.etcdEndpoint], ...o.etcd3 },
       bootstrap: {
         dcs: {
           ttl: o.ttl ?? 10,

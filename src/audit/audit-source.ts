@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config/load-config';
+import { EtcdConnection } from '../dcs/etcd/etcd-transport';
 import { EtcdEventStore } from '../events/etcd-event-store';
 import { RecordedEvent } from '../events/event';
 import { coveredByCheckpoint, LogCheckpoint } from '../events/log-checkpoint';
@@ -36,9 +37,9 @@ const ETCD_READ_TIMEOUT_MS = 10_000;
  */
 export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv): Promise<AuditLog> {
   if (source.kind === 'file') return readExportFile(source.path);
-  const { hosts, scope } = source.kind === 'etcd' ? source : etcdOfConfig(source.path, env);
-  const description = `etcd ${hosts.join(',')}, scope ${scope}`;
-  const store = new EtcdEventStore({ hosts, scope, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
+  const { connection, scope } = source.kind === 'etcd' ? { connection: { hosts: source.hosts }, scope: source.scope } : etcdOfConfig(source.path, env);
+  const description = `etcd ${connection.hosts.join(',')}, scope ${scope}`;
+  const store = new EtcdEventStore({ ...connection, scope, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
   let events: RecordedEvent[];
   let checkpoint: LogCheckpoint | null;
   try {
@@ -56,10 +57,11 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
   return { events, lines: events.map((_, index) => index + 1 + (checkpoint ? 1 : 0)), description, checkpoint };
 }
 
-function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): { hosts: string[]; scope: string } {
+/** etcd as the node reaches it (endpoints, TLS, user) and the scope. */
+function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): { connection: EtcdConnection; scope: string } {
   try {
     const { config } = loadConfig(path, env);
-    return { hosts: config.etcd3.hosts, scope: config.scope };
+    return { connection: config.etcd3, scope: config.scope };
   } catch (error) {
     if (error instanceof ConfigError) throw new SourceError(`${path}: ${error.problems.join('; ')}`);
     throw error;

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import { parse, parseDocument } from 'yaml';
 import { DynamicConfig } from '../dcs/dcs.port';
 import { NodeTags, PostgresqlConfig, RestApiConfig, StatorConfig } from './config.types';
@@ -59,6 +59,9 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'ETCD3_PROTOCOL', path: 'etcd3.protocol' },
   { name: 'ETCD3_USERNAME', path: 'etcd3.username' },
   { name: 'ETCD3_PASSWORD', path: 'etcd3.password' },
+  { name: 'ETCD3_CACERT', path: 'etcd3.cacert' },
+  { name: 'ETCD3_CERT', path: 'etcd3.cert' },
+  { name: 'ETCD3_KEY', path: 'etcd3.key' },
   { name: 'POSTGRESQL_LISTEN', path: 'postgresql.listen' },
   { name: 'POSTGRESQL_CONNECT_ADDRESS', path: 'postgresql.connect_address' },
   { name: 'POSTGRESQL_DATA_DIR', path: 'postgresql.data_dir' },
@@ -458,17 +461,35 @@ function readDcs(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
 function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
   const path = 'etcd3';
   const section = readSection(findings, doc, 'etcd3', '');
-  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'protocol', 'username', 'password']);
+  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'protocol', 'username', 'password', 'cacert', 'cert', 'key']);
   const etcd3: StatorConfig['etcd3'] = {
     hosts: readEtcdHosts(findings, section),
     protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http'),
   };
+  for (const key of ['cacert', 'cert', 'key'] as const) {
+    const file = readString(findings, section, key, path);
+    if (!file) continue;
+    if (etcd3.protocol !== 'https') findings.problem(`etcd3.${key}`, 'requires etcd3.protocol: https');
+    else if (!isReadableFile(file)) findings.problem(`etcd3.${key}`, `cannot read ${file}`);
+    etcd3[key] = file;
+  }
+  if (etcd3.key && !etcd3.cert) findings.problem('etcd3.key', 'requires etcd3.cert');
   const username = readString(findings, section, 'username', path);
   const password = readString(findings, section, 'password', path, { secret: true });
   if (username !== undefined && password === undefined) findings.required('etcd3.password');
   if (password !== undefined && username === undefined) findings.required('etcd3.username');
   if (username !== undefined && password !== undefined) Object.assign(etcd3, { username, password });
   return etcd3;
+}
+
+/** A file this process can read now (certificates are read when the agent connects). */
+function isReadableFile(path: string): boolean {
+  try {
+    accessSync(path, fsConstants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `hosts` (a list, or a comma-separated string) wins over `host`, as in Patroni; the port defaults to 2379. */

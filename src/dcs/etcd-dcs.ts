@@ -23,10 +23,10 @@ import {
   TxnCompare,
   watchUntilBroken,
 } from './etcd/etcd-client';
+import { EtcdConnection } from './etcd/etcd-transport';
 
-export interface EtcdDcsOptions {
-  /** etcd client endpoints, `host:port`. */
-  hosts: string[];
+/** etcd's endpoints, TLS and user (`hosts` are `host:port`), then the cluster's keys and timing. */
+export interface EtcdDcsOptions extends EtcdConnection {
   /** Patroni's namespace, e.g. `/service`. */
   namespace: string;
   scope: string;
@@ -79,7 +79,7 @@ export class EtcdDcs implements Dcs {
   private readonly sharedChanges: Observable<DcsChange>;
 
   constructor(private readonly options: EtcdDcsOptions) {
-    this.client = new EtcdClient({ hosts: options.hosts });
+    this.client = new EtcdClient(options);
     this.prefix = clusterPrefix(options.namespace, options.scope);
     this.leaderKey = this.prefix + ClusterKeys.leader;
     this.memberKey = this.prefix + ClusterKeys.member(options.name);

@@ -9,14 +9,14 @@ import {
   watchUntilBroken,
   WatchBrokenError,
 } from '../dcs/etcd/etcd-client';
+import { EtcdConnection } from '../dcs/etcd/etcd-transport';
 import { NewEvent, RecordedEvent } from './event';
 import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict, StreamRange } from './event-store.port';
 import { ChainHead, chainEvents } from './hash-chain';
 import { CheckpointConflict, LogCheckpoint } from './log-checkpoint';
 
-export interface EtcdEventStoreOptions {
-  /** etcd client endpoints, `host:port`. */
-  hosts: string[];
+/** etcd's endpoints, TLS and user (`hosts` are `host:port`), and the cluster whose events are stored. */
+export interface EtcdEventStoreOptions extends EtcdConnection {
   scope: string;
   /** Deadline of each etcd request. The store does not retry unreachable etcd: the caller (EventRecorder) does. */
   requestTimeoutMs: number;
@@ -57,7 +57,7 @@ export class EtcdEventStore implements EventStore {
   private readonly knownHeads = new Map<string, StoredHead>();
 
   constructor(private readonly options: EtcdEventStoreOptions) {
-    this.client = new EtcdClient({ hosts: options.hosts });
+    this.client = new EtcdClient(options);
     this.prefix = `/stator-events/${options.scope}/`;
     this.headsPrefix = `${this.prefix}${HEADS}/`;
     this.checkpointKey = `${this.prefix}${CHECKPOINT}`;

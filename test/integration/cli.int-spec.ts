@@ -40,7 +40,7 @@ describe('the stator command', () => {
     );
   });
 
-  it('refuses settings it would not honour, such as etcd over https', () => {
+  it('refuses an etcd TLS file it cannot read, naming the key', () => {
     const result = stator([], {
       PATRONI_SCOPE: 'demo',
       PATRONI_NAME: 'n1',
@@ -49,8 +49,9 @@ describe('the stator command', () => {
       PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
       PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
       PATRONI_ETCD3_PROTOCOL: 'https',
+      PATRONI_ETCD3_CACERT: join(dir, 'missing-ca.pem'),
     });
     expect(result.status).toBe(1);
-    expect(result.stderr).toContain('etcd3.protocol: https is not supported yet');
+    expect(result.stderr).toContain(`etcd3.cacert: cannot read ${join(dir, 'missing-ca.pem')}`);
   });
 });

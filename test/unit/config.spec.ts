@@ -360,14 +360,14 @@ describe('loadConfig', () => {
       const { warnings } = load({
         citus: { group: 0 },
         restapi: { ciphers: 'HIGH' },
-        etcd3: { cacert: '/ca.pem' },
+        etcd3: { srv_suffix: 'a' },
         bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true } },
         postgresql: { authentication: { superuser: { sslmode: 'require' } } },
       });
       expect(warnings).toEqual([
         'unsupported key citus ignored',
         'unsupported key restapi.ciphers ignored',
-        'unsupported key etcd3.cacert ignored',
+        'unsupported key etcd3.srv_suffix ignored',
         'unsupported key bootstrap.post_bootstrap ignored',
         'unsupported key bootstrap.custom.no_params ignored',
         'unsupported key postgresql.authentication.superuser.sslmode ignored',
@@ -433,6 +433,12 @@ describe('loadConfig', () => {
       ['REPLICATION_PASSWORD', 'env-repl-pass', (c) => c.postgresql.authentication.replication.password],
       ['LOG_LEVEL', 'WARNING', (c) => c.log.level, 'warning'],
     ];
+
+    it('reads the etcd TLS files from PATRONI_ETCD3_CACERT, _CERT and _KEY', () => {
+      const env = { PATRONI_ETCD3_PROTOCOL: 'https', PATRONI_ETCD3_CACERT: __filename, PATRONI_ETCD3_CERT: __filename, PATRONI_ETCD3_KEY: __filename };
+      const { config } = loadConfig(fileConfig(), env);
+      expect(config.etcd3).toMatchObject({ protocol: 'https', cacert: __filename, cert: __filename, key: __filename });
+    });
 
     it.each(SETTINGS)('PATRONI_%s overrides the file', (name, value, read, expected = value) => {
       const { config } = loadConfig(fileConfig(), { [`PATRONI_${name}`]: value });
@@ -585,6 +591,18 @@ describe('loadConfig', () => {
         {},
         { PATRONI_ETCD3_HOSTS: "['h1:2379'" },
         `etcd3.hosts: PATRONI_ETCD3_HOSTS must be a list ("a,b" or "['a','b']"), got "['h1:2379'"`,
+      ],
+      [
+        'an etcd3 certificate without https',
+        { etcd3: { hosts: ['h1:2379'], cacert: __filename } },
+        {},
+        'etcd3.cacert: requires etcd3.protocol: https',
+      ],
+      [
+        'an etcd3 certificate file that cannot be read',
+        { etcd3: { hosts: ['h1:2379'], protocol: 'https', cert: '/nonexistent/client.pem' } },
+        {},
+        'etcd3.cert: cannot read /nonexistent/client.pem',
       ],
       [
         'a bad etcd3 protocol',

@@ -1,8 +1,10 @@
 import { Observable } from 'rxjs';
+import type { Response } from 'undici';
+import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport } from './etcd-transport';
 
 /**
  * A thin etcd v3 client over etcd's gRPC-JSON gateway (HTTP/1.1, JSON, base64 keys and values),
- * built on Node's fetch.
+ * built on undici's fetch; over TLS and with an RBAC user when configured (see EtcdTransport).
  *
  * Deliberately plain: every request carries the caller's deadline, a connection failure moves on
  * to the next host within that deadline, and nothing else retries. There is no circuit breaker
@@ -10,9 +12,7 @@ import { Observable } from 'rxjs';
  * (revisions, lease ids) stay decimal strings as the gateway sends them.
  */
 export class EtcdClient {
-  private readonly hosts: string[];
-  /** Index of the host that answered last; requests start there. */
-  private preferredHost = 0;
+  private readonly transport: EtcdTransport;
   private highestRevision: string | null = null;
   /**
    * One controller per request or watch in flight, aborted by close(). Per-request controllers
@@ -22,9 +22,8 @@ export class EtcdClient {
   private readonly inFlight = new Set<AbortController>();
   private closed = false;
 
-  constructor(options: { hosts: string[] }) {
-    if (options.hosts.length === 0) throw new Error('EtcdClient: at least one host is required');
-    this.hosts = options.hosts.map((host) => host.replace(/^https?:\/\//, '').replace(/\/+$/, ''));
+  constructor(connection: EtcdConnection) {
+    this.transport = new EtcdTransport(connection);
   }
 
   /** The highest store revision seen in any response header, or null before the first response. */
@@ -178,6 +177,7 @@ export class EtcdClient {
     this.closed = true;
     for (const request of this.inFlight) request.abort(new EtcdUnavailableError('etcd client closed'));
     this.inFlight.clear();
+    this.transport.close();
   }
 
   /**
@@ -214,33 +214,15 @@ export class EtcdClient {
     }
   }
 
-  /**
-   * Sends one request, starting at the preferred host and moving to the next one when the
-   * connection fails. A timeout does not move on within the same call (the deadline is spent)
-   * but makes the next call start at the next host, so a frozen member is not retried first.
-   */
+  /** Sends one request; unreachable hosts and a refused user become this client's errors. */
   private async send(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
-    let lastError: unknown = null;
-    for (let attempt = 0; attempt < this.hosts.length; attempt++) {
-      const index = (this.preferredHost + attempt) % this.hosts.length;
-      try {
-        const response = await fetch(`http://${this.hosts[index]}${path}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-          signal,
-        });
-        this.preferredHost = index;
-        return response;
-      } catch (error) {
-        if (signal.aborted) {
-          this.preferredHost = (index + 1) % this.hosts.length;
-          throw error;
-        }
-        lastError = error;
-      }
+    try {
+      return await this.transport.send(path, body, signal);
+    } catch (error) {
+      if (error instanceof EtcdHostsUnreachable) throw new EtcdUnavailableError(error.message);
+      if (error instanceof EtcdAuthenticationError) throw new EtcdRequestError(error.message, GRPC_UNAUTHENTICATED, 401);
+      throw error;
     }
-    throw new EtcdUnavailableError(`no etcd host reachable (${this.hosts.join(', ')}): ${errorText(lastError)}`);
   }
 
   private noteRevision(revision: string | undefined): void {
@@ -420,6 +402,7 @@ const GRPC_NOT_FOUND = 5;
 const GRPC_RESOURCE_EXHAUSTED = 8;
 const GRPC_ABORTED = 10;
 const GRPC_UNAVAILABLE = 14;
+const GRPC_UNAUTHENTICATED = 16;
 
 interface RawResponse {
   header: { revision: string };

@@ -1,15 +1,14 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { Body, Controller, Get, Headers, Module, Post } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHttpApp } from '../../../src/api/http-server';
 import { resolveAllowlist } from '../../../src/api/security/allowlist';
 import { RestApiConfig, StatorConfig } from '../../../src/config/config.types';
 import { createPeerProbe, probePeerOverHttp } from '../../../src/ha/peer-probe';
+import { makeTestCertificates, TestCertificates } from '../../helpers/test-certificates';
 import { removeDir, tmpDir } from '../../helpers/tmp';
 
 /** What the last GET carried, so the tests can see what a peer probe sends. */
@@ -205,39 +204,14 @@ describe('API access checks over HTTP', () => {
 describe('API over HTTPS', () => {
   let dir: string;
   /** PEM file paths: a CA, a node certificate for 127.0.0.1 issued by it, a client certificate, and a stranger's. */
-  let files: { ca: string; nodeCert: string; nodeKey: string; clientCert: string; clientKey: string; strangerCert: string; strangerKey: string };
+  let files: TestCertificates;
   let trustCa: https.RequestOptions;
   let clientCertificate: https.RequestOptions;
 
   beforeAll(() => {
     dir = tmpDir('stator-tls-');
-    const path = (name: string) => join(dir, name);
-    const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
-    const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-    const caExtensions = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-    const selfSignedCa = (name: string) =>
-      openssl('req', '-x509', ...newKey, ...caExtensions, '-keyout', path(`${name}.key`), '-out', path(`${name}.crt`), '-days', '1', '-subj', `/CN=${name}`);
-    const issue = (name: string, ca: string, extensions: string) => {
-      writeFileSync(path(`${name}.ext`), `${extensions}\n`);
-      openssl('req', '-new', ...newKey, '-keyout', path(`${name}.key`), '-out', path(`${name}.csr`), '-subj', `/CN=${name}`);
-      const issuer = ['-CA', path(`${ca}.crt`), '-CAkey', path(`${ca}.key`), '-CAcreateserial'];
-      openssl('x509', '-req', '-in', path(`${name}.csr`), ...issuer, '-out', path(`${name}.crt`), '-days', '1', '-extfile', path(`${name}.ext`));
-    };
-    selfSignedCa('ca');
-    selfSignedCa('stranger-ca');
     // The node certificate also serves as its client certificate when it probes peers.
-    issue('node', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth');
-    issue('client', 'ca', 'extendedKeyUsage=clientAuth');
-    issue('stranger', 'stranger-ca', 'extendedKeyUsage=clientAuth');
-    files = {
-      ca: path('ca.crt'),
-      nodeCert: path('node.crt'),
-      nodeKey: path('node.key'),
-      clientCert: path('client.crt'),
-      clientKey: path('client.key'),
-      strangerCert: path('stranger.crt'),
-      strangerKey: path('stranger.key'),
-    };
+    files = makeTestCertificates(dir);
     trustCa = { ca: readFileSync(files.ca) };
     clientCertificate = { ...trustCa, cert: readFileSync(files.clientCert), key: readFileSync(files.clientKey) };
   });

@@ -1,0 +1,134 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { startEtcd, EtcdHandle } from '../../scripts/lib/etcd';
+import { LocalCluster } from '../../scripts/lib/local-cluster';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
+import { systemClock } from '../../src/common/clock';
+import { EtcdDcs, EtcdDcsOptions } from '../../src/dcs/etcd-dcs';
+import { enableEtcdAuth } from '../helpers/etcd-auth';
+import { makeTestCertificates, TestCertificates } from '../helpers/test-certificates';
+
+/**
+ * Stator against a production-style etcd: over TLS with client-certificate authentication, and
+ * with RBAC users whose role is limited to the cluster's keys and its event log. The DCS adapter
+ * directly, then a real agent with PostgreSQL configured as a Patroni user would (`etcd3.protocol`,
+ * `cacert`, `cert`, `key`, `username`, `password`).
+ */
+jest.setTimeout(120_000);
+
+const REPO_ROOT = join(__dirname, '..', '..');
+const SCOPE = 'demo';
+
+function dcsOn(etcd: EtcdHandle, connection: Partial<EtcdDcsOptions>, name = 'probe'): EtcdDcs {
+  return new EtcdDcs({ hosts: [etcd.endpoint], namespace: '/service', scope: SCOPE, name, ttlSeconds: 10, retryTimeoutMs: 3000, clock: systemClock, ...connection });
+}
+
+/** Watches /primary for `ms`: the answers seen (a demotion would show as 503). */
+async function primaryAnswers(apiUrl: string, ms: number): Promise<Set<number>> {
+  const seen = new Set<number>();
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const response = await fetch(apiUrl.replace(/\/stator$/, '/primary'), { signal: AbortSignal.timeout(2000) });
+    seen.add(response.status);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return seen;
+}
+
+describe('etcd over TLS with client certificates', () => {
+  let dir: string;
+  let certificates: TestCertificates;
+  let etcd: EtcdHandle;
+  const opened: EtcdDcs[] = [];
+
+  beforeAll(async () => {
+    dir = tmpDir('stator-etcd-tls-');
+    certificates = makeTestCertificates(dir);
+    etcd = await startEtcd({ tls: { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey } });
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((dcs) => dcs.close()));
+    await etcd?.stop();
+    if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(dir);
+  });
+
+  const open = (connection: Partial<EtcdDcsOptions>, name?: string) => {
+    const dcs = dcsOn(etcd, connection, name);
+    opened.push(dcs);
+    return dcs;
+  };
+
+  it('takes the leader lock, reads and watches through the TLS client', async () => {
+    const dcs = open({ protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey }, 'tls-node');
+    const changes: string[] = [];
+    const subscription = dcs.changes().subscribe((change) => changes.push(String(change.key)));
+    expect(await dcs.acquireLeader()).not.toBeNull();
+    expect((await dcs.read()).leader?.value).toBe('tls-node');
+    await waitFor(() => changes.includes('leader'), { timeoutMs: 5000, description: 'the watch reporting the new leader key' });
+    expect(await dcs.releaseLeader()).toBe(true);
+    subscription.unsubscribe();
+  });
+
+  it('cannot connect without a client certificate, or with one from another CA, and says why', async () => {
+    const withoutCertificate = open({ protocol: 'https', cacert: certificates.ca });
+    await expect(withoutCertificate.read()).rejects.toThrow(/no etcd host reachable \(https:\/\/127\.0\.0\.1:\d+\)/);
+    const stranger = open({ protocol: 'https', cacert: certificates.ca, cert: certificates.strangerCert, key: certificates.strangerKey });
+    await expect(stranger.read()).rejects.toThrow(/no etcd host reachable/);
+  });
+
+  it('runs a node with PostgreSQL configured like a Patroni production file, and audits its log over TLS', async () => {
+    // A directory of its own: PostgreSQL runs as another OS user, which cannot enter the certificates' directory.
+    const baseDir = tmpDir('stator-etcd-tls-cluster-');
+    const cluster = await LocalCluster.start({
+      nodes: 1,
+      baseDir,
+      scope: SCOPE,
+      etcd: { tls: { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey } },
+      etcd3: { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey },
+    });
+    try {
+      const leader = await cluster.waitForLeader(60_000);
+      expect(await leader.healthCode('/primary')).toBe(200);
+      const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], { cwd: REPO_ROOT, encoding: 'utf8' });
+      expect({ status: audit.status, stderr: audit.stderr }).toEqual({ status: 0, stderr: '' });
+    } finally {
+      await cluster.stop();
+      if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+    }
+  });
+});
+
+describe('etcd with authentication (RBAC)', () => {
+  const user = { name: 'stator', password: 'stator-s3cret', prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`] };
+
+  it('runs a node as a user limited to the cluster and its event log, renewing its token as etcd expires it', async () => {
+    const baseDir = tmpDir('stator-etcd-auth-');
+    const cluster = await LocalCluster.start({
+      nodes: 1,
+      baseDir,
+      scope: SCOPE,
+      // Tokens live 2 s here (300 s by default), so the agent must renew them many times within the test.
+      etcd: { extraArgs: ['--auth-token-ttl=2'] },
+      prepareEtcd: (etcd) => enableEtcdAuth(etcd, 'root-s3cret', [user]),
+      etcd3: { username: user.name, password: user.password },
+    });
+    try {
+      const leader = await cluster.waitForLeader(60_000);
+      // Longer than ttl (10 s): a refresh that failed on an expired token would have demoted it.
+      expect([...(await primaryAnswers(leader.apiUrl, 12_000))]).toEqual([200]);
+      const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], { cwd: REPO_ROOT, encoding: 'utf8' });
+      expect({ status: audit.status, stderr: audit.stderr }).toEqual({ status: 0, stderr: '' });
+
+      const wrongPassword = dcsOn(cluster.etcd, { username: user.name, password: 'guess' });
+      await expect(wrongPassword.read()).rejects.toThrow('etcd refused user stator: etcdserver: authentication failed, invalid user ID or password');
+      await wrongPassword.close();
+      const otherScope = new EtcdDcs({ hosts: [cluster.etcd.endpoint], namespace: '/service', scope: 'other', name: 'x', ttlSeconds: 10, retryTimeoutMs: 3000, clock: systemClock, username: user.name, password: user.password });
+      await expect(otherScope.read()).rejects.toThrow('permission denied');
+      await otherScope.close();
+    } finally {
+      await cluster.stop();
+      if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+    }
+  });
+});
