@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Controller, Get, HttpException, HttpStatus, Inject, Optional, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Subscription } from 'rxjs';
+import { readIsoTimestamp } from '../common/iso-timestamp';
 import { EVENT_LOG } from '../common/tokens';
 import { RecordedEvent } from '../events/event';
 import { EventLog, EventQuery } from '../events/event-log';
@@ -24,8 +25,6 @@ const MAX_UNSENT_BYTES = 1024 * 1024;
 const PARAMETERS = ['stream', 'node', 'type', 'from_seq', 'since', 'limit', 'before'] as const;
 type Parameter = (typeof PARAMETERS)[number];
 
-/** ISO 8601 date and time with an offset: a time without one would be read in the node's own zone. */
-const ISO_TIME_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
 
 /**
  * The event log as the node holds it (its recent events in memory; older pages read from etcd):
@@ -171,11 +170,12 @@ export function parseEventQuery(query: Record<string, unknown>): EventQuery & { 
     filter.fromSeq = Number(values.from_seq);
   }
   if (values.since !== undefined) {
-    const since = Date.parse(values.since);
-    if (!ISO_TIME_WITH_OFFSET.test(values.since) || Number.isNaN(since)) {
-      throw badParameter(`since must be an ISO 8601 time with an offset (e.g. 2024-05-01T12:00:00Z), got ${values.since}`);
+    // Calendar-valid only: Date.parse would roll 2030-02-30 over into March.
+    const since = readIsoTimestamp(values.since);
+    if (since.kind !== 'valid') {
+      throw badParameter(`since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got ${values.since}`);
     }
-    filter.since = since;
+    filter.since = since.at;
   }
   if (values.limit !== undefined) {
     const limit = Number(values.limit);
