@@ -1,5 +1,5 @@
-import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
-import { parse, parseDocument } from 'yaml';
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
 import { DynamicConfig } from '../dcs/dcs.port';
 import { NodeTags, PostgresqlConfig, RestApiConfig, StatorConfig } from './config.types';
 import {
@@ -13,6 +13,21 @@ import {
   parsePatroniBoolean,
   validateDynamicConfigKeys,
 } from './dynamic-config';
+import {
+  Findings,
+  ignoreUnsupported,
+  isAbsent,
+  Mapping,
+  readOneOf,
+  readRequiredString,
+  readSection,
+  readString,
+  readStringList,
+  splitHostPort,
+} from './config-readers';
+import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
+import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
+import { readLogLevel } from './log-config';
 
 /** The configuration cannot be used. `problems` has one line per problem: `<key path>: <rule>`. */
 export class ConfigError extends Error {
@@ -31,53 +46,7 @@ export interface LoadedConfig {
 
 export const DEFAULT_NAMESPACE = '/service';
 export const DEFAULT_BIN_DIR = '/usr/lib/postgresql/15/bin';
-const DEFAULT_ETCD_PORT = 2379;
 
-type Mapping = Record<string, unknown>;
-
-/** Each setting can be given as PATRONI_<name> or STATOR_<name>; the later prefix wins, and both win over the file. */
-const ENVIRONMENT_PREFIXES = ['PATRONI_', 'STATOR_'] as const;
-
-/** Patroni's environment variable names ("Environment Configuration Settings") for the keys Stator supports. */
-const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: true }> = [
-  { name: 'SCOPE', path: 'scope' },
-  { name: 'NAMESPACE', path: 'namespace' },
-  { name: 'NAME', path: 'name' },
-  { name: 'RESTAPI_LISTEN', path: 'restapi.listen' },
-  { name: 'RESTAPI_CONNECT_ADDRESS', path: 'restapi.connect_address' },
-  { name: 'RESTAPI_USERNAME', path: 'restapi.authentication.username' },
-  { name: 'RESTAPI_PASSWORD', path: 'restapi.authentication.password' },
-  { name: 'RESTAPI_CERTFILE', path: 'restapi.certfile' },
-  { name: 'RESTAPI_KEYFILE', path: 'restapi.keyfile' },
-  { name: 'RESTAPI_CAFILE', path: 'restapi.cafile' },
-  { name: 'RESTAPI_VERIFY_CLIENT', path: 'restapi.verify_client' },
-  { name: 'RESTAPI_ALLOWLIST', path: 'restapi.allowlist', list: true },
-  { name: 'RESTAPI_AUTHENTICATION_SCOPE', path: 'restapi.authentication_scope' },
-  // HOST before HOSTS: when a prefix sets both, HOSTS is applied last and wins, as `hosts` wins over `host` in Patroni.
-  { name: 'ETCD3_HOST', path: 'etcd3.host' },
-  { name: 'ETCD3_HOSTS', path: 'etcd3.hosts', list: true },
-  { name: 'ETCD3_PROTOCOL', path: 'etcd3.protocol' },
-  { name: 'ETCD3_USERNAME', path: 'etcd3.username' },
-  { name: 'ETCD3_PASSWORD', path: 'etcd3.password' },
-  { name: 'ETCD3_CACERT', path: 'etcd3.cacert' },
-  { name: 'ETCD3_CERT', path: 'etcd3.cert' },
-  { name: 'ETCD3_KEY', path: 'etcd3.key' },
-  { name: 'POSTGRESQL_LISTEN', path: 'postgresql.listen' },
-  { name: 'POSTGRESQL_CONNECT_ADDRESS', path: 'postgresql.connect_address' },
-  { name: 'POSTGRESQL_DATA_DIR', path: 'postgresql.data_dir' },
-  { name: 'POSTGRESQL_BIN_DIR', path: 'postgresql.bin_dir' },
-  { name: 'SUPERUSER_USERNAME', path: 'postgresql.authentication.superuser.username' },
-  { name: 'SUPERUSER_PASSWORD', path: 'postgresql.authentication.superuser.password' },
-  { name: 'REPLICATION_USERNAME', path: 'postgresql.authentication.replication.username' },
-  { name: 'REPLICATION_PASSWORD', path: 'postgresql.authentication.replication.password' },
-  { name: 'LOG_LEVEL', path: 'log.level' },
-];
-
-/** Key path -> the PATRONI_ variable that can set it, for "required (or ...)" hints. */
-const VARIABLE_BY_PATH = new Map(ENVIRONMENT_SETTINGS.map((setting) => [setting.path, `PATRONI_${setting.name}`]));
-
-/** Patroni's etcd v2 variables: recognised only to say that etcd3 is needed instead. */
-const ETCD_V2_VARIABLE = /^(?:PATRONI|STATOR)_ETCD_(HOSTS?|URL|PROXY|SRV)$/;
 
 const TOP_LEVEL_KEYS = [
   'scope',
@@ -92,24 +61,12 @@ const TOP_LEVEL_KEYS = [
   'state_dir',
   'log',
 ];
-/** Patroni's other DCS sections: fatal when they replace etcd3, ignored with a warning next to it. */
-const OTHER_DCS_SECTIONS = ['etcd', 'consul', 'zookeeper', 'exhibitor', 'kubernetes', 'raft'];
-
 const BOOLEAN_TAGS = ['nofailover', 'noloadbalance', 'clonefrom', 'nosync'];
 /** Patroni tags Stator publishes like custom tags but does not act on. */
 const TAGS_WITHOUT_EFFECT = ['replicatefrom', 'nostream'];
 
 /** Hosts that bind every interface: fine for `listen`, useless as an address for other nodes. */
 const WILDCARD_HOSTS = new Set(['', '*', '0.0.0.0', '::', '[::]']);
-
-const LOG_LEVELS: Record<string, StatorConfig['log']['level']> = {
-  debug: 'debug',
-  info: 'info',
-  warning: 'warning',
-  warn: 'warning',
-  error: 'error',
-  critical: 'error',
-};
 
 /**
  * Reads the configuration file in Patroni's schema (`path` null: from the environment only), applies the PATRONI_* and
@@ -118,37 +75,12 @@ const LOG_LEVELS: Record<string, StatorConfig['log']['level']> = {
  * @throws ConfigError listing every problem found.
  */
 export function loadConfig(path: string | null, env: NodeJS.ProcessEnv): LoadedConfig {
-  const findings = new Findings();
+  const findings = new Findings(VARIABLE_BY_PATH);
   const doc = path === null ? {} : readConfigFile(path, findings);
   applyEnvironment(doc, env, findings);
   const config = readConfig(doc, findings);
   if (findings.problems.length > 0) throw new ConfigError(findings.problems);
   return { config, warnings: findings.warnings };
-}
-
-class Findings {
-  readonly problems: string[] = [];
-  readonly warnings: string[] = [];
-  /** Key path -> the environment variable whose value is there, so that messages point at the right place. */
-  readonly setBy = new Map<string, string>();
-
-  problem(path: string, message: string): void {
-    const variable = this.setBy.get(path.replace(/\[\d+\]$/, ''));
-    this.problems.push(`${path}: ${message}${variable ? ` (from ${variable})` : ''}`);
-  }
-
-  invalid(path: string, rule: string, value: unknown, options: { secret?: boolean } = {}): void {
-    this.problem(path, options.secret ? rule : `${rule}, got ${describeValue(value)}`);
-  }
-
-  required(path: string): void {
-    const variable = VARIABLE_BY_PATH.get(path);
-    this.problems.push(`${path}: required${variable ? ` (or ${variable})` : ''}`);
-  }
-
-  unsupported(path: string, reason?: string): void {
-    this.warnings.push(`unsupported key ${path} ignored${reason ? ` (${reason})` : ''}`);
-  }
 }
 
 function readConfigFile(path: string, findings: Findings): Mapping {
@@ -173,66 +105,6 @@ function readConfigFile(path: string, findings: Findings): Mapping {
   return content;
 }
 
-function applyEnvironment(doc: Mapping, env: NodeJS.ProcessEnv, findings: Findings): void {
-  const known = new Set<string>();
-  for (const prefix of ENVIRONMENT_PREFIXES) {
-    for (const setting of ENVIRONMENT_SETTINGS) {
-      const variable = prefix + setting.name;
-      known.add(variable);
-      const raw = env[variable];
-      if (!raw) continue; // Patroni ignores empty variables too.
-      const value = setting.list ? parseListVariable(raw) : raw;
-      if (value === undefined) {
-        const rule = `${variable} must be a list ("a,b" or "['a','b']")`;
-        findings.problems.push(`${setting.path}: ${rule}, got ${describeValue(raw)}`);
-        continue;
-      }
-      if (setting.path.startsWith('etcd3.host') && isMapping(doc.etcd3)) {
-        // `host` and `hosts` name the same endpoints: the environment replaces both.
-        delete doc.etcd3.host;
-        delete doc.etcd3.hosts;
-      }
-      setPath(doc, setting.path, value);
-      findings.setBy.set(setting.path, variable);
-    }
-  }
-  for (const [variable, raw] of Object.entries(env)) {
-    const etcdV2 = ETCD_V2_VARIABLE.exec(variable);
-    if (etcdV2 && raw) {
-      setPath(doc, `etcd.${etcdV2[1].toLowerCase()}`, raw);
-      findings.setBy.set('etcd', variable);
-    } else if (variable.startsWith('PATRONI_') && !known.has(variable) && !etcdV2) {
-      findings.warnings.push(`unsupported environment variable ${variable} ignored`);
-    }
-  }
-}
-
-/** Patroni's list syntax: "['a','b']" or "- a" forms are YAML; anything else is wrapped in brackets ("a,b"). */
-function parseListVariable(raw: string): string[] | undefined {
-  const text = raw.trim();
-  const yamlText = text.startsWith('-') || text.includes('[') ? text : `[${text}]`;
-  let parsed: unknown;
-  try {
-    parsed = parse(yamlText, { version: '1.1' });
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(parsed) || !parsed.every((item) => typeof item === 'string' || typeof item === 'number')) {
-    return undefined;
-  }
-  return parsed.map(String);
-}
-
-function setPath(doc: Mapping, path: string, value: unknown): void {
-  const keys = path.split('.');
-  let section = doc;
-  for (const key of keys.slice(0, -1)) {
-    if (!isMapping(section[key])) section[key] = {};
-    section = section[key] as Mapping;
-  }
-  section[keys[keys.length - 1]] = value;
-}
-
 function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   ignoreUnsupported(findings, doc, '', [...TOP_LEVEL_KEYS, ...OTHER_DCS_SECTIONS]);
   const scope = readIdentifier(findings, doc, 'scope');
@@ -249,93 +121,6 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log };
 }
 
-// ---- generic readers: each reports its own problems and returns a usable fallback ----
-
-function childPath(parent: string, key: string): string {
-  return parent ? `${parent}.${key}` : key;
-}
-
-function isAbsent(value: unknown): value is undefined | null {
-  return value === undefined || value === null;
-}
-
-function readSection(findings: Findings, parent: Mapping, key: string, parentPath: string): Mapping {
-  const value = parent[key];
-  if (isAbsent(value)) return {};
-  if (isMapping(value)) return value;
-  findings.invalid(childPath(parentPath, key), 'must be a mapping', value);
-  return {};
-}
-
-function ignoreUnsupported(findings: Findings, section: Mapping, path: string, supported: readonly string[]): void {
-  for (const key of Object.keys(section)) {
-    if (!supported.includes(key)) findings.unsupported(childPath(path, key));
-  }
-}
-
-function readString(
-  findings: Findings,
-  section: Mapping,
-  key: string,
-  path: string,
-  options: { secret?: boolean } = {},
-): string | undefined {
-  const value = section[key];
-  if (isAbsent(value)) return undefined;
-  if (typeof value === 'string') return value;
-  // YAML reads `password: 1234` or `scope: 2024` as numbers; Patroni uses them as text.
-  if (typeof value === 'number') return String(value);
-  findings.invalid(childPath(path, key), 'must be a string', value, options);
-  return undefined;
-}
-
-function readRequiredString(
-  findings: Findings,
-  section: Mapping,
-  key: string,
-  path: string,
-  options: { secret?: boolean } = {},
-): string {
-  const value = section[key];
-  if (isAbsent(value) || value === '') {
-    findings.required(childPath(path, key));
-    return '';
-  }
-  return readString(findings, section, key, path, options) ?? '';
-}
-
-function readOneOf<T extends string>(
-  findings: Findings,
-  section: Mapping,
-  key: string,
-  path: string,
-  allowed: readonly T[],
-  fallback: T,
-): T {
-  const value = readString(findings, section, key, path);
-  if (value === undefined) return fallback;
-  const normalized = value.trim().toLowerCase();
-  if ((allowed as readonly string[]).includes(normalized)) return normalized as T;
-  findings.invalid(childPath(path, key), `must be one of ${allowed.join(', ')}`, value);
-  return fallback;
-}
-
-function readStringList(findings: Findings, section: Mapping, key: string, path: string): string[] | undefined {
-  const value = section[key];
-  const listPath = childPath(path, key);
-  if (isAbsent(value)) return undefined;
-  if (!Array.isArray(value)) {
-    findings.invalid(listPath, 'must be a list of strings', value);
-    return undefined;
-  }
-  const items: string[] = [];
-  value.forEach((item, index) => {
-    if (typeof item === 'string' || typeof item === 'number') items.push(String(item));
-    else findings.invalid(`${listPath}[${index}]`, 'must be a string', item);
-  });
-  return items;
-}
-
 /** `scope` and `name` end up in DCS keys (`/<namespace>/<scope>/members/<name>`), so no slashes. */
 function readIdentifier(findings: Findings, doc: Mapping, key: 'scope' | 'name'): string {
   const value = readRequiredString(findings, doc, key, '');
@@ -347,13 +132,6 @@ function readIdentifier(findings: Findings, doc: Mapping, key: 'scope' | 'name')
 function normalizeNamespace(namespace: string): string {
   const inner = namespace.trim().replace(/\/+/g, '/').replace(/^\/|\/$/g, '');
   return inner === '' ? '' : `/${inner}`;
-}
-
-function splitHostPort(value: string): { host: string; port: number } | undefined {
-  const match = /^(.*):(\d{1,5})$/.exec(value.trim());
-  if (!match) return undefined;
-  const port = Number(match[2]);
-  return port >= 1 && port <= 65535 ? { host: match[1], port } : undefined;
 }
 
 /** `host:port` to bind. The host may be empty or `*` (all interfaces), or, for PostgreSQL, a comma-separated list. */
@@ -443,90 +221,6 @@ function readRestApi(findings: Findings, doc: Mapping): RestApiConfig {
     findings.problem('restapi.verify_client', `"${restapi.verify_client}" requires restapi.cafile`);
   }
   return restapi;
-}
-
-function readDcs(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
-  const otherDcs = OTHER_DCS_SECTIONS.filter((key) => !isAbsent(doc[key]));
-  if (isAbsent(doc.etcd3) && otherDcs.length > 0) {
-    for (const key of otherDcs) {
-      const advice = key === 'etcd' ? '; etcd v2 is not: rename the section to etcd3 (same hosts, v3 API)' : '';
-      findings.problem(key, `only etcd3 is supported as DCS${advice}`);
-    }
-    return { hosts: [], protocol: 'http' };
-  }
-  otherDcs.forEach((key) => findings.unsupported(key, 'only etcd3 is supported as DCS'));
-  return readEtcd3(findings, doc);
-}
-
-function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
-  const path = 'etcd3';
-  const section = readSection(findings, doc, 'etcd3', '');
-  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'protocol', 'username', 'password', 'cacert', 'cert', 'key']);
-  const etcd3: StatorConfig['etcd3'] = {
-    hosts: readEtcdHosts(findings, section),
-    protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http'),
-  };
-  for (const key of ['cacert', 'cert', 'key'] as const) {
-    const file = readString(findings, section, key, path);
-    if (!file) continue;
-    if (etcd3.protocol !== 'https') findings.problem(`etcd3.${key}`, 'requires etcd3.protocol: https');
-    else if (!isReadableFile(file)) findings.problem(`etcd3.${key}`, `cannot read ${file}`);
-    etcd3[key] = file;
-  }
-  if (etcd3.key && !etcd3.cert) findings.problem('etcd3.key', 'requires etcd3.cert');
-  const username = readString(findings, section, 'username', path);
-  const password = readString(findings, section, 'password', path, { secret: true });
-  if (username !== undefined && password === undefined) findings.required('etcd3.password');
-  if (password !== undefined && username === undefined) findings.required('etcd3.username');
-  if (username !== undefined && password !== undefined) Object.assign(etcd3, { username, password });
-  return etcd3;
-}
-
-/** A file this process can read now (certificates are read when the agent connects). */
-function isReadableFile(path: string): boolean {
-  try {
-    accessSync(path, fsConstants.R_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** `hosts` (a list, or a comma-separated string) wins over `host`, as in Patroni; the port defaults to 2379. */
-function readEtcdHosts(findings: Findings, section: Mapping): string[] {
-  const key = isAbsent(section.hosts) ? 'host' : 'hosts';
-  const path = `etcd3.${key}`;
-  const value = section[key];
-  let entries: unknown[];
-  if (typeof value === 'string') entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
-  else if (Array.isArray(value)) entries = value;
-  else if (isAbsent(value)) entries = [];
-  else {
-    findings.invalid(path, 'must be a list of host:port or a comma-separated string', value);
-    return [];
-  }
-  if (entries.length === 0) {
-    findings.required('etcd3.hosts');
-    return [];
-  }
-  const hosts: string[] = [];
-  entries.forEach((entry, index) => {
-    const host = typeof entry === 'string' ? normalizeEtcdHost(entry) : undefined;
-    if (host) hosts.push(host);
-    else {
-      const entryPath = Array.isArray(value) ? `${path}[${index}]` : path;
-      findings.invalid(entryPath, 'must be host:port without a scheme (use etcd3.protocol for https)', entry);
-    }
-  });
-  return hosts;
-}
-
-/** `host[:port]` to `host:port`; IPv6 addresses need brackets (`[::1]:2379`). */
-function normalizeEtcdHost(entry: string): string | undefined {
-  const text = entry.trim();
-  const address = splitHostPort(/:\d+$/.test(text) ? text : `${text}:${DEFAULT_ETCD_PORT}`);
-  const hostPattern = /^(?:[A-Za-z0-9._-]+|\[[0-9a-fA-F:.]+\])$/;
-  return address && hostPattern.test(address.host) ? `${address.host}:${address.port}` : undefined;
 }
 
 function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['bootstrap'] {
@@ -700,14 +394,4 @@ function readTags(findings: Findings, doc: Mapping): NodeTags {
     );
   }
   return tags;
-}
-
-function readLogLevel(findings: Findings, doc: Mapping): StatorConfig['log']['level'] {
-  const section = readSection(findings, doc, 'log', '');
-  ignoreUnsupported(findings, section, 'log', ['level']);
-  const level = readString(findings, section, 'level', 'log');
-  if (level === undefined) return 'info';
-  const mapped = LOG_LEVELS[level.trim().toLowerCase()];
-  if (!mapped) findings.invalid('log.level', 'must be one of debug, info, warning, error', level);
-  return mapped ?? 'info';
 }
