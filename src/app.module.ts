@@ -3,7 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from
 import { ApiModule } from './api/api.module';
 import { OperationsModule } from './api/operations.module';
 import { Clock, systemClock } from './common/clock';
-import { createLogger, Logger, LogLevel } from './common/logger';
+import { createConfiguredLogger, Logger } from './common/logger';
 import { CLOCK, DCS, EVENT_LOG, EVENT_RECORDER, EVENT_STORE, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from './common/tokens';
 import { StatorConfig } from './config/config.types';
 import { Dcs } from './dcs/dcs.port';
@@ -35,8 +35,7 @@ export const fatal = new EventEmitter<{ fatal: [string] }>();
 @Module({})
 export class NodeModule {
   static forConfig(config: StatorConfig, { clock = systemClock, reloadConfig }: NodeOptions = {}): DynamicModule {
-    const level = config.log.level === 'warning' ? 'WARNING' : (config.log.level.toUpperCase() as LogLevel);
-    const logger = createLogger(level);
+    const logger = createConfiguredLogger(config.log, `${config.compat === 'patroni' ? 'patroni' : 'stator'}.log`);
     const retryTimeoutMs = () => (config.bootstrap.dcs.retry_timeout ?? 10) * 1000;
     return {
       module: NodeModule,

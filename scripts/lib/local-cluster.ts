@@ -36,6 +36,8 @@ export interface LocalClusterOptions {
   etcd?: StartEtcdOptions;
   /** Extra keys of every node's `etcd3` section (protocol, cacert, cert, key, username, password). */
   etcd3?: Record<string, unknown>;
+  /** Sections of every node's file, replacing the defaults (e.g. `log`). */
+  sections?: Record<string, unknown>;
   /** Runs once etcd serves and before any agent starts (users, roles, auth). */
   prepareEtcd?: (etcd: EtcdHandle) => Promise<void> | void;
 }
@@ -284,6 +286,7 @@ export class LocalNode {
       tags: o.tags?.[this.index] ?? {},
       compat: o.compat ?? 'stator',
       state_dir: this.stateDir,
+      ...o.sections,
     };
   }
 }

@@ -1,3 +1,4 @@
+import { LogSettings } from '../common/logger';
 import { DynamicConfig } from '../dcs/dcs.port';
 
 /**
@@ -34,7 +35,7 @@ export interface StatorConfig {
   tags: NodeTags;
   /** Where Stator keeps node-local state (event queue, fence socket). Default `<data_dir>.stator`. */
   state_dir: string;
-  log: { level: 'debug' | 'info' | 'warning' | 'error' };
+  log: LogSettings;
 }
 
 export interface RestApiConfig {

@@ -27,7 +27,7 @@ import {
 } from './config-readers';
 import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
-import { readLogLevel } from './log-config';
+import { readLog } from './log-config';
 
 /** The configuration cannot be used. `problems` has one line per problem: `<key path>: <rule>`. */
 export class ConfigError extends Error {
@@ -117,7 +117,7 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const postgresql = readPostgresql(findings, doc);
   const tags = readTags(findings, doc);
   const stateDir = readString(findings, doc, 'state_dir', '') || `${postgresql.data_dir.replace(/\/+$/, '')}.stator`;
-  const log = { level: readLogLevel(findings, doc) };
+  const log = readLog(findings, doc);
   return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log };
 }
 

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEtcd, EtcdHandle } from '../../scripts/lib/etcd';
 import { LocalCluster } from '../../scripts/lib/local-cluster';
@@ -86,10 +87,16 @@ describe('etcd over TLS with client certificates', () => {
       scope: SCOPE,
       etcd: { tls: { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey } },
       etcd3: { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey },
+      // JSON logs to a rotated file, as the production file of the etcd3/log issue asks.
+      sections: { log: { type: 'json', format: ['asctime', 'levelname', 'message'], dir: join(baseDir, 'logs'), file_size: 20_000, file_num: 3 } },
     });
     try {
       const leader = await cluster.waitForLeader(60_000);
       expect(await leader.healthCode('/primary')).toBe(200);
+      const lines = readFileSync(join(baseDir, 'logs', 'stator.log'), 'utf8').trim().split('\n');
+      const entries = lines.map((line) => JSON.parse(line) as Record<string, string>);
+      expect(entries.some((entry) => entry.levelname === 'INFO' && /leader/.test(entry.message))).toBe(true);
+      expect(Object.keys(entries[0])).toEqual(['asctime', 'levelname', 'message']);
       const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], { cwd: REPO_ROOT, encoding: 'utf8' });
       expect({ status: audit.status, stderr: audit.stderr }).toEqual({ status: 0, stderr: '' });
     } finally {

@@ -145,7 +145,7 @@ describe('loadConfig', () => {
         datacenter: 'eu-west-1a',
       },
       state_dir: '/var/lib/stator/orders-1',
-      log: { level: 'debug' },
+      log: { level: 'debug', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
     };
     expect(config).toEqual(expected);
     expect(warnings).toEqual([]);
@@ -170,10 +170,6 @@ describe('loadConfig', () => {
       'unsupported key postgresql.create_replica_methods ignored',
       'unsupported key postgresql.basebackup ignored',
       'unsupported key postgresql.authentication.rewind ignored (pg_rewind connects as the superuser)',
-      'unsupported key log.dir ignored',
-      'unsupported key log.file_num ignored',
-      'unsupported key log.file_size ignored',
-      'unsupported key log.format ignored',
     ]);
     expect(config).toMatchObject({
       scope: 'batman',
@@ -198,7 +194,7 @@ describe('loadConfig', () => {
       },
       tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
       state_dir: '/var/lib/postgresql/15/main.stator',
-      log: { level: 'info' },
+      log: { level: 'info', type: 'plain', dir: '/var/log/patroni', file_num: 10, file_size: 26214400, format: '%(asctime)s %(levelname)s: %(message)s' },
     });
     // bootstrap.dcs keeps Patroni's keys as written (master_start_timeout, synchronous_mode), defaults first.
     expect(Object.keys(config.bootstrap.dcs)).toEqual([
@@ -250,7 +246,7 @@ describe('loadConfig', () => {
       },
       tags: {},
       state_dir: '/var/lib/postgresql/stator/data.stator',
-      log: { level: 'info' },
+      log: { level: 'info', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
     } satisfies StatorConfig);
   });
 
