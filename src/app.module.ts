@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ApiModule } from './api/api.module';
+import { CallbackRunner } from './callbacks/callback-runner';
 import { OperationsModule } from './api/operations.module';
 import { Clock, systemClock } from './common/clock';
 import { createConfiguredLogger, Logger } from './common/logger';
@@ -91,6 +92,12 @@ export class NodeModule {
           useFactory: (dcs: Dcs, pg: PostgresProcess, query: PostgresQuery, events: EventRecorder, eventLog: EventLog) =>
             new HaNode({ config, dcs, pg, query, events, eventLog, clock, logger, version: STATOR_VERSION, reloadConfig, onFatal: (reason) => fatal.emit('fatal', reason) }),
         },
+        {
+          provide: CallbackRunner,
+          inject: [EVENT_RECORDER],
+          useFactory: (events: EventRecorder) =>
+            new CallbackRunner({ commands: config.postgresql.callbacks ?? {}, scope: config.scope, node: config.name, events, clock, log: logger }),
+        },
         NodeLifecycle,
       ],
       exports: [HaNode, DCS, EVENT_LOG, STATOR_CONFIG, CLOCK, LOGGER],
@@ -110,12 +117,14 @@ export class NodeLifecycle implements OnApplicationShutdown {
     @Inject(LOGGER) private readonly logger: Logger,
     @Inject(EVENT_LOG) private readonly eventLog: EventLog,
     private readonly retention: EventRetention,
+    private readonly callbacks: CallbackRunner,
   ) {}
 
   async start(): Promise<void> {
     await this.recorder.start();
     this.eventLog.start((message) => this.logger.warning(message));
     this.retention.start();
+    this.callbacks.follow(this.recorder.recorded$);
     await this.node.start();
   }
 
@@ -123,6 +132,7 @@ export class NodeLifecycle implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     const paused = this.node.view().config.pause;
     await this.node.stop(!paused);
+    this.callbacks.stop();
     await this.query.close().catch(() => undefined);
     await this.pg.detach().catch(() => undefined);
     await this.retention.stop();

@@ -36,6 +36,8 @@ export interface LocalClusterOptions {
   etcd?: StartEtcdOptions;
   /** Extra keys of every node's `etcd3` section (protocol, cacert, cert, key, username, password). */
   etcd3?: Record<string, unknown>;
+  /** More keys of each node's `postgresql` section, by node index (from 1), e.g. `callbacks`. */
+  postgresql?: (index: number) => Record<string, unknown>;
   /** Sections of every node's file, replacing the defaults (e.g. `log`). */
   sections?: Record<string, unknown>;
   /** Runs once etcd serves and before any agent starts (users, roles, auth). */
@@ -282,6 +284,7 @@ export class LocalNode {
           replication: { username: 'replicator', password: 'replicator-secret' },
         },
         parameters: { unix_socket_directories: this.dir },
+        ...o.postgresql?.(this.index),
       },
       tags: o.tags?.[this.index] ?? {},
       compat: o.compat ?? 'stator',

@@ -71,7 +71,12 @@ export interface PostgresqlConfig {
   pg_hba: string[];
   /** OS user that runs PostgreSQL when the agent runs as root. Default `postgres`. */
   os_user: string;
+  /** Commands run on PostgreSQL events, called with `<action> <role> <scope>` appended. */
+  callbacks?: Partial<Record<CallbackAction, string>>;
 }
+
+export const CALLBACK_ACTIONS = ['on_start', 'on_stop', 'on_restart', 'on_reload', 'on_role_change'] as const;
+export type CallbackAction = (typeof CALLBACK_ACTIONS)[number];
 
 export interface NodeTags {
   nofailover?: boolean;

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { DynamicConfig } from '../dcs/dcs.port';
-import { NodeTags, PostgresqlConfig, RestApiConfig, StatorConfig } from './config.types';
+import { splitCommandLine } from '../common/command-line';
+import { CALLBACK_ACTIONS, NodeTags, PostgresqlConfig, RestApiConfig, StatorConfig } from './config.types';
 import {
   BOOLEAN_RULE,
   DYNAMIC_CONFIG_DEFAULTS,
@@ -316,6 +317,7 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     'parameters',
     'pg_hba',
     'os_user',
+    'callbacks',
   ]);
   const listen = readRequiredString(findings, section, 'listen', path);
   if (listen) checkListenAddress(findings, 'postgresql.listen', listen, true);
@@ -328,7 +330,23 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     parameters: readParameters(findings, section),
     pg_hba: readStringList(findings, section, 'pg_hba', path) ?? [],
     os_user: readString(findings, section, 'os_user', path) || 'postgres',
+    callbacks: readCallbacks(findings, section),
   };
+}
+
+/** `postgresql.callbacks`: a command line per action (split as a shell would, run without one). */
+function readCallbacks(findings: Findings, postgresql: Mapping): NonNullable<PostgresqlConfig['callbacks']> {
+  const path = 'postgresql.callbacks';
+  const section = readSection(findings, postgresql, 'callbacks', 'postgresql');
+  ignoreUnsupported(findings, section, path, CALLBACK_ACTIONS);
+  const callbacks: NonNullable<PostgresqlConfig['callbacks']> = {};
+  for (const action of CALLBACK_ACTIONS) {
+    const command = readString(findings, section, action, path);
+    if (command === undefined || command.trim() === '') continue;
+    if (splitCommandLine(command) === null) findings.invalid(`${path}.${action}`, 'must be a command line with balanced quotes', command);
+    else callbacks[action] = command;
+  }
+  return callbacks;
 }
 
 function readPostgresUsers(findings: Findings, postgresql: Mapping): PostgresqlConfig['authentication'] {
