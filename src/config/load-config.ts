@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { DynamicConfig } from '../dcs/dcs.port';
 import { splitCommandLine } from '../common/command-line';
+import { reviewConfigWrite } from './config-write-review';
 import { CALLBACK_ACTIONS, NodeTags, PostgresqlConfig, RestApiConfig, StatorConfig } from './config.types';
 import {
   BOOLEAN_RULE,
@@ -247,6 +248,9 @@ function readBootstrapDcs(findings: Findings, bootstrap: Mapping): DynamicConfig
   const section = readSection(findings, bootstrap, 'dcs', 'bootstrap');
   const problems = validateDynamicConfigKeys(section);
   findings.problems.push(...problems.map((problem) => `bootstrap.dcs.${problem}`));
+  // A Patroni file keeps starting, but what Stator would refuse through /config is said out loud here.
+  const review = reviewConfigWrite(section);
+  findings.warnings.push(...[...review.problems, ...review.warnings].map((line) => `bootstrap.dcs.${line}`));
   const dcs = withDynamicDefaults(section);
   if (problems.length === 0) {
     // Patroni clamps a bootstrap section that breaks loop_wait + 2*retry_timeout <= ttl; so do we, but say so.

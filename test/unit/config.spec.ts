@@ -349,6 +349,14 @@ describe('loadConfig', () => {
       expect(warnings).toEqual(['tags.replicatefrom is published but Stator does not act on it']);
     });
 
+    it('warns about bootstrap.dcs settings Stator does not act on, and still starts', () => {
+      const { warnings } = load({ bootstrap: { dcs: { synchronous_mode: true, max_timelines_history: 10 } } });
+      expect(warnings).toEqual([
+        'bootstrap.dcs.synchronous_mode: synchronous replication is not supported yet (replication is asynchronous); remove it or turn it off',
+        'bootstrap.dcs.max_timelines_history is stored but not acted on yet',
+      ]);
+    });
+
     it('ignores another DCS section next to etcd3 with a warning', () => {
       const { warnings } = load({ consul: { host: 'c:8500' } });
       expect(warnings).toEqual(['unsupported key consul ignored (only etcd3 is supported as DCS)']);
