@@ -64,9 +64,6 @@ const TOP_LEVEL_KEYS = [
   'log',
 ];
 const BOOLEAN_TAGS = ['nofailover', 'noloadbalance', 'clonefrom', 'nosync'];
-/** Patroni tags Stator publishes like custom tags but does not act on. */
-const TAGS_WITHOUT_EFFECT = ['replicatefrom', 'nostream'];
-
 /** Hosts that bind every interface: fine for `listen`, useless as an address for other nodes. */
 const WILDCARD_HOSTS = new Set(['', '*', '0.0.0.0', '::', '[::]']);
 
@@ -404,9 +401,6 @@ function readTags(findings: Findings, doc: Mapping): NodeTags {
       if (Number.isInteger(value) && (value as number) >= 0) tags.failover_priority = value as number;
       else findings.invalid(path, 'must be an integer >= 0', value);
     } else {
-      if (TAGS_WITHOUT_EFFECT.includes(key)) {
-        findings.warnings.push(`${path} is published but Stator does not act on it`);
-      }
       tags[key] = value;
     }
   }

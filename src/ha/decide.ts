@@ -10,6 +10,7 @@ import {
   PeerReading,
   upstreamOf,
 } from './cluster-snapshot';
+import { downstreamMembers, nodeToFollow } from './cascade';
 
 /**
  * The HA decision, one pure function over a snapshot (reference-behavior section 3.2).
@@ -32,6 +33,8 @@ export type HaAction =
   | { type: 'promote' }
   /** Point a running replica at a new upstream (primary_conninfo + reload). */
   | { type: 'follow'; upstream: UpstreamNode }
+  /** Keep physical slots on this replica for exactly these members, which cascade from it. */
+  | { type: 'serveDownstreams'; members: string[] }
   /** Stop a primary that must not be one; restart it read-only following `upstream` unless `restart` is false. */
   | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
   /** A replica that cannot follow `upstream`'s timeline: stop, pg_rewind, start again (only if `upstream` answers). */
@@ -174,6 +177,10 @@ function recover(s: HaSnapshot): Decision {
 
   const leaderMember = cluster!.members.find((m) => m.name === leaderName);
   const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
+  if (upstream && !wasPrimary) {
+    // A replica starts streaming from where its tags say (cascading), as it will follow.
+    return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream: upstreamOf(nodeToFollow(cluster!, local, leaderName!)) }] };
+  }
   if (upstream && wasPrimary && leaderMember?.data.checkpoint_after_promote === false) {
     // pg_rewind compares pg_control timelines, which the new leader updates only at that checkpoint.
     return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
@@ -307,7 +314,9 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
       actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream }],
     };
   }
-  const following = `no action. I am (${local.name}), a secondary, and following a leader (${leaderName})`;
+  const target = upstreamOf(nodeToFollow(cluster!, local, leaderName));
+  const via = target && target.name !== leaderName ? ` through ${target.name}` : '';
+  const following = `no action. I am (${local.name}), a secondary, and following a leader (${leaderName})${via}`;
   const leaderTimeline = cluster!.members.find((m) => m.name === leaderName)?.data.timeline ?? 0;
   const stuckFor = local.notStreamingSince > 0 ? s.now - local.notStreamingSince : 0;
   // Longer than ttl: a leader that died would have lost its key by then, so this one is alive.
@@ -319,8 +328,9 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
       actions: [{ type: 'rewindReplica', upstream }],
     };
   }
-  if (upstream && local.upstream !== leaderName) return { verdict: following, actions: [{ type: 'follow', upstream }] };
-  return { verdict: following, actions: [] };
+  const downstreams: HaAction[] = config.use_slots ? [{ type: 'serveDownstreams', members: downstreamMembers(cluster!, local.name, false) }] : [];
+  if (target && local.upstream !== target.name) return { verdict: following, actions: [{ type: 'follow', upstream: target }, ...downstreams] };
+  return { verdict: following, actions: downstreams };
 }
 
 /** The `/failover` request that is due now: null when there is none or it is scheduled later. */

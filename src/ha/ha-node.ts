@@ -13,6 +13,7 @@ import { pendingRestart } from '../projections/schedule';
 import { LONG_ACTION_STATES, PostgresStateName, POSTGRES_STATES } from '../postgresql/postgres-states';
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSample, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
+import { downstreamMembers } from './cascade';
 import { HaSnapshot, LocalView, PeerReading, upstreamOf } from './cluster-snapshot';
 import { decide, HaAction, Need } from './decide';
 import { leadershipMachine, LeadershipEvent } from './leadership.machine';
@@ -572,6 +573,9 @@ export class HaNode {
       case 'leaderDuties':
         await this.leaderDuties(snapshot.cluster);
         return;
+      case 'serveDownstreams':
+        await this.deps.query.syncPhysicalSlots(action.members.map(slotNameOf));
+        return;
       case 'demoteGraceful': {
         const request = snapshot.cluster?.failover?.value;
         if (request?.scheduled_at) this.recordCluster('switchover.executed', this.verdict, { ...request });
@@ -735,12 +739,12 @@ export class HaNode {
   }
 
   /**
-   * One physical slot per other member, none for members that left. Checked every cycle rather
-   * than cached: pg_rewind and reclones drop slots behind the agent's back.
+   * One physical slot per member that streams from the leader (not those cascading from a replica),
+   * none for members that left. Checked every cycle rather than cached: pg_rewind and reclones drop
+   * slots behind the agent's back.
    */
   private async syncMemberSlots(cluster: ClusterView): Promise<void> {
-    const slots = cluster.members.filter((m) => m.name !== this.name).map((m) => slotNameOf(m.name));
-    await this.deps.query.syncPhysicalSlots(slots);
+    await this.deps.query.syncPhysicalSlots(downstreamMembers(cluster, this.name, true).map(slotNameOf));
   }
 
   /** Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries. */

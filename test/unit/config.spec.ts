@@ -343,10 +343,10 @@ describe('loadConfig', () => {
       ]);
     });
 
-    it('warns about Patroni tags that Stator publishes without acting on them', () => {
-      const { config, warnings } = load({ tags: { replicatefrom: 'n2' } });
-      expect(config.tags.replicatefrom).toBe('n2');
-      expect(warnings).toEqual(['tags.replicatefrom is published but Stator does not act on it']);
+    it('reads the cascading tags replicatefrom and nostream without a warning', () => {
+      const { config, warnings } = load({ tags: { replicatefrom: 'n2', nostream: true } });
+      expect(config.tags).toMatchObject({ replicatefrom: 'n2', nostream: true });
+      expect(warnings).toEqual([]);
     });
 
     it('warns about bootstrap.dcs settings Stator does not act on, and still starts', () => {

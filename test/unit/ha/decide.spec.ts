@@ -1,3 +1,4 @@
+import { downstreamMembers } from '../../../src/ha/cascade';
 import { Decision, decide, HaAction } from '../../../src/ha/decide';
 import { cluster, leaderKey, member, primarySample, snapshot } from './snapshot-factory';
 
@@ -93,11 +94,20 @@ describe('decide() on a cluster snapshot', () => {
     ['a former leader ahead of the others is ignored in a switchover race', { local: { name: 'n2' }, peers: [{ name: 'n1', reachable: true, walPosition: 60_000_000 }], cluster: cluster({ failover: { value: { leader: 'n1' }, modRevision: '9' } }) }, { need: 'acquireLock' }],
 
     // healthy cluster, another node holds the lock
-    ['a replica following the leader does nothing', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n2' } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2)', actions: [] }],
-    ['a replica following someone else switches upstream', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n3' } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2)', actions: ['follow'] }],
+    // a replica keeps slots for the members cascading from it (none here), checked every cycle
+    ['a replica following the leader does nothing else', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n2' } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2)', actions: ['serveDownstreams'] }],
+    ['a replica following someone else switches upstream', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n3' } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2)', actions: ['follow', 'serveDownstreams'] }],
+    ['without slots a replica keeps none', { config: { use_slots: false }, cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n2' } }, { actions: [] }],
+    // cascading (replicatefrom, nostream)
+    ['a replicatefrom replica streams from the member it names', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n2', tags: { replicatefrom: 'n3' } } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2) through n3', actions: ['follow', 'serveDownstreams'] }],
+    ['a replicatefrom replica already on its member stays', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: 'n3', tags: { replicatefrom: 'n3' } } }, { actions: ['serveDownstreams'] }],
+    ['a replicatefrom replica whose member is down follows the leader', { cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2'), member('n3', { state: 'stopped' })] }), local: { upstream: 'n3', tags: { replicatefrom: 'n3' } } }, { verdict: 'no action. I am (n1), a secondary, and following a leader (n2)', actions: ['follow', 'serveDownstreams'] }],
+    ['a replicatefrom replica whose member left follows the leader', { cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2')] }), local: { upstream: 'n3', tags: { replicatefrom: 'n3' } } }, { actions: ['follow', 'serveDownstreams'] }],
+    ['a nostream replica streams from nobody', { cluster: cluster({ leader: leaderKey('n2') }), local: { upstream: null, tags: { nostream: true } } }, { actions: ['serveDownstreams'] }],
+    ['a crashed replicatefrom replica starts from its member', { cluster: cluster({ leader: leaderKey('n2') }), local: { pgState: 'crashed', sample: null, tags: { replicatefrom: 'n3' } } }, { verdict: 'starting as a secondary', actions: ['startReplica'] }],
     ['a replica that cannot stream from a leader on a newer timeline for longer than ttl rewinds', { now: 100_000, cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2', { timeline: 2 }), member('n3')] }), local: { upstream: 'n2', notStreamingSince: 60_000, sample: { ...snapshot().local.sample!, replicationState: null, timeline: 1 } } }, { actions: ['rewindReplica'] }],
-    ['a replica not streaming for less than ttl waits: the leader may be dying', { now: 100_000, cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2', { timeline: 2 }), member('n3')] }), local: { upstream: 'n2', notStreamingSince: 80_000, sample: { ...snapshot().local.sample!, replicationState: null, timeline: 1 } } }, { actions: [] }],
-    ['a replica briefly not streaming is left alone', { now: 100_000, cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2', { timeline: 2 }), member('n3')] }), local: { upstream: 'n2', notStreamingSince: 95_000, sample: { ...snapshot().local.sample!, replicationState: null, timeline: 1 } } }, { actions: [] }],
+    ['a replica not streaming for less than ttl waits: the leader may be dying', { now: 100_000, cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2', { timeline: 2 }), member('n3')] }), local: { upstream: 'n2', notStreamingSince: 80_000, sample: { ...snapshot().local.sample!, replicationState: null, timeline: 1 } } }, { actions: ['serveDownstreams'] }],
+    ['a replica briefly not streaming is left alone', { now: 100_000, cluster: cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2', { timeline: 2 }), member('n3')] }), local: { upstream: 'n2', notStreamingSince: 95_000, sample: { ...snapshot().local.sample!, replicationState: null, timeline: 1 } } }, { actions: ['serveDownstreams'] }],
     ['a primary without the lock demotes and follows', { cluster: cluster({ leader: leaderKey('n2') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'demoting self because I do not have the lock and I was a leader', actions: ['demote'] }],
     ['a paused primary without the lock keeps running', { config: { pause: true }, cluster: cluster({ leader: leaderKey('n2') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'continue to run as primary without lock', actions: [] }],
   ];
@@ -113,6 +123,21 @@ describe('decide() on a cluster snapshot', () => {
       verdict: 'demoting self because I do not have the lock and I was a leader',
       actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: upstreamN2 }],
     });
+  });
+
+  it('a crashed replicatefrom replica starts streaming from its member, not the leader', () => {
+    const decision = decide(snapshot({ cluster: cluster({ leader: leaderKey('n2') }), local: { pgState: 'crashed', sample: null, tags: { replicatefrom: 'n3' } } }));
+    expect(decision).toMatchObject({ actions: [{ type: 'startReplica', upstream: { name: 'n3' } }] });
+  });
+
+  it('keeps slots on the leader for the members streaming from it, and on a replica for those cascading from it', () => {
+    const view = cluster({
+      leader: leaderKey('n1'),
+      members: [member('n1'), member('n2'), member('n3', { tags: { replicatefrom: 'n2' } }), member('n4', { tags: { replicatefrom: 'gone' } }), member('n5', { tags: { nostream: true } })],
+    });
+    expect(downstreamMembers(view, 'n1', true)).toEqual(['n2', 'n4']);
+    expect(downstreamMembers(view, 'n2', false)).toEqual(['n3']);
+    expect(downstreamMembers(view, 'n3', false)).toEqual([]);
   });
 
   it('adopts an existing data directory by writing initialize when the key is missing', () => {
