@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEtcd, EtcdHandle } from '../../scripts/lib/etcd';
 import { LocalCluster } from '../../scripts/lib/local-cluster';
@@ -78,16 +78,21 @@ describe('etcd over TLS with client certificates', () => {
     await expect(stranger.read()).rejects.toThrow(/no etcd host reachable/);
   });
 
-  it('runs a node with PostgreSQL configured like a Patroni production file, and audits its log over TLS', async () => {
+  it('runs a node configured like a Patroni production file: etcd over TLS with a client certificate, callbacks, JSON logs to a rotated file', async () => {
     // A directory of its own: PostgreSQL runs as another OS user, which cannot enter the certificates' directory.
     const baseDir = tmpDir('stator-etcd-tls-cluster-');
+    const calls = join(baseDir, 'calls.log');
+    const script = join(baseDir, 'callback.sh');
+    writeFileSync(script, `#!/bin/sh\necho "$@" >> ${calls}\n`);
+    chmodSync(script, 0o755);
+    const tlsEtcd = { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey };
     const cluster = await LocalCluster.start({
       nodes: 1,
       baseDir,
       scope: SCOPE,
-      etcd: { tls: { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey } },
+      etcd: { tls: tlsEtcd },
       etcd3: { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey },
-      // JSON logs to a rotated file, as the production file of the etcd3/log issue asks.
+      postgresql: () => ({ callbacks: { on_start: script, on_role_change: script } }),
       sections: { log: { type: 'json', format: ['asctime', 'levelname', 'message'], dir: join(baseDir, 'logs'), file_size: 20_000, file_num: 3 } },
     });
     try {
@@ -97,11 +102,30 @@ describe('etcd over TLS with client certificates', () => {
       const entries = lines.map((line) => JSON.parse(line) as Record<string, string>);
       expect(entries.some((entry) => entry.levelname === 'INFO' && /leader/.test(entry.message))).toBe(true);
       expect(Object.keys(entries[0])).toEqual(['asctime', 'levelname', 'message']);
+      await waitFor(() => readFileSync(calls, 'utf8').includes(`on_start primary ${SCOPE}`), { timeoutMs: 10_000, description: 'the on_start callback' });
       const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], { cwd: REPO_ROOT, encoding: 'utf8' });
       expect({ status: audit.status, stderr: audit.stderr }).toEqual({ status: 0, stderr: '' });
     } finally {
       await cluster.stop();
       if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+    }
+  });
+});
+
+describe('etcd checking client certificates and users at once', () => {
+  it('is refused by etcd through its JSON gateway, and the error says so', async () => {
+    const dir = tmpDir('stator-etcd-tls-auth-');
+    const certificates = makeTestCertificates(dir);
+    const tls = { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey };
+    const etcd = await startEtcd({ tls });
+    try {
+      enableEtcdAuth(etcd, 'root-s3cret', [{ name: 'stator', password: 'stator-s3cret', prefixes: [`/service/${SCOPE}/`] }], tls);
+      const dcs = dcsOn(etcd, { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey, username: 'stator', password: 'stator-s3cret' });
+      await expect(dcs.read()).rejects.toThrow('etcd refuses gateway requests that carry a client certificate once authentication is enabled');
+      await dcs.close();
+    } finally {
+      await etcd.stop();
+      if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(dir);
     }
   });
 });

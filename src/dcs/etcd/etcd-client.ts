@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import type { Response } from 'undici';
-import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport } from './etcd-transport';
+import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport, explainPlainAnswer } from './etcd-transport';
 
 /**
  * A thin etcd v3 client over etcd's gRPC-JSON gateway (HTTP/1.1, JSON, base64 keys and values),
@@ -202,7 +202,7 @@ export class EtcdClient {
     try {
       const response = await this.send(path, body, signal);
       if (!response.ok) throw await responseError(response);
-      const parsed = (await response.json()) as T & { header?: { revision?: string } };
+      const parsed = parseGatewayAnswer<T & { header?: { revision?: string } }>(await response.text(), path, response.status);
       this.noteRevision(parsed.header?.revision);
       return parsed;
     } catch (error) {
@@ -510,6 +510,15 @@ async function* readJsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<
   }
   const rest = buffered.trim();
   if (rest) yield JSON.parse(rest);
+}
+
+/** The gateway's JSON answer; a plain-text one (some refusals are) becomes an error that says what it means. */
+function parseGatewayAnswer<T>(text: string, path: string, status: number): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new EtcdRequestError(explainPlainAnswer(text, path), null, status);
+  }
 }
 
 async function responseError(response: Response): Promise<EtcdRequestError> {

@@ -81,7 +81,13 @@ export class EtcdTransport {
   private async authenticate(signal: AbortSignal): Promise<string> {
     const { username: name, password } = this.connection;
     const response = await this.post('/v3/auth/authenticate', { name, password }, signal, null);
-    const answer = (await response.json()) as { token?: string; message?: string; error?: string };
+    const text = await response.text();
+    let answer: { token?: string; message?: string; error?: string };
+    try {
+      answer = JSON.parse(text) as typeof answer;
+    } catch {
+      throw new EtcdAuthenticationError(explainPlainAnswer(text, '/v3/auth/authenticate'));
+    }
     if (!response.ok || !answer.token) {
       throw new EtcdAuthenticationError(`etcd refused user ${name}: ${answer.message ?? answer.error ?? `HTTP ${response.status}`}`);
     }
@@ -117,6 +123,20 @@ export class EtcdTransport {
     }
     throw new EtcdHostsUnreachable(`no etcd host reachable (${this.endpoints}): ${causeOf(lastError)}`);
   }
+}
+
+/** What etcd's gateway answers, in plain text, to any request with a client certificate once RBAC is on. */
+const GATEWAY_REFUSES_CLIENT_CERTIFICATES = 'CommonName of client sending a request against gateway';
+
+/** A gateway answer that is not JSON, as a message that says what it means. */
+export function explainPlainAnswer(text: string, path: string): string {
+  if (text.includes(GATEWAY_REFUSES_CLIENT_CERTIFICATES)) {
+    return (
+      'etcd refuses gateway requests that carry a client certificate once authentication is enabled: ' +
+      'use etcd3.username/password without etcd3.cert, or client certificates without etcd users'
+    );
+  }
+  return `etcd ${path}: not a JSON answer: ${text.slice(0, 120)}`;
 }
 
 /** Every host refused the connection or failed the TLS handshake. */
