@@ -9,7 +9,7 @@ import { createLogger } from '../common/logger';
 import { guardConnections, MAX_CONNECTIONS } from './connection-guard';
 import { captureFastifyErrors, errorBody } from './http-exception.filter';
 import { ApiSecurityConfig, installApiSecurity } from './security/api-security';
-import { httpsServerOptions } from './security/tls';
+import { httpsServerOptions } from '../security/tls';
 
 /** Requests larger than this are refused with 413 (the reference has no limit). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;

@@ -1,7 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { basicAuthorizationHeader } from '../api/security/basic-auth';
-import { peerTlsOptions } from '../api/security/tls';
+import { basicAuthorizationHeader } from '../security/basic-auth';
+import { peerTlsOptions } from '../security/tls';
 import { RestApiConfig } from '../config/config.types';
 import { PeerReading } from './cluster-snapshot';
 

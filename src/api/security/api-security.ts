@@ -1,8 +1,8 @@
 import { TLSSocket } from 'node:tls';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StatorConfig } from '../../config/config.types';
-import { Allowlist, resolveAllowlist } from './allowlist';
-import { basicAuthChecker } from './basic-auth';
+import { Allowlist, resolveAllowlist } from '../../security/allowlist';
+import { basicAuthChecker } from '../../security/basic-auth';
 
 /** The settings the API's access checks depend on. */
 export type ApiSecurityConfig = Pick<StatorConfig, 'restapi' | 'compat'>;

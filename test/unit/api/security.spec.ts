@@ -5,7 +5,7 @@ import { AddressInfo } from 'node:net';
 import { Body, Controller, Get, Headers, Module, Post } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHttpApp } from '../../../src/api/http-server';
-import { resolveAllowlist } from '../../../src/api/security/allowlist';
+import { resolveAllowlist } from '../../../src/security/allowlist';
 import { RestApiConfig, StatorConfig } from '../../../src/config/config.types';
 import { createPeerProbe, probePeerOverHttp } from '../../../src/ha/peer-probe';
 import { makeTestCertificates, TestCertificates } from '../../helpers/test-certificates';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { AgentOptions, ServerOptions } from 'node:https';
-import { RestApiConfig } from '../../config/config.types';
+import { RestApiConfig } from '../config/config.types';
 
 /**
  * The HTTPS options of the API server, or `null` to serve plain HTTP (no `certfile`). `verify_client: optional` asks
