@@ -8,19 +8,10 @@ import { reviewConfigWrite } from '../../../src/config/config-write-review';
 import { effectiveDynamicConfig, validateDynamicConfig } from '../../../src/config/dynamic-config';
 import { configChange } from '../../../src/ha/config-change';
 import { OperationRefused } from '../../../src/ha/operation-types';
+import { refusal } from './refusal';
 import { leaderView, NOW, replicaView } from './node-view-fixtures';
 
 const MIB = 1024 * 1024;
-
-function refusal(work: () => unknown): { status: number; text: string } | null {
-  try {
-    work();
-    return null;
-  } catch (error) {
-    if (error instanceof OperationRefused) return { status: error.status, text: error.text };
-    throw error;
-  }
-}
 
 /** Swallows the refusal: only the time spent deciding matters here. */
 function attempt(work: () => unknown): void {

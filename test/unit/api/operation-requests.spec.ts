@@ -6,7 +6,7 @@ import {
   restartBody,
   switchoverBody,
 } from '../../../src/api/operation-requests';
-import { OperationRefused } from '../../../src/ha/operation-types';
+import { refusal } from './refusal';
 import { mergeConfig } from '../../../src/ha/node-operations';
 import { restartDue, restartFilterMismatch, versionNumber } from '../../../src/ha/scheduled-restart';
 
@@ -17,16 +17,6 @@ const parseSwitchover = (kind: 'switchover' | 'failover', body: unknown, paused:
   switchoverFrom(kind, switchoverBody.transform(body), paused, at);
 const parseRestart = (body: unknown, paused: boolean, at: number) => restartFrom(restartBody.transform(body), paused, at);
 const parseReinitialize = (body: unknown) => reinitializeFrom(reinitializeBody.transform(body));
-
-function refusal(work: () => unknown): { status: number; text: string } | null {
-  try {
-    work();
-    return null;
-  } catch (error) {
-    if (error instanceof OperationRefused) return { status: error.status, text: error.text };
-    throw error;
-  }
-}
 
 describe('POST /switchover and /failover bodies (reference 1.7, checks in order)', () => {
   it.each([
