@@ -1,0 +1,114 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { haproxyConfig, EXAMPLE_HAPROXY_CONFIG } from '../../scripts/lib/haproxy-config';
+import { LocalCluster } from '../../scripts/lib/local-cluster';
+import { freePort } from '../../scripts/lib/ports';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
+
+/**
+ * Debian's HAProxy in front of a real 3-node cluster, configured by the same template as the
+ * shipped deploy/haproxy.cfg: clients write through the primary port and read through the
+ * replica port, as applications do, while the cluster switches over.
+ */
+jest.setTimeout(180_000);
+
+let cluster: LocalCluster;
+let baseDir: string;
+let haproxy: ChildProcess;
+let ports: { primary: number; replicas: number };
+
+/** One statement on a fresh connection through HAProxy; a statement that selects `port` answers the PostgreSQL port that served it. */
+async function through(port: number, text: string): Promise<number | null> {
+  const client = new Client({ host: '127.0.0.1', port, user: 'postgres', password: 'postgres', database: 'postgres', connectionTimeoutMillis: 1000, statement_timeout: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const result = await client.query<{ port: number }>(text);
+    return result.rows[0]?.port ?? null;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+beforeAll(async () => {
+  baseDir = tmpDir('stator-haproxy-');
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 });
+  const leader = await cluster.waitForLeader(60_000);
+  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 60_000);
+  ports = { primary: await freePort(), replicas: await freePort() };
+  const config = haproxyConfig(
+    cluster.nodes.map((node) => ({ name: node.name, host: '127.0.0.1', pgPort: node.pgPort, apiPort: Number(new URL(node.apiUrl).port) })),
+    { primary: `127.0.0.1:${ports.primary}`, replicas: `127.0.0.1:${ports.replicas}`, stats: `127.0.0.1:${await freePort()}` },
+  );
+  const file = join(baseDir, 'haproxy.cfg');
+  writeFileSync(file, config);
+  haproxy = spawn('haproxy', ['-db', '-f', file], { stdio: 'ignore' });
+  // HAProxy starts with every server up until its checks say otherwise: wait until they have.
+  await waitFor(
+    async () => {
+      for (let i = 0; i < 6; i++) if ((await through(ports.primary, 'SELECT inet_server_port() AS port')) !== leader.pgPort) return false;
+      return true;
+    },
+    { timeoutMs: 15_000, description: 'HAProxy routing every write to the leader' },
+  );
+  await waitFor(
+    async () => {
+      for (let i = 0; i < 6; i++) if ((await through(ports.replicas, 'SELECT inet_server_port() AS port')) === leader.pgPort) return false;
+      return true;
+    },
+    { timeoutMs: 15_000, description: 'HAProxy routing no read to the leader' },
+  );
+  await through(ports.primary, 'CREATE TABLE IF NOT EXISTS through_haproxy (id serial, at timestamptz DEFAULT now())');
+});
+
+afterAll(async () => {
+  if (haproxy?.pid) haproxy.kill('SIGKILL');
+  await cluster?.stop();
+  if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+});
+
+it('ships deploy/haproxy.cfg as the template renders it', () => {
+  expect(readFileSync(join(__dirname, '..', '..', 'deploy', 'haproxy.cfg'), 'utf8')).toBe(EXAMPLE_HAPROXY_CONFIG);
+});
+
+it('spreads reads over both replicas', async () => {
+  const leader = await cluster.waitForLeader(10_000);
+  const served = new Set<number | null>();
+  for (let i = 0; i < 12; i++) served.add(await through(ports.replicas, 'SELECT inet_server_port() AS port'));
+  const byNumber = (a: number | null, b: number | null) => (a ?? 0) - (b ?? 0);
+  expect([...served].sort(byNumber)).toEqual(cluster.nodes.filter((node) => node !== leader).map((node) => node.pgPort).sort(byNumber));
+});
+
+it('sends writes to the new leader within 3 s of a switchover, and none is acknowledged by the old one after it', async () => {
+  const leader = await cluster.waitForLeader(10_000);
+  const candidate = cluster.nodes.find((node) => node !== leader)!;
+  const acknowledged: { at: number; port: number }[] = [];
+  let writing = true;
+  const writer = (async () => {
+    while (writing) {
+      const port = await through(ports.primary, 'INSERT INTO through_haproxy DEFAULT VALUES RETURNING inet_server_port() AS port').catch(() => null);
+      if (port !== null) acknowledged.push({ at: Date.now(), port });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+
+  await waitFor(() => acknowledged.length >= 5, { timeoutMs: 10_000, description: 'writes through HAProxy before the switchover' });
+  const response = await fetch(`${leader.apiUrl.replace(/\/stator$/, '')}/switchover`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
+  });
+  const switched = Date.now();
+  expect(response.status).toBe(200);
+  await waitFor(() => acknowledged.some((write) => write.port === candidate.pgPort), { timeoutMs: 10_000, description: 'a write acknowledged by the new leader' });
+  writing = false;
+  await writer;
+
+  const firstOnNewLeader = acknowledged.find((write) => write.port === candidate.pgPort)!;
+  console.log(`haproxy: first write on the new leader ${firstOnNewLeader.at - switched} ms after the switchover answered`);
+  expect(firstOnNewLeader.at - switched).toBeLessThan(3000);
+  expect(acknowledged.filter((write) => write.port === leader.pgPort && write.at > switched)).toEqual([]);
+});
