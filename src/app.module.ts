@@ -24,6 +24,8 @@ export interface NodeOptions {
   clock?: Clock;
   /** Reads the configuration file again (POST /reload). */
   reloadConfig?: () => StatorConfig;
+  /** Default: one made from the `log` section. */
+  logger?: Logger;
 }
 
 /** Where a fatal condition of the node is announced; the CLI exits on it. */
@@ -35,8 +37,8 @@ export const fatal = new EventEmitter<{ fatal: [string] }>();
  */
 @Module({})
 export class NodeModule {
-  static forConfig(config: StatorConfig, { clock = systemClock, reloadConfig }: NodeOptions = {}): DynamicModule {
-    const logger = createConfiguredLogger(config.log, `${config.compat === 'patroni' ? 'patroni' : 'stator'}.log`);
+  static forConfig(config: StatorConfig, { clock = systemClock, reloadConfig, logger: given }: NodeOptions = {}): DynamicModule {
+    const logger = given ?? createConfiguredLogger(config.log, `${config.compat === 'patroni' ? 'patroni' : 'stator'}.log`);
     const retryTimeoutMs = () => (config.bootstrap.dcs.retry_timeout ?? 10) * 1000;
     return {
       module: NodeModule,

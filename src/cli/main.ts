@@ -1,10 +1,12 @@
 import 'reflect-metadata';
+import { Server as HttpsServer } from 'node:https';
 import { AppModule, fatal, NodeLifecycle } from '../app.module';
 import { runAudit } from '../audit/audit-cli';
 import { createHttpApp, splitListen } from '../api/http-server';
+import { HaNode } from '../ha/ha-node';
+import { httpsServerOptions } from '../security/tls';
 import { ConfigError, loadConfig } from '../config/load-config';
-import { notYetSupported } from '../config/not-yet-supported';
-import { createLogger } from '../common/logger';
+import { createConfiguredLogger, Logger } from '../common/logger';
 import { STATOR_VERSION } from '../version';
 
 const USAGE = `usage: stator <config.yml>
@@ -33,7 +35,6 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = argv.length > 1 ? 2 : 0;
     return;
   }
-  const log = createLogger('INFO');
   let loaded;
   try {
     loaded = loadConfig(argv[0] ?? null, process.env);
@@ -43,16 +44,19 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(1);
   }
   const { config } = loaded;
-  const pending = notYetSupported(config);
-  if (pending.problems.length > 0) {
-    for (const problem of pending.problems) process.stderr.write(`${problem}\n`);
+  let log: Logger;
+  try {
+    // One logger for the whole agent: with log.dir, one rotated file.
+    log = createConfiguredLogger(config.log, `${config.compat === 'patroni' ? 'patroni' : 'stator'}.log`);
+  } catch (error) {
+    process.stderr.write(`log.dir: ${(error as Error).message}\n`);
     process.exit(1);
   }
-  for (const warning of [...loaded.warnings, ...pending.warnings]) log.warning(warning);
+  for (const warning of loaded.warnings) log.warning(warning);
 
-  // POST /reload reads the same file and environment again; an invalid file keeps the running configuration.
+  // POST /reload and SIGHUP read the same file and environment again; an invalid file keeps the running configuration.
   const reloadConfig = () => loadConfig(argv[0] ?? null, process.env).config;
-  const app = await createHttpApp(AppModule.forConfig(config, { reloadConfig }), config);
+  const app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config);
   const lifecycle = app.get(NodeLifecycle);
   const { host, port } = splitListen(config.restapi.listen);
   await app.listen(port, host);
@@ -77,4 +81,24 @@ export async function main(argv: string[]): Promise<void> {
   });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // What operators and systemd's ExecReload send to reload, as for the reference: never a reason to stop.
+  process.on('SIGHUP', () => {
+    log.info('received SIGHUP, reloading the configuration');
+    app.get(HaNode).requestReload();
+    reloadApiCertificates(app.getHttpServer(), argv[0] ?? null, log);
+  });
+  // Node's default for SIGUSR2 is to exit; nothing in the agent uses it, so it must not end a leader's term by accident.
+  process.on('SIGUSR2', () => log.warning('received SIGUSR2, ignored'));
+}
+
+/** New certificate files for the API's HTTPS server (connections already open keep theirs). */
+function reloadApiCertificates(server: unknown, path: string | null, log: Logger): void {
+  if (!(server instanceof HttpsServer)) return;
+  try {
+    const options = httpsServerOptions(loadConfig(path, process.env).config.restapi);
+    if (options) server.setSecureContext(options);
+    log.info('API certificates reloaded');
+  } catch (error) {
+    log.error(`reloading the API certificates failed, keeping the current ones: ${(error as Error).message}`);
+  }
 }
