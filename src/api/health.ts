@@ -41,13 +41,16 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
     primaryOk = role === 'primary';
   } else if (isLeader) {
     leaderOk = true;
-    primaryOk = true;
+    // A leader demoting itself (switchover) is no longer a write target, though it still holds the lock while it stops.
+    primaryOk = view.role !== 'demoted';
   }
   const standbyLeaderOk = false;
 
   const maxLag = query.lag !== undefined ? parseLag(query.lag) : null;
   const replicaOk = () => {
     if (view.tags.noloadbalance === true || !running || role !== 'replica' || !sample) return false;
+    // About to be primary: out of the read pool before promotion starts, so no read reaches a new primary.
+    if (view.leadership === 'leader' || isDueCandidate(view, now)) return false;
     if (query.replication_state !== undefined && query.replication_state !== (sample.replicationState ?? undefined)) return false;
     if (maxLag !== null) {
       const optime = Math.max(view.cluster?.status?.value.optime ?? 0, sample.latestEndLsn ?? 0);
@@ -101,6 +104,13 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
     default:
       throw new Error(`not a health path: ${path}`);
   }
+}
+
+/** This node is the named candidate of a switchover or failover that is due now. */
+function isDueCandidate(view: NodeView, now: number): boolean {
+  const request = view.cluster?.failover?.value;
+  if (!request || request.member !== view.name) return false;
+  return !request.scheduled_at || Date.parse(request.scheduled_at) <= now;
 }
 
 /** The HA loop ran recently enough: within ttl on a running primary, 2*ttl elsewhere; always while paused. */

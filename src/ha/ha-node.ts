@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Subscription } from 'rxjs';
 import { Actor, createActor, StateValue, waitFor } from 'xstate';
 import { Clock } from '../common/clock';
@@ -88,6 +89,15 @@ export function fenceSafetyMarginMs(ttlSeconds: number): number {
 }
 
 const SAMPLE_INTERVAL_MS = 1_000;
+
+/**
+ * How long a leader asked to switch over keeps serving before it demotes, while the candidate
+ * already answers 503 on /replica: longer than the read pool's check interval of the shipped
+ * HAProxy configuration (500 ms), so the load balancer takes the candidate out of the read pool
+ * before it can become primary. Writes continue on the old primary meanwhile, so the write gap
+ * does not grow; the switchover takes this much longer.
+ */
+export const LOAD_BALANCER_DRAIN_MS = 750;
 
 
 
@@ -580,6 +590,7 @@ export class HaNode {
         const request = snapshot.cluster?.failover?.value;
         if (request?.scheduled_at) this.recordCluster('switchover.executed', this.verdict, { ...request });
         return this.runTask('switchover', async () => {
+          await sleep(LOAD_BALANCER_DRAIN_MS);
           this.sendRole({ type: 'DEMOTED' });
           // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
           await this.deps.query.checkpoint().catch(() => undefined);

@@ -82,16 +82,25 @@ it('spreads reads over both replicas', async () => {
   expect([...served].sort(byNumber)).toEqual(cluster.nodes.filter((node) => node !== leader).map((node) => node.pgPort).sort(byNumber));
 });
 
-it('sends writes to the new leader within 3 s of a switchover, and none is acknowledged by the old one after it', async () => {
+it('sends writes to the new leader within 3 s of a switchover, none is acknowledged by the old one after it, and no read reaches a primary', async () => {
   const leader = await cluster.waitForLeader(10_000);
   const candidate = cluster.nodes.find((node) => node !== leader)!;
   const acknowledged: { at: number; port: number }[] = [];
+  const readsOnPrimary: number[] = [];
   let writing = true;
   const writer = (async () => {
     while (writing) {
       const port = await through(ports.primary, 'INSERT INTO through_haproxy DEFAULT VALUES RETURNING inet_server_port() AS port').catch(() => null);
       if (port !== null) acknowledged.push({ at: Date.now(), port });
       await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  // A reader through the replica port, as an application reading from replicas: it must never land on a primary.
+  const reader = (async () => {
+    while (writing) {
+      const port = await through(ports.replicas, 'SELECT inet_server_port() AS port WHERE NOT pg_is_in_recovery()').catch(() => null);
+      if (port !== null) readsOnPrimary.push(port);
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   })();
 
@@ -105,10 +114,13 @@ it('sends writes to the new leader within 3 s of a switchover, and none is ackno
   expect(response.status).toBe(200);
   await waitFor(() => acknowledged.some((write) => write.port === candidate.pgPort), { timeoutMs: 10_000, description: 'a write acknowledged by the new leader' });
   writing = false;
-  await writer;
+  await Promise.all([writer, reader]);
 
   const firstOnNewLeader = acknowledged.find((write) => write.port === candidate.pgPort)!;
-  console.log(`haproxy: first write on the new leader ${firstOnNewLeader.at - switched} ms after the switchover answered`);
+  const gap = Math.max(...acknowledged.slice(1).map((write, index) => write.at - acknowledged[index].at));
+  console.log(`haproxy: first write on the new leader ${firstOnNewLeader.at - switched} ms after the switchover answered; longest write gap ${gap} ms`);
+  expect(gap).toBeLessThan(3000);
   expect(firstOnNewLeader.at - switched).toBeLessThan(3000);
   expect(acknowledged.filter((write) => write.port === leader.pgPort && write.at > switched)).toEqual([]);
+  expect(readsOnPrimary).toEqual([]);
 });

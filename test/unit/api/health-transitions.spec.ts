@@ -1,0 +1,37 @@
+import { healthStatus } from '../../../src/api/health';
+import { NodeView } from '../../../src/ha/ha-node';
+import { leaderView, NOW, replicaView } from './node-view-fixtures';
+
+/** A replica view whose DCS view carries this failover request. */
+function withFailover(view: NodeView, request: { leader?: string; member?: string; scheduled_at?: string }): NodeView {
+  return { ...view, cluster: { ...view.cluster!, failover: { value: request, modRevision: '20' } } };
+}
+
+describe('health checks change before the role does (load balancers drain first)', () => {
+  it('takes the named candidate of a due switchover out of the read pool before it promotes', () => {
+    const candidate = withFailover(replicaView(), { leader: 'node1', member: 'node2' });
+    expect(healthStatus('/replica', {}, replicaView(), NOW)).toBe(200);
+    expect(healthStatus('/replica', {}, candidate, NOW)).toBe(503);
+    expect(healthStatus('/read-only', {}, candidate, NOW)).toBe(503);
+    expect(healthStatus('/async', {}, candidate, NOW)).toBe(503);
+  });
+
+  it('leaves a candidate of a switchover scheduled later in the pool, and the other replicas too', () => {
+    expect(healthStatus('/replica', {}, withFailover(replicaView(), { leader: 'node1', member: 'node2', scheduled_at: '2030-01-01T00:00:00Z' }), NOW)).toBe(200);
+    expect(healthStatus('/replica', {}, withFailover(replicaView(), { leader: 'node1', member: 'node3' }), NOW)).toBe(200);
+  });
+
+  it('takes a replica that holds the lock out of the read pool while it promotes', () => {
+    const promoting: NodeView = { ...replicaView(), leadership: 'leader', lockValidUntil: NOW + 10_000 };
+    expect(healthStatus('/replica', {}, promoting, NOW)).toBe(503);
+    expect(healthStatus('/leader', {}, promoting, NOW)).toBe(200);
+  });
+
+  it('stops answering 200 on /primary when the leader demotes itself, while it still holds the lock', () => {
+    const demoting: NodeView = { ...leaderView(), role: 'demoted' };
+    expect(healthStatus('/primary', {}, leaderView(), NOW)).toBe(200);
+    expect(healthStatus('/primary', {}, demoting, NOW)).toBe(503);
+    expect(healthStatus('/read-write', {}, demoting, NOW)).toBe(503);
+    expect(healthStatus('/leader', {}, demoting, NOW)).toBe(200);
+  });
+});
