@@ -228,7 +228,7 @@ function capitalize(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-const STATUS_NAMES: Record<number, string> = { 400: 'Bad Request', 409: 'Conflict', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+const STATUS_NAMES: Record<number, string> = { 400: 'Bad Request', 409: 'Conflict', 503: 'Service Unavailable' };
 
 function jsonError(status: number, message: string, problems?: string[]): ConfigAnswer {
   return { status, body: { error: STATUS_NAMES[status], message, ...(problems ? { problems } : {}), statusCode: status } };
