@@ -1,0 +1,40 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { HEALTH_PATHS } from '../../src/api/health';
+import { buildMetrics } from '../../src/api/metrics';
+import { leaderView, NOW } from './api/node-view-fixtures';
+
+/** What operators deploy beside Stator (deploy/): checked against the metrics and paths Stator really serves. */
+const DEPLOY = join(__dirname, '..', '..', 'deploy');
+const promtool = (...args: string[]) => execFileSync('promtool', args, { cwd: DEPLOY, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** Every stator_* metric name the node exports. */
+function exportedMetrics(): Set<string> {
+  const text = buildMetrics(leaderView(), { scope: 'demo', version: '0.1.0', productKey: 'stator' }, NOW);
+  return new Set([...text.matchAll(/^(stator_\w+)/gm)].map((m) => m[1]));
+}
+
+describe('deploy/', () => {
+  it('ships alerting rules that promtool accepts and whose own tests pass (no primary, lag, streaming)', () => {
+    expect(promtool('check', 'rules', 'prometheus-alerts.yml')).toContain('SUCCESS: 8 rules found');
+    expect(promtool('test', 'rules', 'prometheus-alerts.test.yml')).toContain('SUCCESS');
+  });
+
+  it('uses only metrics Stator exports, in the alerts and the Grafana dashboard', () => {
+    const exported = exportedMetrics();
+    const texts = [readFileSync(join(DEPLOY, 'prometheus-alerts.yml'), 'utf8'), readFileSync(join(DEPLOY, 'grafana-dashboard.json'), 'utf8')];
+    const used = new Set(texts.flatMap((text) => [...text.matchAll(/\b(stator_\w+)/g)].map((m) => m[1])));
+    expect([...used].filter((name) => !exported.has(name))).toEqual([]);
+    const dashboard = JSON.parse(texts[1]) as { panels: { targets: { expr: string }[] }[] };
+    expect(dashboard.panels.length).toBeGreaterThan(5);
+  });
+
+  it('points the Kubernetes probes at Stator health paths', () => {
+    const probes = parse(readFileSync(join(DEPLOY, 'kubernetes-probes.yaml'), 'utf8')) as Record<string, { httpGet: { path: string } }>;
+    expect(probes.livenessProbe.httpGet.path).toBe('/liveness');
+    expect(probes.readinessProbe.httpGet.path).toBe('/readiness');
+    for (const probe of Object.values(probes)) expect(HEALTH_PATHS).toContain(probe.httpGet.path);
+  });
+});
