@@ -1,8 +1,8 @@
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { haproxyConfig, EXAMPLE_HAPROXY_CONFIG } from '../../scripts/lib/haproxy-config';
+import { COMPOSE_HAPROXY_CONFIG, EXAMPLE_HAPROXY_CONFIG, haproxyConfig } from '../../scripts/lib/haproxy-config';
 import { LocalCluster } from '../../scripts/lib/local-cluster';
 import { freePort } from '../../scripts/lib/ports';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -70,8 +70,13 @@ afterAll(async () => {
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
 });
 
-it('ships deploy/haproxy.cfg as the template renders it', () => {
+it('ships deploy/haproxy.cfg and the docker-compose one as the template renders them', () => {
   expect(readFileSync(join(__dirname, '..', '..', 'deploy', 'haproxy.cfg'), 'utf8')).toBe(EXAMPLE_HAPROXY_CONFIG);
+  expect(readFileSync(join(__dirname, '..', '..', 'deploy', 'haproxy-compose.cfg'), 'utf8')).toBe(COMPOSE_HAPROXY_CONFIG);
+  // Valid for HAProxy itself (the compose file's host names only resolve inside Docker: a warning here).
+  for (const file of ['haproxy.cfg', 'haproxy-compose.cfg']) {
+    expect(() => execFileSync('haproxy', ['-c', '-f', join(__dirname, '..', '..', 'deploy', file)], { stdio: 'pipe' })).not.toThrow();
+  }
 });
 
 it('spreads reads over both replicas', async () => {
