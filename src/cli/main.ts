@@ -3,7 +3,11 @@ import { Server as HttpsServer } from 'node:https';
 import { AppModule, fatal, NodeLifecycle } from '../app.module';
 import { runAudit } from '../audit/audit-cli';
 import { createHttpApp, splitListen } from '../api/http-server';
+import { DCS } from '../common/tokens';
+import { Dcs } from '../dcs/dcs.port';
 import { HaNode } from '../ha/ha-node';
+import { namesakeIsRunning } from '../ha/namesake';
+import { createPeerProbe } from '../ha/peer-probe';
 import { httpsServerOptions } from '../security/tls';
 import { ConfigError, loadConfig } from '../config/load-config';
 import { createConfiguredLogger, Logger } from '../common/logger';
@@ -61,6 +65,11 @@ export async function main(argv: string[]): Promise<void> {
   const { host, port } = splitListen(config.restapi.listen);
   await app.listen(port, host);
   log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
+  const node = app.get(HaNode);
+  if (await namesakeIsRunning(app.get<Dcs>(DCS), createPeerProbe(config.restapi), config.name, node.memberData().api_url)) {
+    log.critical(`Can't start; there is already a node named '${config.name}' running`);
+    process.exit(1);
+  }
   await lifecycle.start();
 
   let stopping = false;
@@ -84,7 +93,7 @@ export async function main(argv: string[]): Promise<void> {
   // What operators and systemd's ExecReload send to reload, as for the reference: never a reason to stop.
   process.on('SIGHUP', () => {
     log.info('received SIGHUP, reloading the configuration');
-    app.get(HaNode).requestReload();
+    node.requestReload();
     reloadApiCertificates(app.getHttpServer(), argv[0] ?? null, log);
   });
   // Node's default for SIGUSR2 is to exit; nothing in the agent uses it, so it must not end a leader's term by accident.

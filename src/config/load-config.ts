@@ -398,7 +398,9 @@ function readTags(findings: Findings, doc: Mapping): NodeTags {
       if (flag === undefined) findings.invalid(path, BOOLEAN_RULE, value);
       else tags[key] = flag;
     } else if (key === 'failover_priority') {
-      if (Number.isInteger(value) && (value as number) >= 0) tags.failover_priority = value as number;
+      // YAML and environment values may be strings ("1"), which the reference reads as integers too.
+      const priority = typeof value === 'string' && /^\s*\d{1,9}\s*$/.test(value) ? Number(value) : value;
+      if (Number.isInteger(priority) && (priority as number) >= 0) tags.failover_priority = priority as number;
       else findings.invalid(path, 'must be an integer >= 0', value);
     } else {
       tags[key] = value;

@@ -9,6 +9,7 @@ import { PostgresqlConfig } from '../config/config.types';
 import { parseLsn } from '../common/lsn';
 import { FenceConnection } from './fence/fence-client';
 import { FenceLaunchOptions, fencePaths, PostmasterExitEvent, STOP_SIGNALS } from './fence/fence-protocol';
+import { withVersionNames } from './parameter-renames';
 import { localConnection, LocalConnection, serverAcceptsConnections } from './pg-query';
 import {
   DataDirInfo,
@@ -348,7 +349,8 @@ export class RealPostgresProcess implements PostgresProcess {
   private renderPostgresqlConf(settings: PostgresSettings): string {
     const { hosts, port } = parseListen(this.config.listen);
     const parameters: Record<string, string | number | boolean> = { ...DEFAULT_PARAMETERS };
-    for (const [name, value] of Object.entries({ ...this.config.parameters, ...settings.parameters })) {
+    const given = withVersionNames({ ...this.config.parameters, ...settings.parameters }, this.majorVersion());
+    for (const [name, value] of Object.entries(given)) {
       if (!STATOR_OWNED_PARAMETERS.has(name)) parameters[name] = value;
     }
     parameters.listen_addresses = hosts.join(',');
@@ -373,6 +375,15 @@ export class RealPostgresProcess implements PostgresProcess {
     ];
     for (const [name, value] of Object.entries(parameters)) lines.push(`${checkParameterName(name)} = ${formatParameterValue(value)}`);
     return lines.join('\n') + '\n';
+  }
+
+  /** The data directory's PostgreSQL major version (its PG_VERSION file); 15, the version installed here, before initdb. */
+  private majorVersion(): number {
+    try {
+      return Number.parseInt(readFileSync(join(this.dataDir, 'PG_VERSION'), 'utf8'), 10) || 15;
+    } catch {
+      return 15;
+    }
   }
 
   private renderHba(): string {

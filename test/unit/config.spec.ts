@@ -343,6 +343,11 @@ describe('loadConfig', () => {
       ]);
     });
 
+    it('reads tag values given as strings, as the reference does', () => {
+      const { config } = load({ tags: { failover_priority: '2', nofailover: 'false', nosync: 'off' } });
+      expect(config.tags).toMatchObject({ failover_priority: 2, nofailover: false, nosync: false });
+    });
+
     it('reads the cascading tags replicatefrom and nostream without a warning', () => {
       const { config, warnings } = load({ tags: { replicatefrom: 'n2', nostream: true } });
       expect(config.tags).toMatchObject({ replicatefrom: 'n2', nostream: true });
