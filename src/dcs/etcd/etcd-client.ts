@@ -1,6 +1,40 @@
 import { Observable } from 'rxjs';
 import type { Response } from 'undici';
-import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport, explainPlainAnswer } from './etcd-transport';
+import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport } from './etcd-transport';
+import {
+  compareRevisions,
+  EtcdRequestError,
+  EtcdUnavailableError,
+  GRPC_NOT_FOUND,
+  GRPC_UNAUTHENTICATED,
+  RangeOptions,
+  RangeResult,
+  TxnRequest,
+  TxnResult,
+  WatchBrokenError,
+  WatchResponse,
+} from './etcd-types';
+import {
+  abortError,
+  asWatchBroken,
+  base64,
+  compareToJson,
+  decodeKeyValue,
+  deleteRequestBody,
+  gatewayError,
+  operationToJson,
+  parseGatewayAnswer,
+  putRequestBody,
+  rangeBounds,
+  rangeRequestBody,
+  RawError,
+  RawRangeResponse,
+  RawResponse,
+  RawTxnResponse,
+  RawWatchResult,
+  readJsonLines,
+  responseError,
+} from './etcd-wire';
 
 /**
  * A thin etcd v3 client over etcd's gRPC-JSON gateway (HTTP/1.1, JSON, base64 keys and values),
@@ -232,330 +266,5 @@ export class EtcdClient {
   }
 }
 
-export interface KeyValue {
-  key: string;
-  value: string;
-  createRevision: string;
-  modRevision: string;
-  version: string;
-  /** Lease id, '0' when the key has none. */
-  lease: string;
-}
 
-export interface RangeOptions {
-  prefix?: boolean;
-  /** Only the count and header are returned. */
-  countOnly?: boolean;
-  /** Exclusive end key for a key range, instead of `prefix`. */
-  rangeEnd?: string;
-}
-
-export interface RangeResult {
-  revision: string;
-  kvs: KeyValue[];
-  count: number;
-}
-
-/** One comparison of a txn. `result` defaults to equality. */
-export type TxnCompare = { key: string; result?: 'EQUAL' | 'GREATER' | 'LESS' | 'NOT_EQUAL' } & (
-  | { target: 'CREATE'; createRevision: string }
-  | { target: 'MOD'; modRevision: string }
-  | { target: 'VALUE'; value: string }
-  | { target: 'LEASE'; lease: string }
-);
-
-export type TxnOperation =
-  | { put: { key: string; value: string; lease?: string } }
-  | { deleteRange: { key: string; prefix?: boolean } }
-  | { range: { key: string; prefix?: boolean } };
-
-export interface TxnRequest {
-  compare: TxnCompare[];
-  success?: TxnOperation[];
-  failure?: TxnOperation[];
-}
-
-export interface TxnResult {
-  succeeded: boolean;
-  revision: string;
-  /** One entry per executed operation of the branch taken; `kvs` is filled for range operations. */
-  responses: { kvs: KeyValue[] }[];
-}
-
-export interface WatchEvent {
-  type: 'put' | 'delete';
-  /** For a delete only key and modRevision are meaningful. */
-  kv: KeyValue;
-}
-
-export interface WatchResponse {
-  /** True for the first response, when the server has registered the watch. */
-  created: boolean;
-  revision: string;
-  events: WatchEvent[];
-}
-
-/** Base class of every failure of EtcdClient. */
-export class EtcdError extends Error {
-  override readonly name: string = 'EtcdError';
-}
-
-/**
- * No host accepted the connection, the deadline passed, or the client was closed.
- * The request may or may not have been applied.
- */
-export class EtcdUnavailableError extends EtcdError {
-  override readonly name: string = 'EtcdUnavailableError';
-}
-
-/** The server answered with an error (gRPC status code from the gateway, when it gave one). */
-export class EtcdRequestError extends EtcdError {
-  override readonly name: string = 'EtcdRequestError';
-  constructor(
-    message: string,
-    readonly grpcCode: number | null,
-    readonly httpStatus: number | null,
-  ) {
-    super(message);
-  }
-
-  /** The lease used in a put no longer exists. */
-  get isLeaseNotFound(): boolean {
-    return this.grpcCode === GRPC_NOT_FOUND && /lease not found/.test(this.message);
-  }
-
-  /** Transient server-side conditions (no leader, leader changed, server timeout, overload). */
-  get isTransient(): boolean {
-    return (
-      this.grpcCode === GRPC_UNAVAILABLE ||
-      this.grpcCode === GRPC_DEADLINE_EXCEEDED ||
-      this.grpcCode === GRPC_RESOURCE_EXHAUSTED ||
-      this.grpcCode === GRPC_ABORTED ||
-      this.httpStatus === 503
-    );
-  }
-}
-
-/** A watch stream ended; the caller has to re-read and watch again. */
-export class WatchBrokenError extends EtcdError {
-  override readonly name: string = 'WatchBrokenError';
-  constructor(
-    message: string,
-    /** Set when the start revision had been compacted: the oldest revision still available. */
-    readonly compactRevision: string | null = null,
-  ) {
-    super(message);
-  }
-}
-
-/**
- * Consumes a watch until `stop` fires (resolves) or the watch breaks (rejects with the
- * WatchBrokenError), handing every response to `onResponse`. For follow-loops that re-read and
- * watch again after a break.
- */
-export function watchUntilBroken(
-  watch: Observable<WatchResponse>,
-  stop: AbortSignal,
-  onResponse: (response: WatchResponse) => void,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onStop = () => {
-      subscription.unsubscribe();
-      resolve();
-    };
-    const subscription = watch.subscribe({
-      next: onResponse,
-      error: (error: unknown) => {
-        stop.removeEventListener('abort', onStop);
-        reject(error);
-      },
-    });
-    if (stop.aborted) onStop();
-    else stop.addEventListener('abort', onStop, { once: true });
-  });
-}
-
-/** Negative, zero or positive as revision `a` is lower, equal or higher than `b`. */
-export function compareRevisions(a: string, b: string): number {
-  const difference = BigInt(a) - BigInt(b);
-  return difference === 0n ? 0 : difference < 0n ? -1 : 1;
-}
-
-export function nextRevision(revision: string): string {
-  return (BigInt(revision) + 1n).toString();
-}
-
-/** The exclusive end of the key range that holds every key starting with `prefix`. */
-function prefixRangeEnd(prefix: string): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i] < 0xff) {
-      end[i]++;
-      return end.subarray(0, i + 1);
-    }
-  }
-  return Buffer.from([0]); // every key
-}
-
-const GRPC_DEADLINE_EXCEEDED = 4;
-const GRPC_NOT_FOUND = 5;
-const GRPC_RESOURCE_EXHAUSTED = 8;
-const GRPC_ABORTED = 10;
-const GRPC_UNAVAILABLE = 14;
-const GRPC_UNAUTHENTICATED = 16;
-
-interface RawResponse {
-  header: { revision: string };
-}
-interface RawKeyValue {
-  key: string;
-  value?: string;
-  create_revision?: string;
-  mod_revision?: string;
-  version?: string;
-  lease?: string;
-}
-interface RawRangeResponse extends RawResponse {
-  kvs?: RawKeyValue[];
-  count?: string;
-}
-interface RawTxnResponse extends RawResponse {
-  succeeded?: boolean;
-  responses?: { response_range?: { kvs?: RawKeyValue[] } }[];
-}
-interface RawWatchResult {
-  header?: { revision?: string };
-  created?: boolean;
-  canceled?: boolean;
-  cancel_reason?: string;
-  compact_revision?: string;
-  events?: { type?: 'PUT' | 'DELETE'; kv: RawKeyValue }[];
-}
-interface RawError {
-  error?: string;
-  message?: string;
-  code?: number;
-}
-
-const base64 = (text: string | Buffer): string => Buffer.from(text).toString('base64');
-const fromBase64 = (text: string | undefined): string => Buffer.from(text ?? '', 'base64').toString('utf8');
-
-function decodeKeyValue(kv: RawKeyValue): KeyValue {
-  return {
-    key: fromBase64(kv.key),
-    value: fromBase64(kv.value),
-    createRevision: kv.create_revision ?? '0',
-    modRevision: kv.mod_revision ?? '0',
-    version: kv.version ?? '0',
-    lease: kv.lease ?? '0',
-  };
-}
-
-function rangeBounds(key: string, prefix: boolean | undefined, rangeEnd?: string): { key: string; range_end?: string } {
-  if (rangeEnd !== undefined) return { key: base64(key), range_end: base64(rangeEnd) };
-  return prefix ? { key: base64(key), range_end: base64(prefixRangeEnd(key)) } : { key: base64(key) };
-}
-
-function rangeRequestBody(key: string, options: RangeOptions) {
-  return {
-    ...rangeBounds(key, options.prefix, options.rangeEnd),
-    ...(options.countOnly ? { count_only: true } : {}),
-  };
-}
-
-function putRequestBody(key: string, value: string, lease: string | undefined) {
-  return { key: base64(key), value: base64(value), ...(lease && lease !== '0' ? { lease } : {}) };
-}
-
-function deleteRequestBody(key: string, prefix: boolean | undefined, rangeEnd?: string) {
-  return rangeBounds(key, prefix, rangeEnd);
-}
-
-function compareToJson(compare: TxnCompare) {
-  const common = { key: base64(compare.key), target: compare.target, result: compare.result ?? 'EQUAL' };
-  switch (compare.target) {
-    case 'CREATE':
-      return { ...common, create_revision: compare.createRevision };
-    case 'MOD':
-      return { ...common, mod_revision: compare.modRevision };
-    case 'VALUE':
-      return { ...common, value: base64(compare.value) };
-    case 'LEASE':
-      return { ...common, lease: compare.lease };
-  }
-}
-
-function operationToJson(operation: TxnOperation) {
-  if ('put' in operation) {
-    return { request_put: putRequestBody(operation.put.key, operation.put.value, operation.put.lease) };
-  }
-  if ('deleteRange' in operation) {
-    return { request_delete_range: deleteRequestBody(operation.deleteRange.key, operation.deleteRange.prefix) };
-  }
-  return { request_range: rangeBounds(operation.range.key, operation.range.prefix) };
-}
-
-/** Splits a gateway stream into its newline-delimited JSON messages. */
-async function* readJsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
-  const decoder = new TextDecoder();
-  let buffered = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffered += decoder.decode(chunk, { stream: true });
-    let newline: number;
-    while ((newline = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, newline).trim();
-      buffered = buffered.slice(newline + 1);
-      if (line) yield JSON.parse(line);
-    }
-  }
-  const rest = buffered.trim();
-  if (rest) yield JSON.parse(rest);
-}
-
-/** The gateway's JSON answer; a plain-text one (some refusals are) becomes an error that says what it means. */
-function parseGatewayAnswer<T>(text: string, path: string, status: number): T {
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    throw new EtcdRequestError(explainPlainAnswer(text, path), null, status);
-  }
-}
-
-async function responseError(response: Response): Promise<EtcdRequestError> {
-  const text = await response.text().catch(() => '');
-  let parsed: RawError = {};
-  try {
-    parsed = JSON.parse(text) as RawError;
-  } catch {
-    // not JSON: keep the raw text in the message
-  }
-  return gatewayError({ ...parsed, message: parsed.message ?? (text || response.statusText) }, response.status);
-}
-
-function gatewayError(error: RawError, httpStatus: number | null): EtcdRequestError {
-  return new EtcdRequestError(
-    `etcd: ${error.message ?? error.error ?? 'unknown error'}${httpStatus ? ` (HTTP ${httpStatus})` : ''}`,
-    typeof error.code === 'number' ? error.code : null,
-    httpStatus,
-  );
-}
-
-function abortError(reason: unknown, path: string, timeoutMs: number): EtcdError {
-  if (reason instanceof EtcdError) return reason;
-  if (reason instanceof DOMException && reason.name === 'TimeoutError') {
-    return new EtcdUnavailableError(`etcd ${path}: no answer within ${timeoutMs} ms`);
-  }
-  return new EtcdUnavailableError(`etcd ${path}: aborted (${errorText(reason)})`);
-}
-
-function asWatchBroken(error: unknown): WatchBrokenError {
-  return error instanceof WatchBrokenError ? error : new WatchBrokenError(`watch failed: ${errorText(error)}`);
-}
-
-function errorText(error: unknown): string {
-  if (error instanceof Error) {
-    const cause = (error as Error & { cause?: unknown }).cause;
-    return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
-  }
-  return String(error);
-}
+export * from './etcd-types';
