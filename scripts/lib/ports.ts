@@ -1,15 +1,45 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed out by this process. A port is only probed, then released for its future owner
+ * (PostgreSQL, etcd, an agent), so without this memory two callers in a row could be given the same
+ * one: a cluster's second postmaster then exits at start with "Address already in use".
+ */
+const handedOut = new Set<number>();
+
+/**
+ * Candidates come from below the kernel's ephemeral range, where the OS never places the local end
+ * of an outgoing connection: the many short connections a test cluster makes to etcd and
+ * PostgreSQL cannot take a port between the probe and its owner's bind.
+ */
+function candidateRange(): { low: number; high: number } {
+  try {
+    const [ephemeralLow] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (ephemeralLow > 12_000) return { low: 10_000, high: ephemeralLow - 1 };
+  } catch {
+    // Not Linux: fall back to the registered range, probed all the same.
+  }
+  return { low: 20_000, high: 29_999 };
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago and that this process has not handed out before. */
+export async function freePort(): Promise<number> {
+  const { low, high } = candidateRange();
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (handedOut.has(port) || !(await isFree(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port found in ${low}-${high} after 200 tries`);
 }

@@ -169,7 +169,8 @@ export class HaNode {
     this.subscriptions.push(
       pg.exits().subscribe((exit) => {
         this.deps.logger.warning(
-          `postmaster ${exit.pid} exited (${exit.signal ?? `code ${exit.code}`})${exit.fenced ? ': stopped by the fence' : ''}`,
+          `postmaster ${exit.pid} exited (${exit.signal ?? `code ${exit.code}`})${exit.fenced ? ': stopped by the fence' : ''}` +
+            (exit.lastLog ? `; its log ends: ${exit.lastLog}` : ''),
         );
         this.postgres.send({ type: 'POSTMASTER_EXITED', code: exit.code, signal: exit.signal, fenced: exit.fenced });
       }),

@@ -41,6 +41,8 @@ export interface PostmasterExit {
   requested: boolean;
   /** True when the fence stopped it because the primary lease deadline passed. */
   fenced: boolean;
+  /** The end of PostgreSQL's own log when it exited without being asked to, so the cause reaches the agent's log. */
+  lastLog?: string;
 }
 
 export type StopMode = 'smart' | 'fast' | 'immediate';

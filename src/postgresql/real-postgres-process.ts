@@ -646,7 +646,13 @@ export class RealPostgresProcess implements PostgresProcess {
     if (connection !== this.fence) return;
     this.fence = null;
     this.pid = null;
-    this.exitSubject.next(toPostmasterExit(exit));
+    this.exitSubject.next(this.withLastLog(toPostmasterExit(exit)));
+  }
+
+  private withLastLog(exit: PostmasterExit): PostmasterExit {
+    if (exit.requested || exit.code === 0) return exit;
+    // The last few lines name the cause (a port in use, a bad parameter) without flooding the agent's log.
+    return { ...exit, lastLog: this.postmasterLogTail().split('\n').slice(-4).join(' | ') };
   }
 
   private async onFenceLost(connection: FenceConnection): Promise<void> {
@@ -660,7 +666,7 @@ export class RealPostgresProcess implements PostgresProcess {
     const record = this.readExitRecord();
     if (record && record.pid === pid) {
       this.pid = null;
-      this.exitSubject.next(toPostmasterExit(record));
+      this.exitSubject.next(this.withLastLog(toPostmasterExit(record)));
     } else if (!isProcessAlive(pid)) {
       this.pid = null;
       this.exitSubject.next({ pid, code: null, signal: null, requested: false, fenced: false });
