@@ -20,8 +20,11 @@ export interface EtcdHandle {
   pause(): void;
   /** SIGCONT. */
   resume(): void;
-  /** Kills etcd and starts it again on the same ports and data dir; resolves when it answers. */
-  restart(): Promise<void>;
+  /**
+   * Kills etcd and starts it again on the same ports; resolves when it answers. It keeps its data,
+   * or with `empty` comes back as a new, empty etcd (a lost etcd replaced on the same address).
+   */
+  restart(options?: { empty?: boolean }): Promise<void>;
 }
 
 /** PEM files for an etcd serving clients over TLS: its certificate and key, and the CA its clients' certificates must chain to. */
@@ -101,8 +104,9 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHan
     resume() {
       process.kill(child.pid!, 'SIGCONT');
     },
-    async restart() {
+    async restart({ empty = false } = {}) {
       await kill();
+      if (empty) removeDir(dataDir);
       child = await launch(args, join(dir, 'etcd.log'), ready);
     },
   };

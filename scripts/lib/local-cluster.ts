@@ -100,6 +100,36 @@ export class LocalCluster {
     return this.node(leader!);
   }
 
+  /**
+   * Waits until one node answers 200 on `/primary` and every other node streams, in the same reading
+   * (a leader seen for a moment before it hands over does not count), and returns the leader.
+   */
+  async waitForHealthy(timeoutMs: number): Promise<LocalNode> {
+    const streaming = async (node: LocalNode) => {
+      const status = await node.status();
+      return status?.state === 'running' && status.role === 'replica' && status.replication_state === 'streaming';
+    };
+    let leader: LocalNode | null = null;
+    try {
+      await waitFor(
+        async () => {
+          const primaries = await this.primaries();
+          if (primaries.length !== 1) return false;
+          const candidate = this.node(primaries[0]);
+          const followers = this.nodes.filter((node) => node !== candidate);
+          if (!(await Promise.all(followers.map(streaming))).every(Boolean)) return false;
+          leader = candidate;
+          return (await this.primaries()).join() === candidate.name; // still the one leader after the reads
+        },
+        { timeoutMs, intervalMs: 200, description: 'one leader and every other node streaming' },
+      );
+    } catch (error) {
+      const tails = this.nodes.map((node) => `--- ${node.name} (${JSON.stringify(node.lastVerdicts(12))})`);
+      throw new Error(`${(error as Error).message}\n${tails.join('\n')}`);
+    }
+    return leader!;
+  }
+
   /** Waits until `names` all run as replicas that stream (read from their status, so noloadbalance nodes count too). */
   async waitForStreaming(names: string[], timeoutMs: number): Promise<void> {
     const streaming = async (name: string) => {
@@ -122,6 +152,21 @@ export class LocalCluster {
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((node) => node.stop()));
     await this.etcd.stop();
+  }
+
+  /** A power cut: every agent, fence, postmaster, backend and etcd dies by SIGKILL at once; nothing is cleaned up. */
+  async powerCut(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.powerCut()));
+    await this.etcd.restart();
+  }
+
+  /**
+   * Starts every agent again on its kept data directory, after a power cut or a stop. etcd restarts
+   * with its data, or with `emptyEtcd` as a new, empty etcd on the same address.
+   */
+  async restartAll({ emptyEtcd = false } = {}): Promise<void> {
+    if (emptyEtcd) await this.etcd.restart({ empty: true });
+    for (const node of this.nodes) node.start();
   }
 }
 
@@ -196,6 +241,25 @@ export class LocalNode {
     process.kill(child.pid!, 'SIGCONT');
     process.kill(child.pid!, 'SIGKILL');
     await exited;
+  }
+
+  /**
+   * SIGKILL of the agent and of the fence's whole process group (the fence, its postmaster and every
+   * backend), as a power cut leaves them: postmaster.pid and shared memory stay behind.
+   */
+  async powerCut(): Promise<void> {
+    const fence = this.fencePid();
+    if (fence && isAlive(fence)) {
+      try {
+        process.kill(-fence, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }
+    const postmaster = this.postmasterPid();
+    if (postmaster && isAlive(postmaster)) process.kill(postmaster, 'SIGKILL');
+    await this.killAgent();
+    await waitFor(() => !(postmaster && isAlive(postmaster)) && !(fence && isAlive(fence)), { timeoutMs: 5000, description: `${this.name}'s processes gone` });
   }
 
   /** The last `count` log lines of the agent that are not routine (`no action`, `in progress`). */
