@@ -25,6 +25,9 @@ export interface LocalView {
   bootstrapping: boolean;
   /** Error of the last PostgreSQL action, if it failed. */
   lastError: string | null;
+  /** Starts that failed in a row (0 once PostgreSQL runs) and when the latest was asked for (epoch ms). */
+  failedStarts: number;
+  lastStartAt: number | null;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */

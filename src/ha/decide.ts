@@ -11,6 +11,7 @@ import {
   upstreamOf,
 } from './cluster-snapshot';
 import { downstreamMembers, nodeToFollow } from './cascade';
+import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startRetryDelayMs } from './start-failure';
 
 /**
  * The HA decision, one pure function over a snapshot (reference-behavior section 3.2).
@@ -53,6 +54,9 @@ export type HaAction =
   | { type: 'wakeAt'; at: number };
 
 export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };
+
+/** Failed starts after which the lock holder gives the lock up rather than try again. */
+const LOCK_HOLDER_START_ATTEMPTS = 2;
 
 /** How many loop_waits a replica behind the leader's timeline may fail to stream before it rewinds. */
 const STUCK_REPLICA_CYCLES = 3;
@@ -164,10 +168,17 @@ function recover(s: HaSnapshot): Decision {
     return { verdict: 'postgres is not running', actions: [] };
   }
   const wasPrimary = local.role === 'primary' || local.role === 'promoted' || local.role === 'demoted';
+  const failure = local.failedStarts > 0 ? classifyStartFailure(local.lastError) : null;
 
   if (leaderName === local.name) {
     if (!s.lockResult) return { need: 'refreshLock' };
     if (s.lockResult === 'refreshed') {
+      // A lock holder whose PostgreSQL keeps failing to start hands the cluster to a node that can run.
+      if (local.failedStarts >= LOCK_HOLDER_START_ATTEMPTS) {
+        return { verdict: `released leader key: PostgreSQL failed to start ${local.failedStarts} times (${failure}): ${local.lastError}`, actions: [{ type: 'releaseLock' }] };
+      }
+      const wait = startBackoff(s);
+      if (wait) return wait;
       if (wasPrimary && config.primary_start_timeout > 0 && !local.dataDir.standbySignal) {
         return { verdict: 'starting primary after failure', actions: [{ type: 'startPrimary' }] };
       }
@@ -177,6 +188,18 @@ function recover(s: HaSnapshot): Decision {
 
   const leaderMember = cluster!.members.find((m) => m.name === leaderName);
   const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
+  const diverged = divergence(s, failure);
+  if (upstream && diverged) {
+    if (leaderMember?.data.checkpoint_after_promote === false) {
+      return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
+    }
+    return {
+      verdict: `${diverged}; ${config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: use_pg_rewind is off`}`,
+      actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
+    };
+  }
+  const wait = startBackoff(s);
+  if (wait) return wait;
   if (upstream && !wasPrimary) {
     // A replica starts streaming from where its tags say (cascading), as it will follow.
     return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream: upstreamOf(nodeToFollow(cluster!, local, leaderName!)) }] };
@@ -192,6 +215,31 @@ function recover(s: HaSnapshot): Decision {
     };
   }
   return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream }] };
+}
+
+/**
+ * Why this stopped node holds WAL the leader's timeline does not contain, or null: a start cannot
+ * fix that, a rewind (or a reclone) can.
+ */
+function divergence(s: HaSnapshot, failure: StartFailureKind | null): string | null {
+  const { local, cluster } = s;
+  if (failure !== null && needsRejoin(failure)) return `PostgreSQL cannot start as a replica (${failure}): ${local.lastError}`;
+  if (divergedFromHistory(local.dataDir, cluster!.history?.value)) {
+    return `my timeline ${local.dataDir.timeline} goes on past the point where the cluster's history ends it`;
+  }
+  return null;
+}
+
+/** After failed starts, the next one waits its backoff out; the verdict says why and when. */
+function startBackoff(s: HaSnapshot): Decision | null {
+  const { local, config } = s;
+  if (local.failedStarts === 0 || local.lastStartAt === null) return null;
+  const at = local.lastStartAt + startRetryDelayMs(local.failedStarts, config.loop_wait);
+  if (s.now >= at) return null;
+  return {
+    verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before starting PostgreSQL again: ${local.failedStarts} failed start(s) (${classifyStartFailure(local.lastError)}): ${local.lastError}`,
+    actions: [{ type: 'wakeAt', at }],
+  };
 }
 
 /** No leader key: race for it if this node is the healthiest (reference 3.5). */

@@ -172,7 +172,7 @@ export class HaNode {
           `postmaster ${exit.pid} exited (${exit.signal ?? `code ${exit.code}`})${exit.fenced ? ': stopped by the fence' : ''}` +
             (exit.lastLog ? `; its log ends: ${exit.lastLog}` : ''),
         );
-        this.postgres.send({ type: 'POSTMASTER_EXITED', code: exit.code, signal: exit.signal, fenced: exit.fenced });
+        this.postgres.send({ type: 'POSTMASTER_EXITED', code: exit.code, signal: exit.signal, fenced: exit.fenced, lastLog: exit.lastLog });
       }),
       dcs.changes().subscribe((change) => {
         // Member keys change every cycle on every node: they are read on the next regular cycle.
@@ -434,6 +434,8 @@ export class HaNode {
       notStreamingSince: this.pgState() === 'running' ? this.notStreamingSince : 0,
       bootstrapping: this.bootstrapping,
       lastError: postgres.context.lastError,
+      failedStarts: postgres.context.failedStarts,
+      lastStartAt: postgres.context.lastStartAt,
     };
     return { now: this.deps.clock.now(), config: this.dynamic, cluster, dcsError, local };
   }
@@ -928,7 +930,7 @@ export class HaNode {
   }
 
   private startRequest(settings: PostgresSettings): StartRequest {
-    return { settings, timeoutMs: this.startTimeoutMs() };
+    return { settings, timeoutMs: this.startTimeoutMs(), at: this.deps.clock.now() };
   }
 
   private startTimeoutMs(): number {

@@ -12,6 +12,8 @@ import { PostgresProcess, PostgresSettings, StopMode, UpstreamNode } from './pos
 export interface StartRequest {
   settings: PostgresSettings | null;
   timeoutMs: number;
+  /** When the HA loop asked for it (epoch ms): the backoff after a failed start counts from here. */
+  at?: number;
 }
 
 export type PostgresEvent =
@@ -26,7 +28,7 @@ export type PostgresEvent =
   | { type: 'RECONFIGURE'; settings: PostgresSettings }
   | { type: 'REWIND'; source: UpstreamNode; crashRecovery: boolean }
   | { type: 'REMOVE_DATA' }
-  | { type: 'POSTMASTER_EXITED'; code: number | null; signal: string | null; fenced: boolean }
+  | { type: 'POSTMASTER_EXITED'; code: number | null; signal: string | null; fenced: boolean; lastLog?: string }
   | { type: 'SET_PAUSE'; paused: boolean };
 
 export interface PostgresContext {
@@ -38,6 +40,10 @@ export interface PostgresContext {
   pid: number | null;
   /** The start that follows a custom bootstrap. */
   bootstrapStart: StartRequest | null;
+  /** Starts and restarts that failed in a row; back to 0 once PostgreSQL runs. */
+  failedStarts: number;
+  /** When the latest start or restart was asked for (epoch ms), null before the first. */
+  lastStartAt: number | null;
 }
 
 const notProvided = (name: string) =>
@@ -47,7 +53,7 @@ const notProvided = (name: string) =>
 
 /** What a node whose postmaster is down (start or restart failed, crashed) can do next. */
 const AFTER_POSTMASTER_DOWN = {
-  START: { target: 'starting', actions: 'clearOutcome' },
+  START: { target: 'starting', actions: ['clearOutcome', 'rememberStartRequest'] },
   REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
   CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
   REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
@@ -89,11 +95,20 @@ export const postgresMachine = setup({
       bootstrapStart: ({ event }) => (event.type === 'CUSTOM_BOOTSTRAP' ? event.start : null),
     }),
     rememberPause: assign({ paused: ({ event }) => (event.type === 'SET_PAUSE' ? event.paused : false) }),
+    rememberStartRequest: assign({
+      lastStartAt: ({ event, context }) => (event.type === 'START' || event.type === 'RESTART' ? (event.start.at ?? null) : context.lastStartAt),
+    }),
+    countFailedStart: assign({ failedStarts: ({ context }) => context.failedStarts + 1 }),
+    resetFailedStarts: assign({ failedStarts: 0 }),
+    rememberExitWhileStarting: assign({
+      lastError: ({ event }) =>
+        `postmaster exited while starting${event.type === 'POSTMASTER_EXITED' && event.lastLog ? `: ${event.lastLog}` : ''}`,
+    }),
   },
 }).createMachine({
   id: 'postgres',
   initial: 'stopped',
-  context: { paused: false, lastError: null, lastOutcome: null, pid: null, bootstrapStart: null },
+  context: { paused: false, lastError: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null },
   on: {
     SET_PAUSE: { actions: 'rememberPause' },
   },
@@ -128,7 +143,7 @@ export const postgresMachine = setup({
         INITDB: { target: 'initdb', actions: 'clearOutcome' },
         CUSTOM_BOOTSTRAP: { target: 'custom_bootstrap', actions: ['clearOutcome', 'rememberBootstrapStart'] },
         CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
-        START: { target: 'starting', actions: 'clearOutcome' },
+        START: { target: 'starting', actions: ['clearOutcome', 'rememberStartRequest'] },
         ADOPT: { target: 'starting', actions: 'clearOutcome' },
         REWIND: { target: '.rewinding', actions: 'clearOutcome' },
         REMOVE_DATA: { target: '.removingData', actions: 'clearOutcome' },
@@ -181,7 +196,7 @@ export const postgresMachine = setup({
         onError: { target: 'start_failed', actions: 'rememberError' },
       },
       on: {
-        POSTMASTER_EXITED: { target: 'start_failed', actions: assign({ lastError: 'postmaster exited while starting' }) },
+        POSTMASTER_EXITED: { target: 'start_failed', actions: 'rememberExitWhileStarting' },
       },
     },
     creating_replica: {
@@ -210,15 +225,16 @@ export const postgresMachine = setup({
         onError: { target: 'start_failed', actions: 'rememberError' },
       },
       on: {
-        POSTMASTER_EXITED: { target: 'start_failed', actions: assign({ lastError: 'postmaster exited while starting' }) },
+        POSTMASTER_EXITED: { target: 'start_failed', actions: 'rememberExitWhileStarting' },
         STOP: { target: 'stopping', actions: 'clearOutcome' },
       },
     },
     start_failed: {
-      entry: 'forgetPid',
+      entry: ['forgetPid', 'countFailedStart'],
       on: AFTER_POSTMASTER_DOWN,
     },
     running: {
+      entry: 'resetFailedStarts',
       initial: 'idle',
       states: {
         idle: {},
@@ -248,7 +264,7 @@ export const postgresMachine = setup({
         PROMOTE: { target: '.promoting', actions: 'clearOutcome' },
         RECONFIGURE: { target: '.reconfiguring', actions: 'clearOutcome' },
         STOP: { target: 'stopping', actions: 'clearOutcome' },
-        RESTART: { target: 'restarting', actions: 'clearOutcome' },
+        RESTART: { target: 'restarting', actions: ['clearOutcome', 'rememberStartRequest'] },
         POSTMASTER_EXITED: [
           { guard: 'isPaused', target: 'stopped' },
           { target: 'crashed', actions: assign({ lastError: ({ event }) => describeExit(event) }) },
@@ -268,7 +284,7 @@ export const postgresMachine = setup({
       },
     },
     restart_failed: {
-      entry: 'forgetPid',
+      entry: ['forgetPid', 'countFailedStart'],
       on: AFTER_POSTMASTER_DOWN,
     },
     stopping: {

@@ -650,9 +650,11 @@ export class RealPostgresProcess implements PostgresProcess {
   }
 
   private withLastLog(exit: PostmasterExit): PostmasterExit {
-    if (exit.requested || exit.code === 0) return exit;
-    // The last few lines name the cause (a port in use, a bad parameter) without flooding the agent's log.
-    return { ...exit, lastLog: this.postmasterLogTail().split('\n').slice(-4).join(' | ') };
+    // A postmaster that exits with an error code says why in its log (a port in use, a bad parameter,
+    // a timeline it cannot follow): the last few lines carry it to the agent's log.
+    if (exit.requested || !exit.code) return exit;
+    const lastLog = this.postmasterLogTail().split('\n').slice(-4).join(' | ');
+    return lastLog ? { ...exit, lastLog } : exit;
   }
 
   private async onFenceLost(connection: FenceConnection): Promise<void> {

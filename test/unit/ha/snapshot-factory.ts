@@ -77,6 +77,8 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     notStreamingSince: 0,
     bootstrapping: false,
     lastError: null,
+    failedStarts: 0,
+    lastStartAt: null,
     ...overrides,
   };
 }

@@ -1,0 +1,62 @@
+import { DataDirInfo } from '../postgresql/postgres.port';
+import { HistoryEntry } from '../dcs/dcs.port';
+
+/**
+ * Why PostgreSQL failed to start, read from the end of its log (carried in the postgres machine's
+ * lastError), and what to do about it. Pure functions: decide() calls them.
+ *
+ * - `diverged`: this data directory holds WAL past the point where the leader's timeline forked
+ *   (`requested timeline N is not a child of this server's history`): only pg_rewind (or a reclone)
+ *   makes it a replica again; starting it again cannot.
+ * - `wal_missing`: the checkpoint or WAL it needs is gone: the same way out.
+ * - `in_use`: an old postmaster's lock file or shared memory is still held: wait for it to go.
+ * - `port_in_use`, `bad_setting`: an operator must act; retrying slowly keeps the node visible.
+ * - `unknown`: anything else, retried slowly.
+ */
+export type StartFailureKind = 'diverged' | 'wal_missing' | 'in_use' | 'port_in_use' | 'bad_setting' | 'unknown';
+
+const PATTERNS: [StartFailureKind, RegExp][] = [
+  ['diverged', /is not a child of this server's history|does not contain minimum recovery point|forked off current database system timeline/],
+  ['wal_missing', /could not locate (a valid|required) checkpoint record|requested WAL segment \S+ has already been removed|could not find redo location/],
+  ['in_use', /lock file "[^"]*" already exists|pre-existing shared memory block|Is another postmaster/],
+  ['port_in_use', /could not bind|Address already in use|could not create any TCP\/IP sockets/],
+  ['bad_setting', /invalid value for parameter|unrecognized configuration parameter|configuration file "[^"]*" contains errors|must be at least|cannot be (less|greater) than/],
+];
+
+export function classifyStartFailure(lastError: string | null): StartFailureKind {
+  if (!lastError) return 'unknown';
+  return PATTERNS.find(([, pattern]) => pattern.test(lastError))?.[0] ?? 'unknown';
+}
+
+/** Whether a rewind or a reclone, rather than another start, is the way out. */
+export function needsRejoin(kind: StartFailureKind): boolean {
+  return kind === 'diverged' || kind === 'wal_missing';
+}
+
+/** The most a failing start waits before its next try: long enough to stay quiet, short enough to heal soon after a fix. */
+export const START_RETRY_CAP_MS = 60_000;
+
+/**
+ * Capped exponential backoff between start attempts of a node whose PostgreSQL keeps failing:
+ * loop_wait after the first failure, doubling after each further one, at most START_RETRY_CAP_MS.
+ */
+export function startRetryDelayMs(failedStarts: number, loopWaitSeconds: number): number {
+  if (failedStarts <= 0) return 0;
+  const base = Math.max(1, loopWaitSeconds) * 1000;
+  return Math.min(START_RETRY_CAP_MS, base * 2 ** Math.min(failedStarts - 1, 16));
+}
+
+/**
+ * Whether this stopped data directory holds WAL of an abandoned timeline: its last checkpoint lies
+ * on a timeline that, in the leader's history, ended before that checkpoint. Starting it as a
+ * replica would fail (`requested timeline is not a child of this server's history`) or replay
+ * nothing: it must be rewound first. Unknown history or positions answer false (the start itself
+ * then tells).
+ */
+export function divergedFromHistory(dataDir: DataDirInfo, history: HistoryEntry[] | null | undefined): boolean {
+  if (!history || dataDir.timeline === undefined || dataDir.checkpointLsn === undefined) return false;
+  const ended = history.find((entry) => Number(entry[0]) === dataDir.timeline);
+  if (!ended) return false;
+  const switchLsn = Number(ended[1]);
+  return Number.isFinite(switchLsn) && dataDir.checkpointLsn >= switchLsn;
+}

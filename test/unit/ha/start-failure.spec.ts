@@ -1,0 +1,107 @@
+import { decide } from '../../../src/ha/decide';
+import { classifyStartFailure, divergedFromHistory, START_RETRY_CAP_MS, startRetryDelayMs } from '../../../src/ha/start-failure';
+import { cluster, leaderKey, snapshot } from './snapshot-factory';
+
+const NOW = Date.parse('2026-01-01T00:00:00Z');
+const NOT_A_CHILD =
+  'postmaster exited while starting: 2026-01-01 00:00:00 UTC [9] LOG:  starting PostgreSQL 15 | FATAL:  requested timeline 3 is not a child of this server\'s history | DETAIL:  Latest checkpoint is at 0/5000060 on timeline 2, but in the history of the requested timeline, the server forked off from that timeline at 0/4000108.';
+const PORT_TAKEN = 'postmaster exited while starting: LOG:  could not bind IPv4 address "127.0.0.1": Address already in use | FATAL:  could not create any TCP/IP sockets';
+
+describe('why PostgreSQL failed to start, read from its log', () => {
+  it.each([
+    [NOT_A_CHILD, 'diverged'],
+    ['FATAL:  requested timeline 2 does not contain minimum recovery point 0/3000000 on timeline 1', 'diverged'],
+    ['PANIC:  could not locate a valid checkpoint record', 'wal_missing'],
+    ['FATAL:  requested WAL segment 000000010000000000000003 has already been removed', 'wal_missing'],
+    ['FATAL:  lock file "postmaster.pid" already exists | HINT:  Is another postmaster (PID 42) running in data directory', 'in_use'],
+    ['FATAL:  pre-existing shared memory block (key 5432001, ID 3) is still in use', 'in_use'],
+    [PORT_TAKEN, 'port_in_use'],
+    ['FATAL:  invalid value for parameter "max_connections": "many"', 'bad_setting'],
+    ['FATAL:  unrecognized configuration parameter "wal_keep_segments"', 'bad_setting'],
+    ['postmaster exited while starting', 'unknown'],
+    [null, 'unknown'],
+  ])('%s -> %s', (lastError, kind) => {
+    expect(classifyStartFailure(lastError)).toBe(kind);
+  });
+
+  it('reads a long log in time linear in its length', () => {
+    const started = performance.now();
+    classifyStartFailure('x'.repeat(200_000) + ' could not bind');
+    expect(performance.now() - started).toBeLessThan(200);
+  });
+});
+
+describe('backoff between failed starts', () => {
+  it('waits loop_wait after the first failure, doubles, and stops growing at the cap', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 7, 50].map((n) => startRetryDelayMs(n, 10))).toEqual([0, 10_000, 20_000, 40_000, 60_000, 60_000, 60_000, 60_000, START_RETRY_CAP_MS]);
+    expect(startRetryDelayMs(1, 0)).toBe(1000);
+  });
+});
+
+describe('a data directory on an abandoned timeline', () => {
+  const history: [number, number, string][] = [
+    [1, 50_000_000, 'no recovery target specified'],
+    [2, 80_000_000, 'no recovery target specified'],
+  ];
+  it.each([
+    ['checkpoint on timeline 1 before its switch point', 1, 49_000_000, false],
+    ['checkpoint on timeline 1 after its switch point', 1, 60_000_000, true],
+    ['checkpoint on timeline 2 after its switch point', 2, 80_000_000, true],
+    ['on the newest timeline', 3, 90_000_000, false],
+  ])('%s', (_description, timeline, checkpointLsn, diverged) => {
+    expect(divergedFromHistory({ state: 'initialized', standbySignal: true, timeline, checkpointLsn }, history)).toBe(diverged);
+  });
+  it('knows nothing without a history or a checkpoint', () => {
+    expect(divergedFromHistory({ state: 'initialized', standbySignal: true, timeline: 1, checkpointLsn: 60_000_000 }, null)).toBe(false);
+    expect(divergedFromHistory({ state: 'initialized', standbySignal: true }, history)).toBe(false);
+  });
+});
+
+describe('decide() after PostgreSQL failed to start', () => {
+  const failed = (failedStarts: number, lastError: string, startedAgoMs: number) =>
+    ({ pgState: 'start_failed', sample: null, failedStarts, lastError, lastStartAt: NOW - startedAgoMs }) as const;
+
+  it('rewinds a replica whose WAL forked off the leader timeline instead of starting it again', () => {
+    const decision = decide(snapshot({ now: NOW, cluster: cluster({ leader: leaderKey('n2') }), local: failed(1, NOT_A_CHILD, 100) }));
+    expect(decision).toMatchObject({ verdict: expect.stringContaining('running pg_rewind from n2'), actions: [{ type: 'rejoin', useRewind: true, upstream: { name: 'n2' } }] });
+    expect('verdict' in decision && decision.verdict).toContain('is not a child of this server');
+  });
+
+  it('reclones instead when use_pg_rewind is off', () => {
+    const decision = decide(snapshot({ now: NOW, config: { use_pg_rewind: false }, cluster: cluster({ leader: leaderKey('n2') }), local: failed(1, NOT_A_CHILD, 100) }));
+    expect(decision).toMatchObject({ actions: [{ type: 'rejoin', useRewind: false }] });
+  });
+
+  it('rewinds before the first start when the cluster history ends its timeline before its checkpoint', () => {
+    const history = { value: [[1, 50_000_000, 'no recovery target specified']] as [number, number, string][], modRevision: '3' };
+    const decision = decide(
+      snapshot({
+        cluster: cluster({ leader: leaderKey('n2'), history }),
+        local: { pgState: 'stopped', sample: null, dataDir: { state: 'initialized', standbySignal: false, timeline: 1, checkpointLsn: 60_000_000 } },
+      }),
+    );
+    expect(decision).toMatchObject({ verdict: expect.stringContaining('my timeline 1 goes on past'), actions: [{ type: 'rejoin' }] });
+  });
+
+  it('waits out the backoff before starting again, and says why and how long', () => {
+    const decision = decide(snapshot({ now: NOW, config: { loop_wait: 10 }, cluster: cluster({ leader: leaderKey('n2') }), local: failed(3, PORT_TAKEN, 1000) }));
+    expect(decision).toEqual({
+      verdict: `waiting 39 s before starting PostgreSQL again: 3 failed start(s) (port_in_use): ${PORT_TAKEN}`,
+      actions: [{ type: 'wakeAt', at: NOW - 1000 + 40_000 }],
+    });
+  });
+
+  it('starts again once the backoff has passed', () => {
+    const decision = decide(snapshot({ now: NOW, config: { loop_wait: 10 }, cluster: cluster({ leader: leaderKey('n2') }), local: failed(3, PORT_TAKEN, 40_000) }));
+    expect(decision).toMatchObject({ verdict: 'starting as a secondary', actions: [{ type: 'startReplica' }] });
+  });
+
+  it('the lock holder retries once after its backoff, then gives the lock up', () => {
+    const mine = cluster({ leader: leaderKey('n1') });
+    const primaryDir = { state: 'initialized', standbySignal: false } as const;
+    const once = decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: mine, local: { ...failed(1, PORT_TAKEN, 60_000), role: 'primary', dataDir: primaryDir } }));
+    expect(once).toMatchObject({ verdict: 'starting primary after failure' });
+    const twice = decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: mine, local: { ...failed(2, PORT_TAKEN, 100), role: 'primary', dataDir: primaryDir } }));
+    expect(twice).toMatchObject({ verdict: expect.stringContaining('released leader key: PostgreSQL failed to start 2 times (port_in_use)'), actions: [{ type: 'releaseLock' }] });
+  });
+});
