@@ -11,7 +11,7 @@ import {
   upstreamOf,
 } from './cluster-snapshot';
 import { downstreamMembers, nodeToFollow } from './cascade';
-import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startRetryDelayMs } from './start-failure';
+import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
 
 /**
  * The HA decision, one pure function over a snapshot (reference-behavior section 3.2).
@@ -175,7 +175,10 @@ function recover(s: HaSnapshot): Decision {
     if (s.lockResult === 'refreshed') {
       // A lock holder whose PostgreSQL keeps failing to start hands the cluster to a node that can run.
       if (local.failedStarts >= LOCK_HOLDER_START_ATTEMPTS) {
-        return { verdict: `released leader key: PostgreSQL failed to start ${local.failedStarts} times (${failure}): ${local.lastError}`, actions: [{ type: 'releaseLock' }] };
+        return {
+          verdict: `released leader key: PostgreSQL failed to start ${local.failedStarts} times (${failure}): ${startFailureSummary(local.lastError)}`,
+          actions: [{ type: 'releaseLock' }],
+        };
       }
       const wait = startBackoff(s);
       if (wait) return wait;
@@ -223,7 +226,7 @@ function recover(s: HaSnapshot): Decision {
  */
 function divergence(s: HaSnapshot, failure: StartFailureKind | null): string | null {
   const { local, cluster } = s;
-  if (failure !== null && needsRejoin(failure)) return `PostgreSQL cannot start as a replica (${failure}): ${local.lastError}`;
+  if (failure !== null && needsRejoin(failure)) return `PostgreSQL cannot start as a replica (${failure}): ${startFailureSummary(local.lastError)}`;
   if (divergedFromHistory(local.dataDir, cluster!.history?.value)) {
     return `my timeline ${local.dataDir.timeline} goes on past the point where the cluster's history ends it`;
   }
@@ -237,7 +240,7 @@ function startBackoff(s: HaSnapshot): Decision | null {
   const at = local.lastStartAt + startRetryDelayMs(local.failedStarts, config.loop_wait);
   if (s.now >= at) return null;
   return {
-    verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before starting PostgreSQL again: ${local.failedStarts} failed start(s) (${classifyStartFailure(local.lastError)}): ${local.lastError}`,
+    verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before starting PostgreSQL again: ${local.failedStarts} failed start(s) (${classifyStartFailure(local.lastError)}): ${startFailureSummary(local.lastError)}`,
     actions: [{ type: 'wakeAt', at }],
   };
 }

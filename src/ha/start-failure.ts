@@ -18,14 +18,22 @@ export type StartFailureKind = 'diverged' | 'wal_missing' | 'in_use' | 'port_in_
 const PATTERNS: [StartFailureKind, RegExp][] = [
   ['diverged', /is not a child of this server's history|does not contain minimum recovery point|forked off current database system timeline/],
   ['wal_missing', /could not locate (a valid|required) checkpoint record|requested WAL segment \S+ has already been removed|could not find redo location/],
-  ['in_use', /lock file "[^"]*" already exists|pre-existing shared memory block|Is another postmaster/],
   ['port_in_use', /could not bind|Address already in use|could not create any TCP\/IP sockets/],
+  ['in_use', /lock file "[^"]*" already exists|pre-existing shared memory block|Is another postmaster \(PID/],
   ['bad_setting', /invalid value for parameter|unrecognized configuration parameter|configuration file "[^"]*" contains errors|must be at least|cannot be (less|greater) than/],
 ];
 
 export function classifyStartFailure(lastError: string | null): StartFailureKind {
   if (!lastError) return 'unknown';
   return PATTERNS.find(([, pattern]) => pattern.test(lastError))?.[0] ?? 'unknown';
+}
+
+/** The line of the failure that says most (PostgreSQL's FATAL or PANIC), for verdicts repeated every cycle. */
+export function startFailureSummary(lastError: string | null): string {
+  if (!lastError) return 'no reason recorded';
+  const lines = lastError.split(/\n| \| /).filter((line) => line.trim());
+  const fatal = lines.find((line) => /\b(FATAL|PANIC):/.test(line));
+  return (fatal ?? lines[lines.length - 1]).replace(/^.*?\b(FATAL|PANIC):\s*/, '').trim();
 }
 
 /** Whether a rewind or a reclone, rather than another start, is the way out. */

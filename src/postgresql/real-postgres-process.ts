@@ -653,7 +653,7 @@ export class RealPostgresProcess implements PostgresProcess {
     // A postmaster that exits with an error code says why in its log (a port in use, a bad parameter,
     // a timeline it cannot follow): the last few lines carry it to the agent's log.
     if (exit.requested || !exit.code) return exit;
-    const lastLog = this.postmasterLogTail().split('\n').slice(-4).join(' | ');
+    const lastLog = this.postmasterLogTail().split('\n').slice(-6).join(' | ');
     return lastLog ? { ...exit, lastLog } : exit;
   }
 
