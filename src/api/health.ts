@@ -1,4 +1,5 @@
 import { NodeView } from '../ha/ha-node';
+import { isUnresponsive, unresponsiveForMs } from '../ha/unresponsive';
 import { MAX_VALUE_TEXT_LENGTH, readLagBytes } from './request-values';
 import { clusterViewIsFresh } from './status-document';
 
@@ -28,15 +29,17 @@ export interface HealthQuery {
  */
 export function healthStatus(path: string, query: HealthQuery, view: NodeView, now: number): number {
   const ok = (condition: boolean) => (condition ? 200 : 503);
-  const sample = view.pgState === 'running' ? view.sample : null;
+  // A server that answers nothing is no target for anyone, whatever its last reading said.
+  const hung = isUnresponsive(unresponsiveForMs(view.pgState, view.pgAnsweredAt, now), view.config.postgres_unresponsive_timeout);
+  const running = view.pgState === 'running' && !hung;
+  const sample = running ? view.sample : null;
   const role = sample ? (sample.inRecovery ? 'replica' : 'primary') : view.role;
-  const running = view.pgState === 'running';
   const fresh = clusterViewIsFresh(view, now);
-  const isLeader = view.leadership === 'leader' && view.lockValidUntil > now;
+  const isLeader = view.leadership === 'leader' && view.lockValidUntil > now && !hung;
 
   let leaderOk = false;
   let primaryOk = false;
-  if (!fresh && view.config.pause) {
+  if (!fresh && view.config.pause && !hung) {
     leaderOk = role === 'primary' || role === 'standby_leader';
     primaryOk = role === 'primary';
   } else if (isLeader) {
@@ -100,7 +103,7 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
     case '/liveness':
       return liveness(view, now);
     case '/readiness':
-      return readiness(view, query, now, isLeader);
+      return hung ? 503 : readiness(view, query, now, isLeader);
     default:
       throw new Error(`not a health path: ${path}`);
   }

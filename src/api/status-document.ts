@@ -1,4 +1,5 @@
 import { NodeView } from '../ha/ha-node';
+import { isUnresponsive, unresponsiveForMs } from '../ha/unresponsive';
 import { publishedRestart } from '../ha/scheduled-restart';
 import { POSTGRES_STATES } from '../postgresql/postgres-states';
 
@@ -49,6 +50,12 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
   if (sample && Object.keys(sample.pendingRestart).length > 0) {
     document.pending_restart = true;
     document.pending_restart_reason = sample.pendingRestart;
+  }
+  const unresponsiveMs = unresponsiveForMs(view.pgState, view.pgAnsweredAt, now);
+  if (isUnresponsive(unresponsiveMs, view.config.postgres_unresponsive_timeout)) {
+    // Stator's own keys: the reading above is the last one PostgreSQL gave, this long ago.
+    document.postgres_unresponsive = true;
+    document.sample_age = Math.floor((now - view.sampleAt) / 1000);
   }
   document[identity.productKey] = { version: identity.version, scope: identity.scope, name: view.name };
   if (view.scheduledRestart) document.scheduled_restart = publishedRestart(view.scheduledRestart);

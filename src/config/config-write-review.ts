@@ -11,7 +11,7 @@ import { isMapping, parsePatroniBoolean } from './dynamic-config';
  * - any other key is refused as unknown. `null` (a PATCH deletion) is accepted for every key, so junk
  *   written by other tools can be removed.
  */
-const ACTED_ON = new Set(['ttl', 'loop_wait', 'retry_timeout', 'maximum_lag_on_failover', 'check_timeline', 'primary_start_timeout', 'master_start_timeout', 'pause', 'postgresql']);
+const ACTED_ON = new Set(['ttl', 'loop_wait', 'retry_timeout', 'maximum_lag_on_failover', 'check_timeline', 'primary_start_timeout', 'master_start_timeout', 'postgres_unresponsive_timeout', 'pause', 'postgresql']);
 
 /** Refused unless off, with what is missing. */
 const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({

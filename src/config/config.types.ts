@@ -98,5 +98,7 @@ export interface EffectiveDynamicConfig {
   pause: boolean;
   use_pg_rewind: boolean;
   use_slots: boolean;
+  /** Seconds PostgreSQL may go without answering before it counts as hung (0: never); Stator's own key. */
+  postgres_unresponsive_timeout: number;
   parameters: Record<string, string | number | boolean>;
 }

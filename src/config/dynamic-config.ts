@@ -16,7 +16,14 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   pause: false,
   use_pg_rewind: true,
   use_slots: true,
+  /** Half of the default ttl; when the key is absent it follows the ttl in use (see unresponsiveDefault). */
+  postgres_unresponsive_timeout: 15,
 });
+
+/** Without `postgres_unresponsive_timeout`: half the ttl, so a hung primary is ended well before its lease would expire. */
+export function unresponsiveDefault(ttl: number): number {
+  return Math.max(2, Math.floor(ttl / 2));
+}
 
 /**
  * Lower bounds of the timing keys. Patroni enforces ttl >= 20 and retry_timeout >= 3; Stator deliberately allows
@@ -118,6 +125,7 @@ export function effectiveDynamicConfig(
       pause: boolean('pause', source.pause, defaults.pause),
       use_pg_rewind: boolean('postgresql.use_pg_rewind', postgresql.use_pg_rewind, defaults.use_pg_rewind),
       use_slots: boolean('postgresql.use_slots', postgresql.use_slots, defaults.use_slots),
+      postgres_unresponsive_timeout: integer('postgres_unresponsive_timeout', source.postgres_unresponsive_timeout, unresponsiveDefault(timing.ttl)),
       parameters,
     },
     adjustments,
@@ -174,6 +182,7 @@ const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   maximum_lag_on_failover: integerBetween(0, MAX_BYTES),
   maximum_lag_on_syncnode: integerBetween(-1, MAX_BYTES),
   primary_start_timeout: seconds(0),
+  postgres_unresponsive_timeout: seconds(0),
   master_start_timeout: seconds(0),
   primary_stop_timeout: seconds(0),
   master_stop_timeout: seconds(0),

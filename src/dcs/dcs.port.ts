@@ -125,6 +125,7 @@ export interface DynamicConfig {
   maximum_lag_on_failover?: number;
   check_timeline?: boolean;
   primary_start_timeout?: number;
+  postgres_unresponsive_timeout?: number;
   pause?: boolean;
   postgresql?: {
     use_pg_rewind?: boolean;

@@ -28,6 +28,8 @@ export interface LocalView {
   /** Starts that failed in a row (0 once PostgreSQL runs) and when the latest was asked for (epoch ms). */
   failedStarts: number;
   lastStartAt: number | null;
+  /** How long the running server has not answered (ms); 0 while it answers or is not running. */
+  unresponsiveMs: number;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */

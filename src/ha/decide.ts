@@ -11,6 +11,7 @@ import {
   upstreamOf,
 } from './cluster-snapshot';
 import { downstreamMembers, nodeToFollow } from './cascade';
+import { isUnresponsive } from './unresponsive';
 import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
 
 /**
@@ -51,7 +52,9 @@ export type HaAction =
   /** Switchover: checkpoint, fast stop, then release the lock for the candidate. */
   | { type: 'demoteGraceful' }
   /** Run the next cycle at this instant (a scheduled operation is due). */
-  | { type: 'wakeAt'; at: number };
+  | { type: 'wakeAt'; at: number }
+  /** SIGKILL of a hung server and every process it started (the lock is released only after). */
+  | { type: 'killPostgres' };
 
 export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };
 
@@ -78,6 +81,8 @@ export function decide(s: HaSnapshot): Decision {
     return { verdict: `${local.busy ?? local.pgState} in progress`, actions: [] };
   }
 
+  if (isUnresponsive(local.unresponsiveMs, config.postgres_unresponsive_timeout)) return unresponsive(s, iHoldLeaderKey);
+
   if (local.bootstrapping) return continueBootstrap(s, pgIsPrimary);
 
   if (local.dataDir.state !== 'initialized' && !pgUp) {
@@ -102,6 +107,21 @@ export function decide(s: HaSnapshot): Decision {
   if (!leaderName) return withPrefix(adopt, unhealthyCluster(s, pgIsPrimary));
   if (iHoldLeaderKey) return leaderCycle(s, pgIsPrimary);
   return followLeader(s, leaderName, pgIsPrimary);
+}
+
+/**
+ * The running server answers nothing. The lock holder ends its term: it kills the server (a stopped
+ * or stuck process keeps its clients' connections but acknowledges nothing), then releases the lock
+ * so another node takes over at once instead of after ttl. Elsewhere the health checks already say
+ * so; a paused cluster is left to its operator.
+ */
+function unresponsive(s: HaSnapshot, iHoldLeaderKey: boolean): Decision {
+  const { local, config } = s;
+  const what = `PostgreSQL has not answered for ${Math.floor(local.unresponsiveMs / 1000)} s (postgres_unresponsive_timeout ${config.postgres_unresponsive_timeout} s)`;
+  if (iHoldLeaderKey && !config.pause) {
+    return { verdict: `${what}: killing it and releasing the leader key`, actions: [{ type: 'killPostgres' }, { type: 'releaseLock' }] };
+  }
+  return { verdict: what, actions: [] };
 }
 
 function withPrefix(prefix: HaAction[], decision: Decision): Decision {

@@ -22,6 +22,7 @@ import { createPeerProbe, PeerProbe } from './peer-probe';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { publishedRestart, restartDue, restartFilterMismatch } from './scheduled-restart';
 import { effectiveTags } from './tags';
+import { unresponsiveForMs } from './unresponsive';
 
 export interface HaNodeDeps {
   config: StatorConfig;
@@ -51,6 +52,8 @@ export interface NodeView {
   lockValidUntil: number;
   sample: PostgresSample | null;
   sampleAt: number;
+  /** Epoch ms when PostgreSQL last answered anything (a reading, or an error it sent): a hung server stops moving it. */
+  pgAnsweredAt: number;
   cluster: ClusterView | null;
   /** Epoch ms of the last successful DCS read, 0 if none. */
   dcsLastSeen: number;
@@ -89,6 +92,8 @@ export function fenceSafetyMarginMs(ttlSeconds: number): number {
 }
 
 const SAMPLE_INTERVAL_MS = 1_000;
+/** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
+const KILL_EXIT_WAIT_MS = 5_000;
 
 /**
  * How long a leader asked to switch over keeps serving before it demotes, while the candidate
@@ -123,6 +128,7 @@ export class HaNode {
   private dataDir: DataDirInfo | null = null;
   private sample: PostgresSample | null = null;
   private sampleAt = 0;
+  private pgAnsweredAt = 0;
   private lockValidUntil = 0;
   private upstream: string | null = null;
   private bootstrapping = false;
@@ -187,6 +193,7 @@ export class HaNode {
         // A server that just started gets its own chance to stream before it counts as stuck.
         if (state === 'running') {
           this.notStreamingSince = 0;
+          this.pgAnsweredAt = this.deps.clock.now(); // a server that just started is not hung
           void this.takeSample();
         }
         else this.sample = null;
@@ -260,6 +267,7 @@ export class HaNode {
       lockValidUntil: this.lockValidUntil,
       sample: this.sample,
       sampleAt: this.sampleAt,
+      pgAnsweredAt: this.pgAnsweredAt,
       cluster: this.cluster,
       dcsLastSeen: this.dcsLastSeen,
       config: this.dynamic,
@@ -435,6 +443,7 @@ export class HaNode {
       bootstrapping: this.bootstrapping,
       lastError: postgres.context.lastError,
       failedStarts: postgres.context.failedStarts,
+      unresponsiveMs: unresponsiveForMs(this.pgState(), this.pgAnsweredAt, this.deps.clock.now()),
       lastStartAt: postgres.context.lastStartAt,
     };
     return { now: this.deps.clock.now(), config: this.dynamic, cluster, dcsError, local };
@@ -604,6 +613,11 @@ export class HaNode {
       }
       case 'wakeAt':
         this.wakeAt(action.at);
+        return;
+      case 'killPostgres':
+        // Only once every process is gone may the lock go: a server that wakes up must find nobody to write for it.
+        await this.deps.pg.killProcessTree();
+        await this.waitForPostgres((state) => state !== 'running', KILL_EXIT_WAIT_MS);
         return;
     }
   }
@@ -814,11 +828,16 @@ export class HaNode {
     try {
       this.sample = await this.deps.query.sample();
       this.sampleAt = this.deps.clock.now();
+      this.pgAnsweredAt = this.sampleAt;
       const streaming = !this.sample.inRecovery || this.sample.replicationState === 'streaming';
       if (streaming) this.notStreamingSince = 0;
       else if (this.notStreamingSince === 0) this.notStreamingSince = this.sampleAt;
       this.reconcileRoleWithServer();
     } catch (error) {
+      // An error PostgreSQL sent (a SQLSTATE) shows it answers; a timeout or a refused connection does not.
+      if (typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code)) {
+        this.pgAnsweredAt = this.deps.clock.now();
+      }
       this.deps.logger.debug(`status query failed: ${errorText(error)}`);
     }
   }
@@ -937,8 +956,8 @@ export class HaNode {
     return Math.max(this.dynamic.primary_start_timeout, 60) * 1000;
   }
 
-  private async waitForPostgres(done: (state: PostgresStateName, value: unknown) => boolean): Promise<void> {
-    await waitFor(this.postgres, (s) => done(topLevelState(s.value) as PostgresStateName, s.value), { timeout: 30 * 60_000 });
+  private async waitForPostgres(done: (state: PostgresStateName, value: unknown) => boolean, timeoutMs = 30 * 60_000): Promise<void> {
+    await waitFor(this.postgres, (s) => done(topLevelState(s.value) as PostgresStateName, s.value), { timeout: timeoutMs });
   }
 
   private pgState(): PostgresStateName {

@@ -1,4 +1,5 @@
-import { Client, ClientConfig, QueryConfig } from 'pg';
+import { Client, ClientConfig, QueryResult } from 'pg';
+import { SerialConnection } from './serial-connection';
 import { PostgresqlConfig } from '../config/config.types';
 import { parseLsn } from '../common/lsn';
 import { PostgresQuery, PostgresSample, ReplicationConnection } from './postgres.port';
@@ -157,22 +158,18 @@ function lsnOrNull(text: string | null): number | null {
 }
 
 /**
- * SQL against the local server through one lazily opened `pg` Client, as the superuser over TCP.
- * A failed call destroys the client, so the next call reconnects (the server may have restarted);
- * the error itself is passed on.
+ * SQL against the local server as the superuser over TCP, on two connections: the sampler's, so
+ * that a reading is never queued behind a CHECKPOINT or a slot change and a server that stops
+ * answering shows as one, and one for everything else.
  */
 export class PgQuery implements PostgresQuery {
-  private client: Client | null = null;
-  private connecting: Promise<Client> | null = null;
-  private readonly statementTimeoutMs: number;
-  private readonly connectTimeoutMs: number;
+  private readonly main: SerialConnection;
+  private readonly sampling: SerialConnection;
 
-  constructor(
-    private readonly connection: LocalConnection,
-    options: PgQueryOptions = {},
-  ) {
-    this.statementTimeoutMs = options.statementTimeoutMs ?? 2000;
-    this.connectTimeoutMs = options.connectTimeoutMs ?? 2000;
+  constructor(connection: LocalConnection, options: PgQueryOptions = {}) {
+    const settings = { statementTimeoutMs: options.statementTimeoutMs ?? 2000, connectTimeoutMs: options.connectTimeoutMs ?? 2000 };
+    this.main = new SerialConnection(toClientConfig(connection), settings);
+    this.sampling = new SerialConnection(toClientConfig(connection), settings);
   }
 
   static fromConfig(config: PostgresqlConfig, options?: PgQueryOptions): PgQuery {
@@ -181,7 +178,7 @@ export class PgQuery implements PostgresQuery {
 
   /** One reading of the server in one round trip. */
   async sample(): Promise<PostgresSample> {
-    const [row] = await this.query<SampleRow>(SAMPLE_SQL);
+    const [row] = lastRows<SampleRow>(await this.sampling.run(SAMPLE_SQL));
     const receivedLsn = lsnOrNull(row.written_lsn) ?? lsnOrNull(row.receive_lsn);
     const replayedLsn = lsnOrNull(row.replay_lsn);
     const walPosition = row.in_recovery
@@ -214,7 +211,7 @@ export class PgQuery implements PostgresQuery {
   /** CHECKPOINT, with its own (longer) timeout: a checkpoint writes every dirty buffer. */
   async checkpoint(timeoutMs = 60_000): Promise<void> {
     const timeout = Math.max(1, Math.round(timeoutMs));
-    await this.run(`SET statement_timeout = ${timeout}; CHECKPOINT; RESET statement_timeout`, undefined, timeout + 1000);
+    await this.main.run(`SET statement_timeout = ${timeout}; CHECKPOINT; RESET statement_timeout`, undefined, timeout + 1000);
   }
 
   /**
@@ -240,81 +237,17 @@ export class PgQuery implements PostgresQuery {
 
   /** Runs one statement and returns its rows. */
   async query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]> {
-    const result = await this.run(sql, params);
-    const last = Array.isArray(result) ? result[result.length - 1] : result;
-    return (last?.rows ?? []) as T[];
+    return lastRows<T>(await this.main.run(sql, params));
   }
 
-  /** Closes the connection; the next call opens a new one. */
+  /** Closes both connections; the next call opens new ones. */
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = null;
-    this.connecting = null;
-    if (client) await client.end().catch(() => undefined);
+    await Promise.all([this.main.close(), this.sampling.close()]);
   }
+}
 
-  /** The tail of the queue of statements: one connection runs one statement at a time. */
-  private queue: Promise<unknown> = Promise.resolve();
-
-  private run(sql: string, params?: unknown[], timeoutMs?: number) {
-    const next = this.queue.then(() => this.runNow(sql, params, timeoutMs));
-    this.queue = next.catch(() => undefined);
-    return next;
-  }
-
-  private async runNow(sql: string, params?: unknown[], timeoutMs?: number) {
-    const client = await this.connected();
-    try {
-      // The client-side wait also covers a frozen server, where statement_timeout never fires.
-      const config: QueryConfig & { query_timeout: number } = {
-        text: sql,
-        values: params,
-        query_timeout: timeoutMs ?? this.statementTimeoutMs + 1000,
-      };
-      return await client.query(config);
-    } catch (error) {
-      this.discard(client);
-      throw error;
-    }
-  }
-
-  private connected(): Promise<Client> {
-    if (this.client) return Promise.resolve(this.client);
-    if (!this.connecting) {
-      const client = new Client({
-        ...toClientConfig(this.connection),
-        connectionTimeoutMillis: this.connectTimeoutMs,
-        statement_timeout: this.statementTimeoutMs,
-        keepAlive: true,
-      });
-      // An idle connection dropped by a server restart must not crash the process: forget it instead.
-      client.on('error', () => this.discard(client));
-      client.on('end', () => this.discard(client));
-      const attempt: Promise<Client> = client
-        .connect()
-        .then(() => {
-          if (this.connecting !== attempt) {
-            // close() ran while we were connecting.
-            client.end().catch(() => undefined);
-            throw new Error('PgQuery closed while connecting');
-          }
-          this.client = client;
-          return client;
-        })
-        .catch((error) => {
-          this.discard(client);
-          throw error;
-        })
-        .finally(() => {
-          if (this.connecting === attempt) this.connecting = null;
-        });
-      this.connecting = attempt;
-    }
-    return this.connecting;
-  }
-
-  private discard(client: Client): void {
-    if (this.client === client) this.client = null;
-    client.end().catch(() => undefined);
-  }
+/** The rows of a result, or of the last result of a multi-statement text. */
+function lastRows<T>(result: QueryResult | QueryResult[]): T[] {
+  const last = Array.isArray(result) ? result[result.length - 1] : result;
+  return (last?.rows ?? []) as T[];
 }

@@ -95,6 +95,11 @@ export interface PostgresProcess {
   /** Disarms the switch (the node is no longer primary). */
   disarmFence(): void;
   postmasterPid(): number | null;
+  /**
+   * SIGKILL of the postmaster and every process it started, for a server that stopped answering
+   * (SIGKILL ends stopped processes too). Resolves once they are all gone; rejects past its deadline.
+   */
+  killProcessTree(): Promise<void>;
   /** Whether `source` accepts a connection as the superuser now (1 s): checked before anything is stopped or removed to follow it. */
   upstreamReachable(source: UpstreamNode): Promise<boolean>;
   /** Releases local handles (fence socket); the postmaster and the fence keep running. */

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { descendantsOf, isRunningProcess } from '../common/process-tree';
 import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -74,6 +75,8 @@ const IMMEDIATE_GRACE_MS = 2000;
 /** How often a promotion is checked: it usually completes within tens of milliseconds. */
 const PROMOTE_POLL_MS = 10;
 const READY_POLL_MS = 50;
+/** How long SIGKILLed processes may take to go (a process in uninterruptible I/O outlives it). */
+const KILL_TREE_TIMEOUT_MS = 5000;
 /** When the fence vanishes, how long its postmaster may take to follow before it counts as unfenced. */
 const FENCE_LOSS_SETTLE_MS = 200;
 /** The longest unix socket path Linux accepts (sun_path is 108 bytes with the terminating NUL). */
@@ -610,6 +613,17 @@ export class RealPostgresProcess implements PostgresProcess {
 
   postmasterPid(): number | null {
     return this.pid;
+  }
+
+  async killProcessTree(): Promise<void> {
+    const postmaster = this.pid;
+    if (postmaster === null) return;
+    const victims = [postmaster, ...descendantsOf(postmaster)];
+    for (const pid of victims) signalQuietly(pid, 'SIGKILL');
+    if (!(await waitUntil(() => victims.every((pid) => !isRunningProcess(pid)), KILL_TREE_TIMEOUT_MS))) {
+      const left = victims.filter(isRunningProcess);
+      throw new Error(`processes ${left.join(', ')} of postmaster ${postmaster} still run ${KILL_TREE_TIMEOUT_MS} ms after SIGKILL`);
+    }
   }
 
   /** Closes the fence socket after flushing what was sent; the fence (armed or not) and the postmaster keep running. */

@@ -813,10 +813,17 @@ describe('effectiveDynamicConfig', () => {
         pause: false,
         use_pg_rewind: true,
         use_slots: true,
+        postgres_unresponsive_timeout: 15,
         parameters: {},
       },
       adjustments: [],
     });
+  });
+
+  it('takes half the ttl as postgres_unresponsive_timeout unless it is set, and 0 turns the check off', () => {
+    expect(effectiveDynamicConfig({ ttl: 10, loop_wait: 2, retry_timeout: 4 }, {}).config.postgres_unresponsive_timeout).toBe(5);
+    expect(effectiveDynamicConfig({ ttl: 10, loop_wait: 2, retry_timeout: 4, postgres_unresponsive_timeout: 3 }, {}).config.postgres_unresponsive_timeout).toBe(3);
+    expect(effectiveDynamicConfig({ postgres_unresponsive_timeout: 0 }, {}).config.postgres_unresponsive_timeout).toBe(0);
   });
 
   it('uses bootstrap.dcs until the DCS has a configuration', () => {

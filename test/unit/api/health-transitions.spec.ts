@@ -35,3 +35,21 @@ describe('health checks change before the role does (load balancers drain first)
     expect(healthStatus('/leader', {}, demoting, NOW)).toBe(200);
   });
 });
+
+describe('a PostgreSQL that answers nothing is nobody\'s target', () => {
+  const silentFor = (view: NodeView, ms: number): NodeView => ({ ...view, config: { ...view.config, postgres_unresponsive_timeout: 5 }, pgAnsweredAt: NOW - ms });
+
+  it('a hung leader answers 503 on /primary, /read-write, /leader and /readiness once past postgres_unresponsive_timeout', () => {
+    for (const path of ['/primary', '/read-write', '/leader', '/readiness', '/health']) {
+      expect([path, healthStatus(path, {}, silentFor(leaderView(), 5_001), NOW)]).toEqual([path, 503]);
+      expect([path, healthStatus(path, {}, silentFor(leaderView(), 4_000), NOW)]).toEqual([path, 200]);
+    }
+  });
+
+  it('a hung replica leaves the read pool; liveness stays (the agent itself is fine)', () => {
+    expect(healthStatus('/replica', {}, silentFor(replicaView(), 6_000), NOW)).toBe(503);
+    expect(healthStatus('/read-only', {}, silentFor(replicaView(), 6_000), NOW)).toBe(503);
+    expect(healthStatus('/replica', {}, silentFor(replicaView(), 1_000), NOW)).toBe(200);
+    expect(healthStatus('/liveness', {}, silentFor(replicaView(), 6_000), NOW)).toBe(200);
+  });
+});

@@ -105,6 +105,7 @@ function baseView(): NodeView {
     lockValidUntil: NOW + 20_000,
     sample: LEADER_SAMPLE,
     sampleAt: NOW - 500,
+    pgAnsweredAt: NOW - 500,
     cluster: demoCluster(),
     dcsLastSeen: NOW - 1_000,
     config: { ...DYNAMIC_CONFIG_DEFAULTS, parameters: {} },

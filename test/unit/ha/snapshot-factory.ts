@@ -79,6 +79,7 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     lastError: null,
     failedStarts: 0,
     lastStartAt: null,
+    unresponsiveMs: 0,
     ...overrides,
   };
 }

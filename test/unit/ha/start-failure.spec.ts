@@ -1,6 +1,6 @@
 import { decide } from '../../../src/ha/decide';
 import { classifyStartFailure, divergedFromHistory, START_RETRY_CAP_MS, startRetryDelayMs } from '../../../src/ha/start-failure';
-import { cluster, leaderKey, snapshot } from './snapshot-factory';
+import { cluster, leaderKey, primarySample, snapshot } from './snapshot-factory';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const NOT_A_CHILD =
@@ -104,5 +104,34 @@ describe('decide() after PostgreSQL failed to start', () => {
     expect(once).toMatchObject({ verdict: 'starting primary after failure' });
     const twice = decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: mine, local: { ...failed(2, PORT_TAKEN, 100), role: 'primary', dataDir: primaryDir } }));
     expect(twice).toEqual({ verdict: 'released leader key: PostgreSQL failed to start 2 times (port_in_use): could not create any TCP/IP sockets', actions: [{ type: 'releaseLock' }] });
+  });
+});
+
+describe('decide() when the running server answers nothing', () => {
+  const hungFor = (ms: number) => ({ unresponsiveMs: ms, sample: primarySample(), role: 'primary' }) as const;
+
+  it('the lock holder kills its hung primary, then releases the lock', () => {
+    const decision = decide(snapshot({ config: { postgres_unresponsive_timeout: 5 }, cluster: cluster({ leader: leaderKey('n1') }), local: hungFor(5_500) }));
+    expect(decision).toEqual({
+      verdict: 'PostgreSQL has not answered for 5 s (postgres_unresponsive_timeout 5 s): killing it and releasing the leader key',
+      actions: [{ type: 'killPostgres' }, { type: 'releaseLock' }],
+    });
+  });
+
+  it('a stall shorter than the timeout changes nothing', () => {
+    const decision = decide(snapshot({ lockResult: 'refreshed', config: { postgres_unresponsive_timeout: 5 }, cluster: cluster({ leader: leaderKey('n1') }), local: hungFor(4_900) }));
+    expect(decision).toMatchObject({ verdict: 'no action. I am (n1), the leader with the lock' });
+  });
+
+  it('leaves a paused cluster to its operator, and a replica to its health checks', () => {
+    const paused = decide(snapshot({ config: { postgres_unresponsive_timeout: 5, pause: true }, cluster: cluster({ leader: leaderKey('n1') }), local: hungFor(9_000) }));
+    expect(paused).toEqual({ verdict: 'PostgreSQL has not answered for 9 s (postgres_unresponsive_timeout 5 s)', actions: [] });
+    const replica = decide(snapshot({ config: { postgres_unresponsive_timeout: 5 }, cluster: cluster({ leader: leaderKey('n2') }), local: { unresponsiveMs: 9_000 } }));
+    expect(replica).toMatchObject({ actions: [] });
+  });
+
+  it('never counts a server as hung with the timeout at 0', () => {
+    const decision = decide(snapshot({ lockResult: 'refreshed', config: { postgres_unresponsive_timeout: 0 }, cluster: cluster({ leader: leaderKey('n1') }), local: hungFor(600_000) }));
+    expect(decision).toMatchObject({ verdict: 'no action. I am (n1), the leader with the lock' });
   });
 });
