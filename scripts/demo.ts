@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ETCD_BINARY } from './lib/etcd';
@@ -62,13 +62,37 @@ function ensureEtcd(): void {
   throw new Error(`etcd is not installed at ${ETCD_BINARY}. Install it with: sudo apt-get install -y etcd-server`);
 }
 
+interface KeptPorts {
+  etcd: { client: number; peer: number };
+  nodes: { api: number; pg: number }[];
+}
+
+const PORTS_FILE = 'demo-ports.json';
+
+function readKeptPorts(dir: string): KeptPorts | null {
+  const path = join(dir, PORTS_FILE);
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as KeptPorts) : null;
+}
+
+function writeKeptPorts(dir: string, cluster: LocalCluster): void {
+  const ports: KeptPorts = {
+    etcd: { client: cluster.etcd.clientPort, peer: cluster.etcd.peerPort },
+    nodes: cluster.nodes.map((node) => ({ api: node.apiPort, pg: node.pgPort })),
+  };
+  writeFileSync(join(dir, PORTS_FILE), JSON.stringify(ports, null, 2) + '\n');
+}
+
 async function main(): Promise<void> {
   const options = parseDemoArgs(process.argv.slice(2));
   ensureEtcd();
   if (process.getuid?.() === 0) execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
   const baseDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'stator-demo-'));
+  // With --data-dir, etcd's data and every port are kept there too: running the demo again restarts the same cluster.
+  const kept = options.dataDir ? readKeptPorts(baseDir) : null;
   const started = Date.now();
   const cluster = await LocalCluster.start({
+    etcd: options.dataDir ? { keepIn: join(baseDir, 'etcd'), clientPort: kept?.etcd.client, peerPort: kept?.etcd.peer } : undefined,
+    nodePorts: kept?.nodes,
     nodes: options.nodes,
     baseDir,
     scope: 'demo',
@@ -79,6 +103,8 @@ async function main(): Promise<void> {
     retryTimeout: options.retryTimeout,
     pgPassword: options.pgPassword,
   });
+
+  if (options.dataDir) writeKeptPorts(baseDir, cluster);
 
   let stopping = false;
   const stop = async (code: number) => {

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, fetch } from 'undici';
 import { freePort } from './ports';
@@ -11,6 +11,8 @@ export const ETCD_BINARY = process.env.ETCD_BINARY ?? '/usr/bin/etcd';
 export interface EtcdHandle {
   /** `127.0.0.1:<client port>`. */
   endpoint: string;
+  clientPort: number;
+  peerPort: number;
   /** PID of the current etcd process (changes with restart()). */
   readonly pid: number;
   dataDir: string;
@@ -39,6 +41,11 @@ export interface StartEtcdOptions {
   tls?: EtcdTlsFiles;
   /** More etcd flags, e.g. `--auth-token=simple`. */
   extraArgs?: string[];
+  /** A directory of its own that outlives stop() (data and log), so that a later start finds the same cluster. */
+  keepIn?: string;
+  /** The ports to serve on (a kept etcd comes back on its old ones); default: free ports. */
+  clientPort?: number;
+  peerPort?: number;
 }
 
 /** Every etcd this process started, killed on exit even when a test forgets stop(). */
@@ -54,11 +61,11 @@ process.once('exit', () => {
  * lease TTL to 1 s).
  */
 export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHandle> {
-  const dir = tmpDir('stator-etcd-');
+  const dir = options.keepIn ?? tmpDir('stator-etcd-');
+  mkdirSync(dir, { recursive: true });
   const dataDir = join(dir, 'data');
-  const clientPort = await freePort();
-  let peerPort = await freePort();
-  while (peerPort === clientPort) peerPort = await freePort();
+  const clientPort = options.clientPort ?? (await freePort());
+  const peerPort = options.peerPort ?? (await freePort());
   const tls = options.tls;
   const clientUrl = `${tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
@@ -94,9 +101,11 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHan
     get pid() {
       return child.pid!;
     },
+    clientPort,
+    peerPort,
     async stop() {
       await kill();
-      removeDir(dir);
+      if (!options.keepIn) removeDir(dir);
     },
     pause() {
       process.kill(child.pid!, 'SIGSTOP');

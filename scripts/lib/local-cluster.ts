@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { EtcdHandle, startEtcd, StartEtcdOptions } from './etcd';
 import { freePort } from './ports';
+import { descendantsOf, isRunningProcess } from '../../src/common/process-tree';
 import { waitFor } from './wait-for';
 
 /**
@@ -20,6 +21,8 @@ export interface LocalClusterOptions {
   apiPort?: number;
   /** First node's PostgreSQL port; the others follow. Default: free ports. */
   pgPort?: number;
+  /** Each node's ports, by position (a cluster started again on its kept directories reuses them); wins over apiPort/pgPort. */
+  nodePorts?: { api: number; pg: number }[];
   ttl?: number;
   loopWait?: number;
   retryTimeout?: number;
@@ -65,8 +68,9 @@ export class LocalCluster {
     await options.prepareEtcd?.(etcd);
     const nodes: LocalNode[] = [];
     for (let index = 0; index < options.nodes; index++) {
-      const apiPort = options.apiPort ? options.apiPort + index : await freePort();
-      const pgPort = options.pgPort ? options.pgPort + index : await freePort();
+      const kept = options.nodePorts?.[index];
+      const apiPort = kept?.api ?? (options.apiPort ? options.apiPort + index : await freePort());
+      const pgPort = kept?.pg ?? (options.pgPort ? options.pgPort + index : await freePort());
       nodes.push(new LocalNode(index + 1, scope, options, etcd.endpoint, apiPort, pgPort));
     }
     const cluster = new LocalCluster(etcd, nodes, scope);
@@ -249,6 +253,9 @@ export class LocalNode {
    */
   async powerCut(): Promise<void> {
     const fence = this.fencePid();
+    // PostgreSQL's children each lead a process group of their own: the fence's group does not hold them.
+    const postmasterBefore = this.postmasterPid();
+    const backends = postmasterBefore && isAlive(postmasterBefore) ? descendantsOf(postmasterBefore) : [];
     if (fence && isAlive(fence)) {
       try {
         process.kill(-fence, 'SIGKILL');
@@ -257,9 +264,12 @@ export class LocalNode {
       }
     }
     const postmaster = this.postmasterPid();
-    if (postmaster && isAlive(postmaster)) process.kill(postmaster, 'SIGKILL');
+    for (const pid of [postmaster, ...backends]) {
+      if (pid && isAlive(pid)) process.kill(pid, 'SIGKILL');
+    }
     await this.killAgent();
-    await waitFor(() => !(postmaster && isAlive(postmaster)) && !(fence && isAlive(fence)), { timeoutMs: 5000, description: `${this.name}'s processes gone` });
+    const survivors = () => [postmaster, fence, ...backends].filter((pid): pid is number => pid !== null && isRunningProcess(pid));
+    await waitFor(() => survivors().length === 0, { timeoutMs: 5000, description: `${this.name}'s processes gone` });
   }
 
   /** The last `count` log lines of the agent that are not routine (`no action`, `in progress`). */

@@ -40,6 +40,8 @@ export interface RealPostgresProcessOptions {
   initdbOptions?: Array<string | Record<string, string>>;
   /** Diagnostics (fence lost, escalations). Default: silent. */
   log?: (level: 'info' | 'warning', message: string) => void;
+  /** Shorter command deadlines than COMMAND_DEADLINES_MS (tests). */
+  commandDeadlinesMs?: Partial<Record<keyof typeof COMMAND_DEADLINES_MS, number>>;
 }
 
 interface OsUser {
@@ -57,7 +59,23 @@ interface CommandOptions {
   allowFailure?: boolean;
   /** Run as the invoking user even when root (e.g. `id`, `getent`). */
   asAgentUser?: boolean;
+  /** Past this the command is killed (SIGTERM, SIGKILL 5 s later) and fails. Default COMMAND_DEADLINES_MS.short. */
+  timeoutMs?: number;
 }
+
+/**
+ * Deadlines of the binaries the adapter runs. A clone or a restored backup takes as long as the data
+ * is large, so their deadline only catches a command that hangs for good; the others are bounded by
+ * what they do.
+ */
+const COMMAND_DEADLINES_MS = Object.freeze({
+  short: 30_000, // pg_controldata, pg_ctl promote, getent
+  initdb: 10 * 60_000,
+  rewindOrRecovery: 60 * 60_000, // pg_rewind, single-user crash recovery
+  dataCopy: 24 * 60 * 60_000, // pg_basebackup, a custom bootstrap script
+});
+/** Between SIGTERM and SIGKILL of a command past its deadline. */
+const COMMAND_KILL_GRACE_MS = 5_000;
 
 interface CommandResult {
   code: number | null;
@@ -198,7 +216,7 @@ export class RealPostgresProcess implements PostgresProcess {
         args.push(`--pwfile=${pwFile}`);
       }
       args.push(...formatInitdbOptions(this.options.initdbOptions ?? []));
-      await this.run(this.binary('initdb'), args);
+      await this.run(this.binary('initdb'), args, { timeoutMs: this.deadline('initdb') });
     } finally {
       await rm(pwDir, { recursive: true, force: true });
     }
@@ -212,7 +230,7 @@ export class RealPostgresProcess implements PostgresProcess {
    */
   async customBootstrap(command: string): Promise<void> {
     await this.ensureDataDir();
-    await this.run('/bin/sh', ['-c', command], { env: { PGDATA: this.dataDir }, cwd: this.dataDir });
+    await this.run('/bin/sh', ['-c', command], { env: { PGDATA: this.dataDir }, cwd: this.dataDir, timeoutMs: this.deadline('dataCopy') });
     const info = await this.inspectDataDir();
     if (info.state !== 'initialized' || !info.systemIdentifier) {
       throw new PostgresCommandError('custom bootstrap', 0, `the script did not create a cluster in ${this.dataDir}`);
@@ -263,7 +281,7 @@ export class RealPostgresProcess implements PostgresProcess {
     const args = ['-D', this.dataDir, '-h', source.host, '-p', String(source.port), '-U', this.replicationUser];
     args.push('-X', 'stream', '-c', 'fast', '--no-password');
     try {
-      await this.run(this.binary('pg_basebackup'), args, { env: passwordEnv(this.replicationPassword) });
+      await this.run(this.binary('pg_basebackup'), args, { env: passwordEnv(this.replicationPassword), timeoutMs: this.deadline('dataCopy') });
     } catch (error) {
       await this.emptyDataDir();
       throw error;
@@ -280,7 +298,7 @@ export class RealPostgresProcess implements PostgresProcess {
     const result = await this.run(
       this.binary('pg_rewind'),
       ['--target-pgdata', this.dataDir, `--source-server=${conninfo}`],
-      { env: { ...passwordEnv(this.superuserPassword), LC_MESSAGES: 'C' }, allowFailure: true },
+      { env: { ...passwordEnv(this.superuserPassword), LC_MESSAGES: 'C' }, allowFailure: true, timeoutMs: this.deadline('rewindOrRecovery') },
     );
     const output = `${result.stdout}\n${result.stderr}`;
     if (result.code === 0 && /no rewind required/i.test(output)) return 'not_needed';
@@ -302,7 +320,11 @@ export class RealPostgresProcess implements PostgresProcess {
     try {
       const args = ['--single', '-D', this.dataDir, '-c', `config_file=${join(this.dataDir, 'postgresql.conf')}`, 'postgres'];
       for (let attempt = 1; ; attempt++) {
-        const result = await this.run(this.binary('postgres'), args, { env: { LC_MESSAGES: 'C' }, allowFailure: true });
+        const result = await this.run(this.binary('postgres'), args, {
+          env: { LC_MESSAGES: 'C' },
+          allowFailure: true,
+          timeoutMs: this.deadline('rewindOrRecovery'),
+        });
         if (result.code === 0) break;
         // After a SIGKILLed postmaster, its children may hold the shared memory for a moment longer.
         if (attempt < 10 && /pre-existing shared memory block/.test(result.stderr)) {
@@ -814,6 +836,10 @@ export class RealPostgresProcess implements PostgresProcess {
     return { ...env, ...extra };
   }
 
+  private deadline(kind: keyof typeof COMMAND_DEADLINES_MS): number {
+    return this.options.commandDeadlinesMs?.[kind] ?? COMMAND_DEADLINES_MS[kind];
+  }
+
   /** Runs a binary (as the OS user unless `asAgentUser`) and collects its output; throws PostgresCommandError on failure. */
   private async run(file: string, args: string[], options: CommandOptions = {}): Promise<CommandResult> {
     const osUser = options.asAgentUser ? null : await this.osUser();
@@ -831,8 +857,25 @@ export class RealPostgresProcess implements PostgresProcess {
       // Keep only the tails: pg_basebackup or initdb may be chatty.
       child.stdout?.on('data', (chunk: Buffer) => (stdout = (stdout + chunk.toString()).slice(-65536)));
       child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-65536)));
-      child.once('error', (error) => rejectRun(new PostgresCommandError(commandName, null, error.message)));
-      child.once('close', (code, signal) => resolveRun({ code, signal, stdout, stderr }));
+      const timeoutMs = options.timeoutMs ?? this.deadline('short');
+      let killTimer: NodeJS.Timeout | undefined;
+      const deadline = setTimeout(() => {
+        stderr += `\n${commandName} did not finish within ${Math.round(timeoutMs / 1000)} s: killed`;
+        child.kill('SIGTERM');
+        killTimer = setTimeout(() => child.kill('SIGKILL'), COMMAND_KILL_GRACE_MS);
+      }, timeoutMs);
+      const settle = () => {
+        clearTimeout(deadline);
+        clearTimeout(killTimer);
+      };
+      child.once('error', (error) => {
+        settle();
+        rejectRun(new PostgresCommandError(commandName, null, error.message));
+      });
+      child.once('close', (code, signal) => {
+        settle();
+        resolveRun({ code, signal, stdout, stderr });
+      });
       if (options.input !== undefined) {
         child.stdin?.on('error', () => undefined); // the child may exit before reading everything
         child.stdin?.end(options.input);

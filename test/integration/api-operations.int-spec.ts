@@ -165,7 +165,10 @@ describe('POST /reload and /reinitialize', () => {
     const [replica] = await replicas();
     await sql(current, 'CREATE TABLE IF NOT EXISTS reinit_probe(v text)');
     await sql(current, "INSERT INTO reinit_probe VALUES ('before reinit')");
+    const before = await postmasterStart(replica);
     expect(await call(replica, 'POST', '/reinitialize', {})).toMatchObject({ status: 200, text: 'reinitialize started' });
+    // The answer comes before the old server stops: streaming counts only from the recloned server.
+    await waitFor(async () => ![undefined, before].includes(await postmasterStart(replica)), { timeoutMs: 60_000, description: `${replica.name} running a new postmaster` });
     await cluster.waitForStreaming([replica.name], 60_000);
     const rows = await sql<{ v: string }>(replica, 'SELECT v FROM reinit_probe');
     expect(rows.map((r) => r.v)).toContain('before reinit');

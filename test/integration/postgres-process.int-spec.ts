@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { firstValueFrom, timeout } from 'rxjs';
 import { PgQuery } from '../../src/postgresql/pg-query';
@@ -263,6 +264,21 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
     expect(await pg.inspectDataDir()).toMatchObject({ state: 'initialized', clusterState: 'shut down', timeline: 1 });
     await pg.removeDataDir();
     expect((await pg.inspectDataDir()).state).toBe('missing');
+  }, 30_000);
+
+  it('kills a command that outlives its deadline and says so, leaving nothing running', async () => {
+    const node = pgTestNode(root, 'stuck', await freePort());
+    const pg = new RealPostgresProcess({ name: node.name, config: node.config, stateDir: node.stateDir, commandDeadlinesMs: { dataCopy: 1000 } });
+    handles.push(pg);
+    const started = performance.now();
+    const pidFile = join(tmpdir(), `stator-stuck-${process.pid}-${Date.now()}.pid`);
+    const failure = await pg.customBootstrap(`echo $$ > ${pidFile}; exec sleep 60`).catch((error: unknown) => error);
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(failure).toMatchObject({ name: 'PostgresCommandError', stderrTail: expect.stringContaining('did not finish within 1 s: killed') });
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    rmSync(pidFile, { force: true });
+    expect(pid).toBeGreaterThan(0);
+    expect(() => process.kill(pid, 0)).toThrow();
   }, 30_000);
 
   it('does not lose an exit the fence sends together with its hello', async () => {
