@@ -1,0 +1,115 @@
+import { descendantsOf } from '../../../src/common/process-tree';
+import { LocalCluster, LocalNode } from '../local-cluster';
+
+/**
+ * The faults of `npm run chaos`. Each one is injected on a healthy cluster and ends by undoing what
+ * an operator's supervisor would undo (a killed agent is started again after 1 s, as systemd's
+ * `Restart=` does; a stopped process gets SIGCONT); the cluster must heal the rest by itself.
+ */
+export interface Fault {
+  name: string;
+  inject(cluster: LocalCluster, leader: LocalNode, ttlSeconds: number): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function signalAll(pids: number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // gone already
+    }
+  }
+}
+
+function postgresProcesses(node: LocalNode): number[] {
+  const postmaster = node.postmasterPid();
+  return postmaster ? [postmaster, ...descendantsOf(postmaster)] : [];
+}
+
+async function switchoverAway(cluster: LocalCluster, leader: LocalNode): Promise<void> {
+  const candidate = cluster.nodes.find((node) => node !== leader)!;
+  await fetch(`${leader.apiUrl}/switchover`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
+    signal: AbortSignal.timeout(30_000),
+  }).catch(() => undefined);
+}
+
+export const FAULTS: Fault[] = [
+  {
+    name: 'kill -9 of the leader agent',
+    async inject(_cluster, leader) {
+      await leader.killAgent();
+      await sleep(1000);
+      leader.start();
+    },
+  },
+  {
+    name: 'kill -9 of the leader agent and its PostgreSQL',
+    async inject(_cluster, leader) {
+      await leader.powerCut();
+      await sleep(1000);
+      leader.start();
+    },
+  },
+  {
+    name: 'kill -9 of the leader postmaster',
+    async inject(_cluster, leader) {
+      const postmaster = leader.postmasterPid();
+      if (postmaster) process.kill(postmaster, 'SIGKILL');
+    },
+  },
+  {
+    name: 'SIGSTOP of the leader agent for ttl + 5 s',
+    async inject(_cluster, leader, ttl) {
+      leader.signal('SIGSTOP');
+      await sleep((ttl + 5) * 1000);
+      leader.signal('SIGCONT');
+    },
+  },
+  {
+    name: 'SIGSTOP of the leader PostgreSQL for ttl + 5 s',
+    async inject(_cluster, leader, ttl) {
+      const processes = postgresProcesses(leader);
+      signalAll(processes, 'SIGSTOP');
+      await sleep((ttl + 5) * 1000);
+      signalAll(processes, 'SIGCONT');
+    },
+  },
+  {
+    name: 'SIGSTOP of etcd for 8 s',
+    async inject(cluster) {
+      cluster.etcd.pause();
+      await sleep(8000);
+      cluster.etcd.resume();
+    },
+  },
+  {
+    name: 'switchover',
+    async inject(cluster, leader) {
+      await switchoverAway(cluster, leader);
+    },
+  },
+  {
+    name: 'kill -9 of the leader agent in the middle of a switchover',
+    async inject(cluster, leader) {
+      const answered = switchoverAway(cluster, leader);
+      await sleep(300);
+      await leader.killAgent();
+      await answered;
+      await sleep(1000);
+      leader.start();
+    },
+  },
+  {
+    name: 'power cut of the whole cluster, etcd included',
+    async inject(cluster) {
+      await cluster.powerCut();
+      await sleep(1000);
+      await cluster.restartAll();
+    },
+  },
+];

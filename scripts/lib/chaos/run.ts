@@ -1,0 +1,186 @@
+import { LocalCluster } from '../local-cluster';
+import { splitBrainIntervals, lostWrites, SplitBrainInterval } from './checker';
+import { Fault, FAULTS } from './faults';
+import { Acknowledgement, ReadWriteClient } from './writer';
+import { Client } from 'pg';
+
+export interface ChaosOptions {
+  seed: number;
+  rounds: number;
+  baseDir: string;
+  /** Only these faults (by name); default all. */
+  faults?: string[];
+  ttl?: number;
+  log?: (line: string) => void;
+}
+
+export interface RoundResult {
+  round: number;
+  fault: string;
+  leaderBefore: string;
+  leaderAfter: string | null;
+  /** From the fault's start to one leader with every other node streaming; null when that did not happen within HEAL_WITHIN_MS. */
+  recoveryMs: number | null;
+  /** The longest time without an acknowledged write from the fault's start to the healthy cluster: what the clients felt. */
+  writeGapMs: number | null;
+}
+
+export interface ChaosReport {
+  seed: number;
+  rounds: RoundResult[];
+  acknowledged: number;
+  lost: Acknowledgement[];
+  splitBrain: SplitBrainInterval[];
+  /** Replicas that did not hold every row of the final leader. */
+  diverging: string[];
+}
+
+const HEAL_WITHIN_MS = 90_000;
+
+/** mulberry32: a small seeded PRNG, so a seed names one schedule. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Every fault once in a seeded order, then seeded picks: `rounds` faults in all. */
+export function schedule(seed: number, rounds: number, faults: Fault[]): Fault[] {
+  const next = random(seed);
+  const shuffled = [...faults];
+  for (let i = shuffled.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]];
+  }
+  const plan = shuffled.slice(0, rounds);
+  while (plan.length < rounds) plan.push(faults[Math.floor(next() * faults.length)]);
+  return plan;
+}
+
+/**
+ * The longest stretch without an acknowledged write from `fromMs` on (run time), once writes flow
+ * again: waits up to 10 s for the first acknowledgement after the cluster healed.
+ */
+async function longestWriteGap(acks: Acknowledgement[], fromMs: number, now: () => number): Promise<number | null> {
+  const healedAt = now();
+  while (!acks.some((ack) => ack.at > healedAt) && now() - healedAt < 10_000) await new Promise((resolve) => setTimeout(resolve, 50));
+  const times = acks.map((ack) => ack.at).filter((at) => at >= fromMs).sort((a, b) => a - b);
+  if (!times.some((at) => at > healedAt)) return null;
+  let longest = times[0] - fromMs;
+  for (let i = 1; i < times.length && times[i - 1] <= healedAt; i++) longest = Math.max(longest, times[i] - times[i - 1]);
+  return Math.round(longest);
+}
+
+async function count(connectionString: string): Promise<Set<number>> {
+  const client = new Client({ connectionString, connectionTimeoutMillis: 2000, statement_timeout: 10_000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const rows = (await client.query('SELECT n FROM chaos')).rows as { n: string }[];
+    return new Set(rows.map((row) => Number(row.n)));
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * A seeded fault schedule over a 3-node cluster while two read-write clients write every 50 ms.
+ * Each round waits for a healthy cluster, injects one fault and times the way back to one leader
+ * with every other node streaming. At the end: acknowledged writes missing on the final leader,
+ * intervals where two nodes acknowledged writes, and replicas missing rows of the leader.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const ttl = options.ttl ?? 10;
+  const log = options.log ?? (() => undefined);
+  const faults = options.faults ? FAULTS.filter((fault) => options.faults!.includes(fault.name)) : FAULTS;
+  const plan = schedule(options.seed, options.rounds, faults);
+  const cluster = await LocalCluster.start({ nodes: 3, baseDir: options.baseDir, ttl, loopWait: 2, retryTimeout: 4 });
+  const acknowledged: Acknowledgement[] = [];
+  const rounds: RoundResult[] = [];
+  try {
+    const first = await cluster.waitForHealthy(60_000);
+    const setup = new Client({ connectionString: first.connectionString() });
+    await setup.connect();
+    await setup.query('CREATE TABLE chaos (n bigint PRIMARY KEY, node text NOT NULL)');
+    await setup.end();
+
+    let key = 0;
+    const keys = { next: () => ++key };
+    const started = performance.now();
+    const writers = [0, 1].map(() => new ReadWriteClient(cluster, keys, acknowledged, started));
+    writers.forEach((writer) => writer.start());
+
+    for (const [index, fault] of plan.entries()) {
+      const leader = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
+      if (!leader) {
+        rounds.push({ round: index + 1, fault: fault.name, leaderBefore: '-', leaderAfter: null, recoveryMs: null, writeGapMs: null });
+        log(`round ${index + 1}: the cluster was not healthy before "${fault.name}"; stopping`);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2000)); // writes flow before the fault
+      const at = performance.now();
+      log(`round ${index + 1}: ${fault.name} (leader ${leader.name})`);
+      await fault.inject(cluster, leader, ttl);
+      const after = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
+      const recoveryMs = after ? Math.round(performance.now() - at) : null;
+      const writeGapMs = after ? await longestWriteGap(acknowledged, at - started, () => performance.now() - started) : null;
+      rounds.push({ round: index + 1, fault: fault.name, leaderBefore: leader.name, leaderAfter: after?.name ?? null, recoveryMs, writeGapMs });
+      log(`round ${index + 1}: ${after ? `healthy after ${recoveryMs} ms, leader ${after.name}, longest write gap ${writeGapMs} ms` : 'NOT healthy'}`);
+    }
+
+    await Promise.all(writers.map((writer) => writer.stop()));
+    const leader = await cluster.waitForHealthy(HEAL_WITHIN_MS);
+    const stored = await count(leader.connectionString());
+    const diverging: string[] = [];
+    for (const node of cluster.nodes.filter((n) => n !== leader)) {
+      const deadline = performance.now() + 20_000;
+      let held = await count(node.connectionString()).catch(() => new Set<number>());
+      while ([...stored].some((n) => !held.has(n)) && performance.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        held = await count(node.connectionString()).catch(() => new Set<number>());
+      }
+      if ([...stored].some((n) => !held.has(n))) diverging.push(node.name);
+    }
+    return {
+      seed: options.seed,
+      rounds,
+      acknowledged: acknowledged.length,
+      lost: lostWrites(acknowledged, stored),
+      splitBrain: splitBrainIntervals(acknowledged),
+      diverging,
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
+
+/** The report as Markdown: one table row per round, then the totals. */
+export function formatReport(reports: ChaosReport[]): string {
+  const lines = ['| seed | round | fault | leader before | leader after | healthy after (s) | longest write gap (s) |', '|---|---|---|---|---|---|---|'];
+  for (const report of reports) {
+    for (const round of report.rounds) {
+      const recovery = round.recoveryMs === null ? 'not recovered' : (round.recoveryMs / 1000).toFixed(1);
+      const gap = round.writeGapMs === null ? 'writes did not resume' : (round.writeGapMs / 1000).toFixed(1);
+      lines.push(`| ${report.seed} | ${round.round} | ${round.fault} | ${round.leaderBefore} | ${round.leaderAfter ?? '-'} | ${recovery} | ${gap} |`);
+    }
+  }
+  const recoveries = reports.flatMap((r) => r.rounds.map((round) => round.recoveryMs)).filter((ms): ms is number => ms !== null);
+  const gaps = reports.flatMap((r) => r.rounds.map((round) => round.writeGapMs)).filter((ms): ms is number => ms !== null).sort((a, b) => a - b);
+  const median = gaps.length ? gaps[Math.floor(gaps.length / 2)] / 1000 : NaN;
+  const max = gaps.length ? gaps[gaps.length - 1] / 1000 : NaN;
+  const total = reports.reduce((sum, r) => sum + r.rounds.length, 0);
+  lines.push(
+    '',
+    '| seeds | rounds | recovered | acknowledged writes | lost | split-brain intervals | diverging replicas | median write gap | max write gap |',
+    '|---|---|---|---|---|---|---|---|---|',
+    `| ${reports.map((r) => r.seed).join(', ')} | ${total} | ${recoveries.length} | ${reports.reduce((s, r) => s + r.acknowledged, 0)} | ` +
+      `${reports.reduce((s, r) => s + r.lost.length, 0)} | ${reports.reduce((s, r) => s + r.splitBrain.length, 0)} | ` +
+      `${reports.reduce((s, r) => s + r.diverging.length, 0)} | ${median.toFixed(1)} s | ${max.toFixed(1)} s |`,
+  );
+  return lines.join('\n');
+}
