@@ -45,6 +45,22 @@ export interface LocalClusterOptions {
   sections?: Record<string, unknown>;
   /** Runs once etcd serves and before any agent starts (users, roles, auth). */
   prepareEtcd?: (etcd: EtcdHandle) => Promise<void> | void;
+  /** Nodes on hosts of their own (network namespaces) instead of loopback ports; with it, `etcd` is started by the caller. */
+  network?: NodeNetwork;
+}
+
+/** Where each node lives when it is not on loopback: see `NetnsLab`. */
+export interface NodeNetwork {
+  /** The etcd the agents use (already serving). */
+  etcd: EtcdHandle;
+  /** etcd client endpoints (host:port) as the agents reach them. */
+  etcdHosts: string[];
+  /** Command prefix that runs a process on node `index`'s host, e.g. `ip netns exec <ns>`. */
+  prefix(index: number): string[];
+  /** The address peers reach node `index` at (connect_address). */
+  clusterAddress(index: number): string;
+  /** The address this process and its clients reach node `index` at. */
+  clientAddress(index: number): string;
 }
 
 /** The repository root, from the sources (tests) or from `dist/` (the demo). */
@@ -64,10 +80,15 @@ export class LocalCluster {
     mkdirSync(options.baseDir, { recursive: true });
     // PostgreSQL runs as its own OS user, which must be able to reach the node directories.
     chmodSync(options.baseDir, 0o755);
-    const etcd = await startEtcd(options.etcd);
+    const etcd = options.network?.etcd ?? (await startEtcd(options.etcd));
     await options.prepareEtcd?.(etcd);
     const nodes: LocalNode[] = [];
     for (let index = 0; index < options.nodes; index++) {
+      if (options.network) {
+        // A host of its own: the usual ports, no collision possible.
+        nodes.push(new LocalNode(index + 1, scope, options, etcd.endpoint, 8008, 5432));
+        continue;
+      }
       const kept = options.nodePorts?.[index];
       const apiPort = kept?.api ?? (options.apiPort ? options.apiPort + index : await freePort());
       const pgPort = kept?.pg ?? (options.pgPort ? options.pgPort + index : await freePort());
@@ -202,8 +223,13 @@ export class LocalNode {
     writeFileSync(this.configPath, stringify(this.config()));
   }
 
+  /** Where this process reaches the node. */
+  get clientHost(): string {
+    return this.options.network?.clientAddress(this.index) ?? '127.0.0.1';
+  }
+
   get apiUrl(): string {
-    return `http://127.0.0.1:${this.apiPort}`;
+    return `http://${this.clientHost}:${this.apiPort}`;
   }
 
   get pid(): number | null {
@@ -212,12 +238,14 @@ export class LocalNode {
 
   /** libpq connection string as the superuser. */
   connectionString(database = 'postgres'): string {
-    return `postgresql://postgres:${encodeURIComponent(this.options.pgPassword ?? 'postgres')}@127.0.0.1:${this.pgPort}/${database}`;
+    return `postgresql://postgres:${encodeURIComponent(this.options.pgPassword ?? 'postgres')}@${this.clientHost}:${this.pgPort}/${database}`;
   }
 
   start(): void {
     const log = openSync(this.logPath, 'a');
-    this.child = spawn(process.execPath, [AGENT, this.configPath], {
+    const prefix = this.options.network?.prefix(this.index) ?? [];
+    const [command, ...args] = [...prefix, process.execPath, AGENT, this.configPath];
+    this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
       env: { ...process.env },
     });
@@ -333,12 +361,14 @@ export class LocalNode {
 
   private config(): Record<string, unknown> {
     const o = this.options;
+    const listenHost = o.network ? '0.0.0.0' : '127.0.0.1';
+    const connectHost = o.network?.clusterAddress(this.index) ?? '127.0.0.1';
     return {
       scope: this.scope,
       namespace: '/service',
       name: this.name,
-      restapi: { listen: `127.0.0.1:${this.apiPort}`, connect_address: `127.0.0.1:${this.apiPort}` },
-      etcd3: { hosts: [this.etcdEndpoint], ...o.etcd3 },
+      restapi: { listen: `${listenHost}:${this.apiPort}`, connect_address: `${connectHost}:${this.apiPort}` },
+      etcd3: { hosts: o.network?.etcdHosts ?? [this.etcdEndpoint], ...o.etcd3 },
       bootstrap: {
         dcs: {
           ttl: o.ttl ?? 10,
@@ -350,8 +380,8 @@ export class LocalNode {
         },
       },
       postgresql: {
-        listen: `127.0.0.1:${this.pgPort}`,
-        connect_address: `127.0.0.1:${this.pgPort}`,
+        listen: `${listenHost}:${this.pgPort}`,
+        connect_address: `${connectHost}:${this.pgPort}`,
         data_dir: this.dataDir,
         authentication: {
           superuser: { username: 'postgres', password: o.pgPassword ?? 'postgres' },
