@@ -1,0 +1,256 @@
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Client } from 'pg';
+import { parseLsn } from '../../common/lsn';
+import { DataDirInfo, PostgresCommandError, UpstreamNode } from '../postgres.port';
+import { CommandRunner, tail } from './commands';
+import { formatConninfo } from './configuration-files';
+import { LocalPostgres } from './local-postgres';
+import { livePostmasterFromPidFile, sleep } from './os-process';
+
+/** Extra initdb options in Patroni's `bootstrap.initdb` form: `'data-checksums'` or `{encoding: 'UTF8'}`. */
+export type InitdbOptions = Array<string | Record<string, string>>;
+
+/**
+ * What happens to the data directory while no postmaster runs on it: reading pg_control, creating a
+ * cluster (initdb, a custom bootstrap, a clone), rewinding it, recovering it after a crash, removing it.
+ * The data directory and everything in it belong to the OS user, mode 0700.
+ */
+export class DataDirectory {
+  constructor(
+    private readonly local: LocalPostgres,
+    private readonly commands: CommandRunner,
+    private readonly initdbOptions: InitdbOptions = [],
+  ) {}
+
+  private get path(): string {
+    return this.local.dataDir;
+  }
+
+  /**
+   * Reads the data directory and pg_control without a running server. Like Patroni, a directory holding
+   * only dot files or `lost+found` is `empty`; a directory with other content is `initialized`, and
+   * carries pg_control's fields only when it has `PG_VERSION` and `global/pg_control` (a leftover that is
+   * not a cluster is reported without `systemIdentifier`, and starting it fails; nothing here deletes it).
+   */
+  async inspect(): Promise<DataDirInfo> {
+    let entries: string[];
+    try {
+      entries = await readdir(this.path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'missing', standbySignal: false };
+      throw error;
+    }
+    const standbySignal = entries.includes('standby.signal');
+    if (entries.every((entry) => entry.startsWith('.') || entry === 'lost+found')) return { state: 'empty', standbySignal };
+    if (!entries.includes('PG_VERSION') || !existsSync(join(this.path, 'global', 'pg_control'))) {
+      return { state: 'initialized', standbySignal };
+    }
+    const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.path], { env: { LC_ALL: 'C' } });
+    return { state: 'initialized', standbySignal, ...parseControlData(stdout) };
+  }
+
+  /**
+   * initdb with `--auth-local=trust --auth-host=scram-sha-256`, `-U <superuser>` and the superuser's
+   * password from a temporary pwfile (removed afterwards). The replication role comes with `postBootstrap`.
+   */
+  async initdb(): Promise<void> {
+    await this.ensureExists();
+    const pwDir = await mkdtemp(join(tmpdir(), 'stator-initdb-'));
+    const pwFile = join(pwDir, 'pwfile');
+    try {
+      const args = ['-D', this.path, '-U', this.local.superuser, '--auth-local=trust', '--auth-host=scram-sha-256'];
+      if (this.local.superuserPassword !== undefined) {
+        await this.commands.writeOwnedFile(pwFile, `${this.local.superuserPassword}\n`);
+        await this.commands.chownToOsUser(pwDir);
+        args.push(`--pwfile=${pwFile}`);
+      }
+      args.push(...formatInitdbOptions(this.initdbOptions));
+      await this.commands.run(this.local.binary('initdb'), args, { timeoutMs: this.commands.deadline('initdb') });
+    } finally {
+      await rm(pwDir, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Runs `command` through /bin/sh as the OS user with PGDATA set; it must fill the data directory with a
+   * cluster. The directory is created empty beforehand (owned by the OS user, mode 0700), since the OS user
+   * may not be allowed to create it (initdb, pg_basebackup and backup restore tools accept an empty one).
+   * The replication role comes with `postBootstrap`, as after initdb.
+   */
+  async customBootstrap(command: string): Promise<void> {
+    await this.ensureExists();
+    await this.commands.run('/bin/sh', ['-c', command], {
+      env: { PGDATA: this.path },
+      cwd: this.path,
+      timeoutMs: this.commands.deadline('dataCopy'),
+    });
+    const info = await this.inspect();
+    if (info.state !== 'initialized' || !info.systemIdentifier) {
+      throw new PostgresCommandError('custom bootstrap', 0, `the script did not create a cluster in ${this.path}`);
+    }
+    await chmod(this.path, 0o700);
+  }
+
+  /**
+   * Creates the replication role with REPLICATION LOGIN and its password, or brings an existing one to
+   * that, over the superuser's connection. The statement is built by the server (`format` with %I/%L) and
+   * not logged (log_statement off for the session), since it carries a password.
+   */
+  async postBootstrap(): Promise<void> {
+    const role = this.local.replicationUser;
+    if (role === this.local.superuser) return;
+    const connection = this.local.localConnection();
+    const client = new Client({ ...connection, database: connection.database ?? 'postgres', connectionTimeoutMillis: 5000, query_timeout: 10_000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query("SET log_statement = 'none'; SET log_min_duration_statement = -1");
+      const { rows } = await client.query<{ statement: string }>(
+        `SELECT pg_catalog.format(
+           CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1)
+                THEN 'ALTER ROLE %I WITH REPLICATION LOGIN' ELSE 'CREATE ROLE %I WITH REPLICATION LOGIN' END
+           || CASE WHEN $2::text IS NULL THEN '' ELSE ' PASSWORD %L' END, $1::text, $2::text) AS statement`,
+        [role, this.local.replicationPassword ?? null],
+      );
+      await client.query(rows[0].statement);
+    } catch (error) {
+      throw new PostgresCommandError('post-bootstrap (replication role)', null, error instanceof Error ? error.message : String(error));
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /**
+   * pg_basebackup (`-X stream -c fast`) as the replication user into an empty data directory, created
+   * with the right owner and mode. On failure the directory's contents are removed again. A data
+   * directory that is not empty is refused untouched.
+   */
+  async basebackup(source: UpstreamNode): Promise<void> {
+    const before = await this.inspect();
+    if (before.state === 'initialized') {
+      throw new PostgresCommandError('pg_basebackup', null, `data directory ${this.path} is not empty`);
+    }
+    await this.ensureExists();
+    const args = ['-D', this.path, '-h', source.host, '-p', String(source.port), '-U', this.local.replicationUser];
+    args.push('-X', 'stream', '-c', 'fast', '--no-password');
+    try {
+      await this.commands.run(this.local.binary('pg_basebackup'), args, {
+        env: passwordEnv(this.local.replicationPassword),
+        timeoutMs: this.commands.deadline('dataCopy'),
+      });
+    } catch (error) {
+      await this.empty();
+      throw error;
+    }
+  }
+
+  /**
+   * pg_rewind against the running `source` as the superuser (password through PGPASSWORD, never on the
+   * command line). pg_rewind overwrites the configuration files with the source's: call `configure`
+   * before the next start.
+   */
+  async rewind(source: UpstreamNode): Promise<'rewound' | 'not_needed'> {
+    const conninfo = formatConninfo({ host: source.host, port: source.port, user: this.local.superuser, dbname: 'postgres', connect_timeout: 5 });
+    const result = await this.commands.run(this.local.binary('pg_rewind'), ['--target-pgdata', this.path, `--source-server=${conninfo}`], {
+      env: { ...passwordEnv(this.local.superuserPassword), LC_MESSAGES: 'C' },
+      allowFailure: true,
+      timeoutMs: this.commands.deadline('rewindOrRecovery'),
+    });
+    const output = `${result.stdout}\n${result.stderr}`;
+    if (result.code === 0 && /no rewind required/i.test(output)) return 'not_needed';
+    if (result.code !== 0) throw new PostgresCommandError('pg_rewind', result.code, tail(result.stderr || result.stdout));
+    return 'rewound';
+  }
+
+  /**
+   * `postgres --single` with stdin at /dev/null: replays WAL and shuts down cleanly. Single-user mode
+   * refuses standby mode, so standby.signal is moved aside meanwhile (and put back).
+   */
+  async crashRecovery(): Promise<void> {
+    const running = await livePostmasterFromPidFile(this.path);
+    if (running) throw new PostgresCommandError('postgres --single', null, `a postmaster (pid ${running}) still runs on ${this.path}`);
+    const signal = join(this.path, 'standby.signal');
+    const aside = join(this.path, 'standby.signal.stator-crash-recovery');
+    const moved = existsSync(signal);
+    if (moved) await rename(signal, aside);
+    try {
+      const args = ['--single', '-D', this.path, '-c', `config_file=${join(this.path, 'postgresql.conf')}`, 'postgres'];
+      for (let attempt = 1; ; attempt++) {
+        const result = await this.commands.run(this.local.binary('postgres'), args, {
+          env: { LC_MESSAGES: 'C' },
+          allowFailure: true,
+          timeoutMs: this.commands.deadline('rewindOrRecovery'),
+        });
+        if (result.code === 0) break;
+        // After a SIGKILLed postmaster, its children may hold the shared memory for a moment longer.
+        if (attempt < 10 && /pre-existing shared memory block/.test(result.stderr)) {
+          await sleep(200);
+          continue;
+        }
+        throw new PostgresCommandError('postgres --single', result.code, tail(result.stderr));
+      }
+    } finally {
+      if (moved) await rename(aside, signal);
+    }
+    const info = await this.inspect();
+    if (info.clusterState !== 'shut down' && info.clusterState !== 'shut down in recovery') {
+      throw new PostgresCommandError('postgres --single', 0, `pg_control says "${info.clusterState}" after crash recovery`);
+    }
+  }
+
+  /** Deletes the data directory. Refused while a postmaster runs on it (`trackedPostmaster`, or one named by postmaster.pid). */
+  async remove(trackedPostmaster: number | null): Promise<void> {
+    const running = trackedPostmaster ?? (await livePostmasterFromPidFile(this.path));
+    if (running) throw new Error(`cannot remove ${this.path}: postmaster ${running} is running`);
+    await rm(this.path, { recursive: true, force: true });
+  }
+
+  /** Creates the data directory (parents with default modes) owned by the OS user, mode 0700. */
+  private async ensureExists(): Promise<void> {
+    await mkdir(dirname(this.path), { recursive: true });
+    await mkdir(this.path, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
+    await this.commands.chownToOsUser(this.path);
+    await chmod(this.path, 0o700);
+  }
+
+  private async empty(): Promise<void> {
+    const entries = await readdir(this.path).catch(() => [] as string[]);
+    await Promise.all(entries.map((entry) => rm(join(this.path, entry), { recursive: true, force: true })));
+  }
+}
+
+/** pg_controldata's fields, read with LC_ALL=C. */
+export function parseControlData(text: string): Partial<DataDirInfo> {
+  const fields = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    const separator = line.indexOf(':');
+    if (separator > 0) fields.set(line.slice(0, separator).trim(), line.slice(separator + 1).trim());
+  }
+  const info: Partial<DataDirInfo> = {};
+  const systemIdentifier = fields.get('Database system identifier');
+  if (systemIdentifier) info.systemIdentifier = systemIdentifier;
+  const clusterState = fields.get('Database cluster state');
+  if (clusterState) info.clusterState = clusterState;
+  const timeline = Number(fields.get("Latest checkpoint's TimeLineID"));
+  if (Number.isInteger(timeline) && timeline > 0) info.timeline = timeline;
+  const location = fields.get('Latest checkpoint location');
+  if (location) info.checkpointLsn = parseLsn(location);
+  return info;
+}
+
+function formatInitdbOptions(options: InitdbOptions): string[] {
+  return options.flatMap((option) =>
+    typeof option === 'string'
+      ? [`--${option}`]
+      : Object.entries(option).map(([key, value]) => `--${key}=${value}`),
+  );
+}
+
+function passwordEnv(password: string | undefined): Record<string, string> {
+  return password === undefined ? {} : { PGPASSWORD: password };
+}

@@ -1,0 +1,133 @@
+import { Observable, Subject } from 'rxjs';
+import { FenceConnection } from '../fence/fence-client';
+import { fencePaths, PostmasterExitEvent } from '../fence/fence-protocol';
+import { PostmasterExit } from '../postgres.port';
+import { AdapterLog } from './local-postgres';
+import { isProcessAlive, waitUntil } from './os-process';
+import { readExitRecord, toPostmasterExit, withLastLog } from './postmaster-log';
+
+export type FencePaths = ReturnType<typeof fencePaths>;
+
+/** When the fence vanishes, how long its postmaster may take to follow before it counts as unfenced. */
+const FENCE_LOSS_SETTLE_MS = 200;
+
+/**
+ * This handle's connection to the fence (see `fence/fence.ts`) and the postmaster it runs: which pid
+ * is ours, and the stream of its exits as the fence reports them.
+ */
+export class FenceLink {
+  private readonly exitSubject = new Subject<PostmasterExit>();
+  private connection: FenceConnection | null = null;
+  private pid: number | null = null;
+
+  constructor(
+    private readonly paths: FencePaths,
+    private readonly log?: AdapterLog,
+  ) {}
+
+  /** The fence this handle talks to; null once it reported the exit or went away. */
+  get fence(): FenceConnection | null {
+    return this.connection;
+  }
+
+  /** The postmaster this handle runs or adopted; it outlives a lost fence until its exit is known. */
+  get postmasterPid(): number | null {
+    return this.pid;
+  }
+
+  /**
+   * Postmaster exits as the fence reports them (pushed over its socket, not polled). When the fence itself
+   * vanishes without an exit event (killed), the postmaster is checked at once (allowing it 200 ms to
+   * follow a fence killed with its process group): gone → an exit is emitted (code and signal unknown);
+   * still alive → nothing is emitted. It then runs unfenced: no dead man's switch, and nothing will report
+   * its death. `postmasterPid()` keeps its pid, and `stop` signals it directly and emits its exit.
+   */
+  exits(): Observable<PostmasterExit> {
+    return this.exitSubject.asObservable();
+  }
+
+  /** Connects to the fence (if one answers) and makes it this handle's fence. */
+  async connect(timeoutMs: number): Promise<FenceConnection | null> {
+    let connection: FenceConnection;
+    try {
+      connection = await FenceConnection.connect(this.paths.socket, timeoutMs);
+    } catch {
+      return null;
+    }
+    const previous = this.connection;
+    this.connection = connection;
+    this.pid = connection.hello.pid;
+    if (previous && previous !== connection) void previous.close();
+    // May deliver an exit that came with the hello at once, which clears this.connection again.
+    connection.attach({
+      onExit: (exit) => this.onFenceExit(connection, exit),
+      onLost: () => void this.onFenceLost(connection),
+    });
+    return connection;
+  }
+
+  /** Sets the fence's deadline (epoch ms). A no-op when not connected to a fence. */
+  arm(deadlineEpochMs: number): void {
+    this.connection?.send({ op: 'arm', deadline: deadlineEpochMs });
+  }
+
+  disarm(): void {
+    this.connection?.send({ op: 'disarm' });
+  }
+
+  /** Closes the fence socket after flushing what was sent; the fence (armed or not) and the postmaster keep running. */
+  async detach(): Promise<void> {
+    const fence = this.connection;
+    this.connection = null;
+    this.pid = null;
+    await fence?.close();
+  }
+
+  /** A stopped postmaster is no longer this handle's (unless another was adopted meanwhile). */
+  forgetPostmaster(pid: number): void {
+    if (this.pid === pid) this.pid = null;
+  }
+
+  /** Emits an exit nobody else will report: that of a postmaster that had lost its fence. */
+  reportExit(exit: PostmasterExit): void {
+    this.exitSubject.next(exit);
+  }
+
+  /** Resolves with the exit of `pid` (any pid when null) as emitted on exits(); `cancel` drops the subscription. */
+  watchExit(pid: number | null): { exited: Promise<PostmasterExit>; cancel(): void } {
+    let subscription: { unsubscribe(): void } | null = null;
+    const exited = new Promise<PostmasterExit>((resolveExit) => {
+      subscription = this.exitSubject.subscribe((exit) => {
+        if (pid === null || exit.pid === pid) resolveExit(exit);
+      });
+    });
+    return { exited, cancel: () => subscription?.unsubscribe() };
+  }
+
+  private onFenceExit(connection: FenceConnection, exit: PostmasterExitEvent): void {
+    if (connection !== this.connection) return;
+    this.connection = null;
+    this.pid = null;
+    this.exitSubject.next(withLastLog(toPostmasterExit(exit), this.paths.postmasterLog));
+  }
+
+  private async onFenceLost(connection: FenceConnection): Promise<void> {
+    if (connection !== this.connection) return;
+    this.connection = null;
+    const pid = connection.hello.pid;
+    // A fence killed together with its postmaster (a process-group kill) may see the postmaster outlive
+    // it by a moment: give it a short while before calling it unfenced.
+    await waitUntil(() => !isProcessAlive(pid), FENCE_LOSS_SETTLE_MS);
+    if (this.connection || this.pid !== pid) return; // adopted or restarted meanwhile
+    const record = readExitRecord(this.paths.exitFile);
+    if (record && record.pid === pid) {
+      this.pid = null;
+      this.exitSubject.next(withLastLog(toPostmasterExit(record), this.paths.postmasterLog));
+    } else if (!isProcessAlive(pid)) {
+      this.pid = null;
+      this.exitSubject.next({ pid, code: null, signal: null, requested: false, fenced: false });
+    } else {
+      this.log?.('warning', `the fence went away but postmaster ${pid} still runs, now unfenced`);
+    }
+  }
+}

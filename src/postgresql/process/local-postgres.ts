@@ -1,0 +1,63 @@
+import { join, resolve } from 'node:path';
+import { PostgresqlConfig } from '../../config/config.types';
+import { localConnection, LocalConnection } from '../pg-query';
+
+/** Diagnostics of the adapter (fence lost, escalations). */
+export type AdapterLog = (level: 'info' | 'warning', message: string) => void;
+
+export interface LocalPostgresOptions {
+  /** This member's name: `application_name` in `primary_conninfo`, so the upstream's pg_stat_replication shows it. */
+  name: string;
+  config: PostgresqlConfig;
+  /** Default: `config.authentication.superuser.password`. */
+  superuserPassword?: string;
+  /** Default: `config.authentication.replication.username`. */
+  replicationUser?: string;
+  /** Default: `config.authentication.replication.password`. */
+  replicationPassword?: string;
+}
+
+/**
+ * This node's PostgreSQL as every part of the adapter sees it: where its data and binaries are and
+ * which roles it logs in as.
+ */
+export class LocalPostgres {
+  readonly config: PostgresqlConfig;
+
+  constructor(private readonly options: LocalPostgresOptions) {
+    this.config = options.config;
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get dataDir(): string {
+    return resolve(this.config.data_dir);
+  }
+
+  get superuser(): string {
+    return this.config.authentication.superuser.username;
+  }
+
+  get superuserPassword(): string | undefined {
+    return this.options.superuserPassword ?? this.config.authentication.superuser.password;
+  }
+
+  get replicationUser(): string {
+    return this.options.replicationUser ?? this.config.authentication.replication.username;
+  }
+
+  get replicationPassword(): string | undefined {
+    return this.options.replicationPassword ?? this.config.authentication.replication.password;
+  }
+
+  binary(name: string): string {
+    return join(this.config.bin_dir, name);
+  }
+
+  /** The superuser's connection to this server. */
+  localConnection(): LocalConnection {
+    return { ...localConnection(this.config), password: this.superuserPassword };
+  }
+}

@@ -1,0 +1,257 @@
+import { spawn } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Client } from 'pg';
+import { descendantsOf, isRunningProcess } from '../../common/process-tree';
+import { FenceConnection } from '../fence/fence-client';
+import { FenceLaunchOptions, STOP_SIGNALS } from '../fence/fence-protocol';
+import { LocalConnection, serverAcceptsConnections } from '../pg-query';
+import { PostmasterExit, StopMode } from '../postgres.port';
+import { CommandRunner, OsUser } from './commands';
+import { FenceLink, FencePaths } from './fence-link';
+import { AdapterLog, LocalPostgres } from './local-postgres';
+import { isProcessAlive, livePostmasterFromPidFile, signalQuietly, sleep, waitUntil } from './os-process';
+import { postmasterLogTail, readExitRecord, startFailure } from './postmaster-log';
+
+/** After the escalation to an immediate shutdown, how long before SIGKILL. */
+const IMMEDIATE_GRACE_MS = 2000;
+/** How often a promotion is checked: it usually completes within tens of milliseconds. */
+const PROMOTE_POLL_MS = 10;
+const READY_POLL_MS = 50;
+/** How long SIGKILLed processes may take to go (a process in uninterruptible I/O outlives it). */
+const KILL_TREE_TIMEOUT_MS = 5000;
+
+export interface PostmasterOptions {
+  /** Node-local state: fence socket, fence pid, postmaster log, last exit record. */
+  stateDir: string;
+  paths: FencePaths;
+  /** The compiled fence program. */
+  fenceScript: string;
+  log?: AdapterLog;
+}
+
+/**
+ * The postmaster's life: started under a fence (a separate detached process that is its parent,
+ * reports its exit at once and enforces the primary's dead man's switch even when this agent is gone),
+ * adopted from an earlier agent, stopped with escalation, reloaded, promoted, killed with its children.
+ */
+export class Postmaster {
+  constructor(
+    private readonly local: LocalPostgres,
+    private readonly commands: CommandRunner,
+    private readonly fenceLink: FenceLink,
+    private readonly options: PostmasterOptions,
+  ) {}
+
+  /**
+   * Spawns the fence (detached, so it outlives this agent), which spawns the postmaster; connects to the
+   * fence; then polls `SELECT 1` every ~50 ms until the server accepts connections. Rejects at once when
+   * the postmaster exits meanwhile (with the tail of `postgresql.log`), and after `timeoutMs` (the
+   * postmaster is then left running: the caller decides, and `exits()` still reports it).
+   */
+  async start(timeoutMs: number): Promise<{ pid: number }> {
+    const deadline = Date.now() + timeoutMs;
+    const dataDir = this.local.dataDir;
+    if (this.fenceLink.fence?.connected) throw new Error(`postgres already runs under this agent's fence (pid ${this.fenceLink.postmasterPid})`);
+    const existing = await this.fenceLink.connect(300);
+    if (existing && this.fenceLink.fence === existing) {
+      await this.fenceLink.detach();
+      throw new Error(`a fence already runs postgres (pid ${existing.hello.pid}) for ${dataDir}: adopt it`);
+    }
+    const orphan = await livePostmasterFromPidFile(dataDir);
+    if (orphan) throw new Error(`a postmaster (pid ${orphan}) already runs on ${dataDir} without a fence`);
+
+    await mkdir(this.options.stateDir, { recursive: true, mode: 0o700 });
+    await rm(this.options.paths.exitFile, { force: true });
+    const osUser = await this.commands.osUser();
+    const launch: FenceLaunchOptions = {
+      dataDir,
+      binDir: resolve(this.local.config.bin_dir),
+      stateDir: this.options.stateDir,
+      uid: osUser?.uid,
+      gid: osUser?.gid,
+    };
+    // Watch before spawning: the first exit from here on is this postmaster's, even one that arrives with the hello.
+    const exitWatch = this.fenceLink.watchExit(null);
+    try {
+      return await this.spawnFenceAndWait(launch, osUser, deadline, timeoutMs, exitWatch.exited);
+    } finally {
+      exitWatch.cancel();
+    }
+  }
+
+  private async spawnFenceAndWait(
+    launch: FenceLaunchOptions,
+    osUser: OsUser | null,
+    deadline: number,
+    timeoutMs: number,
+    exited: Promise<PostmasterExit>,
+  ): Promise<{ pid: number }> {
+    const { paths } = this.options;
+    const logFd = openSync(paths.fenceLog, 'a');
+    let fenceExited = false;
+    let fenceSpawnError: Error | null = null;
+    try {
+      const fenceProcess = spawn(process.execPath, [this.options.fenceScript, JSON.stringify(launch)], {
+        detached: true, // own session and process group: the agent's death or its terminal's signals do not reach it
+        stdio: ['ignore', logFd, logFd],
+        cwd: '/',
+        env: this.commands.childEnv(osUser),
+      });
+      fenceProcess.once('exit', () => (fenceExited = true));
+      fenceProcess.once('error', (error) => {
+        fenceSpawnError = error;
+        fenceExited = true;
+      });
+      fenceProcess.unref();
+    } finally {
+      closeSync(logFd);
+    }
+
+    // The fence listens right after spawning the postmaster; an early postmaster death ends the fence too.
+    let connection: FenceConnection | null = null;
+    while (!connection) {
+      connection = await this.fenceLink.connect(Math.max(100, Math.min(1000, deadline - Date.now())));
+      if (connection) break;
+      if (fenceExited) {
+        // The postmaster died before we could connect (the fence exits with it): report what the fence recorded.
+        if (fenceSpawnError) throw fenceSpawnError;
+        const record = readExitRecord(paths.exitFile);
+        if (record) throw startFailure(record, paths.postmasterLog);
+        throw new Error(`the fence exited without starting postgres (see ${paths.fenceLog})`);
+      }
+      if (Date.now() >= deadline) throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${paths.fenceLog})`);
+      await sleep(20);
+    }
+
+    const pid = connection.hello.pid;
+    const connectionInfo = this.local.localConnection();
+    while (Date.now() < deadline) {
+      const ready = await Promise.race([
+        serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(1000, deadline - Date.now()))),
+        exited,
+      ]);
+      if (ready === true) return { pid };
+      if (typeof ready === 'object') throw startFailure(ready, paths.postmasterLog);
+      const exit = await Promise.race([sleep(READY_POLL_MS), exited]);
+      if (exit) throw startFailure(exit, paths.postmasterLog);
+    }
+    throw new Error(`postgres (pid ${pid}) did not accept connections within ${timeoutMs} ms; it keeps running. Log: ${postmasterLogTail(paths.postmasterLog)}`);
+  }
+
+  /** Connects to a fence left by an earlier agent (or an earlier handle). Returns its postmaster's pid, or null when no fence answers. */
+  async adopt(): Promise<{ pid: number } | null> {
+    const tracked = this.fenceLink.postmasterPid;
+    if (this.fenceLink.fence?.connected && tracked) return { pid: tracked };
+    const connection = await this.fenceLink.connect(1000);
+    return connection && this.fenceLink.fence === connection ? { pid: connection.hello.pid } : null;
+  }
+
+  /**
+   * Asks the fence for a `mode` shutdown and resolves on the exit. After `timeoutMs` a smart or fast
+   * stop becomes immediate, and 2 s later the postmaster gets SIGKILL (an immediate stop gets SIGKILL at
+   * `timeoutMs`). Without a fence, a live postmaster named by `postmaster.pid` is signalled directly.
+   * Resolves at once when nothing runs.
+   */
+  async stop(mode: StopMode, timeoutMs: number): Promise<void> {
+    if (!this.fenceLink.fence?.connected) await this.adopt();
+    const fence = this.fenceLink.fence;
+    const pid = this.fenceLink.postmasterPid ?? (await livePostmasterFromPidFile(this.local.dataDir));
+    if (!pid) return;
+    const fencePid = fence?.hello.fencePid ?? null;
+    const unfencedButTracked = !fence && this.fenceLink.postmasterPid === pid;
+    const exitWatch = this.fenceLink.watchExit(pid);
+    let reported = false;
+    void exitWatch.exited.then(() => (reported = true));
+    const ask = (stopMode: StopMode) => {
+      if (fence?.connected) fence.send({ op: 'stop', mode: stopMode });
+      else signalQuietly(pid, STOP_SIGNALS[stopMode]);
+    };
+    const timers: NodeJS.Timeout[] = [];
+    if (mode !== 'immediate') {
+      timers.push(
+        setTimeout(() => {
+          this.options.log?.('warning', `postgres did not stop (${mode}) within ${timeoutMs} ms: immediate shutdown`);
+          ask('immediate');
+        }, timeoutMs),
+      );
+    }
+    timers.push(
+      setTimeout(
+        () => {
+          this.options.log?.('warning', `postgres did not stop within the grace period: SIGKILL to ${pid}`);
+          signalQuietly(pid, 'SIGKILL');
+        },
+        mode === 'immediate' ? timeoutMs : timeoutMs + IMMEDIATE_GRACE_MS,
+      ),
+    );
+    try {
+      ask(mode);
+      // The fence's exit event normally ends this; the liveness check covers a postmaster without a fence.
+      while (!(await Promise.race([exitWatch.exited, sleep(fence ? 250 : 50).then(() => null)])) && isProcessAlive(pid)) {
+        /* wait */
+      }
+    } finally {
+      timers.forEach(clearTimeout);
+      exitWatch.cancel();
+    }
+    this.fenceLink.forgetPostmaster(pid);
+    // Nobody else will report the exit of a postmaster that had lost its fence.
+    if (unfencedButTracked && !reported) this.fenceLink.reportExit({ pid, code: null, signal: null, requested: true, fenced: false });
+    if (fencePid) await waitUntil(() => !isProcessAlive(fencePid), 1000);
+  }
+
+  /** SIGHUP to the postmaster (through the fence when connected). */
+  async reload(): Promise<void> {
+    const fence = this.fenceLink.fence;
+    if (fence?.connected) {
+      fence.send({ op: 'signal', signal: 'SIGHUP' });
+      return;
+    }
+    const pid = await livePostmasterFromPidFile(this.local.dataDir);
+    if (!pid) throw new Error('cannot reload: postgres is not running');
+    process.kill(pid, 'SIGHUP');
+  }
+
+  /**
+   * `pg_ctl promote -W` as the OS user, then waits until `pg_is_in_recovery()` is false. pg_ctl's
+   * own wait polls pg_control ten times a second; asking the server directly ends the write gap of
+   * a switchover up to 100 ms sooner.
+   */
+  async promote(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    await this.commands.run(this.local.binary('pg_ctl'), ['promote', '-D', this.local.dataDir, '-W'], { env: { LC_MESSAGES: 'C' } });
+    const connection = this.local.localConnection();
+    while (Date.now() < deadline) {
+      const inRecovery = await queryInRecovery(connection).catch(() => null);
+      if (inRecovery === false) return;
+      await sleep(PROMOTE_POLL_MS);
+    }
+    throw new Error(`postgres still in recovery ${timeoutMs} ms after pg_ctl promote`);
+  }
+
+  /** SIGKILL to the postmaster and every process below it; resolves once they are all gone. */
+  async killProcessTree(): Promise<void> {
+    const postmaster = this.fenceLink.postmasterPid;
+    if (postmaster === null) return;
+    const victims = [postmaster, ...descendantsOf(postmaster)];
+    for (const pid of victims) signalQuietly(pid, 'SIGKILL');
+    if (!(await waitUntil(() => victims.every((pid) => !isRunningProcess(pid)), KILL_TREE_TIMEOUT_MS))) {
+      const left = victims.filter(isRunningProcess);
+      throw new Error(`processes ${left.join(', ')} of postmaster ${postmaster} still run ${KILL_TREE_TIMEOUT_MS} ms after SIGKILL`);
+    }
+  }
+}
+
+async function queryInRecovery(connection: LocalConnection): Promise<boolean> {
+  const client = new Client({ ...connection, database: connection.database ?? 'postgres', connectionTimeoutMillis: 1000, query_timeout: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ in_recovery: boolean }>('SELECT pg_catalog.pg_is_in_recovery() AS in_recovery');
+    return rows[0].in_recovery;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
