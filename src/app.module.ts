@@ -3,7 +3,7 @@ import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from
 import { ApiModule } from './api/api.module';
 import { CallbackRunner } from './callbacks/callback-runner';
 import { OperationsModule } from './api/operations.module';
-import { Clock, systemClock } from './common/clock';
+import { systemClock, TimerClock } from './common/clock';
 import { createConfiguredLogger, Logger } from './common/logger';
 import { CLOCK, DCS, EVENT_LOG, EVENT_RECORDER, EVENT_STORE, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from './common/tokens';
 import { StatorConfig } from './config/config.types';
@@ -21,7 +21,7 @@ import { RealPostgresProcess } from './postgresql/real-postgres-process';
 import { STATOR_VERSION } from './version';
 
 export interface NodeOptions {
-  clock?: Clock;
+  clock?: TimerClock;
   /** Reads the configuration file again (POST /reload). */
   reloadConfig?: () => StatorConfig;
   /** Default: one made from the `log` section. */

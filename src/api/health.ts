@@ -1,4 +1,4 @@
-import { NodeView } from '../ha/ha-node';
+import { NodeView } from '../ha/node-view';
 import { isUnresponsive, unresponsiveForMs } from '../ha/unresponsive';
 import { MAX_VALUE_TEXT_LENGTH, readLagBytes } from './request-values';
 import { clusterViewIsFresh } from './status-document';

@@ -1,4 +1,4 @@
-import { NodeView } from '../ha/ha-node';
+import { NodeView } from '../ha/node-view';
 import { failoverPriority } from '../ha/cluster-snapshot';
 import { POSTGRES_STATES, postgresStateLegend } from '../postgresql/postgres-states';
 import { synchronousRoleOf } from './cluster-document';

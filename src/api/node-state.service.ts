@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock';
-import { NodeView } from '../ha/ha-node';
+import { NodeView } from '../ha/node-view';
 import { ApiIdentity, buildStatusDocument } from './status-document';
 
 /** What the API reads: the node's in-memory view. Implemented by HaNode. */

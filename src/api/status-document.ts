@@ -1,4 +1,4 @@
-import { NodeView } from '../ha/ha-node';
+import { NodeView } from '../ha/node-view';
 import { isUnresponsive, unresponsiveForMs } from '../ha/unresponsive';
 import { publishedRestart } from '../ha/scheduled-restart';
 import { POSTGRES_STATES } from '../postgresql/postgres-states';

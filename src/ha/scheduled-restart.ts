@@ -1,4 +1,4 @@
-import type { NodeView, ScheduledRestart } from './ha-node';
+import type { NodeView, ScheduledRestart } from './node-view';
 
 /**
  * Whether a scheduled action is due (reference 3.7): more than loop_wait ahead it waits; more than

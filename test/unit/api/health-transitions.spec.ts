@@ -1,5 +1,5 @@
 import { healthStatus } from '../../../src/api/health';
-import { NodeView } from '../../../src/ha/ha-node';
+import { NodeView } from '../../../src/ha/node-view';
 import { leaderView, NOW, replicaView } from './node-view-fixtures';
 
 /** A replica view whose DCS view carries this failover request. */

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { buildMetrics, epochSeconds, paddedVersion } from '../../../src/api/metrics';
 import { ApiIdentity } from '../../../src/api/status-document';
-import { NodeView } from '../../../src/ha/ha-node';
+import { NodeView } from '../../../src/ha/node-view';
 import { leaderView, NOW, postgresDownView, replicaView } from './node-view-fixtures';
 
 const STATOR: ApiIdentity = { scope: 'demo', version: '0.1.0', productKey: 'stator' };

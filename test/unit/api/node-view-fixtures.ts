@@ -1,6 +1,6 @@
 import { DYNAMIC_CONFIG_DEFAULTS } from '../../../src/config/dynamic-config';
 import { ClusterView, Member, MemberData } from '../../../src/dcs/dcs.port';
-import { NodeView } from '../../../src/ha/ha-node';
+import { NodeView } from '../../../src/ha/node-view';
 import { PostgresSample } from '../../../src/postgresql/postgres.port';
 
 /** Fixed node views for the API tests: a 3-node cluster `demo` led by node1, read 1 s before NOW. */

@@ -9,7 +9,7 @@ import { ApiModule } from '../../../src/api/api.module';
 import { createHttpApp } from '../../../src/api/http-server';
 import { buildMetrics } from '../../../src/api/metrics';
 import { ApiIdentity } from '../../../src/api/status-document';
-import { NodeView } from '../../../src/ha/ha-node';
+import { NodeView } from '../../../src/ha/node-view';
 import { leaderView, NOW, replicaView } from './node-view-fixtures';
 
 const ORACLE = '/work/shared/oracle/patroni-3.0.2';

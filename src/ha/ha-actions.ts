@@ -1,0 +1,135 @@
+import { sleep } from '../common/clock';
+import { DynamicConfig } from '../dcs/dcs.port';
+import { HaSnapshot } from './cluster-snapshot';
+import { HaAction } from './decide';
+import { slotNameOf } from './leader-duties';
+import { NodeContext } from './node-context';
+import { cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
+
+/**
+ * How long a leader asked to switch over keeps serving before it demotes, while the candidate
+ * already answers 503 on /replica: longer than the read pool's check interval of the shipped
+ * HAProxy configuration (500 ms), so the load balancer takes the candidate out of the read pool
+ * before it can become primary. Writes continue on the old primary meanwhile, so the write gap
+ * does not grow; the switchover takes this much longer.
+ */
+export const LOAD_BALANCER_DRAIN_MS = 750;
+
+/** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
+const KILL_EXIT_WAIT_MS = 5_000;
+
+/** Runs a multi-step procedure in the background; the loop reports it as in progress. */
+export type TaskRunner = (name: string, work: () => Promise<void>) => void;
+
+/** Carries out one action decide() returned: a machine event, a DCS write, or a background task. */
+export async function executeAction(node: NodeContext, action: HaAction, snapshot: HaSnapshot, runTask: TaskRunner): Promise<void> {
+  const { dcs, config, pg, query, logger } = node.deps;
+  switch (action.type) {
+    case 'initdb':
+      node.bootstrapping = true;
+      node.sendRole({ type: 'BOOTSTRAP_STARTED' });
+      node.events.recordCluster('cluster.bootstrap_started', 'won the initialize race');
+      if (config.bootstrap.method !== 'initdb') {
+        const command = config.bootstrap.methods[config.bootstrap.method]?.command;
+        node.postgres.send({ type: 'CUSTOM_BOOTSTRAP', command, start: node.startRequest(node.settings('primary', null)) });
+      } else {
+        node.postgres.send({ type: 'INITDB' });
+      }
+      return;
+    case 'clone':
+      return runTask('clone', async () => {
+        await cloneFrom(node, action.source);
+      });
+    case 'startPrimary':
+      node.upstream = null;
+      node.postgres.send({ type: 'START', start: node.startRequest(node.settings('primary', null)) });
+      return;
+    case 'startReplica':
+      return runTask('start', () => startAsReplica(node, action.upstream));
+    case 'rejoin':
+      return runTask('rejoin', () => rejoin(node, action.upstream, action.useRewind));
+    case 'promote':
+      return runTask('promote', () => promote(node));
+    case 'follow':
+      node.setUpstream(action.upstream.name);
+      node.postgres.send({ type: 'RECONFIGURE', settings: node.settings('replica', action.upstream) });
+      if (node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
+      return;
+    case 'demote':
+      return runTask('demote', async () => {
+        node.sendRole({ type: 'DEMOTED' });
+        node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: 60_000 });
+        await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
+        if (!action.restart) return;
+        if (action.upstream) await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
+        else await startAsReplica(node, null);
+      });
+    case 'rewindReplica':
+      return runTask('rejoin', async () => {
+        if (!(await pg.upstreamReachable(action.upstream))) {
+          logger.warning(`not rewinding: ${action.upstream.name} does not accept connections`);
+          return;
+        }
+        await stopServer(node, 'fast');
+        await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
+      });
+    case 'releaseLock':
+      await node.lock.release(snapshot.dcsError ?? 'voluntary release');
+      return;
+    case 'finishBootstrap':
+      return runTask('post_bootstrap', async () => {
+        await pg.postBootstrap();
+        const sysid = node.sampler.sample?.systemIdentifier ?? (await pg.inspectDataDir()).systemIdentifier ?? '';
+        await dcs.initialize(sysid, false);
+        if (!snapshot.cluster?.config) await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent');
+        await node.lock.force('initialized a new cluster');
+        node.events.recordCluster('cluster.initialized', 'initialized a new cluster', { system_identifier: sysid });
+        node.bootstrapping = false;
+      });
+    case 'abandonBootstrap':
+      return runTask('abandon_bootstrap', async () => {
+        await dcs.cancelInitialization();
+        node.bootstrapping = false;
+        await removeData(node);
+        // Retrying at once would fail the same way; the reference exits and lets the supervisor decide.
+        node.deps.onFatal?.(`failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`);
+      });
+    case 'writeInitialize': {
+      const sysid = node.dataDir?.systemIdentifier ?? node.sampler.sample?.systemIdentifier;
+      if (sysid) await dcs.initialize(sysid, true).catch(() => false);
+      return;
+    }
+    case 'clearFailover': {
+      const cleared = await dcs.setFailover({}).catch(() => false);
+      const request = snapshot.cluster?.failover?.value;
+      if (cleared && action.fate && request?.scheduled_at) node.events.recordCluster(`switchover.${action.fate}`, node.events.verdict, { ...request });
+      return;
+    }
+    case 'leaderDuties':
+      await node.leaderDuties.perform(snapshot.cluster, node.sampler.sample, node.dynamic.use_slots);
+      return;
+    case 'serveDownstreams':
+      await query.syncPhysicalSlots(action.members.map(slotNameOf));
+      return;
+    case 'demoteGraceful': {
+      const request = snapshot.cluster?.failover?.value;
+      if (request?.scheduled_at) node.events.recordCluster('switchover.executed', node.events.verdict, { ...request });
+      return runTask('switchover', async () => {
+        await sleep(node.deps.clock, LOAD_BALANCER_DRAIN_MS);
+        node.sendRole({ type: 'DEMOTED' });
+        // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
+        await query.checkpoint().catch(() => undefined);
+        await stopServer(node, 'fast');
+        await node.lock.release('switchover: demoting myself');
+      });
+    }
+    case 'wakeAt':
+      node.scheduler.wakeAt(action.at);
+      return;
+    case 'killPostgres':
+      // Only once every process is gone may the lock go: a server that wakes up must find nobody to write for it.
+      await pg.killProcessTree();
+      await node.waitForPostgres((state) => state !== 'running', KILL_EXIT_WAIT_MS);
+      return;
+  }
+}

@@ -1,0 +1,51 @@
+import { StatorConfig } from '../config/config.types';
+import { MemberData } from '../dcs/dcs.port';
+import { PostgresStateName, POSTGRES_STATES } from '../postgresql/postgres-states';
+import { PostgresSample } from '../postgresql/postgres.port';
+import { RoleName } from './role.machine';
+import { ScheduledRestart } from './node-view';
+import { publishedRestart } from './scheduled-restart';
+
+export interface MemberFacts {
+  config: StatorConfig;
+  version: string;
+  pgState: PostgresStateName;
+  role: RoleName;
+  sample: PostgresSample | null;
+  tags: Record<string, unknown>;
+  /** Between a promotion and its first checkpoint pg_control still names the old timeline. */
+  checkpointAfterPromotePending: boolean;
+  scheduledRestart: ScheduledRestart | null;
+  paused: boolean;
+}
+
+/** The member key's value, as the reference writes it. */
+export function memberData(facts: MemberFacts): MemberData {
+  const { config, sample, pgState } = facts;
+  const apiPath = config.compat === 'patroni' ? 'patroni' : 'stator';
+  const data: MemberData = {
+    conn_url: `postgres://${config.postgresql.connect_address}/postgres`,
+    api_url: `${config.restapi.certfile ? 'https' : 'http'}://${config.restapi.connect_address}/${apiPath}`,
+    state: POSTGRES_STATES[pgState].text,
+    role: facts.role,
+    version: facts.version,
+  };
+  if (Object.keys(facts.tags).length > 0) data.tags = facts.tags;
+  if (sample && pgState === 'running') {
+    if (Object.keys(sample.pendingRestart).length > 0) {
+      data.pending_restart = true;
+      data.pending_restart_reason = sample.pendingRestart;
+    }
+    data.xlog_location = sample.walPosition;
+    if (sample.inRecovery) {
+      if (sample.replayedLsn !== null) data.replay_lsn = sample.replayedLsn;
+      if (sample.receivedLsn !== null) data.receive_lsn = sample.receivedLsn;
+      if (sample.replicationState) data.replication_state = sample.replicationState;
+    }
+    data.timeline = sample.timeline;
+  }
+  if (facts.checkpointAfterPromotePending) data.checkpoint_after_promote = false;
+  if (facts.scheduledRestart) data.scheduled_restart = publishedRestart(facts.scheduledRestart);
+  if (facts.paused) data.pause = true;
+  return data;
+}

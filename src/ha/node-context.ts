@@ -1,0 +1,223 @@
+import { Actor, createActor, StateValue, waitFor } from 'xstate';
+import { TimerClock } from '../common/clock';
+import { errorText } from '../common/error-text';
+import { Logger } from '../common/logger';
+import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
+import { effectiveDynamicConfig } from '../config/dynamic-config';
+import { ClusterView, Dcs } from '../dcs/dcs.port';
+import { EventLog } from '../events/event-log';
+import { EventSink, topLevelState, transitionRecorder } from '../events/transition-recorder';
+import { LONG_ACTION_STATES, PostgresStateName } from '../postgresql/postgres-states';
+import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
+import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
+import { upstreamOf } from './cluster-snapshot';
+import { LeaderDuties, slotNameOf } from './leader-duties';
+import { LeaderLock } from './leader-lock';
+import { leadershipMachine } from './leadership.machine';
+import { memberData } from './member-data';
+import { NodeEvents } from './node-events';
+import { createPeerProbe, PeerProbe } from './peer-probe';
+import { RestartScheduler } from './restart-scheduler';
+import { RoleEvent, roleMachine, RoleName } from './role.machine';
+import { Sampler } from './sampler';
+import { effectiveTags } from './tags';
+
+export interface HaNodeDeps {
+  config: StatorConfig;
+  dcs: Dcs;
+  pg: PostgresProcess;
+  query: PostgresQuery;
+  events: EventSink;
+  clock: TimerClock;
+  logger: Logger;
+  version: string;
+  probePeer?: PeerProbe;
+  /** The cluster's event log: a scheduled restart survives an agent restart through it. */
+  eventLog?: EventLog;
+  /** Reads the configuration file again (POST /reload, SIGHUP); throws when it is invalid. */
+  reloadConfig?: () => StatorConfig;
+  /** Called when the node cannot go on (a failed bootstrap): the process should exit, as the reference does. */
+  onFatal?: (reason: string) => void;
+}
+
+/**
+ * One node's actors and what they share: the postgres, role and leadership machines, the sampler,
+ * the scheduler, the lock, and the few facts the HA cycle keeps between cycles. The HA cycle
+ * (`HaNode`) and the procedures it runs (`postgres-procedures.ts`) both work on it.
+ */
+export class NodeContext {
+  readonly name: string;
+  readonly postgres: Actor<typeof postgresMachine>;
+  readonly role: Actor<typeof roleMachine>;
+  readonly leadership: Actor<typeof leadershipMachine>;
+  readonly events: NodeEvents;
+  readonly sampler: Sampler;
+  readonly lock: LeaderLock;
+  readonly scheduler: RestartScheduler;
+  readonly leaderDuties: LeaderDuties;
+  /** How this node reads its peers' status (the leader race, switchover feasibility). */
+  readonly probePeer: PeerProbe;
+
+  /** The local configuration; replaced by POST /reload. */
+  config: StatorConfig;
+  tags: Record<string, unknown>;
+  dynamic: EffectiveDynamicConfig;
+  cluster: ClusterView | null = null;
+  dcsLastSeen = 0;
+  dataDir: DataDirInfo | null = null;
+  /** The member this replica streams from, null on a primary. */
+  upstream: string | null = null;
+  bootstrapping = false;
+  /** Between a promotion and its first checkpoint pg_control still names the old timeline. */
+  checkpointAfterPromotePending = false;
+  /** The multi-step task running in the background (`clone`, `switchover`...), null when none. */
+  busy: string | null = null;
+  /** The parameters PostgreSQL was last configured with, to notice changes. */
+  private appliedParameters = '';
+
+  constructor(readonly deps: HaNodeDeps, wake: () => void, restartNow: (timeoutSeconds?: number) => Promise<unknown>) {
+    const { config, clock, events, logger } = deps;
+    this.name = config.name;
+    this.config = config;
+    this.tags = effectiveTags(config.tags);
+    this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
+    this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi);
+    this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
+      inspect: transitionRecorder('postgres', this.name, events, clock),
+    });
+    this.role = createActor(roleMachine, { inspect: transitionRecorder('role', this.name, events, clock) });
+    this.leadership = createActor(leadershipMachine, { inspect: transitionRecorder('leadership', this.name, events, clock) });
+    this.events = new NodeEvents(this.name, events, clock, () => this.sampler.sample?.timeline ?? null);
+    this.sampler = new Sampler(deps.query, clock, logger, () => this.pgState() === 'running', () => this.reconcileRoleWithServer());
+    this.lock = new LeaderLock({
+      dcs: deps.dcs,
+      pg: deps.pg,
+      leadership: this.leadership,
+      events: this.events,
+      logger,
+      ttlSeconds: () => this.dynamic.ttl,
+      serverIsPrimary: () => this.sampler.sample?.inRecovery === false,
+    });
+    this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
+    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events);
+  }
+
+  pgState(): PostgresStateName {
+    return topLevelState(this.postgres.getSnapshot().value) as PostgresStateName;
+  }
+
+  roleName(): RoleName {
+    return this.role.getSnapshot().value as RoleName;
+  }
+
+  sendRole(event: RoleEvent): void {
+    this.role.send(event);
+  }
+
+  isPostmasterUp(): boolean {
+    return ['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping'].includes(this.pgState());
+  }
+
+  /** The long action in progress, if any: a task of the loop or an action of the postgres machine. */
+  activity(): string | null {
+    const value = this.postgres.getSnapshot().value;
+    const state = topLevelState(value);
+    return this.busy ?? activeSubstate(value) ?? (LONG_ACTION_STATES.includes(state as PostgresStateName) ? state : null);
+  }
+
+  async waitForPostgres(done: (state: PostgresStateName, value: StateValue) => boolean, timeoutMs = 30 * 60_000): Promise<void> {
+    await waitFor(this.postgres, (s) => done(topLevelState(s.value) as PostgresStateName, s.value), { timeout: timeoutMs });
+  }
+
+  /** Until the postgres machine rests in `stopped` with no action (rewind, removal) running. */
+  async waitForIdleStop(): Promise<void> {
+    await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value) === null);
+  }
+
+  /** A new upstream gets a fresh chance to stream before the node counts as stuck. */
+  setUpstream(name: string | null): void {
+    if (name !== this.upstream) this.sampler.restartStreamingWatch();
+    this.upstream = name;
+  }
+
+  settings(role: 'primary' | 'replica', upstream: UpstreamNode | null): PostgresSettings {
+    const parameters = this.parameters();
+    this.appliedParameters = JSON.stringify(parameters);
+    return {
+      role,
+      upstream,
+      slotName: role === 'replica' && upstream && this.dynamic.use_slots ? slotNameOf(this.name) : null,
+      parameters,
+    };
+  }
+
+  /** The settings PostgreSQL runs with now: its current role and upstream, the current parameters. */
+  currentSettings(): PostgresSettings {
+    const sample = this.sampler.sample;
+    if (sample && !sample.inRecovery) return this.settings('primary', null);
+    const upstream = upstreamOf(this.cluster?.members.find((m) => m.name === this.upstream));
+    return this.settings('replica', upstream);
+  }
+
+  /** Whether the `/config` or local parameters changed since PostgreSQL was last configured. */
+  parametersChanged(): boolean {
+    return JSON.stringify(this.parameters()) !== this.appliedParameters;
+  }
+
+  startRequest(settings: PostgresSettings): StartRequest {
+    return { settings, timeoutMs: this.startTimeoutMs(), at: this.deps.clock.now() };
+  }
+
+  startTimeoutMs(): number {
+    return Math.max(this.dynamic.primary_start_timeout, 60) * 1000;
+  }
+
+  memberData() {
+    return memberData({
+      config: this.config,
+      version: this.deps.version,
+      pgState: this.pgState(),
+      role: this.roleName(),
+      sample: this.sampler.sample,
+      tags: this.tags,
+      checkpointAfterPromotePending: this.checkpointAfterPromotePending,
+      scheduledRestart: this.scheduler.current,
+      paused: this.dynamic.pause,
+    });
+  }
+
+  /** POST /reload: the file is read again; a bad file is reported and the running configuration kept. */
+  reloadLocalConfig(): void {
+    if (!this.deps.reloadConfig) return;
+    try {
+      this.config = this.deps.reloadConfig();
+      this.tags = effectiveTags(this.config.tags);
+      this.deps.logger.info('configuration reloaded');
+    } catch (error) {
+      this.deps.logger.error(`reload failed, keeping the running configuration: ${errorText(error)}`);
+    }
+  }
+
+  /** Server parameters: `/config` ones, overridden by the local file's (as Patroni merges them). */
+  private parameters(): Record<string, string | number | boolean> {
+    return { ...this.dynamic.parameters, ...this.config.postgresql.parameters };
+  }
+
+  /** The lock holder whose server is already primary is primary (reference 3.13). */
+  private reconcileRoleWithServer(): void {
+    const role = this.roleName();
+    const sample = this.sampler.sample;
+    // During a task (a demotion above all) a sample taken just before the stop would undo its role change.
+    if (this.busy !== null || this.pgState() !== 'running') return;
+    if (sample && !sample.inRecovery && this.lock.held && (role === 'replica' || role === 'demoted')) {
+      this.sendRole({ type: 'PRIMARY_CONFIRMED' });
+    }
+  }
+}
+
+/** `rewinding` for `{stopped: 'rewinding'}`: a machine-level action running inside a stable state. */
+export function activeSubstate(value: StateValue): string | null {
+  if (typeof value === 'string') return null;
+  const child = Object.values(value)[0];
+  return typeof child === 'string' && child !== 'idle' ? child : null;
+}

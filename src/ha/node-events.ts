@@ -1,0 +1,62 @@
+import { Clock } from '../common/clock';
+import { EventSink } from '../events/transition-recorder';
+
+/**
+ * What a node records besides its machines' transitions: one verdict per change of the HA
+ * cycle's sentence, and cluster facts (leader acquired, switchover executed, timeline created...).
+ */
+export class NodeEvents {
+  private lastVerdict = '';
+
+  constructor(
+    private readonly node: string,
+    private readonly sink: EventSink,
+    private readonly clock: Clock,
+    /** The server's timeline now, stamped on every cluster fact. */
+    private readonly timeline: () => number | null,
+  ) {}
+
+  get verdict(): string {
+    return this.lastVerdict;
+  }
+
+  /** Records the cycle's verdict when it differs from the last one. */
+  recordVerdict(verdict: string): void {
+    if (verdict === this.lastVerdict) return;
+    this.lastVerdict = verdict;
+    this.sink.record({
+      stream: `node/${this.node}/ha`,
+      type: 'ha.verdict',
+      at: isoWithOffset(this.clock.now()),
+      node: this.node,
+      from: null,
+      to: null,
+      cause: 'ha.cycle',
+      data: { verdict },
+    });
+  }
+
+  /** Appends a cluster fact (switchover requested, config changed...) to the event log. */
+  recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
+    this.sink.record({
+      stream: 'cluster',
+      type,
+      at: isoWithOffset(this.clock.now()),
+      node: this.node,
+      from: null,
+      to: null,
+      cause,
+      data: { ...data, timeline: data.timeline ?? this.timeline() },
+    });
+  }
+}
+
+/** ISO 8601 with the local offset, as the reference writes history timestamps. */
+export function isoWithOffset(epochMs: number): string {
+  const date = new Date(epochMs);
+  const offsetMinutes = -date.getTimezoneOffset();
+  const local = new Date(epochMs + offsetMinutes * 60_000).toISOString().replace('Z', '');
+  const sign = offsetMinutes >= 0 ? '+' : '-';
+  const abs = Math.abs(offsetMinutes);
+  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}

@@ -1,0 +1,129 @@
+import { waitFor } from 'xstate';
+import { errorText } from '../common/error-text';
+import { UpstreamNode } from '../postgresql/postgres.port';
+import { activeSubstate, NodeContext } from './node-context';
+
+/**
+ * The multi-step PostgreSQL procedures of a node: each is a sequence of postgres-machine events
+ * and role transitions, waiting for the machine between steps. They run as the HA cycle's
+ * background tasks; none changes state except through a machine.
+ */
+
+/** Clones the data directory from `source`; false (logged) when the clone failed. */
+export async function cloneFrom(node: NodeContext, source: UpstreamNode): Promise<boolean> {
+  node.postgres.send({ type: 'CLONE', source });
+  await node.waitForPostgres((state) => state !== 'creating_replica');
+  const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
+  if (lastOutcome !== 'cloned') {
+    node.deps.logger.error(`clone from ${source.name} failed: ${lastError}`);
+    return false;
+  }
+  node.dataDir = await node.deps.pg.inspectDataDir();
+  node.sendRole({ type: 'CLONE_COMPLETED' });
+  return true;
+}
+
+export async function startAsReplica(node: NodeContext, upstream: UpstreamNode | null): Promise<void> {
+  const role = node.roleName();
+  if (role === 'primary' || role === 'promoted') node.sendRole({ type: 'DEMOTED' });
+  node.setUpstream(upstream?.name ?? null);
+  node.postgres.send({ type: 'START', start: node.startRequest(node.settings('replica', upstream)) });
+  await node.waitForPostgres((state) => state !== 'starting');
+  if (node.pgState() === 'running' && node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
+}
+
+/** Stops a running server and waits until it is down. */
+export async function stopServer(node: NodeContext, mode: 'fast' | 'immediate'): Promise<void> {
+  node.postgres.send({ type: 'STOP', mode, timeoutMs: 60_000 });
+  await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
+}
+
+/**
+ * A former primary joins the leader: pg_rewind, or a fresh clone when rewind is off or fails.
+ * Nothing is removed while the leader does not answer: a dead leader is no reason to lose data.
+ */
+export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewind: boolean): Promise<void> {
+  const { pg, logger } = node.deps;
+  if (!(await pg.upstreamReachable(upstream))) {
+    logger.warning(`not rejoining ${upstream.name} now: it does not accept connections`);
+    return;
+  }
+  let rewound = false;
+  if (useRewind) {
+    const info = await pg.inspectDataDir();
+    const cleanShutdown = info.clusterState === 'shut down' || info.clusterState === 'shut down in recovery';
+    node.postgres.send({ type: 'REWIND', source: upstream, crashRecovery: !cleanShutdown });
+    await node.waitForIdleStop();
+    const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
+    rewound = lastOutcome === 'rewound' || lastOutcome === 'not_needed';
+    if (!rewound && !(await pg.upstreamReachable(upstream))) {
+      logger.warning(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
+      return;
+    }
+    if (!rewound) logger.warning(`pg_rewind from ${upstream.name} failed, reinitializing: ${lastError}`);
+  }
+  if (!rewound) {
+    await removeData(node);
+    if (!(await cloneFrom(node, upstream))) return;
+  }
+  await startAsReplica(node, upstream);
+}
+
+/** Removes the data directory (the server is down) and says so to the role machine. */
+export async function removeData(node: NodeContext): Promise<void> {
+  node.postgres.send({ type: 'REMOVE_DATA' });
+  await node.waitForIdleStop();
+  node.sendRole({ type: 'DATA_REMOVED' });
+}
+
+/** Throws the data directory away and clones it again from `source` (POST /reinitialize). */
+export async function reinitialize(node: NodeContext, source: UpstreamNode): Promise<void> {
+  if (!(await node.deps.pg.upstreamReachable(source))) {
+    node.deps.logger.warning(`not reinitializing: ${source.name} does not accept connections`);
+    return;
+  }
+  if (node.isPostmasterUp()) {
+    node.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: 60_000 });
+    await node.waitForPostgres((state) => !['running', 'stopping', 'starting'].includes(state));
+  }
+  await removeData(node);
+  if (await cloneFrom(node, source)) await startAsReplica(node, source);
+}
+
+export async function promote(node: NodeContext): Promise<void> {
+  const { dcs, logger, query } = node.deps;
+  // Slots for the other members exist before they reconnect to us, or they retry only after
+  // wal_retrieve_retry_interval (5 s). Physical slots can be created on a standby.
+  if (node.dynamic.use_slots && node.cluster) {
+    await node.leaderDuties.syncMemberSlots(node.cluster).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`));
+  }
+  // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
+  // on a former primary reads it: from now until that checkpoint the member key says so.
+  node.checkpointAfterPromotePending = true;
+  await dcs.touchMember(node.memberData()).catch(() => undefined);
+  node.sendRole({ type: 'PROMOTE_STARTED' });
+  node.postgres.send({ type: 'PROMOTE', timeoutMs: node.dynamic.loop_wait * 1000 + 60_000 });
+  await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
+  const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
+  if (lastOutcome !== 'promoted') {
+    logger.error(`promote failed: ${lastError}`);
+    node.sendRole({ type: 'PROMOTE_FAILED' });
+    node.checkpointAfterPromotePending = false;
+    return;
+  }
+  node.upstream = null;
+  await node.sampler.take();
+  node.sendRole({ type: 'PROMOTE_COMPLETED' });
+  node.events.recordCluster('leader.promoted', 'promoted self to leader', { timeline: node.sampler.sample?.timeline ?? null });
+  await query.checkpoint().catch((e) => logger.warning(`checkpoint after promote failed: ${errorText(e)}`));
+  node.checkpointAfterPromotePending = false;
+}
+
+/** Restarts PostgreSQL now (POST /restart): fast stop, same settings, start. */
+export async function restart(node: NodeContext, timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
+  const start = node.startRequest(node.currentSettings());
+  if (timeoutSeconds) start.timeoutMs = timeoutSeconds * 1000;
+  node.postgres.send({ type: 'RESTART', start, mode: 'fast' });
+  await node.waitForPostgres((state) => state !== 'restarting');
+  return node.pgState() === 'running' ? 'restarted' : 'failed';
+}
