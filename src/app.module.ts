@@ -1,23 +1,24 @@
 import { EventEmitter } from 'node:events';
 import { DynamicModule, Inject, Injectable, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ApiModule } from './api/api.module';
-import { CallbackRunner } from './callbacks/callback-runner';
 import { OperationsModule } from './api/operations.module';
+import { CallbackRunner } from './callbacks/callback-runner';
+import { CallbacksModule } from './callbacks/callbacks.module';
 import { systemClock, TimerClock } from './common/clock';
 import { createConfiguredLogger, Logger } from './common/logger';
-import { CLOCK, DCS, EVENT_LOG, EVENT_RECORDER, EVENT_STORE, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from './common/tokens';
+import { DCS, EVENT_LOG, EVENT_RECORDER, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY } from './common/tokens';
+import { ConfigModule } from './config/config.module';
 import { StatorConfig } from './config/config.types';
+import { DcsModule } from './dcs/dcs.module';
 import { Dcs } from './dcs/dcs.port';
-import { EtcdDcs } from './dcs/etcd-dcs';
-import { EtcdEventStore } from './events/etcd-event-store';
 import { EventLog } from './events/event-log';
 import { EventRecorder } from './events/event-recorder';
 import { EventRetention } from './events/event-retention';
-import { EventStore } from './events/event-store.port';
+import { EventsModule } from './events/events.module';
+import { HaModule } from './ha/ha.module';
 import { HaNode } from './ha/ha-node';
-import { PgQuery } from './postgresql/pg-query';
+import { PostgresqlModule } from './postgresql/postgresql.module';
 import { PostgresProcess, PostgresQuery } from './postgresql/postgres.port';
-import { RealPostgresProcess } from './postgresql/real-postgres-process';
 import { STATOR_VERSION } from './version';
 
 export interface NodeOptions {
@@ -32,77 +33,27 @@ export interface NodeOptions {
 export const fatal = new EventEmitter<{ fatal: [string] }>();
 
 /**
- * The node, composed from Nest modules: one per concern, each providing a port over its real
- * adapter. The HA module wraps the XState actors in `HaNode`; the API module reads its view.
+ * The node, composed from Nest modules, one per concern (config, dcs, events, postgresql, ha,
+ * callbacks), each providing a port over its real adapter. The HA module wraps the XState actors
+ * in `HaNode`; the API module reads its view.
  */
 @Module({})
 export class NodeModule {
   static forConfig(config: StatorConfig, { clock = systemClock, reloadConfig, logger: given }: NodeOptions = {}): DynamicModule {
     const logger = given ?? createConfiguredLogger(config.log, `${config.compat === 'patroni' ? 'patroni' : 'stator'}.log`);
-    const retryTimeoutMs = () => (config.bootstrap.dcs.retry_timeout ?? 10) * 1000;
     return {
       module: NodeModule,
       global: true,
-      providers: [
-        { provide: STATOR_CONFIG, useValue: config },
-        { provide: CLOCK, useValue: clock },
-        { provide: LOGGER, useValue: logger },
-        {
-          provide: DCS,
-          useFactory: (): Dcs =>
-            new EtcdDcs({
-              ...config.etcd3,
-              namespace: config.namespace,
-              scope: config.scope,
-              name: config.name,
-              ttlSeconds: config.bootstrap.dcs.ttl ?? 30,
-              retryTimeoutMs: retryTimeoutMs(),
-              clock,
-            }),
-        },
-        {
-          provide: EVENT_STORE,
-          useFactory: (): EventStore => new EtcdEventStore({ ...config.etcd3, scope: config.scope, requestTimeoutMs: retryTimeoutMs() }),
-        },
-        {
-          provide: EVENT_RECORDER,
-          inject: [EVENT_STORE],
-          useFactory: (store: EventStore) =>
-            new EventRecorder({ store, queueDir: config.state_dir, node: config.name, clock, logger: { warn: logger.warning, log: logger.info } }),
-        },
-        {
-          provide: POSTGRES_PROCESS,
-          useFactory: (): PostgresProcess =>
-            new RealPostgresProcess({
-              name: config.name,
-              config: config.postgresql,
-              stateDir: config.state_dir,
-              initdbOptions: config.bootstrap.initdb,
-              log: (lvl, message) => (lvl === 'warning' ? logger.warning(message) : logger.info(message)),
-            }),
-        },
-        { provide: POSTGRES_QUERY, useFactory: (): PostgresQuery => PgQuery.fromConfig(config.postgresql) },
-        { provide: EVENT_LOG, inject: [EVENT_STORE], useFactory: (store: EventStore) => new EventLog(store) },
-        {
-          provide: EventRetention,
-          inject: [EVENT_STORE],
-          useFactory: (store: EventStore) => new EventRetention({ store, clock, logger: { warn: logger.warning, log: logger.info } }),
-        },
-        {
-          provide: HaNode,
-          inject: [DCS, POSTGRES_PROCESS, POSTGRES_QUERY, EVENT_RECORDER, EVENT_LOG],
-          useFactory: (dcs: Dcs, pg: PostgresProcess, query: PostgresQuery, events: EventRecorder, eventLog: EventLog) =>
-            new HaNode({ config, dcs, pg, query, events, eventLog, clock, logger, version: STATOR_VERSION, reloadConfig, onFatal: (reason) => fatal.emit('fatal', reason) }),
-        },
-        {
-          provide: CallbackRunner,
-          inject: [EVENT_RECORDER],
-          useFactory: (events: EventRecorder) =>
-            new CallbackRunner({ commands: config.postgresql.callbacks ?? {}, scope: config.scope, node: config.name, events, clock, log: logger }),
-        },
-        NodeLifecycle,
+      imports: [
+        ConfigModule.forRoot(config, clock, logger),
+        DcsModule,
+        EventsModule,
+        PostgresqlModule,
+        HaModule.forRoot({ reloadConfig, onFatal: (reason) => fatal.emit('fatal', reason) }),
+        CallbacksModule,
       ],
-      exports: [HaNode, DCS, EVENT_LOG, STATOR_CONFIG, CLOCK, LOGGER],
+      providers: [NodeLifecycle],
+      exports: [HaModule, DcsModule, EventsModule],
     };
   }
 }

@@ -1,0 +1,29 @@
+import { Module } from '@nestjs/common';
+import { TimerClock } from '../common/clock';
+import { CLOCK, DCS, STATOR_CONFIG } from '../common/tokens';
+import { retryTimeoutMs } from '../config/config.module';
+import { StatorConfig } from '../config/config.types';
+import { Dcs } from './dcs.port';
+import { EtcdDcs } from './etcd-dcs';
+
+/** The DCS port over etcd v3. */
+@Module({
+  providers: [
+    {
+      provide: DCS,
+      inject: [STATOR_CONFIG, CLOCK],
+      useFactory: (config: StatorConfig, clock: TimerClock): Dcs =>
+        new EtcdDcs({
+          ...config.etcd3,
+          namespace: config.namespace,
+          scope: config.scope,
+          name: config.name,
+          ttlSeconds: config.bootstrap.dcs.ttl ?? 30,
+          retryTimeoutMs: retryTimeoutMs(config),
+          clock,
+        }),
+    },
+  ],
+  exports: [DCS],
+})
+export class DcsModule {}

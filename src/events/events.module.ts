@@ -1,0 +1,36 @@
+import { Module } from '@nestjs/common';
+import { TimerClock } from '../common/clock';
+import { Logger } from '../common/logger';
+import { CLOCK, EVENT_LOG, EVENT_RECORDER, EVENT_STORE, LOGGER, STATOR_CONFIG } from '../common/tokens';
+import { retryTimeoutMs } from '../config/config.module';
+import { StatorConfig } from '../config/config.types';
+import { EtcdEventStore } from './etcd-event-store';
+import { EventLog } from './event-log';
+import { EventRecorder } from './event-recorder';
+import { EventRetention } from './event-retention';
+import { EventStore } from './event-store.port';
+
+/** The event store (in etcd), the recorder every transition goes through, the log read back from it and its retention. */
+@Module({
+  providers: [
+    {
+      provide: EVENT_STORE,
+      inject: [STATOR_CONFIG],
+      useFactory: (config: StatorConfig): EventStore => new EtcdEventStore({ ...config.etcd3, scope: config.scope, requestTimeoutMs: retryTimeoutMs(config) }),
+    },
+    {
+      provide: EVENT_RECORDER,
+      inject: [EVENT_STORE, STATOR_CONFIG, CLOCK, LOGGER],
+      useFactory: (store: EventStore, config: StatorConfig, clock: TimerClock, logger: Logger) =>
+        new EventRecorder({ store, queueDir: config.state_dir, node: config.name, clock, logger: { warn: logger.warning, log: logger.info } }),
+    },
+    { provide: EVENT_LOG, inject: [EVENT_STORE], useFactory: (store: EventStore) => new EventLog(store) },
+    {
+      provide: EventRetention,
+      inject: [EVENT_STORE, CLOCK, LOGGER],
+      useFactory: (store: EventStore, clock: TimerClock, logger: Logger) => new EventRetention({ store, clock, logger: { warn: logger.warning, log: logger.info } }),
+    },
+  ],
+  exports: [EVENT_STORE, EVENT_RECORDER, EVENT_LOG, EventRetention],
+})
+export class EventsModule {}

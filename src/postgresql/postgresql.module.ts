@@ -1,0 +1,28 @@
+import { Module } from '@nestjs/common';
+import { Logger } from '../common/logger';
+import { LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from '../common/tokens';
+import { StatorConfig } from '../config/config.types';
+import { PgQuery } from './pg-query';
+import { PostgresProcess, PostgresQuery } from './postgres.port';
+import { RealPostgresProcess } from './real-postgres-process';
+
+/** The PostgreSQL ports: the server's processes and files, and SQL on it. */
+@Module({
+  providers: [
+    {
+      provide: POSTGRES_PROCESS,
+      inject: [STATOR_CONFIG, LOGGER],
+      useFactory: (config: StatorConfig, logger: Logger): PostgresProcess =>
+        new RealPostgresProcess({
+          name: config.name,
+          config: config.postgresql,
+          stateDir: config.state_dir,
+          initdbOptions: config.bootstrap.initdb,
+          log: (level, message) => (level === 'warning' ? logger.warning(message) : logger.info(message)),
+        }),
+    },
+    { provide: POSTGRES_QUERY, inject: [STATOR_CONFIG], useFactory: (config: StatorConfig): PostgresQuery => PgQuery.fromConfig(config.postgresql) },
+  ],
+  exports: [POSTGRES_PROCESS, POSTGRES_QUERY],
+})
+export class PostgresqlModule {}
