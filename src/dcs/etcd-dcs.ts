@@ -1,4 +1,4 @@
-import { EMPTY, Observable, share, Subject, takeUntil } from 'rxjs';
+import { defer, EMPTY, Observable, share, startWith, Subject, takeUntil } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Clock } from '../common/clock';
 import { ClusterKeys, clusterPrefix, parseClusterView } from './cluster-view';
@@ -77,6 +77,8 @@ export class EtcdDcs implements Dcs {
   private closed = false;
   private readonly closing = new Subject<void>();
   private readonly sharedChanges: Observable<DcsChange>;
+  /** Whether the shared watch is live: a subscriber joining it then gets a resync of its own. */
+  private watchLive = false;
 
   constructor(private readonly options: EtcdDcsOptions) {
     this.client = new EtcdClient(options);
@@ -86,8 +88,14 @@ export class EtcdDcs implements Dcs {
     this.ttlSeconds = options.ttlSeconds;
     this.sharedChanges = new Observable<DcsChange>((subscriber) => {
       const unsubscribed = new AbortController();
-      void this.followChanges((change) => subscriber.next(change), unsubscribed.signal);
-      return () => unsubscribed.abort();
+      void this.followChanges((change) => {
+        if (change.key === null) this.watchLive = true;
+        subscriber.next(change);
+      }, unsubscribed.signal);
+      return () => {
+        this.watchLive = false;
+        unsubscribed.abort();
+      };
     }).pipe(takeUntil(this.closing), share());
   }
 
@@ -107,7 +115,9 @@ export class EtcdDcs implements Dcs {
    * etcd that keeps the connection open is not detected here; the HA loop's periodic read covers it.
    */
   changes(): Observable<DcsChange> {
-    return this.closed ? EMPTY : this.sharedChanges;
+    if (this.closed) return EMPTY;
+    // As with a watch of its own, a late subscriber first hears that it may have missed changes.
+    return defer(() => (this.watchLive ? this.sharedChanges.pipe(startWith<DcsChange>({ key: null, type: 'resync' })) : this.sharedChanges));
   }
 
   /**

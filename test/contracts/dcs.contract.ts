@@ -358,6 +358,21 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         ]);
       });
 
+      it('gives a subscriber that joins a live watch a resync of its own, then the same changes as the first', async () => {
+        const node1 = node('node1');
+        const watcher = node('node2');
+        const first = await recordChanges(watcher);
+        const second = await recordChanges(watcher);
+        await node1.acquireLeader();
+        await waitFor(() => first.length > 1 && second.length > 1, { description: 'the leader put on both subscriptions' });
+        const expected: DcsChange[] = [
+          { key: null, type: 'resync' },
+          { key: 'leader', type: 'put' },
+        ];
+        expect(first.map(({ change }) => change)).toEqual(expected);
+        expect(second.map(({ change }) => change)).toEqual(expected);
+      });
+
       it('completes when the node closes', async () => {
         const node1 = node('node1');
         const changes: DcsChange[] = [];

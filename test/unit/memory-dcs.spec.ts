@@ -54,25 +54,3 @@ function memoryFixture(): DcsContractFixture {
 }
 
 describeDcsContract(MemoryDcs.name, memoryFixture);
-
-describe(`${MemoryDcs.name} specifics`, () => {
-  // Not in the contract: EtcdDcs shares one watch among subscribers, and one that joins a live
-  // watch gets no resync of its own (only later changes).
-  it('gives every new subscriber a resync of its own, also while another subscription is live', async () => {
-    const fixture = memoryFixture();
-    const dcs = fixture.node('node1', 30);
-    const first: DcsChange[] = [];
-    const second: DcsChange[] = [];
-    const subscriptions = [dcs.changes().subscribe((change) => first.push(change))];
-    subscriptions.push(dcs.changes().subscribe((change) => second.push(change)));
-    await dcs.acquireLeader();
-    subscriptions.forEach((subscription) => subscription.unsubscribe());
-    await fixture.dispose();
-    const expected: DcsChange[] = [
-      { key: null, type: 'resync' },
-      { key: 'leader', type: 'put' },
-    ];
-    expect(first).toEqual(expected);
-    expect(second).toEqual(expected);
-  });
-});
