@@ -1,18 +1,13 @@
-import { UpstreamNode } from '../postgresql/postgres.port';
-import { LONG_ACTION_STATES, POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
 import { FailoverRequest } from '../dcs/dcs.port';
-import {
-  clusterTimeline,
-  failoverPriority,
-  HaSnapshot,
-  isNoFailover,
-  isTruthyTag,
-  PeerReading,
-  upstreamOf,
-} from './cluster-snapshot';
+import { LONG_ACTION_STATES, POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
+import { UpstreamNode } from '../postgresql/postgres.port';
 import { downstreamMembers, nodeToFollow } from './cascade';
+import { clusterTimeline, failoverPriority, HaSnapshot, isNoFailover, isTruthyTag, PeerReading, upstreamOf } from './cluster-snapshot';
+import { Decision, HaAction } from './decision';
+import { recover } from './recover';
 import { isUnresponsive } from './unresponsive';
-import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
+
+export type { Decision, HaAction, Need } from './decision';
 
 /**
  * The HA decision, one pure function over a snapshot (reference-behavior section 3.2).
@@ -22,48 +17,8 @@ import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKin
  * and calls decide() again. The final answer is the verdict (the reference's wording, so log
  * searches keep working) and the actions to carry out.
  */
-export type Need = 'refreshLock' | 'acquireLock' | 'raceInitialize' | 'probePeers';
-
-export type HaAction =
-  | { type: 'initdb' }
-  | { type: 'clone'; source: UpstreamNode }
-  | { type: 'startPrimary' }
-  /** Start read-only, streaming from `upstream` (or from nobody while there is no leader). */
-  | { type: 'startReplica'; upstream: UpstreamNode | null }
-  /** A former primary joins `upstream`: pg_rewind (reclone when that fails), then start as its replica. */
-  | { type: 'rejoin'; upstream: UpstreamNode; useRewind: boolean }
-  | { type: 'promote' }
-  /** Point a running replica at a new upstream (primary_conninfo + reload). */
-  | { type: 'follow'; upstream: UpstreamNode }
-  /** Keep physical slots on this replica for exactly these members, which cascade from it. */
-  | { type: 'serveDownstreams'; members: string[] }
-  /** Stop a primary that must not be one; restart it read-only following `upstream` unless `restart` is false. */
-  | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
-  /** A replica that cannot follow `upstream`'s timeline: stop, pg_rewind, start again (only if `upstream` answers). */
-  | { type: 'rewindReplica'; upstream: UpstreamNode }
-  | { type: 'releaseLock' }
-  | { type: 'finishBootstrap' }
-  | { type: 'abandonBootstrap' }
-  | { type: 'writeInitialize' }
-  /** Clears `/failover`; `fate` says what became of a scheduled request, for the schedule timeline. */
-  | { type: 'clearFailover'; fate?: 'skipped' | 'expired' }
-  /** Publish optime and history, keep members' slots: what the lock holder does each cycle. */
-  | { type: 'leaderDuties' }
-  /** Switchover: checkpoint, fast stop, then release the lock for the candidate. */
-  | { type: 'demoteGraceful' }
-  /** Run the next cycle at this instant (a scheduled operation is due). */
-  | { type: 'wakeAt'; at: number }
-  /** SIGKILL of a hung server and every process it started (the lock is released only after). */
-  | { type: 'killPostgres' };
-
-export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };
-
-/** Failed starts after which the lock holder gives the lock up rather than try again. */
-const LOCK_HOLDER_START_ATTEMPTS = 2;
-
 /** How many loop_waits a replica behind the leader's timeline may fail to stream before it rewinds. */
 const STUCK_REPLICA_CYCLES = 3;
-
 
 export function decide(s: HaSnapshot): Decision {
   const { local, cluster, config } = s;
@@ -177,92 +132,6 @@ function continueBootstrap(s: HaSnapshot, pgIsPrimary: boolean): Decision {
   if (local.pgState === 'stopped') return { verdict: 'starting primary after bootstrap', actions: [{ type: 'startPrimary' }] };
   if (!pgIsPrimary) return { verdict: 'waiting for end of recovery after bootstrap', actions: [] };
   return { verdict: 'initialized a new cluster', actions: [{ type: 'finishBootstrap' }] };
-}
-
-/** PostgreSQL is down and not paused: bring it back (reference 3.10 `recover`). */
-function recover(s: HaSnapshot): Decision {
-  const { local, cluster, config } = s;
-  const leaderName = cluster!.leader?.value ?? null;
-  if (config.pause) {
-    if (leaderName === local.name) return { verdict: 'removed leader lock because postgres is not running', actions: [{ type: 'releaseLock' }] };
-    return { verdict: 'postgres is not running', actions: [] };
-  }
-  const wasPrimary = local.role === 'primary' || local.role === 'promoted' || local.role === 'demoted';
-  const failure = local.failedStarts > 0 ? classifyStartFailure(local.lastError) : null;
-
-  if (leaderName === local.name) {
-    if (!s.lockResult) return { need: 'refreshLock' };
-    if (s.lockResult === 'refreshed') {
-      // A lock holder whose PostgreSQL keeps failing to start hands the cluster to a node that can run.
-      if (local.failedStarts >= LOCK_HOLDER_START_ATTEMPTS) {
-        return {
-          verdict: `released leader key: PostgreSQL failed to start ${local.failedStarts} times (${failure}): ${startFailureSummary(local.lastError)}`,
-          actions: [{ type: 'releaseLock' }],
-        };
-      }
-      const wait = startBackoff(s);
-      if (wait) return wait;
-      if (wasPrimary && config.primary_start_timeout > 0 && !local.dataDir.standbySignal) {
-        return { verdict: 'starting primary after failure', actions: [{ type: 'startPrimary' }] };
-      }
-      return { verdict: 'starting as readonly because i had the session lock', actions: [{ type: 'startReplica', upstream: null }] };
-    }
-  }
-
-  const leaderMember = cluster!.members.find((m) => m.name === leaderName);
-  const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
-  const diverged = divergence(s, failure);
-  if (upstream && diverged) {
-    if (leaderMember?.data.checkpoint_after_promote === false) {
-      return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
-    }
-    return {
-      verdict: `${diverged}; ${config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: use_pg_rewind is off`}`,
-      actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
-    };
-  }
-  const wait = startBackoff(s);
-  if (wait) return wait;
-  if (upstream && !wasPrimary) {
-    // A replica starts streaming from where its tags say (cascading), as it will follow.
-    return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream: upstreamOf(nodeToFollow(cluster!, local, leaderName!)) }] };
-  }
-  if (upstream && wasPrimary && leaderMember?.data.checkpoint_after_promote === false) {
-    // pg_rewind compares pg_control timelines, which the new leader updates only at that checkpoint.
-    return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
-  }
-  if (upstream && wasPrimary) {
-    return {
-      verdict: config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: former primary and use_pg_rewind is off`,
-      actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
-    };
-  }
-  return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream }] };
-}
-
-/**
- * Why this stopped node holds WAL the leader's timeline does not contain, or null: a start cannot
- * fix that, a rewind (or a reclone) can.
- */
-function divergence(s: HaSnapshot, failure: StartFailureKind | null): string | null {
-  const { local, cluster } = s;
-  if (failure !== null && needsRejoin(failure)) return `PostgreSQL cannot start as a replica (${failure}): ${startFailureSummary(local.lastError)}`;
-  if (divergedFromHistory(local.dataDir, cluster!.history?.value)) {
-    return `my timeline ${local.dataDir.timeline} goes on past the point where the cluster's history ends it`;
-  }
-  return null;
-}
-
-/** After failed starts, the next one waits its backoff out; the verdict says why and when. */
-function startBackoff(s: HaSnapshot): Decision | null {
-  const { local, config } = s;
-  if (local.failedStarts === 0 || local.lastStartAt === null) return null;
-  const at = local.lastStartAt + startRetryDelayMs(local.failedStarts, config.loop_wait);
-  if (s.now >= at) return null;
-  return {
-    verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before starting PostgreSQL again: ${local.failedStarts} failed start(s) (${classifyStartFailure(local.lastError)}): ${startFailureSummary(local.lastError)}`,
-    actions: [{ type: 'wakeAt', at }],
-  };
 }
 
 /** No leader key: race for it if this node is the healthiest (reference 3.5). */

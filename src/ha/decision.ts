@@ -1,0 +1,38 @@
+import { UpstreamNode } from '../postgresql/postgres.port';
+
+/** What decide() may ask the loop to do first: I/O whose outcome changes the decision. */
+export type Need = 'refreshLock' | 'acquireLock' | 'raceInitialize' | 'probePeers';
+
+export type HaAction =
+  | { type: 'initdb' }
+  | { type: 'clone'; source: UpstreamNode }
+  | { type: 'startPrimary' }
+  /** Start read-only, streaming from `upstream` (or from nobody while there is no leader). */
+  | { type: 'startReplica'; upstream: UpstreamNode | null }
+  /** A former primary joins `upstream`: pg_rewind (reclone when that fails), then start as its replica. */
+  | { type: 'rejoin'; upstream: UpstreamNode; useRewind: boolean }
+  | { type: 'promote' }
+  /** Point a running replica at a new upstream (primary_conninfo + reload). */
+  | { type: 'follow'; upstream: UpstreamNode }
+  /** Keep physical slots on this replica for exactly these members, which cascade from it. */
+  | { type: 'serveDownstreams'; members: string[] }
+  /** Stop a primary that must not be one; restart it read-only following `upstream` unless `restart` is false. */
+  | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
+  /** A replica that cannot follow `upstream`'s timeline: stop, pg_rewind, start again (only if `upstream` answers). */
+  | { type: 'rewindReplica'; upstream: UpstreamNode }
+  | { type: 'releaseLock' }
+  | { type: 'finishBootstrap' }
+  | { type: 'abandonBootstrap' }
+  | { type: 'writeInitialize' }
+  /** Clears `/failover`; `fate` says what became of a scheduled request, for the schedule timeline. */
+  | { type: 'clearFailover'; fate?: 'skipped' | 'expired' }
+  /** Publish optime and history, keep members' slots: what the lock holder does each cycle. */
+  | { type: 'leaderDuties' }
+  /** Switchover: checkpoint, fast stop, then release the lock for the candidate. */
+  | { type: 'demoteGraceful' }
+  /** Run the next cycle at this instant (a scheduled operation is due). */
+  | { type: 'wakeAt'; at: number }
+  /** SIGKILL of a hung server and every process it started (the lock is released only after). */
+  | { type: 'killPostgres' };
+
+export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };

@@ -1,0 +1,93 @@
+import { HaSnapshot, upstreamOf } from './cluster-snapshot';
+import { nodeToFollow } from './cascade';
+import { Decision } from './decision';
+import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
+
+/** Failed starts after which the lock holder gives the lock up rather than try again. */
+const LOCK_HOLDER_START_ATTEMPTS = 2;
+
+/** PostgreSQL is down and not paused: bring it back (reference 3.10 `recover`). */
+export function recover(s: HaSnapshot): Decision {
+  const { local, cluster, config } = s;
+  const leaderName = cluster!.leader?.value ?? null;
+  if (config.pause) {
+    if (leaderName === local.name) return { verdict: 'removed leader lock because postgres is not running', actions: [{ type: 'releaseLock' }] };
+    return { verdict: 'postgres is not running', actions: [] };
+  }
+  const wasPrimary = local.role === 'primary' || local.role === 'promoted' || local.role === 'demoted';
+  const failure = local.failedStarts > 0 ? classifyStartFailure(local.lastError) : null;
+
+  if (leaderName === local.name) {
+    if (!s.lockResult) return { need: 'refreshLock' };
+    if (s.lockResult === 'refreshed') {
+      // A lock holder whose PostgreSQL keeps failing to start hands the cluster to a node that can run.
+      if (local.failedStarts >= LOCK_HOLDER_START_ATTEMPTS) {
+        return {
+          verdict: `released leader key: PostgreSQL failed to start ${local.failedStarts} times (${failure}): ${startFailureSummary(local.lastError)}`,
+          actions: [{ type: 'releaseLock' }],
+        };
+      }
+      const wait = startBackoff(s);
+      if (wait) return wait;
+      if (wasPrimary && config.primary_start_timeout > 0 && !local.dataDir.standbySignal) {
+        return { verdict: 'starting primary after failure', actions: [{ type: 'startPrimary' }] };
+      }
+      return { verdict: 'starting as readonly because i had the session lock', actions: [{ type: 'startReplica', upstream: null }] };
+    }
+  }
+
+  const leaderMember = cluster!.members.find((m) => m.name === leaderName);
+  const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
+  const diverged = divergence(s, failure);
+  if (upstream && diverged) {
+    if (leaderMember?.data.checkpoint_after_promote === false) {
+      return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
+    }
+    return {
+      verdict: `${diverged}; ${config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: use_pg_rewind is off`}`,
+      actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
+    };
+  }
+  const wait = startBackoff(s);
+  if (wait) return wait;
+  if (upstream && !wasPrimary) {
+    // A replica starts streaming from where its tags say (cascading), as it will follow.
+    return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream: upstreamOf(nodeToFollow(cluster!, local, leaderName!)) }] };
+  }
+  if (upstream && wasPrimary && leaderMember?.data.checkpoint_after_promote === false) {
+    // pg_rewind compares pg_control timelines, which the new leader updates only at that checkpoint.
+    return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
+  }
+  if (upstream && wasPrimary) {
+    return {
+      verdict: config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: former primary and use_pg_rewind is off`,
+      actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
+    };
+  }
+  return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream }] };
+}
+
+/**
+ * Why this stopped node holds WAL the leader's timeline does not contain, or null: a start cannot
+ * fix that, a rewind (or a reclone) can.
+ */
+function divergence(s: HaSnapshot, failure: StartFailureKind | null): string | null {
+  const { local, cluster } = s;
+  if (failure !== null && needsRejoin(failure)) return `PostgreSQL cannot start as a replica (${failure}): ${startFailureSummary(local.lastError)}`;
+  if (divergedFromHistory(local.dataDir, cluster!.history?.value)) {
+    return `my timeline ${local.dataDir.timeline} goes on past the point where the cluster's history ends it`;
+  }
+  return null;
+}
+
+/** After failed starts, the next one waits its backoff out; the verdict says why and when. */
+function startBackoff(s: HaSnapshot): Decision | null {
+  const { local, config } = s;
+  if (local.failedStarts === 0 || local.lastStartAt === null) return null;
+  const at = local.lastStartAt + startRetryDelayMs(local.failedStarts, config.loop_wait);
+  if (s.now >= at) return null;
+  return {
+    verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before starting PostgreSQL again: ${local.failedStarts} failed start(s) (${classifyStartFailure(local.lastError)}): ${startFailureSummary(local.lastError)}`,
+    actions: [{ type: 'wakeAt', at }],
+  };
+}
