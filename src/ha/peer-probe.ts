@@ -47,14 +47,15 @@ function peerProbe(transport: ProbeTransport): PeerProbe {
   };
 }
 
-interface PeerStatus {
+export interface PeerStatus {
   role?: string;
   timeline?: number;
   tags?: Record<string, unknown>;
   xlog?: { location?: number; received_location?: number; replayed_location?: number };
 }
 
-function readingFromStatus(name: string, status: PeerStatus): PeerReading {
+/** What a peer's status document says to the leader race. */
+export function readingFromStatus(name: string, status: PeerStatus): PeerReading {
   if (!status.xlog) return { name, reachable: false };
   const isPrimary = status.xlog.location !== undefined || status.role === 'primary' || status.role === 'master';
   const walPosition = isPrimary

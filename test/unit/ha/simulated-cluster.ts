@@ -1,0 +1,162 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildStatusDocument } from '../../../src/api/status-document';
+import { ManualClock } from '../../../src/common/clock';
+import { Logger } from '../../../src/common/logger';
+import { loadConfig } from '../../../src/config/load-config';
+import { MemoryDcs, MemoryDcsBackend } from '../../../src/dcs/memory-dcs';
+import { NewEvent } from '../../../src/events/event';
+import { HaNode } from '../../../src/ha/ha-node';
+import { PeerStatus, readingFromStatus } from '../../../src/ha/peer-probe';
+import { MemoryPostgresNetwork, MemoryPostgresProcess, MemoryPostgresQuery, MemoryPostgresServer } from '../../../src/postgresql/memory';
+
+const SCOPE = 'sim';
+const STEP_MS = 100;
+
+/** One agent of the simulation: its HaNode over in-memory ports, its server, and what it recorded. */
+export interface SimulatedNode {
+  name: string;
+  ha: HaNode;
+  server: MemoryPostgresServer;
+  dcs: MemoryDcs;
+  events: NewEvent[];
+  log: string[];
+  /** False once the test killed or froze its agent. */
+  alive: boolean;
+}
+
+/**
+ * A cluster of real HaNodes over the in-memory DCS and PostgreSQL adapters, on a ManualClock: the
+ * HA cycle, the sampler, the scheduler, leases and fences all run on simulated time, so a failover
+ * that takes ttl seconds takes milliseconds, and the same steps give the same cluster every time.
+ */
+export class SimulatedCluster {
+  readonly clock = new ManualClock();
+  readonly backend = new MemoryDcsBackend(this.clock);
+  readonly network = new MemoryPostgresNetwork(this.clock);
+  readonly nodes: SimulatedNode[] = [];
+  private readonly dir = mkdtempSync(join(tmpdir(), 'stator-sim-'));
+
+  static async start(count: number, dcs: { ttl: number; loop_wait: number; retry_timeout: number } = { ttl: 10, loop_wait: 2, retry_timeout: 3 }): Promise<SimulatedCluster> {
+    const cluster = new SimulatedCluster();
+    for (let index = 1; index <= count; index++) cluster.add(`node${index}`, dcs);
+    for (const node of cluster.nodes) await node.ha.start();
+    return cluster;
+  }
+
+  node(name: string): SimulatedNode {
+    const found = this.nodes.find((node) => node.name === name);
+    if (!found) throw new Error(`no node ${name}`);
+    return found;
+  }
+
+  /** Nodes whose server runs as a primary. */
+  primaries(): string[] {
+    return this.nodes.filter((node) => node.server.isRunning && node.server.inRecovery === false).map((node) => node.name);
+  }
+
+  leaderKey(): string | null {
+    return this.backend.get(`/service/${SCOPE}/leader`)?.value ?? null;
+  }
+
+  /** Lets `ms` of simulated time pass in steps, letting every agent's promises settle after each. */
+  async run(ms: number): Promise<void> {
+    for (let passed = 0; passed < ms; passed += STEP_MS) await this.step();
+  }
+
+  /** Runs until `condition` holds; fails after `limitMs` of simulated time. */
+  async runUntil(condition: () => boolean, limitMs: number, description: string): Promise<number> {
+    const from = this.clock.now();
+    while (!condition()) {
+      if (this.clock.now() - from > limitMs) throw new Error(`${limitMs} ms of simulated time passed without: ${description}\n${this.describe()}`);
+      await this.step();
+    }
+    return this.clock.now() - from;
+  }
+
+  /** One leader holding the key and running as primary, every other node streaming from it. */
+  healthy(): string | null {
+    const leader = this.leaderKey();
+    if (!leader || this.primaries().join() !== leader) return null;
+    return this.nodes.every((node) => node.name === leader || node.server.isStreaming) ? leader : null;
+  }
+
+  /** The agent dies (kill -9): its loop and timers stop; PostgreSQL goes on under its fence. */
+  async killAgent(name: string): Promise<void> {
+    const node = this.node(name);
+    node.alive = false;
+    await node.ha.stop(false);
+  }
+
+  async stop(): Promise<void> {
+    for (const node of this.nodes.filter((n) => n.alive)) await node.ha.stop(false);
+    for (const node of this.nodes) await node.dcs.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Each node's last verdict, for failure messages. */
+  describe(): string {
+    return this.nodes.map((node) => `${node.name}: ${node.ha.view().pgState}/${node.ha.view().role}: ${node.ha.view().verdict}`).join('\n');
+  }
+
+  private add(name: string, dcsConfig: { ttl: number; loop_wait: number; retry_timeout: number }): void {
+    const server = this.network.addServer({ name });
+    const configPath = join(this.dir, `${name}.yml`);
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        scope: SCOPE,
+        name,
+        restapi: { listen: `${name}:8008`, connect_address: `${name}:8008` },
+        etcd3: { hosts: ['127.0.0.1:2379'] },
+        bootstrap: { dcs: dcsConfig },
+        postgresql: {
+          listen: `${server.host}:${server.port}`,
+          connect_address: `${server.host}:${server.port}`,
+          data_dir: server.dataDirPath,
+          authentication: { superuser: { username: 'postgres', password: 'x' }, replication: { username: 'replicator', password: 'x' } },
+        },
+      }),
+    );
+    const { config } = loadConfig(configPath, {});
+    const dcs = new MemoryDcs(this.backend, { namespace: '/service', scope: SCOPE, name, ttlSeconds: dcsConfig.ttl });
+    const events: NewEvent[] = [];
+    const log: string[] = [];
+    const logger = quietLogger(log);
+    const ha = new HaNode({
+      config,
+      dcs,
+      pg: new MemoryPostgresProcess(server),
+      query: new MemoryPostgresQuery(server),
+      events: { record: (event) => events.push(event) },
+      clock: this.clock,
+      logger,
+      version: 'sim',
+      probePeer: async (peer) => this.probe(peer),
+    });
+    this.nodes.push({ name, ha, server, dcs, events, log, alive: true });
+  }
+
+  /** What a peer's REST API would answer: nothing from a dead agent. */
+  private probe(name: string) {
+    const peer = this.node(name);
+    if (!peer.alive) return { name, reachable: false };
+    const document = buildStatusDocument(peer.ha.view(), { scope: SCOPE, version: 'sim', productKey: 'stator' }, this.clock.now());
+    return readingFromStatus(name, document as PeerStatus);
+  }
+
+  private async step(): Promise<void> {
+    this.clock.advance(STEP_MS);
+    this.network.tick();
+    this.backend.expireLeases();
+    this.network.settle();
+    // Several turns of the event loop: each await in an agent's cycle takes one.
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+function quietLogger(lines: string[]): Logger {
+  const keep = (level: string) => (message: string) => void lines.push(`${level}: ${message}`);
+  return { debug: () => undefined, info: keep('INFO'), warning: keep('WARNING'), error: keep('ERROR'), critical: keep('CRITICAL') } as unknown as Logger;
+}
