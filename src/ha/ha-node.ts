@@ -63,6 +63,7 @@ export class HaNode {
     node.postgres.start();
     node.role.start();
     node.leadership.start();
+    node.task.start();
     const { pg, dcs, logger } = this.deps;
     this.subscriptions.push(
       pg.exits().subscribe((exit) => {
@@ -122,6 +123,7 @@ export class HaNode {
     node.postgres.stop();
     node.role.stop();
     node.leadership.stop();
+    node.task.stop();
   }
 
   /** Ends the current wait: the next cycle starts now (or right after the running one). */
@@ -333,13 +335,15 @@ export class HaNode {
   }
 
   private async runTaskAndWait(name: string, work: () => Promise<void>): Promise<void> {
-    this.node.busy = name;
+    const { task } = this.node;
+    task.send({ type: 'TASK_STARTED', task: name });
     try {
       await work();
+      task.send({ type: 'TASK_ENDED', task: name });
     } catch (error) {
       this.deps.logger.error(`${name} failed: ${errorText(error)}`);
+      task.send({ type: 'TASK_ENDED', task: name, error: errorText(error) });
     } finally {
-      this.node.busy = null;
       this.wake();
     }
   }

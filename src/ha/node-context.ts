@@ -20,6 +20,7 @@ import { createPeerProbe, PeerProbe } from './peer-probe';
 import { RestartScheduler } from './restart-scheduler';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { Sampler } from './sampler';
+import { taskMachine } from './task.machine';
 import { effectiveTags } from './tags';
 
 export interface HaNodeDeps {
@@ -50,6 +51,8 @@ export class NodeContext {
   readonly postgres: Actor<typeof postgresMachine>;
   readonly role: Actor<typeof roleMachine>;
   readonly leadership: Actor<typeof leadershipMachine>;
+  /** The background procedure running, as a recorded machine (see `busy`). */
+  readonly task: Actor<typeof taskMachine>;
   readonly events: NodeEvents;
   readonly sampler: Sampler;
   readonly lock: LeaderLock;
@@ -70,8 +73,6 @@ export class NodeContext {
   bootstrapping = false;
   /** Between a promotion and its first checkpoint pg_control still names the old timeline. */
   checkpointAfterPromotePending = false;
-  /** The multi-step task running in the background (`clone`, `switchover`...), null when none. */
-  busy: string | null = null;
   /** The parameters PostgreSQL was last configured with, to notice changes. */
   private appliedParameters = '';
 
@@ -87,6 +88,7 @@ export class NodeContext {
     });
     this.role = createActor(roleMachine, { inspect: transitionRecorder('role', this.name, events, clock) });
     this.leadership = createActor(leadershipMachine, { inspect: transitionRecorder('leadership', this.name, events, clock) });
+    this.task = createActor(taskMachine, { inspect: transitionRecorder('task', this.name, events, clock) });
     this.events = new NodeEvents(this.name, events, clock, () => this.sampler.sample?.timeline ?? null);
     this.sampler = new Sampler(deps.query, clock, logger, () => this.pgState() === 'running', () => this.reconcileRoleWithServer());
     this.lock = new LeaderLock({
@@ -100,6 +102,11 @@ export class NodeContext {
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
     this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events);
+  }
+
+  /** The multi-step procedure running in the background (`clone`, `switchover`...), null when none. */
+  get busy(): string | null {
+    return this.task.getSnapshot().context.task;
   }
 
   pgState(): PostgresStateName {

@@ -1,6 +1,7 @@
 import { AnyStateMachine } from 'xstate';
 import { leadershipMachine } from '../ha/leadership.machine';
 import { roleMachine } from '../ha/role.machine';
+import { taskMachine } from '../ha/task.machine';
 import { postgresMachine } from '../postgresql/postgres.machine';
 import { toMermaid } from './to-mermaid';
 
@@ -9,6 +10,7 @@ export const MACHINES: Record<string, AnyStateMachine> = {
   postgres: postgresMachine,
   role: roleMachine,
   leadership: leadershipMachine,
+  task: taskMachine,
 };
 
 /** The committed files of `statecharts/` for one machine: its definition and its diagram. */

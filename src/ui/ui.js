@@ -10,7 +10,7 @@
  * The statecharts are the committed SVGs (/ui/statecharts/<machine>.svg), inlined once per node.
  */
 
-const MACHINES = ['leadership', 'role', 'postgres'];
+const MACHINES = ['leadership', 'role', 'task', 'postgres'];
 /** Drawing units per CSS pixel in the centred view: Mermaid's 16px labels read at about 11px. */
 const CHART_SCALE = 0.7;
 const CLUSTER_POLL_MS = 1000;

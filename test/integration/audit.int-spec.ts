@@ -119,7 +119,7 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   const checked = Number(/^(\d+) events checked, no problems$/m.exec(verified.stdout)?.[1]);
   expect(checked).toBeGreaterThanOrEqual(events.length);
   expect(verified.stdout).toMatch(/^✔ hash chains: /m);
-  expect(verified.stdout).toMatch(/^✔ machine replay: \d+ transitions of 9 node machines replayed, all legal$/m);
+  expect(verified.stdout).toMatch(/^✔ machine replay: \d+ transitions of 12 node machines replayed, all legal$/m);
   expect(verified.stdout).toMatch(/^✔ \/history of /m);
 
   const exported = audit('export', '--etcd', cluster.etcd.endpoint, '--scope', cluster.scope);

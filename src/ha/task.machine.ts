@@ -1,0 +1,40 @@
+import { assign, setup } from 'xstate';
+
+/**
+ * The `task` machine: the multi-step procedure the HA cycle runs in the background (clone, rejoin,
+ * promote, switchover, restart, reinitialize...), so that "busy" is a recorded state, not a field:
+ * an auditor replaying the log sees when each procedure began, how it ended and why it failed.
+ */
+export type TaskEvent = { type: 'TASK_STARTED'; task: string } | { type: 'TASK_ENDED'; task: string; error?: string };
+
+export interface TaskContext {
+  /** The running procedure, null when idle. */
+  task: string | null;
+  /** Why the last procedure failed, null when it succeeded. */
+  lastError: string | null;
+}
+
+export const taskMachine = setup({
+  types: { context: {} as TaskContext, events: {} as TaskEvent },
+  actions: {
+    begin: assign({ task: ({ event }) => (event.type === 'TASK_STARTED' ? event.task : null), lastError: null }),
+    end: assign({ task: null, lastError: ({ event }) => (event.type === 'TASK_ENDED' ? (event.error ?? null) : null) }),
+  },
+}).createMachine({
+  id: 'task',
+  initial: 'idle',
+  context: { task: null, lastError: null },
+  states: {
+    idle: {
+      on: { TASK_STARTED: { target: 'busy', actions: 'begin' } },
+    },
+    busy: {
+      on: {
+        // The end of a procedure an operator's restart overtook does not end the newer one.
+        TASK_ENDED: { guard: ({ context, event }) => context.task === event.task, target: 'idle', actions: 'end' },
+        // An operator's restart may start while another procedure runs: the newest is the one reported.
+        TASK_STARTED: { target: 'busy', actions: 'begin', reenter: true },
+      },
+    },
+  },
+});

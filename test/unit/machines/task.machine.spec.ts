@@ -1,0 +1,42 @@
+import { createActor } from 'xstate';
+import { ManualClock } from '../../../src/common/clock';
+import { RecordedEvent } from '../../../src/events/event';
+import { transitionRecorder } from '../../../src/events/transition-recorder';
+import { taskMachine } from '../../../src/ha/task.machine';
+
+function recordedTask() {
+  const recorded: RecordedEvent[] = [];
+  const sink = { record: (event: Omit<RecordedEvent, 'seq'>) => recorded.push({ ...event, seq: recorded.length + 1 }) };
+  const actor = createActor(taskMachine, { inspect: transitionRecorder('task', 'n1', sink, new ManualClock()) });
+  actor.start();
+  return { actor, recorded };
+}
+
+describe('task machine', () => {
+  it('records when a procedure began and how it ended, with the failure', () => {
+    const { actor, recorded } = recordedTask();
+    actor.send({ type: 'TASK_STARTED', task: 'clone' });
+    expect(actor.getSnapshot().context.task).toBe('clone');
+    actor.send({ type: 'TASK_ENDED', task: 'clone', error: 'pg_basebackup exited with code 1' });
+    expect(actor.getSnapshot().value).toBe('idle');
+    expect(actor.getSnapshot().context).toEqual({ task: null, lastError: 'pg_basebackup exited with code 1' });
+    expect(recorded.map((e) => [e.from, e.to, (e.data.event as { task?: string }).task ?? null])).toEqual([
+      [null, 'idle', null],
+      ['idle', 'busy', 'clone'],
+      ['busy', 'idle', 'clone'],
+    ]);
+    expect((recorded[2].data.event as { error: string }).error).toBe('pg_basebackup exited with code 1');
+  });
+
+  it('reports the newest procedure when a restart overtakes another, and the older one ending does not end it', () => {
+    const { actor, recorded } = recordedTask();
+    actor.send({ type: 'TASK_STARTED', task: 'rejoin' });
+    actor.send({ type: 'TASK_STARTED', task: 'restart' });
+    actor.send({ type: 'TASK_ENDED', task: 'rejoin' });
+    expect(actor.getSnapshot().context.task).toBe('restart');
+    actor.send({ type: 'TASK_ENDED', task: 'restart' });
+    expect(actor.getSnapshot().value).toBe('idle');
+    // The overtaking start is recorded although the state stays `busy`: a replay needs it.
+    expect(recorded.map((e) => e.cause)).toEqual(['xstate.init', 'TASK_STARTED', 'TASK_STARTED', 'TASK_ENDED']);
+  });
+});
