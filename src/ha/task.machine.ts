@@ -30,8 +30,8 @@ export const taskMachine = setup({
     },
     busy: {
       on: {
-        // The end of a procedure an operator's restart overtook does not end the newer one.
-        TASK_ENDED: { guard: ({ context, event }) => context.task === event.task, target: 'idle', actions: 'end' },
+        // No guard on the task's name: a replay that starts at a retention checkpoint has the state, not the context.
+        TASK_ENDED: { target: 'idle', actions: 'end' },
         // An operator's restart may start while another procedure runs: the newest is the one reported.
         TASK_STARTED: { target: 'busy', actions: 'begin', reenter: true },
       },
