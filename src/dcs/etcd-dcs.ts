@@ -18,12 +18,12 @@ import {
 import {
   EtcdClient,
   EtcdRequestError,
-  EtcdUnavailableError,
   nextRevision,
   TxnCompare,
   watchUntilBroken,
 } from './etcd/etcd-client';
 import { EtcdConnection } from './etcd/etcd-transport';
+import { isTransient, withinDeadline } from './etcd/etcd-types';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), then the cluster's keys and timing. */
 export interface EtcdDcsOptions extends EtcdConnection {
@@ -388,25 +388,4 @@ export class EtcdDcs implements Dcs {
       delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
   }
-}
-
-/** `promise`, or an EtcdUnavailableError once `timeoutMs` has passed (the promise itself runs on). */
-function withinDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new EtcdUnavailableError(`etcd ${what}: no answer within ${timeoutMs} ms`)), timeoutMs);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-function isTransient(error: unknown): boolean {
-  return error instanceof EtcdUnavailableError || (error instanceof EtcdRequestError && error.isTransient);
 }

@@ -17,7 +17,6 @@ import {
 import {
   abortError,
   asWatchBroken,
-  base64,
   compareToJson,
   decodeKeyValue,
   deleteRequestBody,

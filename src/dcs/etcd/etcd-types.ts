@@ -163,3 +163,25 @@ export function nextRevision(revision: string): string {
 }
 
 /** The exclusive end of the key range that holds every key starting with `prefix`. */
+
+/** `promise`, or an EtcdUnavailableError once `timeoutMs` has passed (the promise itself runs on). */
+export function withinDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new EtcdUnavailableError(`etcd ${what}: no answer within ${timeoutMs} ms`)), timeoutMs);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Whether a retry may succeed where this attempt failed. */
+export function isTransient(error: unknown): boolean {
+  return error instanceof EtcdUnavailableError || (error instanceof EtcdRequestError && error.isTransient);
+}

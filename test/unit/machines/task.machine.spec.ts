@@ -20,12 +20,12 @@ describe('task machine', () => {
     actor.send({ type: 'TASK_ENDED', task: 'clone', error: 'pg_basebackup exited with code 1' });
     expect(actor.getSnapshot().value).toBe('idle');
     expect(actor.getSnapshot().context).toEqual({ task: null, lastError: 'pg_basebackup exited with code 1' });
-    expect(recorded.map((e) => [e.from, e.to, (e.data.event as { task?: string }).task ?? null])).toEqual([
+    expect(recorded.map((e) => [e.from, e.to, (e.data?.event as { task?: string }).task ?? null])).toEqual([
       [null, 'idle', null],
       ['idle', 'busy', 'clone'],
       ['busy', 'idle', 'clone'],
     ]);
-    expect((recorded[2].data.event as { error: string }).error).toBe('pg_basebackup exited with code 1');
+    expect((recorded[2].data?.event as { error: string }).error).toBe('pg_basebackup exited with code 1');
   });
 
   it('reports the newest procedure when a restart overtakes another, and records that start although the state stays busy', () => {

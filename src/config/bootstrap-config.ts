@@ -1,0 +1,90 @@
+import { DynamicConfig } from '../dcs/dcs.port';
+import { reviewConfigWrite } from './config-write-review';
+import { StatorConfig } from './config.types';
+import { Findings, ignoreUnsupported, isAbsent, Mapping, readRequiredString, readSection, readString } from './config-readers';
+import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, isMapping, isParameterValue, validateDynamicConfigKeys } from './dynamic-config';
+
+/** The `bootstrap` section: the first /config (`bootstrap.dcs`), the bootstrap method and initdb's options. */
+export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['bootstrap'] {
+  const path = 'bootstrap';
+  const section = readSection(findings, doc, 'bootstrap', '');
+  const dcs = readBootstrapDcs(findings, section);
+  const method = readString(findings, section, 'method', path) || 'initdb';
+  const methods: Record<string, { command: string }> = {};
+  for (const [key, value] of Object.entries(section)) {
+    if (['dcs', 'method', 'initdb'].includes(key)) continue;
+    // Any other mapping with a `command` is a custom bootstrap method, as in Patroni.
+    if (key === method || (isMapping(value) && 'command' in value)) {
+      methods[key] = readCustomMethod(findings, section, key);
+    } else findings.unsupported(`bootstrap.${key}`);
+  }
+  if (method !== 'initdb' && !(method in methods)) {
+    findings.problems.push(`bootstrap.${method}.command: required because bootstrap.method is "${method}"`);
+  }
+  return { dcs, method, methods, initdb: readInitdbOptions(findings, section) };
+}
+
+function readBootstrapDcs(findings: Findings, bootstrap: Mapping): DynamicConfig {
+  const section = readSection(findings, bootstrap, 'dcs', 'bootstrap');
+  const problems = validateDynamicConfigKeys(section);
+  findings.problems.push(...problems.map((problem) => `bootstrap.dcs.${problem}`));
+  // A Patroni file keeps starting, but what Stator would refuse through /config is said out loud here.
+  const review = reviewConfigWrite(section);
+  findings.warnings.push(...[...review.problems, ...review.warnings].map((line) => `bootstrap.dcs.${line}`));
+  const dcs = withDynamicDefaults(section);
+  if (problems.length === 0) {
+    // Patroni clamps a bootstrap section that breaks loop_wait + 2*retry_timeout <= ttl; so do we, but say so.
+    findings.warnings.push(...effectiveDynamicConfig(null, dcs).adjustments.map((line) => `bootstrap.dcs: ${line}`));
+  }
+  return dcs;
+}
+
+/** The defaults first (they lead the /config written at bootstrap, as in Patroni), then the file's keys as written. */
+function withDynamicDefaults(section: Mapping): DynamicConfig {
+  const defaults = DYNAMIC_CONFIG_DEFAULTS;
+  const given = withoutNulls(section);
+  const postgresql = isMapping(given.postgresql) ? withoutNulls(given.postgresql) : {};
+  const startTimeoutGiven = 'primary_start_timeout' in given || 'master_start_timeout' in given;
+  return {
+    ttl: defaults.ttl,
+    loop_wait: defaults.loop_wait,
+    retry_timeout: defaults.retry_timeout,
+    maximum_lag_on_failover: defaults.maximum_lag_on_failover,
+    ...(startTimeoutGiven ? {} : { primary_start_timeout: defaults.primary_start_timeout }),
+    ...given,
+    postgresql: { use_pg_rewind: defaults.use_pg_rewind, use_slots: defaults.use_slots, ...postgresql },
+  };
+}
+
+/** An empty YAML value (`ttl:`) means "not set", not "null". */
+function withoutNulls(section: Mapping): Mapping {
+  return Object.fromEntries(Object.entries(section).filter(([, value]) => value !== null));
+}
+
+function readCustomMethod(findings: Findings, bootstrap: Mapping, name: string): { command: string } {
+  const path = `bootstrap.${name}`;
+  const section = readSection(findings, bootstrap, name, 'bootstrap');
+  ignoreUnsupported(findings, section, path, ['command']);
+  return { command: readRequiredString(findings, section, 'command', path) };
+}
+
+function readInitdbOptions(findings: Findings, bootstrap: Mapping): StatorConfig['bootstrap']['initdb'] {
+  const path = 'bootstrap.initdb';
+  const value = bootstrap.initdb;
+  if (isAbsent(value)) return [];
+  const rule = 'must be an option name or a single-key mapping (name: value)';
+  if (!Array.isArray(value)) {
+    findings.invalid(path, `must be a list; each item ${rule}`, value);
+    return [];
+  }
+  const options: StatorConfig['bootstrap']['initdb'] = [];
+  value.forEach((item, index) => {
+    const entries = isMapping(item) ? Object.entries(item) : [];
+    if (typeof item === 'string' && item.trim() !== '') options.push(item);
+    else if (entries.length === 1 && isParameterValue(entries[0][1])) {
+      const [[option, value]] = entries;
+      options.push({ [option]: String(value) });
+    } else findings.invalid(`${path}[${index}]`, rule, item);
+  });
+  return options;
+}
