@@ -11,6 +11,8 @@ export interface LogRecord {
   time: Date;
 }
 
+const STARTED_AT = Date.now();
+
 /** The placeholders Stator fills, as Python's LogRecord attributes. */
 const FIELDS: Readonly<Record<string, (record: LogRecord, asctime: string) => string | number>> = Object.freeze({
   asctime: (_record, asctime) => asctime,
@@ -21,6 +23,17 @@ const FIELDS: Readonly<Record<string, (record: LogRecord, asctime: string) => st
   process: () => process.pid,
   created: (record) => record.time.getTime() / 1000,
   msecs: (record) => record.time.getMilliseconds(),
+  relativeCreated: (record) => record.time.getTime() - STARTED_AT,
+  // Python's call-site fields describe Patroni's source; Stator fills them with stable values so
+  // that a Patroni format (Patroni's own acceptance harness uses them) keeps its columns.
+  pathname: () => 'stator',
+  filename: () => 'stator',
+  module: () => 'stator',
+  funcName: () => 'stator',
+  lineno: () => 0,
+  thread: () => 0,
+  threadName: () => 'MainThread',
+  processName: () => 'MainProcess',
 });
 
 export const DEFAULT_LOG_FORMAT = '%(asctime)s %(levelname)s: %(message)s';

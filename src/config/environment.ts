@@ -8,6 +8,8 @@ const ENVIRONMENT_PREFIXES = ['PATRONI_', 'STATOR_'] as const;
 /** Patroni's environment variable names ("Environment Configuration Settings") for the keys Stator supports. */
 const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: true }> = [
   { name: 'SCOPE', path: 'scope' },
+  // Container deployments select compatibility mode without editing the file (STATOR_COMPAT=patroni).
+  { name: 'COMPAT', path: 'compat' },
   { name: 'NAMESPACE', path: 'namespace' },
   { name: 'NAME', path: 'name' },
   { name: 'RESTAPI_LISTEN', path: 'restapi.listen' },

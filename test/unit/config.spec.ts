@@ -6,7 +6,6 @@ import { StatorConfig } from '../../src/config/config.types';
 import { DynamicConfig } from '../../src/dcs/dcs.port';
 import {
   effectiveDynamicConfig,
-  validateDynamicConfig,
   validateDynamicConfigKeys,
 } from '../../src/config/dynamic-config';
 import { ConfigError, loadConfig } from '../../src/config/load-config';
@@ -166,10 +165,7 @@ describe('loadConfig', () => {
       'unsupported key watchdog ignored',
       'unsupported key bootstrap.pg_hba ignored',
       'unsupported key bootstrap.users ignored',
-      'unsupported key postgresql.pgpass ignored',
       'unsupported key postgresql.create_replica_methods ignored',
-      'unsupported key postgresql.basebackup ignored',
-      'unsupported key postgresql.authentication.rewind ignored (pg_rewind connects as the superuser)',
     ]);
     expect(config).toMatchObject({
       scope: 'batman',
@@ -373,16 +369,43 @@ describe('loadConfig', () => {
         restapi: { ciphers: 'HIGH' },
         etcd3: { srv_suffix: 'a' },
         bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true } },
-        postgresql: { authentication: { superuser: { sslmode: 'require' } } },
+        postgresql: { authentication: { superuser: { sslmode: 'require', sslcompression: 1 } } },
       });
       expect(warnings).toEqual([
         'unsupported key citus ignored',
         'unsupported key restapi.ciphers ignored',
         'unsupported key etcd3.srv_suffix ignored',
-        'unsupported key bootstrap.post_bootstrap ignored',
         'unsupported key bootstrap.custom.no_params ignored',
-        'unsupported key postgresql.authentication.superuser.sslmode ignored',
+        'unsupported key postgresql.authentication.superuser.sslcompression ignored',
       ]);
+    });
+
+    it("reads the roles' libpq options, the rewind role, unix sockets, pgpass, basebackup options and post_bootstrap as Patroni's acceptance harness writes them", () => {
+      const tls = { sslmode: 'verify-ca', sslrootcert: '/ca.crt', sslcert: '/c.crt', sslkey: '/c.key' };
+      const { config, warnings } = load({
+        bootstrap: { post_bootstrap: 'psql -w -c "SELECT 1"' },
+        postgresql: {
+          authentication: { superuser: { username: 'postgres', ...tls }, replication: { username: 'replicator', ...tls }, rewind: { username: 'rewind_user', password: 'r' } },
+          use_unix_socket: true,
+          use_unix_socket_repl: 'on',
+          pgpass: '/tmp/pgpass_0',
+          basebackup: [{ checkpoint: 'fast' }, 'verbose'],
+        },
+      });
+      expect(warnings).toEqual([]);
+      expect(config.bootstrap.post_bootstrap).toBe('psql -w -c "SELECT 1"');
+      expect(config.postgresql).toMatchObject({
+        authentication: { superuser: { libpq: tls }, replication: { libpq: tls }, rewind: { username: 'rewind_user', password: 'r' } },
+        use_unix_socket: true,
+        use_unix_socket_repl: true,
+        pgpass: '/tmp/pgpass_0',
+        basebackup: [{ checkpoint: 'fast' }, 'verbose'],
+      });
+    });
+
+    it('refuses an sslmode libpq does not know and a basebackup option that is not a name, naming the key', () => {
+      expect(() => load({ postgresql: { authentication: { superuser: { sslmode: 'maybe' } } } })).toThrow(/postgresql\.authentication\.superuser\.sslmode: must be one of disable, allow, prefer, require, verify-ca, verify-full/);
+      expect(() => load({ postgresql: { basebackup: ['--max-rate=1; rm -rf /'] } })).toThrow(/postgresql\.basebackup\[0\]: must be a list of option names/);
     });
 
     it('warns about PATRONI_ variables it does not support, without showing their values', () => {
@@ -443,6 +466,7 @@ describe('loadConfig', () => {
       ['REPLICATION_USERNAME', 'env-repl', (c) => c.postgresql.authentication.replication.username],
       ['REPLICATION_PASSWORD', 'env-repl-pass', (c) => c.postgresql.authentication.replication.password],
       ['LOG_LEVEL', 'WARNING', (c) => c.log.level, 'warning'],
+      ['COMPAT', 'patroni', (c) => c.compat],
     ];
 
     it('reads the etcd TLS files from PATRONI_ETCD3_CACERT, _CERT and _KEY', () => {
@@ -461,6 +485,7 @@ describe('loadConfig', () => {
         ETCD3_HOSTS: 'decoy:2379',
         ETCD3_HOST: 'decoy:2379',
         RESTAPI_VERIFY_CLIENT: 'optional',
+        COMPAT: 'stator',
       };
       const env = { [`PATRONI_${name}`]: decoys[name] ?? 'decoy', [`STATOR_${name}`]: value };
       const { config } = loadConfig(fileConfig(), env);
@@ -921,7 +946,7 @@ describe('effectiveDynamicConfig', () => {
   });
 });
 
-describe('validateDynamicConfig', () => {
+describe('validateDynamicConfigKeys', () => {
   it('accepts a valid document, unknown keys and PATCH deletions (null)', () => {
     const doc = {
       ttl: 20,
@@ -933,7 +958,7 @@ describe('validateDynamicConfig', () => {
       check_timeline: null,
       postgresql: { use_pg_rewind: false, parameters: { max_connections: 100, work_mem: null } },
     };
-    expect(validateDynamicConfig(doc)).toEqual([]);
+    expect(validateDynamicConfigKeys(doc)).toEqual([]);
   });
 
   it.each<[unknown, string[]]>([
@@ -963,17 +988,7 @@ describe('validateDynamicConfig', () => {
       ['ttl: must be an integer from 5 to 86400, got "x"', 'loop_wait: must be an integer from 1 to 86400, got "y"'],
     ],
   ])('rejects %j', (doc, expected) => {
-    expect(validateDynamicConfig(doc)).toEqual(expected);
+    expect(validateDynamicConfigKeys(doc)).toEqual(expected);
   });
 
-  it('explains a broken loop_wait + 2*retry_timeout <= ttl (absent keys count as defaults) instead of patching it', () => {
-    expect(validateDynamicConfig({ ttl: 20 })).toEqual([
-      'loop_wait + 2*retry_timeout must be <= ttl, got 10 + 2*10 = 30 > 20 (lower loop_wait or retry_timeout, or raise ttl)',
-    ]);
-    expect(validateDynamicConfig({ ttl: 20, loop_wait: 2, retry_timeout: 9 })).toEqual([]);
-  });
-
-  it('leaves the timing invariant out of validateDynamicConfigKeys', () => {
-    expect(validateDynamicConfigKeys({ ttl: 20 })).toEqual([]);
-  });
 });

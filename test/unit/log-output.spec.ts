@@ -40,8 +40,16 @@ describe('log.format and log.dateformat, as Python logging renders them', () => 
     expect(JSON.parse(render(record))).toEqual({ asctime: '2026-11-24 09:05:07,042', levelname: 'WARNING', message: 'Loop time exceeded' });
   });
 
+  it("keeps the columns of a format with Python's call-site fields, as Patroni's acceptance harness writes it", () => {
+    const render = compileLogFormat('%(asctime)s %(levelname)s [%(pathname)s:%(lineno)d - %(funcName)s]: %(message)s', 'plain');
+    if ('problem' in render) throw new Error(render.problem);
+    const line = render(record);
+    expect(line).toBe('2026-11-24 09:05:07,042 WARNING [stator:0 - stator]: Loop time exceeded');
+    expect(line.slice(24, 24 + 'WARNING'.length)).toBe('WARNING'); // where the harness reads the level
+  });
+
   it('refuses what it cannot render, naming the field or the directive', () => {
-    expect(compileLogFormat('%(funcName)s %(message)s', 'plain')).toEqual({ problem: expect.stringMatching(/^unknown field funcName/) });
+    expect(compileLogFormat('%(stack_info)s %(message)s', 'plain')).toEqual({ problem: expect.stringMatching(/^unknown field stack_info/) });
     expect(compileLogFormat('%(message)s', 'plain', '%Y %Q')).toEqual({ problem: 'dateformat: %Q is not supported' });
     expect(strftime('%j %A %B', record.time)).toBe('328 Tuesday November');
   });
@@ -49,9 +57,9 @@ describe('log.format and log.dateformat, as Python logging renders them', () => 
   it('stops the agent at start on such a format, with one line naming the key', () => {
     const dir = tmpDir('stator-log-config-');
     const file = join(dir, 'stator.yml');
-    writeFileSync(file, stringify({ ...MINIMAL, log: { format: '%(funcName)s: %(message)s' } }));
+    writeFileSync(file, stringify({ ...MINIMAL, log: { format: '%(stack_info)s: %(message)s' } }));
     try {
-      expect(() => loadConfig(file, {})).toThrow(/log\.format: unknown field funcName/);
+      expect(() => loadConfig(file, {})).toThrow(/log\.format: unknown field stack_info/);
     } finally {
       removeDir(dir);
     }
