@@ -12,7 +12,7 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
   const method = readString(findings, section, 'method', path) || 'initdb';
   const methods: Record<string, { command: string }> = {};
   for (const [key, value] of Object.entries(section)) {
-    if (['dcs', 'method', 'initdb'].includes(key)) continue;
+    if (['dcs', 'method', 'initdb', 'post_bootstrap', 'post_init'].includes(key)) continue;
     // Any other mapping with a `command` is a custom bootstrap method, as in Patroni.
     if (key === method || (isMapping(value) && 'command' in value)) {
       methods[key] = readCustomMethod(findings, section, key);
@@ -21,7 +21,9 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
   if (method !== 'initdb' && !(method in methods)) {
     findings.problems.push(`bootstrap.${method}.command: required because bootstrap.method is "${method}"`);
   }
-  return { dcs, method, methods, initdb: readInitdbOptions(findings, section) };
+  // `post_init` is the reference's older name for the same script.
+  const postBootstrap = readString(findings, section, 'post_bootstrap', path) || readString(findings, section, 'post_init', path) || undefined;
+  return { dcs, method, methods, initdb: readInitdbOptions(findings, section), ...(postBootstrap ? { post_bootstrap: postBootstrap } : {}) };
 }
 
 function readBootstrapDcs(findings: Findings, bootstrap: Mapping): DynamicConfig {

@@ -30,6 +30,8 @@ export interface StatorConfig {
     method: string;
     methods: Record<string, { command: string }>;
     initdb: Array<string | Record<string, string>>;
+    /** Run once after a new cluster's bootstrap, with the superuser's connection string appended. */
+    post_bootstrap?: string;
   };
   postgresql: PostgresqlConfig;
   tags: NodeTags;
@@ -64,15 +66,36 @@ export interface PostgresqlConfig {
   data_dir: string;
   bin_dir: string;
   authentication: {
-    superuser: { username: string; password?: string };
-    replication: { username: string; password?: string };
+    superuser: PostgresRole;
+    replication: PostgresRole;
+    /** pg_rewind's login; the superuser when absent. */
+    rewind?: PostgresRole;
   };
+  /** The agent's own connections to its server go through the unix socket (the first of `unix_socket_directories`). */
+  use_unix_socket?: boolean;
+  /** Accepted for Patroni files: Stator makes no replication connection to its own server. */
+  use_unix_socket_repl?: boolean;
+  /** Where the agent writes the password file its PostgreSQL tools read (PGPASSFILE); a temporary file when absent. */
+  pgpass?: string;
+  /** pg_basebackup options, as Patroni's `basebackup` list (`- checkpoint: fast`, `- verbose`) or mapping. */
+  basebackup?: Array<string | Record<string, string>>;
   parameters: Record<string, string | number | boolean>;
   pg_hba: string[];
   /** OS user that runs PostgreSQL when the agent runs as root. Default `postgres`. */
   os_user: string;
   /** Commands run on PostgreSQL events, called with `<action> <role> <scope>` appended. */
   callbacks?: Partial<Record<CallbackAction, string>>;
+}
+
+/** libpq connection options Patroni passes on from a role's `authentication` section. */
+export const LIBPQ_OPTIONS = ['sslmode', 'sslcert', 'sslkey', 'sslpassword', 'sslrootcert', 'sslcrl', 'sslcrldir', 'gssencmode', 'channel_binding'] as const;
+export type LibpqOptions = Partial<Record<(typeof LIBPQ_OPTIONS)[number], string>>;
+
+/** A PostgreSQL login the agent uses, with the libpq options of its connections (TLS client certificates...). */
+export interface PostgresRole {
+  username: string;
+  password?: string;
+  libpq?: LibpqOptions;
 }
 
 export const CALLBACK_ACTIONS = ['on_start', 'on_stop', 'on_restart', 'on_reload', 'on_role_change'] as const;

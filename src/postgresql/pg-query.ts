@@ -1,16 +1,19 @@
 import { Client, ClientConfig, QueryResult } from 'pg';
 import { SerialConnection } from './serial-connection';
-import { PostgresqlConfig } from '../config/config.types';
+import { LibpqOptions, PostgresqlConfig } from '../config/config.types';
+import { clientSsl } from './libpq-ssl';
 import { parseLsn } from '../common/lsn';
 import { PostgresQuery, PostgresSample, ReplicationConnection } from './postgres.port';
 
-/** Where to reach the local server over TCP. */
+/** Where to reach a server: TCP, or a unix socket directory as `host`. */
 export interface LocalConnection {
   host: string;
   port: number;
   user: string;
   password?: string;
   database?: string;
+  /** The role's libpq options (TLS client certificates); unused over a unix socket. */
+  libpq?: LibpqOptions;
 }
 
 /**
@@ -28,13 +31,16 @@ export function localConnection(config: PostgresqlConfig): LocalConnection {
   const port = Number(config.listen.slice(separator + 1));
   if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`bad port in postgresql.listen: ${config.listen}`);
   const loopbackOrWildcard = hosts.length === 0 || hosts.some((host) => ['*', '0.0.0.0', '::', '127.0.0.1', 'localhost'].includes(host));
-  return {
-    host: loopbackOrWildcard ? '127.0.0.1' : hosts[0],
-    port,
-    user: config.authentication.superuser.username,
-    password: config.authentication.superuser.password,
-    database: 'postgres',
-  };
+  const superuser = config.authentication.superuser;
+  const login = { port, user: superuser.username, password: superuser.password, database: 'postgres' };
+  if (config.use_unix_socket) return { ...login, host: socketDirectory(config) };
+  return { ...login, host: loopbackOrWildcard ? '127.0.0.1' : hosts[0], libpq: superuser.libpq };
+}
+
+/** The first of `unix_socket_directories` (Stator's default: /tmp), where `use_unix_socket` connects. */
+export function socketDirectory(config: PostgresqlConfig): string {
+  const configured = String(config.parameters.unix_socket_directories ?? '/tmp');
+  return configured.split(',')[0].trim() || '/tmp';
 }
 
 /**
@@ -65,7 +71,8 @@ export async function serverAcceptsConnections(connection: LocalConnection, time
   }
 }
 
-function toClientConfig(connection: LocalConnection): ClientConfig {
+/** node-postgres settings for `connection`, TLS included. */
+export function toClientConfig(connection: LocalConnection): ClientConfig {
   return {
     host: connection.host,
     port: connection.port,
@@ -73,6 +80,7 @@ function toClientConfig(connection: LocalConnection): ClientConfig {
     password: connection.password,
     database: connection.database ?? 'postgres',
     application_name: 'stator',
+    ssl: connection.host.startsWith('/') ? false : clientSsl(connection.libpq),
   };
 }
 

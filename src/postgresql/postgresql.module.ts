@@ -18,6 +18,7 @@ import { RealPostgresProcess } from './real-postgres-process';
           config: config.postgresql,
           stateDir: config.state_dir,
           initdbOptions: config.bootstrap.initdb,
+          postBootstrapCommand: config.bootstrap.post_bootstrap,
           log: (level, message) => (level === 'warning' ? logger.warning(message) : logger.info(message)),
         }),
     },

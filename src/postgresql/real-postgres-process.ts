@@ -21,6 +21,8 @@ export interface RealPostgresProcessOptions extends LocalPostgresOptions {
   fenceScript?: string;
   /** Extra initdb options in Patroni's `bootstrap.initdb` form: `'data-checksums'` or `{encoding: 'UTF8'}`. */
   initdbOptions?: InitdbOptions;
+  /** `bootstrap.post_bootstrap`: run once after a new cluster's bootstrap, with the superuser's conninfo appended. */
+  postBootstrapCommand?: string;
   /** Diagnostics (fence lost, escalations). Default: silent. */
   log?: AdapterLog;
   /** Shorter command deadlines than COMMAND_DEADLINES_MS (tests). */
@@ -59,7 +61,7 @@ export class RealPostgresProcess implements PostgresProcess {
     }
     this.local = new LocalPostgres(options);
     const commands = new CommandRunner(options.config, options.commandDeadlinesMs);
-    this.dataDirectory = new DataDirectory(this.local, commands, options.initdbOptions);
+    this.dataDirectory = new DataDirectory(this.local, commands, options.initdbOptions, options.postBootstrapCommand);
     this.configurationFiles = new ConfigurationFiles(this.local, commands);
     this.fenceLink = new FenceLink(paths, options.log);
     this.postmaster = new Postmaster(this.local, commands, this.fenceLink, { stateDir, paths, fenceScript, log: options.log });
@@ -137,8 +139,9 @@ export class RealPostgresProcess implements PostgresProcess {
   }
 
   async upstreamReachable(source: UpstreamNode): Promise<boolean> {
-    const { superuser, superuserPassword } = this.local;
-    return serverAcceptsConnections({ host: source.host, port: source.port, user: superuser, password: superuserPassword, database: 'postgres' }, 1000);
+    const { superuser, superuserPassword, config } = this.local;
+    const libpq = config.authentication.superuser.libpq;
+    return serverAcceptsConnections({ host: source.host, port: source.port, user: superuser, password: superuserPassword, database: 'postgres', libpq }, 1000);
   }
 
   // ---------------------------------------------------------------- fence

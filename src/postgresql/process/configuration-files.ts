@@ -79,6 +79,7 @@ export class ConfigurationFiles {
         password: this.local.replicationPassword,
         application_name: this.local.name,
         connect_timeout: 2,
+        ...this.local.replicationLibpq,
       });
       if (settings.slotName) parameters.primary_slot_name = settings.slotName;
     }

@@ -3,6 +3,8 @@ import { chmod, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
+import { toClientConfig } from '../pg-query';
+import { splitCommandLine } from '../../common/command-line';
 import { parseLsn } from '../../common/lsn';
 import { DataDirInfo, PostgresCommandError, UpstreamNode } from '../postgres.port';
 import { CommandRunner, tail } from './commands';
@@ -23,6 +25,7 @@ export class DataDirectory {
     private readonly local: LocalPostgres,
     private readonly commands: CommandRunner,
     private readonly initdbOptions: InitdbOptions = [],
+    private readonly postBootstrapCommand?: string,
   ) {}
 
   private get path(): string {
@@ -95,32 +98,66 @@ export class DataDirectory {
   }
 
   /**
-   * Creates the replication role with REPLICATION LOGIN and its password, or brings an existing one to
-   * that, over the superuser's connection. The statement is built by the server (`format` with %I/%L) and
-   * not logged (log_statement off for the session), since it carries a password.
+   * After initdb: the replication role (REPLICATION LOGIN), the `rewind` role when configured (LOGIN and
+   * EXECUTE on the four functions pg_rewind calls, as the reference grants them), then the
+   * `post_bootstrap` script. Statements are built by the server (`format` with %I/%L) and not logged
+   * (log_statement off for the session), since they carry passwords.
    */
   async postBootstrap(): Promise<void> {
-    const role = this.local.replicationUser;
-    if (role === this.local.superuser) return;
-    const connection = this.local.localConnection();
-    const client = new Client({ ...connection, database: connection.database ?? 'postgres', connectionTimeoutMillis: 5000, query_timeout: 10_000 });
+    const { superuser, replicationUser, replicationPassword } = this.local;
+    const rewind = this.local.config.authentication.rewind;
+    await this.asSuperuser('post-bootstrap (roles)', async (client) => {
+      if (replicationUser !== superuser) await createRole(client, replicationUser, replicationPassword, 'REPLICATION LOGIN');
+      if (rewind && rewind.username !== superuser) {
+        await createRole(client, rewind.username, rewind.password, 'LOGIN');
+        for (const fn of REWIND_FUNCTIONS) await client.query(`GRANT EXECUTE ON FUNCTION ${fn} TO ${await quoteIdent(client, rewind.username)}`);
+      }
+    });
+    if (this.postBootstrapCommand) await this.runPostBootstrapScript(this.postBootstrapCommand);
+  }
+
+  private async asSuperuser(what: string, work: (client: Client) => Promise<void>): Promise<void> {
+    const client = new Client({ ...toClientConfig(this.local.localConnection()), connectionTimeoutMillis: 5000, query_timeout: 10_000 });
     client.on('error', () => undefined);
     try {
       await client.connect();
       await client.query("SET log_statement = 'none'; SET log_min_duration_statement = -1");
-      const { rows } = await client.query<{ statement: string }>(
-        `SELECT pg_catalog.format(
-           CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1)
-                THEN 'ALTER ROLE %I WITH REPLICATION LOGIN' ELSE 'CREATE ROLE %I WITH REPLICATION LOGIN' END
-           || CASE WHEN $2::text IS NULL THEN '' ELSE ' PASSWORD %L' END, $1::text, $2::text) AS statement`,
-        [role, this.local.replicationPassword ?? null],
-      );
-      await client.query(rows[0].statement);
+      await work(client);
     } catch (error) {
-      throw new PostgresCommandError('post-bootstrap (replication role)', null, error instanceof Error ? error.message : String(error));
+      throw new PostgresCommandError(what, null, error instanceof Error ? error.message : String(error));
     } finally {
       await client.end().catch(() => undefined);
     }
+  }
+
+  /**
+   * `bootstrap.post_bootstrap`, as the reference runs it: split as a shell would, the superuser's
+   * conninfo appended, its password in a passfile (PGPASSFILE: `postgresql.pgpass`, or a temporary
+   * one) rather than on the command line. A failure fails the bootstrap.
+   */
+  private async runPostBootstrapScript(command: string): Promise<void> {
+    const words = splitCommandLine(command);
+    if (!words || words.length === 0) throw new PostgresCommandError('post_bootstrap', null, `cannot split ${JSON.stringify(command)} into a command line`);
+    const connection = this.local.localConnection();
+    const conninfo = formatConninfo({
+      dbname: 'postgres',
+      user: connection.user,
+      host: connection.host,
+      port: connection.port,
+      ...(connection.host.startsWith('/') ? {} : connection.libpq),
+    });
+    let passfile = this.local.config.pgpass;
+    if (!passfile) {
+      const dir = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
+      await this.commands.chownToOsUser(dir);
+      passfile = join(dir, 'pgpass');
+    }
+    await this.commands.writeOwnedFile(passfile, `*:*:*:${pgpassField(connection.user)}:${pgpassField(connection.password ?? '')}\n`);
+    const [file, ...args] = words;
+    await this.commands.run(file, [...args, conninfo], {
+      env: { PGPASSFILE: passfile, PGOPTIONS: '-c synchronous_commit=local -c statement_timeout=0' },
+      timeoutMs: this.commands.deadline('dataCopy'),
+    });
   }
 
   /**
@@ -134,8 +171,9 @@ export class DataDirectory {
       throw new PostgresCommandError('pg_basebackup', null, `data directory ${this.path} is not empty`);
     }
     await this.ensureExists();
-    const args = ['-D', this.path, '-h', source.host, '-p', String(source.port), '-U', this.local.replicationUser];
-    args.push('-X', 'stream', '-c', 'fast', '--no-password');
+    // A conninfo rather than -h/-p/-U: it carries the replication role's TLS options too.
+    const conninfo = formatConninfo({ host: source.host, port: source.port, user: this.local.replicationUser, ...this.local.replicationLibpq });
+    const args = ['-D', this.path, `--dbname=${conninfo}`, '-X', 'stream', '-c', 'fast', '--no-password', ...basebackupOptions(this.local.config.basebackup)];
     try {
       await this.commands.run(this.local.binary('pg_basebackup'), args, {
         env: passwordEnv(this.local.replicationPassword),
@@ -148,14 +186,15 @@ export class DataDirectory {
   }
 
   /**
-   * pg_rewind against the running `source` as the superuser (password through PGPASSWORD, never on the
-   * command line). pg_rewind overwrites the configuration files with the source's: call `configure`
-   * before the next start.
+   * pg_rewind against the running `source` as the rewind role, or the superuser (password through
+   * PGPASSWORD, never on the command line). pg_rewind overwrites the configuration files with the
+   * source's: call `configure` before the next start.
    */
   async rewind(source: UpstreamNode): Promise<'rewound' | 'not_needed'> {
-    const conninfo = formatConninfo({ host: source.host, port: source.port, user: this.local.superuser, dbname: 'postgres', connect_timeout: 5 });
+    const role = this.local.rewindRole;
+    const conninfo = formatConninfo({ host: source.host, port: source.port, user: role.username, dbname: 'postgres', connect_timeout: 5, ...role.libpq });
     const result = await this.commands.run(this.local.binary('pg_rewind'), ['--target-pgdata', this.path, `--source-server=${conninfo}`], {
-      env: { ...passwordEnv(this.local.superuserPassword), LC_MESSAGES: 'C' },
+      env: { ...passwordEnv(role.password), LC_MESSAGES: 'C' },
       allowFailure: true,
       timeoutMs: this.commands.deadline('rewindOrRecovery'),
     });
@@ -253,4 +292,46 @@ function formatInitdbOptions(options: InitdbOptions): string[] {
 
 function passwordEnv(password: string | undefined): Record<string, string> {
   return password === undefined ? {} : { PGPASSWORD: password };
+}
+
+/**
+ * pg_basebackup options from `postgresql.basebackup`, as Patroni passes them: `--name` or
+ * `--name=value`. The ones Stator sets itself (where the data goes, from where, WAL method) are skipped.
+ */
+export function basebackupOptions(options: Array<string | Record<string, string>> | undefined): string[] {
+  const owned = new Set(['pgdata', 'D', 'dbname', 'd', 'host', 'h', 'port', 'p', 'username', 'U', 'wal-method', 'X', 'checkpoint', 'c']);
+  return (options ?? []).flatMap((option) => {
+    const [name, value] = typeof option === 'string' ? [option, undefined] : Object.entries(option)[0];
+    if (owned.has(name)) return [];
+    return [value === undefined ? `--${name}` : `--${name}=${value}`];
+  });
+}
+
+/** A .pgpass field: `:` and `\\` escaped. */
+function pgpassField(value: string): string {
+  return value.replace(/[\\:]/g, (character) => `\\${character}`);
+}
+
+/** The functions pg_rewind runs on its source, which a non-superuser rewind role needs EXECUTE on. */
+const REWIND_FUNCTIONS = [
+  'pg_catalog.pg_ls_dir(text, boolean, boolean)',
+  'pg_catalog.pg_stat_file(text, boolean)',
+  'pg_catalog.pg_read_binary_file(text)',
+  'pg_catalog.pg_read_binary_file(text, bigint, bigint, boolean)',
+];
+
+/** CREATE ROLE, or ALTER ROLE when it exists, with `attributes` and the password if any. */
+async function createRole(client: Client, role: string, password: string | undefined, attributes: string): Promise<void> {
+  const { rows } = await client.query<{ statement: string }>(
+    `SELECT pg_catalog.format(
+       CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1) THEN 'ALTER ROLE %I WITH ' ELSE 'CREATE ROLE %I WITH ' END
+       || $3::text || CASE WHEN $2::text IS NULL THEN '' ELSE ' PASSWORD %L' END, $1::text, $2::text) AS statement`,
+    [role, password ?? null, attributes],
+  );
+  await client.query(rows[0].statement);
+}
+
+async function quoteIdent(client: Client, name: string): Promise<string> {
+  const { rows } = await client.query<{ quoted: string }>('SELECT pg_catalog.quote_ident($1) AS quoted', [name]);
+  return rows[0].quoted;
 }

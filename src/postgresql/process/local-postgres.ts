@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { PostgresqlConfig } from '../../config/config.types';
+import { LibpqOptions, PostgresqlConfig, PostgresRole } from '../../config/config.types';
 import { localConnection, LocalConnection } from '../pg-query';
 
 /** Diagnostics of the adapter (fence lost, escalations). */
@@ -50,6 +50,17 @@ export class LocalPostgres {
 
   get replicationPassword(): string | undefined {
     return this.options.replicationPassword ?? this.config.authentication.replication.password;
+  }
+
+  /** The replication role's libpq options (TLS client certificates) for primary_conninfo and pg_basebackup. */
+  get replicationLibpq(): LibpqOptions {
+    return this.config.authentication.replication.libpq ?? {};
+  }
+
+  /** pg_rewind's login: the `rewind` role when configured, else the superuser. */
+  get rewindRole(): PostgresRole {
+    const { rewind, superuser } = this.config.authentication;
+    return rewind ?? { ...superuser, password: this.superuserPassword };
   }
 
   binary(name: string): string {

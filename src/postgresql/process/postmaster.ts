@@ -6,7 +6,7 @@ import { Client } from 'pg';
 import { descendantsOf, isRunningProcess } from '../../common/process-tree';
 import { FenceConnection } from '../fence/fence-client';
 import { FenceLaunchOptions, STOP_SIGNALS } from '../fence/fence-protocol';
-import { LocalConnection, serverAcceptsConnections } from '../pg-query';
+import { LocalConnection, serverAcceptsConnections, toClientConfig } from '../pg-query';
 import { PostmasterExit, StopMode } from '../postgres.port';
 import { CommandRunner, OsUser } from './commands';
 import { FenceLink, FencePaths } from './fence-link';
@@ -245,7 +245,7 @@ export class Postmaster {
 }
 
 async function queryInRecovery(connection: LocalConnection): Promise<boolean> {
-  const client = new Client({ ...connection, database: connection.database ?? 'postgres', connectionTimeoutMillis: 1000, query_timeout: 1000 });
+  const client = new Client({ ...toClientConfig(connection), connectionTimeoutMillis: 1000, query_timeout: 1000 });
   client.on('error', () => undefined);
   try {
     await client.connect();
