@@ -209,8 +209,9 @@ const POSTGRESQL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
 });
 
 /**
- * The per-key checks of `validateDynamicConfig` without the timing invariant. `loadConfig` uses it for
- * `bootstrap.dcs`, whose timing is clamped with a warning instead, as Patroni does, so existing files still start.
+ * Every key's type and range in a dynamic configuration (`bootstrap.dcs`, PATCH/PUT `/config`). The timing
+ * invariant loop_wait + 2*retry_timeout <= ttl is not a refusal: as Patroni, the values are stored and clamped
+ * where they act (`effectiveDynamicConfig`), with a warning.
  */
 export function validateDynamicConfigKeys(doc: unknown): string[] {
   if (!isMapping(doc)) return [`configuration: must be a mapping (JSON object), got ${describeValue(doc)}`];
@@ -225,27 +226,6 @@ export function validateDynamicConfigKeys(doc: unknown): string[] {
         if (problem) problems.push(`postgresql.parameters.${parameterLabel(name)}: ${problem}, got ${describeValue(value)}`);
       }
     }
-  }
-  return problems;
-}
-
-/**
- * Typed validation of a `/config` document (PATCH body, merged result or PUT body): one message per bad key, naming
- * the key and the rule. Unknown keys are allowed; `null` (a PATCH deletion) is accepted everywhere. Unlike Patroni,
- * which silently patches the timing in memory, a violated `loop_wait + 2*retry_timeout <= ttl` is reported (keys the
- * document lacks count with their defaults).
- */
-export function validateDynamicConfig(doc: unknown): string[] {
-  const problems = validateDynamicConfigKeys(doc);
-  if (problems.length > 0 || !isMapping(doc)) return problems;
-  const value = (key: keyof Timings): number => (doc[key] ?? DYNAMIC_CONFIG_DEFAULTS[key]) as number;
-  const [ttl, loopWait, retryTimeout] = [value('ttl'), value('loop_wait'), value('retry_timeout')];
-  const cycle = loopWait + 2 * retryTimeout;
-  if (cycle > ttl) {
-    problems.push(
-      `loop_wait + 2*retry_timeout must be <= ttl, got ${loopWait} + 2*${retryTimeout} = ${cycle} > ${ttl} ` +
-        '(lower loop_wait or retry_timeout, or raise ttl)',
-    );
   }
   return problems;
 }

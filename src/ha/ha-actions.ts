@@ -1,6 +1,7 @@
 import { sleep } from '../common/clock';
+import { errorText } from '../common/error-text';
 import { DynamicConfig } from '../dcs/dcs.port';
-import { HaSnapshot } from './cluster-snapshot';
+import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
 import { slotNameOf } from './leader-duties';
 import { NodeContext } from './node-context';
@@ -78,7 +79,13 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       return;
     case 'finishBootstrap':
       return runTask('post_bootstrap', async () => {
-        await pg.postBootstrap();
+        try {
+          await pg.postBootstrap();
+        } catch (error) {
+          // As the reference: a cluster whose post_bootstrap failed is not handed out; the supervisor decides.
+          await abandonBootstrap(node, `failed to bootstrap the cluster: post_bootstrap failed: ${errorText(error)}`);
+          return;
+        }
         const sysid = node.sampler.sample?.systemIdentifier ?? (await pg.inspectDataDir()).systemIdentifier ?? '';
         await dcs.initialize(sysid, false);
         if (!snapshot.cluster?.config) await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent');
@@ -87,13 +94,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         node.bootstrapping = false;
       });
     case 'abandonBootstrap':
-      return runTask('abandon_bootstrap', async () => {
-        await dcs.cancelInitialization();
-        node.bootstrapping = false;
-        await removeData(node);
-        // Retrying at once would fail the same way; the reference exits and lets the supervisor decide.
-        node.deps.onFatal?.(`failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`);
-      });
+      return runTask('abandon_bootstrap', () => abandonBootstrap(node, `failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`));
     case 'writeInitialize': {
       const sysid = node.dataDir?.systemIdentifier ?? node.sampler.sample?.systemIdentifier;
       if (sysid) await dcs.initialize(sysid, true).catch(() => false);
@@ -121,6 +122,8 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         await query.checkpoint().catch(() => undefined);
         await stopServer(node, 'fast');
         await node.lock.release('switchover: demoting myself');
+        // Paused, no HA cycle starts PostgreSQL again: as the reference, the demotion itself follows the new leader.
+        if (node.dynamic.pause) await followAfterDemotion(node);
       });
     }
     case 'wakeAt':
@@ -132,4 +135,40 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       await node.waitForPostgres((state) => state !== 'running', KILL_EXIT_WAIT_MS);
       return;
   }
+}
+
+/** Gives the initialize key back, removes the half-made cluster and stops the agent. */
+async function abandonBootstrap(node: NodeContext, reason: string): Promise<void> {
+  await node.deps.dcs.cancelInitialization();
+  node.bootstrapping = false;
+  if (node.isPostmasterUp()) await stopServer(node, 'immediate');
+  await removeData(node);
+  // Retrying at once would fail the same way; the reference exits and lets the supervisor decide.
+  node.deps.onFatal?.(reason);
+}
+
+/**
+ * Rewinds onto the new leader if needed and starts as its replica. pg_rewind compares pg_control
+ * timelines, which the new leader updates only at its first checkpoint after the promotion: so the
+ * wait is for the key and for that checkpoint (the member key says so), at most a ttl.
+ */
+async function followAfterDemotion(node: NodeContext): Promise<void> {
+  const { clock, dcs } = node.deps;
+  const deadline = clock.now() + node.dynamic.ttl * 1000;
+  const readLeader = async () => {
+    const cluster = await dcs.read().catch(() => null);
+    const member = cluster?.members.find((m) => m.name === cluster.leader?.value);
+    return member && member.name !== node.name ? member : null;
+  };
+  // Promoted and checkpointed: its member key says `primary` without `checkpoint_after_promote: false`.
+  const ready = (member: Awaited<ReturnType<typeof readLeader>>) =>
+    member !== null && ['primary', 'master'].includes(member.data.role ?? '') && member.data.checkpoint_after_promote !== false;
+  let leader = await readLeader();
+  while (!ready(leader) && clock.now() < deadline) {
+    await sleep(clock, 100);
+    leader = await readLeader();
+  }
+  const upstream = upstreamOf(leader ?? undefined);
+  if (upstream) await rejoin(node, upstream, node.dynamic.use_pg_rewind);
+  else await startAsReplica(node, null);
 }

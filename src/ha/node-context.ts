@@ -161,7 +161,9 @@ export class NodeContext {
   /** The settings PostgreSQL runs with now: its current role and upstream, the current parameters. */
   currentSettings(): PostgresSettings {
     const sample = this.sampler.sample;
-    if (sample && !sample.inRecovery) return this.settings('primary', null);
+    // A stopped server has no reading: its role says what it was.
+    const primary = sample ? !sample.inRecovery : ['primary', 'promoted'].includes(this.roleName());
+    if (primary) return this.settings('primary', null);
     const upstream = upstreamOf(this.cluster?.members.find((m) => m.name === this.upstream));
     return this.settings('replica', upstream);
   }

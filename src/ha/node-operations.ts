@@ -1,5 +1,5 @@
 import { Clock } from '../common/clock';
-import { validateDynamicConfig } from '../config/dynamic-config';
+import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../config/dynamic-config';
 import { ClusterView, Dcs, DynamicConfig, FailoverRequest } from '../dcs/dcs.port';
 import { configChange } from './config-change';
 import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
@@ -133,8 +133,10 @@ export class NodeOperations {
     cause: string,
     warnings: string[],
   ): Promise<ConfigAnswer> {
-    const problems = validateDynamicConfig(next);
+    const problems = validateDynamicConfigKeys(next);
     if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
+    // As the reference, timings that break loop_wait + 2*retry_timeout <= ttl are stored and clamped where they act.
+    warnings = [...warnings, ...effectiveDynamicConfig(next, {}).adjustments.map((adjustment) => `${adjustment} (the stored value is kept)`)];
     const change = configChange(current?.value ?? {}, next);
     if (change) {
       // With no stored configuration, a PUT may only create it: it cannot overwrite a concurrent first write.

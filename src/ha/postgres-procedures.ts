@@ -119,11 +119,16 @@ export async function promote(node: NodeContext): Promise<void> {
   node.checkpointAfterPromotePending = false;
 }
 
-/** Restarts PostgreSQL now (POST /restart): fast stop, same settings, start. */
+/** Restarts PostgreSQL now (POST /restart): fast stop, same settings, start; a stopped server is started, as the reference does. */
 export async function restart(node: NodeContext, timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
   const start = node.startRequest(node.currentSettings());
   if (timeoutSeconds) start.timeoutMs = timeoutSeconds * 1000;
-  node.postgres.send({ type: 'RESTART', start, mode: 'fast' });
-  await node.waitForPostgres((state) => state !== 'restarting');
+  if (node.pgState() === 'running') {
+    node.postgres.send({ type: 'RESTART', start, mode: 'fast' });
+    await node.waitForPostgres((state) => state !== 'restarting');
+  } else {
+    node.postgres.send({ type: 'START', start });
+    await node.waitForPostgres((state) => state !== 'starting');
+  }
   return node.pgState() === 'running' ? 'restarted' : 'failed';
 }

@@ -5,7 +5,7 @@ import { BadHealthQuery, healthStatus, parseLag } from '../../../src/api/health'
 import { readLagBytes, readSchedule, readTimeoutSeconds } from '../../../src/api/request-values';
 import { readIsoTimestamp } from '../../../src/common/iso-timestamp';
 import { reviewConfigWrite } from '../../../src/config/config-write-review';
-import { effectiveDynamicConfig, validateDynamicConfig } from '../../../src/config/dynamic-config';
+import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../../../src/config/dynamic-config';
 import { configChange } from '../../../src/ha/config-change';
 import { OperationRefused } from '../../../src/ha/operation-types';
 import { refusal } from './refusal';
@@ -41,7 +41,7 @@ const PARSERS: Record<string, (input: string) => unknown> = {
   'POST /restart postgres_version': (input) => attempt(() => restartBody.transform({ postgres_version: input })),
   'POST /switchover scheduled_at': (input) => attempt(() => parseSwitchover('switchover', switchoverBody.transform({ leader: 'n1', scheduled_at: input }), false, NOW)),
   'POST /switchover leader': (input) => attempt(() => switchoverBody.transform({ leader: input })),
-  'PATCH /config key and value': (input) => [validateDynamicConfig({ [input]: input, postgresql: { parameters: { [input]: input } } }), reviewConfigWrite({ [input]: input })],
+  'PATCH /config key and value': (input) => [validateDynamicConfigKeys({ [input]: input, postgresql: { parameters: { [input]: input } } }), reviewConfigWrite({ [input]: input })],
 };
 
 describe('request values are read in time linear in their length', () => {
@@ -74,7 +74,7 @@ describe('request values are read in time linear in their length', () => {
 
 describe('numbers are bounded to what Node, etcd and PostgreSQL honour', () => {
   it.each([1e20, 1e11, 2 ** 31])('refuses ttl %d in a /config write, naming the key and the range', (ttl) => {
-    expect(validateDynamicConfig({ ttl })).toEqual([`ttl: must be an integer from 5 to 86400, got ${JSON.stringify(ttl)}`]);
+    expect(validateDynamicConfigKeys({ ttl })).toEqual([`ttl: must be an integer from 5 to 86400, got ${JSON.stringify(ttl)}`]);
   });
 
   it('clamps a huge ttl written into the DCS by another tool, and says so', () => {
@@ -114,7 +114,7 @@ describe('timestamps must exist in the calendar', () => {
 describe('keys are looked up as own properties only', () => {
   it.each(['constructor', 'toString', 'hasOwnProperty', 'valueOf'])('refuses %s as an unknown key in every body', (key) => {
     expect(reviewConfigWrite({ [key]: 1 }).problems).toEqual([expect.stringMatching(new RegExp(`^${key}: unknown key`))]);
-    expect(validateDynamicConfig({ [key]: 1 })).toEqual([]);
+    expect(validateDynamicConfigKeys({ [key]: 1 })).toEqual([]);
     expect(refusal(() => parseSwitchover('switchover', switchoverBody.transform({ leader: 'n1', [key]: 'x' }), false, NOW))).toEqual({
       status: 400,
       text: `Unknown field: ${key} (accepted: leader, candidate, scheduled_at)`,
@@ -148,10 +148,10 @@ describe('nothing is accepted and then ignored', () => {
   });
 
   it('refuses server parameters that could not be written on one line of postgresql.conf', () => {
-    expect(validateDynamicConfig({ postgresql: { parameters: { work_mem: "4MB'\nshared_preload_libraries='x" } } })).toEqual([
+    expect(validateDynamicConfigKeys({ postgresql: { parameters: { work_mem: "4MB'\nshared_preload_libraries='x" } } })).toEqual([
       expect.stringMatching(/^postgresql.parameters.work_mem: must not contain control characters/),
     ]);
-    expect(validateDynamicConfig({ postgresql: { parameters: { 'bad name': 1 } } })).toEqual([
+    expect(validateDynamicConfigKeys({ postgresql: { parameters: { 'bad name': 1 } } })).toEqual([
       expect.stringMatching(/^postgresql.parameters."bad name": must be named as PostgreSQL names parameters/),
     ]);
   });

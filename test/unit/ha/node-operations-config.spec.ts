@@ -60,6 +60,22 @@ describe('PUT /config', () => {
 });
 
 describe('PATCH /config', () => {
+  it('stores timings that break loop_wait + 2*retry_timeout <= ttl, as the reference, and warns how they are clamped', async () => {
+    const { dcs, operations } = setup();
+    await dcs.setConfig({ ttl: 30, loop_wait: 2, retry_timeout: 10 });
+
+    const answer = await operations.patchConfig(body({ ttl: 20 }));
+
+    expect(answer).toMatchObject({
+      status: 200,
+      warnings: [
+        'loop_wait lowered from 2 to 1 because loop_wait + 2*retry_timeout must be <= ttl (20) (the stored value is kept)',
+        'retry_timeout lowered from 10 to 9 because loop_wait + 2*retry_timeout must be <= ttl (20) (the stored value is kept)',
+      ],
+    });
+    expect((await dcs.read()).config?.value).toEqual({ ttl: 20, loop_wait: 2, retry_timeout: 10 });
+  });
+
   it('records what changed, not the whole document, and warns about keys stored but not acted on', async () => {
     const { dcs, operations, recorded, warnings } = setup();
     const comment = 'x'.repeat(50_000);
