@@ -59,7 +59,7 @@ async function run(tree: string, features: string[], keep: boolean): Promise<voi
   const total = (key: 'passed' | 'failed' | 'skipped') => results.reduce((sum, r) => sum + r[key], 0);
   const seconds = results.reduce((sum, r) => sum + r.seconds, 0);
   process.stdout.write(`\nscenarios: ${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped in ${seconds} s\n`);
-  process.stdout.write(keep ? `logs kept in ${work}/features/output\n` : '');
+  process.stdout.write(keep ? `logs kept in ${work}/acceptance-logs\n` : '');
   if (!keep) execFileSync('rm', ['-rf', work]);
   process.exit(total('failed') > 0 ? 1 : 0);
 }
@@ -100,8 +100,11 @@ function runFeature(work: string, feature: string, user: string | null): Promise
   };
   const behave = [PYTHON, '-m', 'behave', '--no-capture', '--no-color', `features/${feature}.feature`];
   const [command, ...args] = user ? ['runuser', '-u', user, '--', ...behave] : behave;
-  mkdirSync(join(work, 'features', 'output'), { recursive: true });
-  const logPath = join(work, 'features', 'output', `behave-${feature}.log`);
+  // The harness empties features/output when it starts: behave's own output and a copy of the
+  // feature's logs go to acceptance-logs/ beside it.
+  const logs = join(work, 'acceptance-logs');
+  mkdirSync(logs, { recursive: true });
+  const logPath = join(logs, `behave-${feature}.log`);
   return new Promise((resolveResult) => {
     const child = spawn(command, args, { cwd: work, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const chunks: Buffer[] = [];
@@ -115,6 +118,8 @@ function runFeature(work: string, feature: string, user: string | null): Promise
       clearTimeout(deadline);
       const output = Buffer.concat(chunks).toString('utf8');
       writeFileSync(logPath, output);
+      const featureOutput = join(work, 'features', 'output');
+      if (existsSync(featureOutput)) cpSync(featureOutput, join(logs, feature), { recursive: true });
       resolveResult({ feature, ...scenarioCounts(output), seconds: Math.round((Date.now() - started) / 1000), failures: failedScenarios(output) });
     });
   });

@@ -29,7 +29,8 @@ export function callbackRole(role: string | null): string {
  * brings a demoted primary back as a replica: that is `on_role_change`), `on_restart`
  * after a restart (and not on_stop + on_start), `on_stop` when a stop completes, `on_reload` when a
  * configuration reload succeeded, `on_role_change` when the role becomes primary (at promotion),
- * replica (a former primary following) or standby_leader. `currentRole` is the role machine's state.
+ * replica (a former primary following) or standby_leader, and `demoted` when a lock holder gives the lock up
+ * because its PostgreSQL failed to start. `currentRole` is the role machine's state.
  */
 export function callbackFor(fact: TransitionFact, currentRole: string | null): CallbackCall | null {
   if (fact.type === 'postgres.transition') {
@@ -47,6 +48,7 @@ export function callbackFor(fact: TransitionFact, currentRole: string | null): C
     if (from === to || from === '' || from === 'uninitialized') return null;
     if (to === 'promoted' || (to === 'primary' && from !== 'promoted')) return { action: 'on_role_change', role: 'primary' };
     if (to === 'replica' || to === 'standby_leader') return { action: 'on_role_change', role: to };
+    if (to === 'demoted' && fact.cause === 'GAVE_UP_AFTER_FAILED_START') return { action: 'on_role_change', role: 'demoted' };
   }
   return null;
 }

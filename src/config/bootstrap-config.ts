@@ -41,18 +41,20 @@ function readBootstrapDcs(findings: Findings, bootstrap: Mapping): DynamicConfig
   return dcs;
 }
 
-/** The defaults first (they lead the /config written at bootstrap, as in Patroni), then the file's keys as written. */
+/**
+ * The defaults first (they lead the /config written at bootstrap, as in Patroni's recordings), then the file's
+ * keys as written. No `primary_start_timeout`: it applies its default when absent, and a stored one would
+ * override a later `master_start_timeout`, the older name Patroni still reads when the new one is absent.
+ */
 function withDynamicDefaults(section: Mapping): DynamicConfig {
   const defaults = DYNAMIC_CONFIG_DEFAULTS;
   const given = withoutNulls(section);
   const postgresql = isMapping(given.postgresql) ? withoutNulls(given.postgresql) : {};
-  const startTimeoutGiven = 'primary_start_timeout' in given || 'master_start_timeout' in given;
   return {
     ttl: defaults.ttl,
     loop_wait: defaults.loop_wait,
     retry_timeout: defaults.retry_timeout,
     maximum_lag_on_failover: defaults.maximum_lag_on_failover,
-    ...(startTimeoutGiven ? {} : { primary_start_timeout: defaults.primary_start_timeout }),
     ...given,
     postgresql: { use_pg_rewind: defaults.use_pg_rewind, use_slots: defaults.use_slots, ...postgresql },
   };

@@ -106,7 +106,8 @@ export interface NodeTags {
   noloadbalance?: boolean;
   clonefrom?: boolean;
   nosync?: boolean;
-  failover_priority?: number;
+  /** An integer, possibly written as a string (published as written). */
+  failover_priority?: number | string;
   [custom: string]: unknown;
 }
 

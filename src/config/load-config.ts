@@ -354,18 +354,13 @@ function readTags(findings: Findings, doc: Mapping): NodeTags {
       if (flag === undefined) findings.invalid(path, BOOLEAN_RULE, value);
       else tags[key] = flag;
     } else if (key === 'failover_priority') {
-      // YAML and environment values may be strings ("1"), which the reference reads as integers too.
+      // YAML and environment values may be strings ("1"): the reference reads them as integers and publishes them as written.
       const priority = typeof value === 'string' && /^\s*\d{1,9}\s*$/.test(value) ? Number(value) : value;
-      if (Number.isInteger(priority) && (priority as number) >= 0) tags.failover_priority = priority as number;
+      if (Number.isInteger(priority) && (priority as number) >= 0) tags.failover_priority = value as number | string;
       else findings.invalid(path, 'must be an integer >= 0', value);
     } else {
       tags[key] = value;
     }
-  }
-  if (tags.nofailover && (tags.failover_priority ?? 0) > 0) {
-    findings.warnings.push(
-      `tags.nofailover is true and tags.failover_priority is ${tags.failover_priority}: nofailover wins, as in Patroni`,
-    );
   }
   return tags;
 }

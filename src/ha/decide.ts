@@ -155,7 +155,8 @@ function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision {
     };
   }
   const reason = isNoFailover(local.tags) ? 'I am not allowed to promote' : 'i am not the healthiest node';
-  return { verdict: `following a different leader because ${reason}`, actions: [] };
+  const notes = isNoFailover(local.tags) ? [] : [health.reason];
+  return { verdict: `following a different leader because ${reason}`, actions: [], ...(notes.length > 0 ? { notes } : {}) };
 }
 
 /** `_is_healthiest_node` and its preconditions (reference 3.5). */

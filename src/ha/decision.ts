@@ -20,7 +20,11 @@ export type HaAction =
   | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
   /** A replica that cannot follow `upstream`'s timeline: stop, pg_rewind, start again (only if `upstream` answers). */
   | { type: 'rewindReplica'; upstream: UpstreamNode }
-  | { type: 'releaseLock' }
+  /**
+   * `demote`: the server is no primary any more, its role says so first: `crashed` (failing over after a crash)
+   * or `failed_start` (the reference's post_recover, which also fires on_role_change demoted).
+   */
+  | { type: 'releaseLock'; demote?: 'crashed' | 'failed_start' }
   | { type: 'finishBootstrap' }
   | { type: 'abandonBootstrap' }
   | { type: 'writeInitialize' }
@@ -35,4 +39,5 @@ export type HaAction =
   /** SIGKILL of a hung server and every process it started (the lock is released only after). */
   | { type: 'killPostgres' };
 
-export type Decision = { need: Need } | { verdict: string; actions: HaAction[] };
+/** `notes`: lines the reference logs on the way to its verdict (why another node is healthier), logged before it. */
+export type Decision = { need: Need } | { verdict: string; actions: HaAction[]; notes?: string[] };

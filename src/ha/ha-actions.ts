@@ -75,6 +75,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
       });
     case 'releaseLock':
+      if (action.demote && ['primary', 'promoted', 'standby_leader'].includes(node.roleName())) {
+        node.sendRole({ type: action.demote === 'failed_start' ? 'GAVE_UP_AFTER_FAILED_START' : 'DEMOTED' });
+      }
       await node.lock.release(snapshot.dcsError ?? 'voluntary release');
       return;
     case 'finishBootstrap':

@@ -273,6 +273,7 @@ export class HaNode {
       if (cluster && !node.dynamic.pause && node.activity() === null) node.scheduler.evaluate(this.view(), node.dynamic.loop_wait);
       this.applyChangedParameters();
 
+      for (const note of decision.notes ?? []) logger.info(note);
       logger.info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
       for (const action of decision.actions) await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));

@@ -21,7 +21,7 @@ import { RestartScheduler } from './restart-scheduler';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { Sampler } from './sampler';
 import { taskMachine } from './task.machine';
-import { effectiveTags } from './tags';
+import { effectiveTags, tagConflicts } from './tags';
 
 export interface HaNodeDeps {
   config: StatorConfig;
@@ -81,6 +81,7 @@ export class NodeContext {
     this.name = config.name;
     this.config = config;
     this.tags = effectiveTags(config.tags);
+    for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
     this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
     this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi);
     this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
@@ -201,6 +202,7 @@ export class NodeContext {
     try {
       this.config = this.deps.reloadConfig();
       this.tags = effectiveTags(this.config.tags);
+      for (const conflict of tagConflicts(this.config.tags)) this.deps.logger.warning(conflict);
       this.deps.logger.info('configuration reloaded');
     } catch (error) {
       this.deps.logger.error(`reload failed, keeping the running configuration: ${errorText(error)}`);

@@ -1,10 +1,10 @@
-import { HaSnapshot, upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
 import { nodeToFollow } from './cascade';
 import { Decision } from './decision';
 import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
 
-/** Failed starts after which the lock holder gives the lock up rather than try again. */
-const LOCK_HOLDER_START_ATTEMPTS = 2;
+/** Failed starts after which the lock holder gives the lock up rather than try again (the reference's `post_recover`: one). */
+const LOCK_HOLDER_START_ATTEMPTS = 1;
 
 /** PostgreSQL is down and not paused: bring it back (reference 3.10 `recover`). */
 export function recover(s: HaSnapshot): Decision {
@@ -20,11 +20,15 @@ export function recover(s: HaSnapshot): Decision {
   if (leaderName === local.name) {
     if (!s.lockResult) return { need: 'refreshLock' };
     if (s.lockResult === 'refreshed') {
-      // A lock holder whose PostgreSQL keeps failing to start hands the cluster to a node that can run.
+      // primary_start_timeout 0: no waiting for a crashed primary when another node can take over.
+      if (wasPrimary && config.primary_start_timeout === 0 && failoverPossible(s)) {
+        return { verdict: 'stopped PostgreSQL to fail over after a crash', actions: [{ type: 'releaseLock', demote: 'crashed' }] };
+      }
+      // A lock holder whose PostgreSQL failed to start hands the cluster to a node that can run.
       if (local.failedStarts >= LOCK_HOLDER_START_ATTEMPTS) {
         return {
-          verdict: `released leader key: PostgreSQL failed to start ${local.failedStarts} times (${failure}): ${startFailureSummary(local.lastError)}`,
-          actions: [{ type: 'releaseLock' }],
+          verdict: `removed leader key after trying and failing to start postgres (${failure}): ${startFailureSummary(local.lastError)}`,
+          actions: [{ type: 'releaseLock', demote: 'failed_start' }],
         };
       }
       const wait = startBackoff(s);
@@ -90,4 +94,9 @@ function startBackoff(s: HaSnapshot): Decision | null {
     verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before starting PostgreSQL again: ${local.failedStarts} failed start(s) (${classifyStartFailure(local.lastError)}): ${startFailureSummary(local.lastError)}`,
     actions: [{ type: 'wakeAt', at }],
   };
+}
+
+/** Another member runs and may be promoted (the reference's `is_failover_possible`, without the probes). */
+function failoverPossible(s: HaSnapshot): boolean {
+  return s.cluster!.members.some((member) => member.name !== s.local.name && member.data.state === 'running' && !isNoFailover(member.data.tags));
 }

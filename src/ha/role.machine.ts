@@ -16,6 +16,8 @@ export type RoleEvent =
   | { type: 'PROMOTE_FAILED' }
   | { type: 'PRIMARY_CONFIRMED' }
   | { type: 'DEMOTED' }
+  /** The lock holder's PostgreSQL failed to start: it gives the lock up demoted (the reference's `post_recover`, which fires on_role_change demoted). */
+  | { type: 'GAVE_UP_AFTER_FAILED_START' }
   | { type: 'FOLLOWING' }
   | { type: 'STANDBY_LEADER' };
 
@@ -51,11 +53,13 @@ export const roleMachine = setup({
         PROMOTE_COMPLETED: 'primary',
         PROMOTE_FAILED: 'replica',
         DEMOTED: 'demoted',
+        GAVE_UP_AFTER_FAILED_START: 'demoted',
       },
     },
     primary: {
       on: {
         DEMOTED: 'demoted',
+        GAVE_UP_AFTER_FAILED_START: 'demoted',
       },
     },
     demoted: {
@@ -69,6 +73,7 @@ export const roleMachine = setup({
     standby_leader: {
       on: {
         DEMOTED: 'demoted',
+        GAVE_UP_AFTER_FAILED_START: 'demoted',
         FOLLOWING: 'replica',
       },
     },

