@@ -63,13 +63,13 @@ export async function main(argv: string[]): Promise<void> {
   const app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config);
   const lifecycle = app.get(NodeLifecycle);
   const { host, port } = splitListen(config.restapi.listen);
-  await app.listen(port, host);
-  log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
-  const node = app.get(HaNode);
-  if (await namesakeIsRunning(app.get<Dcs>(DCS), createPeerProbe(config.restapi), config.name, node.memberData().api_url)) {
+  // Before our own API listens: whatever answers at the member key's address is another agent, even at our address.
+  if (await namesakeIsRunning(app.get<Dcs>(DCS), createPeerProbe(config.restapi), config.name)) {
     log.critical(`Can't start; there is already a node named '${config.name}' running`);
     process.exit(1);
   }
+  await app.listen(port, host);
+  log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
   await lifecycle.start();
 
   let stopping = false;
@@ -93,7 +93,7 @@ export async function main(argv: string[]): Promise<void> {
   // What operators and systemd's ExecReload send to reload, as for the reference: never a reason to stop.
   process.on('SIGHUP', () => {
     log.info('received SIGHUP, reloading the configuration');
-    node.requestReload();
+    app.get(HaNode).requestReload();
     reloadApiCertificates(app.getHttpServer(), argv[0] ?? null, log);
   });
   // Node's default for SIGUSR2 is to exit; nothing in the agent uses it, so it must not end a leader's term by accident.

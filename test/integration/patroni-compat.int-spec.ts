@@ -36,20 +36,21 @@ afterAll(async () => {
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
 });
 
-it('maps wal_keep_segments to wal_keep_size on PostgreSQL 15, and reads string tags', async () => {
+it('maps wal_keep_segments to wal_keep_size on PostgreSQL 15, and reads string tags (publishing failover_priority as written)', async () => {
   const [node] = cluster.nodes;
   expect(await sql<{ wal_keep_size: string }>(node, 'SHOW wal_keep_size')).toEqual([{ wal_keep_size: '1600MB' }]);
-  expect((await node.status())?.tags).toMatchObject({ failover_priority: 2, nofailover: false });
+  expect((await node.status())?.tags).toMatchObject({ failover_priority: '2', nofailover: false });
 });
 
-it("refuses to start a second agent under a live member's name, as the reference does", async () => {
+it("refuses to start a second agent under a live member's name, as the reference does, even one announcing the live member's API address", async () => {
   const [node] = cluster.nodes;
   const config = parse(readFileSync(node.configPath, 'utf8')) as Record<string, Record<string, unknown>>;
   const apiPort = await freePort();
   const pgPort = await freePort();
+  // As Patroni's acceptance harness starts its duplicate: another listen port, the live member's connect_address.
   const twin = {
     ...config,
-    restapi: { listen: `127.0.0.1:${apiPort}`, connect_address: `127.0.0.1:${apiPort}` },
+    restapi: { ...config.restapi, listen: `127.0.0.1:${apiPort}` },
     postgresql: { ...config.postgresql, listen: `127.0.0.1:${pgPort}`, connect_address: `127.0.0.1:${pgPort}`, data_dir: join(baseDir, 'twin', 'data') },
     state_dir: join(baseDir, 'twin', 'state'),
   };
@@ -58,5 +59,6 @@ it("refuses to start a second agent under a live member's name, as the reference
   const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bin', 'stator.js'), file], { encoding: 'utf8', timeout: 30_000 });
   expect(run.status).toBe(1);
   expect(run.stdout).toContain(`CRITICAL: Can't start; there is already a node named '${node.name}' running`);
+  expect(run.stdout).not.toContain('released leader key');
   expect(await node.healthCode('/primary')).toBe(200);
 });
