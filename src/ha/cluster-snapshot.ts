@@ -28,6 +28,9 @@ export interface LocalView {
   /** Starts that failed in a row (0 once PostgreSQL runs) and when the latest was asked for (epoch ms). */
   failedStarts: number;
   lastStartAt: number | null;
+  /** Clones that failed in a row, and when the latest was asked for: the next one waits a backoff. */
+  failedClones: number;
+  lastCloneAt: number | null;
   /** How long the running server has not answered (ms); 0 while it answers or is not running. */
   unresponsiveMs: number;
 }

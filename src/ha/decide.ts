@@ -5,6 +5,7 @@ import { downstreamMembers, nodeToFollow } from './cascade';
 import { clusterTimeline, failoverPriority, HaSnapshot, isNoFailover, isTruthyTag, PeerReading, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
 import { recover } from './recover';
+import { startRetryDelayMs } from './start-failure';
 import { isUnresponsive } from './unresponsive';
 
 export type { Decision, HaAction, Need } from './decision';
@@ -109,6 +110,14 @@ function bootstrap(s: HaSnapshot): Decision {
   const source = cloneSource(s, leaderName);
   if (!source) return { verdict: 'waiting for leader to bootstrap', actions: [] };
   const from = source.name === leaderName ? 'leader' : 'replica';
+  const { failedClones, lastCloneAt, lastError } = s.local;
+  if (failedClones > 0 && lastCloneAt !== null) {
+    // A clone that failed (a refused login, a missing certificate) would fail again at once: back off as for starts.
+    const at = lastCloneAt + startRetryDelayMs(failedClones, s.config.loop_wait);
+    if (s.now < at) {
+      return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before cloning again: ${failedClones} failed clone(s): ${lastError ?? 'unknown error'}`, actions: [{ type: 'wakeAt', at }] };
+    }
+  }
   return { verdict: `trying to bootstrap from ${from} '${source.name}'`, actions: [{ type: 'clone', source }] };
 }
 

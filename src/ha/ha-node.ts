@@ -306,6 +306,8 @@ export class HaNode {
       failedStarts: postgres.context.failedStarts,
       unresponsiveMs: unresponsiveForMs(node.pgState(), node.sampler.answeredAt, now),
       lastStartAt: postgres.context.lastStartAt,
+      failedClones: postgres.context.failedClones,
+      lastCloneAt: postgres.context.lastCloneAt,
     };
     return { now, config: node.dynamic, cluster, dcsError, local };
   }

@@ -11,7 +11,7 @@ import { activeSubstate, NodeContext } from './node-context';
 
 /** Clones the data directory from `source`; false (logged) when the clone failed. */
 export async function cloneFrom(node: NodeContext, source: UpstreamNode): Promise<boolean> {
-  node.postgres.send({ type: 'CLONE', source });
+  node.postgres.send({ type: 'CLONE', source, at: node.deps.clock.now() });
   await node.waitForPostgres((state) => state !== 'creating_replica');
   const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
   if (lastOutcome !== 'cloned') {

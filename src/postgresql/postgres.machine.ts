@@ -19,7 +19,7 @@ export interface StartRequest {
 export type PostgresEvent =
   | { type: 'INITDB' }
   | { type: 'CUSTOM_BOOTSTRAP'; command: string; start: StartRequest }
-  | { type: 'CLONE'; source: UpstreamNode }
+  | { type: 'CLONE'; source: UpstreamNode; at?: number }
   | { type: 'START'; start: StartRequest }
   | { type: 'ADOPT'; timeoutMs: number }
   | { type: 'STOP'; mode: StopMode; timeoutMs: number }
@@ -44,6 +44,10 @@ export interface PostgresContext {
   failedStarts: number;
   /** When the latest start or restart was asked for (epoch ms), null before the first. */
   lastStartAt: number | null;
+  /** Clones that failed in a row; back to 0 once one succeeds. */
+  failedClones: number;
+  /** When the latest clone was asked for (epoch ms), null before the first. */
+  lastCloneAt: number | null;
 }
 
 const notProvided = (name: string) =>
@@ -55,7 +59,7 @@ const notProvided = (name: string) =>
 const AFTER_POSTMASTER_DOWN = {
   START: { target: 'starting', actions: ['clearOutcome', 'rememberStartRequest'] },
   REWIND: { target: 'stopped.rewinding', actions: 'clearOutcome' },
-  CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+  CLONE: { target: 'creating_replica', actions: ['clearOutcome', 'rememberCloneRequest'] },
   REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
   STOP: { target: 'stopped' },
 } as const;
@@ -100,6 +104,7 @@ export const postgresMachine = setup({
     }),
     countFailedStart: assign({ failedStarts: ({ context }) => context.failedStarts + 1 }),
     resetFailedStarts: assign({ failedStarts: 0 }),
+    rememberCloneRequest: assign({ lastCloneAt: ({ event, context }) => (event.type === 'CLONE' ? (event.at ?? null) : context.lastCloneAt) }),
     rememberExitWhileStarting: assign({
       lastError: ({ event }) =>
         `postmaster exited while starting${event.type === 'POSTMASTER_EXITED' && event.lastLog ? `: ${event.lastLog}` : ''}`,
@@ -108,7 +113,7 @@ export const postgresMachine = setup({
 }).createMachine({
   id: 'postgres',
   initial: 'stopped',
-  context: { paused: false, lastError: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null },
+  context: { paused: false, lastError: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null, failedClones: 0, lastCloneAt: null },
   on: {
     SET_PAUSE: { actions: 'rememberPause' },
   },
@@ -142,7 +147,7 @@ export const postgresMachine = setup({
       on: {
         INITDB: { target: 'initdb', actions: 'clearOutcome' },
         CUSTOM_BOOTSTRAP: { target: 'custom_bootstrap', actions: ['clearOutcome', 'rememberBootstrapStart'] },
-        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        CLONE: { target: 'creating_replica', actions: ['clearOutcome', 'rememberCloneRequest'] },
         START: { target: 'starting', actions: ['clearOutcome', 'rememberStartRequest'] },
         ADOPT: { target: 'starting', actions: 'clearOutcome' },
         REWIND: { target: '.rewinding', actions: 'clearOutcome' },
@@ -160,7 +165,7 @@ export const postgresMachine = setup({
     initdb_failed: {
       on: {
         INITDB: { target: 'initdb', actions: 'clearOutcome' },
-        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        CLONE: { target: 'creating_replica', actions: ['clearOutcome', 'rememberCloneRequest'] },
         REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
       },
     },
@@ -179,7 +184,7 @@ export const postgresMachine = setup({
     custom_bootstrap_failed: {
       on: {
         CUSTOM_BOOTSTRAP: { target: 'custom_bootstrap', actions: ['clearOutcome', 'rememberBootstrapStart'] },
-        CLONE: { target: 'creating_replica', actions: 'clearOutcome' },
+        CLONE: { target: 'creating_replica', actions: ['clearOutcome', 'rememberCloneRequest'] },
         REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
       },
     },
@@ -208,8 +213,8 @@ export const postgresMachine = setup({
           return { source: event.source };
         },
         // As the reference: the clone ends in `stopped` whatever its outcome; the HA loop reads lastError.
-        onDone: { target: 'stopped', actions: assign({ lastOutcome: 'cloned' }) },
-        onError: { target: 'stopped', actions: 'rememberError' },
+        onDone: { target: 'stopped', actions: assign({ lastOutcome: 'cloned', failedClones: 0 }) },
+        onError: { target: 'stopped', actions: ['rememberError', assign({ failedClones: ({ context }) => context.failedClones + 1 })] },
       },
     },
     starting: {

@@ -79,6 +79,8 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     lastError: null,
     failedStarts: 0,
     lastStartAt: null,
+    failedClones: 0,
+    lastCloneAt: null,
     unresponsiveMs: 0,
     ...overrides,
   };

@@ -124,6 +124,25 @@ describe('decide() after PostgreSQL failed to start', () => {
   });
 });
 
+describe('decide() after failed clones', () => {
+  const NOW = Date.parse('2026-11-25T12:00:00Z');
+  const empty = (failedClones: number, clonedAgoMs: number) =>
+    ({ pgState: 'stopped', sample: null, dataDir: { state: 'missing', standbySignal: false }, failedClones, lastCloneAt: NOW - clonedAgoMs, lastError: 'pg_basebackup failed (exit 1): could not load private key file' }) as const;
+
+  it('waits its backoff out before cloning again, and says why', () => {
+    const decision = decide(snapshot({ now: NOW, config: { loop_wait: 2 }, cluster: cluster({ leader: leaderKey('n2') }), local: empty(2, 1000) }));
+    expect(decision).toEqual({
+      verdict: 'waiting 3 s before cloning again: 2 failed clone(s): pg_basebackup failed (exit 1): could not load private key file',
+      actions: [{ type: 'wakeAt', at: NOW - 1000 + 4000 }],
+    });
+  });
+
+  it('clones again once the backoff has passed', () => {
+    const decision = decide(snapshot({ now: NOW, config: { loop_wait: 2 }, cluster: cluster({ leader: leaderKey('n2') }), local: empty(2, 5000) }));
+    expect(decision).toMatchObject({ verdict: "trying to bootstrap from leader 'n2'", actions: [{ type: 'clone' }] });
+  });
+});
+
 describe('decide() when the running server answers nothing', () => {
   const hungFor = (ms: number) => ({ unresponsiveMs: ms, sample: primarySample(), role: 'primary' }) as const;
 
