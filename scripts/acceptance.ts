@@ -52,6 +52,7 @@ async function run(tree: string, features: string[], keep: boolean): Promise<voi
   const results: FeatureResult[] = [];
   for (const feature of features) {
     const result = await runFeature(work, feature, user);
+    killLeftovers(work);
     results.push(result);
     process.stdout.write(`${feature}: ${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped (${result.seconds} s)\n`);
     for (const failure of result.failures) process.stdout.write(`  ✘ ${failure}\n`);
@@ -62,6 +63,27 @@ async function run(tree: string, features: string[], keep: boolean): Promise<voi
   process.stdout.write(keep ? `logs kept in ${work}/acceptance-logs\n` : '');
   if (!keep) execFileSync('rm', ['-rf', work]);
   process.exit(total('failed') > 0 ? 1 : 0);
+}
+
+/**
+ * A feature that fails half-way can leave a paused cluster's PostgreSQL running (an agent stopped
+ * in pause leaves it up, as the reference's does), holding the ports the next feature needs: every
+ * process started from the work directory goes before the next feature, as on behave's fresh CI machine.
+ */
+function killLeftovers(work: string): void {
+  let pids: number[] = [];
+  try {
+    pids = execFileSync('pgrep', ['-f', work], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return; // none
+  }
+  for (const pid of pids.filter((pid) => pid !== process.pid)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
 }
 
 /** PostgreSQL refuses to run as root: as root, the features run as the `postgres` OS user. */
