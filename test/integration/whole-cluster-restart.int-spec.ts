@@ -49,12 +49,28 @@ async function expectHealthyWithEveryRow(): Promise<number> {
   const healthyMs = performance.now() - started;
   await commitRow(); // the leader accepts writes again
   for (const node of cluster.nodes) {
-    await waitFor(async () => Number((await sql<{ rows: string }>(node, 'SELECT count(*) AS rows FROM acknowledged'))[0].rows) === committed, {
-      timeoutMs: 10_000,
-      description: `${node.name} holds all ${committed} acknowledged rows`,
-    });
+    try {
+      await waitFor(async () => Number((await sql<{ rows: string }>(node, 'SELECT count(*) AS rows FROM acknowledged'))[0].rows) === committed, {
+        timeoutMs: 10_000,
+        description: `${node.name} holds all ${committed} acknowledged rows`,
+      });
+    } catch (error) {
+      // What each server holds and where it streams from, so a failure in CI can be understood without its files.
+      throw new Error(`${(error as Error).message}\n${(await Promise.all(cluster.nodes.map(describeServer))).join('\n')}`);
+    }
   }
   return healthyMs;
+}
+
+async function describeServer(node: LocalNode): Promise<string> {
+  const facts = await sql<Record<string, unknown>>(
+    node,
+    `SELECT (SELECT count(*) FROM acknowledged) AS rows, pg_is_in_recovery() AS recovery,
+            (SELECT timeline_id FROM pg_control_checkpoint()) AS checkpoint_timeline,
+            (SELECT status || ' from port ' || sender_port || ' tl ' || received_tli FROM pg_stat_wal_receiver) AS receiver,
+            pg_last_wal_replay_lsn()::text AS replayed, CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() END AS replay_paused`,
+  ).catch((error: Error) => [{ error: error.message }]);
+  return `--- ${node.name} (pg ${node.pgPort}): ${JSON.stringify(facts[0])} ${JSON.stringify(node.lastVerdicts(8))}`;
 }
 
 /** Asks the leader for a switchover to another node; `answer` settles when the leader replies (or dies). */
