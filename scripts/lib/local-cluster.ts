@@ -130,9 +130,10 @@ export class LocalCluster {
    * (a leader seen for a moment before it hands over does not count), and returns the leader.
    */
   async waitForHealthy(timeoutMs: number): Promise<LocalNode> {
-    const streaming = async (node: LocalNode) => {
+    // Streaming on the leader's timeline: a replica whose WAL forked off it may report `streaming` for a moment.
+    const streaming = async (node: LocalNode, timeline: unknown) => {
       const status = await node.status();
-      return status?.state === 'running' && status.role === 'replica' && status.replication_state === 'streaming';
+      return status?.state === 'running' && status.role === 'replica' && status.replication_state === 'streaming' && status.timeline === timeline;
     };
     let leader: LocalNode | null = null;
     try {
@@ -141,8 +142,9 @@ export class LocalCluster {
           const primaries = await this.primaries();
           if (primaries.length !== 1) return false;
           const candidate = this.node(primaries[0]);
+          const timeline = (await candidate.status())?.timeline;
           const followers = this.nodes.filter((node) => node !== candidate);
-          if (!(await Promise.all(followers.map(streaming))).every(Boolean)) return false;
+          if (!(await Promise.all(followers.map((node) => streaming(node, timeline)))).every(Boolean)) return false;
           leader = candidate;
           return (await this.primaries()).join() === candidate.name; // still the one leader after the reads
         },

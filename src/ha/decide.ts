@@ -268,10 +268,21 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
   const via = target && target.name !== leaderName ? ` through ${target.name}` : '';
   const following = `no action. I am (${local.name}), a secondary, and following a leader (${leaderName})${via}`;
   const leaderTimeline = cluster!.members.find((m) => m.name === leaderName)?.data.timeline ?? 0;
+  const ownTimeline = local.sample?.timeline ?? 0;
+  if (upstream && local.upstream === leaderName && local.sample && ownTimeline > 0 && ownTimeline < leaderTimeline) {
+    // WAL past the point where the cluster's history ends our timeline can never be followed: rewind now, not after a wait.
+    const switchLsn = Number(cluster!.history?.value?.find((entry) => Number(entry[0]) === ownTimeline)?.[1] ?? NaN);
+    if (Number.isFinite(switchLsn) && local.sample.walPosition > switchLsn) {
+      return {
+        verdict: `my WAL goes on past the point where the cluster's history ends timeline ${ownTimeline}: rejoining ${leaderName} through pg_rewind`,
+        actions: [{ type: 'rewindReplica', upstream }],
+      };
+    }
+  }
   const stuckFor = local.notStreamingSince > 0 ? s.now - local.notStreamingSince : 0;
   // Longer than ttl: a leader that died would have lost its key by then, so this one is alive.
   const stuckLimitMs = Math.max(STUCK_REPLICA_CYCLES * config.loop_wait, config.ttl) * 1000;
-  if (upstream && local.upstream === leaderName && stuckFor > stuckLimitMs && (local.sample?.timeline ?? 0) < leaderTimeline) {
+  if (upstream && local.upstream === leaderName && stuckFor > stuckLimitMs && ownTimeline < leaderTimeline) {
     // Replication cannot continue from a timeline the leader forked off before our position: rewind.
     return {
       verdict: `not streaming from ${leaderName} for ${Math.round(stuckFor / 1000)} s and behind its timeline ${leaderTimeline}: rejoining through pg_rewind`,
