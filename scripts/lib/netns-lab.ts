@@ -40,6 +40,7 @@ export class NetnsLab {
   }
 
   static create(dir: string): NetnsLab {
+    NetnsLab.removeLeftovers();
     const lab = new NetnsLab(dir);
     mkdirSync(dir, { recursive: true });
     lab.ip('link', 'add', lab.bridge, 'type', 'bridge');
@@ -47,6 +48,38 @@ export class NetnsLab {
     lab.ip('addr', 'add', '10.213.1.254/24', 'dev', lab.bridge);
     lab.ip('link', 'set', lab.bridge, 'up');
     return lab;
+  }
+
+  /**
+   * A lab whose test process was killed never ran `destroy`: its namespaces and bridge would hold the
+   * addresses this lab needs. Only names this class gives (`sl<4 hex>-...`) are touched.
+   */
+  private static removeLeftovers(): void {
+    const names = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => line.split(' ')[0])
+      .filter((name) => /^sl[0-9a-f]{4}-[en]\d+$/.test(name));
+    for (const namespace of names) {
+      for (const pid of execFileSync('ip', ['netns', 'pids', namespace], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      execFileSync('ip', ['netns', 'del', namespace], { stdio: 'ignore' });
+    }
+    const links = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => /^\d+: ([^:@]+)/.exec(line)?.[1])
+      .filter((name): name is string => name !== undefined && /^sl[0-9a-f]{4}(br|e\d+|n\d+|c\d+)$/.test(name));
+    for (const link of links) {
+      try {
+        execFileSync('ip', ['link', 'del', link], { stdio: 'ignore' });
+      } catch {
+        // went with its namespace
+      }
+    }
   }
 
   static etcdAddress(member: number): string {

@@ -98,10 +98,11 @@ describe('etcd over TLS with client certificates', () => {
     try {
       const leader = await cluster.waitForLeader(60_000);
       expect(await leader.healthCode('/primary')).toBe(200);
-      const lines = readFileSync(join(baseDir, 'logs', 'stator.log'), 'utf8').trim().split('\n');
-      const entries = lines.map((line) => JSON.parse(line) as Record<string, string>);
-      expect(entries.some((entry) => entry.levelname === 'INFO' && /leader/.test(entry.message))).toBe(true);
-      expect(Object.keys(entries[0])).toEqual(['asctime', 'levelname', 'message']);
+      // The file is written asynchronously: the leader's verdict reaches it shortly after the health check turns.
+      const entries = () =>
+        readFileSync(join(baseDir, 'logs', 'stator.log'), 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, string>);
+      await waitFor(() => entries().some((entry) => entry.levelname === 'INFO' && /leader/.test(entry.message)), { timeoutMs: 10_000, description: "the leader's verdict in the JSON log file" });
+      expect(Object.keys(entries()[0])).toEqual(['asctime', 'levelname', 'message']);
       await waitFor(() => readFileSync(calls, 'utf8').includes(`on_start primary ${SCOPE}`), { timeoutMs: 10_000, description: 'the on_start callback' });
       const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], { cwd: REPO_ROOT, encoding: 'utf8' });
       expect({ status: audit.status, stderr: audit.stderr }).toEqual({ status: 0, stderr: '' });
