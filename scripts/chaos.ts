@@ -1,11 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { formatReport, runChaos } from './lib/chaos/run';
+import { formatReport, ReplicationMode, runChaos } from './lib/chaos/run';
 import { removeDir, tmpDir } from './lib/tmp';
 
 /**
- * `npm run chaos -- [--seeds 1,2] [--rounds 12]`: a seeded fault schedule over a 3-node cluster per
- * seed, two read-write clients writing every 50 ms, and a checker. Prints a table and writes it to
+ * `npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum]`: a seeded fault schedule
+ * over a 3-node cluster per seed, in the given replication mode, two read-write clients writing every
+ * 50 ms, and a checker. Prints a table and writes it to
  * `chaos/results/<date>.md`. Takes about a minute per round.
  */
 async function main(): Promise<void> {
@@ -16,14 +17,15 @@ async function main(): Promise<void> {
   };
   const seeds = value('--seeds', '1,2').split(',').map(Number);
   const rounds = Number(value('--rounds', '12'));
-  if (seeds.some((seed) => !Number.isInteger(seed)) || !Number.isInteger(rounds) || rounds < 1) {
-    throw new Error('usage: npm run chaos -- [--seeds 1,2] [--rounds 12]');
+  const mode = value('--mode', 'async') as ReplicationMode;
+  if (seeds.some((seed) => !Number.isInteger(seed)) || !Number.isInteger(rounds) || rounds < 1 || !['async', 'sync', 'quorum'].includes(mode)) {
+    throw new Error('usage: npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum]');
   }
   const reports = [];
   for (const seed of seeds) {
     const baseDir = tmpDir(`stator-chaos-${seed}-`);
     try {
-      reports.push(await runChaos({ seed, rounds, baseDir, log: (line) => process.stdout.write(`[seed ${seed}] ${line}\n`) }));
+      reports.push(await runChaos({ seed, rounds, baseDir, mode, log: (line) => process.stdout.write(`[seed ${seed}] ${line}\n`) }));
     } finally {
       if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
     }
@@ -31,8 +33,8 @@ async function main(): Promise<void> {
   const table = formatReport(reports);
   const dir = join(__dirname, '..', '..', 'chaos', 'results');
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${new Date().toISOString().slice(0, 16).replace(':', '')}.md`);
-  writeFileSync(file, `# npm run chaos -- --seeds ${seeds.join(',')} --rounds ${rounds}\n\n${table}\n`);
+  const file = join(dir, `${new Date().toISOString().slice(0, 16).replace(':', '')}-${mode}.md`);
+  writeFileSync(file, `# npm run chaos -- --seeds ${seeds.join(',')} --rounds ${rounds} --mode ${mode}\n\n${table}\n`);
   process.stdout.write(`\n${table}\n\nwritten to ${file}\n`);
   const failed = reports.some((r) => r.lost.length > 0 || r.splitBrain.length > 0 || r.diverging.length > 0 || r.rounds.some((round) => round.recoveryMs === null));
   process.exit(failed ? 1 : 0);

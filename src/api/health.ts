@@ -1,4 +1,5 @@
 import { NodeView } from '../ha/node-view';
+import { synchronousRoleOf } from './cluster-document';
 import { isUnresponsive, unresponsiveForMs } from '../ha/unresponsive';
 import { MAX_VALUE_TEXT_LENGTH, readLagBytes } from './request-values';
 import { clusterViewIsFresh } from './status-document';
@@ -72,7 +73,10 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
         return (typeof actual === 'string' ? actual : String(actual).toLowerCase()) === expected;
       });
   const withTags = (code: number) => (code === 200 && !tagsMatch() ? 503 : code);
-  const syncStandby = false;
+  // A replica `/sync` names: by the last fresh view of the DCS, as the reference reads its cache.
+  const synchronousRole = role === 'replica' && fresh && view.cluster ? synchronousRoleOf(view.cluster, view.name) : null;
+  const syncStandby = synchronousRole === 'sync_standby';
+  const quorumStandby = synchronousRole === 'quorum_standby';
 
   switch (path) {
     case '/':
@@ -97,9 +101,13 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
     case '/read-only-sync':
     case '/read-only-synchronous':
       return withTags(ok(fresh && (primaryOk || standbyLeaderOk || (syncStandby && replicaOk()))));
+    case '/quorum':
+      return withTags(ok(fresh && quorumStandby && replicaOk()));
+    case '/read-only-quorum':
+      return withTags(ok(fresh && (primaryOk || standbyLeaderOk || (quorumStandby && replicaOk()))));
     case '/async':
     case '/asynchronous':
-      return withTags(ok(fresh && !syncStandby && replicaOk()));
+      return withTags(ok(fresh && !syncStandby && !quorumStandby && replicaOk()));
     case '/liveness':
       return liveness(view, now);
     case '/readiness':
@@ -151,6 +159,8 @@ export const HEALTH_PATHS = [
   '/synchronous',
   '/read-only-sync',
   '/read-only-synchronous',
+  '/quorum',
+  '/read-only-quorum',
   '/async',
   '/asynchronous',
   '/liveness',

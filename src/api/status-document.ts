@@ -1,4 +1,5 @@
 import { NodeView } from '../ha/node-view';
+import { synchronousRoleOf } from './cluster-document';
 import { isUnresponsive, unresponsiveForMs } from '../ha/unresponsive';
 import { publishedRestart } from '../ha/scheduled-restart';
 import { POSTGRES_STATES } from '../postgresql/postgres-states';
@@ -34,9 +35,21 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
           paused: sample.replayPaused,
         }
       : { location: sample.walPosition };
+    const synchronousRole = sample.inRecovery && view.cluster ? synchronousRoleOf(view.cluster, view.name) : null;
+    if (synchronousRole) document[synchronousRole] = true;
     document.timeline = sample.timeline;
     if (sample.inRecovery && sample.replicationState) document.replication_state = sample.replicationState;
-    if (sample.replication.length > 0) document.replication = sample.replication;
+    if (sample.replication.length > 0) {
+      // pg_stat_replication's columns as the reference shows them; the positions are for the leader's own use.
+      document.replication = sample.replication.map(({ usename, application_name, client_addr, state, sync_state, sync_priority }) => ({
+        usename,
+        application_name,
+        client_addr,
+        state,
+        sync_state,
+        sync_priority,
+      }));
+    }
   } else {
     document.role = view.role;
   }

@@ -11,20 +11,31 @@ import { isMapping, parsePatroniBoolean } from './dynamic-config';
  * - any other key is refused as unknown. `null` (a PATCH deletion) is accepted for every key, so junk
  *   written by other tools can be removed.
  */
-const ACTED_ON = new Set(['ttl', 'loop_wait', 'retry_timeout', 'maximum_lag_on_failover', 'check_timeline', 'primary_start_timeout', 'master_start_timeout', 'postgres_unresponsive_timeout', 'pause', 'postgresql']);
+const ACTED_ON = new Set([
+  'ttl',
+  'loop_wait',
+  'retry_timeout',
+  'maximum_lag_on_failover',
+  'check_timeline',
+  'primary_start_timeout',
+  'master_start_timeout',
+  'postgres_unresponsive_timeout',
+  'pause',
+  'postgresql',
+  'synchronous_mode',
+  'synchronous_mode_strict',
+  'synchronous_node_count',
+  'maximum_lag_on_syncnode',
+]);
 
 /** Refused unless off, with what is missing. */
 const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({
-  synchronous_mode: { isOn: (v) => v === 'quorum' || parsePatroniBoolean(v) === true, missing: 'synchronous replication is not supported yet (replication is asynchronous)' },
-  synchronous_mode_strict: { isOn: (v) => parsePatroniBoolean(v) === true, missing: 'synchronous replication is not supported yet' },
   failsafe_mode: { isOn: (v) => parsePatroniBoolean(v) === true, missing: 'DCS failsafe mode is not supported yet' },
   standby_cluster: { isOn: (v) => !isMapping(v) || Object.keys(v).length > 0, missing: 'standby clusters are not supported yet' },
   slots: { isOn: (v) => !isMapping(v) || Object.keys(v).length > 0, missing: 'permanent replication slots are not supported yet' },
 });
 
 const STORED_NOT_ACTED_ON = new Set([
-  'synchronous_node_count',
-  'maximum_lag_on_syncnode',
   'primary_stop_timeout',
   'master_stop_timeout',
   'max_timelines_history',

@@ -124,5 +124,12 @@ export interface EffectiveDynamicConfig {
   use_slots: boolean;
   /** Seconds PostgreSQL may go without answering before it counts as hung (0: never); Stator's own key. */
   postgres_unresponsive_timeout: number;
+  /** `off`; `on` (`FIRST n`, the reference's synchronous mode); `quorum` (`ANY n`, quorum commit). */
+  synchronous_mode: 'off' | 'on' | 'quorum';
+  /** Keep commits waiting rather than drop to asynchronous replication when no standby is eligible. */
+  synchronous_mode_strict: boolean;
+  synchronous_node_count: number;
+  /** Bytes a synchronous standby may fall behind before another replaces it; -1: never swapped for lag. */
+  maximum_lag_on_syncnode: number;
   parameters: Record<string, string | number | boolean>;
 }

@@ -18,6 +18,10 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   use_slots: true,
   /** Half of the default ttl; when the key is absent it follows the ttl in use (see unresponsiveDefault). */
   postgres_unresponsive_timeout: 15,
+  synchronous_mode: 'off',
+  synchronous_mode_strict: false,
+  synchronous_node_count: 1,
+  maximum_lag_on_syncnode: -1,
 });
 
 /** Without `postgres_unresponsive_timeout`: half the ttl, so a hung primary is ended well before its lease would expire. */
@@ -126,10 +130,20 @@ export function effectiveDynamicConfig(
       use_pg_rewind: boolean('postgresql.use_pg_rewind', postgresql.use_pg_rewind, defaults.use_pg_rewind),
       use_slots: boolean('postgresql.use_slots', postgresql.use_slots, defaults.use_slots),
       postgres_unresponsive_timeout: integer('postgres_unresponsive_timeout', source.postgres_unresponsive_timeout, unresponsiveDefault(timing.ttl)),
+      synchronous_mode: source.synchronous_mode === 'quorum' ? 'quorum' : boolean('synchronous_mode', source.synchronous_mode, false) ? 'on' : 'off',
+      synchronous_mode_strict: boolean('synchronous_mode_strict', source.synchronous_mode_strict, defaults.synchronous_mode_strict),
+      synchronous_node_count: Math.max(1, integer('synchronous_node_count', source.synchronous_node_count, defaults.synchronous_node_count, 255)),
+      maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),
       parameters,
     },
     adjustments,
   };
+}
+
+/** `maximum_lag_on_syncnode`: bytes, or -1 (and any value up to 0) for "never swap a lagging standby". */
+function syncNodeLag(value: unknown): number {
+  const parsed = value === undefined || value === null ? undefined : toInteger(value);
+  return parsed === undefined || parsed <= 0 ? -1 : Math.min(parsed, MAX_BYTES);
 }
 
 interface Timings {

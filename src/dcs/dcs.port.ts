@@ -39,6 +39,13 @@ export interface Dcs {
   setConfig(config: DynamicConfig, expectedRevision?: Revision): Promise<boolean>;
   setFailover(request: FailoverRequest, expectedRevision?: Revision): Promise<boolean>;
   setHistory(history: HistoryEntry[]): Promise<void>;
+  /**
+   * Writes `/sync` (null deletes it) by compare-and-set on its mod revision (`'absent'`: create-only),
+   * and only while `leader` holds own name: a node that lost the lock can never change which standbys
+   * count as synchronous (safety rule 5). Returns the key's new revision (`'absent'` once deleted), or
+   * null when a compare failed and nothing was written.
+   */
+  setSync(state: SyncState | null, expectedRevision: Revision): Promise<Revision | null>;
   setStatus(status: LeaderStatus): Promise<void>;
 
   /** Re-grants the lease with a new TTL (seconds), e.g. after `ttl` changed in `/config`. */
@@ -146,6 +153,7 @@ export interface FailoverRequest {
 /** `/history` entry: [timeline, lsn, reason, iso timestamp, new leader]. */
 export type HistoryEntry = [number, number, string, string?, string?];
 
+/** `/sync` as the reference writes it: `{"leader":"a","quorum":0,"sync_standby":"b,c"}` (names sorted). */
 export interface SyncState {
   leader: string | null;
   quorum?: number;

@@ -14,6 +14,7 @@ import {
   LockLease,
   MemberData,
   Revision,
+  SyncState,
 } from './dcs.port';
 import {
   EtcdClient,
@@ -230,6 +231,21 @@ export class EtcdDcs implements Dcs {
     await this.write('write history', ClusterKeys.history, JSON.stringify(history));
   }
 
+  async setSync(state: SyncState | null, expectedRevision: Revision): Promise<Revision | null> {
+    const key = this.prefix + ClusterKeys.sync;
+    return this.withRetry(state ? 'write sync key' : 'delete sync key', async (remaining) => {
+      const result = await this.client.txn(
+        {
+          compare: [this.leaderHolds(), revisionIs(key, expectedRevision)],
+          success: [state ? { put: { key, value: JSON.stringify(state) } } : { deleteRange: { key } }],
+        },
+        remaining(),
+      );
+      if (!result.succeeded) return null;
+      return state ? result.revision : 'absent';
+    });
+  }
+
   async setStatus(status: LeaderStatus): Promise<void> {
     await this.write('write status', ClusterKeys.status, JSON.stringify(status));
   }
@@ -275,11 +291,7 @@ export class EtcdDcs implements Dcs {
         await this.client.put(fullKey, value, {}, remaining());
         return true;
       }
-      const compare: TxnCompare =
-        expected === 'absent'
-          ? { key: fullKey, target: 'CREATE', createRevision: '0' }
-          : { key: fullKey, target: 'MOD', modRevision: expected };
-      const result = await this.client.txn({ compare: [compare], success: [{ put: { key: fullKey, value } }] }, remaining());
+      const result = await this.client.txn({ compare: [revisionIs(fullKey, expected)], success: [{ put: { key: fullKey, value } }] }, remaining());
       return result.succeeded;
     });
   }
@@ -388,4 +400,9 @@ export class EtcdDcs implements Dcs {
       delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
   }
+}
+
+/** The compare of a compare-and-set: `'absent'` means the key must not exist. */
+function revisionIs(key: string, expected: Revision): TxnCompare {
+  return expected === 'absent' ? { key, target: 'CREATE', createRevision: '0' } : { key, target: 'MOD', modRevision: expected };
 }

@@ -13,6 +13,7 @@ import {
   LockLease,
   MemberData,
   Revision,
+  SyncState,
 } from './dcs.port';
 
 /** A key as the in-memory store keeps it (full key, etcd-like revisions as decimal strings). */
@@ -235,6 +236,18 @@ export class MemoryDcs implements Dcs {
 
   async setHistory(history: HistoryEntry[]): Promise<void> {
     await this.write('write history', ClusterKeys.history, JSON.stringify(history));
+  }
+
+  async setSync(state: SyncState | null, expectedRevision: Revision): Promise<Revision | null> {
+    this.ready(state ? 'write sync key' : 'delete sync key');
+    const key = this.key(ClusterKeys.sync);
+    const current = this.backend.get(key);
+    const leaderHolds = this.backend.get(this.key(ClusterKeys.leader))?.value === this.options.name;
+    const revisionMatches = expectedRevision === 'absent' ? current === null : current?.modRevision === expectedRevision;
+    if (!leaderHolds || !revisionMatches) return null;
+    if (state) return this.backend.put(key, JSON.stringify(state)).modRevision;
+    if (current) this.backend.delete(key);
+    return 'absent';
   }
 
   async setStatus(status: LeaderStatus): Promise<void> {

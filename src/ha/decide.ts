@@ -6,6 +6,7 @@ import { clusterTimeline, failoverPriority, HaSnapshot, isNoFailover, isTruthyTa
 import { Decision, HaAction } from './decision';
 import { recover } from './recover';
 import { startRetryDelayMs } from './start-failure';
+import { barredBySync, isFormerSyncLeader, quorumAllowsCandidates, quorumVerdict, racePeers } from './sync/sync-eligibility';
 import { isUnresponsive } from './unresponsive';
 
 export type { Decision, HaAction, Need } from './decision';
@@ -180,6 +181,7 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
       : { ok: true, reason: 'running primary' };
   }
   const failover = pendingFailover(s);
+  if (!config.pause && barredBySync(s, local.name, failover)) return { ok: false, reason: 'I am not a synchronous standby' };
   if (failover?.member === local.name) return { ok: true, reason: 'I am the failover candidate' };
   if (config.pause) return { ok: false, reason: 'paused' };
   if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
@@ -204,11 +206,13 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
     return { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` };
   }
   const ownPriority = failoverPriority(local.tags);
-  for (const peer of s.peers ?? []) {
+  for (const peer of racePeers(s)) {
     if (peer.name === local.name || peer.name === failover?.leader || !peer.reachable || isNoFailover(peer.tags)) continue;
     if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
     const peerWal = peer.walPosition ?? 0;
-    if (ownWal < peerWal) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
+    // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
+    if (ownWal < peerWal && !isFormerSyncLeader(s, peer.name)) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
+    if (ownWal < peerWal) continue;
     const peerPriority = failoverPriority(peer.tags);
     if (ownWal === peerWal && ownPriority < peerPriority) {
       return {
@@ -217,7 +221,7 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
       };
     }
   }
-  return { ok: true, reason: 'healthiest' };
+  return quorumVerdict(s, ownWal) ?? { ok: true, reason: 'healthiest' };
 }
 
 /** This node's name is in the leader key (reference 3.4, "I hold L"). */
@@ -307,9 +311,11 @@ function goodCandidates(s: HaSnapshot, candidate: string | null): PeerReading[] 
   const { local, config } = s;
   const ownWal = local.sample?.walPosition ?? 0;
   const ownTimeline = local.sample?.timeline ?? 0;
+  const failover = pendingFailover(s);
   return (s.peers ?? []).filter(
     (peer) =>
       peer.name !== local.name &&
+      !barredBySync(s, peer.name, failover) &&
       (candidate === null || peer.name === candidate) &&
       peer.reachable &&
       !isNoFailover(peer.tags) &&
@@ -336,7 +342,8 @@ function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decis
   if (failover.leader && failover.leader !== local.name) return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);
   if (config.pause && !failover.member) return cleanUp(`${kind} is possible only to a specific candidate in a paused state`);
   if (!s.peers) return { need: 'probePeers' };
-  if (goodCandidates(s, failover.member ?? null).length === 0) return cleanUp(`${kind}: no healthy members found, ${kind} is not possible`);
+  const candidates = goodCandidates(s, failover.member ?? null).length;
+  if (candidates === 0 || !quorumAllowsCandidates(s, candidates, Boolean(failover.member))) return cleanUp(`${kind}: no healthy members found, ${kind} is not possible`);
   return { verdict: `${kind}: demoting myself`, actions: [{ type: 'demoteGraceful' }] };
 }
 

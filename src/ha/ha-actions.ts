@@ -50,6 +50,10 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     case 'rejoin':
       return runTask('rejoin', () => rejoin(node, action.upstream, action.useRewind));
     case 'promote':
+      if (!(await node.sync.beforePromote(snapshot.cluster, node.dynamic))) {
+        logger.info('Postponing promotion because synchronous replication state was updated by somebody else');
+        return;
+      }
       return runTask('promote', () => promote(node));
     case 'follow':
       node.setUpstream(action.upstream.name);
@@ -109,9 +113,12 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       if (cleared && action.fate && request?.scheduled_at) node.events.recordCluster(`switchover.${action.fate}`, node.events.verdict, { ...request });
       return;
     }
-    case 'leaderDuties':
-      await node.leaderDuties.perform(snapshot.cluster, node.sampler.sample, node.dynamic.use_slots);
+    case 'leaderDuties': {
+      const sample = node.sampler.sample;
+      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic.use_slots);
+      if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
+    }
     case 'serveDownstreams':
       await query.syncPhysicalSlots(action.members.map(slotNameOf));
       return;

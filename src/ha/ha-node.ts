@@ -16,6 +16,7 @@ import { NodeView, ScheduledRestart } from './node-view';
 import { PeerProbe } from './peer-probe';
 import { reinitialize, restart } from './postgres-procedures';
 import { roleMachine, RoleName } from './role.machine';
+import { whileNotSyncStandby } from './sync/leave-sync';
 import { unresponsiveForMs } from './unresponsive';
 
 export type { HaNodeDeps } from './node-context';
@@ -116,8 +117,10 @@ export class HaNode {
     node.scheduler.stop();
     for (const subscription of this.subscriptions) subscription.unsubscribe();
     if (stopPostgres && node.isPostmasterUp()) {
-      node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
-      await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: 65_000 }).catch(() => undefined);
+      await whileNotSyncStandby(node, async () => {
+        node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
+        await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: 65_000 }).catch(() => undefined);
+      });
       if (node.lock.held) await node.lock.release('shutdown');
     }
     node.postgres.stop();
@@ -164,7 +167,7 @@ export class HaNode {
   async restartNow(timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
     let outcome: 'restarted' | 'failed' = 'failed';
     await this.runTaskAndWait('restart', async () => {
-      outcome = await restart(this.node, timeoutSeconds);
+      outcome = await whileNotSyncStandby(this.node, () => restart(this.node, timeoutSeconds));
     });
     return outcome;
   }
@@ -318,8 +321,12 @@ export class HaNode {
     switch (need) {
       case 'refreshLock':
         return { ...snapshot, lockResult: await node.lock.refresh() };
-      case 'acquireLock':
-        return { ...snapshot, lockResult: await node.lock.acquire() };
+      case 'acquireLock': {
+        const lockResult = await node.lock.acquire();
+        // A new term decides synchronous_standby_names afresh; until then the value in force stays.
+        if (lockResult === 'acquired') node.sync.forget();
+        return { ...snapshot, lockResult };
+      }
       case 'raceInitialize': {
         const won = await this.deps.dcs.initialize('', true).catch(() => false);
         return { ...snapshot, initializeResult: won ? 'won' : 'lost' };

@@ -20,6 +20,7 @@ import { createPeerProbe, PeerProbe } from './peer-probe';
 import { RestartScheduler } from './restart-scheduler';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { Sampler } from './sampler';
+import { SyncReplication } from './sync/sync-replication';
 import { taskMachine } from './task.machine';
 import { effectiveTags, tagConflicts } from './tags';
 
@@ -60,6 +61,8 @@ export class NodeContext {
   readonly leaderDuties: LeaderDuties;
   /** How this node reads its peers' status (the leader race, switchover feasibility). */
   readonly probePeer: PeerProbe;
+  /** synchronous_standby_names and `/sync`, kept by the lock holder. */
+  readonly sync: SyncReplication;
 
   /** The local configuration; replaced by POST /reload. */
   config: StatorConfig;
@@ -71,6 +74,8 @@ export class NodeContext {
   /** The member this replica streams from, null on a primary. */
   upstream: string | null = null;
   bootstrapping = false;
+  /** A synchronous standby about to stop publishes `nosync` until the leader has let it go. */
+  leavingSync = false;
   /** Between a promotion and its first checkpoint pg_control still names the old timeline. */
   checkpointAfterPromotePending = false;
   /** The parameters PostgreSQL was last configured with, to notice changes. */
@@ -103,6 +108,21 @@ export class NodeContext {
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
     this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events);
+    this.sync = new SyncReplication({
+      name: this.name,
+      dcs: deps.dcs,
+      query: deps.query,
+      clock,
+      logger,
+      events: this.events,
+      takeSample: async () => {
+        await this.sampler.take();
+        return this.sampler.sample;
+      },
+      reconfigure: () => {
+        if (this.pgState() === 'running') this.postgres.send({ type: 'RECONFIGURE', settings: this.currentSettings() });
+      },
+    });
   }
 
   /** The multi-step procedure running in the background (`clone`, `switchover`...), null when none. */
@@ -189,7 +209,7 @@ export class NodeContext {
       pgState: this.pgState(),
       role: this.roleName(),
       sample: this.sampler.sample,
-      tags: this.tags,
+      tags: this.leavingSync ? { ...this.tags, nosync: true } : this.tags,
       checkpointAfterPromotePending: this.checkpointAfterPromotePending,
       scheduledRestart: this.scheduler.current,
       paused: this.dynamic.pause,
@@ -211,7 +231,11 @@ export class NodeContext {
 
   /** Server parameters: `/config` ones, overridden by the local file's (as Patroni merges them). */
   private parameters(): Record<string, string | number | boolean> {
-    return { ...this.dynamic.parameters, ...this.config.postgresql.parameters };
+    const parameters = { ...this.dynamic.parameters, ...this.config.postgresql.parameters };
+    // A cluster being bootstrapped has nothing to lose yet, and its post_bootstrap must commit without standbys.
+    const standbyNames = this.bootstrapping ? undefined : this.sync.standbyNamesFor(this.dynamic, this.sampler.sample, this.lock.held);
+    if (standbyNames !== undefined) parameters.synchronous_standby_names = standbyNames;
+    return parameters;
   }
 
   /** The lock holder whose server is already primary is primary (reference 3.13). */

@@ -6,6 +6,7 @@ import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
 import { HaNode } from './ha-node';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
 import { restartFilterMismatch } from './scheduled-restart';
+import { syncNames } from './sync/sync-key';
 
 /**
  * The operations of the node API (switchover, failover, restart, reload, reinitialize, dynamic
@@ -171,10 +172,17 @@ export class NodeOperations {
     const leader = cluster.leader?.value ?? null;
     if (request.leader && request.leader !== leader) return 'leader name does not match';
     let pool = cluster.members.filter((m) => m.name !== leader && m.data.api_url);
+    // Priority synchronous mode: a switchover goes only to a standby `/sync` names (spec 4.8 rule 6).
+    const syncOnly = this.node.view().config.synchronous_mode === 'on';
+    const sync = cluster.sync?.value;
     if (request.candidate) {
+      if (action === 'switchover' && syncOnly && !syncNames(sync, request.candidate)) return 'candidate name does not match with sync_standby';
       const candidate = cluster.members.find((m) => m.name === request.candidate);
       if (!candidate) return 'candidate does not exists';
       pool = [candidate];
+    } else if (syncOnly) {
+      pool = cluster.members.filter((m) => syncNames(sync, m.name));
+      if (pool.length === 0) return `${action} is not possible: can not find sync_standby`;
     } else if (pool.length === 0) {
       return `${action} is not possible: cluster does not have members except leader`;
     }

@@ -102,6 +102,11 @@ export async function promote(node: NodeContext): Promise<void> {
   node.checkpointAfterPromotePending = true;
   await dcs.touchMember(node.memberData()).catch(() => undefined);
   node.sendRole({ type: 'PROMOTE_STARTED' });
+  // synchronous_standby_names as decided before the promotion is in the file the promoted server reads.
+  if (node.parametersChanged()) {
+    node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
+    await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'reconfiguring', { timeout: 30_000 });
+  }
   node.postgres.send({ type: 'PROMOTE', timeoutMs: node.dynamic.loop_wait * 1000 + 60_000 });
   await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
   const { lastOutcome, lastError } = node.postgres.getSnapshot().context;

@@ -124,8 +124,11 @@ SELECT
   COALESCE((
     SELECT pg_catalog.json_agg(pg_catalog.json_build_object(
       'usename', usename, 'application_name', application_name, 'client_addr', pg_catalog.host(client_addr),
-      'state', state, 'sync_state', sync_state, 'sync_priority', sync_priority) ORDER BY application_name, pid)
+      'state', state, 'sync_state', sync_state, 'sync_priority', sync_priority,
+      'write_lsn', write_lsn::text, 'flush_lsn', flush_lsn::text, 'replay_lsn', replay_lsn::text) ORDER BY application_name, pid)
     FROM pg_catalog.pg_stat_replication), '[]'::json) AS replication,
+  pg_catalog.current_setting('synchronous_standby_names') AS synchronous_standby_names,
+  pg_catalog.current_setting('synchronous_commit') AS synchronous_commit,
   COALESCE((
     SELECT pg_catalog.json_object_agg(s.name, pg_catalog.json_build_object(
       'old_value', pg_catalog.current_setting(s.name),
@@ -152,7 +155,9 @@ interface SampleRow {
   latest_end_lsn: string | null;
   checkpoint_timeline: number;
   system_identifier: string;
-  replication: ReplicationConnection[];
+  replication: (Omit<ReplicationConnection, 'write_lsn' | 'flush_lsn' | 'replay_lsn'> & Record<'write_lsn' | 'flush_lsn' | 'replay_lsn', string | null>)[];
+  synchronous_standby_names: string;
+  synchronous_commit: string;
   pending_restart: Record<string, { old_value: string; new_value: string }>;
 }
 
@@ -210,7 +215,14 @@ export class PgQuery implements PostgresQuery {
       replayPaused: row.replay_paused,
       replicationState: row.receiver_status === 'streaming' ? 'streaming' : null,
       latestEndLsn: row.in_recovery ? lsnOrNull(row.latest_end_lsn) : null,
-      replication: row.replication,
+      replication: row.replication.map((connection) => ({
+        ...connection,
+        write_lsn: lsnOrNull(connection.write_lsn),
+        flush_lsn: lsnOrNull(connection.flush_lsn),
+        replay_lsn: lsnOrNull(connection.replay_lsn),
+      })),
+      synchronousStandbyNames: row.synchronous_standby_names,
+      synchronousCommit: row.synchronous_commit,
       systemIdentifier: row.system_identifier,
       pendingRestart: row.pending_restart,
     };

@@ -125,6 +125,10 @@ export interface ReplicationConnection {
   state: string;
   sync_state: string;
   sync_priority: number;
+  /** Positions this standby reported as written, flushed and replayed; null until it reported one. */
+  write_lsn: number | null;
+  flush_lsn: number | null;
+  replay_lsn: number | null;
 }
 
 /** One reading of the running server, taken by a single query. */
@@ -145,6 +149,9 @@ export interface PostgresSample {
   /** pg_stat_wal_receiver.latest_end_lsn (the upstream's position as last reported), replicas only. */
   latestEndLsn: number | null;
   replication: ReplicationConnection[];
+  /** The values in force (`current_setting`), which a reload may not have reached yet. */
+  synchronousStandbyNames: string;
+  synchronousCommit: string;
   systemIdentifier: string;
   /** Parameters whose changed value waits for a restart (pg_settings.pending_restart). */
   pendingRestart: Record<string, { old_value: string; new_value: string }>;

@@ -80,7 +80,7 @@ describe('in-memory PostgreSQL adapters', () => {
       expect(replica.systemIdentifier).toBe((await node1.query.sample()).systemIdentifier);
       expect(replica).toMatchObject({ inRecovery: true, timeline: 1, replicationState: 'streaming', walPosition: leaderWal, latestEndLsn: leaderWal });
       expect((await node1.query.sample()).replication).toEqual([
-        { usename: 'replicator', application_name: 'node2', client_addr: '10.0.0.2', state: 'streaming', sync_state: 'async', sync_priority: 0 },
+        { usename: 'replicator', application_name: 'node2', client_addr: '10.0.0.2', state: 'streaming', sync_state: 'async', sync_priority: 0, write_lsn: leaderWal, flush_lsn: leaderWal, replay_lsn: leaderWal },
       ]);
     });
 

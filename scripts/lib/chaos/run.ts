@@ -11,8 +11,19 @@ export interface ChaosOptions {
   /** Only these faults (by name); default all. */
   faults?: string[];
   ttl?: number;
+  /** Replication mode: `/config`'s synchronous_mode off (default), on, or quorum. */
+  mode?: ReplicationMode;
   log?: (line: string) => void;
 }
+
+export type ReplicationMode = 'async' | 'sync' | 'quorum';
+
+/** `bootstrap.dcs` keys of each mode. */
+const MODE_SETTINGS: Record<ReplicationMode, Record<string, unknown>> = {
+  async: {},
+  sync: { synchronous_mode: true },
+  quorum: { synchronous_mode: 'quorum' },
+};
 
 export interface RoundResult {
   round: number;
@@ -99,7 +110,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => undefined);
   const faults = options.faults ? FAULTS.filter((fault) => options.faults!.includes(fault.name)) : FAULTS;
   const plan = schedule(options.seed, options.rounds, faults);
-  const cluster = await LocalCluster.start({ nodes: 3, baseDir: options.baseDir, ttl, loopWait: 2, retryTimeout: 4 });
+  const cluster = await LocalCluster.start({ nodes: 3, baseDir: options.baseDir, ttl, loopWait: 2, retryTimeout: 4, dcs: MODE_SETTINGS[options.mode ?? 'async'] });
   const acknowledged: Acknowledgement[] = [];
   const rounds: RoundResult[] = [];
   try {

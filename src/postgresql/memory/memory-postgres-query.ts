@@ -45,6 +45,8 @@ export class MemoryPostgresQuery implements PostgresQuery {
       replicationState: postmaster.streaming ? 'streaming' : null,
       latestEndLsn: inRecovery ? postmaster.latestEndLsn : null,
       replication: this.server.replicationConnections(),
+      synchronousStandbyNames: postmaster.parameters.synchronous_standby_names ?? '',
+      synchronousCommit: postmaster.parameters.synchronous_commit ?? 'on',
       systemIdentifier: cluster.systemIdentifier,
       pendingRestart: structuredClone(postmaster.pendingRestart),
     };
@@ -68,12 +70,17 @@ export class MemoryPostgresQuery implements PostgresQuery {
   }
 
   async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
-    const { cluster } = await this.connected('query');
+    const { postmaster, cluster } = await this.connected('query');
     const custom = this.answers.find((answer) => answer.pattern.test(sql));
     if (custom) return custom.rows(params) as T[];
     const readFile = /pg_read_file\s*\(\s*(?:\$1|'([^']*)')\s*\)(?:\s+AS\s+(\w+))?/i.exec(sql);
     if (readFile) return [{ [readFile[2] ?? 'pg_read_file']: readHistoryFile(cluster, readFile[1] ?? String(params[0])) }] as T[];
     if (/^\s*SELECT\s+1\s*;?\s*$/i.test(sql)) return [{ '?column?': 1 }] as T[];
+    // The synchronous standbys' nudge: a transaction id, some WAL.
+    if (/pg_current_xact_id\(\)/.test(sql) && !postmaster.inRecovery) {
+      this.server.write(64);
+      return [];
+    }
     throw new Error(`the in-memory PostgreSQL does not run this statement (add it with answer()): ${sql}`);
   }
 

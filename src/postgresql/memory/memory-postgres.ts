@@ -13,6 +13,7 @@ import {
   renderParameters,
   RESTART_PARAMETERS,
 } from './memory-state';
+import { replicationRows } from './sync-states';
 import { canStream, forkBeforeCheckpoint, PROMOTION_REASON, TimelineSwitch } from './wal-history';
 
 /**
@@ -83,6 +84,10 @@ export class MemoryPostgresServer {
   }
   get isStreaming(): boolean {
     return this.postmaster?.streaming ?? false;
+  }
+  /** A parameter's value in force in the running server, undefined when it is not running or not set. */
+  parameter(name: string): string | undefined {
+    return this.postmaster?.parameters[name];
   }
   get fenceDeadline(): number | null {
     return this.postmaster?.fenceDeadline ?? null;
@@ -310,7 +315,10 @@ export class MemoryPostgresServer {
     const postmaster = this.postmaster!;
     const settings = this.cluster?.settings;
     if (!settings) return;
-    for (const [name, value] of Object.entries(renderParameters(settings.parameters))) {
+    const written = renderParameters(settings.parameters);
+    // A reloadable parameter no longer in the file goes back to its default.
+    for (const name of Object.keys(postmaster.parameters)) if (!(name in written) && !RESTART_PARAMETERS.has(name)) delete postmaster.parameters[name];
+    for (const [name, value] of Object.entries(written)) {
       const running = postmaster.parameters[name];
       if (!RESTART_PARAMETERS.has(name)) postmaster.parameters[name] = value;
       else if (running !== undefined && running !== value) postmaster.pendingRestart[name] = { old_value: running, new_value: value };
@@ -354,13 +362,7 @@ export class MemoryPostgresServer {
 
   /** pg_stat_replication: the servers streaming from this one now. */
   replicationConnections(): ReplicationConnection[] {
-    return this.network
-      .downstreamsOf(this)
-      .map((replica) => ({
-        usename: replica.replicationUser, application_name: replica.name, client_addr: replica.host,
-        state: 'streaming', sync_state: 'async', sync_priority: 0,
-      }))
-      .sort((a, b) => (a.application_name < b.application_name ? -1 : 1));
+    return replicationRows(this.network.downstreamsOf(this), this.postmaster?.parameters.synchronous_standby_names ?? '');
   }
 
   /** Resolves while the server answers; for a server frozen in 'hang' mode, once it is thawed (rejects if it dies first). */

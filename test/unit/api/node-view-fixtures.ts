@@ -77,7 +77,9 @@ const LEADER_SAMPLE: PostgresSample = {
   replayPaused: false,
   replicationState: null,
   latestEndLsn: null,
-  replication: [{ usename: 'replicator', application_name: 'node2', client_addr: '127.0.0.1', state: 'streaming', sync_state: 'async', sync_priority: 0 }],
+  replication: [{ usename: 'replicator', application_name: 'node2', client_addr: '127.0.0.1', state: 'streaming', sync_state: 'async', sync_priority: 0, write_lsn: LEADER_POSITION, flush_lsn: LEADER_POSITION, replay_lsn: LEADER_POSITION }],
+  synchronousStandbyNames: '',
+  synchronousCommit: 'on',
   systemIdentifier: '7710492406033019830',
   pendingRestart: {},
 };

@@ -12,6 +12,9 @@ import { PeerStatus, readingFromStatus } from '../../../src/ha/peer-probe';
 import { MemoryPostgresNetwork, MemoryPostgresProcess, MemoryPostgresQuery, MemoryPostgresServer } from '../../../src/postgresql/memory';
 
 const SCOPE = 'sim';
+
+/** `bootstrap.dcs` of every simulated node: timing, plus any other dynamic setting. */
+export type SimulatedDcsConfig = { ttl: number; loop_wait: number; retry_timeout: number; [setting: string]: unknown };
 const STEP_MS = 100;
 
 /** One agent of the simulation: its HaNode over in-memory ports, its server, and what it recorded. */
@@ -38,7 +41,7 @@ export class SimulatedCluster {
   readonly nodes: SimulatedNode[] = [];
   private readonly dir = mkdtempSync(join(tmpdir(), 'stator-sim-'));
 
-  static async start(count: number, dcs: { ttl: number; loop_wait: number; retry_timeout: number } = { ttl: 10, loop_wait: 2, retry_timeout: 3 }): Promise<SimulatedCluster> {
+  static async start(count: number, dcs: SimulatedDcsConfig = { ttl: 10, loop_wait: 2, retry_timeout: 3 }): Promise<SimulatedCluster> {
     const cluster = new SimulatedCluster();
     for (let index = 1; index <= count; index++) cluster.add(`node${index}`, dcs);
     for (const node of cluster.nodes) await node.ha.start();
@@ -90,7 +93,13 @@ export class SimulatedCluster {
   }
 
   async stop(): Promise<void> {
-    for (const node of this.nodes.filter((n) => n.alive)) await node.ha.stop(false);
+    // A cycle may be waiting on simulated time (a reload to take effect): time goes on until every loop ended.
+    let stopped = false;
+    const stopping = Promise.all(this.nodes.filter((n) => n.alive).map((node) => node.ha.stop(false))).then(() => {
+      stopped = true;
+    });
+    for (let step = 0; !stopped && step < 600; step++) await this.step();
+    await stopping;
     for (const node of this.nodes) await node.dcs.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -100,7 +109,24 @@ export class SimulatedCluster {
     return this.nodes.map((node) => `${node.name}: ${node.ha.view().pgState}/${node.ha.view().role}: ${node.ha.view().verdict}`).join('\n');
   }
 
-  private add(name: string, dcsConfig: { ttl: number; loop_wait: number; retry_timeout: number }): void {
+  /** The `/sync` key as the leader wrote it, or null. */
+  syncKey(): { leader: string | null; quorum?: number; sync_standby: string | null } | null {
+    const value = this.backend.get(`/service/${SCOPE}/sync`)?.value;
+    return value ? JSON.parse(value) : null;
+  }
+
+  /** Changes `/config` as PATCH /config would (keys set to null are removed). */
+  patchConfig(patch: Record<string, unknown>): void {
+    const key = `/service/${SCOPE}/config`;
+    const current = JSON.parse(this.backend.get(key)?.value ?? '{}') as Record<string, unknown>;
+    for (const [name, value] of Object.entries(patch)) {
+      if (value === null) delete current[name];
+      else current[name] = value;
+    }
+    this.backend.put(key, JSON.stringify(current));
+  }
+
+  private add(name: string, dcsConfig: SimulatedDcsConfig): void {
     const server = this.network.addServer({ name });
     const configPath = join(this.dir, `${name}.yml`);
     writeFileSync(

@@ -21,6 +21,8 @@ export function sample(overrides: Partial<PostgresSample> = {}): PostgresSample 
     replicationState: 'streaming',
     latestEndLsn: 50_000_000,
     replication: [],
+    synchronousStandbyNames: '',
+    synchronousCommit: 'on',
     systemIdentifier: '7000000000000000001',
     pendingRestart: {},
     ...overrides,

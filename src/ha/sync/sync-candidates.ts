@@ -1,0 +1,119 @@
+import { EffectiveDynamicConfig } from '../../config/config.types';
+import { ClusterView, Member } from '../../dcs/dcs.port';
+import { PostgresSample, ReplicationConnection } from '../../postgresql/postgres.port';
+import { downstreamMembers } from '../cascade';
+import { isNoFailover, isTruthyTag } from '../cluster-snapshot';
+
+/** A standby streaming from the leader that may be made synchronous. */
+export interface SyncCandidate {
+  name: string;
+  syncState: string;
+  /** The position that counts for synchronous_commit: written, flushed or replayed. */
+  lsn: number;
+  noFailover: boolean;
+  syncPriority: number;
+}
+
+/** What the leader can make of its standbys this cycle. */
+export interface SyncCandidates {
+  /** The standbys to list in synchronous_standby_names, best first (at most synchronous_node_count in priority mode). */
+  active: string[];
+  /** Those of `active` that PostgreSQL reports synchronous and that have caught up since they were listed. */
+  confirmed: string[];
+}
+
+/** `nosync`, or a `sync_priority` of 0 or less: never a synchronous standby. */
+export function isNoSync(tags: Record<string, unknown> | undefined): boolean {
+  if (!tags) return false;
+  if (tags.nosync !== undefined) return isTruthyTag(tags.nosync);
+  return tags.sync_priority !== undefined && syncPriority(tags) <= 0;
+}
+
+function syncPriority(tags: Record<string, unknown> | undefined): number {
+  const priority = Number(tags?.sync_priority ?? 1);
+  return Number.isFinite(priority) ? priority : 1;
+}
+
+/** The column of pg_stat_replication a commit waits for under `synchronous_commit`. */
+function committedPosition(connection: ReplicationConnection, synchronousCommit: string): number | null {
+  if (synchronousCommit === 'remote_apply') return connection.replay_lsn;
+  if (synchronousCommit === 'remote_write') return connection.write_lsn;
+  return connection.flush_lsn;
+}
+
+/**
+ * The standbys that may be synchronous (reference `_ReplicaList`): streaming from this leader (not
+ * cascading), known running in the DCS, not `nosync`; the higher `sync_priority`, already `sync`, and
+ * further ahead first, then those that may fail over before `nofailover` ones.
+ */
+export function syncCandidates(leaderName: string, cluster: ClusterView, sample: PostgresSample): SyncCandidate[] {
+  const streamingFromMe = new Set(downstreamMembers(cluster, leaderName, true).map((name) => name.toLowerCase()));
+  const members = new Map<string, Member>();
+  for (const member of cluster.members) {
+    const key = member.name.toLowerCase();
+    if (member.data.state === 'running' && !isNoSync(member.data.tags) && streamingFromMe.has(key)) members.set(key, member);
+  }
+  const seen = new Set<string>();
+  const candidates: SyncCandidate[] = [];
+  for (const connection of sample.replication) {
+    const key = connection.application_name.toLowerCase();
+    const member = members.get(key);
+    const lsn = committedPosition(connection, sample.synchronousCommit);
+    if (!member || lsn === null || seen.has(key)) continue;
+    seen.add(key);
+    candidates.push({
+      name: member.name,
+      syncState: connection.sync_state,
+      lsn,
+      noFailover: isNoFailover(member.data.tags),
+      syncPriority: syncPriority(member.data.tags),
+    });
+  }
+  candidates.sort((a, b) => b.syncPriority - a.syncPriority || b.syncState.localeCompare(a.syncState) || b.lsn - a.lsn);
+  // Stable: promotable standbys first, the order above kept within each group.
+  return [...candidates.filter((c) => !c.noFailover), ...candidates.filter((c) => c.noFailover)];
+}
+
+/**
+ * In quorum mode (`ANY n`) a commit returns once `n` listed standbys hold it: the n-th highest
+ * position among them bounds every acknowledged commit. A standby at or past it holds them all.
+ */
+export function quorumAcknowledgedPosition(candidates: SyncCandidate[], listed: string[], count: number): number {
+  const names = new Set(listed.map((name) => name.toLowerCase()));
+  const positions = candidates.filter((c) => names.has(c.name.toLowerCase())).map((c) => c.lsn).sort((a, b) => b - a);
+  return count > 0 && positions.length >= count ? positions[count - 1] : 0;
+}
+
+/**
+ * Picks the synchronous standbys (reference `SyncHandler.current_state`): within
+ * `maximum_lag_on_syncnode` of the most advanced standby (of the leader itself when there is only
+ * one), up to `synchronous_node_count` in priority mode; every eligible one in quorum mode, where
+ * `nofailover` standbys only fill up to the count.
+ */
+export function pickSynchronous(
+  candidates: SyncCandidate[],
+  ready: ReadonlySet<string>,
+  leaderFlushLsn: number,
+  config: Pick<EffectiveDynamicConfig, 'synchronous_mode' | 'synchronous_node_count' | 'maximum_lag_on_syncnode'>,
+  acknowledgedUpTo = 0,
+): SyncCandidates {
+  const quorum = config.synchronous_mode === 'quorum';
+  const maxLsn = candidates.length > 1 ? Math.max(...candidates.map((c) => c.lsn)) : leaderFlushLsn;
+  const active: string[] = [];
+  const confirmed: string[] = [];
+  for (const candidate of candidates) {
+    if (config.maximum_lag_on_syncnode > 0 && maxLsn - candidate.lsn > config.maximum_lag_on_syncnode) continue;
+    const isReady = ready.has(candidate.name.toLowerCase());
+    if (quorum) {
+      if (candidate.noFailover && active.length >= config.synchronous_node_count) continue;
+      active.push(candidate.name);
+      // ANY n: a listed standby need not have acknowledged the latest commits; it counts once it holds them.
+      if (isReady && candidate.lsn >= acknowledgedUpTo) confirmed.push(candidate.name);
+    } else {
+      active.push(candidate.name);
+      if (candidate.syncState === 'sync' && isReady) confirmed.push(candidate.name);
+      if (active.length >= config.synchronous_node_count) break;
+    }
+  }
+  return { active, confirmed };
+}

@@ -1,0 +1,168 @@
+import { Client } from 'pg';
+import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
+import { sql } from '../helpers/sql';
+
+/**
+ * Synchronous replication on a real 3-node cluster (PostgreSQL 15, etcd), ttl 10, loop_wait 2:
+ * synchronous_standby_names, `/sync` and the health checks agree; a commit waits for the standby;
+ * a stopped standby is replaced (or, in strict mode, holds commits); a dead leader is replaced by
+ * its synchronous standby with every acknowledged row.
+ */
+jest.setTimeout(240_000);
+
+let cluster: LocalCluster;
+let baseDir: string;
+
+interface SyncKey {
+  leader: string | null;
+  quorum?: number;
+  sync_standby: string | null;
+}
+
+/** `/sync` as stored in etcd, through etcd's JSON gateway. */
+async function syncKey(): Promise<SyncKey | null> {
+  const key = Buffer.from(`/service/${cluster.scope}/sync`).toString('base64');
+  const response = await fetch(`http://${cluster.etcd.endpoint}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key }) });
+  const body = (await response.json()) as { kvs?: { value: string }[] };
+  const value = body.kvs?.[0]?.value;
+  return value ? (JSON.parse(Buffer.from(value, 'base64').toString()) as SyncKey) : null;
+}
+
+const standbyNames = async (node: LocalNode) => (await sql<{ value: string }>(node, "SELECT pg_catalog.current_setting('synchronous_standby_names') AS value"))[0]?.value;
+
+async function patchConfig(node: LocalNode, patch: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${node.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(patch) });
+  expect(response.status).toBe(200);
+}
+
+/** Waits until `/sync` names exactly `standbys` (any order) with `leader`. */
+async function waitForSync(leader: string, standbys: string[], timeoutMs = 30_000): Promise<void> {
+  const wanted = [...standbys].sort().join(',') || null;
+  await waitFor(async () => {
+    const sync = await syncKey().catch(() => null);
+    return sync?.leader === leader && (sync.sync_standby ?? null) === wanted;
+  }, { timeoutMs, description: `/sync = {leader: ${leader}, sync_standby: ${wanted}}` });
+}
+
+/** An INSERT on its own connection: resolves when the commit returned, whatever it took. */
+function insertRow(node: LocalNode, table: string, id: number): Promise<void> {
+  const client = new Client({ connectionString: node.connectionString(), connectionTimeoutMillis: 2000 });
+  client.on('error', () => undefined);
+  return client
+    .connect()
+    .then(() => client.query(`INSERT INTO ${table} VALUES ($1)`, [id]))
+    .then(() => undefined)
+    .finally(() => client.end().catch(() => undefined));
+}
+
+beforeAll(async () => {
+  baseDir = tmpDir('stator-sync-');
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { synchronous_mode: true } });
+  await cluster.waitForHealthy(90_000);
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+  if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+});
+
+it('one synchronous standby: synchronous_standby_names, /sync and the health checks agree', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby in /sync' });
+  const sync = (await syncKey())!;
+  expect(sync.leader).toBe(leader.name);
+  const standby = cluster.node(sync.sync_standby!);
+  const other = cluster.nodes.find((node) => node !== leader && node !== standby)!;
+  expect(await standbyNames(leader)).toBe(standby.name);
+  const rows = await sql<{ application_name: string; sync_state: string }>(leader, 'SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1');
+  expect(rows).toEqual(expect.arrayContaining([{ application_name: standby.name, sync_state: 'sync' }, { application_name: other.name, sync_state: 'async' }]));
+  await waitFor(async () => (await standby.healthCode('/sync')) === 200 && (await other.healthCode('/async')) === 200, { timeoutMs: 10_000, description: 'the health checks following /sync' });
+  expect(await standby.healthCode('/async')).toBe(503);
+  expect(await other.healthCode('/sync')).toBe(503);
+  expect(await leader.healthCode('/read-only-sync')).toBe(200);
+  const document = (await (await fetch(`${standby.apiUrl}/stator`)).json()) as Record<string, unknown>;
+  expect(document.sync_standby).toBe(true);
+  const metrics = await (await fetch(`${standby.apiUrl}/metrics`)).text();
+  expect(metrics).toMatch(/^stator_sync_standby\{[^}]*\} 1$/m);
+});
+
+it('a commit waits for the synchronous standby; a stopped standby is replaced by the other one', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  const standby = cluster.node((await syncKey())!.sync_standby!);
+  const other = cluster.nodes.find((node) => node !== leader && node !== standby)!;
+  await sql(leader, 'CREATE TABLE IF NOT EXISTS sync_rows (id int)');
+  // With replay paused the standby still confirms the flush: commits go on (synchronous_commit = on).
+  await insertRow(leader, 'sync_rows', 1);
+
+  await standby.stop();
+  await waitForSync(leader.name, [other.name]);
+  expect(await standbyNames(leader)).toBe(other.name);
+  await insertRow(leader, 'sync_rows', 2);
+  const [row] = await sql<{ n: string }>(other, 'SELECT count(*) AS n FROM sync_rows');
+  expect(row.n).toBe('2');
+
+  standby.start();
+  await cluster.waitForHealthy(60_000);
+});
+
+it('strict mode: with no standby left a commit waits, and goes through once a standby is back', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await patchConfig(leader, { synchronous_mode_strict: true });
+  const replicas = cluster.nodes.filter((node) => node !== leader);
+  for (const replica of replicas) await replica.stop();
+  await waitFor(async () => (await syncKey())?.sync_standby === null || (await standbyNames(leader)) !== '', { timeoutMs: 30_000, description: 'strict mode holding' });
+
+  let committed = false;
+  const pending = insertRow(leader, 'sync_rows', 3).then(() => {
+    committed = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  expect(committed).toBe(false);
+  expect(await standbyNames(leader)).not.toBe('');
+
+  replicas[0].start();
+  await waitFor(() => committed, { timeoutMs: 60_000, description: 'the waiting commit acknowledged once a standby is back' });
+  await pending;
+  const [row] = await sql<{ n: string }>(replicas[0], 'SELECT count(*) AS n FROM sync_rows WHERE id = 3');
+  expect(row.n).toBe('1');
+  replicas[1].start();
+  await patchConfig(leader, { synchronous_mode_strict: null });
+  await cluster.waitForHealthy(60_000);
+});
+
+it('two synchronous standbys with synchronous_node_count 2', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await patchConfig(leader, { synchronous_node_count: 2 });
+  const replicas = cluster.nodes.filter((node) => node !== leader).map((node) => node.name);
+  await waitForSync(leader.name, replicas);
+  expect(await standbyNames(leader)).toBe(`2 (${[...replicas].sort().join(',')})`);
+  for (const name of replicas) await waitFor(async () => (await cluster.node(name).healthCode('/sync')) === 200, { timeoutMs: 10_000, description: `${name} /sync 200` });
+  await patchConfig(leader, { synchronous_node_count: 1 });
+  await waitFor(async () => (await syncKey())?.sync_standby?.split(',').length === 1, { timeoutMs: 30_000, description: 'one synchronous standby again' });
+});
+
+it('kill -9 of the leader agent and postmaster: the synchronous standby takes over with every acknowledged row', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby' });
+  const standby = cluster.node((await syncKey())!.sync_standby!);
+  let acknowledged = 0;
+  for (let id = 100; id < 150; id++) {
+    await insertRow(leader, 'sync_rows', id);
+    acknowledged++;
+  }
+  await leader.powerCut();
+  const newLeader = await cluster.waitForLeader(60_000, [leader.name]);
+  expect(newLeader.name).toBe(standby.name);
+  const [row] = await sql<{ n: string }>(newLeader, 'SELECT count(*) AS n FROM sync_rows WHERE id >= 100');
+  expect(Number(row.n)).toBe(acknowledged);
+  leader.start();
+  await cluster.waitForHealthy(90_000);
+});
+
+it('turning the mode off deletes /sync and gives the user setting back', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await patchConfig(leader, { synchronous_mode: null });
+  await waitFor(async () => (await syncKey()) === null && (await standbyNames(leader)) === '', { timeoutMs: 30_000, description: '/sync deleted, synchronous_standby_names empty' });
+});
