@@ -9,6 +9,12 @@ import { createServer } from 'node:net';
 const handedOut = new Set<number>();
 
 /**
+ * Ports fetch() refuses to connect to (the WHATWG "bad ports" list, from 10000 up): an etcd or agent
+ * given one answers every probe with "fetch failed" (seen once: etcd on 10080, a test's 10 s start timeout).
+ */
+const FETCH_BLOCKED = new Set([10080]);
+
+/**
  * Candidates come from below the kernel's ephemeral range, where the OS never places the local end
  * of an outgoing connection: the many short connections a test cluster makes to etcd and
  * PostgreSQL cannot take a port between the probe and its owner's bind.
@@ -37,7 +43,7 @@ export async function freePort(): Promise<number> {
   const { low, high } = candidateRange();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
-    if (handedOut.has(port) || !(await isFree(port))) continue;
+    if (handedOut.has(port) || FETCH_BLOCKED.has(port) || !(await isFree(port))) continue;
     handedOut.add(port);
     return port;
   }
