@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -59,7 +62,8 @@ function insertRow(node: LocalNode, table: string, id: number): Promise<void> {
 
 beforeAll(async () => {
   baseDir = tmpDir('stator-sync-');
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { synchronous_mode: true } });
+  // In Patroni's identifiers, so Debian's patronictl reads the same cluster.
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, compat: 'patroni', dcs: { synchronous_mode: true } });
   await cluster.waitForHealthy(90_000);
 });
 
@@ -82,10 +86,27 @@ it('one synchronous standby: synchronous_standby_names, /sync and the health che
   expect(await standby.healthCode('/async')).toBe(503);
   expect(await other.healthCode('/sync')).toBe(503);
   expect(await leader.healthCode('/read-only-sync')).toBe(200);
-  const document = (await (await fetch(`${standby.apiUrl}/stator`)).json()) as Record<string, unknown>;
+  const document = (await (await fetch(`${standby.apiUrl}/patroni`)).json()) as Record<string, unknown>;
   expect(document.sync_standby).toBe(true);
   const metrics = await (await fetch(`${standby.apiUrl}/metrics`)).text();
-  expect(metrics).toMatch(/^stator_sync_standby\{[^}]*\} 1$/m);
+  expect(metrics).toMatch(/^patroni_sync_standby\{[^}]*\} 1$/m);
+});
+
+it("Debian's patronictl lists the synchronous standby as Sync Standby", async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  const standby = (await syncKey())!.sync_standby!;
+  const ctlConfig = join(baseDir, 'patronictl.yml');
+  writeFileSync(ctlConfig, `scope: ${cluster.scope}\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`);
+  const table = execFileSync('patronictl', ['-c', ctlConfig, 'list'], { encoding: 'utf8', timeout: 30_000 });
+  const roles = Object.fromEntries(
+    table
+      .split('\n')
+      .map((line) => line.split('|').map((cell) => cell.trim()))
+      .filter((cells) => cells.length > 3 && /^node\d$/.test(cells[1]))
+      .map((cells) => [cells[1], cells[3]]),
+  );
+  const other = cluster.nodes.find((node) => node !== leader && node.name !== standby)!;
+  expect(roles).toEqual({ [leader.name]: 'Leader', [standby]: 'Sync Standby', [other.name]: 'Replica' });
 });
 
 it('a commit waits for the synchronous standby; a stopped standby is replaced by the other one', async () => {
@@ -165,4 +186,83 @@ it('turning the mode off deletes /sync and gives the user setting back', async (
   const leader = await cluster.waitForHealthy(30_000);
   await patchConfig(leader, { synchronous_mode: null });
   await waitFor(async () => (await syncKey()) === null && (await standbyNames(leader)) === '', { timeoutMs: 30_000, description: '/sync deleted, synchronous_standby_names empty' });
+});
+
+describe('quorum commit', () => {
+  let quorumCluster: LocalCluster;
+  let quorumDir: string;
+
+  beforeAll(async () => {
+    await cluster?.stop();
+    quorumDir = tmpDir('stator-quorum-');
+    quorumCluster = await LocalCluster.start({ nodes: 3, baseDir: quorumDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { synchronous_mode: 'quorum' } });
+    cluster = quorumCluster;
+    await cluster.waitForHealthy(90_000);
+  });
+
+  afterAll(async () => {
+    await quorumCluster?.stop();
+    if (quorumDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(quorumDir);
+  });
+
+  /** The quorum invariant on one reading: any acknowledging set of standbys meets any electing set. */
+  function invariantHolds(sync: SyncKey, names: string): boolean {
+    const voters = (sync.sync_standby ?? '').split(',').filter(Boolean);
+    const match = /^ANY (\d+) \((.*)\)$/.exec(names);
+    const numsync = match ? Number(match[1]) : 0;
+    const listed = match ? match[2].split(',').filter((n) => !n.startsWith('__patroni')) : [];
+    return (sync.quorum ?? 0) + numsync >= new Set([...voters, ...listed]).size;
+  }
+
+  it('ANY 1 of 2: /sync holds both standbys with quorum 1, and /quorum answers on both', async () => {
+    const leader = await cluster.waitForHealthy(30_000);
+    const standbys = cluster.nodes.filter((node) => node !== leader).map((node) => node.name).sort();
+    await waitForSync(leader.name, standbys);
+    expect((await syncKey())!.quorum).toBe(1);
+    expect(await standbyNames(leader)).toBe(`ANY 1 (${standbys.join(',')})`);
+    for (const name of standbys) {
+      await waitFor(async () => (await cluster.node(name).healthCode('/quorum')) === 200, { timeoutMs: 10_000, description: `${name} /quorum 200` });
+      expect(await cluster.node(name).healthCode('/async')).toBe(503);
+      expect(await cluster.node(name).healthCode('/sync')).toBe(503);
+    }
+    const metrics = await (await fetch(`${cluster.node(standbys[0]).apiUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^stator_quorum_standby\{[^}]*\} 1$/m);
+  });
+
+  it('the quorum invariant holds at every reading while a standby leaves and comes back', async () => {
+    const leader = await cluster.waitForHealthy(30_000);
+    const [gone, staying] = cluster.nodes.filter((node) => node !== leader);
+    const readings: string[] = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const [sync, names] = await Promise.all([syncKey().catch(() => null), standbyNames(leader).catch(() => null)]);
+        if (sync && names !== null) {
+          const reading = `${JSON.stringify(sync)} ${names}`;
+          if (readings[readings.length - 1] !== reading) readings.push(reading);
+          if (!invariantHolds(sync, names)) throw new Error(`quorum invariant broken: ${reading}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    await gone.stop();
+    await waitForSync(leader.name, [staying.name]);
+    gone.start();
+    await waitForSync(leader.name, [gone.name, staying.name].sort(), 60_000);
+    watching = false;
+    await watcher;
+    expect(readings.length).toBeGreaterThan(2);
+  });
+
+  it('kill -9 of the leader agent and postmaster: a standby that reaches quorum takes over with every acknowledged row', async () => {
+    const leader = await cluster.waitForHealthy(30_000);
+    await sql(leader, 'CREATE TABLE IF NOT EXISTS quorum_rows (id int)');
+    for (let id = 0; id < 50; id++) await insertRow(leader, 'quorum_rows', id);
+    await leader.powerCut();
+    const newLeader = await cluster.waitForLeader(60_000, [leader.name]);
+    const [row] = await sql<{ n: string }>(newLeader, 'SELECT count(*) AS n FROM quorum_rows');
+    expect(row.n).toBe('50');
+    leader.start();
+    await cluster.waitForHealthy(90_000);
+  });
 });
