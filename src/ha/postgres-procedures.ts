@@ -61,6 +61,7 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
       return;
     }
     if (!rewound) logger.warning(`pg_rewind from ${upstream.name} failed, reinitializing: ${lastError}`);
+    if (lastOutcome === 'rewound') await pg.checkpointOn(upstream).catch((e) => logger.warning(`checkpoint on ${upstream.name} after pg_rewind failed: ${errorText(e)}`));
   }
   if (!rewound) {
     await removeData(node);

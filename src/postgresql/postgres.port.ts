@@ -102,6 +102,12 @@ export interface PostgresProcess {
   killProcessTree(): Promise<void>;
   /** Whether `source` accepts a connection as the superuser now (1 s): checked before anything is stopped or removed to follow it. */
   upstreamReachable(source: UpstreamNode): Promise<boolean>;
+  /**
+   * CHECKPOINT on `source` as the superuser (5 s): it flushes WAL and logs the running transactions, so
+   * a standby rewound from it becomes consistent and readable now, not at the source's next standby
+   * snapshot (up to 15 s later on an idle server).
+   */
+  checkpointOn(source: UpstreamNode): Promise<void>;
   /** Releases local handles (fence socket); the postmaster and the fence keep running. */
   detach(): Promise<void>;
 }

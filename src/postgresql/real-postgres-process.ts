@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Observable } from 'rxjs';
 import { fencePaths } from './fence/fence-protocol';
-import { serverAcceptsConnections } from './pg-query';
+import { Client } from 'pg';
+import { serverAcceptsConnections, toClientConfig } from './pg-query';
 import { DataDirInfo, PostgresProcess, PostgresSettings, PostmasterExit, StopMode, UpstreamNode } from './postgres.port';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
@@ -142,6 +143,24 @@ export class RealPostgresProcess implements PostgresProcess {
     const { superuser, superuserPassword, config } = this.local;
     const libpq = config.authentication.superuser.libpq;
     return serverAcceptsConnections({ host: source.host, port: source.port, user: superuser, password: superuserPassword, database: 'postgres', libpq }, 1000);
+  }
+
+  async checkpointOn(source: UpstreamNode): Promise<void> {
+    const { superuser, superuserPassword, config } = this.local;
+    const libpq = config.authentication.superuser.libpq;
+    const client = new Client({
+      ...toClientConfig({ host: source.host, port: source.port, user: superuser, password: superuserPassword, database: 'postgres', libpq }),
+      connectionTimeoutMillis: 2000,
+      query_timeout: 5000,
+      statement_timeout: 5000,
+    });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query('CHECKPOINT');
+    } finally {
+      await client.end().catch(() => undefined);
+    }
   }
 
   // ---------------------------------------------------------------- fence

@@ -227,6 +227,10 @@ export class MemoryPostgresProcess implements PostgresProcess {
     return this.server.network.connect(this.server, source) !== null;
   }
 
+  async checkpointOn(source: UpstreamNode): Promise<void> {
+    if (!(await this.upstreamReachable(source))) throw new Error(`connection to ${source.host}:${source.port} failed`);
+  }
+
   async detach(): Promise<void> {
     this.attachedPid = null;
   }
