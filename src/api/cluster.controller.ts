@@ -51,6 +51,14 @@ export class ClusterController {
     return config.value;
   }
 
+  /** The members a leader must reach to stay primary while the DCS is down; 502 as the reference when there is no such key. */
+  @Get('failsafe')
+  failsafe(): Record<string, string> {
+    const failsafe = this.state.view().cluster?.failsafe?.value;
+    if (!failsafe) throw new HttpException(errorBody(HttpStatus.BAD_GATEWAY, 'failsafe mode is not enabled (the DCS has no failsafe key)'), HttpStatus.BAD_GATEWAY);
+    return failsafe;
+  }
+
   @Options(['cluster', 'history', 'config', 'schedule'])
   options(@Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
     const refusal = this.refusal() ?? (normalizePath(request.url) === '/config' && !this.state.view().cluster?.config ? missingConfig() : null);

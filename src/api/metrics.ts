@@ -93,10 +93,13 @@ export function buildMetrics(view: NodeView, identity: ApiIdentity, now: number)
   metrics.push(
     { name: 'postgres_server_version', help: 'Version of Postgres (if running), 0 otherwise.', value: serverVersion },
     { name: 'cluster_unlocked', help: 'Value is 1 if the cluster is unlocked, 0 if locked.', value: flag(status.cluster_unlocked === true) },
-    // Stator has no failsafe mode yet: reporting a configured `failsafe_mode` as enabled would promise a protection the node does not give.
-    { name: 'failsafe_mode_is_active', help: 'Value is 1 if failsafe mode is active, 0 if inactive.', value: 0 },
-    { name: 'failsafe_mode_enabled', help: 'Value is 1 if failsafe_mode is enabled, 0 otherwise.', value: 0 },
-    { name: 'failsafe_member', help: 'Value is 1 if this node is a member of failsafe, 0 otherwise.', value: 0 },
+    { name: 'failsafe_mode_is_active', help: 'Value is 1 if failsafe mode is active, 0 if inactive.', value: flag(view.failsafeActive) },
+    { name: 'failsafe_mode_enabled', help: 'Value is 1 if failsafe_mode is enabled, 0 otherwise.', value: flag(view.config.failsafe_mode) },
+    {
+      name: 'failsafe_member',
+      help: 'Value is 1 if this node is a member of failsafe, 0 otherwise.',
+      value: flag(view.config.failsafe_mode && Object.hasOwn(view.cluster?.failsafe?.value ?? {}, view.name)),
+    },
     {
       name: 'postgres_timeline',
       help: 'Postgres timeline of this node (if running), 0 otherwise.',

@@ -7,6 +7,7 @@ import { OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverReques
 import { OperationBodyPipe, ValidatedBody } from './dto/operation-body.pipe';
 import { ReinitializeBody, RestartBody, SwitchoverBody } from './dto/operation-bodies.dto';
 import { readSchedule, readTimeoutSeconds } from './request-values';
+import { FailsafeCall } from '../ha/failsafe/failsafe-caller';
 
 /** Body pipes of the operation endpoints, with the reference's order for unknown keys. */
 export const switchoverBody = new OperationBodyPipe(SwitchoverBody, { kind: 'left-to-mapping' }, true);
@@ -59,4 +60,20 @@ export function parseRestart(body: ValidatedBody<RestartBody>, paused: boolean, 
 export function parseReinitialize(body: ValidatedBody<ReinitializeBody>): ReinitializeRequest {
   const { fields } = body;
   return { force: fields.force === true, fromLeader: fields.from_leader === true || fields['from-leader'] === true };
+}
+
+/** Length limits of a failsafe call's fields: a member name and two URLs. */
+const FAILSAFE_FIELD_LIMITS = { name: 256, conn_url: 2048, api_url: 2048 } as const;
+
+/** POST /failsafe: `name`, `conn_url` and `api_url` as strings (other fields, such as `slots`, are ignored as the reference ignores them). */
+export function parseFailsafeCall(body: Record<string, unknown>): FailsafeCall {
+  const call: Record<string, string> = {};
+  for (const [field, limit] of Object.entries(FAILSAFE_FIELD_LIMITS)) {
+    const value = body[field];
+    if (typeof value !== 'string' || value.length === 0 || value.length > limit) {
+      throw new OperationRefused(400, `${field}: must be a non-empty string of at most ${limit} characters`);
+    }
+    call[field] = value;
+  }
+  return call as unknown as FailsafeCall;
 }

@@ -5,7 +5,7 @@ import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused } from '..
 import { ConfigBodyPipe } from './dto/config-body.pipe';
 import { objectBody, ValidatedBody } from './dto/operation-body.pipe';
 import { ReinitializeBody, RestartBody, SwitchoverBody } from './dto/operation-bodies.dto';
-import { parseReinitialize, parseRestart, parseSwitchover, reinitializeBody, restartBody, switchoverBody } from './operation-requests';
+import { parseFailsafeCall, parseReinitialize, parseRestart, parseSwitchover, reinitializeBody, restartBody, switchoverBody } from './operation-requests';
 
 const PLAIN_TEXT = 'text/plain; charset=utf-8';
 
@@ -69,6 +69,11 @@ export class OperationsController {
   reload(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     objectBody(body, true);
     return answerText(reply, () => this.operations.reload());
+  }
+
+  @Post('failsafe')
+  failsafe(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+    return answerText(reply, () => this.operations.acceptFailsafe(parseFailsafeCall(objectBody(body, false))));
   }
 
   @Post('reinitialize')

@@ -56,6 +56,7 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
   const fresh = clusterViewIsFresh(view, now);
   if (view.config.pause) document.pause = true;
   if (!fresh || !view.cluster?.leader) document.cluster_unlocked = true;
+  if (view.failsafeActive) document.failsafe_mode_is_active = true;
   document.dcs_last_seen = Math.floor(view.dcsLastSeen / 1000);
   if (Object.keys(view.tags).length > 0) document.tags = view.tags;
   const sysid = sample?.systemIdentifier ?? view.dataDir?.systemIdentifier;

@@ -26,11 +26,11 @@ const ACTED_ON = new Set([
   'synchronous_mode_strict',
   'synchronous_node_count',
   'maximum_lag_on_syncnode',
+  'failsafe_mode',
 ]);
 
 /** Refused unless off, with what is missing. */
 const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({
-  failsafe_mode: { isOn: (v) => parsePatroniBoolean(v) === true, missing: 'DCS failsafe mode is not supported yet' },
   standby_cluster: { isOn: (v) => !isMapping(v) || Object.keys(v).length > 0, missing: 'standby clusters are not supported yet' },
   slots: { isOn: (v) => !isMapping(v) || Object.keys(v).length > 0, missing: 'permanent replication slots are not supported yet' },
 });

@@ -131,5 +131,7 @@ export interface EffectiveDynamicConfig {
   synchronous_node_count: number;
   /** Bytes a synchronous standby may fall behind before another replaces it; -1: never swapped for lag. */
   maximum_lag_on_syncnode: number;
+  /** While the DCS cannot be reached, a leader that reaches every member's API stays primary. */
+  failsafe_mode: boolean;
   parameters: Record<string, string | number | boolean>;
 }

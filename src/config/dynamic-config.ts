@@ -22,6 +22,7 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   synchronous_mode_strict: false,
   synchronous_node_count: 1,
   maximum_lag_on_syncnode: -1,
+  failsafe_mode: false,
 });
 
 /** Without `postgres_unresponsive_timeout`: half the ttl, so a hung primary is ended well before its lease would expire. */
@@ -134,6 +135,7 @@ export function effectiveDynamicConfig(
       synchronous_mode_strict: boolean('synchronous_mode_strict', source.synchronous_mode_strict, defaults.synchronous_mode_strict),
       synchronous_node_count: Math.max(1, integer('synchronous_node_count', source.synchronous_node_count, defaults.synchronous_node_count, 255)),
       maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),
+      failsafe_mode: boolean('failsafe_mode', source.failsafe_mode, defaults.failsafe_mode),
       parameters,
     },
     adjustments,

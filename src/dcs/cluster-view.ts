@@ -22,6 +22,7 @@ export const ClusterKeys = {
   failover: 'failover',
   sync: 'sync',
   status: 'status',
+  failsafe: 'failsafe',
   member: (name: string) => `members/${name}`,
 } as const;
 
@@ -53,6 +54,7 @@ export function parseClusterView(keys: StoredKey[], revision: string): ClusterVi
     history: null,
     sync: null,
     status: null,
+    failsafe: null,
     revision,
   };
   for (const { key, value, modRevision } of keys) {
@@ -75,6 +77,9 @@ export function parseClusterView(keys: StoredKey[], revision: string): ClusterVi
         break;
       case ClusterKeys.sync:
         view.sync = versioned(parseSync(value));
+        break;
+      case ClusterKeys.failsafe:
+        view.failsafe = versioned(parseFailsafe(value));
         break;
       case ClusterKeys.status:
         view.status = versioned(parseStatus(value));
@@ -154,6 +159,12 @@ function parseSync(value: string): SyncState {
     sync_standby: nameOrNull(parsed.sync_standby),
     ...(typeof parsed.quorum === 'number' ? { quorum: parsed.quorum } : {}),
   };
+}
+
+/** `/failsafe`: member name → API URL; anything else in it is dropped. */
+function parseFailsafe(value: string): Record<string, string> {
+  const parsed = parseObject(value);
+  return Object.fromEntries(Object.entries(parsed).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
 }
 
 function parseStatus(value: string): LeaderStatus {

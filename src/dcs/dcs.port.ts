@@ -47,6 +47,8 @@ export interface Dcs {
    */
   setSync(state: SyncState | null, expectedRevision: Revision): Promise<Revision | null>;
   setStatus(status: LeaderStatus): Promise<void>;
+  /** Writes `/failsafe` (null deletes it). */
+  setFailsafe(members: Record<string, string> | null): Promise<void>;
 
   /** Re-grants the lease with a new TTL (seconds), e.g. after `ttl` changed in `/config`. */
   setTtl(ttlSeconds: number): Promise<void>;
@@ -94,6 +96,8 @@ export interface ClusterView {
   history: Versioned<HistoryEntry[]> | null;
   sync: Versioned<SyncState> | null;
   status: Versioned<LeaderStatus> | null;
+  /** `/failsafe`: the members (name → API URL) a leader must reach to stay primary while the DCS is down. */
+  failsafe: Versioned<Record<string, string>> | null;
   /** Store revision of the read. */
   revision: string;
 }

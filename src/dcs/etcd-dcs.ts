@@ -246,6 +246,11 @@ export class EtcdDcs implements Dcs {
     });
   }
 
+  async setFailsafe(members: Record<string, string> | null): Promise<void> {
+    if (members) await this.write('write failsafe key', ClusterKeys.failsafe, JSON.stringify(members));
+    else await this.withRetry('delete failsafe key', (remaining) => this.client.deleteRange(this.prefix + ClusterKeys.failsafe, {}, remaining()));
+  }
+
   async setStatus(status: LeaderStatus): Promise<void> {
     await this.write('write status', ClusterKeys.status, JSON.stringify(status));
   }

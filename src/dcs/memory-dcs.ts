@@ -250,6 +250,15 @@ export class MemoryDcs implements Dcs {
     return 'absent';
   }
 
+  async setFailsafe(members: Record<string, string> | null): Promise<void> {
+    if (members) {
+      await this.write('write failsafe key', ClusterKeys.failsafe, JSON.stringify(members));
+      return;
+    }
+    this.ready('delete failsafe key');
+    this.backend.delete(this.key(ClusterKeys.failsafe));
+  }
+
   async setStatus(status: LeaderStatus): Promise<void> {
     await this.write('write status', ClusterKeys.status, JSON.stringify(status));
   }

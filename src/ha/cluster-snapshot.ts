@@ -59,6 +59,12 @@ export interface HaSnapshot {
   lockResult?: 'acquired' | 'not_acquired' | 'refreshed' | 'refresh_failed';
   initializeResult?: 'won' | 'lost';
   peers?: PeerReading[];
+  /** `/failsafe` as last read from the DCS: the members a leader must reach while the DCS is down. */
+  failsafeMembers?: Record<string, string> | null;
+  /** The leader whose failsafe call this node accepted within the last ttl. */
+  failsafeLeader?: string | null;
+  /** Outcome of the failsafe round decide() asked for: every member accepted, and until when that holds. */
+  failsafeResult?: { accepted: boolean; validUntil: number; refusals: string[] };
 }
 
 export function upstreamOf(member: Member | undefined): UpstreamNode | null {

@@ -89,12 +89,36 @@ function withPrefix(prefix: HaAction[], decision: Decision): Decision {
 function dcsUnreachable(s: HaSnapshot): Decision {
   const pgIsPrimary = s.local.pgState === 'running' && s.local.sample !== null && !s.local.sample.inRecovery;
   if (!s.config.pause && pgIsPrimary) {
+    const failsafe = failsafeWhileDcsDown(s);
+    if (failsafe) return failsafe;
     return {
       verdict: 'demoted self because DCS is not accessible and I was a leader',
       actions: [{ type: 'demote', mode: 'fast', restart: false, upstream: null }],
     };
   }
   return { verdict: 'DCS is not accessible', actions: [] };
+}
+
+/**
+ * Failsafe mode (reference `check_failsafe_topology`): the leader, listed in `/failsafe`, asks every
+ * other listed member to accept it; if all do, it stays primary instead of demoting. Null when the
+ * mode does not apply, so the leader demotes as without it.
+ */
+function failsafeWhileDcsDown(s: HaSnapshot): Decision | null {
+  const members = s.failsafeMembers;
+  if (!s.config.failsafe_mode || s.local.leadership !== 'leader' || !members || !Object.hasOwn(members, s.local.name)) return null;
+  if (!s.failsafeResult) return { need: 'failsafeRound' };
+  if (s.failsafeResult.accepted) {
+    return {
+      verdict: 'continue to run as a leader because failsafe mode is enabled and all members are accessible',
+      actions: [{ type: 'holdInFailsafe', until: s.failsafeResult.validUntil }],
+    };
+  }
+  return {
+    verdict: 'demoting self because DCS is not accessible and I was a leader',
+    actions: [{ type: 'demote', mode: 'fast', restart: false, upstream: null }],
+    notes: s.failsafeResult.refusals,
+  };
 }
 
 function bootstrap(s: HaSnapshot): Decision {
@@ -147,6 +171,10 @@ function continueBootstrap(s: HaSnapshot, pgIsPrimary: boolean): Decision {
 /** No leader key: race for it if this node is the healthiest (reference 3.5). */
 function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision {
   const { local, cluster, config } = s;
+  if (config.failsafe_mode && !pgIsPrimary && s.failsafeLeader && s.failsafeLeader !== local.name) {
+    // A leader that reached this node while the DCS was down may still run: no race until its call is a ttl old.
+    return { verdict: `following failsafe leader ${s.failsafeLeader}: it reached every member less than ttl ago`, actions: [] };
+  }
   if (!s.peers && !config.pause && !pgIsPrimary) return { need: 'probePeers' };
   const health = healthiest(s, pgIsPrimary);
   if (health.ok) {

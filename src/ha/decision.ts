@@ -1,7 +1,7 @@
 import { UpstreamNode } from '../postgresql/postgres.port';
 
 /** What decide() may ask the loop to do first: I/O whose outcome changes the decision. */
-export type Need = 'refreshLock' | 'acquireLock' | 'raceInitialize' | 'probePeers';
+export type Need = 'refreshLock' | 'acquireLock' | 'raceInitialize' | 'probePeers' | 'failsafeRound';
 
 export type HaAction =
   | { type: 'initdb' }
@@ -37,7 +37,9 @@ export type HaAction =
   /** Run the next cycle at this instant (a scheduled operation is due). */
   | { type: 'wakeAt'; at: number }
   /** SIGKILL of a hung server and every process it started (the lock is released only after). */
-  | { type: 'killPostgres' };
+  | { type: 'killPostgres' }
+  /** The DCS is down but every member accepted this leader: it stays leader, its fence armed, until `until`. */
+  | { type: 'holdInFailsafe'; until: number };
 
 /** `notes`: lines the reference logs on the way to its verdict (why another node is healthier), logged before it. */
 export type Decision = { need: Need } | { verdict: string; actions: HaAction[]; notes?: string[] };

@@ -61,6 +61,8 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       if (node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
       return;
     case 'demote':
+      // Failsafe mode kept the lock through the DCS failure until the members were asked; now it goes.
+      if (!snapshot.cluster && node.lock.held) node.lock.lost(`DCS is not accessible: ${snapshot.dcsError}`);
       return runTask('demote', async () => {
         node.sendRole({ type: 'DEMOTED' });
         node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: 60_000 });
@@ -116,6 +118,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     case 'leaderDuties': {
       const sample = node.sampler.sample;
       await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic.use_slots);
+      await node.publishFailsafe(snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
       if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
     }
@@ -138,6 +141,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     }
     case 'wakeAt':
       node.scheduler.wakeAt(action.at);
+      return;
+    case 'holdInFailsafe':
+      node.lock.holdInFailsafe(action.until);
       return;
     case 'killPostgres':
       // Only once every process is gone may the lock go: a server that wakes up must find nobody to write for it.

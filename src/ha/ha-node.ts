@@ -13,6 +13,7 @@ import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
 import { activeSubstate, HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
+import { FailsafeCall } from './failsafe/failsafe-caller';
 import { PeerProbe } from './peer-probe';
 import { reinitialize, restart } from './postgres-procedures';
 import { roleMachine, RoleName } from './role.machine';
@@ -155,6 +156,7 @@ export class HaNode {
       tags: node.tags,
       activity: node.activity(),
       scheduledRestart: node.scheduler.current,
+      failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(this.deps.clock.now(), node.dynamic.ttl),
     };
   }
 
@@ -183,6 +185,15 @@ export class HaNode {
     this.node.cluster = cluster;
     this.node.dcsLastSeen = this.deps.clock.now();
     return cluster;
+  }
+
+  /** POST /failsafe: see NodeOperations.acceptFailsafe. */
+  acceptFailsafe(call: FailsafeCall): { status: number; text: string } {
+    const node = this.node;
+    if (!node.dynamic.failsafe_mode) return { status: 502, text: 'failsafe mode is not enabled' };
+    if (node.pgState() === 'running' && node.sampler.sample?.inRecovery === false) return { status: 500, text: 'Running as a leader' };
+    node.failsafe.accept(call, this.deps.clock.now());
+    return { status: 200, text: 'Accepted' };
   }
 
   /** POST /reload: the configuration file is read again at the next cycle, as on SIGHUP. */
@@ -260,10 +271,13 @@ export class HaNode {
       }
       await this.applyDynamicConfig(cluster?.config?.value ?? null);
 
-      if (node.lock.held && (!cluster || cluster.leader?.value !== node.name)) {
-        // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does.
+      // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does,
+      // unless failsafe mode may keep this leader (decide() asks the members first).
+      const failsafeMayHold = !cluster && node.dynamic.failsafe_mode && node.sampler.sample?.inRecovery === false;
+      if (node.lock.held && (cluster ? cluster.leader?.value !== node.name : !failsafeMayHold)) {
         node.lock.lost(cluster ? `leader key is now ${cluster.leader?.value ?? 'absent'}` : `DCS is not accessible: ${dcsError}`);
       }
+      if (cluster) node.failsafe.leaderEnded();
 
       let snapshot = this.snapshot(cluster, dcsError);
       let decision = decide(snapshot);
@@ -312,7 +326,15 @@ export class HaNode {
       failedClones: postgres.context.failedClones,
       lastCloneAt: postgres.context.lastCloneAt,
     };
-    return { now, config: node.dynamic, cluster, dcsError, local };
+    return {
+      now,
+      config: node.dynamic,
+      cluster,
+      dcsError,
+      local,
+      failsafeMembers: node.cluster?.failsafe?.value ?? null,
+      failsafeLeader: node.failsafe.leaderAccepted(now, node.dynamic.ttl)?.name ?? null,
+    };
   }
 
   /** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */
@@ -331,6 +353,8 @@ export class HaNode {
         const won = await this.deps.dcs.initialize('', true).catch(() => false);
         return { ...snapshot, initializeResult: won ? 'won' : 'lost' };
       }
+      case 'failsafeRound':
+        return { ...snapshot, failsafeResult: await node.failsafeRound(snapshot.failsafeMembers ?? {}) };
       case 'probePeers': {
         const members = snapshot.cluster?.members.filter((m) => m.name !== node.name && m.data.api_url) ?? [];
         const peers: PeerReading[] = await Promise.all(members.map((m) => node.probePeer(m.name, m.data.api_url)));

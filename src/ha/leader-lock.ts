@@ -29,6 +29,8 @@ export interface LeaderLockDeps {
  */
 export class LeaderLock {
   private validUntil = 0;
+  /** Held through failsafe mode since the DCS stopped answering; a refresh ends it. */
+  private inFailsafe = false;
 
   constructor(private readonly deps: LeaderLockDeps) {}
 
@@ -47,6 +49,7 @@ export class LeaderLock {
       return null;
     });
     if (lease) {
+      this.inFailsafe = false;
       this.hold(lease.validUntil);
       if (!this.held) this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason: 'leader key still held by this node' });
       return 'refreshed';
@@ -74,6 +77,19 @@ export class LeaderLock {
     this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason });
   }
 
+  /**
+   * The DCS cannot be reached, but every member accepted this leader (failsafe mode): it stays
+   * leader, its fence armed to stop PostgreSQL before `validUntil` unless the next round succeeds.
+   */
+  holdInFailsafe(validUntil: number): void {
+    if (!this.held) return;
+    if (this.validUntil > 0 && this.validUntil < validUntil && !this.inFailsafe) {
+      this.deps.events.recordCluster('failsafe.activated', 'DCS is not accessible; every member accepted this leader');
+    }
+    this.inFailsafe = true;
+    this.hold(Math.max(this.validUntil, validUntil));
+  }
+
   /** The key is no longer ours (someone else's, gone, or unreadable). */
   lost(reason: string): void {
     if (this.held) {
@@ -81,6 +97,7 @@ export class LeaderLock {
       this.deps.events.recordCluster('leader.lost', reason);
     }
     this.validUntil = 0;
+    this.inFailsafe = false;
   }
 
   async release(reason: string): Promise<void> {
@@ -90,6 +107,7 @@ export class LeaderLock {
       this.deps.events.recordCluster('leader.released', reason, { deleted: released });
     }
     this.validUntil = 0;
+    this.inFailsafe = false;
     if (!this.deps.serverIsPrimary()) this.deps.pg.disarmFence();
   }
 

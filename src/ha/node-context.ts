@@ -21,6 +21,8 @@ import { RestartScheduler } from './restart-scheduler';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { Sampler } from './sampler';
 import { SyncReplication } from './sync/sync-replication';
+import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
+import { FailsafeState } from './failsafe/failsafe-state';
 import { taskMachine } from './task.machine';
 import { effectiveTags, tagConflicts } from './tags';
 
@@ -34,6 +36,8 @@ export interface HaNodeDeps {
   logger: Logger;
   version: string;
   probePeer?: PeerProbe;
+  /** How this leader calls members' `POST /failsafe` while the DCS is down. */
+  callFailsafe?: FailsafeCaller;
   /** The cluster's event log: a scheduled restart survives an agent restart through it. */
   eventLog?: EventLog;
   /** Reads the configuration file again (POST /reload, SIGHUP); throws when it is invalid. */
@@ -63,6 +67,9 @@ export class NodeContext {
   readonly probePeer: PeerProbe;
   /** synchronous_standby_names and `/sync`, kept by the lock holder. */
   readonly sync: SyncReplication;
+  /** DCS failsafe mode: this leader's accepted rounds, or the leader this member accepted. */
+  readonly failsafe = new FailsafeState();
+  private readonly callFailsafe: FailsafeCaller;
 
   /** The local configuration; replaced by POST /reload. */
   config: StatorConfig;
@@ -89,6 +96,7 @@ export class NodeContext {
     for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
     this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
     this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi);
+    this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi);
     this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
       inspect: transitionRecorder('postgres', this.name, events, clock),
     });
@@ -214,6 +222,35 @@ export class NodeContext {
       scheduledRestart: this.scheduler.current,
       paused: this.dynamic.pause,
     });
+  }
+
+  /**
+   * One failsafe round: every other member in `/failsafe` is asked to accept this leader (2 s each, in
+   * parallel). Accepted by all, the leader may stay primary for a ttl from the round's start.
+   */
+  async failsafeRound(members: Record<string, string>): Promise<{ accepted: boolean; validUntil: number; refusals: string[] }> {
+    const startedAt = this.deps.clock.now();
+    const { conn_url, api_url } = this.memberData();
+    const others = Object.entries(members).filter(([name]) => name !== this.name);
+    const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, { name: this.name, conn_url, api_url })) })));
+    const refusals = answers.filter((answer) => !answer.accepted).map((answer) => `failsafe call to ${answer.name} not accepted: ${answer.answer}`);
+    if (refusals.length === 0) this.failsafe.roundAccepted(startedAt);
+    else this.failsafe.leaderEnded();
+    return { accepted: refusals.length === 0, validUntil: startedAt + this.dynamic.ttl * 1000, refusals };
+  }
+
+  /** The lock holder keeps `/failsafe` naming every member's API while failsafe mode is on, and removes it once off. */
+  async publishFailsafe(cluster: ClusterView | null): Promise<void> {
+    if (!cluster) return;
+    const stored = cluster.failsafe?.value ?? null;
+    if (!this.dynamic.failsafe_mode) {
+      if (stored) await this.deps.dcs.setFailsafe(null);
+      return;
+    }
+    const wanted: Record<string, string> = {};
+    for (const member of cluster.members) if (member.data.api_url) wanted[member.name] = member.data.api_url;
+    wanted[this.name] = this.memberData().api_url;
+    if (JSON.stringify(wanted) !== JSON.stringify(stored)) await this.deps.dcs.setFailsafe(wanted);
   }
 
   /** POST /reload: the file is read again; a bad file is reported and the running configuration kept. */

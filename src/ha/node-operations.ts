@@ -7,6 +7,7 @@ import { HaNode } from './ha-node';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
 import { restartFilterMismatch } from './scheduled-restart';
 import { syncNames } from './sync/sync-key';
+import { FailsafeCall } from './failsafe/failsafe-caller';
 
 /**
  * The operations of the node API (switchover, failover, restart, reload, reinitialize, dynamic
@@ -93,6 +94,15 @@ export class NodeOperations {
   reload(): OperationAnswer {
     this.node.requestReload();
     return { status: 202, text: 'reload scheduled' };
+  }
+
+  /**
+   * POST /failsafe (reference `update_failsafe`): a leader that cannot reach the DCS asks this member
+   * to accept it. A running primary refuses (two leaders cannot both be accepted); otherwise the
+   * member remembers the leader and does not race for the lock for a ttl.
+   */
+  acceptFailsafe(call: FailsafeCall): OperationAnswer {
+    return this.node.acceptFailsafe(call);
   }
 
   /** POST /reinitialize: replicas only; a new clone from the leader (reference 1.9). */

@@ -28,6 +28,8 @@ export interface NodeView {
   /** The long action in progress (`restart`, `switchover`, `clone`...), null when idle. */
   activity: string | null;
   scheduledRestart: ScheduledRestart | null;
+  /** Failsafe mode keeps this leader primary, or this member answered such a leader, within a ttl. */
+  failsafeActive: boolean;
 }
 
 /** A restart waiting for its time, with the filters it must still satisfy then. */

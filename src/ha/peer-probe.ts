@@ -11,7 +11,7 @@ export const PEER_PROBE_TIMEOUT_MS = 2_000;
 export type PeerProbe = (name: string, apiUrl: string) => Promise<PeerReading>;
 
 /** How a probe reaches peers: the HTTPS agent (trusted CA, client certificate) and extra headers. */
-interface ProbeTransport {
+export interface ProbeTransport {
   httpsAgent: https.Agent;
   headers: Record<string, string>;
 }
@@ -22,8 +22,13 @@ interface ProbeTransport {
  * call to a member. Certificate files are read once, here.
  */
 export function createPeerProbe(restapi: RestApiConfig): PeerProbe {
+  return peerProbe(peerTransport(restapi));
+}
+
+/** This node's way to its peers' APIs: its CA, certificate and credentials. */
+export function peerTransport(restapi: RestApiConfig): ProbeTransport {
   const headers: Record<string, string> = restapi.authentication ? { authorization: basicAuthorizationHeader(restapi.authentication) } : {};
-  return peerProbe({ httpsAgent: newAgent(peerTlsOptions(restapi)), headers });
+  return { httpsAgent: newAgent(peerTlsOptions(restapi)), headers };
 }
 
 /** Reads a peer's status document (`GET <api_url>`) without credentials; any failure means unreachable. */

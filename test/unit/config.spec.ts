@@ -343,9 +343,9 @@ describe('loadConfig', () => {
     });
 
     it('warns about bootstrap.dcs settings Stator does not act on, and still starts', () => {
-      const { warnings } = load({ bootstrap: { dcs: { synchronous_mode: true, failsafe_mode: true, max_timelines_history: 10 } } });
+      const { warnings } = load({ bootstrap: { dcs: { synchronous_mode: true, failsafe_mode: true, standby_cluster: { host: 'x' }, max_timelines_history: 10 } } });
       expect(warnings).toEqual([
-        'bootstrap.dcs.failsafe_mode: DCS failsafe mode is not supported yet; remove it or turn it off',
+        'bootstrap.dcs.standby_cluster: standby clusters are not supported yet; remove it or turn it off',
         'bootstrap.dcs.max_timelines_history is stored but not acted on yet',
       ]);
     });
@@ -835,6 +835,7 @@ describe('effectiveDynamicConfig', () => {
         synchronous_mode_strict: false,
         synchronous_node_count: 1,
         maximum_lag_on_syncnode: -1,
+        failsafe_mode: false,
         parameters: {},
       },
       adjustments: [],

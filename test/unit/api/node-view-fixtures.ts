@@ -61,6 +61,7 @@ export function demoCluster(): ClusterView {
     },
     sync: null,
     status: { value: { optime: LEADER_POSITION }, modRevision: '20' },
+    failsafe: null,
     revision: '20',
   };
 }
@@ -117,6 +118,7 @@ function baseView(): NodeView {
     tags: { failover_priority: 2 },
     activity: null,
     scheduledRestart: null,
+    failsafeActive: false,
   };
 }
 

@@ -7,6 +7,7 @@ import { Logger } from '../../../src/common/logger';
 import { loadConfig } from '../../../src/config/load-config';
 import { MemoryDcs, MemoryDcsBackend } from '../../../src/dcs/memory-dcs';
 import { NewEvent } from '../../../src/events/event';
+import { FailsafeCall } from '../../../src/ha/failsafe/failsafe-caller';
 import { HaNode } from '../../../src/ha/ha-node';
 import { PeerStatus, readingFromStatus } from '../../../src/ha/peer-probe';
 import { MemoryPostgresNetwork, MemoryPostgresProcess, MemoryPostgresQuery, MemoryPostgresServer } from '../../../src/postgresql/memory';
@@ -160,6 +161,7 @@ export class SimulatedCluster {
       logger,
       version: 'sim',
       probePeer: async (peer) => this.probe(peer),
+      callFailsafe: async (apiUrl, call) => this.callFailsafe(apiUrl, call),
     });
     this.nodes.push({ name, ha, server, dcs, events, log, alive: true });
   }
@@ -170,6 +172,14 @@ export class SimulatedCluster {
     if (!peer.alive) return { name, reachable: false };
     const document = buildStatusDocument(peer.ha.view(), { scope: SCOPE, version: 'sim', productKey: 'stator' }, this.clock.now());
     return readingFromStatus(name, document as PeerStatus);
+  }
+
+  /** A member's answer to `POST /failsafe`: its API is reached by the host name in the URL; a dead agent answers nothing. */
+  private callFailsafe(apiUrl: string, call: FailsafeCall): { accepted: boolean; answer: string } {
+    const peer = this.nodes.find((node) => node.name === new URL(apiUrl).hostname);
+    if (!peer?.alive) return { accepted: false, answer: 'connect ECONNREFUSED' };
+    const { status, text } = peer.ha.acceptFailsafe(call);
+    return { accepted: status === 200 && text === 'Accepted', answer: `${status} ${text}` };
   }
 
   private async step(): Promise<void> {

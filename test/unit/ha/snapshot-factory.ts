@@ -58,6 +58,7 @@ export function cluster(overrides: Partial<ClusterView> = {}): ClusterView {
     history: { value: [], modRevision: '3' },
     sync: null,
     status: { value: { optime: 50_000_000 }, modRevision: '4' },
+    failsafe: null,
     revision: '10',
     ...overrides,
   };
