@@ -1,3 +1,4 @@
+import { parseStandbyNames } from '../../../src/postgresql/standby-names';
 import { SimulatedCluster } from './simulated-cluster';
 
 /**
@@ -86,5 +87,31 @@ describe('synchronous mode on simulated time', () => {
     cluster.node(leader).server.crash();
     await cluster.runUntil(() => cluster.leaderKey() !== null && cluster.leaderKey() !== leader && cluster.primaries().length === 1, 30_000, 'a new leader');
     await cluster.runUntil(() => cluster.syncKey()?.leader === cluster.leaderKey(), 20_000, '/sync handed to the new leader');
+  });
+
+  it('off, on, quorum and off again at run time: at every step /sync promises no more than the setting in force', async () => {
+    const leader = await healthyCluster({});
+    const checkEveryStep = async (until: () => boolean, description: string) => {
+      await cluster.runUntil(() => {
+        const sync = cluster.syncKey();
+        const names = parseStandbyNames(standbyNamesOn(leader));
+        const voters = sync?.sync_standby?.split(',') ?? [];
+        const listed = names.members.map((n) => n.toLowerCase());
+        if (names.kind === 'quorum') {
+          // Any set of standbys that can acknowledge a commit meets any set that can elect a leader.
+          expect((sync?.quorum ?? 0) + names.count).toBeGreaterThanOrEqual(new Set([...voters, ...listed]).size);
+        } else if (sync?.leader && (sync.quorum ?? 0) === 0) {
+          // Every standby /sync names must be one the setting makes wait for.
+          for (const voter of voters) expect(listed).toContain(voter.toLowerCase());
+        }
+        return until();
+      }, 30_000, description);
+    };
+    cluster.patchConfig({ synchronous_mode: true });
+    await checkEveryStep(() => Boolean(cluster.syncKey()?.sync_standby), 'a synchronous standby');
+    cluster.patchConfig({ synchronous_mode: 'quorum' });
+    await checkEveryStep(() => cluster.syncKey()?.sync_standby?.split(',').length === 2 && standbyNamesOn(leader).startsWith('ANY 1'), 'quorum over both standbys');
+    cluster.patchConfig({ synchronous_mode: null });
+    await checkEveryStep(() => cluster.syncKey() === null && standbyNamesOn(leader) === '', 'synchronous replication off');
   });
 });

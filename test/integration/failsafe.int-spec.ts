@@ -1,0 +1,82 @@
+import { LocalCluster } from '../../scripts/lib/local-cluster';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
+import { isPrimaryServer, sql } from '../helpers/sql';
+
+/**
+ * DCS failsafe mode on a real 3-node cluster (PostgreSQL 15, etcd), ttl 10, loop_wait 2: etcd frozen
+ * for longer than two ttls. While both replicas' agents answer, the primary keeps accepting writes;
+ * with one replica's agent gone, it demotes as without the mode, and nobody else promotes.
+ */
+jest.setTimeout(240_000);
+
+let cluster: LocalCluster;
+let baseDir: string;
+
+beforeAll(async () => {
+  baseDir = tmpDir('stator-failsafe-');
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { failsafe_mode: true } });
+  await cluster.waitForHealthy(90_000);
+});
+
+afterAll(async () => {
+  cluster?.etcd.resume();
+  await cluster?.stop();
+  if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+});
+
+const failsafeKey = async (node = cluster.nodes[0]) => {
+  const response = await fetch(`${node.apiUrl}/failsafe`);
+  return response.status === 200 ? ((await response.json()) as Record<string, string>) : null;
+};
+
+it('publishes every member in /failsafe', async () => {
+  await waitFor(async () => Object.keys((await failsafeKey()) ?? {}).length === 3, { timeoutMs: 20_000, description: 'GET /failsafe naming the three members' });
+  expect(Object.keys((await failsafeKey())!).sort()).toEqual(['node1', 'node2', 'node3']);
+});
+
+it('etcd frozen for 25 s: the primary keeps acknowledging writes while both replicas answer it', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await sql(leader, 'CREATE TABLE IF NOT EXISTS failsafe_rows (id int)');
+  cluster.etcd.pause();
+  const started = Date.now();
+  let written = 0;
+  try {
+    while (Date.now() - started < 25_000) {
+      await sql(leader, 'INSERT INTO failsafe_rows VALUES ($1)', [written]);
+      written++;
+      expect(await leader.healthCode('/primary')).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const status = (await leader.status())!;
+    expect(status.failsafe_mode_is_active).toBe(true);
+    const metrics = await (await fetch(`${leader.apiUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^stator_failsafe_mode_is_active\{[^}]*\} 1$/m);
+  } finally {
+    cluster.etcd.resume();
+  }
+  expect(written).toBeGreaterThan(30);
+  const after = await cluster.waitForHealthy(60_000);
+  expect(after.name).toBe(leader.name);
+  const [row] = await sql<{ n: string }>(leader, 'SELECT count(*) AS n FROM failsafe_rows');
+  expect(Number(row.n)).toBe(written);
+});
+
+it('etcd frozen with one replica agent gone: the primary demotes, and no node runs as primary until etcd is back', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  const gone = cluster.nodes.find((node) => node !== leader)!;
+  await gone.killAgent();
+  cluster.etcd.pause();
+  const frozenAt = Date.now();
+  try {
+    await waitFor(async () => !(await isPrimaryServer(leader)), { timeoutMs: 30_000, description: 'the leader no longer a primary' });
+    const demotedAfter = Date.now() - frozenAt;
+    expect(demotedAfter).toBeLessThan(15_000);
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    for (const node of cluster.nodes) expect(await isPrimaryServer(node)).toBe(false);
+  } finally {
+    cluster.etcd.resume();
+    gone.start();
+  }
+  await cluster.waitForHealthy(90_000);
+});
