@@ -182,6 +182,29 @@ it('kill -9 of the leader agent and postmaster: the synchronous standby takes ov
   await cluster.waitForHealthy(90_000);
 });
 
+it('an agent restarted beside its running primary never relaxes synchronous_standby_names (safety rule 5)', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby' });
+  const before = await standbyNames(leader);
+  expect(before).not.toBe('');
+  const seen = new Set<string>();
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      const value = await standbyNames(leader).catch(() => null);
+      if (value !== null) seen.add(value);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  await leader.killAgent();
+  leader.start();
+  await cluster.waitForHealthy(60_000);
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  watching = false;
+  await watcher;
+  expect([...seen]).toEqual([before]);
+});
+
 it('turning the mode off deletes /sync and gives the user setting back', async () => {
   const leader = await cluster.waitForHealthy(30_000);
   await patchConfig(leader, { synchronous_mode: null });

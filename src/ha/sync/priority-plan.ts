@@ -11,12 +11,12 @@ export type SyncStep =
   | { type: 'recheck' };
 
 export interface PriorityPlanInput {
-  leader: string;
-  /** `/sync` standbys, already re-headed by this leader (see planPrelude). */
+  /** The standbys `/sync` names (its leader is this node by now). */
   voters: string[];
   /** synchronous_standby_names in force, as written and as parsed. */
   currentValue: string;
   standbyNames: StandbyNames;
+  /** Standbys to list, best first, and those of them confirmed synchronous and caught up. */
   active: string[];
   confirmed: string[];
   strict: boolean;

@@ -1,18 +1,12 @@
-import { formatStandbyNames, StandbyNames } from '../../postgresql/standby-names';
-import { SyncStep } from './priority-plan';
+import { formatStandbyNames } from '../../postgresql/standby-names';
+import { PriorityPlanInput, SyncStep } from './priority-plan';
 import { quorumTransitions } from './quorum-resolver';
 
-export interface QuorumPlanInput {
+export interface QuorumPlanInput extends PriorityPlanInput {
   /** `/sync` leader: the former leader right after a failover, until the key is handed over. */
   leader: string;
   me: string;
   quorum: number;
-  voters: string[];
-  currentValue: string;
-  standbyNames: StandbyNames;
-  active: string[];
-  confirmed: string[];
-  strict: boolean;
   syncWanted: number;
 }
 

@@ -147,7 +147,7 @@ export class SyncReplication {
         syncWanted: config.synchronous_node_count,
       });
     }
-    return planPriority({ leader: this.deps.name, voters: syncStandbysOf(sync), currentValue: sample.synchronousStandbyNames, standbyNames, active, confirmed, strict: config.synchronous_mode_strict });
+    return planPriority({ voters: syncStandbysOf(sync), currentValue: sample.synchronousStandbyNames, standbyNames, active, confirmed, strict: config.synchronous_mode_strict });
   }
 
   /** Carries the steps out in order; null when a `/sync` write failed (someone else changed it: next cycle). */

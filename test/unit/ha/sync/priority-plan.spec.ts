@@ -3,7 +3,7 @@ import { planPriority, SyncStep } from '../../../../src/ha/sync/priority-plan';
 
 /** One cycle of the leader in priority mode: `/sync` standbys, synchronous_standby_names, what the standbys report. */
 function plan(voters: string[], standbyNames: string, active: string[], confirmed: string[], strict = false): SyncStep[] {
-  return planPriority({ leader: 'a', voters, currentValue: standbyNames, standbyNames: parseStandbyNames(standbyNames), active, confirmed, strict });
+  return planPriority({ voters, currentValue: standbyNames, standbyNames: parseStandbyNames(standbyNames), active, confirmed, strict });
 }
 
 const shape = (steps: SyncStep[]) =>
