@@ -269,7 +269,8 @@ export class HaNode {
       } catch (error) {
         dcsError = errorText(error);
       }
-      await this.applyDynamicConfig(cluster?.config?.value ?? null);
+      // Without a DCS answer the last configuration read stays in force (failsafe mode set through /config included).
+      if (cluster) await this.applyDynamicConfig(cluster.config?.value ?? null);
 
       // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does,
       // unless failsafe mode may keep this leader (decide() asks the members first).
@@ -277,7 +278,10 @@ export class HaNode {
       if (node.lock.held && (cluster ? cluster.leader?.value !== node.name : !failsafeMayHold)) {
         node.lock.lost(cluster ? `leader key is now ${cluster.leader?.value ?? 'absent'}` : `DCS is not accessible: ${dcsError}`);
       }
-      if (cluster) node.failsafe.leaderEnded();
+      if (cluster) {
+        node.failsafe.leaderEnded();
+        node.knownFailsafeMembers = cluster.failsafe?.value ?? null;
+      }
 
       let snapshot = this.snapshot(cluster, dcsError);
       let decision = decide(snapshot);
@@ -332,7 +336,7 @@ export class HaNode {
       cluster,
       dcsError,
       local,
-      failsafeMembers: node.cluster?.failsafe?.value ?? null,
+      failsafeMembers: node.knownFailsafeMembers,
       failsafeLeader: node.failsafe.leaderAccepted(now, node.dynamic.ttl)?.name ?? null,
     };
   }

@@ -70,6 +70,8 @@ export class NodeContext {
   /** DCS failsafe mode: this leader's accepted rounds, or the leader this member accepted. */
   readonly failsafe = new FailsafeState();
   private readonly callFailsafe: FailsafeCaller;
+  /** `/failsafe` as last read or written by this node: what it holds to if the DCS fails right after a write. */
+  knownFailsafeMembers: Record<string, string> | null = null;
 
   /** The local configuration; replaced by POST /reload. */
   config: StatorConfig;
@@ -245,12 +247,15 @@ export class NodeContext {
     const stored = cluster.failsafe?.value ?? null;
     if (!this.dynamic.failsafe_mode) {
       if (stored) await this.deps.dcs.setFailsafe(null);
+      this.knownFailsafeMembers = null;
       return;
     }
     const wanted: Record<string, string> = {};
     for (const member of cluster.members) if (member.data.api_url) wanted[member.name] = member.data.api_url;
     wanted[this.name] = this.memberData().api_url;
-    if (JSON.stringify(wanted) !== JSON.stringify(stored)) await this.deps.dcs.setFailsafe(wanted);
+    if (JSON.stringify(wanted) === JSON.stringify(stored)) return;
+    await this.deps.dcs.setFailsafe(wanted);
+    this.knownFailsafeMembers = wanted;
   }
 
   /** POST /reload: the file is read again; a bad file is reported and the running configuration kept. */

@@ -41,4 +41,17 @@ describe('failsafe mode on simulated time', () => {
     expect(cluster.primaries()).toEqual([]);
     expect(cluster.node(leader).log.some((line) => line.includes(`failsafe call to ${silent.name} not accepted`))).toBe(true);
   });
+
+  it('failsafe mode turned on through /config holds too, etcd failing right after the key was written', async () => {
+    await cluster.stop();
+    cluster = await SimulatedCluster.start(3, { ttl: 10, loop_wait: 2, retry_timeout: 3 });
+    await cluster.runUntil(() => cluster.healthy() !== null, 60_000, 'a bootstrapped cluster');
+    cluster.patchConfig({ failsafe_mode: true });
+    await cluster.runUntil(() => cluster.backend.get('/service/sim/failsafe') !== null, 10_000, 'the failsafe key');
+    const leader = cluster.healthy()!;
+    cluster.backend.setReachable(false);
+    await cluster.run(25_000);
+    expect(cluster.primaries()).toEqual([leader]);
+    cluster.backend.setReachable(true);
+  });
 });
