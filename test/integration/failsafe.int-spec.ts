@@ -64,6 +64,8 @@ it('etcd frozen for 25 s: the primary keeps acknowledging writes while both repl
 
 it('etcd frozen with one replica agent gone: the primary demotes, and no node runs as primary until etcd is back', async () => {
   const leader = await cluster.waitForHealthy(30_000);
+  // The frozen etcd of the previous test expired every lease: /failsafe names all three again only once every member key is back.
+  await waitFor(async () => Object.keys((await failsafeKey(leader)) ?? {}).length === 3, { timeoutMs: 20_000, description: '/failsafe naming the three members again' });
   const gone = cluster.nodes.find((node) => node !== leader)!;
   await gone.killAgent();
   cluster.etcd.pause();
