@@ -403,7 +403,8 @@ export class HaNode {
   /** A changed parameter set reaches a running server by a reload; pending_restart tells the rest. */
   private applyChangedParameters(): void {
     const node = this.node;
-    if (node.pgState() !== 'running' || node.activity() !== null || !node.parametersChanged()) return;
+    // Without a reading the server's role is unknown, and so is what its settings should say (an adopted primary keeps its synchronous_standby_names).
+    if (node.pgState() !== 'running' || node.activity() !== null || node.sampler.sample === null || !node.parametersChanged()) return;
     this.deps.logger.info('PostgreSQL parameters changed: reloading the configuration');
     node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
   }
