@@ -17,7 +17,10 @@ export async function whileNotSyncStandby<T>(node: NodeContext, work: () => Prom
   const { dcs, clock, logger } = node.deps;
   const isSyncStandby = (sync = node.cluster?.sync?.value, leader = node.cluster?.leader?.value) =>
     Boolean(leader) && sync?.leader === leader && syncNames(sync, node.name);
-  if (node.lock.held || node.dynamic.synchronous_mode === 'off' || isNoSync(node.tags) || !isSyncStandby()) return work();
+  if (node.lock.held || node.dynamic.synchronous_mode === 'off' || isNoSync(node.tags)) return work();
+  // A fresh read: the leader may have named this node since the last cycle.
+  const current = await dcs.read().catch(() => node.cluster);
+  if (!isSyncStandby(current?.sync?.value, current?.leader?.value)) return work();
   node.leavingSync = true;
   try {
     await dcs.touchMember(node.memberData());

@@ -114,4 +114,20 @@ describe('synchronous mode on simulated time', () => {
     cluster.patchConfig({ synchronous_mode: null });
     await checkEveryStep(() => cluster.syncKey() === null && standbyNamesOn(leader) === '', 'synchronous replication off');
   });
+
+  it('a synchronous standby asked to restart leaves /sync before its server stops', async () => {
+    await healthyCluster({ synchronous_mode: true });
+    await cluster.runUntil(() => Boolean(cluster.syncKey()?.sync_standby), 20_000, 'a synchronous standby');
+    const standby = cluster.node(cluster.syncKey()!.sync_standby!);
+    const pidBefore = standby.server.pid;
+    const restarted = standby.ha.restartNow();
+    let namedWhileDown = false;
+    await cluster.runUntil(() => {
+      if (!standby.server.isRunning && cluster.syncKey()?.sync_standby?.split(',').includes(standby.name)) namedWhileDown = true;
+      return standby.server.pid !== pidBefore && standby.server.isRunning;
+    }, 30_000, 'the standby restarted');
+    expect(await restarted).toBe('restarted');
+    expect(namedWhileDown).toBe(false);
+    expect(standby.log.some((line) => line.includes('Waiting for primary to release us from synchronous standby'))).toBe(true);
+  });
 });
