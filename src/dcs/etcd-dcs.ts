@@ -16,14 +16,9 @@ import {
   Revision,
   SyncState,
 } from './dcs.port';
-import {
-  EtcdClient,
-  EtcdRequestError,
-  nextRevision,
-  TxnCompare,
-  watchUntilBroken,
-} from './etcd/etcd-client';
+import { EtcdClient, EtcdRequestError, TxnCompare } from './etcd/etcd-client';
 import { EtcdConnection } from './etcd/etcd-transport';
+import { followPrefix } from './etcd/prefix-watch';
 import { isTransient, withinDeadline } from './etcd/etcd-types';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), then the cluster's keys and timing. */
@@ -89,10 +84,12 @@ export class EtcdDcs implements Dcs {
     this.ttlSeconds = options.ttlSeconds;
     this.sharedChanges = new Observable<DcsChange>((subscriber) => {
       const unsubscribed = new AbortController();
-      void this.followChanges((change) => {
+      // Closing aborts every subscription (takeUntil below), and with it the watch.
+      const emit = (change: DcsChange) => {
         if (change.key === null) this.watchLive = true;
         subscriber.next(change);
-      }, unsubscribed.signal);
+      };
+      void followPrefix(this.client, this.prefix, this.options.retryTimeoutMs, emit, unsubscribed.signal);
       return () => {
         this.watchLive = false;
         unsubscribed.abort();
@@ -369,42 +366,6 @@ export class EtcdDcs implements Dcs {
     }
   }
 
-  /**
-   * Keeps one prefix watch running until `stop` fires: learn the current revision, watch from the
-   * next one, emit a resync once the watch is live, and start over with a growing pause (max 1 s)
-   * whenever the watch breaks or etcd cannot be reached.
-   */
-  private async followChanges(emit: (change: DcsChange) => void, stop: AbortSignal): Promise<void> {
-    let delay = FIRST_RETRY_DELAY_MS;
-    while (!stop.aborted && !this.closed) {
-      try {
-        const { revision } = await this.client.range(
-          this.prefix,
-          { prefix: true, countOnly: true },
-          this.options.retryTimeoutMs,
-        );
-        const watch = this.client.watch(
-          this.prefix,
-          { prefix: true, startRevision: nextRevision(revision) },
-          this.options.retryTimeoutMs,
-        );
-        await watchUntilBroken(watch, stop, (response) => {
-          if (response.created) {
-            delay = FIRST_RETRY_DELAY_MS;
-            emit({ key: null, type: 'resync' });
-          }
-          for (const event of response.events) {
-            emit({ key: event.kv.key.slice(this.prefix.length), type: event.type });
-          }
-        });
-      } catch {
-        // unreachable or broken watch: start over below
-      }
-      if (stop.aborted) return;
-      await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
-      delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
-    }
-  }
 }
 
 /** The compare of a compare-and-set: `'absent'` means the key must not exist. */

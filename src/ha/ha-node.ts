@@ -7,18 +7,18 @@ import { topLevelState } from '../events/transition-recorder';
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { postgresMachine } from '../postgresql/postgres.machine';
 import { UpstreamNode } from '../postgresql/postgres.port';
-import { HaSnapshot, LocalView, PeerReading } from './cluster-snapshot';
+import { HaSnapshot, PeerReading } from './cluster-snapshot';
 import { decide, Need } from './decide';
+import { FailsafeCall } from './failsafe/failsafe-caller';
 import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
-import { activeSubstate, HaNodeDeps, NodeContext } from './node-context';
+import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
-import { FailsafeCall } from './failsafe/failsafe-caller';
 import { PeerProbe } from './peer-probe';
 import { reinitialize, restart } from './postgres-procedures';
-import { roleMachine, RoleName } from './role.machine';
+import { roleMachine } from './role.machine';
+import { snapshotOf } from './snapshot-of';
 import { whileNotSyncStandby } from './sync/leave-sync';
-import { unresponsiveForMs } from './unresponsive';
 
 export type { HaNodeDeps } from './node-context';
 export type { NodeView, ScheduledRestart } from './node-view';
@@ -283,7 +283,7 @@ export class HaNode {
         node.knownFailsafeMembers = cluster.failsafe?.value ?? null;
       }
 
-      let snapshot = this.snapshot(cluster, dcsError);
+      let snapshot = snapshotOf(node, cluster, dcsError, clock.now());
       let decision = decide(snapshot);
       for (let step = 0; 'need' in decision && step < 4; step++) {
         snapshot = await this.fulfil(decision.need, snapshot);
@@ -304,41 +304,6 @@ export class HaNode {
     } catch (error) {
       logger.error(`HA cycle failed: ${errorText(error)}`);
     }
-  }
-
-  private snapshot(cluster: ClusterView | null, dcsError: string | null): HaSnapshot {
-    const node = this.node;
-    const postgres = node.postgres.getSnapshot();
-    const now = this.deps.clock.now();
-    const running = node.pgState() === 'running';
-    const local: LocalView = {
-      name: node.name,
-      tags: node.tags,
-      pgState: node.pgState(),
-      busy: node.busy ?? activeSubstate(postgres.value),
-      role: node.roleName() as RoleName,
-      leadership: node.leadership.getSnapshot().value as 'leader' | 'follower',
-      dataDir: node.dataDir ?? { state: 'missing', standbySignal: false },
-      sample: node.sampler.sample,
-      upstream: node.upstream,
-      notStreamingSince: running ? node.sampler.notStreamingSince : 0,
-      bootstrapping: node.bootstrapping,
-      lastError: postgres.context.lastError,
-      failedStarts: postgres.context.failedStarts,
-      unresponsiveMs: unresponsiveForMs(node.pgState(), node.sampler.answeredAt, now),
-      lastStartAt: postgres.context.lastStartAt,
-      failedClones: postgres.context.failedClones,
-      lastCloneAt: postgres.context.lastCloneAt,
-    };
-    return {
-      now,
-      config: node.dynamic,
-      cluster,
-      dcsError,
-      local,
-      failsafeMembers: node.knownFailsafeMembers,
-      failsafeLeader: node.failsafe.leaderAccepted(now, node.dynamic.ttl)?.name ?? null,
-    };
   }
 
   /** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */
