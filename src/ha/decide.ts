@@ -115,7 +115,7 @@ function failsafeWhileDcsDown(s: HaSnapshot): Decision | null {
     };
   }
   return {
-    verdict: 'demoting self because DCS is not accessible and I was a leader',
+    verdict: 'demoted self because DCS is not accessible and I was a leader',
     actions: [{ type: 'demote', mode: 'fast', restart: false, upstream: null }],
     notes: s.failsafeResult.refusals,
   };
@@ -210,6 +210,9 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
   }
   const failover = pendingFailover(s);
   if (!config.pause && barredBySync(s, local.name, failover)) return { ok: false, reason: 'I am not a synchronous standby' };
+  // A failsafe leader asked only the members in /failsafe: one it never asked may not take over from it.
+  const failsafe = config.failsafe_mode ? (s.failsafeMembers ?? {}) : {};
+  if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name)) return { ok: false, reason: 'I am not in the /failsafe key' };
   if (failover?.member === local.name) return { ok: true, reason: 'I am the failover candidate' };
   if (config.pause) return { ok: false, reason: 'paused' };
   if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
