@@ -39,7 +39,7 @@ it('etcd frozen with one replica agent gone: the primary demotes, and no node ru
   const leader = await cluster.waitForHealthy(30_000);
   // First of the outages: /failsafe still names every member (a frozen etcd expires every lease, and the key is then
   // rebuilt as member keys come back, so a later outage could find a member missing from it).
-  expect(Object.keys((await failsafeKey(leader)) ?? {}).length).toBe(3);
+  await waitFor(async () => Object.keys((await failsafeKey(leader)) ?? {}).length === 3, { timeoutMs: 10_000, description: "the leader's own view of /failsafe naming all three" });
   const gone = cluster.nodes.find((node) => node !== leader)!;
   await gone.killAgent();
   cluster.etcd.pause();
