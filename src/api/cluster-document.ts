@@ -1,5 +1,6 @@
 import { formatLsn } from '../common/lsn';
 import { parsePatroniBoolean } from '../config/dynamic-config';
+import { syncNames } from '../ha/sync/sync-key';
 import { ClusterView, DynamicConfig, Member, MemberData } from '../dcs/dcs.port';
 
 export type ClusterMemberRole = 'leader' | 'standby_leader' | 'sync_standby' | 'quorum_standby' | 'replica';
@@ -48,10 +49,7 @@ export function synchronousRoleOf(cluster: ClusterView, memberName: string): 'sy
   const config = cluster.config?.value ?? {};
   const quorum = config.synchronous_mode === 'quorum';
   const synchronous = (quorum || parsePatroniBoolean(config.synchronous_mode) === true) && !isStandbyCluster(config);
-  const sync = cluster.sync?.value;
-  if (!synchronous || !sync?.leader || !sync.sync_standby) return null;
-  const standbys = sync.sync_standby.split(',').map((name) => name.trim().toLowerCase());
-  if (!standbys.includes(memberName.toLowerCase())) return null;
+  if (!synchronous || !syncNames(cluster.sync?.value, memberName)) return null;
   return quorum ? 'quorum_standby' : 'sync_standby';
 }
 
