@@ -81,17 +81,20 @@ export class NodeLifecycle implements OnApplicationShutdown {
     await this.node.start();
   }
 
-  /** Patroni's shutdown: stop PostgreSQL (unless paused), release the lock, leave the cluster. */
+  /**
+   * Patroni's shutdown: stop PostgreSQL (unless paused), release the lock, leave the cluster. A leader
+   * that published its shutdown position leaves its member key to expire, so the next race sees it.
+   */
   async onApplicationShutdown(): Promise<void> {
     const paused = this.node.view().config.pause;
-    await this.node.stop(!paused);
+    const { keepMemberKey } = await this.node.stop(!paused);
     this.callbacks.stop();
     await this.query.close().catch(() => undefined);
     await this.pg.detach().catch(() => undefined);
     await this.retention.stop();
     await this.recorder.stop();
     this.eventLog.stop();
-    await this.dcs.close().catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
+    await this.dcs.close({ keepLease: keepMemberKey }).catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
   }
 }
 

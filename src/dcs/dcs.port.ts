@@ -53,8 +53,11 @@ export interface Dcs {
   /** Re-grants the lease with a new TTL (seconds), e.g. after `ttl` changed in `/config`. */
   setTtl(ttlSeconds: number): Promise<void>;
 
-  /** Revokes own lease (member key and, if held, leader key go with it) and stops watches. */
-  close(): Promise<void>;
+  /**
+   * Stops watches and revokes own lease (member key and, if held, leader key go with it). With
+   * `keepLease` the lease is left to expire: the member key stays one ttl, as the reference leaves it.
+   */
+  close(options?: { keepLease?: boolean }): Promise<void>;
 }
 
 /** An etcd mod_revision as a decimal string; `'absent'` means "the key must not exist". */

@@ -267,13 +267,13 @@ export class EtcdDcs implements Dcs {
    * Revokes the lease (one attempt within retryTimeout; if that fails the lease expires by itself),
    * completes change subscribers and aborts everything in flight.
    */
-  async close(): Promise<void> {
+  async close({ keepLease = false }: { keepLease?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.closing.next();
     const lease = this.lease;
     this.lease = null;
-    if (lease) await this.client.leaseRevoke(lease.id, this.options.retryTimeoutMs).catch(() => undefined);
+    if (lease && !keepLease) await this.client.leaseRevoke(lease.id, this.options.retryTimeoutMs).catch(() => undefined);
     this.client.close();
   }
 

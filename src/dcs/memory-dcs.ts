@@ -271,12 +271,12 @@ export class MemoryDcs implements Dcs {
     this.lease = { id: this.backend.grantLease(ttlSeconds), refreshedAt: this.backend.clock.now() };
   }
 
-  /** Revokes the lease (its keys go with it) and completes change subscribers. */
-  async close(): Promise<void> {
+  /** Revokes the lease (its keys go with it) unless `keepLease`, and completes change subscribers. */
+  async close({ keepLease = false }: { keepLease?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.closing.next();
-    if (this.lease) this.backend.revokeLease(this.lease.id);
+    if (this.lease && !keepLease) this.backend.revokeLease(this.lease.id);
     this.lease = null;
   }
 

@@ -238,7 +238,14 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
   }
   const ownPriority = failoverPriority(local.tags);
   for (const peer of racePeers(s)) {
-    if (peer.name === local.name || peer.name === failover?.leader || !peer.reachable || isNoFailover(peer.tags)) continue;
+    if (peer.name === local.name || peer.name === failover?.leader) continue;
+    if (!peer.reachable) {
+      if (publishedAhead(s, peer.name, ownWal, ownTimeline)) {
+        return { ok: false, reason: `${peer.name} does not answer, and its member key shows a wal position ahead of mine` };
+      }
+      continue;
+    }
+    if (isNoFailover(peer.tags)) continue;
     if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
     const peerWal = peer.walPosition ?? 0;
     // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
@@ -253,6 +260,20 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
     }
   }
   return quorumVerdict(s, ownWal) ?? { ok: true, reason: 'healthiest' };
+}
+
+/**
+ * A member that does not answer the race but whose key still lives (its agent wrote it less than a
+ * ttl ago) and shows more WAL than this node on a timeline no older: after a whole-cluster restart
+ * it is the node that must lead once its API is up, and a leader stopped cleanly published its
+ * shutdown checkpoint there. Waiting is bounded by the key's lease. A failover candidate that may
+ * not lead (nofailover) bars nothing.
+ */
+function publishedAhead(s: HaSnapshot, name: string, ownWal: number, ownTimeline: number): boolean {
+  const member = s.cluster!.members.find((m) => m.name === name);
+  if (!member || isNoFailover(member.data.tags ?? {})) return false;
+  const { xlog_location: wal, timeline } = member.data;
+  return typeof wal === 'number' && wal > ownWal && (timeline ?? ownTimeline) >= ownTimeline;
 }
 
 /** This node's name is in the leader key (reference 3.4, "I hold L"). */

@@ -15,7 +15,7 @@ import { leadershipMachine } from './leadership.machine';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
 import { PeerProbe } from './peer-probe';
-import { reinitialize, restart } from './postgres-procedures';
+import { publishShutdownPosition, reinitialize, restart } from './postgres-procedures';
 import { roleMachine } from './role.machine';
 import { snapshotOf } from './snapshot-of';
 import { whileNotSyncStandby } from './sync/leave-sync';
@@ -108,8 +108,12 @@ export class HaNode {
     void eventLog?.whenLoaded().then(() => this.stopped || node.scheduler.restore(eventLog));
   }
 
-  /** Stops the loop and the actors; PostgreSQL keeps running under its fence unless `stopPostgres`. */
-  async stop(stopPostgres = false): Promise<void> {
+  /**
+   * Stops the loop and the actors; PostgreSQL keeps running under its fence unless `stopPostgres`.
+   * Says whether the member key must outlive the agent: it holds a leader's shutdown position.
+   */
+  async stop(stopPostgres = false): Promise<{ keepMemberKey: boolean }> {
+    let keepMemberKey = false;
     const node = this.node;
     this.stopped = true;
     this.wake();
@@ -122,12 +126,16 @@ export class HaNode {
         node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
         await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: 65_000 }).catch(() => undefined);
       });
-      if (node.lock.held) await node.lock.release('shutdown');
+      if (node.lock.held) {
+        keepMemberKey = await publishShutdownPosition(node);
+        await node.lock.release('shutdown');
+      }
     }
     node.postgres.stop();
     node.role.stop();
     node.leadership.stop();
     node.task.stop();
+    return { keepMemberKey };
   }
 
   /** Ends the current wait: the next cycle starts now (or right after the running one). */

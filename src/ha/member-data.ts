@@ -17,6 +17,8 @@ export interface MemberFacts {
   checkpointAfterPromotePending: boolean;
   scheduledRestart: ScheduledRestart | null;
   paused: boolean;
+  /** Where a primary stopped cleanly ends its WAL, shown while its server is down (see NodeContext). */
+  shutdownCheckpoint: { lsn: number; timeline?: number } | null;
 }
 
 /** The member key's value, as the reference writes it. */
@@ -43,6 +45,10 @@ export function memberData(facts: MemberFacts): MemberData {
       if (sample.replicationState) data.replication_state = sample.replicationState;
     }
     data.timeline = sample.timeline;
+  } else if (facts.shutdownCheckpoint) {
+    // Just past the start of the shutdown checkpoint record: a member stopped before it never has it.
+    data.xlog_location = facts.shutdownCheckpoint.lsn + 1;
+    if (facts.shutdownCheckpoint.timeline) data.timeline = facts.shutdownCheckpoint.timeline;
   }
   if (facts.checkpointAfterPromotePending) data.checkpoint_after_promote = false;
   if (facts.scheduledRestart) data.scheduled_restart = publishedRestart(facts.scheduledRestart);

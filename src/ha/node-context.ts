@@ -80,6 +80,9 @@ export class NodeContext {
   cluster: ClusterView | null = null;
   dcsLastSeen = 0;
   dataDir: DataDirInfo | null = null;
+  /** The agent is stopping: its last member key outlives it by a ttl. */
+  leaving = false;
+  private readonly agentStartedAt: number;
   /** The member this replica streams from, null on a primary. */
   upstream: string | null = null;
   bootstrapping = false;
@@ -92,6 +95,7 @@ export class NodeContext {
 
   constructor(readonly deps: HaNodeDeps, wake: () => void, restartNow: (timeoutSeconds?: number) => Promise<unknown>) {
     const { config, clock, events, logger } = deps;
+    this.agentStartedAt = clock.now();
     this.name = config.name;
     this.config = config;
     this.tags = effectiveTags(config.tags);
@@ -223,7 +227,21 @@ export class NodeContext {
       checkpointAfterPromotePending: this.checkpointAfterPromotePending,
       scheduledRestart: this.scheduler.current,
       paused: this.dynamic.pause,
+      shutdownCheckpoint: this.shutdownCheckpoint(),
     });
+  }
+
+  /**
+   * A primary stopped cleanly (pg_control says `shut down`) holds the most WAL after a whole-cluster
+   * stop, the shutdown checkpoint included. While its server is down its member key shows that
+   * checkpoint: when its agent stops, and for the first ttl after it starts again. No member behind
+   * it wins a race it cannot answer meanwhile (decide.ts), and the wait never outlasts a ttl.
+   */
+  private shutdownCheckpoint(): { lsn: number; timeline?: number } | null {
+    const info = this.dataDir;
+    if (this.pgState() === 'running' || info?.clusterState !== 'shut down' || info.checkpointLsn === undefined) return null;
+    if (!this.leaving && this.deps.clock.now() - this.agentStartedAt > this.dynamic.ttl * 1000) return null;
+    return { lsn: info.checkpointLsn, timeline: info.timeline };
   }
 
   /**

@@ -138,3 +138,25 @@ export async function restart(node: NodeContext, timeoutSeconds?: number): Promi
   }
   return node.pgState() === 'running' ? 'restarted' : 'failed';
 }
+
+/**
+ * A leader that stopped cleanly says where its WAL ends before it gives the lock up: `/status` gets
+ * the shutdown checkpoint's location (as the reference's `delete_leader(last_lsn)`), and its member
+ * key, left to expire after the agent exits, shows it too (NodeContext.shutdownCheckpoint).
+ */
+export async function publishShutdownPosition(node: NodeContext): Promise<boolean> {
+  const { dcs, pg, logger } = node.deps;
+  node.dataDir = await pg.inspectDataDir().catch(() => node.dataDir);
+  const checkpoint = node.dataDir?.clusterState === 'shut down' ? node.dataDir.checkpointLsn : undefined;
+  if (checkpoint === undefined) return false;
+  node.leaving = true;
+  try {
+    await dcs.setStatus({ optime: checkpoint });
+    await dcs.touchMember(node.memberData());
+    logger.info(`published the shutdown checkpoint at ${checkpoint} on timeline ${node.dataDir!.timeline}`);
+    return true;
+  } catch (error) {
+    logger.warning(`could not publish the shutdown checkpoint: ${errorText(error)}`);
+    return false;
+  }
+}

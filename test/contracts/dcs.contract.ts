@@ -213,6 +213,14 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         expect(view.members).toEqual([]);
         await expect(node1.read()).rejects.toBeInstanceOf(DcsError);
       });
+      it('is left to expire on close with keepLease: the member key outlives the agent by one ttl', async () => {
+        const node1 = node('node1', fixture.shortTtlSeconds);
+        const node2 = node('node2');
+        await node1.touchMember(member('stopped'));
+        await node1.close({ keepLease: true });
+        expect((await node2.read()).members.map((m) => [m.name, m.data.state])).toEqual([['node1', 'stopped']]);
+        await fixture.passTimeUntil(async () => (await node2.read()).members.length === 0, 'the member key to expire');
+      });
     });
 
     describe('member keys', () => {

@@ -1,6 +1,6 @@
 import { downstreamMembers } from '../../../src/ha/cascade';
 import { Decision, decide, HaAction } from '../../../src/ha/decide';
-import { cluster, leaderKey, member, primarySample, snapshot } from './snapshot-factory';
+import { cluster, leaderKey, member, primarySample, sample, snapshot } from './snapshot-factory';
 
 type Row = [description: string, input: Parameters<typeof snapshot>[0], expected: Partial<{ need: string; verdict: string; actions: HaAction['type'][] }>];
 
@@ -63,6 +63,11 @@ describe('decide() on a cluster snapshot', () => {
     ['a replica behind a peer does not race', { peers: [{ name: 'n2', reachable: true, walPosition: 60_000_000 }] }, { verdict: 'following a different leader because i am not the healthiest node', actions: [] }],
     ['a replica does not race while a primary is alive', { peers: [{ name: 'n2', reachable: true, isPrimary: true, walPosition: 1 }] }, { verdict: 'following a different leader because i am not the healthiest node', actions: [] }],
     ['an unreachable peer does not count', { peers: [{ name: 'n2', reachable: false }] }, { need: 'acquireLock' }],
+    // after a whole-cluster restart the member that published the most WAL leads, or its key expires first
+    ['an unreachable peer whose member key shows more WAL holds the race back', { peers: [{ name: 'n2', reachable: false }], cluster: cluster({ members: [member('n1'), member('n2', { state: 'stopped', role: 'primary', xlog_location: 50_000_001, timeline: 1 }), member('n3')] }) }, { verdict: 'following a different leader because i am not the healthiest node' }],
+    ['an unreachable peer whose member key shows as much WAL does not', { peers: [{ name: 'n2', reachable: false }], cluster: cluster({ members: [member('n1'), member('n2', { xlog_location: 50_000_000, timeline: 1 }), member('n3')] }) }, { need: 'acquireLock' }],
+    ['an unreachable peer ahead on an older timeline does not', { peers: [{ name: 'n2', reachable: false }], local: { sample: sample({ timeline: 2 }) }, cluster: cluster({ members: [member('n1'), member('n2', { xlog_location: 90_000_000, timeline: 1 }), member('n3')] }) }, { need: 'acquireLock' }],
+    ['an unreachable nofailover peer ahead does not', { peers: [{ name: 'n2', reachable: false }], cluster: cluster({ members: [member('n1'), member('n2', { xlog_location: 90_000_000, tags: { nofailover: true } }), member('n3')] }) }, { need: 'acquireLock' }],
     ['a nofailover peer does not count', { peers: [{ name: 'n2', reachable: true, walPosition: 90_000_000, tags: { nofailover: true } }] }, { need: 'acquireLock' }],
     ['equal WAL and a higher peer priority wins', { peers: [{ name: 'n2', reachable: true, walPosition: 50_000_000, tags: { failover_priority: 2 } }] }, { verdict: 'following a different leader because i am not the healthiest node' }],
     ['a nofailover node never races', { local: { tags: { nofailover: true } }, peers: [] }, { verdict: 'following a different leader because I am not allowed to promote' }],
