@@ -41,12 +41,6 @@ function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
   if (username !== undefined && password === undefined) findings.required('etcd3.password');
   if (password !== undefined && username === undefined) findings.required('etcd3.username');
   if (username !== undefined && password !== undefined) Object.assign(etcd3, { username, password });
-  if (etcd3.cert && etcd3.username) {
-    findings.warnings.push(
-      'etcd3.cert with etcd3.username: an etcd that checks client certificates and has authentication enabled refuses every ' +
-        "request through its JSON gateway, which Stator uses; drop one of the two if the agent reports it",
-    );
-  }
   return etcd3;
 }
 

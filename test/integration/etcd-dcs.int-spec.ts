@@ -33,14 +33,15 @@ function collectGarbage(): void {
   gc();
 }
 
-describe(`${EtcdDcs.name} against etcd`, () => {
+// Both ways to etcd pass the same contract: its JSON gateway, and gRPC (used with a client certificate and a user).
+describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd through its %s`, (transport) => {
   let etcd: EtcdHandle;
   let raw: EtcdClient;
   let scopeCounter = 0;
 
   beforeAll(async () => {
     etcd = await startEtcd();
-    raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    raw = new EtcdClient({ hosts: [etcd.endpoint], transport });
   });
   afterAll(async () => {
     raw.close();
@@ -56,6 +57,7 @@ describe(`${EtcdDcs.name} against etcd`, () => {
       ttlSeconds: options.ttlSeconds ?? 30,
       retryTimeoutMs: RETRY_TIMEOUT_MS,
       clock: systemClock,
+      transport,
     });
 
   /** A cluster of its own per test in the one etcd, on real time. */

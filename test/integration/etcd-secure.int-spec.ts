@@ -78,7 +78,72 @@ describe('etcd over TLS with client certificates', () => {
     await expect(stranger.read()).rejects.toThrow(/no etcd host reachable/);
   });
 
-  it('runs a node configured like a Patroni production file: etcd over TLS with a client certificate, callbacks, JSON logs to a rotated file', async () => {
+});
+
+describe('etcd checking client certificates and users at once', () => {
+  const user = { name: 'stator', password: 'stator-s3cret', prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`] };
+  let dir: string;
+  let certificates: TestCertificates;
+  let etcd: EtcdHandle;
+
+  beforeAll(async () => {
+    dir = tmpDir('stator-etcd-tls-auth-');
+    certificates = makeTestCertificates(dir);
+    const tls = { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey };
+    // Tokens live 2 s here (300 s by default), so clients must renew them within the tests.
+    etcd = await startEtcd({ tls, extraArgs: ['--auth-token-ttl=2'] });
+    enableEtcdAuth(etcd, 'root-s3cret', [user], tls);
+  });
+  afterAll(async () => {
+    await etcd?.stop();
+    if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(dir);
+  });
+
+  const withUser = (name: string, password: string, scope = SCOPE) =>
+    new EtcdDcs({
+      hosts: [etcd.endpoint],
+      namespace: '/service',
+      scope,
+      name: 'grpc-node',
+      ttlSeconds: 10,
+      retryTimeoutMs: 3000,
+      clock: systemClock,
+      protocol: 'https',
+      cacert: certificates.ca,
+      cert: certificates.clientCert,
+      key: certificates.clientKey,
+      username: name,
+      password,
+    });
+
+  it('takes the leader lock, reads and watches over gRPC, renewing the token as etcd expires it', async () => {
+    const dcs = withUser(user.name, user.password);
+    const changes: string[] = [];
+    const subscription = dcs.changes().subscribe((change) => changes.push(String(change.key)));
+    try {
+      expect(await dcs.acquireLeader()).not.toBeNull();
+      await waitFor(() => changes.includes('leader'), { timeoutMs: 5000, description: 'the watch reporting the new leader key' });
+      await new Promise((resolve) => setTimeout(resolve, 3000)); // the token's 2 s run out
+      expect(await dcs.refreshLeader()).not.toBeNull();
+      expect((await dcs.read()).leader?.value).toBe('grpc-node');
+      expect(await dcs.releaseLeader()).toBe(true);
+      await waitFor(() => changes.filter((key) => key === 'leader').length >= 2, { timeoutMs: 5000, description: 'the watch reporting the release' });
+    } finally {
+      subscription.unsubscribe();
+      await dcs.close();
+    }
+  });
+
+  it('says when the password is wrong or the user may not touch another cluster', async () => {
+    const wrongPassword = withUser(user.name, 'guess');
+    await expect(wrongPassword.read()).rejects.toThrow('etcd refused user stator: etcdserver: authentication failed, invalid user ID or password');
+    await wrongPassword.close();
+    const otherScope = withUser(user.name, user.password, 'other');
+    await expect(otherScope.read()).rejects.toThrow('permission denied');
+    await otherScope.close();
+  });
+
+  it('runs a node configured like a Patroni production file: etcd over TLS with a client certificate and a user, callbacks, JSON logs to a rotated file', async () => {
     // A directory of its own: PostgreSQL runs as another OS user, which cannot enter the certificates' directory.
     const baseDir = tmpDir('stator-etcd-tls-cluster-');
     const calls = join(baseDir, 'calls.log');
@@ -90,8 +155,9 @@ describe('etcd over TLS with client certificates', () => {
       nodes: 1,
       baseDir,
       scope: SCOPE,
-      etcd: { tls: tlsEtcd },
-      etcd3: { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey },
+      etcd: { tls: tlsEtcd, extraArgs: ['--auth-token-ttl=2'] },
+      prepareEtcd: (own) => enableEtcdAuth(own, 'root-s3cret', [user], tlsEtcd),
+      etcd3: { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey, username: user.name, password: user.password },
       postgresql: () => ({ callbacks: { on_start: script, on_role_change: script } }),
       sections: { log: { type: 'json', format: ['asctime', 'levelname', 'message'], dir: join(baseDir, 'logs'), file_size: 20_000, file_num: 3 } },
     });
@@ -109,24 +175,6 @@ describe('etcd over TLS with client certificates', () => {
     } finally {
       await cluster.stop();
       if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
-    }
-  });
-});
-
-describe('etcd checking client certificates and users at once', () => {
-  it('is refused by etcd through its JSON gateway, and the error says so', async () => {
-    const dir = tmpDir('stator-etcd-tls-auth-');
-    const certificates = makeTestCertificates(dir);
-    const tls = { ca: certificates.ca, cert: certificates.nodeCert, key: certificates.nodeKey };
-    const etcd = await startEtcd({ tls });
-    try {
-      enableEtcdAuth(etcd, 'root-s3cret', [{ name: 'stator', password: 'stator-s3cret', prefixes: [`/service/${SCOPE}/`] }], tls);
-      const dcs = dcsOn(etcd, { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey, username: 'stator', password: 'stator-s3cret' });
-      await expect(dcs.read()).rejects.toThrow('etcd refuses gateway requests that carry a client certificate once authentication is enabled');
-      await dcs.close();
-    } finally {
-      await etcd.stop();
-      if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(dir);
     }
   });
 });

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { Agent, fetch, Response } from 'undici';
+import type { Response } from 'undici';
+import { GatewayCarrier } from './gateway-carrier';
+import { GrpcCarrier } from './grpc-carrier';
 
 /** How to reach etcd: its client endpoints, TLS and RBAC credentials (Patroni's `etcd3` section). */
 export interface EtcdConnection {
@@ -14,23 +16,38 @@ export interface EtcdConnection {
   /** etcd's RBAC user; every request then carries a token obtained with it. */
   username?: string;
   password?: string;
+  /** How requests travel; by default the JSON gateway, or gRPC where the gateway cannot serve (usesGrpc). */
+  transport?: 'gateway' | 'grpc';
 }
 
 /** gRPC's UNAUTHENTICATED, as the gateway maps it to HTTP. */
 const HTTP_UNAUTHORIZED = 401;
 
 /**
- * One POST to etcd's JSON gateway, with failover between hosts, over TLS when configured and with
- * an auth token when a user is configured.
+ * How requests reach one etcd host: etcd's JSON gateway over HTTP/1.1, or etcd's gRPC API. Either
+ * answers with the gateway's JSON (HTTP status, base64 bytes, decimal int64, enum names), so the
+ * client above reads both the same way. A failed connection throws; an etcd error is an answer.
+ */
+export interface EtcdCarrier {
+  request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<Response>;
+  close(): void;
+}
+
+/**
+ * One request to etcd, with failover between hosts, over TLS when configured and with an auth
+ * token when a user is configured.
  *
  * The token is obtained on first use and again when etcd answers that it is no longer valid
  * (simple tokens expire after 5 idle minutes, and a restarted etcd forgets them); the request is
  * then sent once more within the caller's deadline. Concurrent requests share one authentication.
+ *
+ * Requests go through etcd's JSON gateway, except with a client certificate and a user together:
+ * the gateway refuses those (see GATEWAY_REFUSES_CLIENT_CERTIFICATES), so they go over gRPC.
  */
 export class EtcdTransport {
   private readonly hosts: string[];
   private readonly scheme: 'http' | 'https';
-  private readonly dispatcher: Agent;
+  private readonly carrier: EtcdCarrier;
   /** Index of the host that answered last; requests start there. */
   private preferredHost = 0;
   private token: Promise<string> | null = null;
@@ -40,12 +57,8 @@ export class EtcdTransport {
     this.hosts = connection.hosts.map((host) => host.replace(/^https?:\/\//, '').replace(/\/+$/, ''));
     this.scheme = connection.protocol ?? 'http';
     const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-    this.dispatcher = new Agent({
-      connect: this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: read(connection.key ?? connection.cert) } : {},
-      // The gateway's watch streams stay open without traffic; the deadlines are the callers'.
-      bodyTimeout: 0,
-      headersTimeout: 0,
-    });
+    const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: read(connection.key ?? connection.cert) } : null;
+    this.carrier = usesGrpc(connection) ? new GrpcCarrier(tls) : new GatewayCarrier(tls);
   }
 
   get endpoints(): string {
@@ -63,7 +76,7 @@ export class EtcdTransport {
   }
 
   close(): void {
-    void this.dispatcher.close().catch(() => undefined);
+    this.carrier.close();
   }
 
   private authToken(signal: AbortSignal): Promise<string> {
@@ -104,13 +117,7 @@ export class EtcdTransport {
     for (let attempt = 0; attempt < this.hosts.length; attempt++) {
       const index = (this.preferredHost + attempt) % this.hosts.length;
       try {
-        const response = await fetch(`${this.scheme}://${this.hosts[index]}${path}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}) },
-          body: JSON.stringify(body),
-          signal,
-          dispatcher: this.dispatcher,
-        });
+        const response = await this.carrier.request(`${this.scheme}://${this.hosts[index]}`, path, body, signal, token);
         this.preferredHost = index;
         return response;
       } catch (error) {
@@ -137,6 +144,12 @@ export function explainPlainAnswer(text: string, path: string): string {
     );
   }
   return `etcd ${path}: not a JSON answer: ${text.slice(0, 120)}`;
+}
+
+/** The gateway cannot carry a client certificate and a user together; gRPC can. */
+export function usesGrpc(connection: EtcdConnection): boolean {
+  if (connection.transport) return connection.transport === 'grpc';
+  return connection.protocol === 'https' && Boolean(connection.cert) && Boolean(connection.username);
 }
 
 /** Every host refused the connection or failed the TLS handshake. */
