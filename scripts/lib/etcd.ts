@@ -79,6 +79,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHan
     `--initial-cluster=test=${peerUrl}`,
     '--heartbeat-interval=50',
     '--election-timeout=500',
+    '--pre-vote',
     '--log-level=warn',
     ...(tls ? [`--cert-file=${tls.cert}`, `--key-file=${tls.key}`, `--trusted-ca-file=${tls.ca}`, '--client-cert-auth'] : []),
     ...(options.extraArgs ?? []),

@@ -178,6 +178,8 @@ export class NetnsLab {
           '--initial-cluster-state=new',
           '--heartbeat-interval=100',
           '--election-timeout=1000',
+          // A member cut off and back must not disrupt the leader with its higher term (etcd 3.4's default is off).
+          '--pre-vote',
           '--log-level=warn',
         ],
         { stdio: ['ignore', log, log] },
