@@ -42,7 +42,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         await cloneFrom(node, action.source);
       });
     case 'startPrimary':
-      node.upstream = null;
+      node.setUpstream(null);
       node.postgres.send({ type: 'START', start: node.startRequest(node.settings('primary', null)) });
       return;
     case 'startReplica':

@@ -28,15 +28,11 @@ export interface LeaderLockDeps {
  * stops before the lease can expire.
  */
 export class LeaderLock {
-  private validUntil = 0;
-  /** Held through failsafe mode since the DCS stopped answering; a refresh ends it. */
-  private inFailsafe = false;
-
   constructor(private readonly deps: LeaderLockDeps) {}
 
-  /** Epoch ms until which the lock is known to be ours (0 when not leader). */
+  /** Epoch ms until which the lock is known to be ours (0 when not leader), from the machine's context. */
   get lockValidUntil(): number {
-    return this.validUntil;
+    return this.deps.leadership.getSnapshot().context.validUntil;
   }
 
   get held(): boolean {
@@ -49,9 +45,9 @@ export class LeaderLock {
       return null;
     });
     if (lease) {
-      this.inFailsafe = false;
-      this.hold(lease.validUntil);
-      if (!this.held) this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason: 'leader key still held by this node' });
+      if (this.held) this.deps.leadership.send({ type: 'LOCK_REFRESHED', validUntil: lease.validUntil });
+      else this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason: 'leader key still held by this node', validUntil: lease.validUntil });
+      this.armFence();
       return 'refreshed';
     }
     this.lost('failed to update leader lock in DCS');
@@ -64,8 +60,7 @@ export class LeaderLock {
       return null;
     });
     if (!lease) return 'not_acquired';
-    this.hold(lease.validUntil);
-    this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason: 'won the leader race' });
+    this.take('won the leader race', lease.validUntil);
     this.deps.events.recordCluster('leader.acquired', 'won the leader race');
     return 'acquired';
   }
@@ -73,8 +68,7 @@ export class LeaderLock {
   /** Takes the key whatever it holds: the node that just initialized the cluster. */
   async force(reason: string): Promise<void> {
     const lease = await this.deps.dcs.forceLeader();
-    this.hold(lease.validUntil);
-    this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason });
+    this.take(reason, lease.validUntil);
   }
 
   /**
@@ -83,21 +77,19 @@ export class LeaderLock {
    */
   holdInFailsafe(validUntil: number): void {
     if (!this.held) return;
-    if (this.validUntil > 0 && this.validUntil < validUntil && !this.inFailsafe) {
+    const { validUntil: current, inFailsafe } = this.deps.leadership.getSnapshot().context;
+    if (current > 0 && current < validUntil && !inFailsafe) {
       this.deps.events.recordCluster('failsafe.activated', 'DCS is not accessible; every member accepted this leader');
     }
-    this.inFailsafe = true;
-    this.hold(Math.max(this.validUntil, validUntil));
+    this.deps.leadership.send({ type: 'LOCK_REFRESHED', validUntil: Math.max(current, validUntil), failsafe: true });
+    this.armFence();
   }
 
   /** The key is no longer ours (someone else's, gone, or unreadable). */
   lost(reason: string): void {
-    if (this.held) {
-      this.deps.leadership.send({ type: 'LOCK_LOST', reason });
-      this.deps.events.recordCluster('leader.lost', reason);
-    }
-    this.validUntil = 0;
-    this.inFailsafe = false;
+    if (!this.held) return;
+    this.deps.leadership.send({ type: 'LOCK_LOST', reason });
+    this.deps.events.recordCluster('leader.lost', reason);
   }
 
   async release(reason: string): Promise<void> {
@@ -106,23 +98,23 @@ export class LeaderLock {
       this.deps.leadership.send({ type: 'LOCK_RELEASED', reason });
       this.deps.events.recordCluster('leader.released', reason, { deleted: released });
     }
-    this.validUntil = 0;
-    this.inFailsafe = false;
     if (!this.deps.serverIsPrimary()) this.deps.pg.disarmFence();
   }
 
   /** Re-arms the fence while this node holds the lock; disarms it once it is not a primary. */
   keepFence(): void {
-    if (this.held && this.validUntil > 0) this.armFence();
+    if (this.held && this.lockValidUntil > 0) this.armFence();
     else if (!this.deps.serverIsPrimary()) this.deps.pg.disarmFence();
   }
 
-  private hold(validUntil: number): void {
-    this.validUntil = validUntil;
+  /** The lock is ours from now until `validUntil`: a recorded transition, then the fence. */
+  private take(reason: string, validUntil: number): void {
+    if (this.held) this.deps.leadership.send({ type: 'LOCK_REFRESHED', validUntil });
+    else this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason, validUntil });
     this.armFence();
   }
 
   private armFence(): void {
-    this.deps.pg.armFence(this.validUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()));
+    this.deps.pg.armFence(this.lockValidUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()));
   }
 }

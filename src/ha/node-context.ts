@@ -83,8 +83,6 @@ export class NodeContext {
   /** The agent is stopping: its last member key outlives it by a ttl. */
   leaving = false;
   private readonly agentStartedAt: number;
-  /** The member this replica streams from, null on a primary. */
-  upstream: string | null = null;
   bootstrapping = false;
   /** A synchronous standby about to stop publishes `nosync` until the leader has let it go. */
   leavingSync = false;
@@ -178,8 +176,14 @@ export class NodeContext {
 
   /** A new upstream gets a fresh chance to stream before the node counts as stuck. */
   setUpstream(name: string | null): void {
-    if (name !== this.upstream) this.sampler.restartStreamingWatch();
-    this.upstream = name;
+    if (name === this.upstream) return;
+    this.sampler.restartStreamingWatch();
+    this.role.send({ type: 'UPSTREAM_CHANGED', upstream: name });
+  }
+
+  /** The member this node streams from, as the role machine last recorded it. */
+  get upstream(): string | null {
+    return this.role.getSnapshot().context.upstream;
   }
 
   settings(role: 'primary' | 'replica', upstream: UpstreamNode | null): PostgresSettings {

@@ -117,7 +117,7 @@ export async function promote(node: NodeContext): Promise<void> {
     node.checkpointAfterPromotePending = false;
     return;
   }
-  node.upstream = null;
+  node.setUpstream(null);
   await node.sampler.take();
   node.sendRole({ type: 'PROMOTE_COMPLETED' });
   node.events.recordCluster('leader.promoted', 'promoted self to leader', { timeline: node.sampler.sample?.timeline ?? null });

@@ -1,8 +1,8 @@
-import { setup } from 'xstate';
+import { assign, setup } from 'xstate';
 
 /**
- * The `role` machine: the node role the member key publishes (reference-behavior 3.13).
- * Driven by the HA loop; every change is recorded.
+ * The `role` machine: the node role the member key publishes (reference-behavior 3.13), and the
+ * member a replica streams from. Driven by the HA loop; every change of either is recorded.
  */
 export type RoleEvent =
   | { type: 'DETECTED_PRIMARY' }
@@ -19,17 +19,21 @@ export type RoleEvent =
   /** The lock holder's PostgreSQL failed to start: it gives the lock up demoted (the reference's `post_recover`, which fires on_role_change demoted). */
   | { type: 'GAVE_UP_AFTER_FAILED_START' }
   | { type: 'FOLLOWING' }
-  | { type: 'STANDBY_LEADER' };
+  | { type: 'STANDBY_LEADER' }
+  /** The member this node's PostgreSQL is told to stream from (null: none, as a primary). */
+  | { type: 'UPSTREAM_CHANGED'; upstream: string | null };
 
 export type RoleName = 'uninitialized' | 'replica' | 'primary' | 'standby_leader' | 'promoted' | 'demoted';
 
 export const roleMachine = setup({
-  types: { events: {} as RoleEvent },
+  types: { events: {} as RoleEvent, context: {} as { upstream: string | null } },
 }).createMachine({
   id: 'role',
   initial: 'uninitialized',
+  context: { upstream: null },
   on: {
     DATA_REMOVED: '.uninitialized',
+    UPSTREAM_CHANGED: { actions: assign({ upstream: ({ event }) => event.upstream }) },
   },
   states: {
     uninitialized: {

@@ -51,6 +51,18 @@ describe('role machine (reference 3.13)', () => {
     expect(actor.getSnapshot().value).toBe('uninitialized');
   });
 
+  it('records each change of upstream, so a replay knows whom a replica streamed from', () => {
+    const { actor, recorded } = recordedActor(roleMachine, 'role');
+    actor.send({ type: 'CLONE_COMPLETED' });
+    actor.send({ type: 'UPSTREAM_CHANGED', upstream: 'n2' });
+    actor.send({ type: 'UPSTREAM_CHANGED', upstream: 'n3' });
+    expect(actor.getSnapshot().context.upstream).toBe('n3');
+    expect(recorded.slice(2).map((e) => [e.from, e.to, e.data?.event])).toEqual([
+      ['replica', 'replica', { type: 'UPSTREAM_CHANGED', upstream: 'n2' }],
+      ['replica', 'replica', { type: 'UPSTREAM_CHANGED', upstream: 'n3' }],
+    ]);
+  });
+
   it('does not promote a primary again (an illegal event is not a transition)', () => {
     const { actor, recorded } = recordedActor(roleMachine, 'role');
     actor.send({ type: 'BOOTSTRAP_STARTED' });
@@ -76,5 +88,19 @@ describe('leadership machine', () => {
       ['leader', 'follower', 'LOCK_RELEASED'],
     ]);
     expect(recorded[2].data?.event).toEqual({ type: 'LOCK_LOST', reason: 'failed to update leader lock in DCS' });
+  });
+
+  it('keeps the lease end in its context: set on acquisition, moved on by unrecorded refreshes, cleared on loss', () => {
+    const { actor, recorded } = recordedActor(leadershipMachine, 'leadership');
+    const leadership = actor as unknown as { send: (e: object) => void; getSnapshot: () => { context: { validUntil: number; inFailsafe: boolean } } };
+    leadership.send({ type: 'LOCK_ACQUIRED', reason: 'won the leader race', validUntil: 10_000 });
+    expect(leadership.getSnapshot().context).toEqual({ validUntil: 10_000, inFailsafe: false });
+    leadership.send({ type: 'LOCK_REFRESHED', validUntil: 12_000 });
+    leadership.send({ type: 'LOCK_REFRESHED', validUntil: 14_000, failsafe: true });
+    expect(leadership.getSnapshot().context).toEqual({ validUntil: 14_000, inFailsafe: true });
+    leadership.send({ type: 'LOCK_LOST', reason: 'failed to update leader lock in DCS' });
+    expect(leadership.getSnapshot().context).toEqual({ validUntil: 0, inFailsafe: false });
+    expect(recorded.map((e) => e.cause)).toEqual(['xstate.init', 'LOCK_ACQUIRED', 'LOCK_LOST']);
+    expect(recorded[1].data?.event).toEqual({ type: 'LOCK_ACQUIRED', reason: 'won the leader race', validUntil: 10_000 });
   });
 });
