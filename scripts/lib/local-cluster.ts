@@ -29,6 +29,8 @@ export interface LocalClusterOptions {
   pgPassword?: string;
   /** Extra keys merged into every node's `bootstrap.dcs`. */
   dcs?: Record<string, unknown>;
+  /** Extra keys of every node's `bootstrap` section besides `dcs` (`method` and its section...). */
+  bootstrap?: Record<string, unknown>;
   /** `patroni`: the agents speak Patroni's identifiers (`/patroni`, `patroni_*`), for patronictl. */
   compat?: 'stator' | 'patroni';
   /** Per-node tags, by node index (from 1). */
@@ -380,6 +382,7 @@ export class LocalNode {
           postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50, shared_buffers: '32MB' } },
           ...o.dcs,
         },
+        ...o.bootstrap,
       },
       postgresql: {
         listen: `${listenHost}:${this.pgPort}`,

@@ -1,6 +1,7 @@
 import { DynamicConfig } from '../dcs/dcs.port';
 import { reviewConfigWrite } from './config-write-review';
-import { StatorConfig } from './config.types';
+import { BootstrapMethod, StatorConfig } from './config.types';
+import { readBootstrapMethod } from './custom-methods-config';
 import { Findings, ignoreUnsupported, isAbsent, Mapping, readRequiredString, readSection, readString } from './config-readers';
 import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, isMapping, isParameterValue, validateDynamicConfigKeys } from './dynamic-config';
 
@@ -10,12 +11,12 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
   const section = readSection(findings, doc, 'bootstrap', '');
   const dcs = readBootstrapDcs(findings, section);
   const method = readString(findings, section, 'method', path) || 'initdb';
-  const methods: Record<string, { command: string }> = {};
+  const methods: Record<string, BootstrapMethod> = {};
   for (const [key, value] of Object.entries(section)) {
     if (['dcs', 'method', 'initdb', 'post_bootstrap', 'post_init'].includes(key)) continue;
     // Any other mapping with a `command` is a custom bootstrap method, as in Patroni.
     if (key === method || (isMapping(value) && 'command' in value)) {
-      methods[key] = readCustomMethod(findings, section, key);
+      methods[key] = readBootstrapMethod(findings, section, key);
     } else findings.unsupported(`bootstrap.${key}`);
   }
   if (method !== 'initdb' && !(method in methods)) {
@@ -63,13 +64,6 @@ function withDynamicDefaults(section: Mapping): DynamicConfig {
 /** An empty YAML value (`ttl:`) means "not set", not "null". */
 function withoutNulls(section: Mapping): Mapping {
   return Object.fromEntries(Object.entries(section).filter(([, value]) => value !== null));
-}
-
-function readCustomMethod(findings: Findings, bootstrap: Mapping, name: string): { command: string } {
-  const path = `bootstrap.${name}`;
-  const section = readSection(findings, bootstrap, name, 'bootstrap');
-  ignoreUnsupported(findings, section, path, ['command']);
-  return { command: readRequiredString(findings, section, 'command', path) };
 }
 
 function readInitdbOptions(findings: Findings, bootstrap: Mapping): StatorConfig['bootstrap']['initdb'] {

@@ -26,9 +26,9 @@ export interface StatorConfig {
      * and use_slots) followed by the file's keys as written (validated; other keys kept as-is).
      */
     dcs: DynamicConfig;
-    /** Custom bootstrap: `method: <name>` and `<name>: {command}`. Default `initdb`. */
+    /** Custom bootstrap: `method: <name>` and `<name>: {command, ...}`. Default `initdb`. */
     method: string;
-    methods: Record<string, { command: string }>;
+    methods: Record<string, BootstrapMethod>;
     initdb: Array<string | Record<string, string>>;
     /** Run once after a new cluster's bootstrap, with the superuser's connection string appended. */
     post_bootstrap?: string;
@@ -79,12 +79,39 @@ export interface PostgresqlConfig {
   pgpass?: string;
   /** pg_basebackup options, as Patroni's `basebackup` list (`- checkpoint: fast`, `- verbose`) or mapping. */
   basebackup?: Array<string | Record<string, string>>;
+  /** The ways to build a replica, tried in order (default `[basebackup]`); each other name has its section. */
+  create_replica_methods?: string[];
+  /** `postgresql.<method>` for each custom name in `create_replica_methods`. */
+  replica_methods?: Record<string, CustomMethod>;
   parameters: Record<string, string | number | boolean>;
   pg_hba: string[];
   /** OS user that runs PostgreSQL when the agent runs as root. Default `postgres`. */
   os_user: string;
   /** Commands run on PostgreSQL events, called with `<action> <role> <scope>` appended. */
   callbacks?: Partial<Record<CallbackAction, string>>;
+}
+
+/** A scalar setting of a method's section, passed to its command as `--key=value`. */
+export type MethodOption = string | number | boolean;
+
+/**
+ * A user's command in place of a built-in step (a replica method, a bootstrap method), run as the
+ * reference runs it: split as a shell would, without a shell, with `--key=value` arguments.
+ */
+export interface CustomMethod {
+  command: string;
+  /** Do not pass the standard arguments (`--scope`, `--datadir`...). */
+  no_params?: boolean;
+  /** The section's other keys, in their order (`no_leader`, `keep_data` and the user's own). */
+  options: Record<string, MethodOption>;
+}
+
+/** `bootstrap.<method>`: a custom bootstrap and the recovery its first start runs. */
+export interface BootstrapMethod extends CustomMethod {
+  /** Recovery settings for the first start (with recovery.signal), e.g. `restore_command`, `recovery_target_action`. */
+  recovery_conf?: Record<string, MethodOption>;
+  /** Keep the recovery.signal / standby.signal the command left (pgBackRest, Barman write their own). */
+  keep_existing_recovery_conf?: boolean;
 }
 
 /** libpq connection options Patroni passes on from a role's `authentication` section. */

@@ -26,6 +26,7 @@ import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
 import { readLog } from './log-config';
+import { readReplicaMethods } from './custom-methods-config';
 
 /** The configuration cannot be used. `problems` has one line per problem: `<key path>: <rule>`. */
 export class ConfigError extends Error {
@@ -235,6 +236,8 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     'use_unix_socket_repl',
     'pgpass',
     'basebackup',
+    'create_replica_methods',
+    ...replicaMethodSections(section),
   ]);
   const listen = readRequiredString(findings, section, 'listen', path);
   if (listen) checkListenAddress(findings, 'postgresql.listen', listen, true);
@@ -252,7 +255,14 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     ...optional('use_unix_socket_repl', readFlag(findings, section, 'use_unix_socket_repl', path)),
     ...optional('pgpass', readString(findings, section, 'pgpass', path)),
     ...optional('basebackup', readOptionList(findings, section, 'basebackup', path)),
+    ...readReplicaMethods(findings, section),
   };
+}
+
+/** The sections named in `create_replica_methods` (read by readReplicaMethods, not unsupported keys). */
+function replicaMethodSections(section: Mapping): string[] {
+  const names = section.create_replica_methods;
+  return Array.isArray(names) ? names.filter((name): name is string => typeof name === 'string') : [];
 }
 
 /** `{key: value}` when the setting is given (true, non-empty), else nothing: the configuration lists what was set. */

@@ -33,6 +33,8 @@ export interface LocalView {
   lastCloneAt: number | null;
   /** How long the running server has not answered (ms); 0 while it answers or is not running. */
   unresponsiveMs: number;
+  /** A replica method marked `no_leader` (a restore from backup) can build this node without any member. */
+  canCloneWithoutLeader: boolean;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */

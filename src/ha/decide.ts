@@ -2,11 +2,12 @@ import { FailoverRequest } from '../dcs/dcs.port';
 import { LONG_ACTION_STATES, POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { downstreamMembers, nodeToFollow } from './cascade';
-import { clusterTimeline, failoverPriority, HaSnapshot, isNoFailover, isTruthyTag, PeerReading, upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
+import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
 import { recover } from './recover';
 import { startRetryDelayMs } from './start-failure';
-import { barredBySync, isFormerSyncLeader, quorumAllowsCandidates, quorumVerdict, racePeers } from './sync/sync-eligibility';
+import { quorumAllowsCandidates } from './sync/sync-eligibility';
 import { isUnresponsive } from './unresponsive';
 
 export type { Decision, HaAction, Need } from './decision';
@@ -130,11 +131,17 @@ function bootstrap(s: HaSnapshot): Decision {
       if (s.initializeResult === 'won') return { verdict: 'trying to bootstrap a new cluster', actions: [{ type: 'initdb' }] };
       return { verdict: 'failed to acquire initialize lock', actions: [] };
     }
+    // A restore from backup (a `no_leader` replica method) needs no member; not while another node bootstraps.
+    if (s.local.canCloneWithoutLeader && cluster.initialize !== '') return cloneAfterBackoff(s, null, 'trying to bootstrap (without leader)');
     return { verdict: 'waiting for leader to bootstrap', actions: [] };
   }
   const source = cloneSource(s, leaderName);
   if (!source) return { verdict: 'waiting for leader to bootstrap', actions: [] };
   const from = source.name === leaderName ? 'leader' : 'replica';
+  return cloneAfterBackoff(s, source, `trying to bootstrap from ${from} '${source.name}'`);
+}
+
+function cloneAfterBackoff(s: HaSnapshot, source: UpstreamNode | null, verdict: string): Decision {
   const { failedClones, lastCloneAt, lastError } = s.local;
   if (failedClones > 0 && lastCloneAt !== null) {
     // A clone that failed (a refused login, a missing certificate) would fail again at once: back off as for starts.
@@ -143,7 +150,7 @@ function bootstrap(s: HaSnapshot): Decision {
       return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before cloning again: ${failedClones} failed clone(s): ${lastError ?? 'unknown error'}`, actions: [{ type: 'wakeAt', at }] };
     }
   }
-  return { verdict: `trying to bootstrap from ${from} '${source.name}'`, actions: [{ type: 'clone', source }] };
+  return { verdict, actions: [{ type: 'clone', source }] };
 }
 
 /** A running member tagged `clonefrom`, else the leader. */
@@ -166,114 +173,6 @@ function continueBootstrap(s: HaSnapshot, pgIsPrimary: boolean): Decision {
   if (local.pgState === 'stopped') return { verdict: 'starting primary after bootstrap', actions: [{ type: 'startPrimary' }] };
   if (!pgIsPrimary) return { verdict: 'waiting for end of recovery after bootstrap', actions: [] };
   return { verdict: 'initialized a new cluster', actions: [{ type: 'finishBootstrap' }] };
-}
-
-/** No leader key: race for it if this node is the healthiest (reference 3.5). */
-function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision {
-  const { local, cluster, config } = s;
-  if (config.failsafe_mode && !pgIsPrimary && s.failsafeLeader && s.failsafeLeader !== local.name) {
-    // A leader that reached this node while the DCS was down may still run: no race until its call is a ttl old.
-    return { verdict: `following failsafe leader ${s.failsafeLeader}: it reached every member less than ttl ago`, actions: [] };
-  }
-  if (!s.peers && !config.pause && !pgIsPrimary) return { need: 'probePeers' };
-  const health = healthiest(s, pgIsPrimary);
-  if (health.ok) {
-    if (!s.lockResult) return { need: 'acquireLock' };
-    if (s.lockResult === 'acquired') {
-      const cleanup: HaAction[] = cluster!.failover && Object.keys(cluster!.failover.value).length > 0 ? [{ type: 'clearFailover' }] : [];
-      if (pgIsPrimary) return { verdict: 'acquired session lock as a leader', actions: [...cleanup, { type: 'leaderDuties' }] };
-      return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, { type: 'promote' }] };
-    }
-    return { verdict: 'following new leader after trying and failing to obtain lock', actions: [] };
-  }
-  if (pgIsPrimary && !config.pause) {
-    return {
-      verdict: `demoting self because i am not the healthiest node: ${health.reason}`,
-      actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }],
-    };
-  }
-  const reason = isNoFailover(local.tags) ? 'I am not allowed to promote' : 'i am not the healthiest node';
-  const notes = isNoFailover(local.tags) ? [] : [health.reason];
-  return { verdict: `following a different leader because ${reason}`, actions: [], ...(notes.length > 0 ? { notes } : {}) };
-}
-
-/** `_is_healthiest_node` and its preconditions (reference 3.5). */
-function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason: string } {
-  const { local, cluster, config } = s;
-  const timeline = clusterTimeline(cluster!);
-  const ownTimeline = local.sample?.timeline ?? 0;
-  if (pgIsPrimary) {
-    if (config.pause) return { ok: true, reason: 'running primary while paused' };
-    return ownTimeline < timeline
-      ? { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` }
-      : { ok: true, reason: 'running primary' };
-  }
-  const failover = pendingFailover(s);
-  if (!config.pause && barredBySync(s, local.name, failover)) return { ok: false, reason: 'I am not a synchronous standby' };
-  // A failsafe leader asked only the members in /failsafe: one it never asked may not take over from it.
-  const failsafe = config.failsafe_mode ? (s.failsafeMembers ?? {}) : {};
-  if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name)) return { ok: false, reason: 'I am not in the /failsafe key' };
-  if (failover?.member === local.name) return { ok: true, reason: 'I am the failover candidate' };
-  if (config.pause) return { ok: false, reason: 'paused' };
-  if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
-  if (failover?.member) {
-    const candidate = s.peers?.find((p) => p.name === failover.member);
-    if (candidate?.reachable && !isNoFailover(candidate.tags)) return { ok: false, reason: `${failover.member} is the failover candidate` };
-  }
-  if (failover?.leader === local.name) {
-    // The leader that stepped down only takes the lock back when nobody else can.
-    return goodCandidates(s, null).length > 0
-      ? { ok: false, reason: 'I stepped down for a switchover' }
-      : { ok: true, reason: 'no other member can take over' };
-  }
-
-  const ownWal = local.sample?.walPosition ?? 0;
-  const optime = cluster!.status?.value.optime ?? 0;
-  // A manual failover or switchover accepts any lag, as the reference does.
-  if (!failover && optime - ownWal > config.maximum_lag_on_failover) {
-    return { ok: false, reason: 'My wal position exceeds maximum replication lag' };
-  }
-  if (config.check_timeline && ownTimeline < timeline) {
-    return { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` };
-  }
-  const ownPriority = failoverPriority(local.tags);
-  for (const peer of racePeers(s)) {
-    if (peer.name === local.name || peer.name === failover?.leader) continue;
-    if (!peer.reachable) {
-      if (publishedAhead(s, peer.name, ownWal, ownTimeline)) {
-        return { ok: false, reason: `${peer.name} does not answer, and its member key shows a wal position ahead of mine` };
-      }
-      continue;
-    }
-    if (isNoFailover(peer.tags)) continue;
-    if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
-    const peerWal = peer.walPosition ?? 0;
-    // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
-    if (ownWal < peerWal && !isFormerSyncLeader(s, peer.name)) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
-    if (ownWal < peerWal) continue;
-    const peerPriority = failoverPriority(peer.tags);
-    if (ownWal === peerWal && ownPriority < peerPriority) {
-      return {
-        ok: false,
-        reason: `${peer.name} has equally tolerable WAL position and priority ${peerPriority}, while this node has priority ${ownPriority}`,
-      };
-    }
-  }
-  return quorumVerdict(s, ownWal) ?? { ok: true, reason: 'healthiest' };
-}
-
-/**
- * A member that does not answer the race but whose key still lives (its agent wrote it less than a
- * ttl ago) and shows more WAL than this node on a timeline no older: after a whole-cluster restart
- * it is the node that must lead once its API is up, and a leader stopped cleanly published its
- * shutdown checkpoint there. Waiting is bounded by the key's lease. A failover candidate that may
- * not lead (nofailover) bars nothing.
- */
-function publishedAhead(s: HaSnapshot, name: string, ownWal: number, ownTimeline: number): boolean {
-  const member = s.cluster!.members.find((m) => m.name === name);
-  if (!member || isNoFailover(member.data.tags ?? {})) return false;
-  const { xlog_location: wal, timeline } = member.data;
-  return typeof wal === 'number' && wal > ownWal && (timeline ?? ownTimeline) >= ownTimeline;
 }
 
 /** This node's name is in the leader key (reference 3.4, "I hold L"). */
@@ -348,32 +247,6 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
   const downstreams: HaAction[] = config.use_slots ? [{ type: 'serveDownstreams', members: downstreamMembers(cluster!, local.name, false) }] : [];
   if (target && local.upstream !== target.name) return { verdict: following, actions: [{ type: 'follow', upstream: target }, ...downstreams] };
   return { verdict: following, actions: downstreams };
-}
-
-/** The `/failover` request that is due now: null when there is none or it is scheduled later. */
-export function pendingFailover(s: HaSnapshot): FailoverRequest | null {
-  const value = s.cluster?.failover?.value;
-  if (!value || (!value.leader && !value.member)) return null;
-  if (value.scheduled_at && Date.parse(value.scheduled_at) > s.now) return null;
-  return value;
-}
-
-/** Members that could take over from this node (reference `is_failover_possible`). */
-function goodCandidates(s: HaSnapshot, candidate: string | null): PeerReading[] {
-  const { local, config } = s;
-  const ownWal = local.sample?.walPosition ?? 0;
-  const ownTimeline = local.sample?.timeline ?? 0;
-  const failover = pendingFailover(s);
-  return (s.peers ?? []).filter(
-    (peer) =>
-      peer.name !== local.name &&
-      !barredBySync(s, peer.name, failover) &&
-      (candidate === null || peer.name === candidate) &&
-      peer.reachable &&
-      !isNoFailover(peer.tags) &&
-      ownWal - (peer.walPosition ?? 0) <= config.maximum_lag_on_failover &&
-      (!config.check_timeline || (peer.timeline ?? 0) >= ownTimeline),
-  );
 }
 
 /** The leader's side of a switchover or manual failover (reference 3.6 step 2 and 3.7). */

@@ -5,7 +5,8 @@ export type Need = 'refreshLock' | 'acquireLock' | 'raceInitialize' | 'probePeer
 
 export type HaAction =
   | { type: 'initdb' }
-  | { type: 'clone'; source: UpstreamNode }
+  /** Build the data directory from `source`, or without any member by a `no_leader` replica method. */
+  | { type: 'clone'; source: UpstreamNode | null }
   | { type: 'startPrimary' }
   /** Start read-only, streaming from `upstream` (or from nobody while there is no leader). */
   | { type: 'startReplica'; upstream: UpstreamNode | null }

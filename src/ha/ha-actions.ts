@@ -31,8 +31,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       node.sendRole({ type: 'BOOTSTRAP_STARTED' });
       node.events.recordCluster('cluster.bootstrap_started', 'won the initialize race');
       if (config.bootstrap.method !== 'initdb') {
-        const command = config.bootstrap.methods[config.bootstrap.method]?.command;
-        node.postgres.send({ type: 'CUSTOM_BOOTSTRAP', command, start: node.startRequest(node.settings('primary', null)) });
+        const method = config.bootstrap.methods[config.bootstrap.method];
+        const settings = { ...node.settings('primary', null), ...(method.recovery_conf ? { recovery: method.recovery_conf } : {}) };
+        node.postgres.send({ type: 'CUSTOM_BOOTSTRAP', method, start: node.startRequest(settings) });
       } else {
         node.postgres.send({ type: 'INITDB' });
       }

@@ -2,6 +2,7 @@ import { waitFor } from 'xstate';
 import { errorText } from '../common/error-text';
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { activeSubstate, NodeContext } from './node-context';
+import { replicaMethodPlan } from './replica-methods';
 
 /**
  * The multi-step PostgreSQL procedures of a node: each is a sequence of postgres-machine events
@@ -9,18 +10,31 @@ import { activeSubstate, NodeContext } from './node-context';
  * background tasks; none changes state except through a machine.
  */
 
-/** Clones the data directory from `source`; false (logged) when the clone failed. */
-export async function cloneFrom(node: NodeContext, source: UpstreamNode): Promise<boolean> {
-  node.postgres.send({ type: 'CLONE', source, at: node.deps.clock.now() });
-  await node.waitForPostgres((state) => state !== 'creating_replica');
-  const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
-  if (lastOutcome !== 'cloned') {
-    node.deps.logger.error(`clone from ${source.name} failed: ${lastError}`);
-    return false;
+/**
+ * Builds the data directory by each replica method in turn (`create_replica_methods`: pg_basebackup
+ * from `source`, or a custom command such as a backup restore), until one succeeds; false (logged)
+ * when every one failed. Each attempt is a recorded clone of the postgres machine and a node event
+ * with its method, duration and exit code.
+ */
+export async function cloneFrom(node: NodeContext, source: UpstreamNode | null): Promise<boolean> {
+  const { clock, logger } = node.deps;
+  for (const step of replicaMethodPlan(node.config.postgresql, source !== null)) {
+    const startedAt = clock.now();
+    node.postgres.send({ type: 'CLONE', source, ...('method' in step ? { method: step.method } : {}), at: startedAt });
+    await node.waitForPostgres((state) => state !== 'creating_replica');
+    const { lastOutcome, lastError, lastExitCode } = node.postgres.getSnapshot().context;
+    const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.now() - startedAt };
+    if (lastOutcome === 'cloned') {
+      logger.info(`replica has been created using ${step.name}`);
+      node.events.recordCluster('replica.created', `replica created using ${step.name}`, { ...attempt, exitCode: 0 });
+      node.dataDir = await node.deps.pg.inspectDataDir();
+      node.sendRole({ type: 'CLONE_COMPLETED' });
+      return true;
+    }
+    logger.error(`Error creating replica using method ${step.name}: ${lastError}`);
+    node.events.recordCluster('replica.method_failed', `replica method ${step.name} failed`, { ...attempt, exitCode: lastExitCode, error: lastError });
   }
-  node.dataDir = await node.deps.pg.inspectDataDir();
-  node.sendRole({ type: 'CLONE_COMPLETED' });
-  return true;
+  return false;
 }
 
 export async function startAsReplica(node: NodeContext, upstream: UpstreamNode | null): Promise<void> {

@@ -1,6 +1,7 @@
 import { ClusterView } from '../dcs/dcs.port';
 import { HaSnapshot, LocalView } from './cluster-snapshot';
 import { activeSubstate, NodeContext } from './node-context';
+import { canCloneWithoutLeader } from './replica-methods';
 import { RoleName } from './role.machine';
 import { unresponsiveForMs } from './unresponsive';
 
@@ -26,6 +27,7 @@ export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsEr
     lastStartAt: postgres.context.lastStartAt,
     failedClones: postgres.context.failedClones,
     lastCloneAt: postgres.context.lastCloneAt,
+    canCloneWithoutLeader: canCloneWithoutLeader(node.config.postgresql),
   };
   return {
     now,

@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from 'xstate';
-import { PostgresProcess, PostgresSettings, StopMode, UpstreamNode } from './postgres.port';
+import { BootstrapMethod } from '../config/config.types';
+import { PostgresProcess, PostgresSettings, ReplicaMethod, StopMode, UpstreamNode } from './postgres.port';
 
 /**
  * The `postgres` machine: the 15 PostgreSQL states of the spec. The HA loop sends commands; the
@@ -9,6 +10,12 @@ import { PostgresProcess, PostgresSettings, StopMode, UpstreamNode } from './pos
  */
 
 /** `settings: null` adopts a postmaster left running by an earlier agent instead of starting one. */
+/** What the clone copies from: a member (pg_basebackup, or a method's `--connstring`) and a custom method. */
+interface CloneInput {
+  source: UpstreamNode | null;
+  method?: ReplicaMethod;
+}
+
 export interface StartRequest {
   settings: PostgresSettings | null;
   timeoutMs: number;
@@ -18,8 +25,9 @@ export interface StartRequest {
 
 export type PostgresEvent =
   | { type: 'INITDB' }
-  | { type: 'CUSTOM_BOOTSTRAP'; command: string; start: StartRequest }
-  | { type: 'CLONE'; source: UpstreamNode; at?: number }
+  | { type: 'CUSTOM_BOOTSTRAP'; method: BootstrapMethod; start: StartRequest }
+  /** A clone by `method` (a custom replica method) or by pg_basebackup from `source`. */
+  | { type: 'CLONE'; source: UpstreamNode | null; method?: ReplicaMethod; at?: number }
   | { type: 'START'; start: StartRequest }
   | { type: 'ADOPT'; timeoutMs: number }
   | { type: 'STOP'; mode: StopMode; timeoutMs: number }
@@ -35,6 +43,8 @@ export interface PostgresContext {
   paused: boolean;
   /** Message of the last failed action, cleared when the next action starts. */
   lastError: string | null;
+  /** Exit code of the command behind the last failed action, when a command failed. */
+  lastExitCode: number | null;
   /** Outcome of the last finished action, e.g. `rewound`, `not_needed`, `promoted`. */
   lastOutcome: string | null;
   pid: number | null;
@@ -73,8 +83,8 @@ export const postgresMachine = setup({
   },
   actors: {
     runInitdb: notProvided('runInitdb') as ReturnType<typeof fromPromise<void, void>>,
-    runCustomBootstrap: notProvided('runCustomBootstrap') as ReturnType<typeof fromPromise<void, { command: string }>>,
-    cloneReplica: notProvided('cloneReplica') as ReturnType<typeof fromPromise<void, { source: UpstreamNode }>>,
+    runCustomBootstrap: notProvided('runCustomBootstrap') as ReturnType<typeof fromPromise<void, { method: BootstrapMethod }>>,
+    cloneReplica: notProvided('cloneReplica') as ReturnType<typeof fromPromise<void, CloneInput>>,
     startPostgres: notProvided('startPostgres') as ReturnType<typeof fromPromise<{ pid: number }, StartRequest>>,
     stopPostgres: notProvided('stopPostgres') as ReturnType<typeof fromPromise<void, { mode: StopMode; timeoutMs: number }>>,
     restartPostgres: notProvided('restartPostgres') as ReturnType<
@@ -91,8 +101,11 @@ export const postgresMachine = setup({
     isPaused: ({ context }) => context.paused,
   },
   actions: {
-    clearOutcome: assign({ lastError: null, lastOutcome: null }),
-    rememberError: assign({ lastError: ({ event }) => errorText((event as { error?: unknown }).error) }),
+    clearOutcome: assign({ lastError: null, lastExitCode: null, lastOutcome: null }),
+    rememberError: assign({
+      lastError: ({ event }) => errorText((event as { error?: unknown }).error),
+      lastExitCode: ({ event }) => exitCodeOf((event as { error?: unknown }).error),
+    }),
     rememberPid: assign({ pid: ({ event }) => (event as { output?: { pid: number } }).output?.pid ?? null }),
     forgetPid: assign({ pid: null }),
     rememberBootstrapStart: assign({
@@ -113,7 +126,7 @@ export const postgresMachine = setup({
 }).createMachine({
   id: 'postgres',
   initial: 'stopped',
-  context: { paused: false, lastError: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null, failedClones: 0, lastCloneAt: null },
+  context: { paused: false, lastError: null, lastExitCode: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null, failedClones: 0, lastCloneAt: null },
   on: {
     SET_PAUSE: { actions: 'rememberPause' },
   },
@@ -175,7 +188,7 @@ export const postgresMachine = setup({
         src: 'runCustomBootstrap',
         input: ({ event }) => {
           if (event.type !== 'CUSTOM_BOOTSTRAP') throw new Error(`custom bootstrap entered by ${event.type}`);
-          return { command: event.command };
+          return { method: event.method };
         },
         onDone: { target: 'bootstrap_starting' },
         onError: { target: 'custom_bootstrap_failed', actions: 'rememberError' },
@@ -210,7 +223,7 @@ export const postgresMachine = setup({
         src: 'cloneReplica',
         input: ({ event }) => {
           if (event.type !== 'CLONE') throw new Error(`clone entered by ${event.type}`);
-          return { source: event.source };
+          return { source: event.source, method: event.method };
         },
         // As the reference: the clone ends in `stopped` whatever its outcome; the HA loop reads lastError.
         onDone: { target: 'stopped', actions: assign({ lastOutcome: 'cloned', failedClones: 0 }) },
@@ -319,12 +332,22 @@ function describeExit(event: { code: number | null; signal: string | null; fence
   return `postmaster exited (${event.signal ? `signal ${event.signal}` : `code ${event.code}`})`;
 }
 
+/** The exit code a failed command reported (PostgresCommandError), else null. */
+function exitCodeOf(error: unknown): number | null {
+  const code = (error as { exitCode?: unknown } | null)?.exitCode;
+  return typeof code === 'number' ? code : null;
+}
+
 /** The invoked actors over the real (or a fake) PostgresProcess. */
 export function postgresActors(pg: PostgresProcess) {
   return {
     runInitdb: fromPromise<void, void>(() => pg.initdb()),
-    runCustomBootstrap: fromPromise<void, { command: string }>(({ input }) => pg.customBootstrap(input.command)),
-    cloneReplica: fromPromise<void, { source: UpstreamNode }>(({ input }) => pg.basebackup(input.source)),
+    runCustomBootstrap: fromPromise<void, { method: BootstrapMethod }>(({ input }) => pg.customBootstrap(input.method)),
+    cloneReplica: fromPromise<void, CloneInput>(({ input }) => {
+      if (input.method) return pg.createReplicaWith(input.method, input.source);
+      if (!input.source) throw new Error('pg_basebackup needs a member to copy');
+      return pg.basebackup(input.source);
+    }),
     startPostgres: fromPromise<{ pid: number }, StartRequest>(async ({ input }) => {
       if (!input.settings) {
         const adopted = await pg.adopt();

@@ -1,4 +1,5 @@
 import { Observable } from 'rxjs';
+import { BootstrapMethod, CustomMethod } from '../config/config.types';
 
 /** Where a replica streams from, or where a clone/rewind reads from. */
 export interface UpstreamNode {
@@ -16,6 +17,8 @@ export interface PostgresSettings {
   slotName?: string | null;
   /** Effective server parameters from local config merged with `/config`; Stator adds its own (port, listen, hba, wal_log_hints...). */
   parameters: Record<string, string | number | boolean>;
+  /** A primary's archive recovery first (a custom bootstrap's `recovery_conf`): these settings and recovery.signal. */
+  recovery?: Record<string, string | number | boolean>;
 }
 
 /** What the data directory and pg_control say, read without a running server. */
@@ -47,6 +50,11 @@ export interface PostmasterExit {
 
 export type StopMode = 'smart' | 'fast' | 'immediate';
 
+/** A custom replica method, named as in `create_replica_methods`. */
+export interface ReplicaMethod extends CustomMethod {
+  name: string;
+}
+
 /**
  * PostgreSQL binaries and processes on this node (initdb, pg_basebackup, postgres under its fence,
  * pg_rewind, pg_controldata). Every method runs the binaries as the unprivileged OS user when the
@@ -55,8 +63,14 @@ export type StopMode = 'smart' | 'fast' | 'immediate';
 export interface PostgresProcess {
   inspectDataDir(): Promise<DataDirInfo>;
   initdb(): Promise<void>;
-  /** Runs the custom bootstrap command (shell), with PGDATA set; it must create the data directory. */
-  customBootstrap(command: string): Promise<void>;
+  /**
+   * Runs a custom bootstrap (`bootstrap.<method>`) as the reference does: the command split as a shell
+   * would, `--scope` and `--datadir` appended (unless `no_params`) with the section's other keys as
+   * `--key=value`; it must leave a cluster in the data directory. Then recovery.signal and
+   * standby.signal are removed unless `keep_existing_recovery_conf` (the first start writes
+   * `recovery_conf` with its own recovery.signal).
+   */
+  customBootstrap(method: BootstrapMethod): Promise<void>;
   /**
    * Once, after the first start of a cluster this node bootstrapped (initdb or custom bootstrap), like
    * Patroni's post_bootstrap: creates the replication role, or updates its password and attributes.
@@ -65,6 +79,14 @@ export interface PostgresProcess {
   postBootstrap(): Promise<void>;
   /** pg_basebackup (fast checkpoint, stream WAL) from `source` into an empty data directory. */
   basebackup(source: UpstreamNode): Promise<void>;
+  /**
+   * A custom replica method (`postgresql.<name>`) as the reference calls it: the data directory emptied
+   * unless `keep_data`, then the command with `--scope`, `--role=replica`, `--datadir` and `--connstring`
+   * (the replication login to `source`, its password in PGPASSFILE; empty without a source) unless
+   * `no_params`, and the section's other keys as `--key=value`. A failure empties the directory again
+   * unless `keep_data`, and throws PostgresCommandError with the exit code.
+   */
+  createReplicaWith(method: ReplicaMethod, source: UpstreamNode | null): Promise<void>;
   /** pg_rewind against a running `source`. Resolves 'not_needed' when the timelines did not diverge. Requires a clean shutdown: call `crashRecovery` first when the cluster state is not `shut down`. */
   rewind(source: UpstreamNode): Promise<'rewound' | 'not_needed'>;
   /** Single-user mode start and clean exit, so pg_control says `shut down` (needed by pg_rewind after a crash). */

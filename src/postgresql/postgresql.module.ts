@@ -15,6 +15,7 @@ import { RealPostgresProcess } from './real-postgres-process';
       useFactory: (config: StatorConfig, logger: Logger): PostgresProcess =>
         new RealPostgresProcess({
           name: config.name,
+          scope: config.scope,
           config: config.postgresql,
           stateDir: config.state_dir,
           initdbOptions: config.bootstrap.initdb,

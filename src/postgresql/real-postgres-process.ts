@@ -4,9 +4,11 @@ import { Observable } from 'rxjs';
 import { fencePaths } from './fence/fence-protocol';
 import { Client } from 'pg';
 import { serverAcceptsConnections, toClientConfig } from './pg-query';
-import { DataDirInfo, PostgresProcess, PostgresSettings, PostmasterExit, StopMode, UpstreamNode } from './postgres.port';
+import { BootstrapMethod } from '../config/config.types';
+import { DataDirInfo, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopMode, UpstreamNode } from './postgres.port';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
+import { CustomMethods } from './process/custom-methods';
 import { DataDirectory, InitdbOptions } from './process/data-directory';
 import { FenceLink } from './process/fence-link';
 import { AdapterLog, LocalPostgres, LocalPostgresOptions } from './process/local-postgres';
@@ -24,6 +26,8 @@ export interface RealPostgresProcessOptions extends LocalPostgresOptions {
   initdbOptions?: InitdbOptions;
   /** `bootstrap.post_bootstrap`: run once after a new cluster's bootstrap, with the superuser's conninfo appended. */
   postBootstrapCommand?: string;
+  /** The cluster's name, passed to custom bootstrap and replica methods as `--scope`. */
+  scope?: string;
   /** Diagnostics (fence lost, escalations). Default: silent. */
   log?: AdapterLog;
   /** Shorter command deadlines than COMMAND_DEADLINES_MS (tests). */
@@ -49,6 +53,7 @@ const MAX_SOCKET_PATH = 107;
 export class RealPostgresProcess implements PostgresProcess {
   private readonly local: LocalPostgres;
   private readonly dataDirectory: DataDirectory;
+  private readonly customMethods: CustomMethods;
   private readonly configurationFiles: ConfigurationFiles;
   private readonly fenceLink: FenceLink;
   private readonly postmaster: Postmaster;
@@ -63,6 +68,7 @@ export class RealPostgresProcess implements PostgresProcess {
     this.local = new LocalPostgres(options);
     const commands = new CommandRunner(options.config, options.commandDeadlinesMs);
     this.dataDirectory = new DataDirectory(this.local, commands, options.initdbOptions, options.postBootstrapCommand);
+    this.customMethods = new CustomMethods(this.local, commands, this.dataDirectory, options.scope ?? '');
     this.configurationFiles = new ConfigurationFiles(this.local, commands);
     this.fenceLink = new FenceLink(paths, options.log);
     this.postmaster = new Postmaster(this.local, commands, this.fenceLink, { stateDir, paths, fenceScript, log: options.log });
@@ -78,8 +84,8 @@ export class RealPostgresProcess implements PostgresProcess {
     return this.dataDirectory.initdb();
   }
 
-  async customBootstrap(command: string): Promise<void> {
-    return this.dataDirectory.customBootstrap(command);
+  async customBootstrap(method: BootstrapMethod): Promise<void> {
+    return this.customMethods.bootstrap(method);
   }
 
   async postBootstrap(): Promise<void> {
@@ -88,6 +94,10 @@ export class RealPostgresProcess implements PostgresProcess {
 
   async basebackup(source: UpstreamNode): Promise<void> {
     return this.dataDirectory.basebackup(source);
+  }
+
+  async createReplicaWith(method: ReplicaMethod, source: UpstreamNode | null): Promise<void> {
+    return this.customMethods.createReplica(method, source);
   }
 
   async rewind(source: UpstreamNode): Promise<'rewound' | 'not_needed'> {

@@ -253,14 +253,19 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
     }, 30_000);
   });
 
-  it('runs a custom bootstrap script as the OS user and removes the data directory on request', async () => {
+  // As the reference: the command split as a shell would and run without one, `--scope` and `--datadir` appended.
+  const script = (body: string) => ({ command: `sh -c '${body}' bootstrap-script`, options: {} });
+
+  it('runs a custom bootstrap script as the OS user with the reference\'s arguments, and removes the data directory on request', async () => {
     const node = pgTestNode(root, 'custom', await freePort());
     const pg = handle(node);
-    const failure = await pg.customBootstrap('echo "no backup today" >&2; exit 3').catch((error: unknown) => error);
+    const failure = await pg.customBootstrap(script('echo "no backup today" >&2; exit 3')).catch((error: unknown) => error);
     expect(failure).toMatchObject({ name: 'PostgresCommandError', exitCode: 3, stderrTail: 'no backup today' });
     expect((await pg.inspectDataDir()).state).toBe('empty');
 
-    await pg.customBootstrap(`"${node.config.bin_dir}/initdb" -D "$PGDATA" -U postgres --no-sync > /dev/null && test "$(id -u)" != 0`);
+    // $1 is --scope=..., $2 --datadir=<data_dir>, then the section's own keys.
+    const initdb = `test "$1" = --scope= && test "$3" = --label=True && "${node.config.bin_dir}/initdb" -D "\${2#--datadir=}" -U postgres --no-sync > /dev/null && test "$(id -u)" != 0`;
+    await pg.customBootstrap({ ...script(initdb), options: { label: true } });
     expect(await pg.inspectDataDir()).toMatchObject({ state: 'initialized', clusterState: 'shut down', timeline: 1 });
     await pg.removeDataDir();
     expect((await pg.inspectDataDir()).state).toBe('missing');
@@ -272,7 +277,7 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
     handles.push(pg);
     const started = performance.now();
     const pidFile = join(tmpdir(), `stator-stuck-${process.pid}-${Date.now()}.pid`);
-    const failure = await pg.customBootstrap(`echo $$ > ${pidFile}; exec sleep 60`).catch((error: unknown) => error);
+    const failure = await pg.customBootstrap(script(`echo $$ > ${pidFile}; exec sleep 60`)).catch((error: unknown) => error);
     expect(performance.now() - started).toBeLessThan(5000);
     expect(failure).toMatchObject({ name: 'PostgresCommandError', stderrTail: expect.stringContaining('did not finish within 1 s: killed') });
     const pid = Number(readFileSync(pidFile, 'utf8'));

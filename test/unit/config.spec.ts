@@ -114,7 +114,7 @@ describe('loadConfig', () => {
           },
         },
         method: 'restore',
-        methods: { restore: { command: '/usr/local/bin/restore-latest-backup.sh' } },
+        methods: { restore: { command: '/usr/local/bin/restore-latest-backup.sh', options: {} } },
         initdb: [{ encoding: 'UTF8' }, 'data-checksums', { locale: 'C.UTF-8' }],
       },
       postgresql: {
@@ -165,7 +165,6 @@ describe('loadConfig', () => {
       'unsupported key watchdog ignored',
       'unsupported key bootstrap.pg_hba ignored',
       'unsupported key bootstrap.users ignored',
-      'unsupported key postgresql.create_replica_methods ignored',
     ]);
     expect(config).toMatchObject({
       scope: 'batman',
@@ -360,15 +359,44 @@ describe('loadConfig', () => {
         citus: { group: 0 },
         restapi: { ciphers: 'HIGH' },
         etcd3: { srv_suffix: 'a' },
-        bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true } },
+        bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true, recovery_conf: { restore_command: 'cp %p' } } },
         postgresql: { authentication: { superuser: { sslmode: 'require', sslcompression: 1 } } },
       });
       expect(warnings).toEqual([
         'unsupported key citus ignored',
         'unsupported key restapi.ciphers ignored',
         'unsupported key etcd3.srv_suffix ignored',
-        'unsupported key bootstrap.custom.no_params ignored',
         'unsupported key postgresql.authentication.superuser.sslcompression ignored',
+      ]);
+    });
+
+    it('reads custom replica methods and a custom bootstrap as the reference: command, flags, recovery_conf, and the other keys as arguments', () => {
+      const { config, warnings } = load({
+        bootstrap: {
+          method: 'pitr',
+          pitr: { command: '/restore.sh --from=s3', keep_existing_recovery_conf: true, recovery_conf: { recovery_target_action: 'promote', restore_command: 'cp /a/%f %p' }, stanza: 'main' },
+        },
+        postgresql: {
+          create_replica_methods: ['pgbackrest', 'basebackup'],
+          pgbackrest: { command: '/usr/bin/pgbackrest --stanza=main restore', keep_data: true, no_params: true, delta: true, 'process-max': 4 },
+        },
+      });
+      expect(warnings).toEqual([]);
+      expect(config.bootstrap.methods.pitr).toEqual({
+        command: '/restore.sh --from=s3',
+        options: { stanza: 'main' },
+        keep_existing_recovery_conf: true,
+        recovery_conf: { recovery_target_action: 'promote', restore_command: 'cp /a/%f %p' },
+      });
+      expect(config.postgresql.create_replica_methods).toEqual(['pgbackrest', 'basebackup']);
+      expect(config.postgresql.replica_methods).toEqual({
+        pgbackrest: { command: '/usr/bin/pgbackrest --stanza=main restore', no_params: true, options: { keep_data: true, delta: true, 'process-max': 4 } },
+      });
+    });
+
+    it('refuses a replica method section that is not a mapping of scalars, naming the key', () => {
+      expect(problemsOf(() => load({ postgresql: { create_replica_methods: ['wale'], wale: { command: '/w.sh', envdir: ['a'] } } }))).toEqual([
+        'postgresql.wale.envdir: must be a string, a number or a boolean, got ["a"]',
       ]);
     });
 

@@ -5,9 +5,11 @@ import {
   PostgresProcess,
   PostgresSettings,
   PostmasterExit,
+  ReplicaMethod,
   StopMode,
   UpstreamNode,
 } from '../postgres.port';
+import { BootstrapMethod } from '../../config/config.types';
 import { MemoryPostgresServer } from './memory-postgres';
 import { CHECKPOINT_RECORD_BYTES, MemoryCluster } from './memory-state';
 import { divergencePoint } from './wal-history';
@@ -28,6 +30,8 @@ export class MemoryPostgresProcess implements PostgresProcess {
   private attachedPid: number | null = null;
   /** The commands `customBootstrap` ran, oldest first. */
   readonly bootstrapCommands: string[] = [];
+  /** The custom replica methods `createReplicaWith` ran, oldest first. */
+  readonly replicaMethodsRun: string[] = [];
 
   constructor(readonly server: MemoryPostgresServer) {
     server.exits.subscribe((exit) => {
@@ -57,8 +61,8 @@ export class MemoryPostgresProcess implements PostgresProcess {
     this.createCluster();
   }
 
-  async customBootstrap(command: string): Promise<void> {
-    this.bootstrapCommands.push(command);
+  async customBootstrap(method: BootstrapMethod): Promise<void> {
+    this.bootstrapCommands.push(method.command);
     this.refuseExistingCluster('/bin/sh -c', `the script found ${this.server.dataDirPath} not empty`);
     this.server.dataDir = 'empty';
     this.server.takeFailure('customBootstrap', (message) => new PostgresCommandError('/bin/sh -c', 1, message));
@@ -71,6 +75,18 @@ export class MemoryPostgresProcess implements PostgresProcess {
     if (!this.server.postmaster || !cluster) throw fail(`connect ECONNREFUSED 127.0.0.1:${this.server.port}`);
     this.server.takeFailure('postBootstrap', fail);
     cluster.replicationRole = true;
+  }
+
+  /** A custom replica method stands in for a restore: it copies `source` as pg_basebackup would (a backup of it). */
+  async createReplicaWith(method: ReplicaMethod, source: UpstreamNode | null): Promise<void> {
+    this.replicaMethodsRun.push(method.name);
+    if (method.options.keep_data !== true) {
+      this.server.cluster = null;
+      this.server.dataDir = 'empty';
+    }
+    this.server.takeFailure('createReplica', (message) => new PostgresCommandError(`replica method ${method.name}`, 1, message));
+    if (!source) throw new PostgresCommandError(`replica method ${method.name}`, 1, 'no backup to restore in memory without a member to copy');
+    return this.basebackup(source);
   }
 
   /** Copies the upstream's cluster (system identifier, timeline, history, WAL) after a fast checkpoint on it; slots stay behind. */

@@ -58,7 +58,7 @@ export interface MemoryPostmaster {
 
 /** Operations a test can make fail with `failNext`. */
 export type FailableOperation =
-  | 'initdb' | 'customBootstrap' | 'postBootstrap' | 'basebackup' | 'rewind' | 'crashRecovery' | 'start' | 'promote'
+  | 'initdb' | 'customBootstrap' | 'postBootstrap' | 'basebackup' | 'createReplica' | 'rewind' | 'crashRecovery' | 'start' | 'promote'
   | 'sample' | 'checkpoint' | 'syncPhysicalSlots' | 'query';
 
 export interface MemoryPostgresServerOptions {

@@ -58,6 +58,8 @@ export class ConfigurationFiles {
     const standbySignal = join(dataDir, 'standby.signal');
     if (settings.role === 'replica') await this.commands.writeOwnedFile(standbySignal, '');
     else await rm(standbySignal, { force: true });
+    // PostgreSQL removes recovery.signal itself once the recovery ends.
+    if (settings.role === 'primary' && settings.recovery) await this.commands.writeOwnedFile(join(dataDir, 'recovery.signal'), '');
   }
 
   private renderPostgresqlConf(settings: PostgresSettings): string {
@@ -71,6 +73,7 @@ export class ConfigurationFiles {
     parameters.port = port;
     parameters.hba_file = join(this.local.dataDir, 'pg_hba.conf');
     parameters.recovery_target_timeline = 'latest';
+    if (settings.role === 'primary' && settings.recovery) Object.assign(parameters, settings.recovery);
     if (settings.role === 'replica' && settings.upstream) {
       parameters.primary_conninfo = formatConninfo({
         host: settings.upstream.host,

@@ -78,26 +78,6 @@ export class DataDirectory {
   }
 
   /**
-   * Runs `command` through /bin/sh as the OS user with PGDATA set; it must fill the data directory with a
-   * cluster. The directory is created empty beforehand (owned by the OS user, mode 0700), since the OS user
-   * may not be allowed to create it (initdb, pg_basebackup and backup restore tools accept an empty one).
-   * The replication role comes with `postBootstrap`, as after initdb.
-   */
-  async customBootstrap(command: string): Promise<void> {
-    await this.ensureExists();
-    await this.commands.run('/bin/sh', ['-c', command], {
-      env: { PGDATA: this.path },
-      cwd: this.path,
-      timeoutMs: this.commands.deadline('dataCopy'),
-    });
-    const info = await this.inspect();
-    if (info.state !== 'initialized' || !info.systemIdentifier) {
-      throw new PostgresCommandError('custom bootstrap', 0, `the script did not create a cluster in ${this.path}`);
-    }
-    await chmod(this.path, 0o700);
-  }
-
-  /**
    * After initdb: the replication role (REPLICATION LOGIN), the `rewind` role when configured (LOGIN and
    * EXECUTE on the four functions pg_rewind calls, as the reference grants them), then the
    * `post_bootstrap` script. Statements are built by the server (`format` with %I/%L) and not logged
@@ -146,13 +126,7 @@ export class DataDirectory {
       port: connection.port,
       ...(connection.host.startsWith('/') ? {} : connection.libpq),
     });
-    let passfile = this.local.config.pgpass;
-    if (!passfile) {
-      const dir = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
-      await this.commands.chownToOsUser(dir);
-      passfile = join(dir, 'pgpass');
-    }
-    await this.commands.writeOwnedFile(passfile, `*:*:*:${pgpassField(connection.user)}:${pgpassField(connection.password ?? '')}\n`);
+    const passfile = await writePassfile(this.local, this.commands, connection.user, connection.password);
     const [file, ...args] = words;
     await this.commands.run(file, [...args, conninfo], {
       env: { PGPASSFILE: passfile, PGOPTIONS: '-c synchronous_commit=local -c statement_timeout=0' },
@@ -248,7 +222,8 @@ export class DataDirectory {
   }
 
   /** Creates the data directory (parents with default modes) owned by the OS user, mode 0700. */
-  private async ensureExists(): Promise<void> {
+  /** Creates the data directory when missing, owned by the OS user, mode 0700. */
+  async ensureExists(): Promise<void> {
     await mkdir(dirname(this.path), { recursive: true });
     await mkdir(this.path, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'EEXIST') throw error;
@@ -257,7 +232,8 @@ export class DataDirectory {
     await chmod(this.path, 0o700);
   }
 
-  private async empty(): Promise<void> {
+  /** Removes everything inside the data directory, keeping the directory. */
+  async empty(): Promise<void> {
     const entries = await readdir(this.path).catch(() => [] as string[]);
     await Promise.all(entries.map((entry) => rm(join(this.path, entry), { recursive: true, force: true })));
   }
@@ -308,6 +284,21 @@ export function basebackupOptions(options: Array<string | Record<string, string>
 }
 
 /** A .pgpass field: `:` and `\\` escaped. */
+/**
+ * A password file for one login, as PostgreSQL's tools read it (PGPASSFILE): `postgresql.pgpass`, or
+ * a temporary file owned by the OS user. Passwords never go on a command line.
+ */
+export async function writePassfile(local: LocalPostgres, commands: CommandRunner, user: string, password: string | undefined): Promise<string> {
+  let passfile = local.config.pgpass;
+  if (!passfile) {
+    const dir = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
+    await commands.chownToOsUser(dir);
+    passfile = join(dir, 'pgpass');
+  }
+  await commands.writeOwnedFile(passfile, `*:*:*:${pgpassField(user)}:${pgpassField(password ?? '')}\n`);
+  return passfile;
+}
+
 function pgpassField(value: string): string {
   return value.replace(/[\\:]/g, (character) => `\\${character}`);
 }

@@ -85,6 +85,7 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     failedClones: 0,
     lastCloneAt: null,
     unresponsiveMs: 0,
+    canCloneWithoutLeader: false,
     ...overrides,
   };
 }

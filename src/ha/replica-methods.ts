@@ -1,0 +1,23 @@
+import { PostgresqlConfig } from '../config/config.types';
+import { ReplicaMethod } from '../postgresql/postgres.port';
+
+/** One way to build this replica: pg_basebackup, or a custom method by name. */
+export type ReplicaMethodStep = { name: 'basebackup' } | { name: string; method: ReplicaMethod };
+
+/**
+ * The replica methods to try, in order (reference `create_replica`): `create_replica_methods`, or
+ * basebackup alone. Without a member to copy, only the custom methods marked `no_leader` can work.
+ */
+export function replicaMethodPlan(postgresql: PostgresqlConfig, hasSource: boolean): ReplicaMethodStep[] {
+  const names = postgresql.create_replica_methods?.length ? postgresql.create_replica_methods : ['basebackup'];
+  const steps: ReplicaMethodStep[] = names.map((name) => {
+    const custom = name === 'basebackup' ? undefined : postgresql.replica_methods?.[name];
+    return custom ? { name, method: { name, ...custom } } : { name: 'basebackup' };
+  });
+  return hasSource ? steps : steps.filter((step) => 'method' in step && step.method.options.no_leader === true);
+}
+
+/** A custom method restores without any member to copy (`no_leader`): a node may bootstrap while no leader runs. */
+export function canCloneWithoutLeader(postgresql: PostgresqlConfig): boolean {
+  return replicaMethodPlan(postgresql, false).length > 0;
+}
