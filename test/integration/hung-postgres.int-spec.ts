@@ -52,12 +52,19 @@ function signalAll(pids: number[], signal: NodeJS.Signals): void {
  * A client writing a row every 50 ms to whichever node answers `/primary`, as a load balancer
  * would route it; a row counts once its INSERT returned.
  */
-function startWriter(): { acknowledged: () => number; stop: () => Promise<number[]> } {
+function startWriter(): { acknowledged: () => number; pause: () => Promise<void>; resume: () => void; stop: () => Promise<number[]> } {
   const acknowledged: number[] = [];
   let next = 1;
   let running = true;
+  let paused = false;
+  let idle = null as (() => void) | null;
   const loop = (async () => {
     while (running) {
+      if (paused) {
+        idle?.();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        continue;
+      }
       const primaries = await cluster.primaries();
       const target = primaries.length === 1 ? cluster.node(primaries[0]) : null;
       if (target) {
@@ -79,6 +86,18 @@ function startWriter(): { acknowledged: () => number; stop: () => Promise<number
   })();
   return {
     acknowledged: () => acknowledged.length,
+    /** Resolves once no write is in flight. */
+    pause: () =>
+      new Promise<void>((resolve) => {
+        idle = () => {
+          idle = null;
+          resolve();
+        };
+        paused = true;
+      }),
+    resume: () => {
+      paused = false;
+    },
     stop: async () => {
       running = false;
       await loop;
@@ -111,6 +130,17 @@ it('a hung leader stops answering 200 within the timeout + 1 s, is killed, and a
   const writer = startWriter();
   await waitFor(async () => Number((await sql<{ n: string }>(leader, 'SELECT count(*) AS n FROM acknowledged'))[0].n) > 10, { timeoutMs: 10_000, description: 'writes flowing' });
 
+  // Replication is asynchronous: a write acknowledged in the last milliseconds before the hang may not have left
+  // the (then stopped) WAL sender. The writes acknowledged so far reach the replicas first; the writer then goes on.
+  await writer.pause();
+  const [{ lsn }] = await sql<{ lsn: string }>(leader, 'SELECT pg_current_wal_lsn()::text AS lsn');
+  for (const replica of cluster.nodes.filter((node) => node !== leader)) {
+    await waitFor(async () => Number((await sql<{ behind: string }>(replica, 'SELECT pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn())::text AS behind', [lsn]))[0].behind) <= 0, {
+      timeoutMs: 10_000,
+      description: `${replica.name} replaying the acknowledged writes`,
+    });
+  }
+  writer.resume();
   const processes = serverProcesses(leader);
   const hungAt = performance.now();
   signalAll(processes, 'SIGSTOP');
