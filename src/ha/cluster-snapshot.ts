@@ -35,6 +35,8 @@ export interface LocalView {
   unresponsiveMs: number;
   /** A replica method marked `no_leader` (a restore from backup) can build this node without any member. */
   canCloneWithoutLeader: boolean;
+  /** The last background procedure that ended (task machine): its name, error, end and failures in a row. */
+  lastTask: { name: string; error: string | null; endedAt: number | null; failuresInRow: number } | null;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */

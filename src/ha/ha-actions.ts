@@ -66,7 +66,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       if (!snapshot.cluster && node.lock.held) node.lock.lost(`DCS is not accessible: ${snapshot.dcsError}`);
       return runTask('demote', async () => {
         node.sendRole({ type: 'DEMOTED' });
-        node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: 60_000 });
+        // A fast shutdown waits for WAL senders, which hang when the replicas are cut off: past half a ttl it
+        // escalates to an immediate shutdown, then SIGKILL (the adapter), well before another node may be promoted.
+        node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: demoteStopTimeoutMs(node.dynamic.ttl) });
         await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
         if (!action.restart) return;
         if (action.upstream) await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
@@ -188,4 +190,9 @@ async function followAfterDemotion(node: NodeContext): Promise<void> {
   const upstream = upstreamOf(leader ?? undefined);
   if (upstream) await rejoin(node, upstream, node.dynamic.use_pg_rewind);
   else await startAsReplica(node, null);
+}
+
+/** How long a demotion's shutdown may take before it escalates: half the ttl, at least a second. */
+export function demoteStopTimeoutMs(ttlSeconds: number): number {
+  return Math.max(1000, Math.min(60_000, ttlSeconds * 500));
 }

@@ -350,10 +350,10 @@ export class HaNode {
     task.send({ type: 'TASK_STARTED', task: name });
     try {
       await work();
-      task.send({ type: 'TASK_ENDED', task: name });
+      task.send({ type: 'TASK_ENDED', task: name, at: this.deps.clock.now() });
     } catch (error) {
       this.deps.logger.error(`${name} failed: ${errorText(error)}`);
-      task.send({ type: 'TASK_ENDED', task: name, error: errorText(error) });
+      task.send({ type: 'TASK_ENDED', task: name, error: errorText(error), at: this.deps.clock.now() });
     } finally {
       this.wake();
     }

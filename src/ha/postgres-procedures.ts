@@ -43,7 +43,10 @@ export async function startAsReplica(node: NodeContext, upstream: UpstreamNode |
   node.setUpstream(upstream?.name ?? null);
   node.postgres.send({ type: 'START', start: node.startRequest(node.settings('replica', upstream)) });
   await node.waitForPostgres((state) => state !== 'starting');
-  if (node.pgState() === 'running' && node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
+  if (node.pgState() !== 'running') return;
+  if (node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
+  // A first reading at once: health checks answer from it, and a replica is in the read pool as soon as it runs.
+  await node.sampler.take().catch(() => undefined);
 }
 
 /** Stops a running server and waits until it is down. */
@@ -58,10 +61,8 @@ export async function stopServer(node: NodeContext, mode: 'fast' | 'immediate'):
  */
 export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewind: boolean): Promise<void> {
   const { pg, logger } = node.deps;
-  if (!(await pg.upstreamReachable(upstream))) {
-    logger.warning(`not rejoining ${upstream.name} now: it does not accept connections`);
-    return;
-  }
+  // A failed task: the next try waits a backoff (recover.ts), and the log says no pg_rewind ran.
+  if (!(await pg.upstreamReachable(upstream))) throw new Error(`not rejoining ${upstream.name} now: it does not accept connections; nothing was run`);
   let rewound = false;
   if (useRewind) {
     const info = await pg.inspectDataDir();

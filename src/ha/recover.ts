@@ -47,6 +47,8 @@ export function recover(s: HaSnapshot): Decision {
     if (leaderMember?.data.checkpoint_after_promote === false) {
       return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
     }
+    const retry = rejoinBackoff(s, upstream.name);
+    if (retry) return retry;
     return {
       verdict: `${diverged}; ${config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: use_pg_rewind is off`}`,
       actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
@@ -63,12 +65,23 @@ export function recover(s: HaSnapshot): Decision {
     return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
   }
   if (upstream && wasPrimary) {
+    const retry = rejoinBackoff(s, upstream.name);
+    if (retry) return retry;
     return {
       verdict: config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: former primary and use_pg_rewind is off`,
       actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
     };
   }
   return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream }] };
+}
+
+/** A rejoin that could not run (its source did not answer) is tried again after a backoff, not on the next cycle. */
+function rejoinBackoff(s: HaSnapshot, upstream: string): Decision | null {
+  const last = s.local.lastTask;
+  if (!last || last.name !== 'rejoin' || !last.error || last.endedAt === null) return null;
+  const at = last.endedAt + startRetryDelayMs(last.failuresInRow, s.config.loop_wait);
+  if (s.now >= at) return null;
+  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before rejoining ${upstream} again: ${last.error}`, actions: [{ type: 'wakeAt', at }] };
 }
 
 /**

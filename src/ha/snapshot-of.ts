@@ -28,6 +28,7 @@ export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsEr
     failedClones: postgres.context.failedClones,
     lastCloneAt: postgres.context.lastCloneAt,
     canCloneWithoutLeader: canCloneWithoutLeader(node.config.postgresql),
+    lastTask: lastTaskOf(node),
   };
   return {
     now,
@@ -38,4 +39,9 @@ export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsEr
     failsafeMembers: node.knownFailsafeMembers,
     failsafeLeader: node.failsafe.leaderAccepted(now, node.dynamic.ttl)?.name ?? null,
   };
+}
+
+function lastTaskOf(node: NodeContext): LocalView['lastTask'] {
+  const { lastTask, lastError, lastEndedAt, failuresInRow } = node.task.getSnapshot().context;
+  return lastTask === null ? null : { name: lastTask, error: lastError, endedAt: lastEndedAt, failuresInRow };
 }

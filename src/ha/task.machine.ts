@@ -5,25 +5,40 @@ import { assign, setup } from 'xstate';
  * promote, switchover, restart, reinitialize...), so that "busy" is a recorded state, not a field:
  * an auditor replaying the log sees when each procedure began, how it ended and why it failed.
  */
-export type TaskEvent = { type: 'TASK_STARTED'; task: string } | { type: 'TASK_ENDED'; task: string; error?: string };
+export type TaskEvent = { type: 'TASK_STARTED'; task: string } | { type: 'TASK_ENDED'; task: string; error?: string; at?: number };
 
 export interface TaskContext {
   /** The running procedure, null when idle. */
   task: string | null;
   /** Why the last procedure failed, null when it succeeded. */
   lastError: string | null;
+  /** The last procedure that ended, when (epoch ms), and how many times in a row it failed: a retry waits a backoff. */
+  lastTask: string | null;
+  lastEndedAt: number | null;
+  failuresInRow: number;
 }
 
 export const taskMachine = setup({
   types: { context: {} as TaskContext, events: {} as TaskEvent },
   actions: {
     begin: assign({ task: ({ event }) => (event.type === 'TASK_STARTED' ? event.task : null), lastError: null }),
-    end: assign({ task: null, lastError: ({ event }) => (event.type === 'TASK_ENDED' ? (event.error ?? null) : null) }),
+    end: assign(({ event, context }) => {
+      if (event.type !== 'TASK_ENDED') return {};
+      const failed = event.error !== undefined;
+      const sameTask = context.lastTask === event.task;
+      return {
+        task: null,
+        lastError: event.error ?? null,
+        lastTask: event.task,
+        lastEndedAt: event.at ?? null,
+        failuresInRow: failed ? (sameTask ? context.failuresInRow : 0) + 1 : 0,
+      };
+    }),
   },
 }).createMachine({
   id: 'task',
   initial: 'idle',
-  context: { task: null, lastError: null },
+  context: { task: null, lastError: null, lastTask: null, lastEndedAt: null, failuresInRow: 0 },
   states: {
     idle: {
       on: { TASK_STARTED: { target: 'busy', actions: 'begin' } },

@@ -86,6 +86,7 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     lastCloneAt: null,
     unresponsiveMs: 0,
     canCloneWithoutLeader: false,
+    lastTask: null,
     ...overrides,
   };
 }
