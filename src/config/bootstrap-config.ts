@@ -2,7 +2,7 @@ import { DynamicConfig } from '../dcs/dcs.port';
 import { reviewConfigWrite } from './config-write-review';
 import { BootstrapMethod, StatorConfig } from './config.types';
 import { readBootstrapMethod } from './custom-methods-config';
-import { Findings, ignoreUnsupported, isAbsent, Mapping, readRequiredString, readSection, readString } from './config-readers';
+import { Findings, isAbsent, Mapping, readSection, readString } from './config-readers';
 import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, isMapping, isParameterValue, validateDynamicConfigKeys } from './dynamic-config';
 
 /** The `bootstrap` section: the first /config (`bootstrap.dcs`), the bootstrap method and initdb's options. */

@@ -1,4 +1,5 @@
-import { isMapping, parsePatroniBoolean } from './dynamic-config';
+import { isMapping } from './dynamic-config';
+import { slotsProblems } from './slots-config';
 
 /**
  * What Stator does with each key of a `/config` write (PATCH or PUT body), so that nothing is accepted
@@ -27,19 +28,19 @@ const ACTED_ON = new Set([
   'synchronous_node_count',
   'maximum_lag_on_syncnode',
   'failsafe_mode',
+  'slots',
+  'ignore_slots',
 ]);
 
 /** Refused unless off, with what is missing. */
 const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({
   standby_cluster: { isOn: (v) => !isMapping(v) || Object.keys(v).length > 0, missing: 'standby clusters are not supported yet' },
-  slots: { isOn: (v) => !isMapping(v) || Object.keys(v).length > 0, missing: 'permanent replication slots are not supported yet' },
 });
 
 const STORED_NOT_ACTED_ON = new Set([
   'primary_stop_timeout',
   'master_stop_timeout',
   'max_timelines_history',
-  'ignore_slots',
   'member_slots_ttl',
 ]);
 
@@ -64,6 +65,7 @@ export interface ConfigWriteReview {
 export function reviewConfigWrite(written: Record<string, unknown>): ConfigWriteReview {
   const problems: string[] = [];
   const warnings: string[] = [];
+  problems.push(...slotsProblems(written.slots));
   for (const [key, value] of Object.entries(written)) {
     if (value === null || ACTED_ON.has(key)) continue;
     if (Object.hasOwn(NOT_SUPPORTED_WHEN_ON, key)) {

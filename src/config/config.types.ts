@@ -1,3 +1,4 @@
+import type { PermanentSlot, SlotMatcher } from './slots-config';
 import { LogSettings } from '../common/logger';
 import { DynamicConfig } from '../dcs/dcs.port';
 
@@ -161,4 +162,8 @@ export interface EffectiveDynamicConfig {
   /** While the DCS cannot be reached, a leader that reaches every member's API stays primary. */
   failsafe_mode: boolean;
   parameters: Record<string, string | number | boolean>;
+  /** Permanent replication slots (`slots`): kept on the leader and on every replica, their positions shared. */
+  slots: PermanentSlot[];
+  /** Slots Stator never drops (`ignore_slots`). */
+  ignore_slots: SlotMatcher[];
 }

@@ -1,12 +1,13 @@
 import { DynamicConfig } from '../dcs/dcs.port';
 import { EffectiveDynamicConfig } from './config.types';
+import { readIgnoreSlots, readPermanentSlots } from './slots-config';
 
 /** Rule texts shared with load-config.ts, so both speak of booleans and parameters in the same words. */
 export const BOOLEAN_RULE = 'must be a boolean (true/false, on/off, yes/no)';
 export const PARAMETER_RULE = 'must be a string, number or boolean';
 
 /** Defaults of the dynamic settings (reference-behavior section 5; `use_pg_rewind` is on in Stator, off in Patroni). */
-export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters'>> = Object.freeze({
+export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters' | 'slots' | 'ignore_slots'>> = Object.freeze({
   ttl: 30,
   loop_wait: 10,
   retry_timeout: 10,
@@ -137,6 +138,8 @@ export function effectiveDynamicConfig(
       maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),
       failsafe_mode: boolean('failsafe_mode', source.failsafe_mode, defaults.failsafe_mode),
       parameters,
+      slots: readPermanentSlots(source.slots, adjustments),
+      ignore_slots: readIgnoreSlots(source.ignore_slots),
     },
     adjustments,
   };

@@ -3,7 +3,7 @@ import { errorText } from '../common/error-text';
 import { DynamicConfig } from '../dcs/dcs.port';
 import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
-import { slotNameOf } from './leader-duties';
+import { recordSlotChanges, wantedPhysicalSlots } from './leader-duties';
 import { NodeContext } from './node-context';
 import { cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
 
@@ -120,14 +120,20 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     }
     case 'leaderDuties': {
       const sample = node.sampler.sample;
-      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic.use_slots);
+      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic);
       await node.publishFailsafe(snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
       if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
     }
-    case 'serveDownstreams':
-      await query.syncPhysicalSlots(action.members.map(slotNameOf));
+    case 'serveDownstreams': {
+      // A replica keeps the permanent slots too, at the leader's positions, so they survive a failover.
+      const { dynamic } = node;
+      recordSlotChanges(node.events, await query.syncPhysicalSlots(wantedPhysicalSlots(action.members, dynamic, node.name), dynamic.ignore_slots));
+      const published = snapshot.cluster?.status?.value.slots ?? {};
+      const positions = Object.fromEntries(dynamic.slots.filter((slot) => typeof published[slot.name] === 'number').map((slot) => [slot.name, published[slot.name]]));
+      await query.advanceSlots(positions).catch((e) => logger.warning(`advancing permanent slots failed: ${errorText(e)}`));
       return;
+    }
     case 'demoteGraceful': {
       const request = snapshot.cluster?.failover?.value;
       if (request?.scheduled_at) node.events.recordCluster('switchover.executed', node.events.verdict, { ...request });

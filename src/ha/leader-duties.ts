@@ -1,7 +1,8 @@
 import { Clock } from '../common/clock';
 import { parseLsn } from '../common/lsn';
-import { ClusterView, Dcs, HistoryEntry } from '../dcs/dcs.port';
-import { PostgresQuery, PostgresSample } from '../postgresql/postgres.port';
+import { EffectiveDynamicConfig } from '../config/config.types';
+import { ClusterView, Dcs, HistoryEntry, LeaderStatus } from '../dcs/dcs.port';
+import { PostgresQuery, PostgresSample, SlotChanges } from '../postgresql/postgres.port';
 import { downstreamMembers } from './cascade';
 import { isoWithOffset, NodeEvents } from './node-events';
 
@@ -10,9 +11,21 @@ export function slotNameOf(memberName: string): string {
   return memberName.toLowerCase().replace(/[^a-z0-9_]/g, '_');
 }
 
-/** Optime, history and members' slots: what the lock holder publishes and keeps each cycle. */
+/** The physical slots a node keeps: one per member streaming from it, and the permanent ones (never its own name). */
+export function wantedPhysicalSlots(memberNames: string[], dynamic: EffectiveDynamicConfig, ownName: string): string[] {
+  const permanent = dynamic.slots.filter((slot) => slot.type === 'physical').map((slot) => slot.name);
+  return [...new Set([...memberNames.map(slotNameOf), ...permanent])].filter((name) => name !== slotNameOf(ownName));
+}
+
+/** Each slot a synchronisation created or dropped, as a fact in the event log. */
+export function recordSlotChanges(events: NodeEvents, changes: SlotChanges): void {
+  for (const name of changes.created) events.recordCluster('slot.created', `physical slot ${name} created`, { slot: name, type: 'physical' });
+  for (const name of changes.dropped) events.recordCluster('slot.dropped', `physical slot ${name} dropped`, { slot: name, type: 'physical' });
+}
+
+/** Optime, history, members' and permanent slots: what the lock holder publishes and keeps each cycle. */
 export class LeaderDuties {
-  private publishedOptime: number | null = null;
+  private publishedStatus = '';
 
   constructor(
     private readonly name: string,
@@ -22,11 +35,16 @@ export class LeaderDuties {
     private readonly events: NodeEvents,
   ) {}
 
-  async perform(cluster: ClusterView | null, sample: PostgresSample | null, useSlots: boolean): Promise<void> {
+  async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig): Promise<void> {
     if (!cluster || !sample) return;
-    if (sample.walPosition !== this.publishedOptime) {
-      await this.dcs.setStatus({ optime: sample.walPosition });
-      this.publishedOptime = sample.walPosition;
+    // The permanent slots' positions go with the optime, so that replicas keep their copies in step;
+    // a failed reading never holds the optime back.
+    const permanent = dynamic.use_slots ? dynamic.slots.map((slot) => slot.name) : [];
+    const slots = permanent.length > 0 ? await this.query.physicalSlotPositions(permanent).catch(() => ({})) : {};
+    const status: LeaderStatus = { optime: sample.walPosition, ...(Object.keys(slots).length > 0 ? { slots } : {}) };
+    if (JSON.stringify(status) !== this.publishedStatus) {
+      await this.dcs.setStatus(status);
+      this.publishedStatus = JSON.stringify(status);
     }
     const history = cluster.history?.value;
     if (sample.timeline === 1 && !history) await this.dcs.setHistory([]);
@@ -34,16 +52,17 @@ export class LeaderDuties {
     if (sample.timeline > 1 && (!history || lastTimeline !== sample.timeline - 1)) {
       await this.dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? []));
     }
-    if (useSlots) await this.syncMemberSlots(cluster);
+    if (dynamic.use_slots) await this.syncMemberSlots(cluster, dynamic);
   }
 
   /**
-   * One physical slot per member that streams from the leader (not those cascading from a replica),
-   * none for members that left. Checked every cycle rather than cached: pg_rewind and reclones drop
-   * slots behind the agent's back.
+   * One physical slot per member that streams from the leader (not those cascading from a replica)
+   * and per permanent physical slot; none for members that left, unless `ignore_slots` covers it.
+   * Checked every cycle rather than cached: pg_rewind and reclones drop slots behind the agent's back.
    */
-  async syncMemberSlots(cluster: ClusterView): Promise<void> {
-    await this.query.syncPhysicalSlots(downstreamMembers(cluster, this.name, true).map(slotNameOf));
+  async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig): Promise<void> {
+    const changes = await this.query.syncPhysicalSlots(wantedPhysicalSlots(downstreamMembers(cluster, this.name, true), dynamic, this.name), dynamic.ignore_slots);
+    recordSlotChanges(this.events, changes);
   }
 
   /** Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries. */

@@ -111,7 +111,7 @@ export async function promote(node: NodeContext): Promise<void> {
   // Slots for the other members exist before they reconnect to us, or they retry only after
   // wal_retrieve_retry_interval (5 s). Physical slots can be created on a standby.
   if (node.dynamic.use_slots && node.cluster) {
-    await node.leaderDuties.syncMemberSlots(node.cluster).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`));
+    await node.leaderDuties.syncMemberSlots(node.cluster, node.dynamic).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`));
   }
   // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
   // on a former primary reads it: from now until that checkpoint the member key says so.

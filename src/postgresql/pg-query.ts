@@ -2,8 +2,9 @@ import { Client, ClientConfig, QueryResult } from 'pg';
 import { SerialConnection } from './serial-connection';
 import { LibpqOptions, PostgresqlConfig } from '../config/config.types';
 import { clientSsl } from './libpq-ssl';
-import { parseLsn } from '../common/lsn';
-import { PostgresQuery, PostgresSample, ReplicationConnection } from './postgres.port';
+import { formatLsn, parseLsn } from '../common/lsn';
+import { isIgnoredSlot, SlotMatcher } from '../config/slots-config';
+import { PostgresQuery, PostgresSample, ReplicationConnection, SlotChanges } from './postgres.port';
 
 /** Where to reach a server: TCP, or a unix socket directory as `host`. */
 export interface LocalConnection {
@@ -239,19 +240,50 @@ export class PgQuery implements PostgresQuery {
    * A slot that is in use (its standby still streams) is left for a later call rather than
    * terminating the walsender.
    */
-  async syncPhysicalSlots(names: string[]): Promise<void> {
-    await this.query(
-      `WITH wanted AS (SELECT pg_catalog.unnest($1::text[]) AS slot_name),
-       created AS (
-         SELECT pg_catalog.pg_create_physical_replication_slot(w.slot_name, true)
-         FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots s WHERE s.slot_name = w.slot_name))
-       SELECT (SELECT count(*) FROM created) AS created`,
+  async syncPhysicalSlots(names: string[], keep: SlotMatcher[] = []): Promise<SlotChanges> {
+    const created = await this.query<{ slot_name: string }>(
+      `WITH wanted AS (SELECT pg_catalog.unnest($1::text[]) AS slot_name)
+       SELECT (pg_catalog.pg_create_physical_replication_slot(w.slot_name, true)).slot_name
+       FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots s WHERE s.slot_name = w.slot_name)`,
       [names],
     );
-    await this.query(
-      `SELECT pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots
+    const unwanted = await this.query<{ slot_name: string }>(
+      `SELECT slot_name FROM pg_catalog.pg_replication_slots
        WHERE slot_type = 'physical' AND NOT active AND NOT (slot_name = ANY($1::text[]))`,
       [names],
+    );
+    const drop = unwanted.map((slot) => slot.slot_name).filter((name) => !isIgnoredSlot(keep, { name, type: 'physical' }));
+    const dropped =
+      drop.length === 0
+        ? []
+        : await this.query<{ slot_name: string }>(
+            `SELECT slot_name, pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots
+             WHERE slot_type = 'physical' AND NOT active AND slot_name = ANY($1::text[])`,
+            [drop],
+          );
+    return { created: created.map((row) => row.slot_name), dropped: dropped.map((row) => row.slot_name) };
+  }
+
+  async physicalSlotPositions(names: string[]): Promise<Record<string, number>> {
+    if (names.length === 0) return {};
+    const rows = await this.query<{ slot_name: string; restart_lsn: string }>(
+      `SELECT slot_name, restart_lsn::text FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = 'physical' AND restart_lsn IS NOT NULL AND slot_name = ANY($1::text[])`,
+      [names],
+    );
+    return Object.fromEntries(rows.map((row) => [row.slot_name, parseLsn(row.restart_lsn)]));
+  }
+
+  async advanceSlots(positions: Record<string, number>): Promise<void> {
+    const names = Object.keys(positions);
+    if (names.length === 0) return;
+    // On a standby, advancing is capped at the replay position by PostgreSQL itself.
+    await this.query(
+      `SELECT pg_catalog.pg_replication_slot_advance(s.slot_name, w.lsn)
+       FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::pg_lsn[])) AS w(slot_name, lsn)
+       JOIN pg_catalog.pg_replication_slots s ON s.slot_name = w.slot_name
+       WHERE NOT s.active AND s.restart_lsn IS NOT NULL AND s.restart_lsn < w.lsn`,
+      [names, names.map((name) => formatLsn(positions[name]))],
     );
   }
 

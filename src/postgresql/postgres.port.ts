@@ -1,5 +1,6 @@
 import { Observable } from 'rxjs';
 import { BootstrapMethod, CustomMethod } from '../config/config.types';
+import { SlotMatcher } from '../config/slots-config';
 
 /** Where a replica streams from, or where a clone/rewind reads from. */
 export interface UpstreamNode {
@@ -185,12 +186,28 @@ export interface PostgresSample {
   pendingRestart: Record<string, { old_value: string; new_value: string }>;
 }
 
+/** The slots one synchronisation created and dropped. */
+export interface SlotChanges {
+  created: string[];
+  dropped: string[];
+}
+
 /** SQL against the local server (node-postgres). Every call has a statement timeout. */
 export interface PostgresQuery {
   sample(): Promise<PostgresSample>;
   checkpoint(): Promise<void>;
-  /** Creates the physical slots that are missing and drops other physical slots not in `names`. */
-  syncPhysicalSlots(names: string[]): Promise<void>;
+  /**
+   * Creates the physical slots that are missing and drops the other inactive physical slots, except
+   * those `keep` covers (`ignore_slots`). Says which it created and dropped.
+   */
+  syncPhysicalSlots(names: string[], keep?: SlotMatcher[]): Promise<SlotChanges>;
+  /** `restart_lsn` of each of these physical slots that exists and holds one. */
+  physicalSlotPositions(names: string[]): Promise<Record<string, number>>;
+  /**
+   * Moves each of these slots forward to its position (pg_replication_slot_advance; on a standby no
+   * further than its replay). A slot already there, or missing, is left alone.
+   */
+  advanceSlots(positions: Record<string, number>): Promise<void>;
   /** For tests and the demo: run one statement. */
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;

@@ -865,6 +865,8 @@ describe('effectiveDynamicConfig', () => {
         maximum_lag_on_syncnode: -1,
         failsafe_mode: false,
         parameters: {},
+        slots: [],
+        ignore_slots: [],
       },
       adjustments: [],
     });

@@ -1,4 +1,5 @@
-import { PostgresQuery, PostgresSample } from '../postgres.port';
+import { isIgnoredSlot, SlotMatcher } from '../../config/slots-config';
+import { PostgresQuery, PostgresSample, SlotChanges } from '../postgres.port';
 import { MemoryPostgresServer } from './memory-postgres';
 import { FailableOperation, MemoryCluster, MemoryPostmaster } from './memory-state';
 import { historyFileOf, renderHistory } from './wal-history';
@@ -58,15 +59,32 @@ export class MemoryPostgresQuery implements PostgresQuery {
     this.server.checkpointNow();
   }
 
-  /** Creates the missing physical slots and drops the others, except those a standby streams from now. */
-  async syncPhysicalSlots(names: string[]): Promise<void> {
+  /** Creates the missing physical slots and drops the others, except those a standby streams from now and those `keep` covers. */
+  async syncPhysicalSlots(names: string[], keep: SlotMatcher[] = []): Promise<SlotChanges> {
     const { cluster } = await this.connected('syncPhysicalSlots');
     const invalid = names.find((name) => !SLOT_NAME.test(name));
     if (invalid !== undefined) throw new Error(`replication slot name "${invalid}" contains invalid character`);
     const inUse = new Set(this.server.network.downstreamsOf(this.server).map((replica) => replica.postmaster?.slotName));
+    const changes: SlotChanges = { created: names.filter((name) => !cluster.slots.has(name)), dropped: [] };
     for (const name of names) cluster.slots.add(name);
-    for (const slot of [...cluster.slots]) if (!names.includes(slot) && !inUse.has(slot)) cluster.slots.delete(slot);
+    for (const slot of [...cluster.slots]) {
+      if (!names.includes(slot) && !inUse.has(slot) && !isIgnoredSlot(keep, { name: slot, type: 'physical' })) {
+        cluster.slots.delete(slot);
+        changes.dropped.push(slot);
+      }
+    }
     this.server.network.settle(); // a standby waiting for its slot streams now
+    return changes;
+  }
+
+  /** The in-memory server keeps no slot positions: every slot holds the current WAL position. */
+  async physicalSlotPositions(names: string[]): Promise<Record<string, number>> {
+    const { cluster } = await this.connected('query');
+    return Object.fromEntries(names.filter((name) => cluster.slots.has(name)).map((name) => [name, this.server.walPosition ?? 0]));
+  }
+
+  async advanceSlots(): Promise<void> {
+    await this.connected('query');
   }
 
   async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {

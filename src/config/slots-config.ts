@@ -1,0 +1,76 @@
+/** A permanent replication slot from the dynamic configuration's `slots`, kept by the leader and its replicas. */
+export interface PermanentSlot {
+  name: string;
+  type: 'physical' | 'logical';
+  database?: string;
+  plugin?: string;
+}
+
+/** One `ignore_slots` entry: a slot that matches every given field is never created nor dropped by Stator. */
+export interface SlotMatcher {
+  name?: string;
+  type?: string;
+  database?: string;
+  plugin?: string;
+}
+
+/** PostgreSQL's rule for slot names. */
+const SLOT_NAME = /^[a-z0-9_]{1,63}$/;
+/** Every list is bounded: no configuration needs more. */
+const MAX_SLOTS = 256;
+const MATCHER_FIELDS = ['name', 'type', 'database', 'plugin'] as const;
+
+const isMapping = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * What is wrong with a `slots` value, one line per problem naming the slot and the rule: names as
+ * PostgreSQL allows them, `type` physical or logical (the default, as the reference, is physical),
+ * a logical slot with its `database` and `plugin`. Logical slots are refused for now: Stator does not
+ * yet copy them to replicas, so one would not survive a failover.
+ */
+export function slotsProblems(value: unknown): string[] {
+  if (value === null || value === undefined) return [];
+  if (!isMapping(value)) return ['slots: must be a mapping of slot names'];
+  const entries = Object.entries(value);
+  if (entries.length > MAX_SLOTS) return [`slots: at most ${MAX_SLOTS} slots`];
+  const problems: string[] = [];
+  for (const [name, spec] of entries) {
+    if (!SLOT_NAME.test(name)) problems.push(`slots.${name.slice(0, 80)}: a slot name is 1 to 63 lowercase letters, digits or underscores`);
+    else if (spec !== null && !isMapping(spec)) problems.push(`slots.${name}: must be a mapping (type: physical)`);
+    else if (isMapping(spec) && spec.type !== undefined && spec.type !== 'physical' && spec.type !== 'logical') problems.push(`slots.${name}.type: must be physical or logical`);
+    else if (isMapping(spec) && spec.type === 'logical') problems.push(`slots.${name}: logical permanent slots are not supported yet; use type: physical`);
+  }
+  return problems;
+}
+
+/** The usable permanent slots of a stored `slots` value; the rest is said in `adjustments` and skipped. */
+export function readPermanentSlots(value: unknown, adjustments: string[]): PermanentSlot[] {
+  if (!isMapping(value)) return [];
+  const slots: PermanentSlot[] = [];
+  for (const [name, spec] of Object.entries(value).slice(0, MAX_SLOTS)) {
+    const type = isMapping(spec) && spec.type === 'logical' ? 'logical' : 'physical';
+    if (!SLOT_NAME.test(name) || (spec !== null && !isMapping(spec))) {
+      adjustments.push(`permanent slot ${JSON.stringify(name.slice(0, 80))} skipped: not a valid slot`);
+    } else if (type === 'logical') {
+      adjustments.push(`permanent slot ${name} skipped: logical permanent slots are not supported yet`);
+    } else {
+      slots.push({ name, type });
+    }
+  }
+  return slots;
+}
+
+/** `ignore_slots`: the mappings among its entries, each reduced to its string fields. */
+export function readIgnoreSlots(value: unknown): SlotMatcher[] {
+  if (!Array.isArray(value)) return [];
+  return value.slice(0, MAX_SLOTS).filter(isMapping).map((entry) => {
+    const matcher: SlotMatcher = {};
+    for (const field of MATCHER_FIELDS) if (typeof entry[field] === 'string') matcher[field] = entry[field] as string;
+    return matcher;
+  }).filter((matcher) => Object.keys(matcher).length > 0);
+}
+
+/** Whether one of the matchers covers this slot (every field it gives is equal). */
+export function isIgnoredSlot(matchers: SlotMatcher[], slot: SlotMatcher): boolean {
+  return matchers.some((matcher) => MATCHER_FIELDS.every((field) => matcher[field] === undefined || matcher[field] === slot[field]));
+}

@@ -1,0 +1,82 @@
+import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
+import { sql } from '../helpers/sql';
+
+/**
+ * Permanent physical slots (`slots` in the dynamic configuration) on a real 3-node cluster: the
+ * leader keeps them and publishes their positions in `/status`, every replica keeps a copy advanced
+ * to them, so that after a switchover the new leader already holds the slot, near where the consumer
+ * left it. Slots that `ignore_slots` covers are never dropped; other unknown physical slots are.
+ */
+jest.setTimeout(180_000);
+
+let cluster: LocalCluster;
+let baseDir: string;
+
+const slotsOn = async (node: LocalNode) =>
+  Object.fromEntries(
+    (await sql<{ slot_name: string; restart_lsn: string | null }>(node, "SELECT slot_name, restart_lsn::text FROM pg_replication_slots WHERE slot_type = 'physical'")).map((row) => [row.slot_name, row.restart_lsn]),
+  ) as Record<string, string | null>;
+
+/** Bytes of WAL from `a` to `b`, read by the server. */
+async function lsnDistance(node: LocalNode, from: string, to: string): Promise<number> {
+  return Number((await sql<{ bytes: string }>(node, 'SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::text AS bytes', [from, to]))[0].bytes);
+}
+
+beforeAll(async () => {
+  baseDir = tmpDir('stator-slots-');
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 });
+  const leader = await cluster.waitForLeader(60_000);
+  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 60_000);
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+  if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+});
+
+it('keeps a permanent slot on every node at the leader\'s position, keeps ignored slots and drops unknown ones', async () => {
+  const leader = await cluster.waitForLeader(30_000);
+  await sql(leader, "SELECT pg_create_physical_replication_slot('backup_tool', true), pg_create_physical_replication_slot('leftover', true)");
+  const patch = await fetch(`${leader.apiUrl}/config`, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ slots: { archiver: { type: 'physical' } }, ignore_slots: [{ name: 'backup_tool', type: 'physical' }] }),
+  });
+  expect(patch.status).toBe(200);
+
+  await waitFor(async () => {
+    const slots = await slotsOn(leader);
+    return 'archiver' in slots && 'backup_tool' in slots && !('leftover' in slots);
+  }, { timeoutMs: 15_000, description: 'the leader keeping archiver and backup_tool, dropping leftover' });
+
+  // The archiver consumes WAL up to the current position: the leader's slot moves, and so do the replicas' copies.
+  await sql(leader, 'CREATE TABLE IF NOT EXISTS filler AS SELECT generate_series(1, 50000) AS n');
+  const target = (await sql<{ lsn: string }>(leader, 'SELECT pg_current_wal_lsn()::text AS lsn'))[0].lsn;
+  await sql(leader, "SELECT pg_replication_slot_advance('archiver', $1::pg_lsn)", [target]);
+  for (const replica of cluster.nodes.filter((node) => node !== leader)) {
+    await waitFor(async () => {
+      const position = (await slotsOn(replica)).archiver;
+      return position !== undefined && position !== null && (await lsnDistance(leader, position, target)) <= 0;
+    }, { timeoutMs: 20_000, description: `${replica.name}'s archiver slot advanced to ${target}` });
+  }
+});
+
+it('still has the permanent slot, at least where it was, on the new leader after a switchover', async () => {
+  const old = await cluster.waitForLeader(30_000);
+  const before = (await slotsOn(old)).archiver!;
+  const candidate = cluster.nodes.find((node) => node !== old)!;
+  const response = await fetch(`${old.apiUrl}/switchover`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ leader: old.name, candidate: candidate.name }),
+  });
+  expect(response.status).toBe(200);
+  const leader = await cluster.waitForLeader(30_000, [old.name]);
+  const after = (await slotsOn(leader)).archiver;
+  expect(after).toBeDefined();
+  expect(await lsnDistance(leader, before, after!)).toBeGreaterThanOrEqual(0);
+  // The former leader, now a replica, keeps its copy as well.
+  await waitFor(async () => 'archiver' in (await slotsOn(old)), { timeoutMs: 20_000, description: `${old.name} keeping archiver as a replica` });
+});

@@ -1,0 +1,38 @@
+import { effectiveDynamicConfig } from '../../src/config/dynamic-config';
+import { reviewConfigWrite } from '../../src/config/config-write-review';
+import { isIgnoredSlot, readIgnoreSlots, slotsProblems } from '../../src/config/slots-config';
+import { wantedPhysicalSlots } from '../../src/ha/leader-duties';
+
+/** `slots` and `ignore_slots` as the dynamic configuration gives them. */
+describe('permanent slots and ignore_slots', () => {
+  it('accepts physical slots, and refuses bad names, bad types and logical slots naming the slot and the rule', () => {
+    expect(slotsProblems({ archiver: { type: 'physical' }, standby_dc2: null })).toEqual([]);
+    expect(slotsProblems({ 'Bad-Name': { type: 'physical' }, s1: { type: 'sideways' }, cdc: { type: 'logical', database: 'app', plugin: 'pgoutput' }, s2: 'physical' })).toEqual([
+      'slots.Bad-Name: a slot name is 1 to 63 lowercase letters, digits or underscores',
+      'slots.s1.type: must be physical or logical',
+      'slots.cdc: logical permanent slots are not supported yet; use type: physical',
+      'slots.s2: must be a mapping (type: physical)',
+    ]);
+    expect(reviewConfigWrite({ slots: { archiver: { type: 'physical' } }, ignore_slots: [{ name: 'debezium' }] })).toEqual({ problems: [], warnings: [] });
+  });
+
+  it('keeps the usable slots of a stored value and says what it skipped', () => {
+    const { config, adjustments } = effectiveDynamicConfig({ slots: { archiver: {}, cdc: { type: 'logical' } }, ignore_slots: [{ type: 'logical' }, 'junk'] }, {});
+    expect(config.slots).toEqual([{ name: 'archiver', type: 'physical' }]);
+    expect(config.ignore_slots).toEqual([{ type: 'logical' }]);
+    expect(adjustments).toEqual(['permanent slot cdc skipped: logical permanent slots are not supported yet']);
+  });
+
+  it('ignores a slot when every field an entry gives matches', () => {
+    const matchers = readIgnoreSlots([{ name: 'backup', type: 'physical' }, { plugin: 'wal2json' }]);
+    expect(isIgnoredSlot(matchers, { name: 'backup', type: 'physical' })).toBe(true);
+    expect(isIgnoredSlot(matchers, { name: 'backup', type: 'logical' })).toBe(false);
+    expect(isIgnoredSlot(matchers, { name: 'cdc', type: 'logical', plugin: 'wal2json' })).toBe(true);
+    expect(isIgnoredSlot(matchers, { name: 'other', type: 'physical' })).toBe(false);
+  });
+
+  it('keeps one slot per downstream member and each permanent physical slot, never one named after the node itself', () => {
+    const { config } = effectiveDynamicConfig({ slots: { archiver: { type: 'physical' }, node1: { type: 'physical' } } }, {});
+    expect(wantedPhysicalSlots(['node2', 'Node-3'], config, 'node1')).toEqual(['node2', 'node_3', 'archiver']);
+  });
+});
