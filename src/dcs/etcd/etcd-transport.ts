@@ -140,7 +140,7 @@ export function explainPlainAnswer(text: string, path: string): string {
   if (text.includes(GATEWAY_REFUSES_CLIENT_CERTIFICATES)) {
     return (
       'etcd refuses gateway requests that carry a client certificate once authentication is enabled: ' +
-      'use etcd3.username/password without etcd3.cert, or client certificates without etcd users'
+      'set etcd3.username and etcd3.password too, and Stator speaks etcd\'s gRPC API, which accepts both'
     );
   }
   return `etcd ${path}: not a JSON answer: ${text.slice(0, 120)}`;
