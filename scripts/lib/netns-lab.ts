@@ -1,9 +1,13 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { EtcdHandle } from './etcd';
 import { NodeNetwork } from './local-cluster';
 import { waitFor } from './wait-for';
+
+/** The latency helper, beside this file in the source tree (also when this file runs from `dist/`). */
+const DELAYER = [join(__dirname, 'nfqueue-delay.py'), join(__dirname, '../../../scripts/lib/nfqueue-delay.py')].find(existsSync)!;
+const DELAYER_QUEUE = 7;
 
 /**
  * Hosts of their own on one machine: a network namespace per etcd member and per node, all on one
@@ -13,7 +17,8 @@ import { waitFor } from './wait-for';
  * nothing is sent anywhere else. Needs root and iproute2 (`ip netns`, veth, bridge).
  *
  * Packet loss comes from nftables inside the namespace. Latency would need tc netem, whose kernel
- * module (sch_netem) this machine's kernel lacks, so there is no latency fault.
+ * module (sch_netem) this machine's kernel lacks: instead iptables hands the namespace's packets to
+ * a netfilter queue, and `nfqueue-delay.py` releases each one a fixed time later.
  */
 export class NetnsLab {
   /** Namespaces, interfaces and processes are named after this, so a lab never touches another's. */
@@ -22,6 +27,8 @@ export class NetnsLab {
   private readonly rootLinks: string[] = [];
   private readonly bridge: string;
   private readonly etcdChildren: ChildProcess[] = [];
+  /** The delaying process of each node under a latency fault. */
+  private readonly delayers = new Map<number, ChildProcess>();
 
   private constructor(private readonly dir: string) {
     this.id = `sl${Math.floor(Math.random() * 0xffff).toString(16).padStart(4, '0')}`;
@@ -148,6 +155,42 @@ export class NetnsLab {
     execFileSync('ip', ['netns', 'exec', `${this.id}-n${index}`, 'nft', 'delete', 'table', 'inet', 'lossy'], { stdio: ['ignore', 'ignore', 'pipe'] });
   }
 
+  /**
+   * Delays every packet node `index` sends and receives on its cluster link by `ms` milliseconds (a
+   * round trip to etcd or a peer takes 2 × `ms` more). Resolves once the delay applies.
+   */
+  async delayOnNode(index: number, ms: number): Promise<void> {
+    const namespace = `${this.id}-n${index}`;
+    const delayer = spawn('ip', ['netns', 'exec', namespace, '/usr/bin/python3', DELAYER, String(DELAYER_QUEUE), String(ms)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    this.delayers.set(index, delayer);
+    await new Promise<void>((resolve, reject) => {
+      delayer.stdout!.once('data', () => resolve());
+      delayer.once('exit', (code) => reject(new Error(`nfqueue-delay.py ended (${code}) before it was ready`)));
+    });
+    // --queue-bypass: should the delayer die, packets pass instead of being dropped.
+    const queue = ['-j', 'NFQUEUE', '--queue-num', String(DELAYER_QUEUE), '--queue-bypass'];
+    this.iptables(namespace, '-A', 'OUTPUT', '-o', 'eth0', ...queue);
+    this.iptables(namespace, '-A', 'PREROUTING', '-i', 'eth0', ...queue);
+  }
+
+  /** Ends `delayOnNode`: new packets pass at once, held ones are let through. */
+  async stopDelayingOnNode(index: number): Promise<void> {
+    const namespace = `${this.id}-n${index}`;
+    this.iptables(namespace, '-F');
+    const delayer = this.delayers.get(index);
+    this.delayers.delete(index);
+    if (!delayer || delayer.exitCode !== null) return;
+    const exited = new Promise((resolve) => delayer.once('exit', resolve));
+    delayer.kill('SIGTERM');
+    await exited;
+  }
+
+  private iptables(namespace: string, ...args: string[]): void {
+    execFileSync('ip', ['netns', 'exec', namespace, 'iptables', '-t', 'mangle', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  }
+
   /** Cuts etcd member `member` off the cluster network. */
   partitionEtcd(member: number): void {
     this.ip('link', 'set', `${this.id}e${member}`, 'down');
@@ -226,7 +269,7 @@ export class NetnsLab {
 
   /** Kills whatever still runs in the lab's namespaces, then removes them and their links. */
   destroy(): void {
-    for (const child of this.etcdChildren) child.kill('SIGKILL');
+    for (const child of [...this.etcdChildren, ...this.delayers.values()]) child.kill('SIGKILL');
     for (const namespace of this.namespaces) {
       const pids = execFileSync('ip', ['netns', 'pids', namespace], { encoding: 'utf8' }).split('\n').filter(Boolean);
       for (const pid of pids) {

@@ -171,3 +171,35 @@ it("a lossy leader link (30 % of packets dropped each way) ends with one leader,
   console.log(`lossy leader link: ${after.name === leader.name ? 'the leader kept its lock' : `${after.name} took over`}`);
   await expectNoLostWrite(after);
 });
+
+it('latency on the leader link (150 ms each way) changes nothing: the leader keeps its lock and keeps acknowledging writes', async () => {
+  const leader = await cluster.waitForHealthy(60_000);
+  const from = now();
+  await lab.delayOnNode(leader.index, 150);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 2 * TTL * 1000));
+  } finally {
+    await lab.stopDelayingOnNode(leader.index);
+  }
+  const during = acknowledged.filter((ack) => ack.at > from && ack.at < now());
+  console.log(`slow leader link: ${during.length} writes acknowledged in ${Math.round(now() - from)} ms, all by ${[...new Set(during.map((ack) => ack.node))].join(', ')}`);
+  expect(new Set(during.map((ack) => ack.node))).toEqual(new Set([leader.name]));
+  expect(during.length).toBeGreaterThan(100);
+  expect((await cluster.waitForHealthy(60_000)).name).toBe(leader.name);
+  await expectNoLostWrite(leader);
+});
+
+it('latency past retry_timeout on the leader link (2.5 s each way) ends with one leader, no two writers and every write kept but an isolated leader\'s', async () => {
+  const leader = await cluster.waitForHealthy(60_000);
+  const from = now();
+  await lab.delayOnNode(leader.index, 2500);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 2 * TTL * 1000));
+  } finally {
+    await lab.stopDelayingOnNode(leader.index);
+  }
+  const after = await cluster.waitForHealthy(90_000);
+  if (after.name !== leader.name) await expectHandOverWithoutTwoWriters(leader, after, from, 'very slow leader link');
+  console.log(`very slow leader link: ${after.name === leader.name ? 'the leader kept its lock' : `${after.name} took over`}`);
+  await expectNoLostWrite(after);
+});
