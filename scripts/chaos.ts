@@ -1,10 +1,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { FAULTS } from './lib/chaos/faults';
 import { formatReport, ReplicationMode, runChaos } from './lib/chaos/run';
 import { removeDir, tmpDir } from './lib/tmp';
 
 /**
- * `npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum]`: a seeded fault schedule
+ * `npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum] [--faults 'name,name']`: a seeded fault schedule
  * over a 3-node cluster per seed, in the given replication mode, two read-write clients writing every
  * 50 ms, and a checker. Prints a table and writes it to
  * `chaos/results/<date>.md`. Takes about a minute per round.
@@ -18,14 +19,18 @@ async function main(): Promise<void> {
   const seeds = value('--seeds', '1,2').split(',').map(Number);
   const rounds = Number(value('--rounds', '12'));
   const mode = value('--mode', 'async') as ReplicationMode;
+  // Only these faults (their names as in the table), to look into one kind of round.
+  const faults = argv.includes('--faults') ? value('--faults', '').split(',') : undefined;
   if (seeds.some((seed) => !Number.isInteger(seed)) || !Number.isInteger(rounds) || rounds < 1 || !['async', 'sync', 'quorum'].includes(mode)) {
-    throw new Error('usage: npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum]');
+    throw new Error("usage: npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum] [--faults 'name,name']");
   }
+  const unknown = faults?.filter((name) => !FAULTS.some((fault) => fault.name === name)) ?? [];
+  if (unknown.length > 0) throw new Error(`unknown faults: ${unknown.join(', ')}; known: ${FAULTS.map((fault) => fault.name).join(', ')}`);
   const reports = [];
   for (const seed of seeds) {
     const baseDir = tmpDir(`stator-chaos-${seed}-`);
     try {
-      reports.push(await runChaos({ seed, rounds, baseDir, mode, log: (line) => process.stdout.write(`[seed ${seed}] ${line}\n`) }));
+      reports.push(await runChaos({ seed, rounds, baseDir, mode, faults, log: (line) => process.stdout.write(`[seed ${seed}] ${line}\n`) }));
     } finally {
       if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
     }
