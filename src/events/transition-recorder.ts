@@ -28,7 +28,7 @@ export function serializeMachineEvent(event: { type: string; [key: string]: unkn
 }
 
 /** Events that change a machine's context without changing its state, recorded so a replay reproduces guards. */
-const CONTEXT_EVENTS = new Set(['SET_PAUSE', 'TASK_STARTED', 'UPSTREAM_CHANGED']);
+const CONTEXT_EVENTS = new Set(['SET_PAUSE', 'TASK_STARTED', 'UPSTREAM_CHANGED', 'STOP_ESCALATED']);
 
 /**
  * Builds the `inspect` option of `createActor` that records every state change of the root actor

@@ -5,7 +5,7 @@ import { downstreamMembers, nodeToFollow } from './cascade';
 import { HaSnapshot, isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
-import { recover } from './recover';
+import { recover, rejoinBackoff } from './recover';
 import { startRetryDelayMs } from './start-failure';
 import { quorumAllowsCandidates } from './sync/sync-eligibility';
 import { isUnresponsive } from './unresponsive';
@@ -228,6 +228,8 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
     // WAL past the point where the cluster's history ends our timeline can never be followed: rewind now, not after a wait.
     const switchLsn = Number(cluster!.history?.value?.find((entry) => Number(entry[0]) === ownTimeline)?.[1] ?? NaN);
     if (Number.isFinite(switchLsn) && local.sample.walPosition > switchLsn) {
+      const retry = rejoinBackoff(s, leaderName);
+      if (retry) return retry;
       return {
         verdict: `my WAL goes on past the point where the cluster's history ends timeline ${ownTimeline}: rejoining ${leaderName} through pg_rewind`,
         actions: [{ type: 'rewindReplica', upstream }],
@@ -239,6 +241,8 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
   const stuckLimitMs = Math.max(STUCK_REPLICA_CYCLES * config.loop_wait, config.ttl) * 1000;
   if (upstream && local.upstream === leaderName && stuckFor > stuckLimitMs && ownTimeline < leaderTimeline) {
     // Replication cannot continue from a timeline the leader forked off before our position: rewind.
+    const retry = rejoinBackoff(s, leaderName);
+    if (retry) return retry;
     return {
       verdict: `not streaming from ${leaderName} for ${Math.round(stuckFor / 1000)} s and behind its timeline ${leaderTimeline}: rejoining through pg_rewind`,
       actions: [{ type: 'rewindReplica', upstream }],

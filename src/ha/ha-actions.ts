@@ -76,9 +76,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       });
     case 'rewindReplica':
       return runTask('rejoin', async () => {
+        // A failed task: the next try waits a backoff (recover.ts), and the log says no pg_rewind ran.
         if (!(await pg.upstreamReachable(action.upstream))) {
-          logger.warning(`not rewinding: ${action.upstream.name} does not accept connections`);
-          return;
+          throw new Error(`not rewinding from ${action.upstream.name} now: it does not accept connections; nothing was run`);
         }
         await stopServer(node, 'fast');
         await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);

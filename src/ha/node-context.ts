@@ -116,7 +116,9 @@ export class NodeContext {
       events: this.events,
       logger,
       ttlSeconds: () => this.dynamic.ttl,
-      serverIsPrimary: () => this.sampler.sample?.inRecovery === false,
+      // A primary being stopped (a demotion's fast shutdown can wait for WAL senders to replicas it cannot reach)
+      // may still take writes: its fence stays armed, to end it at the lease's deadline if the stop has not.
+      serverIsPrimary: () => this.sampler.sample?.inRecovery === false || ['stopping', 'stop_failed'].includes(this.pgState()),
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
     this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events);

@@ -76,7 +76,7 @@ export function recover(s: HaSnapshot): Decision {
 }
 
 /** A rejoin that could not run (its source did not answer) is tried again after a backoff, not on the next cycle. */
-function rejoinBackoff(s: HaSnapshot, upstream: string): Decision | null {
+export function rejoinBackoff(s: HaSnapshot, upstream: string): Decision | null {
   const last = s.local.lastTask;
   if (!last || last.name !== 'rejoin' || !last.error || last.endedAt === null) return null;
   const at = last.endedAt + startRetryDelayMs(last.failuresInRow, s.config.loop_wait);

@@ -1,6 +1,6 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { BootstrapMethod } from '../config/config.types';
-import { PostgresProcess, PostgresSettings, ReplicaMethod, StopMode, UpstreamNode } from './postgres.port';
+import { PostgresProcess, PostgresSettings, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
 
 /**
  * The `postgres` machine: the 15 PostgreSQL states of the spec. The HA loop sends commands; the
@@ -23,6 +23,13 @@ export interface StartRequest {
   at?: number;
 }
 
+/** A stop's mode and deadline, and who hears of its escalation steps. */
+export interface StopRequest {
+  mode: StopMode;
+  timeoutMs: number;
+  onEscalation?: (step: StopEscalation) => void;
+}
+
 export type PostgresEvent =
   | { type: 'INITDB' }
   | { type: 'CUSTOM_BOOTSTRAP'; method: BootstrapMethod; start: StartRequest }
@@ -31,6 +38,8 @@ export type PostgresEvent =
   | { type: 'START'; start: StartRequest }
   | { type: 'ADOPT'; timeoutMs: number }
   | { type: 'STOP'; mode: StopMode; timeoutMs: number }
+  /** The stop under way passed its deadline and took `step`. */
+  | { type: 'STOP_ESCALATED'; step: StopEscalation }
   | { type: 'RESTART'; start: StartRequest; mode: StopMode }
   | { type: 'PROMOTE'; timeoutMs: number }
   | { type: 'RECONFIGURE'; settings: PostgresSettings }
@@ -58,6 +67,8 @@ export interface PostgresContext {
   failedClones: number;
   /** When the latest clone was asked for (epoch ms), null before the first. */
   lastCloneAt: number | null;
+  /** The furthest step the latest stop had to take past its deadline, null when it ended in its own mode. */
+  lastStopEscalation: StopEscalation | null;
 }
 
 const notProvided = (name: string) =>
@@ -86,7 +97,7 @@ export const postgresMachine = setup({
     runCustomBootstrap: notProvided('runCustomBootstrap') as ReturnType<typeof fromPromise<void, { method: BootstrapMethod }>>,
     cloneReplica: notProvided('cloneReplica') as ReturnType<typeof fromPromise<void, CloneInput>>,
     startPostgres: notProvided('startPostgres') as ReturnType<typeof fromPromise<{ pid: number }, StartRequest>>,
-    stopPostgres: notProvided('stopPostgres') as ReturnType<typeof fromPromise<void, { mode: StopMode; timeoutMs: number }>>,
+    stopPostgres: notProvided('stopPostgres') as ReturnType<typeof fromPromise<void, StopRequest>>,
     restartPostgres: notProvided('restartPostgres') as ReturnType<
       typeof fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>
     >,
@@ -126,7 +137,7 @@ export const postgresMachine = setup({
 }).createMachine({
   id: 'postgres',
   initial: 'stopped',
-  context: { paused: false, lastError: null, lastExitCode: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null, failedClones: 0, lastCloneAt: null },
+  context: { paused: false, lastError: null, lastExitCode: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null, failedClones: 0, lastCloneAt: null, lastStopEscalation: null },
   on: {
     SET_PAUSE: { actions: 'rememberPause' },
   },
@@ -306,12 +317,20 @@ export const postgresMachine = setup({
       on: AFTER_POSTMASTER_DOWN,
     },
     stopping: {
+      entry: assign({ lastStopEscalation: null }),
       invoke: {
         id: 'stopPostgres',
         src: 'stopPostgres',
-        input: ({ event }) => (event.type === 'STOP' ? { mode: event.mode, timeoutMs: event.timeoutMs } : { mode: 'fast', timeoutMs: 60_000 }),
+        input: ({ event, self }) => ({
+          ...(event.type === 'STOP' ? { mode: event.mode, timeoutMs: event.timeoutMs } : { mode: 'fast' as const, timeoutMs: 60_000 }),
+          // Each escalation step comes back as an event, so the log shows the immediate shutdown and the SIGKILL.
+          onEscalation: (step: StopEscalation) => self.send({ type: 'STOP_ESCALATED', step }),
+        }),
         onDone: { target: 'stopped' },
         onError: { target: 'stop_failed', actions: 'rememberError' },
+      },
+      on: {
+        STOP_ESCALATED: { actions: assign({ lastStopEscalation: ({ event }) => event.step }) },
       },
     },
     stop_failed: {
@@ -357,7 +376,7 @@ export function postgresActors(pg: PostgresProcess) {
       await pg.configure(input.settings);
       return pg.start(input.timeoutMs);
     }),
-    stopPostgres: fromPromise<void, { mode: StopMode; timeoutMs: number }>(({ input }) => pg.stop(input.mode, input.timeoutMs)),
+    stopPostgres: fromPromise<void, StopRequest>(({ input }) => pg.stop(input.mode, input.timeoutMs, input.onEscalation)),
     restartPostgres: fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>(async ({ input }) => {
       await pg.stop(input.mode, input.start.timeoutMs);
       if (input.start.settings) await pg.configure(input.start.settings);

@@ -51,6 +51,9 @@ export interface PostmasterExit {
 
 export type StopMode = 'smart' | 'fast' | 'immediate';
 
+/** A step a stop took past its deadline: an immediate shutdown, then SIGKILL of the postmaster. */
+export type StopEscalation = 'immediate' | 'sigkill';
+
 /** A custom replica method, named as in `create_replica_methods`. */
 export interface ReplicaMethod extends CustomMethod {
   name: string;
@@ -102,8 +105,11 @@ export interface PostgresProcess {
   start(timeoutMs: number): Promise<{ pid: number }>;
   /** Connects to a fence left by an earlier agent. Returns the postmaster pid if one runs, else null. */
   adopt(): Promise<{ pid: number } | null>;
-  /** Stops the postmaster; resolves when it has exited. Escalates fast → immediate → SIGKILL after `timeoutMs`. */
-  stop(mode: StopMode, timeoutMs: number): Promise<void>;
+  /**
+   * Stops the postmaster; resolves when it has exited. Escalates fast → immediate → SIGKILL after `timeoutMs`,
+   * telling `onEscalation` of each step as it is taken.
+   */
+  stop(mode: StopMode, timeoutMs: number, onEscalation?: (step: StopEscalation) => void): Promise<void>;
   /** SIGHUP to the postmaster. */
   reload(): Promise<void>;
   /** Promotes a replica; resolves when the server has left recovery. */

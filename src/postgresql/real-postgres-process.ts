@@ -5,7 +5,7 @@ import { fencePaths } from './fence/fence-protocol';
 import { Client } from 'pg';
 import { serverAcceptsConnections, toClientConfig } from './pg-query';
 import { BootstrapMethod } from '../config/config.types';
-import { DataDirInfo, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopMode, UpstreamNode } from './postgres.port';
+import { DataDirInfo, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
 import { CustomMethods } from './process/custom-methods';
@@ -129,8 +129,8 @@ export class RealPostgresProcess implements PostgresProcess {
     return this.postmaster.adopt();
   }
 
-  async stop(mode: StopMode, timeoutMs: number): Promise<void> {
-    return this.postmaster.stop(mode, timeoutMs);
+  async stop(mode: StopMode, timeoutMs: number, onEscalation?: (step: StopEscalation) => void): Promise<void> {
+    return this.postmaster.stop(mode, timeoutMs, onEscalation);
   }
 
   async reload(): Promise<void> {

@@ -1,7 +1,8 @@
 import { Client } from 'pg';
 import { splitBrainIntervals } from '../../scripts/lib/chaos/checker';
 import { Acknowledgement, ReadWriteClient } from '../../scripts/lib/chaos/writer';
-import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { isAlive, LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { RecordedEvent } from '../../src/events/event';
 import { NetnsLab } from '../../scripts/lib/netns-lab';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../helpers/wait-for';
@@ -65,9 +66,11 @@ async function storedOn(node: LocalNode): Promise<Set<number>> {
 
 /** Every write acknowledged so far is on `leader`, but those an isolated leader took after its cut; never two writers at once. */
 async function expectNoLostWrite(leader: LocalNode): Promise<void> {
+  // The writes acknowledged before the read: those acknowledged while it runs may be after its snapshot.
+  const before = [...acknowledged];
   const stored = await storedOn(leader);
   // Each lost write with when it was acknowledged (ms since the run began), to tell a replication window from a defect.
-  expect(acknowledged.filter((ack) => !stored.has(ack.n) && !afterTheCut.has(ack.n)).map((ack) => `${ack.n}@${ack.node} at ${Math.round(ack.at)}`)).toEqual([]);
+  expect(before.filter((ack) => !stored.has(ack.n) && !afterTheCut.has(ack.n)).map((ack) => `${ack.n}@${ack.node} at ${Math.round(ack.at)}`)).toEqual([]);
   expect(splitBrainIntervals(acknowledged)).toEqual([]);
 }
 
@@ -96,21 +99,80 @@ async function expectHandOverWithoutTwoWriters(oldLeader: LocalNode, newLeader: 
   expect(isolated.filter((ack) => ack.at >= firstNew)).toEqual([]);
 }
 
-it('the leader cut off from etcd and its peers stops acknowledging writes before another node is promoted', async () => {
+/** The node's events on `stream` since `since` (epoch ms), oldest first. */
+async function eventsOf(node: LocalNode, stream: string, since: number): Promise<RecordedEvent[]> {
+  const query = new URLSearchParams({ stream, since: new Date(since).toISOString(), limit: '1000' });
+  const response = await fetch(`${node.apiUrl}/events?${query.toString()}`, { signal: AbortSignal.timeout(5000) });
+  return (await response.json()) as RecordedEvent[];
+}
+
+/** When (ms since the run began) `probe` first holds, polled every 100 ms for `timeoutMs`. */
+async function firstTime(probe: () => Promise<boolean>, timeoutMs: number, description: string): Promise<number> {
+  await waitFor(probe, { timeoutMs, intervalMs: 100, description });
+  return now();
+}
+
+it('the leader cut off for 30 s: it stops acknowledging writes and its postmaster is gone within ttl, another node leads, and at the heal it rejoins once per try without a demotion anywhere', async () => {
   const oldLeader = await cluster.waitForHealthy(60_000);
   await waitFor(() => acknowledged.some((ack) => ack.node === oldLeader.name), { timeoutMs: 10_000, description: 'writes on the leader' });
+  const postmaster = oldLeader.postmasterPid()!;
   const cutAt = now();
+  const cutWallClock = Date.now();
   lab.partitionNode(oldLeader.index);
+  let newLeader: LocalNode;
+  let healAt: number;
   try {
-    const newLeader = await cluster.waitForLeader(60_000, [oldLeader.name]);
+    // By the lease's expiry the isolated primary must be stopped, even if its fast shutdown waits for WAL senders.
+    const postmasterGone = await firstTime(async () => !isAlive(postmaster), TTL * 1000, `${oldLeader.name}'s postmaster gone within ttl`);
+    newLeader = await cluster.waitForLeader(60_000, [oldLeader.name]);
     await expectHandOverWithoutTwoWriters(oldLeader, newLeader, cutAt, 'leader cut off');
+    console.log(`leader cut off: its postmaster was gone ${Math.round(postmasterGone - cutAt)} ms after the cut`);
+    await waitFor(async () => now() - cutAt >= 30_000, { timeoutMs: 31_000, description: '30 s of partition' });
   } finally {
     lab.healNode(oldLeader.index);
+    healAt = now();
   }
-  // After the heal the old leader follows the new one (rewound past its lost writes).
+
+  // The rejoined node says it is a replica within a second of the leader seeing it stream.
+  const leaderSeesItStream = firstTime(
+    async () => ((await newLeader.status())?.replication as { application_name: string; state: string }[] | undefined)?.some(
+      (replica) => replica.application_name === oldLeader.name && replica.state === 'streaming',
+    ) ?? false,
+    90_000,
+    `${newLeader.name} sees ${oldLeader.name} streaming`,
+  );
+  const itAnswersAsReplica = firstTime(async () => (await oldLeader.healthCode('/replica')) === 200, 90_000, `${oldLeader.name} answers 200 on /replica`);
+  const [seen, answered] = await Promise.all([leaderSeesItStream, itAnswersAsReplica]);
+  console.log(`leader cut off: after the heal ${newLeader!.name} saw ${oldLeader.name} streaming at ${Math.round(seen - healAt)} ms, its /replica answered 200 at ${Math.round(answered - healAt)} ms`);
+  expect(answered - seen).toBeLessThan(1000);
+
   const leader = await cluster.waitForHealthy(90_000);
-  expect(leader.name).not.toBe(oldLeader.name);
+  expect(leader.name).toBe(newLeader!.name);
   await expectNoLostWrite(leader);
+
+  // No leader demoted at the heal (etcd runs with pre-vote): the new leader's role never left primary.
+  const roles = await eventsOf(newLeader!, `node/${newLeader!.name}/role`, cutWallClock);
+  const becamePrimary = roles.findIndex((event) => event.to === 'primary');
+  expect(becamePrimary).toBeGreaterThanOrEqual(0);
+  expect(roles.slice(becamePrimary + 1).map((event) => `${event.from} -> ${event.to} (${event.cause})`)).toEqual([]);
+
+  // At most one rejoin attempt per loop_wait, and no attempt that ran nothing claims a pg_rewind. The old leader's
+  // event log catches up once its watch on etcd is back (a silent watch is resumed on a fresh connection).
+  const isRejoin = (event: RecordedEvent) => event.cause === 'TASK_STARTED' && (event.data?.event as { task?: string }).task === 'rejoin';
+  let tasks: RecordedEvent[] = [];
+  await waitFor(
+    async () => (tasks = await eventsOf(oldLeader, `node/${oldLeader.name}/task`, cutWallClock)).some(isRejoin),
+    { timeoutMs: 30_000, description: `${oldLeader.name}'s rejoin in its event log` },
+  );
+  const rejoins = tasks.filter(isRejoin);
+  const starts = rejoins.map((event) => Date.parse(event.at));
+  const gaps = starts.slice(1).map((at, i) => at - starts[i]);
+  console.log(`leader cut off: ${rejoins.length} rejoin attempts, ${gaps.length ? `gaps ${gaps.join(', ')} ms` : 'one'}`);
+  expect(rejoins.length).toBeGreaterThanOrEqual(1);
+  expect(gaps.filter((gap) => gap < 2000 - 100)).toEqual([]);
+  const rewinds = (await eventsOf(oldLeader, `node/${oldLeader.name}/postgres`, cutWallClock)).filter((event) => event.cause === 'REWIND');
+  const nothingRun = tasks.filter((event) => event.cause === 'TASK_ENDED' && String((event.data?.event as { error?: string }).error).includes('nothing was run'));
+  expect(rewinds.length + nothingRun.length).toBeLessThanOrEqual(rejoins.length);
 });
 
 it('a replica cut off changes nothing for the leader and streams again once healed', async () => {
@@ -203,3 +265,40 @@ it('latency past retry_timeout on the leader link (2.5 s each way) ends with one
   console.log(`very slow leader link: ${after.name === leader.name ? 'the leader kept its lock' : `${after.name} took over`}`);
   await expectNoLostWrite(after);
 });
+
+it('with failsafe_mode, etcd without a leader for 8 s (past retry_timeout) while every member answers: the leader rides it through without demoting', async () => {
+  const leader = await cluster.waitForHealthy(60_000);
+  const patched = await fetch(`${leader.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ failsafe_mode: true }) });
+  expect(patched.status).toBe(200);
+  const failsafeMembers = async () => {
+    const response = await fetch(`${leader.apiUrl}/failsafe`, { signal: AbortSignal.timeout(2000) });
+    return response.status === 200 ? Object.keys((await response.json()) as object).length : 0;
+  };
+  await waitFor(async () => (await failsafeMembers()) === 3, { timeoutMs: 20_000, description: '/failsafe naming the three members' });
+  const from = now();
+  const fromWallClock = Date.now();
+  lab.partitionEtcd(2);
+  lab.partitionEtcd(3);
+  try {
+    await waitFor(async () => now() - from >= 8000, { timeoutMs: 9000, description: '8 s without an etcd leader' });
+    expect(await leader.healthCode('/primary')).toBe(200);
+  } finally {
+    lab.healEtcd(2);
+    lab.healEtcd(3);
+  }
+  const during = acknowledged.filter((ack) => ack.at > from && ack.at < now());
+  const gap = longestGap(during.map((ack) => ack.at), from, now());
+  console.log(`etcd without a leader for 8 s under failsafe: ${during.length} writes acknowledged by ${leader.name}, longest gap ${Math.round(gap)} ms`);
+  expect(new Set(during.map((ack) => ack.node))).toEqual(new Set([leader.name]));
+  expect(gap).toBeLessThan(2000);
+  expect((await cluster.waitForHealthy(60_000)).name).toBe(leader.name);
+  const roles = await eventsOf(leader, `node/${leader.name}/role`, fromWallClock);
+  expect(roles.map((event) => `${event.from} -> ${event.to} (${event.cause})`)).toEqual([]);
+  await expectNoLostWrite(leader);
+});
+
+/** The longest stretch between `from`, the times in `times` and `to`. */
+function longestGap(times: number[], from: number, to: number): number {
+  const points = [from, ...times.sort((a, b) => a - b), to];
+  return Math.max(...points.slice(1).map((at, i) => at - points[i]));
+}

@@ -35,6 +35,9 @@ import {
   responseError,
 } from './etcd-wire';
 
+/** How long a watch may stay silent before it is resumed on a fresh connection (see `watch`). */
+export const WATCH_IDLE_RESTART_MS = 10_000;
+
 /**
  * A thin etcd v3 client over etcd's gRPC-JSON gateway (HTTP/1.1, JSON, base64 keys and values),
  * built on undici's fetch; over TLS and with an RBAC user when configured (see EtcdTransport).
@@ -148,7 +151,10 @@ export class EtcdClient {
    * Streams changes of a key or prefix from `startRevision` (inclusive).
    *
    * The first emission is the `created` response once the server has registered the watch; it
-   * must arrive within `connectTimeoutMs`. After that the stream has no deadline. The observable
+   * must arrive within `connectTimeoutMs`. After that, a stream silent for WATCH_IDLE_RESTART_MS is
+   * ended too: across a network partition its TCP connection neither fails nor delivers (no RST
+   * comes back, and after the heal the retransmission backoff can hold it for tens of seconds), and
+   * the caller resumes from its last revision on a fresh connection. The observable
    * never completes: a cancelled or compacted watch, the end of the stream or a network failure
    * all end it with a WatchBrokenError, after which the caller re-reads and watches again.
    * Unsubscribing aborts the HTTP stream.
@@ -167,6 +173,14 @@ export class EtcdClient {
       const body = {
         create_request: { ...rangeBounds(key, options.prefix), start_revision: options.startRevision },
       };
+      let silence: NodeJS.Timeout | undefined;
+      const restartWhenSilent = () => {
+        clearTimeout(silence);
+        silence = setTimeout(
+          () => stream.abort(new WatchBrokenError(`watch silent for ${WATCH_IDLE_RESTART_MS} ms: resuming on a fresh connection`)),
+          WATCH_IDLE_RESTART_MS,
+        );
+      };
       const consume = async (): Promise<never> => {
         const response = await this.send('/v3/watch', body, signal);
         if (!response.ok || !response.body) throw await responseError(response);
@@ -179,6 +193,7 @@ export class EtcdClient {
             throw new WatchBrokenError(`watch cancelled${result.cancel_reason ? `: ${result.cancel_reason}` : ''}`, compactedTo);
           }
           if (result.created) clearTimeout(connectDeadline);
+          restartWhenSilent();
           this.noteRevision(result.header?.revision);
           subscriber.next({
             created: result.created === true,
@@ -193,12 +208,14 @@ export class EtcdClient {
       };
       consume().catch((error: unknown) => {
         clearTimeout(connectDeadline);
+        clearTimeout(silence);
         this.inFlight.delete(stream);
         if (!unsubscribed) subscriber.error(asWatchBroken(signal.aborted ? signal.reason : error));
       });
       return () => {
         unsubscribed = true;
         clearTimeout(connectDeadline);
+        clearTimeout(silence);
         this.inFlight.delete(stream);
         stream.abort();
       };

@@ -1,14 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DcsChange } from '../dcs.port';
-import { EtcdClient, nextRevision, watchUntilBroken } from './etcd-client';
+import { EtcdClient, nextRevision, WatchBrokenError, watchUntilBroken } from './etcd-client';
 
 const FIRST_RETRY_DELAY_MS = 100;
 const MAX_RETRY_DELAY_MS = 1000;
 
 /**
  * Keeps one watch of `prefix` running until `stop` fires: learn the current revision, watch from the
- * next one, emit a resync once the watch is live, and start over with a growing pause (max 1 s)
- * whenever the watch breaks or etcd cannot be reached. Keys are emitted relative to the prefix.
+ * next one and emit a resync once the watch is live. When the watch breaks (or is resumed after a
+ * silence) it starts again after the last change it delivered, so nothing is missed and no resync
+ * is needed; only a compaction past that point means reading afresh. Retries pause a growing time
+ * (max 1 s) while etcd cannot be reached. Keys are emitted relative to the prefix.
  */
 export async function followPrefix(
   client: EtcdClient,
@@ -18,19 +20,25 @@ export async function followPrefix(
   stop: AbortSignal,
 ): Promise<void> {
   let delay = FIRST_RETRY_DELAY_MS;
+  let resumeFrom: string | null = null;
   while (!stop.aborted) {
     try {
-      const { revision } = await client.range(prefix, { prefix: true, countOnly: true }, requestTimeoutMs);
-      const watch = client.watch(prefix, { prefix: true, startRevision: nextRevision(revision) }, requestTimeoutMs);
+      const fresh = resumeFrom === null;
+      resumeFrom ??= nextRevision((await client.range(prefix, { prefix: true, countOnly: true }, requestTimeoutMs)).revision);
+      const watch = client.watch(prefix, { prefix: true, startRevision: resumeFrom }, requestTimeoutMs);
       await watchUntilBroken(watch, stop, (response) => {
         if (response.created) {
           delay = FIRST_RETRY_DELAY_MS;
-          emit({ key: null, type: 'resync' });
+          if (fresh) emit({ key: null, type: 'resync' });
         }
-        for (const event of response.events) emit({ key: event.kv.key.slice(prefix.length), type: event.type });
+        for (const event of response.events) {
+          emit({ key: event.kv.key.slice(prefix.length), type: event.type });
+          resumeFrom = nextRevision(event.kv.modRevision);
+        }
       });
-    } catch {
-      // unreachable or broken watch: start over below
+    } catch (error) {
+      // Compacted past where we were: read afresh. Otherwise (unreachable, broken) resume below.
+      if (error instanceof WatchBrokenError && error.compactRevision) resumeFrom = null;
     }
     if (stop.aborted) return;
     await sleep(delay, undefined, { signal: stop }).catch(() => undefined);

@@ -6,6 +6,7 @@ import {
   PostgresSettings,
   PostmasterExit,
   ReplicaMethod,
+  StopEscalation,
   StopMode,
   UpstreamNode,
 } from '../postgres.port';
@@ -190,8 +191,10 @@ export class MemoryPostgresProcess implements PostgresProcess {
     return this.attachedPid === null ? null : { pid: this.attachedPid };
   }
 
-  async stop(mode: StopMode, _timeoutMs: number): Promise<void> {
+  async stop(mode: StopMode, _timeoutMs: number, onEscalation?: (step: StopEscalation) => void): Promise<void> {
     if (this.attachedPid === null) await this.adopt();
+    // A frozen postmaster ignores the shutdown: the real adapter SIGKILLs it at the deadline.
+    if (this.server.postmaster?.frozen) onEscalation?.('sigkill');
     this.server.stopPostmaster(mode);
   }
 

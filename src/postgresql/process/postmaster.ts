@@ -7,7 +7,7 @@ import { descendantsOf, isRunningProcess } from '../../common/process-tree';
 import { FenceConnection } from '../fence/fence-client';
 import { FenceLaunchOptions, STOP_SIGNALS } from '../fence/fence-protocol';
 import { LocalConnection, serverAcceptsConnections, toClientConfig } from '../pg-query';
-import { PostmasterExit, StopMode } from '../postgres.port';
+import { PostmasterExit, StopEscalation, StopMode } from '../postgres.port';
 import { CommandRunner, OsUser } from './commands';
 import { FenceLink, FencePaths } from './fence-link';
 import { AdapterLog, LocalPostgres } from './local-postgres';
@@ -151,10 +151,10 @@ export class Postmaster {
   /**
    * Asks the fence for a `mode` shutdown and resolves on the exit. After `timeoutMs` a smart or fast
    * stop becomes immediate, and 2 s later the postmaster gets SIGKILL (an immediate stop gets SIGKILL at
-   * `timeoutMs`). Without a fence, a live postmaster named by `postmaster.pid` is signalled directly.
-   * Resolves at once when nothing runs.
+   * `timeoutMs`), each step told to `onEscalation`. Without a fence, a live postmaster named by
+   * `postmaster.pid` is signalled directly. Resolves at once when nothing runs.
    */
-  async stop(mode: StopMode, timeoutMs: number): Promise<void> {
+  async stop(mode: StopMode, timeoutMs: number, onEscalation?: (step: StopEscalation) => void): Promise<void> {
     if (!this.fenceLink.fence?.connected) await this.adopt();
     const fence = this.fenceLink.fence;
     const pid = this.fenceLink.postmasterPid ?? (await livePostmasterFromPidFile(this.local.dataDir));
@@ -173,6 +173,7 @@ export class Postmaster {
       timers.push(
         setTimeout(() => {
           this.options.log?.('warning', `postgres did not stop (${mode}) within ${timeoutMs} ms: immediate shutdown`);
+          onEscalation?.('immediate');
           ask('immediate');
         }, timeoutMs),
       );
@@ -181,6 +182,7 @@ export class Postmaster {
       setTimeout(
         () => {
           this.options.log?.('warning', `postgres did not stop within the grace period: SIGKILL to ${pid}`);
+          onEscalation?.('sigkill');
           signalQuietly(pid, 'SIGKILL');
         },
         mode === 'immediate' ? timeoutMs : timeoutMs + IMMEDIATE_GRACE_MS,

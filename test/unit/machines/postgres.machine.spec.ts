@@ -1,8 +1,8 @@
-import { createActor, waitFor } from 'xstate';
+import { createActor, fromPromise, waitFor } from 'xstate';
 import { ManualClock } from '../../../src/common/clock';
 import { RecordedEvent } from '../../../src/events/event';
 import { topLevelState, transitionRecorder } from '../../../src/events/transition-recorder';
-import { postgresMachine, PostgresEvent } from '../../../src/postgresql/postgres.machine';
+import { postgresMachine, PostgresEvent, StopRequest } from '../../../src/postgresql/postgres.machine';
 import { fakePostgresActors } from '../../helpers/fake-postgres-actors';
 import { POSTGRES_STATE_NAMES, POSTGRES_STATES } from '../../../src/postgresql/postgres-states';
 
@@ -112,6 +112,30 @@ describe('postgres machine', () => {
       'stopped.rewinding',
       'stopped.idle',
     ]);
+  });
+
+  it('records each step of a stop that passed its deadline, so the log shows how the postmaster went', async () => {
+    const recorded: RecordedEvent[] = [];
+    const sink = { record: (event: Omit<RecordedEvent, 'seq'>) => recorded.push({ ...event, seq: recorded.length + 1 }) };
+    const escalatingStop = fromPromise<void, StopRequest>(async ({ input }) => {
+      input.onEscalation?.('immediate');
+      await new Promise((resolve) => setImmediate(resolve));
+      input.onEscalation?.('sigkill');
+    });
+    const actor = createActor(postgresMachine.provide({ actors: { ...fakePostgresActors([]), stopPostgres: escalatingStop } }), {
+      inspect: transitionRecorder('postgres', 'n1', sink, new ManualClock()),
+    }).start();
+    await settle(actor, { type: 'START', start });
+    actor.send({ type: 'STOP', mode: 'fast', timeoutMs: 5000 });
+    await waitFor(actor, (snapshot) => topLevelState(snapshot.value) === 'stopped', { timeout: 1000 });
+    const stopping = recorded.filter((event) => event.from === 'stopping' || event.to === 'stopping');
+    expect(stopping.map((event) => [event.cause, event.data?.event])).toEqual([
+      ['STOP', { type: 'STOP', mode: 'fast', timeoutMs: 5000 }],
+      ['STOP_ESCALATED', { type: 'STOP_ESCALATED', step: 'immediate' }],
+      ['STOP_ESCALATED', { type: 'STOP_ESCALATED', step: 'sigkill' }],
+      [expect.stringContaining('done'), expect.anything()],
+    ]);
+    expect(actor.getSnapshot().context.lastStopEscalation).toBe('sigkill');
   });
 
   it('ignores commands that make no sense in the current state', async () => {
