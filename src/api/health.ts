@@ -38,17 +38,23 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
   const fresh = clusterViewIsFresh(view, now);
   const isLeader = view.leadership === 'leader' && view.lockValidUntil > now && !hung;
 
+  // A standby cluster's leader replicates from the remote primary: the leader, but no write target.
+  const standbyCluster = view.config.standby_cluster !== null;
   let leaderOk = false;
   let primaryOk = false;
+  let standbyLeaderOk = false;
   if (!fresh && view.config.pause && !hung) {
-    leaderOk = role === 'primary' || role === 'standby_leader';
+    leaderOk = role === 'primary' || view.role === 'standby_leader';
     primaryOk = role === 'primary';
+    standbyLeaderOk = view.role === 'standby_leader';
+  } else if (isLeader && standbyCluster) {
+    leaderOk = true;
+    standbyLeaderOk = running && role === 'replica';
   } else if (isLeader) {
     leaderOk = true;
     // A leader demoting itself (switchover) is no longer a write target, though it still holds the lock while it stops.
     primaryOk = view.role !== 'demoted';
   }
-  const standbyLeaderOk = false;
 
   const maxLag = query.lag !== undefined ? parseLag(query.lag) : null;
   const replicaOk = () => {

@@ -25,7 +25,8 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
   const sample = view.pgState === 'running' ? view.sample : null;
   if (sample) {
     document.postmaster_start_time = sample.postmasterStartTime;
-    document.role = sample.inRecovery ? 'replica' : 'primary';
+    // In a standby cluster a recovering node shows its own role: standby_leader or replica (reference 2.1, note 1).
+    document.role = !sample.inRecovery ? 'primary' : view.role === 'standby_leader' ? 'standby_leader' : 'replica';
     document.server_version = sample.serverVersion;
     document.xlog = sample.inRecovery
       ? {

@@ -1,5 +1,6 @@
 import { isMapping } from './dynamic-config';
 import { slotsProblems } from './slots-config';
+import { standbyClusterProblems } from './standby-cluster-config';
 
 /**
  * What Stator does with each key of a `/config` write (PATCH or PUT body), so that nothing is accepted
@@ -30,12 +31,11 @@ const ACTED_ON = new Set([
   'failsafe_mode',
   'slots',
   'ignore_slots',
+  'standby_cluster',
 ]);
 
 /** Refused unless off, with what is missing. */
-const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({
-  standby_cluster: { isOn: (v) => !isMapping(v) || Object.keys(v).length > 0, missing: 'standby clusters are not supported yet' },
-});
+const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({});
 
 const STORED_NOT_ACTED_ON = new Set([
   'primary_stop_timeout',
@@ -65,7 +65,7 @@ export interface ConfigWriteReview {
 export function reviewConfigWrite(written: Record<string, unknown>): ConfigWriteReview {
   const problems: string[] = [];
   const warnings: string[] = [];
-  problems.push(...slotsProblems(written.slots));
+  problems.push(...slotsProblems(written.slots), ...standbyClusterProblems(written.standby_cluster));
   for (const [key, value] of Object.entries(written)) {
     if (value === null || ACTED_ON.has(key)) continue;
     if (Object.hasOwn(NOT_SUPPORTED_WHEN_ON, key)) {

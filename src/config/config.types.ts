@@ -1,4 +1,5 @@
 import type { PermanentSlot, SlotMatcher } from './slots-config';
+import type { StandbyCluster } from './standby-cluster-config';
 import { LogSettings } from '../common/logger';
 import { DynamicConfig } from '../dcs/dcs.port';
 
@@ -166,4 +167,6 @@ export interface EffectiveDynamicConfig {
   slots: PermanentSlot[];
   /** Slots Stator never drops (`ignore_slots`). */
   ignore_slots: SlotMatcher[];
+  /** The remote primary this whole cluster replicates from (`standby_cluster`), or null. */
+  standby_cluster: StandbyCluster | null;
 }

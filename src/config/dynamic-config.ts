@@ -1,13 +1,14 @@
 import { DynamicConfig } from '../dcs/dcs.port';
 import { EffectiveDynamicConfig } from './config.types';
 import { readIgnoreSlots, readPermanentSlots } from './slots-config';
+import { readStandbyCluster } from './standby-cluster-config';
 
 /** Rule texts shared with load-config.ts, so both speak of booleans and parameters in the same words. */
 export const BOOLEAN_RULE = 'must be a boolean (true/false, on/off, yes/no)';
 export const PARAMETER_RULE = 'must be a string, number or boolean';
 
 /** Defaults of the dynamic settings (reference-behavior section 5; `use_pg_rewind` is on in Stator, off in Patroni). */
-export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters' | 'slots' | 'ignore_slots'>> = Object.freeze({
+export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters' | 'slots' | 'ignore_slots' | 'standby_cluster'>> = Object.freeze({
   ttl: 30,
   loop_wait: 10,
   retry_timeout: 10,
@@ -140,6 +141,7 @@ export function effectiveDynamicConfig(
       parameters,
       slots: readPermanentSlots(source.slots, adjustments),
       ignore_slots: readIgnoreSlots(source.ignore_slots),
+      standby_cluster: readStandbyCluster(source.standby_cluster, adjustments),
     },
     adjustments,
   };

@@ -6,6 +6,7 @@ import { HaSnapshot, isNoFailover, isTruthyTag, upstreamOf } from './cluster-sna
 import { Decision, HaAction } from './decision';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
 import { recover, rejoinBackoff } from './recover';
+import { followRemote, remotePrimary } from './standby-cluster';
 import { startRetryDelayMs } from './start-failure';
 import { quorumAllowsCandidates } from './sync/sync-eligibility';
 import { isUnresponsive } from './unresponsive';
@@ -127,18 +128,32 @@ function bootstrap(s: HaSnapshot): Decision {
   const leaderName = cluster.leader?.value ?? null;
   if (!leaderName) {
     if (cluster.initialize === null && !isNoFailover(s.local.tags)) {
+      const remote = remotePrimary(s.config.standby_cluster);
+      const retry = remote ? standbyBootstrapBackoff(s) : null;
+      if (retry) return retry;
       if (!s.initializeResult) return { need: 'raceInitialize' };
+      // A standby cluster's first member clones the remote primary instead of running initdb.
+      if (s.initializeResult === 'won' && remote) return { verdict: 'trying to bootstrap a new standby leader', actions: [{ type: 'bootstrapStandbyLeader', remote }] };
       if (s.initializeResult === 'won') return { verdict: 'trying to bootstrap a new cluster', actions: [{ type: 'initdb' }] };
       return { verdict: 'failed to acquire initialize lock', actions: [] };
     }
     // A restore from backup (a `no_leader` replica method) needs no member; not while another node bootstraps.
     if (s.local.canCloneWithoutLeader && cluster.initialize !== '') return cloneAfterBackoff(s, null, 'trying to bootstrap (without leader)');
-    return { verdict: 'waiting for leader to bootstrap', actions: [] };
+    return { verdict: `waiting for ${s.config.standby_cluster ? 'standby_leader' : 'leader'} to bootstrap`, actions: [] };
   }
   const source = cloneSource(s, leaderName);
   if (!source) return { verdict: 'waiting for leader to bootstrap', actions: [] };
   const from = source.name === leaderName ? 'leader' : 'replica';
   return cloneAfterBackoff(s, source, `trying to bootstrap from ${from} '${source.name}'`);
+}
+
+/** A standby leader's bootstrap that failed (the remote did not answer) is tried again after a backoff. */
+function standbyBootstrapBackoff(s: HaSnapshot): Decision | null {
+  const last = s.local.lastTask;
+  if (!last || last.name !== 'bootstrap_standby_leader' || !last.error || last.endedAt === null) return null;
+  const at = last.endedAt + startRetryDelayMs(last.failuresInRow, s.config.loop_wait);
+  if (s.now >= at) return null;
+  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before bootstrapping the standby leader again: ${last.error}`, actions: [{ type: 'wakeAt', at }] };
 }
 
 function cloneAfterBackoff(s: HaSnapshot, source: UpstreamNode | null, verdict: string): Decision {
@@ -182,9 +197,10 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
     return { verdict: 'removed leader lock because postgres is not running as primary', actions: [{ type: 'releaseLock' }] };
   }
   if (!s.lockResult) return { need: 'refreshLock' };
+  const remote = remotePrimary(config.standby_cluster);
   if (s.lockResult === 'refreshed') {
     const failover = pendingFailover(s);
-    if (failover && pgIsPrimary) {
+    if (failover && (pgIsPrimary || remote)) {
       const manual = manualFailoverAsLeader(s, failover);
       if (manual) return manual;
     }
@@ -195,6 +211,13 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
         actions: [{ type: 'leaderDuties' }, { type: 'wakeAt', at: ahead.at }],
       };
     }
+    if (remote && pgIsPrimary) {
+      return {
+        verdict: `no action. I am (${local.name}), the leader with the lock; standby_cluster is set, but turning a running primary cluster into a standby cluster is not supported yet`,
+        actions: [{ type: 'leaderDuties' }],
+      };
+    }
+    if (remote) return { verdict: `no action. I am (${local.name}), the standby leader with the lock`, actions: [...followRemote(s, remote), { type: 'leaderDuties' }] };
     if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
     return { verdict: 'promoted self to leader because I had the session lock', actions: [{ type: 'promote' }] };
   }

@@ -21,6 +21,10 @@ export type HaAction =
   | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
   /** A replica that cannot follow `upstream`'s timeline: stop, pg_rewind, start again (only if `upstream` answers). */
   | { type: 'rewindReplica'; upstream: UpstreamNode }
+  /** Won the initialize race of a standby cluster: clone the remote primary, stream from it, take the lock. */
+  | { type: 'bootstrapStandbyLeader'; remote: UpstreamNode }
+  /** Holds the lock in a standby cluster: the role says standby_leader. */
+  | { type: 'becomeStandbyLeader' }
   /**
    * `demote`: the server is no primary any more, its role says so first: `crashed` (failing over after a crash)
    * or `failed_start` (the reference's post_recover, which also fires on_role_change demoted).

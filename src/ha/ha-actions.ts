@@ -5,7 +5,7 @@ import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
 import { recordSlotChanges, wantedPhysicalSlots } from './leader-duties';
 import { NodeContext } from './node-context';
-import { cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
+import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
 
 /**
  * How long a leader asked to switch over keeps serving before it demotes, while the candidate
@@ -42,6 +42,13 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       return runTask('clone', async () => {
         await cloneFrom(node, action.source);
       });
+    case 'bootstrapStandbyLeader':
+      return runTask('bootstrap_standby_leader', () =>
+        bootstrapStandbyLeader(node, action.remote, config.bootstrap.dcs as DynamicConfig, Boolean(snapshot.cluster?.config)),
+      );
+    case 'becomeStandbyLeader':
+      node.sendRole({ type: 'STANDBY_LEADER' });
+      return;
     case 'startPrimary':
       node.setUpstream(null);
       node.postgres.send({ type: 'START', start: node.startRequest(node.settings('primary', null)) });
@@ -187,7 +194,7 @@ async function followAfterDemotion(node: NodeContext): Promise<void> {
   };
   // Promoted and checkpointed: its member key says `primary` without `checkpoint_after_promote: false`.
   const ready = (member: Awaited<ReturnType<typeof readLeader>>) =>
-    member !== null && ['primary', 'master'].includes(member.data.role ?? '') && member.data.checkpoint_after_promote !== false;
+    member !== null && ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '') && member.data.checkpoint_after_promote !== false;
   let leader = await readLeader();
   while (!ready(leader) && clock.now() < deadline) {
     await sleep(clock, 100);

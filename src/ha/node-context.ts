@@ -11,6 +11,8 @@ import { LONG_ACTION_STATES, PostgresStateName } from '../postgresql/postgres-st
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
+import { remotePrimary } from './standby-cluster';
+import { standbyRecoveryParameters } from '../config/standby-cluster-config';
 import { LeaderDuties, slotNameOf } from './leader-duties';
 import { LeaderLock } from './leader-lock';
 import { leadershipMachine } from './leadership.machine';
@@ -189,14 +191,13 @@ export class NodeContext {
   }
 
   settings(role: 'primary' | 'replica', upstream: UpstreamNode | null): PostgresSettings {
-    const parameters = this.parameters();
+    const remote = remotePrimary(this.dynamic.standby_cluster);
+    const fromRemote = role === 'replica' && remote !== null && upstream?.name === remote.name;
+    const parameters = this.parameters(fromRemote);
     this.appliedParameters = JSON.stringify(parameters);
-    return {
-      role,
-      upstream,
-      slotName: role === 'replica' && upstream && this.dynamic.use_slots ? slotNameOf(this.name) : null,
-      parameters,
-    };
+    // The remote primary knows this cluster by the slot standby_cluster names, if any; a member by its own.
+    const slotName = fromRemote ? this.dynamic.standby_cluster!.primary_slot_name : role === 'replica' && upstream && this.dynamic.use_slots ? slotNameOf(this.name) : null;
+    return { role, upstream, slotName, parameters };
   }
 
   /** The settings PostgreSQL runs with now: its current role and upstream, the current parameters. */
@@ -205,13 +206,14 @@ export class NodeContext {
     // A stopped server has no reading: its role says what it was.
     const primary = sample ? !sample.inRecovery : ['primary', 'promoted'].includes(this.roleName());
     if (primary) return this.settings('primary', null);
-    const upstream = upstreamOf(this.cluster?.members.find((m) => m.name === this.upstream));
+    const remote = remotePrimary(this.dynamic.standby_cluster);
+    const upstream = this.followsRemote() ? remote : upstreamOf(this.cluster?.members.find((m) => m.name === this.upstream));
     return this.settings('replica', upstream);
   }
 
   /** Whether the `/config` or local parameters changed since PostgreSQL was last configured. */
   parametersChanged(): boolean {
-    return JSON.stringify(this.parameters()) !== this.appliedParameters;
+    return JSON.stringify(this.parameters(this.followsRemote())) !== this.appliedParameters;
   }
 
   startRequest(settings: PostgresSettings): StartRequest {
@@ -296,8 +298,15 @@ export class NodeContext {
   }
 
   /** Server parameters: `/config` ones, overridden by the local file's (as Patroni merges them). */
-  private parameters(): Record<string, string | number | boolean> {
+  /** Whether this server streams from a standby cluster's remote primary (it is the standby leader). */
+  followsRemote(): boolean {
+    return this.upstream !== null && this.upstream === remotePrimary(this.dynamic.standby_cluster)?.name;
+  }
+
+  private parameters(fromRemote: boolean): Record<string, string | number | boolean> {
     const parameters = { ...this.dynamic.parameters, ...this.config.postgresql.parameters };
+    // A standby leader also restores from the remote's archive, as standby_cluster says.
+    if (fromRemote) Object.assign(parameters, standbyRecoveryParameters(this.dynamic.standby_cluster!));
     // A cluster being bootstrapped has nothing to lose yet, and its post_bootstrap must commit without standbys.
     const standbyNames = this.bootstrapping ? undefined : this.sync.standbyNamesFor(this.dynamic, this.sampler.sample, this.lock.held);
     if (standbyNames !== undefined) parameters.synchronous_standby_names = standbyNames;

@@ -175,3 +175,39 @@ export async function publishShutdownPosition(node: NodeContext): Promise<boolea
     return false;
   }
 }
+
+/**
+ * The first member of a standby cluster (reference: `trying to bootstrap a new standby leader`):
+ * clones the remote primary with pg_basebackup, starts streaming from it, then writes `initialize`
+ * and `/config` and takes the leader key as the standby leader. A clone or start that fails gives
+ * the initialize key back and fails the task, so the next try waits a backoff.
+ */
+export async function bootstrapStandbyLeader(node: NodeContext, remote: UpstreamNode, bootstrapDcs: Record<string, unknown>, configStored: boolean): Promise<void> {
+  const { clock, dcs, logger, pg } = node.deps;
+  node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: cloning the remote primary ${remote.host}:${remote.port} for a standby cluster`, { remote: remote.name });
+  const startedAt = clock.now();
+  node.postgres.send({ type: 'CLONE', source: remote, at: startedAt });
+  await node.waitForPostgres((state) => state !== 'creating_replica');
+  const { lastOutcome, lastError, lastExitCode } = node.postgres.getSnapshot().context;
+  const attempt = { method: 'basebackup', source: remote.name, durationMs: clock.now() - startedAt };
+  if (lastOutcome !== 'cloned') {
+    node.events.recordCluster('replica.method_failed', 'replica method basebackup failed', { ...attempt, exitCode: lastExitCode, error: lastError });
+    await dcs.cancelInitialization().catch(() => undefined);
+    await removeData(node);
+    throw new Error(`could not clone the remote primary ${remote.host}:${remote.port}: ${lastError ?? 'unknown error'}`);
+  }
+  logger.info('replica has been created using basebackup');
+  node.events.recordCluster('replica.created', 'standby leader created using basebackup', { ...attempt, exitCode: 0 });
+  node.dataDir = await pg.inspectDataDir();
+  node.sendRole({ type: 'CLONE_COMPLETED' });
+  await startAsReplica(node, remote);
+  if (node.pgState() !== 'running') {
+    await dcs.cancelInitialization().catch(() => undefined);
+    throw new Error(`the standby leader did not start: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`);
+  }
+  const sysid = node.sampler.sample?.systemIdentifier ?? node.dataDir.systemIdentifier ?? '';
+  await dcs.initialize(sysid, false);
+  if (!configStored) await dcs.setConfig(bootstrapDcs, 'absent');
+  await node.lock.force('initialized a new standby cluster');
+  node.sendRole({ type: 'STANDBY_LEADER' });
+}

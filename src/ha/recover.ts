@@ -1,5 +1,6 @@
 import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
 import { nodeToFollow } from './cascade';
+import { remotePrimary } from './standby-cluster';
 import { Decision } from './decision';
 import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
 
@@ -36,7 +37,8 @@ export function recover(s: HaSnapshot): Decision {
       if (wasPrimary && config.primary_start_timeout > 0 && !local.dataDir.standbySignal) {
         return { verdict: 'starting primary after failure', actions: [{ type: 'startPrimary' }] };
       }
-      return { verdict: 'starting as readonly because i had the session lock', actions: [{ type: 'startReplica', upstream: null }] };
+      // A standby leader streams from the remote primary again.
+      return { verdict: 'starting as readonly because i had the session lock', actions: [{ type: 'startReplica', upstream: remotePrimary(config.standby_cluster) }] };
     }
   }
 

@@ -76,6 +76,8 @@ export const roleMachine = setup({
     },
     standby_leader: {
       on: {
+        // standby_cluster removed: the standby leader is promoted and the cluster is on its own.
+        PROMOTE_STARTED: 'promoted',
         DEMOTED: 'demoted',
         GAVE_UP_AFTER_FAILED_START: 'demoted',
         FOLLOWING: 'replica',

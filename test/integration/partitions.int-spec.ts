@@ -167,7 +167,8 @@ it('the leader cut off for 30 s: it stops acknowledging writes and its postmaste
   const rejoins = tasks.filter(isRejoin);
   const starts = rejoins.map((event) => Date.parse(event.at));
   const gaps = starts.slice(1).map((at, i) => at - starts[i]);
-  console.log(`leader cut off: ${rejoins.length} rejoin attempts, ${gaps.length ? `gaps ${gaps.join(', ')} ms` : 'one'}`);
+  const steps = tasks.filter((event) => event.cause.startsWith('TASK_')).map((event) => `${event.at.slice(11, 23)} ${JSON.stringify(event.data?.event)}`);
+  console.log(`leader cut off: ${rejoins.length} rejoin attempts, ${gaps.length ? `gaps ${gaps.join(', ')} ms` : 'one'}\n${steps.join('\n')}`);
   expect(rejoins.length).toBeGreaterThanOrEqual(1);
   expect(gaps.filter((gap) => gap < 2000 - 100)).toEqual([]);
   const rewinds = (await eventsOf(oldLeader, `node/${oldLeader.name}/postgres`, cutWallClock)).filter((event) => event.cause === 'REWIND');

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { firstValueFrom, timeout } from 'rxjs';
 import { PgQuery } from '../../src/postgresql/pg-query';
-import { PostgresCommandError, PostgresSample, PostmasterExit } from '../../src/postgresql/postgres.port';
+import { PostgresCommandError, PostmasterExit } from '../../src/postgresql/postgres.port';
 import { RealPostgresProcess } from '../../src/postgresql/real-postgres-process';
 import { freePort } from '../helpers/ports';
 import { cleanupPgRoot, makePgTempRoot, PgTestNode, pgTestNode, processAlive } from '../helpers/postgres';

@@ -344,7 +344,6 @@ describe('loadConfig', () => {
     it('warns about bootstrap.dcs settings Stator does not act on, and still starts', () => {
       const { warnings } = load({ bootstrap: { dcs: { synchronous_mode: true, failsafe_mode: true, standby_cluster: { host: 'x' }, max_timelines_history: 10 } } });
       expect(warnings).toEqual([
-        'bootstrap.dcs.standby_cluster: standby clusters are not supported yet; remove it or turn it off',
         'bootstrap.dcs.max_timelines_history is stored but not acted on yet',
       ]);
     });
@@ -867,6 +866,7 @@ describe('effectiveDynamicConfig', () => {
         parameters: {},
         slots: [],
         ignore_slots: [],
+        standby_cluster: null,
       },
       adjustments: [],
     });

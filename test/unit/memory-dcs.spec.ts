@@ -1,5 +1,4 @@
 import { ManualClock } from '../../src/common/clock';
-import { DcsChange } from '../../src/dcs/dcs.port';
 import { MemoryDcs, MemoryDcsBackend } from '../../src/dcs/memory-dcs';
 import { DcsContractFixture, describeDcsContract } from '../contracts/dcs.contract';
 

@@ -53,3 +53,26 @@ describe('a PostgreSQL that answers nothing is nobody\'s target', () => {
     expect(healthStatus('/liveness', {}, silentFor(replicaView(), 6_000), NOW)).toBe(200);
   });
 });
+
+describe('a standby cluster (reference 1.3: isLeader in a standby cluster)', () => {
+  const remote = { host: '10.0.0.9', port: 5432, primary_slot_name: null, restore_command: null, archive_cleanup_command: null, recovery_min_apply_delay: null };
+  const inStandbyCluster = (view: NodeView): NodeView => ({ ...view, config: { ...view.config, standby_cluster: remote } });
+
+  it('answers for its standby leader as the leader and the standby leader, never as a write target or a read replica', () => {
+    const standbyLeader: NodeView = inStandbyCluster({ ...replicaView(), role: 'standby_leader', leadership: 'leader', lockValidUntil: NOW + 10_000 });
+    expect(['/leader', '/standby-leader', '/standby_leader', '/primary', '/read-write', '/replica'].map((path) => [path, healthStatus(path, {}, standbyLeader, NOW)])).toEqual([
+      ['/leader', 200],
+      ['/standby-leader', 200],
+      ['/standby_leader', 200],
+      ['/primary', 503],
+      ['/read-write', 503],
+      ['/replica', 503],
+    ]);
+  });
+
+  it('keeps its other members replicas, and no one answers /standby-leader outside a standby cluster', () => {
+    expect(healthStatus('/replica', {}, inStandbyCluster(replicaView()), NOW)).toBe(200);
+    expect(healthStatus('/standby-leader', {}, inStandbyCluster(replicaView()), NOW)).toBe(503);
+    expect(healthStatus('/standby-leader', {}, leaderView(), NOW)).toBe(503);
+  });
+});

@@ -54,7 +54,7 @@ describe('PUT /config', () => {
     const { dcs } = setup();
     await dcs.setConfig({ ttl: 30 });
 
-    expect(() => body({ ttl: 30, standby_cluster: { host: 'x' } })).toThrow(HttpException);
+    expect(() => body({ ttl: 30, standby_cluster: { host: 'x', port: 0 } })).toThrow(HttpException);
     expect((await dcs.read()).config?.value).toEqual({ ttl: 30 });
   });
 });

@@ -1,0 +1,154 @@
+import { chmodSync } from 'node:fs';
+import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
+import { waitFor } from '../../scripts/lib/wait-for';
+import { RecordedEvent } from '../../src/events/event';
+import { isPrimaryServer, sql } from '../helpers/sql';
+
+/**
+ * Two Stator clusters, each with its own etcd, as in two data centres: `main` (2 nodes) and `dr`
+ * (2 nodes), the standby cluster of `main`. dr's first member clones main's primary and streams from
+ * it as the `standby_leader`; dr's other member follows the standby leader. A switchover inside dr
+ * moves the standby leader; removing `standby_cluster` promotes dr, which then runs on its own.
+ */
+jest.setTimeout(240_000);
+
+let main: LocalCluster;
+let dr: LocalCluster;
+let baseDir: string;
+let mainLeader: LocalNode;
+let written = 0;
+
+async function patchConfig(node: LocalNode, patch: Record<string, unknown>): Promise<void> {
+  const response = await fetch(`${node.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(patch) });
+  expect({ status: response.status, body: await response.text() }).toMatchObject({ status: 200 });
+}
+
+/** One more row on main's primary; resolves with how many there are. */
+async function writeOnMain(): Promise<number> {
+  await sql(mainLeader, 'INSERT INTO shipped VALUES ($1)', [++written]);
+  return written;
+}
+
+async function rowsOn(node: LocalNode): Promise<number> {
+  return Number((await sql<{ n: string }>(node, 'SELECT count(*)::text AS n FROM shipped'))[0].n);
+}
+
+/** dr's standby leader (200 on /standby-leader), once there is exactly one. */
+async function standbyLeader(): Promise<LocalNode> {
+  let found: LocalNode | null = null;
+  await waitFor(async () => {
+    const answering = [];
+    for (const node of dr.nodes) if ((await node.healthCode('/standby-leader')) === 200) answering.push(node);
+    found = answering.length === 1 ? answering[0] : null;
+    return found !== null;
+  }, { timeoutMs: 60_000, description: "one of dr's members answering 200 on /standby-leader" });
+  return found!;
+}
+
+/** Both dr members hold every row main acknowledged so far. */
+async function drHasEveryRow(): Promise<void> {
+  const expected = await writeOnMain();
+  for (const node of dr.nodes) {
+    await waitFor(async () => (await rowsOn(node).catch(() => -1)) === expected, { timeoutMs: 20_000, description: `${node.name} of dr holding ${expected} rows` });
+  }
+}
+
+async function eventsOf(node: LocalNode, query: Record<string, string>): Promise<RecordedEvent[]> {
+  const response = await fetch(`${node.apiUrl}/events?${new URLSearchParams({ limit: '1000', ...query }).toString()}`);
+  return (await response.json()) as RecordedEvent[];
+}
+
+beforeAll(async () => {
+  baseDir = tmpDir('stator-standby-');
+  chmodSync(baseDir, 0o755); // PostgreSQL's OS user reaches the clusters' directories below it
+  // main keeps a permanent slot for dr, so dr never finds the WAL it needs gone.
+  main = await LocalCluster.start({ nodes: 2, baseDir: `${baseDir}/main`, scope: 'main', ttl: 10, loopWait: 2, retryTimeout: 4, dcs: { slots: { dr: { type: 'physical' } } } });
+  mainLeader = await main.waitForHealthy(60_000);
+  await sql(mainLeader, 'CREATE TABLE shipped (n int PRIMARY KEY)');
+  await writeOnMain();
+  dr = await LocalCluster.start({
+    nodes: 2,
+    baseDir: `${baseDir}/dr`,
+    scope: 'dr',
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    dcs: { standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr' } },
+  });
+});
+
+afterAll(async () => {
+  await dr?.stop();
+  await main?.stop();
+  if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+});
+
+it("builds the standby cluster from main's primary: a standby leader streaming from it, a replica following the standby leader", async () => {
+  const leader = await standbyLeader();
+  const replica = dr.nodes.find((node) => node !== leader)!;
+  await waitFor(async () => (await replica.healthCode('/replica')) === 200, { timeoutMs: 60_000, description: `${replica.name} of dr answering 200 on /replica` });
+  await drHasEveryRow();
+
+  // As the reference: the standby leader is the leader, but no write target and not in the read pool.
+  expect(await leader.healthCode('/leader')).toBe(200);
+  expect(await leader.healthCode('/standby_leader')).toBe(200);
+  expect(await leader.healthCode('/primary')).toBe(503);
+  expect(await leader.healthCode('/replica')).toBe(503);
+  expect(await replica.healthCode('/standby-leader')).toBe(503);
+  const members = ((await (await fetch(`${leader.apiUrl}/cluster`)).json()) as { members: { name: string; role: string }[] }).members;
+  expect(Object.fromEntries(members.map((member) => [member.name, member.role]))).toEqual({ [leader.name]: 'standby_leader', [replica.name]: 'replica' });
+  const status = (await leader.status())!;
+  expect(status.role).toBe('standby_leader');
+
+  // It streams through the slot main keeps for it, and says where from in its log.
+  await waitFor(async () => (await sql<{ active: boolean }>(mainLeader, "SELECT active FROM pg_replication_slots WHERE slot_name = 'dr'"))[0]?.active === true, {
+    timeoutMs: 20_000,
+    description: "main's slot dr in use",
+  });
+  const roles = await eventsOf(leader, { stream: `node/${leader.name}/role` });
+  expect(roles.map((event) => event.to)).toContain('standby_leader');
+  expect(roles.some((event) => event.cause === 'UPSTREAM_CHANGED' && (event.data?.event as { upstream?: string }).upstream === `remote 127.0.0.1:${mainLeader.pgPort}`)).toBe(true);
+  const cluster = await eventsOf(leader, { stream: 'cluster' });
+  expect(cluster.map((event) => event.type)).toEqual(expect.arrayContaining(['cluster.bootstrap_started', 'replica.created']));
+});
+
+it('moves the standby leader by a switchover inside the standby cluster, still streaming from main', async () => {
+  const old = await standbyLeader();
+  const candidate = dr.nodes.find((node) => node !== old)!;
+  const response = await fetch(`${old.apiUrl}/switchover`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ leader: old.name, candidate: candidate.name }) });
+  expect({ status: response.status, body: await response.text() }).toMatchObject({ status: 200 });
+  await waitFor(async () => (await candidate.healthCode('/standby-leader')) === 200 && (await old.healthCode('/replica')) === 200, {
+    timeoutMs: 60_000,
+    description: `${candidate.name} the standby leader and ${old.name} its replica`,
+  });
+  expect(await candidate.healthCode('/primary')).toBe(503);
+  await drHasEveryRow();
+});
+
+it('follows main to its new primary when standby_cluster names it', async () => {
+  const leader = await standbyLeader();
+  const other = main.nodes.find((node) => node !== mainLeader)!;
+  const response = await fetch(`${mainLeader.apiUrl}/switchover`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ leader: mainLeader.name, candidate: other.name }) });
+  expect(response.status).toBe(200);
+  mainLeader = await main.waitForLeader(60_000, [mainLeader.name]);
+  await main.waitForHealthy(60_000);
+  await patchConfig(leader, { standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr' } });
+  await drHasEveryRow();
+  const roles = await eventsOf(leader, { stream: `node/${leader.name}/role` });
+  expect(roles.some((event) => event.cause === 'UPSTREAM_CHANGED' && (event.data?.event as { upstream?: string }).upstream === `remote 127.0.0.1:${mainLeader.pgPort}`)).toBe(true);
+});
+
+it('promotes the standby cluster when standby_cluster is removed: its leader takes writes, its replica follows', async () => {
+  const leader = await standbyLeader();
+  const replica = dr.nodes.find((node) => node !== leader)!;
+  const before = await rowsOn(leader);
+  await patchConfig(leader, { standby_cluster: null });
+  // As the reference, /primary answers 200 from the moment the lock holder is no standby leader; writes follow the promotion.
+  await waitFor(async () => (await leader.healthCode('/primary')) === 200 && (await isPrimaryServer(leader)), { timeoutMs: 30_000, description: `${leader.name} of dr promoted` });
+  await sql(leader, 'INSERT INTO shipped VALUES (-1)');
+  await waitFor(async () => (await rowsOn(replica).catch(() => -1)) === before + 1, { timeoutMs: 30_000, description: `${replica.name} of dr streaming from its promoted leader` });
+  expect(await leader.healthCode('/standby-leader')).toBe(503);
+  // main goes on by itself, without dr's row.
+  expect(await rowsOn(mainLeader)).toBe(written);
+});

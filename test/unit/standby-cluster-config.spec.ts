@@ -1,0 +1,32 @@
+import { readStandbyCluster, standbyClusterProblems, standbyRecoveryParameters } from '../../src/config/standby-cluster-config';
+
+describe('standby_cluster in the dynamic configuration', () => {
+  it('reads a remote primary with its recovery settings', () => {
+    const adjustments: string[] = [];
+    const standby = readStandbyCluster({ host: 'dc1-primary', port: 5433, primary_slot_name: 'dr', restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' }, adjustments);
+    expect(adjustments).toEqual([]);
+    expect(standby).toEqual({ host: 'dc1-primary', port: 5433, primary_slot_name: 'dr', restore_command: 'cp /archive/%f %p', archive_cleanup_command: null, recovery_min_apply_delay: '5min' });
+    expect(standbyRecoveryParameters(standby!)).toEqual({ restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' });
+  });
+
+  it('is no standby cluster when empty or removed, as the reference', () => {
+    expect(readStandbyCluster({}, [])).toBeNull();
+    expect(readStandbyCluster(null, [])).toBeNull();
+    expect(standbyClusterProblems(null)).toEqual([]);
+    expect(standbyClusterProblems({})).toEqual([]);
+  });
+
+  it('refuses what it cannot act on, naming the key and the rule', () => {
+    expect(standbyClusterProblems({ host: 'a b', port: 70000, primary_slot_name: 'Bad-Name', protocol: 'x' })).toEqual([
+      'standby_cluster.protocol: unknown key (known: host, port, primary_slot_name, create_replica_methods, restore_command, archive_cleanup_command, recovery_min_apply_delay)',
+      'standby_cluster.host: must be a host name or address',
+      'standby_cluster.port: must be an integer from 1 to 65535',
+      'standby_cluster.primary_slot_name: a slot name is 1 to 63 lowercase letters, digits or underscores',
+    ]);
+    expect(standbyClusterProblems({ restore_command: 'cp /archive/%f %p' })).toEqual([
+      'standby_cluster.host: needed: a standby leader is cloned from the remote primary with pg_basebackup (archive-only standby clusters are not supported yet)',
+    ]);
+    expect(standbyClusterProblems({ host: 'h', create_replica_methods: ['wal_g'] })).toEqual(['standby_cluster.create_replica_methods: only basebackup is supported yet for a standby leader']);
+    expect(standbyClusterProblems({ host: 'h', restore_command: 'a\nb' })).toEqual(['standby_cluster.restore_command: must be one line of at most 4096 characters']);
+  });
+});
