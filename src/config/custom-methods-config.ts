@@ -15,16 +15,30 @@ const MAX_OPTIONS = 64;
  */
 export function readReplicaMethods(findings: Findings, postgresql: Mapping): { create_replica_methods?: string[]; replica_methods?: Record<string, CustomMethod> } {
   const path = 'postgresql';
-  const names = readStringList(findings, postgresql, 'create_replica_methods', path);
-  if (!names || names.length === 0) return {};
+  const names = readStringList(findings, postgresql, 'create_replica_methods', path) ?? [];
+  const sections = methodSectionNames(postgresql);
+  if (sections.length === 0) return names.length > 0 ? { create_replica_methods: names } : {};
   const replica_methods: Record<string, CustomMethod> = {};
-  for (const name of names) {
+  for (const name of sections) {
     if (name === 'basebackup') continue;
     const section = readSection(findings, postgresql, name, path);
     // The reference runs a method without a section as a command named like the method.
     replica_methods[name] = readMethod(findings, { command: name, ...section }, childPath(path, name), ['command', 'no_params']);
   }
-  return { create_replica_methods: names, replica_methods };
+  return { ...(names.length > 0 ? { create_replica_methods: names } : {}), replica_methods };
+}
+
+/**
+ * The custom method sections of `postgresql`: those `create_replica_methods` names, and any other
+ * mapping with a `command` (a method only a standby cluster's `create_replica_methods` may name).
+ */
+export function methodSectionNames(postgresql: Mapping): string[] {
+  const listed = Array.isArray(postgresql.create_replica_methods) ? postgresql.create_replica_methods.filter((name): name is string => typeof name === 'string') : [];
+  const withCommand = Object.keys(postgresql).filter((key) => {
+    const value = postgresql[key];
+    return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, 'command');
+  });
+  return [...new Set([...listed, ...withCommand])].filter((name) => name !== 'basebackup');
 }
 
 /** `bootstrap.<name>`: the command, its arguments, and the recovery the first start runs. */

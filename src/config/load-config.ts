@@ -26,7 +26,7 @@ import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
 import { readLog } from './log-config';
-import { readReplicaMethods } from './custom-methods-config';
+import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
 
 /** The configuration cannot be used. `problems` has one line per problem: `<key path>: <rule>`. */
 export class ConfigError extends Error {
@@ -259,10 +259,9 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
   };
 }
 
-/** The sections named in `create_replica_methods` (read by readReplicaMethods, not unsupported keys). */
+/** The method sections (read by readReplicaMethods, not unsupported keys). */
 function replicaMethodSections(section: Mapping): string[] {
-  const names = section.create_replica_methods;
-  return Array.isArray(names) ? names.filter((name): name is string => typeof name === 'string') : [];
+  return methodSectionNames(section);
 }
 
 /** `{key: value}` when the setting is given (true, non-empty), else nothing: the configuration lists what was set. */

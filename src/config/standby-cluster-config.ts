@@ -12,6 +12,8 @@ export interface StandbyCluster {
   restore_command: string | null;
   archive_cleanup_command: string | null;
   recovery_min_apply_delay: string | number | null;
+  /** How the standby leader is built from the remote (names of `postgresql` method sections, or basebackup). */
+  create_replica_methods: string[] | null;
 }
 
 const isMapping = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -52,15 +54,12 @@ export function standbyClusterProblems(value: unknown): string[] {
   if (delay !== undefined && delay !== null && !(typeof delay === 'number' && Number.isInteger(delay) && delay >= 0) && !(typeof delay === 'string' && /^\d{1,10}\s?(ms|s|min|h|d)?$/.test(delay))) {
     problems.push('standby_cluster.recovery_min_apply_delay: must be a duration such as 300000, "5min" or "1h"');
   }
-  if (create_replica_methods !== undefined && create_replica_methods !== null) {
-    const methods = Array.isArray(create_replica_methods) ? create_replica_methods : [create_replica_methods];
-    if (methods.some((method) => method !== 'basebackup')) {
-      problems.push('standby_cluster.create_replica_methods: only basebackup is supported yet for a standby leader');
-    }
+  if (create_replica_methods !== undefined && create_replica_methods !== null && methodNames(create_replica_methods) === null) {
+    problems.push('standby_cluster.create_replica_methods: must be a list of at most 16 method names (basebackup, or a method section of postgresql)');
   }
   if (Object.keys(value).length > 0 && !isStandbyClusterValue(value)) problems.push('standby_cluster: needs a host (and port) or a restore_command');
   else if (isStandbyClusterValue(value) && (host === undefined || host === null || host === '')) {
-    problems.push('standby_cluster.host: needed: a standby leader is cloned from the remote primary with pg_basebackup (archive-only standby clusters are not supported yet)');
+    problems.push('standby_cluster.host: needed: a standby leader streams from the remote primary (archive-only standby clusters are not supported yet)');
   }
   return problems;
 }
@@ -82,6 +81,7 @@ export function readStandbyCluster(value: unknown, adjustments: string[]): Stand
     restore_command: text('restore_command'),
     archive_cleanup_command: text('archive_cleanup_command'),
     recovery_min_apply_delay: typeof v.recovery_min_apply_delay === 'number' || typeof v.recovery_min_apply_delay === 'string' ? v.recovery_min_apply_delay : null,
+    create_replica_methods: methodNames(v.create_replica_methods),
   };
 }
 
@@ -92,6 +92,13 @@ export function standbyRecoveryParameters(standby: StandbyCluster): Record<strin
   if (standby.archive_cleanup_command) parameters.archive_cleanup_command = standby.archive_cleanup_command;
   if (standby.recovery_min_apply_delay !== null) parameters.recovery_min_apply_delay = standby.recovery_min_apply_delay;
   return parameters;
+}
+
+/** A list of method names (a single name counts as a list of one), or null. */
+function methodNames(value: unknown): string[] | null {
+  const names = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(names) || names.length === 0 || names.length > 16) return null;
+  return names.every((name) => typeof name === 'string' && /^[A-Za-z0-9_.-]{1,63}$/.test(name)) ? (names as string[]) : null;
 }
 
 function validPort(port: unknown): boolean {

@@ -16,9 +16,9 @@ import { replicaMethodPlan } from './replica-methods';
  * when every one failed. Each attempt is a recorded clone of the postgres machine and a node event
  * with its method, duration and exit code.
  */
-export async function cloneFrom(node: NodeContext, source: UpstreamNode | null): Promise<boolean> {
+export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, methods?: string[] | null): Promise<boolean> {
   const { clock, logger } = node.deps;
-  for (const step of replicaMethodPlan(node.config.postgresql, source !== null)) {
+  for (const step of replicaMethodPlan(node.config.postgresql, source !== null, methods ?? node.config.postgresql.create_replica_methods)) {
     const startedAt = clock.now();
     node.postgres.send({ type: 'CLONE', source, ...('method' in step ? { method: step.method } : {}), at: startedAt });
     await node.waitForPostgres((state) => state !== 'creating_replica');
@@ -72,15 +72,15 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
     const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
     rewound = lastOutcome === 'rewound' || lastOutcome === 'not_needed';
     if (!rewound && !(await pg.upstreamReachable(upstream))) {
-      logger.warning(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
-      return;
+      // A failed task, so the next try waits a backoff rather than the next cycle.
+      throw new Error(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
     }
     if (!rewound) logger.warning(`pg_rewind from ${upstream.name} failed, reinitializing: ${lastError}`);
     if (lastOutcome === 'rewound') await pg.checkpointOn(upstream).catch((e) => logger.warning(`checkpoint on ${upstream.name} after pg_rewind failed: ${errorText(e)}`));
   }
   if (!rewound) {
     await removeData(node);
-    if (!(await cloneFrom(node, upstream))) return;
+    if (!(await cloneFrom(node, upstream))) throw new Error(`could not clone ${upstream.name} after pg_rewind failed: ${node.postgres.getSnapshot().context.lastError ?? 'every replica method failed'}`);
   }
   await startAsReplica(node, upstream);
 }
@@ -178,34 +178,27 @@ export async function publishShutdownPosition(node: NodeContext): Promise<boolea
 
 /**
  * The first member of a standby cluster (reference: `trying to bootstrap a new standby leader`):
- * clones the remote primary with pg_basebackup, starts streaming from it, then writes `initialize`
- * and `/config` and takes the leader key as the standby leader. A clone or start that fails gives
- * the initialize key back and fails the task, so the next try waits a backoff.
+ * builds its data directory from the remote primary by `standby_cluster.create_replica_methods`
+ * (pg_basebackup by default, or a custom method such as a restore from the remote's backups), starts
+ * streaming from it, then writes `initialize` and `/config` and takes the leader key as the standby
+ * leader. A clone or start that fails gives the initialize key back and fails the task, so the next
+ * try waits a backoff.
  */
 export async function bootstrapStandbyLeader(node: NodeContext, remote: UpstreamNode, bootstrapDcs: Record<string, unknown>, configStored: boolean): Promise<void> {
-  const { clock, dcs, logger, pg } = node.deps;
+  const { dcs } = node.deps;
   node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: cloning the remote primary ${remote.host}:${remote.port} for a standby cluster`, { remote: remote.name });
-  const startedAt = clock.now();
-  node.postgres.send({ type: 'CLONE', source: remote, at: startedAt });
-  await node.waitForPostgres((state) => state !== 'creating_replica');
-  const { lastOutcome, lastError, lastExitCode } = node.postgres.getSnapshot().context;
-  const attempt = { method: 'basebackup', source: remote.name, durationMs: clock.now() - startedAt };
-  if (lastOutcome !== 'cloned') {
-    node.events.recordCluster('replica.method_failed', 'replica method basebackup failed', { ...attempt, exitCode: lastExitCode, error: lastError });
+  if (!(await cloneFrom(node, remote, node.dynamic.standby_cluster?.create_replica_methods ?? ['basebackup']))) {
+    const { lastError } = node.postgres.getSnapshot().context;
     await dcs.cancelInitialization().catch(() => undefined);
     await removeData(node);
     throw new Error(`could not clone the remote primary ${remote.host}:${remote.port}: ${lastError ?? 'unknown error'}`);
   }
-  logger.info('replica has been created using basebackup');
-  node.events.recordCluster('replica.created', 'standby leader created using basebackup', { ...attempt, exitCode: 0 });
-  node.dataDir = await pg.inspectDataDir();
-  node.sendRole({ type: 'CLONE_COMPLETED' });
   await startAsReplica(node, remote);
   if (node.pgState() !== 'running') {
     await dcs.cancelInitialization().catch(() => undefined);
     throw new Error(`the standby leader did not start: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`);
   }
-  const sysid = node.sampler.sample?.systemIdentifier ?? node.dataDir.systemIdentifier ?? '';
+  const sysid = node.sampler.sample?.systemIdentifier ?? node.dataDir?.systemIdentifier ?? '';
   await dcs.initialize(sysid, false);
   if (!configStored) await dcs.setConfig(bootstrapDcs, 'absent');
   await node.lock.force('initialized a new standby cluster');

@@ -5,11 +5,12 @@ import { ReplicaMethod } from '../postgresql/postgres.port';
 export type ReplicaMethodStep = { name: 'basebackup' } | { name: string; method: ReplicaMethod };
 
 /**
- * The replica methods to try, in order (reference `create_replica`): `create_replica_methods`, or
- * basebackup alone. Without a member to copy, only the custom methods marked `no_leader` can work.
+ * The replica methods to try, in order (reference `create_replica`): `create_replica_methods` (or
+ * `methods`, a standby cluster's own list), or basebackup alone. Without a member to copy, only the
+ * custom methods marked `no_leader` can work.
  */
-export function replicaMethodPlan(postgresql: PostgresqlConfig, hasSource: boolean): ReplicaMethodStep[] {
-  const names = postgresql.create_replica_methods?.length ? postgresql.create_replica_methods : ['basebackup'];
+export function replicaMethodPlan(postgresql: PostgresqlConfig, hasSource: boolean, methods = postgresql.create_replica_methods): ReplicaMethodStep[] {
+  const names = methods?.length ? methods : ['basebackup'];
   const steps: ReplicaMethodStep[] = names.map((name) => {
     const custom = name === 'basebackup' ? undefined : postgresql.replica_methods?.[name];
     return custom ? { name, method: { name, ...custom } } : { name: 'basebackup' };

@@ -1,4 +1,5 @@
-import { chmodSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
@@ -18,6 +19,9 @@ let dr: LocalCluster;
 let baseDir: string;
 let mainLeader: LocalNode;
 let written = 0;
+/** Each call of dr's custom replica method, with its arguments. */
+let calls: string;
+const PG_BIN = '/usr/lib/postgresql/15/bin';
 
 async function patchConfig(node: LocalNode, patch: Record<string, unknown>): Promise<void> {
   const response = await fetch(`${node.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(patch) });
@@ -62,6 +66,28 @@ async function eventsOf(node: LocalNode, query: Record<string, string>): Promise
 beforeAll(async () => {
   baseDir = tmpDir('stator-standby-');
   chmodSync(baseDir, 0o755); // PostgreSQL's OS user reaches the clusters' directories below it
+  // dr's standby leader is built by a custom replica method, as from a backup tool: here it copies the remote itself.
+  calls = join(baseDir, 'copy-remote.log');
+  writeFileSync(calls, '');
+  chmodSync(calls, 0o666);
+  const script = join(baseDir, 'copy-remote.sh');
+  writeFileSync(
+    script,
+    [
+      '#!/bin/sh',
+      'set -e',
+      'for arg in "$@"; do',
+      '  case "$arg" in',
+      '    --datadir=*) datadir="${arg#--datadir=}" ;;',
+      '    --connstring=*) connstring="${arg#--connstring=}" ;;',
+      '  esac',
+      'done',
+      `echo "$*" >> ${calls}`,
+      `${PG_BIN}/pg_basebackup -D "$datadir" -X stream -c fast -d "$connstring"`,
+      '',
+    ].join('\n'),
+  );
+  chmodSync(script, 0o755);
   // main keeps a permanent slot for dr, so dr never finds the WAL it needs gone.
   main = await LocalCluster.start({ nodes: 2, baseDir: `${baseDir}/main`, scope: 'main', ttl: 10, loopWait: 2, retryTimeout: 4, dcs: { slots: { dr: { type: 'physical' } } } });
   mainLeader = await main.waitForHealthy(60_000);
@@ -74,7 +100,8 @@ beforeAll(async () => {
     ttl: 10,
     loopWait: 2,
     retryTimeout: 4,
-    dcs: { standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr' } },
+    dcs: { standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr', create_replica_methods: ['copy_remote', 'basebackup'] } },
+    postgresql: () => ({ copy_remote: { command: script } }),
   });
 });
 
@@ -111,6 +138,10 @@ it("builds the standby cluster from main's primary: a standby leader streaming f
   expect(roles.some((event) => event.cause === 'UPSTREAM_CHANGED' && (event.data?.event as { upstream?: string }).upstream === `remote 127.0.0.1:${mainLeader.pgPort}`)).toBe(true);
   const cluster = await eventsOf(leader, { stream: 'cluster' });
   expect(cluster.map((event) => event.type)).toEqual(expect.arrayContaining(['cluster.bootstrap_started', 'replica.created']));
+  // The standby leader was built by standby_cluster's method, called with the reference's arguments and the remote's address.
+  const [call] = readFileSync(calls, 'utf8').trim().split('\n');
+  expect(call).toMatch(new RegExp(`^--scope=dr --role=replica --datadir=\\S+ --connstring=.*port=${mainLeader.pgPort}`));
+  expect(cluster.find((event) => event.type === 'replica.created')?.data).toMatchObject({ method: 'copy_remote', source: `remote 127.0.0.1:${mainLeader.pgPort}` });
 });
 
 it('moves the standby leader by a switchover inside the standby cluster, still streaming from main', async () => {

@@ -5,7 +5,8 @@ describe('standby_cluster in the dynamic configuration', () => {
     const adjustments: string[] = [];
     const standby = readStandbyCluster({ host: 'dc1-primary', port: 5433, primary_slot_name: 'dr', restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' }, adjustments);
     expect(adjustments).toEqual([]);
-    expect(standby).toEqual({ host: 'dc1-primary', port: 5433, primary_slot_name: 'dr', restore_command: 'cp /archive/%f %p', archive_cleanup_command: null, recovery_min_apply_delay: '5min' });
+    expect(standby).toEqual({ host: 'dc1-primary', port: 5433, primary_slot_name: 'dr', restore_command: 'cp /archive/%f %p', archive_cleanup_command: null, recovery_min_apply_delay: '5min', create_replica_methods: null });
+    expect(readStandbyCluster({ host: 'h', create_replica_methods: ['pgbackrest', 'basebackup'] }, [])?.create_replica_methods).toEqual(['pgbackrest', 'basebackup']);
     expect(standbyRecoveryParameters(standby!)).toEqual({ restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' });
   });
 
@@ -24,9 +25,9 @@ describe('standby_cluster in the dynamic configuration', () => {
       'standby_cluster.primary_slot_name: a slot name is 1 to 63 lowercase letters, digits or underscores',
     ]);
     expect(standbyClusterProblems({ restore_command: 'cp /archive/%f %p' })).toEqual([
-      'standby_cluster.host: needed: a standby leader is cloned from the remote primary with pg_basebackup (archive-only standby clusters are not supported yet)',
+      'standby_cluster.host: needed: a standby leader streams from the remote primary (archive-only standby clusters are not supported yet)',
     ]);
-    expect(standbyClusterProblems({ host: 'h', create_replica_methods: ['wal_g'] })).toEqual(['standby_cluster.create_replica_methods: only basebackup is supported yet for a standby leader']);
+    expect(standbyClusterProblems({ host: 'h', create_replica_methods: [] })).toEqual(['standby_cluster.create_replica_methods: must be a list of at most 16 method names (basebackup, or a method section of postgresql)']);
     expect(standbyClusterProblems({ host: 'h', restore_command: 'a\nb' })).toEqual(['standby_cluster.restore_command: must be one line of at most 4096 characters']);
   });
 });

@@ -13,6 +13,7 @@ import {
   TxnResult,
   WatchBrokenError,
   WatchResponse,
+  WatchSilentError,
 } from './etcd-types';
 import {
   abortError,
@@ -177,7 +178,7 @@ export class EtcdClient {
       const restartWhenSilent = () => {
         clearTimeout(silence);
         silence = setTimeout(
-          () => stream.abort(new WatchBrokenError(`watch silent for ${WATCH_IDLE_RESTART_MS} ms: resuming on a fresh connection`)),
+          () => stream.abort(new WatchSilentError(`watch silent for ${WATCH_IDLE_RESTART_MS} ms: resuming on a fresh connection`)),
           WATCH_IDLE_RESTART_MS,
         );
       };

@@ -125,6 +125,11 @@ export class WatchBrokenError extends EtcdError {
   }
 }
 
+/** A watch ended by its client after a silence (see `EtcdClient.watch`): nothing was missed, resume where it was. */
+export class WatchSilentError extends WatchBrokenError {
+  override readonly name: string = 'WatchSilentError';
+}
+
 /**
  * Consumes a watch until `stop` fires (resolves) or the watch breaks (rejects with the
  * WatchBrokenError), handing every response to `onResponse`. For follow-loops that re-read and

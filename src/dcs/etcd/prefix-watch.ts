@@ -1,16 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DcsChange } from '../dcs.port';
-import { EtcdClient, nextRevision, WatchBrokenError, watchUntilBroken } from './etcd-client';
+import { EtcdClient, nextRevision, WatchSilentError, watchUntilBroken } from './etcd-client';
 
 const FIRST_RETRY_DELAY_MS = 100;
 const MAX_RETRY_DELAY_MS = 1000;
 
 /**
  * Keeps one watch of `prefix` running until `stop` fires: learn the current revision, watch from the
- * next one and emit a resync once the watch is live. When the watch breaks (or is resumed after a
- * silence) it starts again after the last change it delivered, so nothing is missed and no resync
- * is needed; only a compaction past that point means reading afresh. Retries pause a growing time
- * (max 1 s) while etcd cannot be reached. Keys are emitted relative to the prefix.
+ * next one, emit a resync once the watch is live, and start over with a growing pause (max 1 s)
+ * whenever the watch breaks or etcd cannot be reached (etcd may have restarted, even without its
+ * data). A watch the client ended after a silence resumes after the last change it delivered
+ * instead: nothing was missed, and no re-read is needed. Keys are emitted relative to the prefix.
  */
 export async function followPrefix(
   client: EtcdClient,
@@ -37,8 +37,8 @@ export async function followPrefix(
         }
       });
     } catch (error) {
-      // Compacted past where we were: read afresh. Otherwise (unreachable, broken) resume below.
-      if (error instanceof WatchBrokenError && error.compactRevision) resumeFrom = null;
+      // Only a silence is resumed where it was; anything else is read afresh, with a resync.
+      if (!(error instanceof WatchSilentError)) resumeFrom = null;
     }
     if (stop.aborted) return;
     await sleep(delay, undefined, { signal: stop }).catch(() => undefined);

@@ -55,7 +55,7 @@ describe('a PostgreSQL that answers nothing is nobody\'s target', () => {
 });
 
 describe('a standby cluster (reference 1.3: isLeader in a standby cluster)', () => {
-  const remote = { host: '10.0.0.9', port: 5432, primary_slot_name: null, restore_command: null, archive_cleanup_command: null, recovery_min_apply_delay: null };
+  const remote = { host: '10.0.0.9', port: 5432, primary_slot_name: null, restore_command: null, archive_cleanup_command: null, recovery_min_apply_delay: null, create_replica_methods: null };
   const inStandbyCluster = (view: NodeView): NodeView => ({ ...view, config: { ...view.config, standby_cluster: remote } });
 
   it('answers for its standby leader as the leader and the standby leader, never as a write target or a read replica', () => {

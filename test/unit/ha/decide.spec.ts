@@ -5,7 +5,7 @@ import { cluster, leaderKey, member, primarySample, sample, snapshot } from './s
 type Row = [description: string, input: Parameters<typeof snapshot>[0], expected: Partial<{ need: string; verdict: string; actions: HaAction['type'][] }>];
 
 const upstreamN2 = { name: 'n2', host: '127.0.0.1', port: 5434 };
-const remoteMain = { host: '10.0.0.9', port: 5432, primary_slot_name: 'dr', restore_command: null, archive_cleanup_command: null, recovery_min_apply_delay: null };
+const remoteMain = { host: '10.0.0.9', port: 5432, primary_slot_name: 'dr', restore_command: null, archive_cleanup_command: null, recovery_min_apply_delay: null, create_replica_methods: null };
 
 function summarize(decision: Decision) {
   if ('need' in decision) return { need: decision.need };
