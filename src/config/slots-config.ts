@@ -22,11 +22,13 @@ const MATCHER_FIELDS = ['name', 'type', 'database', 'plugin'] as const;
 
 const isMapping = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** A database or output plugin name: an identifier PostgreSQL accepts, without quotes. */
+const IDENTIFIER = /^[A-Za-z0-9_.$-]{1,63}$/;
+
 /**
  * What is wrong with a `slots` value, one line per problem naming the slot and the rule: names as
  * PostgreSQL allows them, `type` physical or logical (the default, as the reference, is physical),
- * a logical slot with its `database` and `plugin`. Logical slots are refused for now: Stator does not
- * yet copy them to replicas, so one would not survive a failover.
+ * a logical slot with its `database` and `plugin`.
  */
 export function slotsProblems(value: unknown): string[] {
   if (value === null || value === undefined) return [];
@@ -38,7 +40,11 @@ export function slotsProblems(value: unknown): string[] {
     if (!SLOT_NAME.test(name)) problems.push(`slots.${name.slice(0, 80)}: a slot name is 1 to 63 lowercase letters, digits or underscores`);
     else if (spec !== null && !isMapping(spec)) problems.push(`slots.${name}: must be a mapping (type: physical)`);
     else if (isMapping(spec) && spec.type !== undefined && spec.type !== 'physical' && spec.type !== 'logical') problems.push(`slots.${name}.type: must be physical or logical`);
-    else if (isMapping(spec) && spec.type === 'logical') problems.push(`slots.${name}: logical permanent slots are not supported yet; use type: physical`);
+    else if (isMapping(spec) && spec.type === 'logical') {
+      for (const field of ['database', 'plugin'] as const) {
+        if (typeof spec[field] !== 'string' || !IDENTIFIER.test(spec[field] as string)) problems.push(`slots.${name}.${field}: a logical slot needs its ${field}, a name of 1 to 63 letters, digits or _.$-`);
+      }
+    }
   }
   return problems;
 }
@@ -52,7 +58,9 @@ export function readPermanentSlots(value: unknown, adjustments: string[]): Perma
     if (!SLOT_NAME.test(name) || (spec !== null && !isMapping(spec))) {
       adjustments.push(`permanent slot ${JSON.stringify(name.slice(0, 80))} skipped: not a valid slot`);
     } else if (type === 'logical') {
-      adjustments.push(`permanent slot ${name} skipped: logical permanent slots are not supported yet`);
+      const { database, plugin } = spec as Record<string, unknown>;
+      if (typeof database === 'string' && IDENTIFIER.test(database) && typeof plugin === 'string' && IDENTIFIER.test(plugin)) slots.push({ name, type, database, plugin });
+      else adjustments.push(`permanent slot ${name} skipped: a logical slot needs its database and plugin`);
     } else {
       slots.push({ name, type });
     }

@@ -4,6 +4,7 @@ import { DynamicConfig } from '../dcs/dcs.port';
 import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
 import { recordSlotChanges, wantedPhysicalSlots } from './leader-duties';
+import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
 import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
 
@@ -137,8 +138,10 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       const { dynamic } = node;
       recordSlotChanges(node.events, await query.syncPhysicalSlots(wantedPhysicalSlots(action.members, dynamic, node.name), dynamic.ignore_slots));
       const published = snapshot.cluster?.status?.value.slots ?? {};
-      const positions = Object.fromEntries(dynamic.slots.filter((slot) => typeof published[slot.name] === 'number').map((slot) => [slot.name, published[slot.name]]));
-      await query.advanceSlots(positions).catch((e) => logger.warning(`advancing permanent slots failed: ${errorText(e)}`));
+      const physical = dynamic.slots.filter((slot) => slot.type === 'physical' && typeof published[slot.name] === 'number');
+      await query.advanceSlots(Object.fromEntries(physical.map((slot) => [slot.name, published[slot.name]]))).catch((e) => logger.warning(`advancing permanent slots failed: ${errorText(e)}`));
+      const logical = dynamic.slots.filter((slot) => slot.type === 'logical');
+      if (logical.length > 0 && snapshot.cluster) await keepLogicalSlotCopies(node, snapshot.cluster, logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
       return;
     }
     case 'demoteGraceful': {

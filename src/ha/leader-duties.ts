@@ -1,6 +1,8 @@
 import { Clock } from '../common/clock';
 import { parseLsn } from '../common/lsn';
+import { errorText } from '../common/error-text';
 import { EffectiveDynamicConfig } from '../config/config.types';
+import { PermanentSlot } from '../config/slots-config';
 import { ClusterView, Dcs, HistoryEntry, LeaderStatus } from '../dcs/dcs.port';
 import { PostgresQuery, PostgresSample, SlotChanges } from '../postgresql/postgres.port';
 import { downstreamMembers } from './cascade';
@@ -26,6 +28,8 @@ export function recordSlotChanges(events: NodeEvents, changes: SlotChanges): voi
 /** Optime, history, members' and permanent slots: what the lock holder publishes and keeps each cycle. */
 export class LeaderDuties {
   private publishedStatus = '';
+  /** The last failure to create the permanent logical slots, said once. */
+  private logicalSlotError: string | null = null;
 
   constructor(
     private readonly name: string,
@@ -38,9 +42,15 @@ export class LeaderDuties {
   async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig): Promise<void> {
     if (!cluster || !sample) return;
     // The permanent slots' positions go with the optime, so that replicas keep their copies in step;
-    // a failed reading never holds the optime back.
-    const permanent = dynamic.use_slots ? dynamic.slots.map((slot) => slot.name) : [];
-    const slots = permanent.length > 0 ? await this.query.physicalSlotPositions(permanent).catch(() => ({})) : {};
+    // a failed reading never holds the optime back. A logical slot's position is where its consumer confirmed.
+    const permanent = dynamic.use_slots ? dynamic.slots : [];
+    const physical = permanent.filter((slot) => slot.type === 'physical').map((slot) => slot.name);
+    const logical = permanent.filter((slot) => slot.type === 'logical');
+    if (logical.length > 0 && !sample.inRecovery) await this.keepLogicalSlots(logical);
+    const slots = {
+      ...(physical.length > 0 ? await this.query.physicalSlotPositions(physical).catch(() => ({})) : {}),
+      ...(logical.length > 0 ? await this.query.logicalSlotPositions(logical.map((slot) => slot.name)).catch(() => ({})) : {}),
+    };
     const status: LeaderStatus = { optime: sample.walPosition, ...(Object.keys(slots).length > 0 ? { slots } : {}) };
     if (JSON.stringify(status) !== this.publishedStatus) {
       await this.dcs.setStatus(status);
@@ -63,6 +73,25 @@ export class LeaderDuties {
   async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig): Promise<void> {
     const changes = await this.query.syncPhysicalSlots(wantedPhysicalSlots(downstreamMembers(cluster, this.name, true), dynamic, this.name), dynamic.ignore_slots);
     recordSlotChanges(this.events, changes);
+  }
+
+  /**
+   * The primary creates each permanent logical slot it lacks, in its database. A failure (wal_level
+   * below logical, a missing plugin...) is an event when it first happens or changes, not every cycle.
+   */
+  private async keepLogicalSlots(slots: PermanentSlot[]): Promise<void> {
+    try {
+      for (const name of await this.query.createLogicalSlots(slots)) {
+        this.events.recordCluster('slot.created', `logical slot ${name} created`, { slot: name, type: 'logical' });
+      }
+      this.logicalSlotError = null;
+    } catch (error) {
+      const message = errorText(error);
+      if (message !== this.logicalSlotError) {
+        this.events.recordCluster('slot.create_failed', `creating permanent logical slots failed: ${message}`, { slots: slots.map((slot) => slot.name) });
+      }
+      this.logicalSlotError = message;
+    }
   }
 
   /** Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries. */

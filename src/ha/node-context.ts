@@ -307,6 +307,8 @@ export class NodeContext {
     const parameters = { ...this.dynamic.parameters, ...this.config.postgresql.parameters };
     // A standby leader also restores from the remote's archive, as standby_cluster says.
     if (fromRemote) Object.assign(parameters, standbyRecoveryParameters(this.dynamic.standby_cluster!));
+    // A replica's copy of a logical slot is only usable if the primary keeps the catalog rows it needs.
+    if (this.dynamic.slots.some((slot) => slot.type === 'logical') && !('hot_standby_feedback' in parameters)) parameters.hot_standby_feedback = 'on';
     // A cluster being bootstrapped has nothing to lose yet, and its post_bootstrap must commit without standbys.
     const standbyNames = this.bootstrapping ? undefined : this.sync.standbyNamesFor(this.dynamic, this.sampler.sample, this.lock.held);
     if (standbyNames !== undefined) parameters.synchronous_standby_names = standbyNames;

@@ -3,7 +3,7 @@ import { SerialConnection } from './serial-connection';
 import { LibpqOptions, PostgresqlConfig } from '../config/config.types';
 import { clientSsl } from './libpq-ssl';
 import { formatLsn, parseLsn } from '../common/lsn';
-import { isIgnoredSlot, SlotMatcher } from '../config/slots-config';
+import { isIgnoredSlot, PermanentSlot, SlotMatcher } from '../config/slots-config';
 import { PostgresQuery, PostgresSample, ReplicationConnection, SlotChanges } from './postgres.port';
 
 /** Where to reach a server: TCP, or a unix socket directory as `host`. */
@@ -49,6 +49,16 @@ export function socketDirectory(config: PostgresqlConfig): string {
  * (what pg_isready counts as "accepting connections").
  */
 const ANSWERED_BUT_REFUSED_LOGIN = new Set(['28000', '28P01', '3D000']);
+
+/** `wal_segment_size` as SHOW prints it (`16MB`, `1GB`) in bytes. */
+function parseWalSegmentSize(text: string): number {
+  const match = /^(\d+)\s*(kB|MB|GB)?$/.exec(text.trim());
+  if (!match) return 16 * 1024 * 1024;
+  return Number(match[1]) * ({ kB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 } as Record<string, number>)[match[2] ?? 'MB'];
+}
+
+/** How long creating a logical slot may wait for the transactions running at that moment. */
+const LOGICAL_SLOT_CREATE_TIMEOUT_MS = 10_000;
 
 /**
  * One connection attempt and `SELECT 1`. True when the server accepts connections (a refused login
@@ -180,10 +190,13 @@ export class PgQuery implements PostgresQuery {
   private readonly main: SerialConnection;
   private readonly sampling: SerialConnection;
 
+  private readonly clientConfig: ClientConfig;
+
   constructor(connection: LocalConnection, options: PgQueryOptions = {}) {
     const settings = { statementTimeoutMs: options.statementTimeoutMs ?? 2000, connectTimeoutMs: options.connectTimeoutMs ?? 2000 };
-    this.main = new SerialConnection(toClientConfig(connection), settings);
-    this.sampling = new SerialConnection(toClientConfig(connection), settings);
+    this.clientConfig = toClientConfig(connection);
+    this.main = new SerialConnection(this.clientConfig, settings);
+    this.sampling = new SerialConnection(this.clientConfig, settings);
   }
 
   static fromConfig(config: PostgresqlConfig, options?: PgQueryOptions): PgQuery {
@@ -285,6 +298,69 @@ export class PgQuery implements PostgresQuery {
        WHERE NOT s.active AND s.restart_lsn IS NOT NULL AND s.restart_lsn < w.lsn`,
       [names, names.map((name) => formatLsn(positions[name]))],
     );
+  }
+
+  async oldestWalPosition(): Promise<number> {
+    const [row] = await this.query<{ segment: string | null; size: string }>(
+      `SELECT min(name) AS segment, pg_catalog.current_setting('wal_segment_size') AS size
+       FROM pg_catalog.pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'`,
+    );
+    if (!row?.segment) return 0;
+    // TTTTTTTT LLLLLLLL SSSSSSSS: the segment's number is log * (4 GiB / size) + seg.
+    const size = parseWalSegmentSize(row.size);
+    const log = parseInt(row.segment.slice(8, 16), 16);
+    const seg = parseInt(row.segment.slice(16, 24), 16);
+    return (log * Math.floor(0x100000000 / size) + seg) * size;
+  }
+
+  async logicalSlotPositions(names: string[]): Promise<Record<string, number>> {
+    if (names.length === 0) return {};
+    const rows = await this.query<{ slot_name: string; confirmed_flush_lsn: string }>(
+      `SELECT slot_name, confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = 'logical' AND confirmed_flush_lsn IS NOT NULL AND slot_name = ANY($1::text[])`,
+      [names],
+    );
+    return Object.fromEntries(rows.map((row) => [row.slot_name, parseLsn(row.confirmed_flush_lsn)]));
+  }
+
+  async createLogicalSlots(slots: PermanentSlot[]): Promise<string[]> {
+    if (slots.length === 0) return [];
+    const existing = new Set(
+      (await this.query<{ slot_name: string }>('SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = ANY($1::text[])', [slots.map((slot) => slot.name)])).map((row) => row.slot_name),
+    );
+    const created: string[] = [];
+    for (const slot of slots.filter((candidate) => !existing.has(candidate.name))) {
+      // Creation waits for the transactions running now to end (its snapshot): a longer deadline than a query's.
+      await this.inDatabase(slot.database!, 'SELECT pg_catalog.pg_create_logical_replication_slot($1, $2)', [slot.name, slot.plugin], LOGICAL_SLOT_CREATE_TIMEOUT_MS);
+      created.push(slot.name);
+    }
+    return created;
+  }
+
+  async advanceLogicalSlots(slots: PermanentSlot[], positions: Record<string, number>): Promise<void> {
+    const rows = await this.query<{ slot_name: string; confirmed_flush_lsn: string }>(
+      `SELECT slot_name, confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = 'logical' AND NOT active AND confirmed_flush_lsn IS NOT NULL AND slot_name = ANY($1::text[])`,
+      [slots.map((slot) => slot.name)],
+    );
+    for (const row of rows) {
+      const slot = slots.find((candidate) => candidate.name === row.slot_name)!;
+      const target = positions[slot.name];
+      if (target === undefined || parseLsn(row.confirmed_flush_lsn) >= target) continue;
+      await this.inDatabase(slot.database!, 'SELECT pg_catalog.pg_replication_slot_advance($1, $2::pg_lsn)', [slot.name, formatLsn(target)]);
+    }
+  }
+
+  /** One statement on a connection of its own to `database` (logical slots belong to one). */
+  private async inDatabase(database: string, sql: string, params: unknown[], timeoutMs = 5000): Promise<void> {
+    const client = new Client({ ...this.clientConfig, database, connectionTimeoutMillis: 2000, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query(sql, params);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
   }
 
   /** Runs one statement and returns its rows. */

@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import { BootstrapMethod, CustomMethod } from '../config/config.types';
-import { SlotMatcher } from '../config/slots-config';
+import { PermanentSlot, SlotMatcher } from '../config/slots-config';
 
 /** Where a replica streams from, or where a clone/rewind reads from. */
 export interface UpstreamNode {
@@ -137,6 +137,13 @@ export interface PostgresProcess {
    * snapshot (up to 15 s later on an idle server).
    */
   checkpointOn(source: UpstreamNode): Promise<void>;
+  /**
+   * Copies logical slot `name`'s on-disk state from `source` (the primary) into this data directory,
+   * as the reference does before PostgreSQL 16, which cannot create a logical slot on a standby. The
+   * server loads it at its next start. Refused while the slot needs WAL from before `oldestWal` (this
+   * server does not hold it, so the copy could never decode): its consumer has to move it on first.
+   */
+  copyLogicalSlot(source: UpstreamNode, name: string, oldestWal: number): Promise<void>;
   /** Releases local handles (fence socket); the postmaster and the fence keep running. */
   detach(): Promise<void>;
 }
@@ -214,6 +221,17 @@ export interface PostgresQuery {
    * further than its replay). A slot already there, or missing, is left alone.
    */
   advanceSlots(positions: Record<string, number>): Promise<void>;
+  /** Where the oldest WAL segment this server still holds begins (pg_wal), whatever its timeline. */
+  oldestWalPosition(): Promise<number>;
+  /** `confirmed_flush_lsn` of each of these logical slots that exists here. */
+  logicalSlotPositions(names: string[]): Promise<Record<string, number>>;
+  /** Creates the missing logical slots, each in its database with its plugin (a primary only); says which it created. */
+  createLogicalSlots(slots: PermanentSlot[]): Promise<string[]>;
+  /**
+   * Moves each of these logical slots that exists here forward to its position, from its own database
+   * (PostgreSQL requires it); on a standby no further than its replay. A slot in use is left alone.
+   */
+  advanceLogicalSlots(slots: PermanentSlot[], positions: Record<string, number>): Promise<void>;
   /** For tests and the demo: run one statement. */
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;

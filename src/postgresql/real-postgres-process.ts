@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Observable } from 'rxjs';
+import { formatLsn, parseLsn } from '../common/lsn';
 import { fencePaths } from './fence/fence-protocol';
 import { Client } from 'pg';
 import { serverAcceptsConnections, toClientConfig } from './pg-query';
@@ -57,6 +59,7 @@ export class RealPostgresProcess implements PostgresProcess {
   private readonly configurationFiles: ConfigurationFiles;
   private readonly fenceLink: FenceLink;
   private readonly postmaster: Postmaster;
+  private readonly commands: CommandRunner;
 
   constructor(options: RealPostgresProcessOptions) {
     const stateDir = resolve(options.stateDir);
@@ -67,6 +70,7 @@ export class RealPostgresProcess implements PostgresProcess {
     }
     this.local = new LocalPostgres(options);
     const commands = new CommandRunner(options.config, options.commandDeadlinesMs);
+    this.commands = commands;
     this.dataDirectory = new DataDirectory(this.local, commands, options.initdbOptions, options.postBootstrapCommand);
     this.customMethods = new CustomMethods(this.local, commands, this.dataDirectory, options.scope ?? '');
     this.configurationFiles = new ConfigurationFiles(this.local, commands);
@@ -156,6 +160,33 @@ export class RealPostgresProcess implements PostgresProcess {
   }
 
   async checkpointOn(source: UpstreamNode): Promise<void> {
+    await this.onSource(source, (client) => client.query('CHECKPOINT'));
+  }
+
+  async copyLogicalSlot(source: UpstreamNode, name: string, oldestWal: number): Promise<void> {
+    if (!/^[a-z0-9_]{1,63}$/.test(name)) throw new Error(`not a slot name: ${name}`);
+    const { state, restartLsn } = await this.onSource(source, async (client) => {
+      const result = await client.query<{ state: Buffer; restart_lsn: string | null }>(
+        `SELECT pg_catalog.pg_read_binary_file('pg_replslot/' || slot_name || '/state') AS state, restart_lsn::text
+         FROM pg_catalog.pg_replication_slots WHERE slot_name = $1 AND slot_type = 'logical'`,
+        [name],
+      );
+      if (result.rows.length === 0) throw new Error(`${source.name} has no logical slot ${name}`);
+      return { state: result.rows[0].state, restartLsn: parseLsn(result.rows[0].restart_lsn ?? '0/0') };
+    });
+    if (restartLsn < oldestWal) {
+      throw new Error(
+        `not copying logical slot ${name} yet: it needs WAL from ${formatLsn(restartLsn)}, which this replica no longer holds (its WAL begins at ${formatLsn(oldestWal)}); it is copied once its consumer moves it on`,
+      );
+    }
+    const directory = join(this.local.dataDir, 'pg_replslot', name);
+    await mkdir(directory, { recursive: true, mode: 0o700 });
+    await this.commands.chownToOsUser(directory);
+    await this.commands.writeOwnedFile(join(directory, 'state'), state);
+  }
+
+  /** `work` on a superuser connection to `source`, closed after; five seconds at most per statement. */
+  private async onSource<T>(source: UpstreamNode, work: (client: Client) => Promise<T>): Promise<T> {
     const { superuser, superuserPassword, config } = this.local;
     const libpq = config.authentication.superuser.libpq;
     const client = new Client({
@@ -167,7 +198,7 @@ export class RealPostgresProcess implements PostgresProcess {
     client.on('error', () => undefined);
     try {
       await client.connect();
-      await client.query('CHECKPOINT');
+      return await work(client);
     } finally {
       await client.end().catch(() => undefined);
     }

@@ -5,22 +5,22 @@ import { wantedPhysicalSlots } from '../../src/ha/leader-duties';
 
 /** `slots` and `ignore_slots` as the dynamic configuration gives them. */
 describe('permanent slots and ignore_slots', () => {
-  it('accepts physical slots, and refuses bad names, bad types and logical slots naming the slot and the rule', () => {
-    expect(slotsProblems({ archiver: { type: 'physical' }, standby_dc2: null })).toEqual([]);
-    expect(slotsProblems({ 'Bad-Name': { type: 'physical' }, s1: { type: 'sideways' }, cdc: { type: 'logical', database: 'app', plugin: 'pgoutput' }, s2: 'physical' })).toEqual([
+  it('accepts physical slots and logical slots with their database and plugin, and refuses the rest naming the slot and the rule', () => {
+    expect(slotsProblems({ archiver: { type: 'physical' }, standby_dc2: null, cdc: { type: 'logical', database: 'app', plugin: 'pgoutput' } })).toEqual([]);
+    expect(slotsProblems({ 'Bad-Name': { type: 'physical' }, s1: { type: 'sideways' }, cdc: { type: 'logical', database: 'app' }, s2: 'physical' })).toEqual([
       'slots.Bad-Name: a slot name is 1 to 63 lowercase letters, digits or underscores',
       'slots.s1.type: must be physical or logical',
-      'slots.cdc: logical permanent slots are not supported yet; use type: physical',
+      'slots.cdc.plugin: a logical slot needs its plugin, a name of 1 to 63 letters, digits or _.$-',
       'slots.s2: must be a mapping (type: physical)',
     ]);
     expect(reviewConfigWrite({ slots: { archiver: { type: 'physical' } }, ignore_slots: [{ name: 'debezium' }] })).toEqual({ problems: [], warnings: [] });
   });
 
   it('keeps the usable slots of a stored value and says what it skipped', () => {
-    const { config, adjustments } = effectiveDynamicConfig({ slots: { archiver: {}, cdc: { type: 'logical' } }, ignore_slots: [{ type: 'logical' }, 'junk'] }, {});
-    expect(config.slots).toEqual([{ name: 'archiver', type: 'physical' }]);
+    const { config, adjustments } = effectiveDynamicConfig({ slots: { archiver: {}, cdc: { type: 'logical' }, app: { type: 'logical', database: 'app', plugin: 'pgoutput' } }, ignore_slots: [{ type: 'logical' }, 'junk'] }, {});
+    expect(config.slots).toEqual([{ name: 'archiver', type: 'physical' }, { name: 'app', type: 'logical', database: 'app', plugin: 'pgoutput' }]);
     expect(config.ignore_slots).toEqual([{ type: 'logical' }]);
-    expect(adjustments).toEqual(['permanent slot cdc skipped: logical permanent slots are not supported yet']);
+    expect(adjustments).toEqual(['permanent slot cdc skipped: a logical slot needs its database and plugin']);
   });
 
   it('ignores a slot when every field an entry gives matches', () => {

@@ -250,6 +250,10 @@ export class MemoryPostgresProcess implements PostgresProcess {
     if (!(await this.upstreamReachable(source))) throw new Error(`connection to ${source.host}:${source.port} failed`);
   }
 
+  async copyLogicalSlot(): Promise<void> {
+    throw new Error('logical slots are not simulated by the in-memory PostgreSQL');
+  }
+
   async detach(): Promise<void> {
     this.attachedPid = null;
   }

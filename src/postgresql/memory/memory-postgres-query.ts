@@ -87,6 +87,27 @@ export class MemoryPostgresQuery implements PostgresQuery {
     await this.connected('query');
   }
 
+  async oldestWalPosition(): Promise<number> {
+    await this.connected('query');
+    return 0;
+  }
+
+  /** Logical decoding is not simulated: the in-memory server holds no logical slot. */
+  async logicalSlotPositions(): Promise<Record<string, number>> {
+    await this.connected('query');
+    return {};
+  }
+
+  async createLogicalSlots(slots: { name: string }[]): Promise<string[]> {
+    await this.connected('query');
+    if (slots.length > 0) throw new Error('logical slots are not simulated by the in-memory PostgreSQL');
+    return [];
+  }
+
+  async advanceLogicalSlots(): Promise<void> {
+    await this.connected('query');
+  }
+
   async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<T[]> {
     const { postmaster, cluster } = await this.connected('query');
     const custom = this.answers.find((answer) => answer.pattern.test(sql));

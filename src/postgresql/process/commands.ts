@@ -89,7 +89,7 @@ export class CommandRunner {
   }
 
   /** Writes via a temporary file and rename, owned by the OS user, mode 0600. */
-  async writeOwnedFile(path: string, content: string): Promise<void> {
+  async writeOwnedFile(path: string, content: string | Uint8Array): Promise<void> {
     const temporary = `${path}.stator-tmp`;
     await writeFile(temporary, content, { mode: 0o600 });
     await this.chownToOsUser(temporary);
