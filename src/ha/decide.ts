@@ -212,9 +212,10 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
       };
     }
     if (remote && pgIsPrimary) {
+      // Reference `demote-cluster`: a fast stop, then pg_rewind onto the remote and stream from it, keeping the lock.
       return {
-        verdict: `no action. I am (${local.name}), the leader with the lock; standby_cluster is set, but turning a running primary cluster into a standby cluster is not supported yet`,
-        actions: [{ type: 'leaderDuties' }],
+        verdict: `converting to a standby cluster: demoting self to follow the remote primary ${remote.host}:${remote.port}`,
+        actions: [{ type: 'demote', mode: 'fast', restart: true, upstream: remote }],
       };
     }
     if (remote) return { verdict: `no action. I am (${local.name}), the standby leader with the lock`, actions: [...followRemote(s, remote), { type: 'leaderDuties' }] };

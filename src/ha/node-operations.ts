@@ -1,6 +1,5 @@
 import { Clock } from '../common/clock';
 import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../config/dynamic-config';
-import { isStandbyClusterValue } from '../config/standby-cluster-config';
 import { ClusterView, Dcs, DynamicConfig, FailoverRequest } from '../dcs/dcs.port';
 import { configChange } from './config-change';
 import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
@@ -146,10 +145,6 @@ export class NodeOperations {
     warnings: string[],
   ): Promise<ConfigAnswer> {
     const problems = validateDynamicConfigKeys(next);
-    // The reference demotes a running cluster into a standby cluster; Stator cannot yet, and must not let it look done.
-    if (current && !isStandbyClusterValue(current.value.standby_cluster) && isStandbyClusterValue(next.standby_cluster)) {
-      problems.push('standby_cluster: turning a running cluster into a standby cluster is not supported yet; set it in bootstrap.dcs of a new cluster');
-    }
     if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
     // As the reference, timings that break loop_wait + 2*retry_timeout <= ttl are stored and clamped where they act.
     warnings = [...warnings, ...effectiveDynamicConfig(next, {}).adjustments.map((adjustment) => `${adjustment} (the stored value is kept)`)];

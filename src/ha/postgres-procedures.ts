@@ -65,6 +65,9 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
   if (!(await pg.upstreamReachable(upstream))) throw new Error(`not rejoining ${upstream.name} now: it does not accept connections; nothing was run`);
   let rewound = false;
   if (useRewind) {
+    // pg_rewind reads the source's timeline from its pg_control, which a standby (a standby leader) updates only
+    // at its next restartpoint, and a promoted primary at its first checkpoint: without one it may see no fork.
+    await pg.checkpointOn(upstream).catch((e) => logger.warning(`checkpoint on ${upstream.name} before pg_rewind failed: ${errorText(e)}`));
     const info = await pg.inspectDataDir();
     const cleanShutdown = info.clusterState === 'shut down' || info.clusterState === 'shut down in recovery';
     node.postgres.send({ type: 'REWIND', source: upstream, crashRecovery: !cleanShutdown });
@@ -83,6 +86,8 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
     if (!(await cloneFrom(node, upstream))) throw new Error(`could not clone ${upstream.name} after pg_rewind failed: ${node.postgres.getSnapshot().context.lastError ?? 'every replica method failed'}`);
   }
   await startAsReplica(node, upstream);
+  // A failed task, so the next try waits a backoff instead of rewinding again at once.
+  if (node.pgState() !== 'running') throw new Error(`PostgreSQL did not start after joining ${upstream.name}: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`);
 }
 
 /** Removes the data directory (the server is down) and says so to the role machine. */

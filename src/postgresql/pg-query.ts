@@ -278,13 +278,7 @@ export class PgQuery implements PostgresQuery {
   }
 
   async physicalSlotPositions(names: string[]): Promise<Record<string, number>> {
-    if (names.length === 0) return {};
-    const rows = await this.query<{ slot_name: string; restart_lsn: string }>(
-      `SELECT slot_name, restart_lsn::text FROM pg_catalog.pg_replication_slots
-       WHERE slot_type = 'physical' AND restart_lsn IS NOT NULL AND slot_name = ANY($1::text[])`,
-      [names],
-    );
-    return Object.fromEntries(rows.map((row) => [row.slot_name, parseLsn(row.restart_lsn)]));
+    return this.slotPositions('physical', names);
   }
 
   async advanceSlots(positions: Record<string, number>): Promise<void> {
@@ -314,13 +308,19 @@ export class PgQuery implements PostgresQuery {
   }
 
   async logicalSlotPositions(names: string[]): Promise<Record<string, number>> {
+    return this.slotPositions('logical', names);
+  }
+
+  /** A physical slot's `restart_lsn`, a logical slot's `confirmed_flush_lsn`: where each of these slots that exists stands. */
+  private async slotPositions(type: 'physical' | 'logical', names: string[]): Promise<Record<string, number>> {
     if (names.length === 0) return {};
-    const rows = await this.query<{ slot_name: string; confirmed_flush_lsn: string }>(
-      `SELECT slot_name, confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots
-       WHERE slot_type = 'logical' AND confirmed_flush_lsn IS NOT NULL AND slot_name = ANY($1::text[])`,
-      [names],
+    const column = type === 'physical' ? 'restart_lsn' : 'confirmed_flush_lsn';
+    const rows = await this.query<{ slot_name: string; position: string }>(
+      `SELECT slot_name, ${column}::text AS position FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = $2 AND ${column} IS NOT NULL AND slot_name = ANY($1::text[])`,
+      [names, type],
     );
-    return Object.fromEntries(rows.map((row) => [row.slot_name, parseLsn(row.confirmed_flush_lsn)]));
+    return Object.fromEntries(rows.map((row) => [row.slot_name, parseLsn(row.position)]));
   }
 
   async createLogicalSlots(slots: PermanentSlot[]): Promise<string[]> {

@@ -157,6 +157,17 @@ it('moves the standby leader by a switchover inside the standby cluster, still s
   await drHasEveryRow();
 });
 
+it('fails the standby leader over inside the standby cluster when it is lost', async () => {
+  const lost = await standbyLeader();
+  const survivor = dr.nodes.find((node) => node !== lost)!;
+  await lost.powerCut();
+  await waitFor(async () => (await survivor.healthCode('/standby-leader')) === 200, { timeoutMs: 60_000, description: `${survivor.name} the standby leader after ${lost.name} was lost` });
+  expect(await survivor.healthCode('/primary')).toBe(503);
+  lost.start();
+  await waitFor(async () => (await lost.healthCode('/replica')) === 200, { timeoutMs: 60_000, description: `${lost.name} back as a replica of the standby leader` });
+  await drHasEveryRow();
+});
+
 it('follows main to its new primary when standby_cluster names it', async () => {
   const leader = await standbyLeader();
   const other = main.nodes.find((node) => node !== mainLeader)!;
@@ -182,4 +193,28 @@ it('promotes the standby cluster when standby_cluster is removed: its leader tak
   expect(await leader.healthCode('/standby-leader')).toBe(503);
   // main goes on by itself, without dr's row.
   expect(await rowsOn(mainLeader)).toBe(written);
+});
+
+it("turns main into a standby cluster of the promoted dr: main's leader rewinds onto dr and streams from it, its replica follows", async () => {
+  let promoted: LocalNode | null = null;
+  await waitFor(async () => {
+    for (const node of dr.nodes) if ((await node.healthCode('/primary')) === 200) promoted = node;
+    return promoted !== null;
+  }, { timeoutMs: 30_000, description: "dr's primary" });
+  const oldMainLeader = mainLeader;
+  const mainReplica = main.nodes.find((node) => node !== oldMainLeader)!;
+  await patchConfig(oldMainLeader, { standby_cluster: { host: '127.0.0.1', port: promoted!.pgPort } });
+  await waitFor(async () => (await oldMainLeader.healthCode('/standby-leader')) === 200 && (await mainReplica.healthCode('/replica')) === 200, {
+    timeoutMs: 90_000,
+    description: `${oldMainLeader.name} of main the standby leader of dr, ${mainReplica.name} its replica`,
+  });
+  expect(await oldMainLeader.healthCode('/primary')).toBe(503);
+  // dr's writes now reach both of main's members.
+  await sql(promoted!, 'INSERT INTO shipped VALUES (-2)');
+  for (const node of main.nodes) {
+    await waitFor(async () => (await sql<{ n: string }>(node, 'SELECT count(*)::text AS n FROM shipped WHERE n = -2').catch(() => [{ n: '0' }]))[0].n === '1', {
+      timeoutMs: 30_000,
+      description: `${node.name} of main holding dr's row`,
+    });
+  }
 });
