@@ -58,9 +58,6 @@ export function standbyClusterProblems(value: unknown): string[] {
     problems.push('standby_cluster.create_replica_methods: must be a list of at most 16 method names (basebackup, or a method section of postgresql)');
   }
   if (Object.keys(value).length > 0 && !isStandbyClusterValue(value)) problems.push('standby_cluster: needs a host (and port) or a restore_command');
-  else if (isStandbyClusterValue(value) && (host === undefined || host === null || host === '')) {
-    problems.push('standby_cluster.host: needed: a standby leader streams from the remote primary (archive-only standby clusters are not supported yet)');
-  }
   return problems;
 }
 

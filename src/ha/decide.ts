@@ -211,6 +211,9 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
         actions: [{ type: 'leaderDuties' }, { type: 'wakeAt', at: ahead.at }],
       };
     }
+    if (remote && pgIsPrimary && !remote.host) {
+      return { verdict: `no action. I am (${local.name}), the leader with the lock; an archive-only standby_cluster cannot demote a running cluster (there is no primary to rewind onto): give it a host`, actions: [{ type: 'leaderDuties' }] };
+    }
     if (remote && pgIsPrimary) {
       // Reference `demote-cluster`: a fast stop, then pg_rewind onto the remote and stream from it, keeping the lock.
       return {

@@ -191,12 +191,15 @@ export async function publishShutdownPosition(node: NodeContext): Promise<boolea
  */
 export async function bootstrapStandbyLeader(node: NodeContext, remote: UpstreamNode, bootstrapDcs: Record<string, unknown>, configStored: boolean): Promise<void> {
   const { dcs } = node.deps;
-  node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: cloning the remote primary ${remote.host}:${remote.port} for a standby cluster`, { remote: remote.name });
-  if (!(await cloneFrom(node, remote, node.dynamic.standby_cluster?.create_replica_methods ?? ['basebackup']))) {
+  node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: building a standby cluster from ${remote.name}`, { remote: remote.name });
+  // An archive-only standby cluster has no primary to copy: only a `no_leader` method (a backup restore) can build it.
+  const source = remote.host ? remote : null;
+  if (!(await cloneFrom(node, source, node.dynamic.standby_cluster?.create_replica_methods ?? ['basebackup']))) {
     const { lastError } = node.postgres.getSnapshot().context;
     await dcs.cancelInitialization().catch(() => undefined);
     await removeData(node);
-    throw new Error(`could not clone the remote primary ${remote.host}:${remote.port}: ${lastError ?? 'unknown error'}`);
+    const why = source ? (lastError ?? 'unknown error') : 'an archive-only standby cluster is built by a create_replica_methods method with no_leader (a backup restore)';
+    throw new Error(`could not build the standby leader from ${remote.name}: ${why}`);
   }
   await startAsReplica(node, remote);
   if (node.pgState() !== 'running') {

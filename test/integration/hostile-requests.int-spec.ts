@@ -211,7 +211,7 @@ describe('the defects measured in the hostile-input issue, on a real node', () =
     [{ ttl: 2 ** 31 }, 'ttl: must be an integer from 5 to 86400, got 2147483648'],
     [{ constructor: 1 }, 'constructor: unknown key'],
     [{ toString: 'x' }, 'toString: unknown key'],
-    [{ standby_cluster: { restore_command: 'cp /archive/%f %p' } }, 'standby_cluster.host: needed: a standby leader streams from the remote primary'],
+    [{ standby_cluster: { host: 'a b' } }, 'standby_cluster.host: must be a host name or address'],
     [{ synchronous_mode: 'maybe' }, 'synchronous_mode: must be a boolean (true/false, on/off, yes/no) or'],
   ])('PATCH /config %j answers 400 naming the key and the rule, and changes nothing', async (patch, message) => {
     const before = await observed();

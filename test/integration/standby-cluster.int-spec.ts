@@ -1,4 +1,4 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -21,6 +21,11 @@ let mainLeader: LocalNode;
 let written = 0;
 /** Each call of dr's custom replica method, with its arguments. */
 let calls: string;
+/** Where main archives its WAL, for the archive-only standby cluster. */
+let walArchive: string;
+/** The restore script's path (dr's custom method, also the archive-only cluster's). */
+let script: string;
+const clusters: LocalCluster[] = [];
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 
 async function patchConfig(node: LocalNode, patch: Record<string, unknown>): Promise<void> {
@@ -70,7 +75,7 @@ beforeAll(async () => {
   calls = join(baseDir, 'copy-remote.log');
   writeFileSync(calls, '');
   chmodSync(calls, 0o666);
-  const script = join(baseDir, 'copy-remote.sh');
+  script = join(baseDir, 'copy-remote.sh');
   writeFileSync(
     script,
     [
@@ -80,16 +85,37 @@ beforeAll(async () => {
       '  case "$arg" in',
       '    --datadir=*) datadir="${arg#--datadir=}" ;;',
       '    --connstring=*) connstring="${arg#--connstring=}" ;;',
+      '    --source=*) source="${arg#--source=}" ;;',
       '  esac',
       'done',
+      // Without a primary to name (an archive-only standby cluster), the method's own option says where the backup is.
+      '[ -n "$connstring" ] || connstring="$source"',
       `echo "$*" >> ${calls}`,
       `${PG_BIN}/pg_basebackup -D "$datadir" -X stream -c fast -d "$connstring"`,
       '',
     ].join('\n'),
   );
   chmodSync(script, 0o755);
-  // main keeps a permanent slot for dr, so dr never finds the WAL it needs gone.
-  main = await LocalCluster.start({ nodes: 2, baseDir: `${baseDir}/main`, scope: 'main', ttl: 10, loopWait: 2, retryTimeout: 4, dcs: { slots: { dr: { type: 'physical' } } } });
+  // main keeps a permanent slot for dr, so dr never finds the WAL it needs gone, and archives its WAL for the archive-only standby.
+  walArchive = join(baseDir, 'wal-archive');
+  mkdirSync(walArchive);
+  chmodSync(walArchive, 0o777);
+  main = await LocalCluster.start({
+    nodes: 2,
+    baseDir: `${baseDir}/main`,
+    scope: 'main',
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    dcs: {
+      slots: { dr: { type: 'physical' } },
+      postgresql: {
+        use_pg_rewind: true,
+        use_slots: true,
+        parameters: { max_connections: 50, shared_buffers: '32MB', archive_mode: 'on', archive_command: `test ! -f ${walArchive}/%f && cp %p ${walArchive}/%f` },
+      },
+    },
+  });
   mainLeader = await main.waitForHealthy(60_000);
   await sql(mainLeader, 'CREATE TABLE shipped (n int PRIMARY KEY)');
   await writeOnMain();
@@ -106,6 +132,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await Promise.all(clusters.map((cluster) => cluster.stop()));
   await dr?.stop();
   await main?.stop();
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
@@ -142,6 +169,32 @@ it("builds the standby cluster from main's primary: a standby leader streaming f
   const [call] = readFileSync(calls, 'utf8').trim().split('\n');
   expect(call).toMatch(new RegExp(`^--scope=dr --role=replica --datadir=\\S+ --connstring=.*port=${mainLeader.pgPort}`));
   expect(cluster.find((event) => event.type === 'replica.created')?.data).toMatchObject({ method: 'copy_remote', source: `remote 127.0.0.1:${mainLeader.pgPort}` });
+});
+
+it("builds an archive-only standby cluster: its leader restores main's archived WAL, with no connection to main", async () => {
+  // The backup restore stands in for a backup tool: with no primary to name, it gets main's address from its own option.
+  const archiveOnly = await LocalCluster.start({
+    nodes: 1,
+    baseDir: `${baseDir}/archive-only`,
+    scope: 'archive-only',
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    dcs: { standby_cluster: { restore_command: `cp ${walArchive}/%f %p`, create_replica_methods: ['restore'] } },
+    postgresql: () => ({ restore: { command: script, no_leader: true, source: `postgresql://replicator:replicator-secret@127.0.0.1:${mainLeader.pgPort}/postgres` } }),
+  });
+  clusters.push(archiveOnly);
+  const [leader] = archiveOnly.nodes;
+  await waitFor(async () => (await leader.healthCode('/standby-leader')) === 200, { timeoutMs: 60_000, description: 'the archive-only standby leader' });
+  expect((await sql<{ conninfo: string }>(leader, "SELECT current_setting('primary_conninfo') AS conninfo"))[0].conninfo).toBe('');
+  // A row reaches it once main archives the segment that holds it.
+  const row = await writeOnMain();
+  await sql(mainLeader, 'SELECT pg_switch_wal()');
+  await waitFor(async () => (await sql<{ n: string }>(leader, 'SELECT count(*)::text AS n FROM shipped WHERE n = $1', [row]).catch(() => [{ n: '0' }]))[0].n === '1', {
+    timeoutMs: 30_000,
+    description: `row ${row} restored from main's archive`,
+  });
+  await archiveOnly.stop();
 });
 
 it('moves the standby leader by a switchover inside the standby cluster, still streaming from main', async () => {

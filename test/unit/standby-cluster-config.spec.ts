@@ -10,6 +10,11 @@ describe('standby_cluster in the dynamic configuration', () => {
     expect(standbyRecoveryParameters(standby!)).toEqual({ restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' });
   });
 
+  it('reads an archive-only standby cluster: a restore_command without a host', () => {
+    expect(standbyClusterProblems({ restore_command: 'cp /archive/%f %p' })).toEqual([]);
+    expect(readStandbyCluster({ restore_command: 'cp /archive/%f %p' }, [])).toMatchObject({ host: null, restore_command: 'cp /archive/%f %p' });
+  });
+
   it('is no standby cluster when empty or removed, as the reference', () => {
     expect(readStandbyCluster({}, [])).toBeNull();
     expect(readStandbyCluster(null, [])).toBeNull();
@@ -24,9 +29,7 @@ describe('standby_cluster in the dynamic configuration', () => {
       'standby_cluster.port: must be an integer from 1 to 65535',
       'standby_cluster.primary_slot_name: a slot name is 1 to 63 lowercase letters, digits or underscores',
     ]);
-    expect(standbyClusterProblems({ restore_command: 'cp /archive/%f %p' })).toEqual([
-      'standby_cluster.host: needed: a standby leader streams from the remote primary (archive-only standby clusters are not supported yet)',
-    ]);
+    expect(standbyClusterProblems({ primary_slot_name: 'dr' })).toEqual(['standby_cluster: needs a host (and port) or a restore_command']);
     expect(standbyClusterProblems({ host: 'h', create_replica_methods: [] })).toEqual(['standby_cluster.create_replica_methods: must be a list of at most 16 method names (basebackup, or a method section of postgresql)']);
     expect(standbyClusterProblems({ host: 'h', restore_command: 'a\nb' })).toEqual(['standby_cluster.restore_command: must be one line of at most 4096 characters']);
   });

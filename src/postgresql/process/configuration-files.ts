@@ -74,7 +74,8 @@ export class ConfigurationFiles {
     parameters.hba_file = join(this.local.dataDir, 'pg_hba.conf');
     parameters.recovery_target_timeline = 'latest';
     if (settings.role === 'primary' && settings.recovery) Object.assign(parameters, settings.recovery);
-    if (settings.role === 'replica' && settings.upstream) {
+    // An upstream without a host is an archive-only standby cluster's remote: WAL comes by restore_command alone.
+    if (settings.role === 'replica' && settings.upstream?.host) {
       parameters.primary_conninfo = formatConninfo({
         host: settings.upstream.host,
         port: settings.upstream.port,

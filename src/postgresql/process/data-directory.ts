@@ -291,13 +291,25 @@ export function basebackupOptions(options: Array<string | Record<string, string>
 export async function writePassfile(local: LocalPostgres, commands: CommandRunner, user: string, password: string | undefined): Promise<string> {
   let passfile = local.config.pgpass;
   if (!passfile) {
-    const dir = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
-    await commands.chownToOsUser(dir);
-    passfile = join(dir, 'pgpass');
+    // One private directory per agent, rewritten for each command: not one more per clone or rewind.
+    let dir = passfileDirectories.get(local);
+    if (!dir) {
+      dir = (async () => {
+        const made = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
+        await commands.chownToOsUser(made);
+        return made;
+      })();
+      passfileDirectories.set(local, dir);
+      dir.catch(() => passfileDirectories.delete(local)); // a failed attempt is not remembered
+    }
+    passfile = join(await dir, 'pgpass');
   }
   await commands.writeOwnedFile(passfile, `*:*:*:${pgpassField(user)}:${pgpassField(password ?? '')}\n`);
   return passfile;
 }
+
+/** The temporary directory of each adapter's passfile (without `postgresql.pgpass`). */
+const passfileDirectories = new WeakMap<LocalPostgres, Promise<string>>();
 
 function pgpassField(value: string): string {
   return value.replace(/[\\:]/g, (character) => `\\${character}`);

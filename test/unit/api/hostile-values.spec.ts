@@ -131,9 +131,7 @@ describe('keys are looked up as own properties only', () => {
 
 describe('nothing is accepted and then ignored', () => {
   it('refuses settings that promise what Stator does not do yet, unless they say off', () => {
-    expect(reviewConfigWrite({ standby_cluster: { restore_command: 'cp /archive/%f %p' } }).problems).toEqual([
-      'standby_cluster.host: needed: a standby leader streams from the remote primary (archive-only standby clusters are not supported yet)',
-    ]);
+    expect(reviewConfigWrite({ standby_cluster: { host: 'a b' } }).problems).toEqual(['standby_cluster.host: must be a host name or address']);
     expect(reviewConfigWrite({ standby_cluster: { host: 'x', create_replica_methods: [{}] }, slots: { s: { type: 'physical' } } }).problems).toHaveLength(1);
     expect(reviewConfigWrite({ synchronous_mode: 'quorum', synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 1000, failsafe_mode: 'on' })).toEqual({ problems: [], warnings: [] });
     expect(reviewConfigWrite({ synchronous_mode: false, failsafe_mode: null, slots: {}, ttl: 30 })).toEqual({ problems: [], warnings: [] });
