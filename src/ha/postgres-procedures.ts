@@ -156,7 +156,10 @@ export async function restart(node: NodeContext, timeoutSeconds?: number): Promi
     node.postgres.send({ type: 'START', start });
     await node.waitForPostgres((state) => state !== 'starting');
   }
-  return node.pgState() === 'running' ? 'restarted' : 'failed';
+  if (node.pgState() !== 'running') return 'failed';
+  // The answer and the status document agree: the reading of the server from before the restart is replaced now.
+  await node.sampler.take().catch(() => undefined);
+  return 'restarted';
 }
 
 /**
