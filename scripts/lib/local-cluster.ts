@@ -379,8 +379,8 @@ export class LocalNode {
           loop_wait: o.loopWait ?? 2,
           retry_timeout: o.retryTimeout ?? 4,
           maximum_lag_on_failover: 1048576,
-          postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50, shared_buffers: '32MB' } },
           ...o.dcs,
+          postgresql: withDefaultPostgresql(o.dcs?.postgresql),
         },
         ...o.bootstrap,
       },
@@ -401,6 +401,13 @@ export class LocalNode {
       ...o.sections,
     };
   }
+}
+
+/** `bootstrap.dcs.postgresql`: a caller's keys and parameters merged over the small defaults every test cluster runs with. */
+function withDefaultPostgresql(given: unknown): Record<string, unknown> {
+  const extra = (given ?? {}) as Record<string, unknown>;
+  const parameters = { max_connections: 50, shared_buffers: '32MB', ...(extra.parameters as Record<string, unknown> | undefined) };
+  return { use_pg_rewind: true, use_slots: true, ...extra, parameters };
 }
 
 function findRepoRoot(from: string): string {

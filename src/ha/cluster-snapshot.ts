@@ -4,6 +4,14 @@ import { DataDirInfo, PostgresSample, UpstreamNode } from '../postgresql/postgre
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { RoleName } from './role.machine';
 
+/** How the last background task ended: a retry after a failure waits a backoff. */
+export interface EndedTask {
+  name: string;
+  error: string | null;
+  endedAt: number | null;
+  failuresInRow: number;
+}
+
 /** What this node knows about itself at the start of an HA cycle. */
 export interface LocalView {
   name: string;
@@ -36,7 +44,7 @@ export interface LocalView {
   /** A replica method marked `no_leader` (a restore from backup) can build this node without any member. */
   canCloneWithoutLeader: boolean;
   /** The last background procedure that ended (task machine): its name, error, end and failures in a row. */
-  lastTask: { name: string; error: string | null; endedAt: number | null; failuresInRow: number } | null;
+  lastTask: EndedTask | null;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */

@@ -7,7 +7,7 @@ import { Decision, HaAction } from './decision';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
 import { recover, rejoinBackoff } from './recover';
 import { followRemote, remotePrimary } from './standby-cluster';
-import { startRetryDelayMs } from './start-failure';
+import { failedTaskRetryAt, startRetryDelayMs } from './start-failure';
 import { quorumAllowsCandidates } from './sync/sync-eligibility';
 import { isUnresponsive } from './unresponsive';
 
@@ -149,11 +149,9 @@ function bootstrap(s: HaSnapshot): Decision {
 
 /** A standby leader's bootstrap that failed (the remote did not answer) is tried again after a backoff. */
 function standbyBootstrapBackoff(s: HaSnapshot): Decision | null {
-  const last = s.local.lastTask;
-  if (!last || last.name !== 'bootstrap_standby_leader' || !last.error || last.endedAt === null) return null;
-  const at = last.endedAt + startRetryDelayMs(last.failuresInRow, s.config.loop_wait);
-  if (s.now >= at) return null;
-  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before bootstrapping the standby leader again: ${last.error}`, actions: [{ type: 'wakeAt', at }] };
+  const at = failedTaskRetryAt(s.local.lastTask, 'bootstrap_standby_leader', s.now, s.config.loop_wait);
+  if (at === null) return null;
+  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before bootstrapping the standby leader again: ${s.local.lastTask!.error}`, actions: [{ type: 'wakeAt', at }] };
 }
 
 function cloneAfterBackoff(s: HaSnapshot, source: UpstreamNode | null, verdict: string): Decision {

@@ -141,7 +141,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       const physical = dynamic.slots.filter((slot) => slot.type === 'physical' && typeof published[slot.name] === 'number');
       await query.advanceSlots(Object.fromEntries(physical.map((slot) => [slot.name, published[slot.name]]))).catch((e) => logger.warning(`advancing permanent slots failed: ${errorText(e)}`));
       const logical = dynamic.slots.filter((slot) => slot.type === 'logical');
-      if (logical.length > 0 && snapshot.cluster) await keepLogicalSlotCopies(node, snapshot.cluster, logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
+      if (logical.length > 0) await keepLogicalSlotCopies(node, snapshot, logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
       return;
     }
     case 'demoteGraceful': {

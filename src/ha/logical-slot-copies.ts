@@ -1,10 +1,9 @@
 import { errorText } from '../common/error-text';
 import { PermanentSlot } from '../config/slots-config';
-import { ClusterView } from '../dcs/dcs.port';
-import { upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { NodeContext } from './node-context';
 import { restart } from './postgres-procedures';
-import { startRetryDelayMs } from './start-failure';
+import { failedTaskRetryAt } from './start-failure';
 
 /** Runs a multi-step procedure in the background (the HA cycle's task runner). */
 type TaskRunner = (name: string, work: () => Promise<void>) => void;
@@ -17,8 +16,10 @@ type TaskRunner = (name: string, work: () => Promise<void>) => void;
  * leader publishes (where its consumer confirmed), so the new leader's slot resumes there: changes
  * after it may come again, as logical decoding promises, but none is lost.
  */
-export async function keepLogicalSlotCopies(node: NodeContext, cluster: ClusterView, slots: PermanentSlot[], runTask: TaskRunner): Promise<void> {
+export async function keepLogicalSlotCopies(node: NodeContext, snapshot: HaSnapshot, slots: PermanentSlot[], runTask: TaskRunner): Promise<void> {
   const { query, pg, logger } = node.deps;
+  const cluster = snapshot.cluster;
+  if (!cluster) return;
   const published = cluster.status?.value.slots ?? {};
   const here = await query.logicalSlotPositions(slots.map((slot) => slot.name));
   const leader = upstreamOf(cluster.members.find((member) => member.name === cluster.leader?.value));
@@ -26,9 +27,7 @@ export async function keepLogicalSlotCopies(node: NodeContext, cluster: ClusterV
   const missing = slots.filter((slot) => !(slot.name in here) && typeof published[slot.name] === 'number');
   if (missing.length > 0 && leader) {
     // A copy that could not be made (the slot needs WAL this replica lacks) is tried again after a growing pause.
-    const { lastTask, lastError, lastEndedAt, failuresInRow } = node.task.getSnapshot().context;
-    const failedLately = lastTask === 'copy_logical_slots' && lastError !== null && lastEndedAt !== null;
-    if (failedLately && node.deps.clock.now() < lastEndedAt + startRetryDelayMs(failuresInRow, node.dynamic.loop_wait)) return;
+    if (failedTaskRetryAt(snapshot.local.lastTask, 'copy_logical_slots', snapshot.now, snapshot.config.loop_wait) !== null) return;
     runTask('copy_logical_slots', async () => {
       const oldestWal = await query.oldestWalPosition();
       for (const slot of missing) {

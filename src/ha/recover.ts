@@ -2,7 +2,7 @@ import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
 import { nodeToFollow } from './cascade';
 import { remotePrimary } from './standby-cluster';
 import { Decision } from './decision';
-import { classifyStartFailure, divergedFromHistory, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
+import { classifyStartFailure, divergedFromHistory, failedTaskRetryAt, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
 
 /** Failed starts after which the lock holder gives the lock up rather than try again (the reference's `post_recover`: one). */
 const LOCK_HOLDER_START_ATTEMPTS = 1;
@@ -79,11 +79,9 @@ export function recover(s: HaSnapshot): Decision {
 
 /** A rejoin that could not run (its source did not answer) is tried again after a backoff, not on the next cycle. */
 export function rejoinBackoff(s: HaSnapshot, upstream: string): Decision | null {
-  const last = s.local.lastTask;
-  if (!last || last.name !== 'rejoin' || !last.error || last.endedAt === null) return null;
-  const at = last.endedAt + startRetryDelayMs(last.failuresInRow, s.config.loop_wait);
-  if (s.now >= at) return null;
-  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before rejoining ${upstream} again: ${last.error}`, actions: [{ type: 'wakeAt', at }] };
+  const at = failedTaskRetryAt(s.local.lastTask, 'rejoin', s.now, s.config.loop_wait);
+  if (at === null) return null;
+  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before rejoining ${upstream} again: ${s.local.lastTask!.error}`, actions: [{ type: 'wakeAt', at }] };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { DataDirInfo } from '../postgresql/postgres.port';
 import { HistoryEntry } from '../dcs/dcs.port';
+import type { EndedTask } from './cluster-snapshot';
 
 /**
  * Why PostgreSQL failed to start, read from the end of its log (carried in the postgres machine's
@@ -52,6 +53,16 @@ export function startRetryDelayMs(failedStarts: number, loopWaitSeconds: number)
   if (failedStarts <= 0) return 0;
   const base = Math.max(1, loopWaitSeconds) * 1000;
   return Math.min(START_RETRY_CAP_MS, base * 2 ** Math.min(failedStarts - 1, 16));
+}
+
+/**
+ * When task `name` may run again after failing (the same backoff as failed starts), or null when
+ * it may run now: it did not fail last, or its pause is over.
+ */
+export function failedTaskRetryAt(last: EndedTask | null, name: string, now: number, loopWaitSeconds: number): number | null {
+  if (!last || last.name !== name || !last.error || last.endedAt === null) return null;
+  const at = last.endedAt + startRetryDelayMs(last.failuresInRow, loopWaitSeconds);
+  return now < at ? at : null;
 }
 
 /**

@@ -60,7 +60,7 @@ beforeAll(async () => {
     loopWait: 2,
     retryTimeout: 4,
     dcs: {
-      postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50, shared_buffers: '32MB', wal_level: 'logical' } },
+      postgresql: { parameters: { wal_level: 'logical' } },
       slots: { cdc: { type: 'logical', database: 'postgres', plugin: 'test_decoding' } },
     },
   });

@@ -112,7 +112,7 @@ async function firstTime(probe: () => Promise<boolean>, timeoutMs: number, descr
   return now();
 }
 
-it('the leader cut off for 30 s: it stops acknowledging writes and its postmaster is gone within ttl, another node leads, and at the heal it rejoins once per try without a demotion anywhere', async () => {
+it('the leader cut off for 30 s: it stops acknowledging writes and its postmaster is gone within ttl, another node leads, and at the heal it rejoins once per try while the new leader stays primary', async () => {
   const oldLeader = await cluster.waitForHealthy(60_000);
   await waitFor(() => acknowledged.some((ack) => ack.node === oldLeader.name), { timeoutMs: 10_000, description: 'writes on the leader' });
   const postmaster = oldLeader.postmasterPid()!;

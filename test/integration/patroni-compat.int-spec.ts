@@ -25,7 +25,7 @@ beforeAll(async () => {
     ttl: 10,
     loopWait: 2,
     retryTimeout: 4,
-    dcs: { postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50, shared_buffers: '32MB', wal_keep_segments: 100 } } },
+    dcs: { postgresql: { parameters: { wal_keep_segments: 100 } } },
     tags: { 1: { failover_priority: '2', nofailover: 'false' } },
   });
   await cluster.waitForLeader(60_000);
