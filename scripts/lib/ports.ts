@@ -20,6 +20,9 @@ const FETCH_BLOCKED = new Set([10080]);
  * PostgreSQL cannot take a port between the probe and its owner's bind.
  */
 function candidateRange(): { low: number; high: number } {
+  const given = /^(\d{4,5})-(\d{4,5})$/.exec(process.env.STATOR_TEST_PORTS ?? '');
+  // Several checkouts testing at once on one machine each take a range of their own.
+  if (given && Number(given[1]) < Number(given[2])) return { low: Number(given[1]), high: Number(given[2]) };
   try {
     const [ephemeralLow] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
     if (ephemeralLow > 12_000) return { low: 10_000, high: ephemeralLow - 1 };
