@@ -29,6 +29,7 @@ const ACTED_ON = new Set([
   'synchronous_node_count',
   'maximum_lag_on_syncnode',
   'failsafe_mode',
+  'member_slots_ttl',
   'slots',
   'ignore_slots',
   'standby_cluster',
@@ -41,7 +42,6 @@ const STORED_NOT_ACTED_ON = new Set([
   'primary_stop_timeout',
   'master_stop_timeout',
   'max_timelines_history',
-  'member_slots_ttl',
 ]);
 
 const POSTGRESQL_ACTED_ON = new Set(['use_pg_rewind', 'use_slots', 'parameters']);

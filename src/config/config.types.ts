@@ -1,6 +1,7 @@
 import type { PermanentSlot, SlotMatcher } from './slots-config';
 import type { StandbyCluster } from './standby-cluster-config';
 import { LogSettings } from '../common/logger';
+import type { FenceSettings } from './fence-config';
 import { DynamicConfig } from '../dcs/dcs.port';
 
 /**
@@ -40,6 +41,7 @@ export interface StatorConfig {
   /** Where Stator keeps node-local state (event queue, fence socket). Default `<data_dir>.stator`. */
   state_dir: string;
   log: LogSettings;
+  fence: FenceSettings;
 }
 
 export interface RestApiConfig {
@@ -162,6 +164,8 @@ export interface EffectiveDynamicConfig {
   maximum_lag_on_syncnode: number;
   /** While the DCS cannot be reached, a leader that reaches every member's API stays primary. */
   failsafe_mode: boolean;
+  /** Seconds a leader keeps the slot of a member that left the DCS (and creates it at promotion); 0: dropped at once. */
+  member_slots_ttl: number;
   parameters: Record<string, string | number | boolean>;
   /** Permanent replication slots (`slots`): kept on the leader and on every replica, their positions shared. */
   slots: PermanentSlot[];

@@ -25,6 +25,7 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   synchronous_node_count: 1,
   maximum_lag_on_syncnode: -1,
   failsafe_mode: false,
+  member_slots_ttl: 1800,
 });
 
 /** Without `postgres_unresponsive_timeout`: half the ttl, so a hung primary is ended well before its lease would expire. */
@@ -44,6 +45,8 @@ export const TIMING_MINIMUMS = Object.freeze({ ttl: 5, loop_wait: 1, retry_timeo
  * with room to spare. A day is far beyond any HA timing in use, and a value past it is a typo.
  */
 export const MAX_SECONDS = 86_400;
+/** `member_slots_ttl` may be as long as a month: a member away for maintenance keeps its slot. */
+const MAX_MEMBER_SLOTS_TTL = 30 * 86_400;
 export const TIMING_MAXIMUMS = Object.freeze({ ttl: MAX_SECONDS, loop_wait: MAX_SECONDS, retry_timeout: MAX_SECONDS });
 /** Bytes of WAL: LSNs are 64-bit, but numbers past 2^53 lose precision in JSON readers. */
 const MAX_BYTES = Number.MAX_SAFE_INTEGER;
@@ -138,6 +141,7 @@ export function effectiveDynamicConfig(
       synchronous_node_count: Math.max(1, integer('synchronous_node_count', source.synchronous_node_count, defaults.synchronous_node_count, 255)),
       maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),
       failsafe_mode: boolean('failsafe_mode', source.failsafe_mode, defaults.failsafe_mode),
+      member_slots_ttl: memberSlotsTtl(source.member_slots_ttl, origin, adjustments),
       parameters,
       slots: readPermanentSlots(source.slots, adjustments),
       ignore_slots: readIgnoreSlots(source.ignore_slots),
@@ -145,6 +149,14 @@ export function effectiveDynamicConfig(
     },
     adjustments,
   };
+}
+
+function memberSlotsTtl(value: unknown, origin: string, adjustments: string[]): number {
+  if (value === undefined || value === null) return DYNAMIC_CONFIG_DEFAULTS.member_slots_ttl;
+  const seconds = toSeconds(value);
+  if (seconds !== undefined && seconds >= 0 && seconds <= MAX_MEMBER_SLOTS_TTL) return seconds;
+  adjustments.push(`member_slots_ttl ${describeValue(value)} in ${origin} is not ${MEMBER_SLOTS_TTL_RULE.rule.replace(/^must be /, '')}; using the default ${DYNAMIC_CONFIG_DEFAULTS.member_slots_ttl}`);
+  return DYNAMIC_CONFIG_DEFAULTS.member_slots_ttl;
 }
 
 /** `maximum_lag_on_syncnode`: bytes, or -1 (and any value up to 0) for "never swap a lagging standby". */
@@ -192,6 +204,13 @@ const integerBetween = (minimum: number, maximum: number): ValueRule => ({
   accepts: (value) => Number.isInteger(value) && (value as number) >= minimum && (value as number) <= maximum,
 });
 const seconds = (minimum: number) => integerBetween(minimum, MAX_SECONDS);
+const MEMBER_SLOTS_TTL_RULE: ValueRule = {
+  rule: `must be seconds from 0 to ${MAX_MEMBER_SLOTS_TTL}, as an integer or with a unit (ms, s, min, h, d)`,
+  accepts: (value) => {
+    const seconds = toSeconds(value);
+    return seconds !== undefined && seconds >= 0 && seconds <= MAX_MEMBER_SLOTS_TTL;
+  },
+};
 const booleanRule: ValueRule = { rule: BOOLEAN_RULE, accepts: (value) => parsePatroniBoolean(value) !== undefined };
 const mappingRule: ValueRule = { rule: 'must be a mapping', accepts: isMapping };
 
@@ -209,6 +228,7 @@ const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   master_stop_timeout: seconds(0),
   synchronous_node_count: integerBetween(1, 255),
   max_timelines_history: integerBetween(0, 1_000_000),
+  member_slots_ttl: MEMBER_SLOTS_TTL_RULE,
   check_timeline: booleanRule,
   pause: booleanRule,
   failsafe_mode: booleanRule,
@@ -279,6 +299,17 @@ export function parsePatroniBoolean(value: unknown): boolean | undefined {
 }
 
 /** Patroni's `int(value)` for DCS documents: integers, and strings holding one. */
+const SECONDS_PER_UNIT: Readonly<Record<string, number>> = Object.freeze({ ms: 0.001, s: 1, min: 60, h: 3600, d: 86_400 });
+
+/** Seconds as the reference reads them: an integer, or a number with PostgreSQL's time units (`30min`, `1h`). */
+export function toSeconds(value: unknown): number | undefined {
+  const plain = toInteger(value);
+  if (plain !== undefined) return plain;
+  if (typeof value !== 'string' || value.length > 32) return undefined;
+  const match = /^\s*(\d+)\s*(ms|s|min|h|d)\s*$/.exec(value);
+  return match ? Math.floor(Number(match[1]) * SECONDS_PER_UNIT[match[2]]) : undefined;
+}
+
 function toInteger(value: unknown): number | undefined {
   if (typeof value === 'number' && Number.isInteger(value)) return value;
   if (typeof value === 'string' && /^\s*[-+]?\d+\s*$/.test(value)) return Number.parseInt(value, 10);

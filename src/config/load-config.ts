@@ -25,6 +25,7 @@ import {
 import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
+import { readFence } from './fence-config';
 import { readLog } from './log-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
 
@@ -59,6 +60,7 @@ const TOP_LEVEL_KEYS = [
   'tags',
   'state_dir',
   'log',
+  'fence',
 ];
 const BOOLEAN_TAGS = ['nofailover', 'noloadbalance', 'clonefrom', 'nosync'];
 /** Hosts that bind every interface: fine for `listen`, useless as an address for other nodes. */
@@ -114,7 +116,8 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const tags = readTags(findings, doc);
   const stateDir = readString(findings, doc, 'state_dir', '') || `${postgresql.data_dir.replace(/\/+$/, '')}.stator`;
   const log = readLog(findings, doc);
-  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log };
+  const fence = readFence(findings, doc);
+  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence };
 }
 
 /** `scope` and `name` end up in DCS keys (`/<namespace>/<scope>/members/<name>`), so no slashes. */

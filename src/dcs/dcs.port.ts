@@ -1,4 +1,5 @@
 import { Observable } from 'rxjs';
+import type { TermRelease } from '../common/term-release';
 
 /**
  * The distributed configuration store, in Patroni's model and key layout under
@@ -26,6 +27,11 @@ export interface Dcs {
   releaseLeader(): Promise<boolean>;
   /** Writes `leader` = own name unconditionally (post-bootstrap, as the reference does). */
   forceLeader(): Promise<LockLease>;
+  /**
+   * How the fence can end this node's term without the agent (revoke the lease the leader key is on),
+   * or null when the fence cannot reach this store itself (in-memory, or etcd over gRPC only).
+   */
+  termRelease(): TermRelease | null;
 
   /** Writes `members/<name>` on own lease. Skips the write when the value did not change. */
   touchMember(data: MemberData): Promise<void>;

@@ -1,6 +1,7 @@
 import { defer, EMPTY, Observable, share, startWith, Subject, takeUntil } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Clock } from '../common/clock';
+import type { TermRelease } from '../common/term-release';
 import { ClusterKeys, clusterPrefix, parseClusterView } from './cluster-view';
 import {
   ClusterView,
@@ -17,7 +18,7 @@ import {
   SyncState,
 } from './dcs.port';
 import { EtcdClient, EtcdRequestError, TxnCompare } from './etcd/etcd-client';
-import { EtcdConnection } from './etcd/etcd-transport';
+import { EtcdConnection, usesGrpc } from './etcd/etcd-transport';
 import { followPrefix } from './etcd/prefix-watch';
 import { isTransient, withinDeadline } from './etcd/etcd-types';
 
@@ -279,6 +280,18 @@ export class EtcdDcs implements Dcs {
 
   private leaderHolds(): TxnCompare {
     return { key: this.leaderKey, target: 'VALUE', value: this.options.name };
+  }
+
+  termRelease(): TermRelease | null {
+    const { hosts, protocol, cacert, cert, key, username, password } = this.options;
+    if (!this.lease || usesGrpc(this.options)) return null;
+    const scheme = protocol ?? 'http';
+    return {
+      endpoints: hosts.map((host) => `${scheme}://${host.replace(/^https?:\/\//, '').replace(/\/+$/, '')}`),
+      leaseId: this.lease.id,
+      tls: scheme === 'https' ? { cacert, cert, key: key ?? cert } : undefined,
+      auth: username ? { username, password: password ?? '' } : undefined,
+    };
   }
 
   private lockLease(lease: OwnLease): LockLease {

@@ -203,6 +203,11 @@ export class MemoryDcs implements Dcs {
     return { validUntil };
   }
 
+  /** An in-memory store lives in the agent's process: no fence can reach it. */
+  termRelease(): null {
+    return null;
+  }
+
   /** Keepalive when the last one is older than ttl/3 (as EtcdDcs); skips an identical write on the same lease. */
   async touchMember(data: MemberData): Promise<void> {
     this.ready('write member key');

@@ -138,6 +138,15 @@ export class HaNode {
     return { keepMemberKey };
   }
 
+  /**
+   * What the fence did on its own (a dead or frozen agent's term ended) goes to the node's log. Read every
+   * cycle (one rename of a file that is almost never there): a fence still revoking when this agent
+   * started writes its last steps after the adoption.
+   */
+  private recordFenceJournal(): void {
+    for (const entry of this.deps.pg.takeFenceJournal()) this.node.events.recordFenceStep(entry);
+  }
+
   /** Ends the current wait: the next cycle starts now (or right after the running one). */
   wake(): void {
     this.wakePending = true;
@@ -265,6 +274,7 @@ export class HaNode {
         this.reloadRequested = false;
         node.reloadLocalConfig();
       }
+      this.recordFenceJournal();
       if (node.pgState() === 'running') await node.sampler.take();
       if (!node.isPostmasterUp()) node.dataDir = await this.deps.pg.inspectDataDir();
 
@@ -274,6 +284,7 @@ export class HaNode {
         cluster = await dcs.read();
         node.cluster = cluster;
         node.dcsLastSeen = clock.now();
+        node.sightings.see(cluster, node.dcsLastSeen);
       } catch (error) {
         dcsError = errorText(error);
       }

@@ -6,6 +6,7 @@ import { PermanentSlot } from '../config/slots-config';
 import { ClusterView, Dcs, HistoryEntry, LeaderStatus } from '../dcs/dcs.port';
 import { PostgresQuery, PostgresSample, SlotChanges } from '../postgresql/postgres.port';
 import { downstreamMembers } from './cascade';
+import { MemberSightings } from './member-sightings';
 import { isoWithOffset, NodeEvents } from './node-events';
 
 /** Slot names as Patroni derives them from member names. */
@@ -37,6 +38,7 @@ export class LeaderDuties {
     private readonly query: PostgresQuery,
     private readonly clock: Clock,
     private readonly events: NodeEvents,
+    private readonly sightings: MemberSightings,
   ) {}
 
   async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig): Promise<void> {
@@ -66,12 +68,15 @@ export class LeaderDuties {
   }
 
   /**
-   * One physical slot per member that streams from the leader (not those cascading from a replica)
-   * and per permanent physical slot; none for members that left, unless `ignore_slots` covers it.
-   * Checked every cycle rather than cached: pg_rewind and reclones drop slots behind the agent's back.
+   * One physical slot per member that streams from the leader (not those cascading from a replica),
+   * per member that left less than `member_slots_ttl` ago, and per permanent physical slot; none for
+   * other members, unless `ignore_slots` covers it. Checked every cycle rather than cached: pg_rewind
+   * and reclones drop slots behind the agent's back.
    */
   async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig): Promise<void> {
-    const changes = await this.query.syncPhysicalSlots(wantedPhysicalSlots(downstreamMembers(cluster, this.name, true), dynamic, this.name), dynamic.ignore_slots);
+    const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
+    const members = [...downstreamMembers(cluster, this.name, true), ...departed];
+    const changes = await this.query.syncPhysicalSlots(wantedPhysicalSlots(members, dynamic, this.name), dynamic.ignore_slots);
     recordSlotChanges(this.events, changes);
   }
 

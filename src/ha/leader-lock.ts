@@ -2,7 +2,8 @@ import { Actor } from 'xstate';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
 import { Dcs } from '../dcs/dcs.port';
-import { PostgresProcess } from '../postgresql/postgres.port';
+import type { FenceSettings } from '../config/fence-config';
+import { LeaderTerm, PostgresProcess } from '../postgresql/postgres.port';
 import { leadershipMachine } from './leadership.machine';
 import { NodeEvents } from './node-events';
 
@@ -20,6 +21,9 @@ export interface LeaderLockDeps {
   ttlSeconds: () => number;
   /** Whether the server runs as a primary now: its fence stays armed until it no longer does. */
   serverIsPrimary: () => boolean;
+  /** Maintenance mode: PostgreSQL is the operator's, and the fence ends no term on its own. */
+  paused: () => boolean;
+  fenceSettings: () => FenceSettings;
 }
 
 /**
@@ -115,6 +119,14 @@ export class LeaderLock {
   }
 
   private armFence(): void {
-    this.deps.pg.armFence(this.lockValidUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()));
+    this.deps.pg.armFence(this.lockValidUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()), this.termForFence());
+  }
+
+  /** What lets the fence end this term itself if the agent dies or freezes; none while paused or when it cannot reach the DCS. */
+  private termForFence(): LeaderTerm | undefined {
+    const settings = this.deps.fenceSettings();
+    if (!settings.release_lease || this.deps.paused()) return undefined;
+    const release = this.deps.dcs.termRelease();
+    return release ? { release, graceMs: settings.agent_grace * 1000 } : undefined;
   }
 }

@@ -13,6 +13,7 @@ import { postgresActors, postgresMachine, StartRequest } from '../postgresql/pos
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
 import { LeaderDuties, slotNameOf } from './leader-duties';
+import { MemberSightings } from './member-sightings';
 import { LeaderLock } from './leader-lock';
 import { leadershipMachine } from './leadership.machine';
 import { memberData } from './member-data';
@@ -69,6 +70,8 @@ export class NodeContext {
   readonly probePeer: PeerProbe;
   /** synchronous_standby_names and `/sync`, kept by the lock holder. */
   readonly sync: SyncReplication;
+  /** When each member was last seen in the DCS: a leader keeps departed members' slots for member_slots_ttl. */
+  readonly sightings = new MemberSightings();
   /** DCS failsafe mode: this leader's accepted rounds, or the leader this member accepted. */
   readonly failsafe = new FailsafeState();
   private readonly callFailsafe: FailsafeCaller;
@@ -121,9 +124,11 @@ export class NodeContext {
       // A primary being stopped (a demotion's fast shutdown can wait for WAL senders to replicas it cannot reach)
       // may still take writes: its fence stays armed, to end it at the lease's deadline if the stop has not.
       serverIsPrimary: () => this.sampler.sample?.inRecovery === false || ['stopping', 'stop_failed'].includes(this.pgState()),
+      paused: () => this.dynamic.pause,
+      fenceSettings: () => this.config.fence,
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
-    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events);
+    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings);
     this.sync = new SyncReplication({
       name: this.name,
       dcs: deps.dcs,

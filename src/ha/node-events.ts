@@ -1,5 +1,6 @@
 import { Clock } from '../common/clock';
 import { EventSink } from '../events/transition-recorder';
+import type { FenceJournalEntry } from '../postgresql/postgres.port';
 
 /**
  * What a node records besides its machines' transitions: one verdict per change of the HA
@@ -33,6 +34,20 @@ export class NodeEvents {
       to: null,
       cause: 'ha.cycle',
       data: { verdict },
+    });
+  }
+
+  /** A step the fence took on its own while no agent could (its journal, read by the next agent), at the time it was taken. */
+  recordFenceStep(entry: FenceJournalEntry): void {
+    this.sink.record({
+      stream: `node/${this.node}/fence`,
+      type: `fence.${entry.step}`,
+      at: isoWithOffset(entry.at),
+      node: this.node,
+      from: null,
+      to: null,
+      cause: 'fence',
+      data: { detail: entry.detail, recordedAt: isoWithOffset(this.clock.now()) },
     });
   }
 

@@ -112,16 +112,22 @@ export async function reinitialize(node: NodeContext, source: UpstreamNode): Pro
 }
 
 export async function promote(node: NodeContext): Promise<void> {
-  const { dcs, logger, query } = node.deps;
-  // Slots for the other members exist before they reconnect to us, or they retry only after
-  // wal_retrieve_retry_interval (5 s). Physical slots can be created on a standby.
-  if (node.dynamic.use_slots && node.cluster) {
-    await node.leaderDuties.syncMemberSlots(node.cluster, node.dynamic).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`));
-  }
+  const { dcs, logger, query, clock } = node.deps;
+  // Slots for the other members, the former leader included (its member key may have gone with its
+  // lease: the history names it), exist before they reconnect to us, or they retry only after
+  // wal_retrieve_retry_interval (5 s). Physical slots can be created on a standby, so this runs beside
+  // the promotion rather than before it: the write gap does not wait for it.
+  const cluster = node.cluster;
+  if (cluster) node.sightings.see(cluster, clock.now(), { history: true });
+  const slotsReady =
+    node.dynamic.use_slots && cluster
+      ? node.leaderDuties.syncMemberSlots(cluster, node.dynamic).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`))
+      : Promise.resolve();
   // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
-  // on a former primary reads it: from now until that checkpoint the member key says so.
+  // on a former primary reads it: from now until that checkpoint the member key says so. Peers wait
+  // for the key to say `primary`, which only a write from now on can, so it need not land first.
   node.checkpointAfterPromotePending = true;
-  await dcs.touchMember(node.memberData()).catch(() => undefined);
+  const memberWritten = dcs.touchMember(node.memberData()).catch(() => undefined);
   node.sendRole({ type: 'PROMOTE_STARTED' });
   // synchronous_standby_names as decided before the promotion is in the file the promoted server reads.
   if (node.parametersChanged()) {
@@ -139,6 +145,7 @@ export async function promote(node: NodeContext): Promise<void> {
   }
   node.setUpstream(null);
   await node.sampler.take();
+  await Promise.all([slotsReady, memberWritten]);
   node.sendRole({ type: 'PROMOTE_COMPLETED' });
   node.events.recordCluster('leader.promoted', 'promoted self to leader', { timeline: node.sampler.sample?.timeline ?? null });
   await query.checkpoint().catch((e) => logger.warning(`checkpoint after promote failed: ${errorText(e)}`));

@@ -1,6 +1,16 @@
 import { Observable } from 'rxjs';
 import { BootstrapMethod, CustomMethod } from '../config/config.types';
 import { PermanentSlot, SlotMatcher } from '../config/slots-config';
+import type { TermRelease } from '../common/term-release';
+import type { FenceJournalEntry } from './fence/fence-protocol';
+
+export type { FenceJournalEntry };
+
+/** A leader's term as the fence may end it: how to release the lease, and how long a lost agent may take to come back. */
+export interface LeaderTerm {
+  release: TermRelease;
+  graceMs: number;
+}
 
 /** Where a replica streams from, or where a clone/rewind reads from. */
 export interface UpstreamNode {
@@ -118,9 +128,16 @@ export interface PostgresProcess {
   exits(): Observable<PostmasterExit>;
   /**
    * Arms the fence's dead man's switch: unless re-armed, the fence stops the postmaster (immediate
-   * shutdown) at `deadlineEpochMs`. Called after each successful lock refresh of a primary.
+   * shutdown) at `deadlineEpochMs`. Called after each successful lock refresh of a primary. With a
+   * `term`, the fence also ends the leader's term itself when this agent is gone for `graceMs`, and
+   * after its deadline: PostgreSQL stopped and confirmed gone, then the lease revoked.
    */
-  armFence(deadlineEpochMs: number): void;
+  armFence(deadlineEpochMs: number, term?: LeaderTerm): void;
+  /**
+   * The steps a fence took on its own since the last call (the file is consumed): what the next agent
+   * records in the node's log.
+   */
+  takeFenceJournal(): FenceJournalEntry[];
   /** Disarms the switch (the node is no longer primary). */
   disarmFence(): void;
   postmasterPid(): number | null;

@@ -146,6 +146,7 @@ describe('loadConfig', () => {
       },
       state_dir: '/var/lib/stator/orders-1',
       log: { level: 'debug', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
+      fence: { agent_grace: 5, release_lease: false },
     };
     expect(config).toEqual(expected);
     expect(warnings).toEqual([]);
@@ -191,6 +192,7 @@ describe('loadConfig', () => {
       tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
       state_dir: '/var/lib/postgresql/15/main.stator',
       log: { level: 'info', type: 'plain', dir: '/var/log/patroni', file_num: 10, file_size: 26214400, format: '%(asctime)s %(levelname)s: %(message)s' },
+      fence: { agent_grace: 3, release_lease: true },
     });
     // bootstrap.dcs keeps Patroni's keys as written (master_start_timeout, synchronous_mode), defaults first.
     expect(Object.keys(config.bootstrap.dcs)).toEqual([
@@ -243,6 +245,7 @@ describe('loadConfig', () => {
       tags: {},
       state_dir: '/var/lib/postgresql/stator/data.stator',
       log: { level: 'info', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
+      fence: { agent_grace: 3, release_lease: true },
     } satisfies StatorConfig);
   });
 
@@ -863,6 +866,7 @@ describe('effectiveDynamicConfig', () => {
         synchronous_node_count: 1,
         maximum_lag_on_syncnode: -1,
         failsafe_mode: false,
+        member_slots_ttl: 1800,
         parameters: {},
         slots: [],
         ignore_slots: [],

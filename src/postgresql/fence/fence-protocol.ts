@@ -1,16 +1,28 @@
 import { join } from 'node:path';
+import type { TermRelease } from '../../common/term-release';
 
 /**
  * The fence's wire protocol and file layout, shared by the fence program and the agent.
  * Messages are newline-delimited JSON over the unix socket `<state_dir>/fence.sock`.
- * This file must import nothing but Node built-ins: the fence runs it on its own.
+ * This file must import nothing but Node built-ins and types: the fence runs it on its own.
  */
 
 export type FenceStopMode = 'smart' | 'fast' | 'immediate';
 
+/**
+ * A leader's term as its fence holds it. When the agent (`agentPid`) is gone for `graceMs` with no agent
+ * connected, the fence stops PostgreSQL, confirms it stopped, then revokes the lease itself; so does a
+ * deadline that passes. Absent: the fence only stops PostgreSQL at its deadline.
+ */
+export interface FenceTerm {
+  agentPid: number;
+  graceMs: number;
+  release: TermRelease;
+}
+
 /** Agent → fence. */
 export type FenceRequest =
-  | { op: 'arm'; deadline: number }
+  | { op: 'arm'; deadline: number; term?: FenceTerm }
   | { op: 'disarm' }
   | { op: 'stop'; mode: FenceStopMode }
   | { op: 'signal'; signal: 'SIGHUP' };
@@ -66,7 +78,17 @@ export function fencePaths(stateDir: string) {
     exitFile: join(stateDir, 'postmaster-exit.json'),
     postmasterLog: join(stateDir, 'postgresql.log'),
     fenceLog: join(stateDir, 'fence.log'),
+    /** What the fence did on its own (a leader's term ended), one JSON line per step, until an agent records it. */
+    journal: join(stateDir, 'fence-journal.jsonl'),
   };
+}
+
+/** One step the fence took on its own; the agent records it as `fence.<step>` in the node's log. */
+export interface FenceJournalEntry {
+  /** Epoch ms. */
+  at: number;
+  step: 'agent_lost' | 'agent_back' | 'stopping_postgres' | 'postgres_stopped' | 'lease_revoked' | 'lease_revoke_failed';
+  detail: string;
 }
 
 /** Signal the postmaster expects for each shutdown mode. */

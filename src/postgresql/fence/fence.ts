@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, renameSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { createConnection, createServer, Server, Socket } from 'node:net';
 import { join } from 'node:path';
+import { descendantsOf, isRunningProcess } from '../../common/process-tree';
 import {
   createLineParser,
   FenceEvent,
@@ -11,6 +12,7 @@ import {
   PostmasterExitEvent,
   STOP_SIGNALS,
 } from './fence-protocol';
+import { LeaderTermGuard } from './leader-term-guard';
 
 /** setTimeout's largest delay; longer waits are re-armed when the timer fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -18,6 +20,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const FENCE_KILL_GRACE_MS = 1000;
 /** How long the fence waits for clients to read the exit event before it exits anyway. */
 const EXIT_FLUSH_MS = 500;
+/** A fast shutdown of its own (the agent is gone) that takes longer than this becomes immediate. */
+const OWN_FAST_STOP_MS = 1500;
+/** How long the processes of a SIGKILLed postmaster get to be reaped before the fence gives up waiting. */
+const TREE_GONE_WAIT_MS = 2000;
 
 export type FenceLog = (message: string) => void;
 
@@ -42,6 +48,10 @@ export class Fence {
   private requested = false;
   private fenced = false;
   private exited = false;
+  private finished = false;
+  /** Backends and helpers of a postmaster the fence SIGKILLed: they must be gone too before the term ends. */
+  private killedTree: number[] = [];
+  private readonly term: LeaderTermGuard;
 
   constructor(
     private readonly options: FenceLaunchOptions,
@@ -50,6 +60,7 @@ export class Fence {
     private readonly onDone: (exitCode: number) => void,
   ) {
     this.paths = fencePaths(options.stateDir);
+    this.term = new LeaderTermGuard(this.paths.journal, log, (reason) => this.stopOnOwnAccount(reason));
   }
 
   async run(): Promise<void> {
@@ -98,7 +109,8 @@ export class Fence {
 
   private reportSpawnFailure(error: unknown): void {
     this.log(`cannot start postgres: ${String(error)}`);
-    this.finish({
+    if (this.exited) return;
+    const exit: PostmasterExitEvent = {
       event: 'exit',
       pid: 0,
       code: null,
@@ -106,7 +118,9 @@ export class Fence {
       requested: false,
       fenced: false,
       error: error instanceof Error ? error.message : String(error),
-    });
+    };
+    this.recordExit(exit);
+    this.finish(exit);
   }
 
   private async listen(): Promise<void> {
@@ -131,7 +145,11 @@ export class Fence {
       return;
     }
     this.clients.add(socket);
-    socket.on('close', () => this.clients.delete(socket));
+    this.term.agentConnected();
+    socket.on('close', () => {
+      this.clients.delete(socket);
+      if (this.clients.size === 0 && !this.exited) this.term.agentsGone();
+    });
     socket.on('error', () => socket.destroy());
     socket.on(
       'data',
@@ -158,10 +176,12 @@ export class Fence {
           return;
         }
         this.deadline = request.deadline;
+        this.term.hold(request.term);
         this.scheduleDeadline();
         return;
       case 'disarm':
         this.deadline = null;
+        this.term.hold(undefined);
         this.clearDeadlineTimer();
         return;
       case 'stop': {
@@ -206,10 +226,34 @@ export class Fence {
     this.fenced = true;
     this.log(`deadline ${new Date(this.deadline ?? 0).toISOString()} passed without a new arm: immediate shutdown of the postmaster`);
     this.signalPostmaster('SIGQUIT');
+    this.killTimer = setTimeout(() => this.killPostmasterTree('postmaster still alive after SIGQUIT'), FENCE_KILL_GRACE_MS);
+  }
+
+  /** The leader's agent is gone: fast shutdown (its WAL senders hand the replicas every commit), then immediate, then SIGKILL. */
+  private stopOnOwnAccount(reason: string): void {
+    if (this.exited) return;
+    this.log(`${reason}: fast shutdown of the postmaster`);
+    this.signalPostmaster('SIGINT');
     this.killTimer = setTimeout(() => {
-      this.log('postmaster still alive after SIGQUIT: SIGKILL');
-      this.signalPostmaster('SIGKILL');
-    }, FENCE_KILL_GRACE_MS);
+      this.log(`postmaster still alive ${OWN_FAST_STOP_MS} ms after SIGINT: immediate shutdown`);
+      this.signalPostmaster('SIGQUIT');
+      this.killTimer = setTimeout(() => this.killPostmasterTree('postmaster still alive after SIGQUIT'), FENCE_KILL_GRACE_MS);
+    }, OWN_FAST_STOP_MS);
+  }
+
+  /** SIGKILL of the postmaster and of every process it started: orphaned backends must not serve on. */
+  private killPostmasterTree(reason: string): void {
+    if (this.exited || !this.postmasterPid) return;
+    this.killedTree = descendantsOf(this.postmasterPid);
+    this.log(`${reason}: SIGKILL of the postmaster and ${this.killedTree.length} processes it started`);
+    this.signalPostmaster('SIGKILL');
+    for (const pid of this.killedTree) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    }
   }
 
   /** Fast shutdown for the fence's own reasons (it was told to stop, or it cannot serve agents); never leaves the postmaster unfenced. */
@@ -230,19 +274,25 @@ export class Fence {
 
   private onPostmasterExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.log(`postmaster ${this.postmasterPid} exited (code ${code}, signal ${signal}, requested ${this.requested}, fenced ${this.fenced})`);
-    this.finish({
-      event: 'exit',
-      pid: this.postmasterPid,
-      code,
-      signal,
-      requested: this.requested,
-      fenced: this.fenced,
-    });
+    const exit: PostmasterExitEvent = { event: 'exit', pid: this.postmasterPid, code, signal, requested: this.requested, fenced: this.fenced };
+    this.recordExit(exit);
+    // Only a postmaster whose every process is gone may let another node promote.
+    void this.treeGone()
+      .then(() => this.term.afterPostmasterExit(this.fenced, () => this.clients.size))
+      .catch((error) => this.log(`ending the term failed: ${String(error)}`))
+      .finally(() => this.finish(exit));
   }
 
-  /** Records the exit (file first: it must survive even if no agent is listening), tells clients, exits. */
-  private finish(exit: PostmasterExitEvent): void {
-    if (this.exited) return;
+  private async treeGone(): Promise<void> {
+    const until = Date.now() + TREE_GONE_WAIT_MS;
+    while (this.killedTree.some(isRunningProcess)) {
+      if (Date.now() >= until) throw new Error(`processes ${this.killedTree.filter(isRunningProcess).join(', ')} outlived SIGKILL`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** The exit goes to its file at once: it must survive even if the fence dies before telling anyone. */
+  private recordExit(exit: PostmasterExitEvent): void {
     this.exited = true;
     this.clearDeadlineTimer();
     if (this.killTimer) clearTimeout(this.killTimer);
@@ -253,6 +303,12 @@ export class Fence {
     } catch (error) {
       this.log(`cannot write ${this.paths.exitFile}: ${String(error)}`);
     }
+  }
+
+  /** Tells clients, stops serving, exits. */
+  private finish(exit: PostmasterExitEvent): void {
+    if (this.finished) return;
+    this.finished = true;
     this.server?.close();
     rmSync(this.paths.socket, { force: true });
     rmSync(this.paths.pidFile, { force: true });

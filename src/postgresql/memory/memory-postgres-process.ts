@@ -228,6 +228,11 @@ export class MemoryPostgresProcess implements PostgresProcess {
     this.server.tick();
   }
 
+  /** The in-memory fence ends no term on its own (no in-memory DCS can be reached from outside the agent). */
+  takeFenceJournal(): [] {
+    return [];
+  }
+
   disarmFence(): void {
     const postmaster = this.server.postmaster;
     if (postmaster && postmaster.pid === this.attachedPid) postmaster.fenceDeadline = null;

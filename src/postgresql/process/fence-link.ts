@@ -1,6 +1,7 @@
+import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { Observable, Subject } from 'rxjs';
 import { FenceConnection } from '../fence/fence-client';
-import { fencePaths, PostmasterExitEvent } from '../fence/fence-protocol';
+import { FenceJournalEntry, fencePaths, FenceTerm, PostmasterExitEvent } from '../fence/fence-protocol';
 import { PostmasterExit } from '../postgres.port';
 import { AdapterLog } from './local-postgres';
 import { isProcessAlive, waitUntil } from './os-process';
@@ -66,9 +67,33 @@ export class FenceLink {
     return connection;
   }
 
-  /** Sets the fence's deadline (epoch ms). A no-op when not connected to a fence. */
-  arm(deadlineEpochMs: number): void {
-    this.connection?.send({ op: 'arm', deadline: deadlineEpochMs });
+  /** Sets the fence's deadline (epoch ms) and the term it guards, if any. A no-op when not connected to a fence. */
+  arm(deadlineEpochMs: number, term?: FenceTerm): void {
+    this.connection?.send({ op: 'arm', deadline: deadlineEpochMs, term });
+  }
+
+  /** Reads and removes the fence's journal (renamed first, so a fence appending meanwhile starts a new file). */
+  takeJournal(): FenceJournalEntry[] {
+    const taken = `${this.paths.journal}.taken`;
+    try {
+      renameSync(this.paths.journal, taken);
+    } catch {
+      return [];
+    }
+    try {
+      return readFileSync(taken, 'utf8')
+        .split('\n')
+        .filter((line) => line.trim())
+        .flatMap((line) => {
+          try {
+            return [JSON.parse(line) as FenceJournalEntry];
+          } catch {
+            return [];
+          }
+        });
+    } finally {
+      rmSync(taken, { force: true });
+    }
   }
 
   disarm(): void {
