@@ -7,9 +7,13 @@ const swc = {
   },
   module: { type: 'commonjs' },
 };
+// @nestjs/terminus 12 ships ES modules only: Node requires them natively (>= 20.19), Jest on Node 20 does not, so its
+// files are compiled to CommonJS like ours (import.meta.url, which it reads once, becomes the file's URL).
+const esm = { ...swc, jsc: { ...swc.jsc, parser: { syntax: 'ecmascript' } } };
 const common = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  transform: { '^.+\\.ts$': ['@swc/jest', swc], '/node_modules/@nestjs/terminus/.+\\.js$': ['@swc/jest', esm] },
+  transformIgnorePatterns: ['/node_modules/(?!@nestjs/terminus/)'],
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
 module.exports = {
