@@ -13,6 +13,7 @@ import { EventsController } from './events.controller';
 import { HealthRoutes } from './health.controller';
 import { HttpExceptionFilter } from './http-exception.filter';
 import { MetricsController } from './metrics.controller';
+import { OpenApiController, OpenApiDocument } from './openapi/openapi.controller';
 import { API_CLOCK, API_IDENTITY, NODE_VIEW_SOURCE, NodeStateService, NodeViewSource } from './node-state.service';
 import { ApiIdentity } from './status-document';
 import { statusController } from './status.controller';
@@ -49,6 +50,7 @@ export class ApiModule {
         ClusterController,
         EventsController,
         UiController,
+        OpenApiController,
       ],
       providers: [
         options.source ? { provide: NODE_VIEW_SOURCE, useValue: options.source } : { provide: NODE_VIEW_SOURCE, useExisting: HaNode },
@@ -58,6 +60,7 @@ export class ApiModule {
         ...(options.eventLog ? [{ provide: EVENT_LOG, useValue: options.eventLog }] : []),
         NodeStateService,
         DiagnosticsIndicators,
+        OpenApiDocument,
         ...diagnosticsProvider(options),
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
       ],

@@ -1,7 +1,10 @@
 import { Controller, Get, Inject } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
+import { DiagnosticsDto } from '../dto/diagnostics.dto';
 import { NODE_DIAGNOSTICS, NodeDiagnosticsSource } from '../../ha/node-diagnostics';
 import { NodeStateService } from '../node-state.service';
+import { JsonAnswer } from '../openapi/api-answers';
 import { DiagnosticsIndicators } from './diagnostics-indicators';
 
 /**
@@ -10,6 +13,7 @@ import { DiagnosticsIndicators } from './diagnostics-indicators';
  * Read from memory at the moment of the request; the health checks keep their own fast path.
  */
 export function diagnosticsController(productPath: 'stator' | 'patroni') {
+  @ApiTags('status')
   @Controller(productPath)
   class DiagnosticsController {
     constructor(
@@ -21,6 +25,8 @@ export function diagnosticsController(productPath: 'stator' | 'patroni') {
 
     @Get('diagnostics')
     @HealthCheck({ noCache: true, swaggerDocumentation: false })
+    @JsonAnswer(200, 'Every indicator is up.', DiagnosticsDto)
+    @JsonAnswer(503, 'At least one indicator is down: `error` names it, `details` has all.', DiagnosticsDto)
     diagnose(): Promise<HealthCheckResult> {
       const input = { view: this.state.view(), diagnostics: this.source.diagnostics(), now: this.state.now() };
       return this.health.check(this.indicators.all(() => input));
