@@ -1,5 +1,5 @@
 import { applyDecorators, BeforeApplicationShutdown, Controller, Get, HttpException, HttpStatus, Inject, Optional, Query, Req, Res } from '@nestjs/common';
-import { ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Subscription } from 'rxjs';
 import { readIsoTimestamp } from '../common/iso-timestamp';
@@ -65,6 +65,7 @@ export class EventsController implements BeforeApplicationShutdown {
   ) {}
 
   @Get()
+  @ApiOperation({ summary: 'Recorded events, oldest first, paged by Link headers' })
   @applyDecorators(...FILTERS, ApiQuery({ name: 'before', required: false, type: String, description: 'The cursor of a `Link: rel="next"` header: the page before.' }))
   @JsonArrayAnswer(200, 'The latest matching events, oldest first; `Link: <...>; rel="next"` when older ones may exist.', EventDto)
   @ErrorAnswers(BAD_FILTER, NO_LOG)
@@ -76,6 +77,7 @@ export class EventsController implements BeforeApplicationShutdown {
   }
 
   @Get('stream')
+  @ApiOperation({ summary: 'Events as they are recorded (Server-Sent Events)' })
   @applyDecorators(...FILTERS)
   @ApiResponse({ status: 200, description: 'Server-Sent Events: `event: <type>`, `data: <event JSON>`; a comment every 15 s.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
   @ErrorAnswers([400, 'A bad filter, or `before` (the stream pages nothing).'], NO_LOG)

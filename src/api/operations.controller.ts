@@ -1,5 +1,5 @@
 import { ArgumentsHost, Body, Catch, Controller, Delete, ExceptionFilter, Inject, Patch, Post, Put, Res, UseFilters } from '@nestjs/common';
-import { ApiBody, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { NodeOperations } from '../ha/node-operations';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused } from '../ha/operation-types';
@@ -45,6 +45,7 @@ export class OperationsController {
   constructor(@Inject(NodeOperations) private readonly operations: NodeOperations) {}
 
   @Post('switchover')
+  @ApiOperation({ summary: 'Switchover: hand the leader lock to a candidate, now or at scheduled_at (spec 4.7)' })
   @ApiBody({ type: SwitchoverBody, required: false })
   @TextAnswer(200, 'Successfully switched over to "node2"')
   @TextAnswer(202, 'Switchover scheduled')
@@ -57,6 +58,7 @@ export class OperationsController {
   }
 
   @Delete('switchover')
+  @ApiOperation({ summary: 'Delete the scheduled switchover' })
   @TextAnswer(200, 'scheduled switchover deleted')
   @TextAnswer(404, 'no switchover is scheduled')
   @TextAnswer(409, 'the scheduled switchover changed while it was being deleted; read it again')
@@ -66,6 +68,7 @@ export class OperationsController {
   }
 
   @Post('failover')
+  @ApiOperation({ summary: 'Failover to a named candidate, with or without a leader (spec 4.8)' })
   @ApiBody({ type: SwitchoverBody, required: false })
   @TextAnswer(200, 'Successfully failed over to "node2"')
   @TextAnswer(412, 'candidate name does not match with sync_standby (the failover is not possible now)')
@@ -76,6 +79,7 @@ export class OperationsController {
   }
 
   @Post('restart')
+  @ApiOperation({ summary: 'Restart PostgreSQL on this node, now or at schedule, under filters (spec 4.9)' })
   @ApiBody({ type: RestartBody, required: false })
   @TextAnswer(200, 'restarted successfully')
   @TextAnswer(202, 'Restart scheduled')
@@ -90,6 +94,7 @@ export class OperationsController {
   }
 
   @Delete('restart')
+  @ApiOperation({ summary: "Delete this node's scheduled restart" })
   @TextAnswer(200, 'scheduled restart deleted')
   @TextAnswer(404, 'no restarts are scheduled')
   cancelRestart(@Res() reply: FastifyReply): Promise<void> {
@@ -97,6 +102,7 @@ export class OperationsController {
   }
 
   @Post('reload')
+  @ApiOperation({ summary: 'Re-read the configuration file, as SIGHUP (spec 4.10)' })
   @TextAnswer(202, 'reload scheduled')
   @BodyRefusals('1 MiB', 'Request body must be a JSON object')
   reload(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
@@ -105,6 +111,7 @@ export class OperationsController {
   }
 
   @Post('failsafe')
+  @ApiOperation({ summary: "A failsafe leader's call while etcd is down" })
   @ApiBody({ required: true, schema: { type: 'object', additionalProperties: true, description: 'The failsafe leader\'s call: its name and position.' } })
   @TextAnswer(200, 'Accepted')
   @TextAnswer(500, 'Running as a leader')
@@ -115,6 +122,7 @@ export class OperationsController {
   }
 
   @Post('reinitialize')
+  @ApiOperation({ summary: 'Reclone this replica from the leader (spec 4.11)' })
   @ApiBody({ type: ReinitializeBody, required: false })
   @TextAnswer(200, 'reinitialize started')
   @TextAnswer(503, 'I am the leader, can not reinitialize')
@@ -124,6 +132,7 @@ export class OperationsController {
   }
 
   @Patch('config')
+  @ApiOperation({ summary: 'Merge a change into the dynamic configuration (spec 4.6)' })
   @ApiBody({ type: DynamicConfigDto, description: 'A subset of the configuration, merged into it; `null` removes a key.' })
   @JsonAnswer(200, 'The complete new configuration; keys stored but not acted on come back as `Warning: 299` headers.', DynamicConfigDto)
   @ErrorAnswers([409, 'The configuration changed concurrently; read it again and retry.'], [503, 'etcd is not accessible, or holds no configuration yet.'])
@@ -133,6 +142,7 @@ export class OperationsController {
   }
 
   @Put('config')
+  @ApiOperation({ summary: 'Replace the dynamic configuration (spec 4.6)' })
   @ApiBody({ type: DynamicConfigDto, description: 'The whole configuration.' })
   @JsonAnswer(200, 'The new configuration; keys stored but not acted on come back as `Warning: 299` headers.', DynamicConfigDto)
   @ErrorAnswers([409, 'The configuration changed concurrently; read it again and retry.'], [503, 'etcd is not accessible.'])

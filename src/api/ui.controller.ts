@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Controller, Get, HttpException, HttpStatus, Param, Res } from '@nestjs/common';
-import { ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { MACHINES } from '../statecharts/machines';
 import { errorBody } from './http-exception.filter';
@@ -39,6 +39,7 @@ export class UiController {
   private readonly assets: Map<string, Asset> | null = loadAssets();
 
   @Get()
+  @ApiOperation({ summary: "The cluster's web page" })
   @file('text/html', 'The cluster\'s web page.')
   @ErrorAnswers(NOT_INSTALLED)
   page(@Res() reply: FastifyReply): void {
@@ -46,6 +47,7 @@ export class UiController {
   }
 
   @Get('assets/:name')
+  @ApiOperation({ summary: "The page's CSS and script" })
   @ApiResponse({ status: 200, description: 'The page\'s CSS or script.', content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } } } })
   @ErrorAnswers(NOT_INSTALLED)
   asset(@Param('name') name: string, @Res() reply: FastifyReply): void {
@@ -53,6 +55,7 @@ export class UiController {
   }
 
   @Get('statecharts/:file')
+  @ApiOperation({ summary: 'A statechart diagram (SVG)' })
   @file('image/svg+xml', 'A statechart of the agent\'s machines.')
   @ErrorAnswers(NOT_INSTALLED)
   statechart(@Param('file') file: string, @Res() reply: FastifyReply): void {

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { DiagnosticsDto } from '../dto/diagnostics.dto';
 import { NODE_DIAGNOSTICS, NodeDiagnosticsSource } from '../../ha/node-diagnostics';
@@ -24,6 +24,7 @@ export function diagnosticsController(productPath: 'stator' | 'patroni') {
     ) {}
 
     @Get('diagnostics')
+    @ApiOperation({ summary: "The agent's self-diagnosis: etcd, postgres, fence, events, ha_cycle" })
     @HealthCheck({ noCache: true, swaggerDocumentation: false })
     @JsonAnswer(200, 'Every indicator is up.', DiagnosticsDto)
     @JsonAnswer(503, 'At least one indicator is down: `error` names it, `details` has all.', DiagnosticsDto)

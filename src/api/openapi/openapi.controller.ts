@@ -1,6 +1,6 @@
 import { Controller, Get, HttpException, HttpStatus, Inject, Injectable, INestApplication, Res } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { errorBody } from '../http-exception.filter';
 import { API_IDENTITY } from '../node-state.service';
@@ -49,6 +49,7 @@ export class OpenApiController {
   constructor(private readonly document: OpenApiDocument) {}
 
   @Get('openapi.json')
+  @ApiOperation({ summary: 'This API as an OpenAPI 3.1 document' })
   @JsonAnswer(200, 'This document: every route of this node with its codes and bodies.', { type: 'object', additionalProperties: true })
   @EmptyAnswer(503, 'Asked before the API started.')
   get(@Res() reply: FastifyReply): void {
