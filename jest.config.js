@@ -7,9 +7,15 @@ const swc = {
   },
   module: { type: 'commonjs' },
 };
+// @nestjs/terminus 12 and @seriousme/openapi-schema-validator ship ES modules only: Node requires them natively
+// (>= 20.19), Jest on Node 20 does not, so their files are compiled to CommonJS like ours (import.meta.url, which
+// they read once, becomes the file's URL).
+const esm = { ...swc, jsc: { ...swc.jsc, parser: { syntax: 'ecmascript' } } };
+const ESM_PACKAGES = '@nestjs/terminus|@seriousme/openapi-schema-validator';
 const common = {
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': ['@swc/jest', swc] },
+  transform: { '^.+\\.ts$': ['@swc/jest', swc], [`/node_modules/(${ESM_PACKAGES})/.+\\.js$`]: ['@swc/jest', esm] },
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_PACKAGES})/)`],
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
 module.exports = {

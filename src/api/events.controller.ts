@@ -1,4 +1,5 @@
-import { BeforeApplicationShutdown, Controller, Get, HttpException, HttpStatus, Inject, Optional, Query, Req, Res } from '@nestjs/common';
+import { applyDecorators, BeforeApplicationShutdown, Controller, Get, HttpException, HttpStatus, Inject, Optional, Query, Req, Res } from '@nestjs/common';
+import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Subscription } from 'rxjs';
 import { readIsoTimestamp } from '../common/iso-timestamp';
@@ -6,7 +7,21 @@ import { EVENT_LOG } from '../common/tokens';
 import { RecordedEvent } from '../events/event';
 import { EventLog, EventQuery } from '../events/event-log';
 import { decodeCursor, encodeCursor, EventCursor, MAX_CURSOR_CHARS } from '../events/event-page';
+import { EventDto } from './dto/read-documents.dto';
 import { errorBody } from './http-exception.filter';
+import { ErrorAnswers, JsonArrayAnswer } from './openapi/api-answers';
+
+/** The filters of both endpoints, for the OpenAPI document. */
+const FILTERS = [
+  ApiQuery({ name: 'stream', required: false, type: String, description: 'Only this stream (`cluster`, `node/<name>`...).' }),
+  ApiQuery({ name: 'node', required: false, type: String }),
+  ApiQuery({ name: 'type', required: false, type: String, description: 'Only this event type.' }),
+  ApiQuery({ name: 'from_seq', required: false, type: 'integer', description: 'With `stream`: from this sequence number.' }),
+  ApiQuery({ name: 'since', required: false, type: String, description: 'ISO 8601 time with an offset.' }),
+  ApiQuery({ name: 'limit', required: false, type: 'integer', description: '1 to 10000 (default 1000).' }),
+];
+const BAD_FILTER: [number, string] = [400, 'An unknown, repeated, empty or unreadable parameter (named in the message).'];
+const NO_LOG: [number, string] = [503, 'This API serves no event log.'];
 
 /** Milliseconds between the comment lines that keep an idle event stream (and any proxy on the way) open. */
 export const SSE_HEARTBEAT_MS = Symbol('SseHeartbeatMs');
@@ -37,6 +52,7 @@ type Parameter = (typeof PARAMETERS)[number];
  * Filters: `stream`, `node`, `type` (exact match), `from_seq` (with `stream`), `since` (ISO time).
  * The live stream replays from the node's cache only.
  */
+@ApiTags('events')
 @Controller('events')
 export class EventsController implements BeforeApplicationShutdown {
   /** How to end each open event stream, so that shutting down does not wait for clients to leave. */
@@ -49,6 +65,10 @@ export class EventsController implements BeforeApplicationShutdown {
   ) {}
 
   @Get()
+  @ApiOperation({ summary: 'Recorded events, oldest first, paged by Link headers' })
+  @applyDecorators(...FILTERS, ApiQuery({ name: 'before', required: false, type: String, description: 'The cursor of a `Link: rel="next"` header: the page before.' }))
+  @JsonArrayAnswer(200, 'The latest matching events, oldest first; `Link: <...>; rel="next"` when older ones may exist.', EventDto)
+  @ErrorAnswers(BAD_FILTER, NO_LOG)
   async list(@Query() query: Record<string, unknown>, @Res({ passthrough: true }) reply: FastifyReply): Promise<RecordedEvent[]> {
     const { before, ...filter } = parseEventQuery(query);
     const page = await this.eventLog().page({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT, before, maxBytes: MAX_EVENTS_ANSWER_BYTES });
@@ -57,6 +77,10 @@ export class EventsController implements BeforeApplicationShutdown {
   }
 
   @Get('stream')
+  @ApiOperation({ summary: 'Events as they are recorded (Server-Sent Events)' })
+  @applyDecorators(...FILTERS)
+  @ApiResponse({ status: 200, description: 'Server-Sent Events: `event: <type>`, `data: <event JSON>`; a comment every 15 s.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ErrorAnswers([400, 'A bad filter, or `before` (the stream pages nothing).'], NO_LOG)
   stream(@Req() request: FastifyRequest, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): void {
     const { before, ...filter } = parseEventQuery(query);
     if (before) throw badParameter('before pages GET /events; the stream sends what happens from now on');

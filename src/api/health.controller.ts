@@ -4,7 +4,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { BadHealthQuery, HEALTH_PATHS, HealthQuery, healthStatus } from './health';
 import { NodeStateService } from './node-state.service';
 
-const STATUS_LINE_ONLY = new Set(['/liveness', '/readiness']);
+/** Probes answered with the status line alone, GET included. */
+export const STATUS_LINE_ONLY: ReadonlySet<string> = new Set(['/liveness', '/readiness']);
 
 type Query = Record<string, string | string[] | undefined>;
 

@@ -8,6 +8,7 @@ import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, Fast
 import { createLogger } from '../common/logger';
 import { guardConnections, MAX_CONNECTIONS } from './connection-guard';
 import { captureFastifyErrors, errorBody } from './http-exception.filter';
+import { attachOpenApiDocument } from './openapi/openapi.controller';
 import { ApiSecurityConfig, installApiSecurity } from './security/api-security';
 import { httpsServerOptions } from '../security/tls';
 
@@ -56,7 +57,9 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
   guardConnections(adapter.getInstance().server, { maxConnections: MAX_CONNECTIONS, firstRequestTimeoutMs: HEADERS_TIMEOUT_MS });
   if (api) await installApiSecurity(adapter.getInstance(), api, createLogger().warning);
   // bodyParser: false keeps Nest from installing its own JSON and form parsers over ours.
-  return NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });
+  const app = await NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });
+  attachOpenApiDocument(app);
+  return app;
 }
 
 /**

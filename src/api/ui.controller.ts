@@ -1,9 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Controller, Get, HttpException, HttpStatus, Param, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { MACHINES } from '../statecharts/machines';
 import { errorBody } from './http-exception.filter';
+import { ErrorAnswers } from './openapi/api-answers';
+
+const NOT_INSTALLED: [number, string] = [404, 'No such file, or the UI files are not installed with this agent.'];
+const file = (type: string, description: string) => ApiResponse({ status: 200, description, content: { [type]: { schema: { type: 'string' } } } });
 
 interface Asset {
   contentType: string;
@@ -28,21 +33,31 @@ const CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self' 'unsafe-in
  * from the checkout the agent runs from (`src/ui/` and `statecharts/`); they are served from memory
  * and only by their known names, so no request reaches the file system.
  */
+@ApiTags('ui')
 @Controller('ui')
 export class UiController {
   private readonly assets: Map<string, Asset> | null = loadAssets();
 
   @Get()
+  @ApiOperation({ summary: "The cluster's web page" })
+  @file('text/html', 'The cluster\'s web page.')
+  @ErrorAnswers(NOT_INSTALLED)
   page(@Res() reply: FastifyReply): void {
     this.send(reply, PAGE);
   }
 
   @Get('assets/:name')
+  @ApiOperation({ summary: "The page's CSS and script" })
+  @ApiResponse({ status: 200, description: 'The page\'s CSS or script.', content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } } } })
+  @ErrorAnswers(NOT_INSTALLED)
   asset(@Param('name') name: string, @Res() reply: FastifyReply): void {
     this.send(reply, `assets/${name}`);
   }
 
   @Get('statecharts/:file')
+  @ApiOperation({ summary: 'A statechart diagram (SVG)' })
+  @file('image/svg+xml', 'A statechart of the agent\'s machines.')
+  @ErrorAnswers(NOT_INSTALLED)
   statechart(@Param('file') file: string, @Res() reply: FastifyReply): void {
     this.send(reply, `statecharts/${file}`);
   }

@@ -22,6 +22,13 @@ export interface EventRecorderOptions {
 /** An event as recorded locally. `seq` is absent for streams whose seq the store assigns (the cluster stream). */
 export type LocalEvent = NewEvent & { seq?: number };
 
+/** See EventRecorder.queueState. */
+export interface EventQueueState {
+  depth: number;
+  oldestAt: number | null;
+  storeDownSince: number | null;
+}
+
 export const QUEUE_FILE = 'events-queue.jsonl';
 /** Last seq assigned per own stream, so a restart never reuses one even when the store is unreachable. */
 const SEQ_FILE = 'events-seq.json';
@@ -119,6 +126,15 @@ export class EventRecorder {
   /** Events recorded but not yet stored. */
   pending(): number {
     return this.queue.length;
+  }
+
+  /**
+   * The queue as it stands, from memory: how many events wait, when the oldest of them happened
+   * (epoch ms, null when none wait), and since when the store has refused appends (null while it takes them).
+   */
+  queueState(): EventQueueState {
+    const oldest = this.queue.length > 0 ? Date.parse(this.queue[0].at) : NaN;
+    return { depth: this.queue.length, oldestAt: Number.isFinite(oldest) ? oldest : null, storeDownSince: this.storeDownSince };
   }
 
   /** Resolves once the queue is empty; rejects if the recorder is stopped first. */

@@ -12,6 +12,7 @@ import { PostgresqlModule } from '../postgresql/postgresql.module';
 import { PostgresProcess, PostgresQuery } from '../postgresql/postgres.port';
 import { STATOR_VERSION } from '../version';
 import { HaNode } from './ha-node';
+import { NODE_DIAGNOSTICS, nodeDiagnosticsSource } from './node-diagnostics';
 
 export interface HaModuleOptions {
   /** Reads the configuration file again (POST /reload, SIGHUP). */
@@ -42,8 +43,13 @@ export class HaModule {
             logger: Logger,
           ) => new HaNode({ config, dcs, pg, query, events, eventLog, clock, logger, version: STATOR_VERSION, reloadConfig, onFatal }),
         },
+        {
+          provide: NODE_DIAGNOSTICS,
+          inject: [POSTGRES_PROCESS, EVENT_RECORDER],
+          useFactory: (pg: PostgresProcess, events: EventRecorder) => nodeDiagnosticsSource(pg, events),
+        },
       ],
-      exports: [HaNode],
+      exports: [HaNode, NODE_DIAGNOSTICS],
     };
   }
 }

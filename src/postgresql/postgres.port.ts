@@ -140,6 +140,8 @@ export interface PostgresProcess {
   takeFenceJournal(): FenceJournalEntry[];
   /** Disarms the switch (the node is no longer primary). */
   disarmFence(): void;
+  /** The fence as this handle last set it, from memory (self-diagnosis): no round trip to the fence. */
+  fenceState(): FenceState;
   postmasterPid(): number | null;
   /**
    * SIGKILL of the postmaster and every process it started, for a server that stopped answering
@@ -163,6 +165,14 @@ export interface PostgresProcess {
   copyLogicalSlot(source: UpstreamNode, name: string, oldestWal: number): Promise<void>;
   /** Releases local handles (fence socket); the postmaster and the fence keep running. */
   detach(): Promise<void>;
+}
+
+/** See PostgresProcess.fenceState. */
+export interface FenceState {
+  /** A fence runs this handle's postmaster and its socket is open. */
+  connected: boolean;
+  /** Epoch ms at which the fence stops the postmaster unless re-armed; null when disarmed (or not connected). */
+  deadline: number | null;
 }
 
 export class PostgresCommandError extends Error {

@@ -7,7 +7,7 @@ import { fencePaths } from './fence/fence-protocol';
 import { Client } from 'pg';
 import { serverAcceptsConnections, toClientConfig } from './pg-query';
 import { BootstrapMethod } from '../config/config.types';
-import { DataDirInfo, FenceJournalEntry, LeaderTerm, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
+import { DataDirInfo, FenceJournalEntry, FenceState, LeaderTerm, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
 import { CustomMethods } from './process/custom-methods';
@@ -220,6 +220,10 @@ export class RealPostgresProcess implements PostgresProcess {
 
   disarmFence(): void {
     this.fenceLink.disarm();
+  }
+
+  fenceState(): FenceState {
+    return this.fenceLink.state();
   }
 
   async detach(): Promise<void> {

@@ -142,9 +142,14 @@ describe(EventRecorder.name, () => {
     recorder.record(event('postgres', 'running'));
     expect(queueFileLines().map((e) => e.to)).toEqual(['starting', 'node1', 'running']);
     expect(recorder.pending()).toBe(3);
+    // What the self-diagnosis reads: the depth, the oldest queued event's time, since when the store refuses.
+    const oldestAt = Date.parse(queueFileLines()[0].at);
+    await waitFor(() => recorder.queueState().storeDownSince !== null, { description: 'the store seen down' });
+    expect(recorder.queueState()).toEqual({ depth: 3, oldestAt, storeDownSince: expect.any(Number) });
 
     store.down = false;
     await recorder.whenFlushed();
+    expect(recorder.queueState()).toEqual({ depth: 0, oldestAt: null, storeDownSince: null });
     expect(summary(await store.read())).toEqual([
       'node/node1/postgres#1:starting',
       'cluster#1:node1',

@@ -223,8 +223,10 @@ describe('in-memory PostgreSQL adapters', () => {
     it('an armed fence past its deadline stops the server (immediate shutdown, reported as fenced)', async () => {
       await bootstrap(node1);
       const pid = node1.pg.postmasterPid();
+      expect(node1.pg.fenceState()).toEqual({ connected: true, deadline: null });
       node1.pg.armFence(clock.now() + 5000);
       expect(node1.server.fenceDeadline).toBe(clock.now() + 5000);
+      expect(node1.pg.fenceState()).toEqual({ connected: true, deadline: clock.now() + 5000 });
 
       clock.advance(4999);
       node1.server.tick();
@@ -232,6 +234,7 @@ describe('in-memory PostgreSQL adapters', () => {
       clock.advance(1);
       node1.server.tick();
       expect(node1.exits).toEqual([{ pid, code: 0, signal: null, requested: false, fenced: true }]);
+      expect(node1.pg.fenceState()).toEqual({ connected: false, deadline: null });
       expect((await node1.pg.inspectDataDir()).clusterState).toBe('in production');
     });
 

@@ -1,6 +1,7 @@
 import { Observable, Subject } from 'rxjs';
 import {
   DataDirInfo,
+  FenceState,
   PostgresCommandError,
   PostgresProcess,
   PostgresSettings,
@@ -236,6 +237,12 @@ export class MemoryPostgresProcess implements PostgresProcess {
   disarmFence(): void {
     const postmaster = this.server.postmaster;
     if (postmaster && postmaster.pid === this.attachedPid) postmaster.fenceDeadline = null;
+  }
+
+  fenceState(): FenceState {
+    const postmaster = this.server.postmaster;
+    const attached = postmaster !== null && postmaster !== undefined && postmaster.pid === this.attachedPid;
+    return { connected: attached, deadline: attached ? postmaster.fenceDeadline : null };
   }
 
   postmasterPid(): number | null {

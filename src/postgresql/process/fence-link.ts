@@ -2,7 +2,7 @@ import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { Observable, Subject } from 'rxjs';
 import { FenceConnection } from '../fence/fence-client';
 import { FenceJournalEntry, fencePaths, FenceTerm, PostmasterExitEvent } from '../fence/fence-protocol';
-import { PostmasterExit } from '../postgres.port';
+import { FenceState, PostmasterExit } from '../postgres.port';
 import { AdapterLog } from './local-postgres';
 import { isProcessAlive, waitUntil } from './os-process';
 import { readExitRecord, toPostmasterExit, withLastLog } from './postmaster-log';
@@ -20,6 +20,8 @@ export class FenceLink {
   private readonly exitSubject = new Subject<PostmasterExit>();
   private connection: FenceConnection | null = null;
   private pid: number | null = null;
+  /** The deadline last sent to (or announced by) the connected fence; null when disarmed. */
+  private armedDeadline: number | null = null;
 
   constructor(
     private readonly paths: FencePaths,
@@ -58,6 +60,7 @@ export class FenceLink {
     const previous = this.connection;
     this.connection = connection;
     this.pid = connection.hello.pid;
+    this.armedDeadline = connection.hello.deadline;
     if (previous && previous !== connection) void previous.close();
     // May deliver an exit that came with the hello at once, which clears this.connection again.
     connection.attach({
@@ -69,7 +72,9 @@ export class FenceLink {
 
   /** Sets the fence's deadline (epoch ms) and the term it guards, if any. A no-op when not connected to a fence. */
   arm(deadlineEpochMs: number, term?: FenceTerm): void {
-    this.connection?.send({ op: 'arm', deadline: deadlineEpochMs, term });
+    if (!this.connection) return;
+    this.connection.send({ op: 'arm', deadline: deadlineEpochMs, term });
+    this.armedDeadline = deadlineEpochMs;
   }
 
   /** Reads and removes the fence's journal (renamed first, so a fence appending meanwhile starts a new file). */
@@ -98,6 +103,12 @@ export class FenceLink {
 
   disarm(): void {
     this.connection?.send({ op: 'disarm' });
+    this.armedDeadline = null;
+  }
+
+  /** Whether a fence is connected, and the deadline it was last given (from memory). */
+  state(): FenceState {
+    return { connected: this.connection !== null, deadline: this.connection ? this.armedDeadline : null };
   }
 
   /** Closes the fence socket after flushing what was sent; the fence (armed or not) and the postmaster keep running. */
