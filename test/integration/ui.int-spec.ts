@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Browser, Page } from 'playwright-core';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
-import { launchChromium } from '../../src/statecharts/render-svg';
+import { launchChromium } from '../../src/statecharts/chromium';
 
 /**
  * The cluster page (`/ui`) of a real 3-node cluster in headless chromium: the members table and
