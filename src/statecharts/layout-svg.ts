@@ -8,6 +8,7 @@ const MUTED = '#616e7c';
 const EDGE = '#7b8794';
 const STATE_FILL = '#ffffff';
 const COMPOUND_FILL = '#f0f4f8';
+const LAST = '#c2410c';
 
 const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const attributes = (pairs: Record<string, string | number | undefined>) =>
@@ -57,13 +58,14 @@ function drawArrow(machine: string, transition: LaidOutTransition): string {
   return `<path ${attributes({ ...identity, class: 'transition', d, fill: 'none', stroke: EDGE, 'stroke-width': 1.3, 'marker-end': `url(#${svgRootId(machine)}-arrow)` })}/>`;
 }
 
-function drawLabel(transitionId: string, label: LaidOutLabel): string {
+function drawLabel(transition: LaidOutTransition, label: LaidOutLabel): string {
   const texts = label.lines.map((line, index) => {
     const baseline = label.y + 1 + (index + 1) * STYLE.labelLineHeight - 3.5;
-    return `<text ${attributes({ x: label.x + label.width / 2, y: baseline, 'text-anchor': 'middle', 'font-size': STYLE.labelFont, fill: INK })}>${escapeXml(line)}</text>`;
+    // `data-event`: the page emphasises the line of the event that fired.
+    return `<text ${attributes({ 'data-event': transition.events[index], x: label.x + label.width / 2, y: baseline, 'text-anchor': 'middle', 'font-size': STYLE.labelFont, fill: INK })}>${escapeXml(line)}</text>`;
   });
   return [
-    `<g ${attributes({ class: 'transition-label', 'data-transition': transitionId })}>`,
+    `<g ${attributes({ class: 'transition-label', 'data-transition': transition.id })}>`,
     `<rect ${attributes({ x: label.x, y: label.y, width: label.width, height: label.height, rx: 3, fill: '#ffffff', 'fill-opacity': 0.9 })}/>`,
     ...texts,
     '</g>',
@@ -89,18 +91,21 @@ export function layoutToSvg(layout: StatechartLayout): string {
     height: layout.height,
     'font-family': DIAGRAM_FONT,
   });
-  const arrowHead = `<marker ${attributes({ id: `${svgRootId(machine)}-arrow`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse', markerUnits: 'userSpaceOnUse' })}><path d="M0 0 L10 5 L0 10 z" fill="${EDGE}"/></marker>`;
+  const head = (suffix: string, colour: string, size: number) =>
+    `<marker ${attributes({ id: `${svgRootId(machine)}-${suffix}`, viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: size, markerHeight: size, orient: 'auto-start-reverse', markerUnits: 'userSpaceOnUse' })}><path d="M0 0 L10 5 L0 10 z" fill="${colour}"/></marker>`;
+  // The second head is for the arrow of the last transition, which the page draws in colour.
+  const arrowHeads = head('arrow', EDGE, 7) + head('arrow-last', LAST, 11);
   const compounds = layout.states.filter((state) => state.kind === 'compound');
   const others = layout.states.filter((state) => state.kind !== 'compound');
   return [
     `<svg ${root}>`,
     `<title>${escapeXml(machine)} statechart</title>`,
-    `<defs>${arrowHead}</defs>`,
+    `<defs>${arrowHeads}</defs>`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
     ...compounds.map((state) => drawState(machine, state)),
     ...layout.transitions.map((transition) => drawArrow(machine, transition)),
     ...others.map((state) => drawState(machine, state)),
-    ...layout.transitions.flatMap((transition) => (transition.label ? [drawLabel(transition.id, transition.label)] : [])),
+    ...layout.transitions.flatMap((transition) => (transition.label ? [drawLabel(transition, transition.label)] : [])),
     '</svg>',
     '',
   ].join('\n');
