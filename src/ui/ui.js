@@ -68,9 +68,9 @@ function tableHead(columns) {
   $('members').tHead.replaceChildren(element('tr', {}, columns.map((column) => element('th', { textContent: column }))));
 }
 
-function memberRow(name, role, cells, leads) {
+function memberRow(name, role, state, cells, leads) {
   const row = element('tr', { className: leads ? 'leader' : '' }, [element('td', { textContent: name }), ...cells.map(([text, className]) => element('td', { textContent: text ?? '', className: className ?? '' }))]);
-  Object.assign(row.dataset, { testid: 'member-row', name, role: role ?? '' });
+  Object.assign(row.dataset, { testid: 'member-row', name, role: role ?? '', state: state ?? '' });
   return row;
 }
 
@@ -86,7 +86,7 @@ function renderLiveMembers() {
   const rows = members.map((member) => {
     const leads = member === leader;
     showBadge(member.name, member.role, leads);
-    return memberRow(member.name, member.role, [[member.role], [member.state], [leads ? '' : formatLag(member.lag), 'number'], [member.timeline, 'number']], leads);
+    return memberRow(member.name, member.role, member.state, [[member.role], [member.state], [leads ? '' : formatLag(member.lag), 'number'], [member.timeline, 'number']], leads);
   });
   $('members').tBodies[0].replaceChildren(...rows);
 }
@@ -101,7 +101,7 @@ function renderMembersAt(cluster) {
     .map(([name, member]) => {
       const leads = cluster.leader === name;
       showBadge(name, member.role, leads);
-      return memberRow(name, member.role, [[member.leadership], [member.role], [member.machines?.postgres ?? member.state], [member.timeline ?? '', 'number']], leads);
+      return memberRow(name, member.role, member.machines?.postgres ?? member.state, [[member.leadership], [member.role], [member.machines?.postgres ?? member.state], [member.timeline ?? '', 'number']], leads);
     });
   $('members').tBodies[0].replaceChildren(...rows);
 }

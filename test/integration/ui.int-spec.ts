@@ -54,12 +54,15 @@ interface Shown {
   /** `data-instant` of the shown instant ('' when live). */
   instant: string;
   leader: string;
-  /** Members table: name → role column as the page keeps it in `data-role`. */
+  /** Members table: name → role and state columns, as the page keeps them in `data-role` and `data-state`. */
   roles: Record<string, string>;
+  memberStates: Record<string, string>;
   /** node → machine → the state the chart names (`data-state`). */
   states: Record<string, Record<string, string>>;
   /** node → machine → the innermost highlighted state box (its `data-path`). */
   highlighted: Record<string, Record<string, string | null>>;
+  /** node → machine → the arrow drawn as the last transition, `source->target` (state ids). */
+  lastArrows: Record<string, Record<string, string | null>>;
   events: number;
   logLoaded: boolean;
 }
@@ -68,19 +71,24 @@ function shown(page: Page): Promise<Shown> {
   return page.evaluate(() => {
     const states: Record<string, Record<string, string>> = {};
     const highlighted: Record<string, Record<string, string | null>> = {};
+    const lastArrows: Record<string, Record<string, string | null>> = {};
     for (const figure of document.querySelectorAll('figure.chart')) {
       const { node, machine, state } = figure.dataset as Record<string, string>;
       (states[node] ??= {})[machine] = state ?? '';
       const boxes = [...figure.querySelectorAll('g.state.current')].map((box) => box.dataset.path ?? '');
       (highlighted[node] ??= {})[machine] = boxes.sort((a, b) => b.length - a.length)[0] ?? null;
+      const [arrow] = [...figure.querySelectorAll('path.transition.last')];
+      (lastArrows[node] ??= {})[machine] = arrow ? `${arrow.dataset.source}->${arrow.dataset.target}` : null;
     }
     return {
       mode: document.querySelector('[data-testid="mode"]')!.textContent!,
       instant: document.querySelector('[data-testid="instant"]')!.dataset.instant ?? '',
       leader: document.querySelector('[data-testid="leader-name"]')!.textContent!,
       roles: Object.fromEntries([...document.querySelectorAll('[data-testid="member-row"]')].map((row) => [row.dataset.name!, row.dataset.role!])),
+      memberStates: Object.fromEntries([...document.querySelectorAll('[data-testid="member-row"]')].map((row) => [row.dataset.name!, row.dataset.state!])),
       states,
       highlighted,
+      lastArrows,
       events: document.querySelectorAll('[data-testid="event-row"]').length,
       logLoaded: document.body.dataset.logLoaded === 'true',
     };
@@ -195,8 +203,16 @@ describe('GET /ui', () => {
         now.highlighted[candidate.name]?.leadership === 'leader' &&
         now.highlighted[leader.name]?.leadership === 'follower' &&
         now.highlighted[leader.name]?.role === 'replica' &&
-        now.highlighted[leader.name]?.postgres === 'running.idle',
+        now.highlighted[leader.name]?.postgres === 'running.idle' &&
+        now.roles[leader.name] === 'replica' &&
+        now.memberStates[leader.name] === 'streaming',
     );
+    // The arrows of the transitions that led there, in colour.
+    expect([after.lastArrows[candidate.name]?.role, after.lastArrows[leader.name]?.role, after.lastArrows[leader.name]?.leadership]).toEqual([
+      'promoted->primary',
+      'demoted->replica',
+      'leader->follower',
+    ]);
     process.stdout.write(`switchover ${leader.name} → ${candidate.name}: the page showed ${leader.name} demoted ${demotedShownAfter} ms after the request; after: ${JSON.stringify(after.highlighted)}\n`);
     await screenshot(page, 'ui-after-switchover.png');
 
@@ -216,8 +232,18 @@ describe('GET /ui', () => {
     );
     expect(past.highlighted).toEqual(expected);
     expect(past.highlighted[candidate.name]?.role).toBe('promoted');
+    expect(past.lastArrows[candidate.name]?.role).toBe('replica->promoted');
+    expect(past.memberStates).toEqual(Object.fromEntries(Object.entries(replayed.members).map(([name, member]) => [name, member.machines?.postgres ?? ''])));
     expect(past.roles).toEqual(Object.fromEntries(Object.entries(replayed.members).map(([name, member]) => [name, member.role ?? ''])));
     expect(past.leader).toBe(replayed.leader ?? 'none');
+
+    // A mark of the swim lanes moves the slider to its transition: the candidate becoming primary.
+    const becamePrimary = page.locator(`[data-testid="lane-mark"][data-node="${candidate.name}"][data-machine="role"][data-to="primary"]`).last();
+    const markedAt = await becamePrimary.getAttribute('data-at');
+    // Dispatched on the mark itself: a neighbouring mark drawn over it must not take the click.
+    await becamePrimary.dispatchEvent('click');
+    const atMark = await waitUntilShown(page, 5000, 'the instant of the mark', (now) => now.instant === new Date(Date.parse(markedAt!)).toISOString());
+    expect([atMark.highlighted[candidate.name]?.role, atMark.lastArrows[candidate.name]?.role]).toEqual(['primary', 'promoted->primary']);
 
     // Back to live: the page follows the cluster as it is now again.
     await page.locator('[data-testid="go-live"]').click();
