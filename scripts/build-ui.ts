@@ -1,5 +1,6 @@
-import { buildSync } from 'esbuild';
-import { join, resolve } from 'node:path';
+import { buildSync, BuildOptions } from 'esbuild';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /**
  * Part of `npm run build`: bundles `stator audit replay --at`'s fold (src/audit/cluster-at.ts and
@@ -7,16 +8,30 @@ import { join, resolve } from 'node:path';
  * `StatorReplay.clusterAt`. The page's time travel calls it, so the page and the CLI share one
  * implementation. esbuild is a devDependency: the agent only serves the file.
  */
-const root = resolve(__dirname, '..', '..');
-const outfile = join(root, 'dist', 'ui', 'replay-fold.js');
-buildSync({
-  entryPoints: [join(root, 'src', 'audit', 'cluster-at.ts')],
+/** The checkout: above `scripts/` (run by ts in tests) or `dist/scripts/` (built). */
+function checkoutRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) if (existsSync(join(dir, 'package.json'))) return dir;
+  throw new Error(`no package.json above ${from}`);
+}
+
+const ROOT = checkoutRoot(__dirname);
+export const REPLAY_FOLD_FILE = join(ROOT, 'dist', 'ui', 'replay-fold.js');
+
+const OPTIONS: BuildOptions = {
+  entryPoints: [join(ROOT, 'src', 'audit', 'cluster-at.ts')],
   bundle: true,
   format: 'iife',
   globalName: 'StatorReplay',
   platform: 'browser',
   target: 'es2022',
-  outfile,
   legalComments: 'none',
   logLevel: 'warning',
-});
+};
+
+/** The bundle's text (for tests), or written to REPLAY_FOLD_FILE. */
+export function bundleReplayFold(write: boolean): string {
+  const result = buildSync({ ...OPTIONS, outfile: REPLAY_FOLD_FILE, write });
+  return write ? '' : (result.outputFiles?.[0]?.text ?? '');
+}
+
+if (require.main === module) bundleReplayFold(true);
