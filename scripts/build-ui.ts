@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /**
- * Part of `npm run build`: bundles `stator audit replay --at`'s fold (src/audit/cluster-at.ts and
- * the projections it folds) for the browser as `dist/ui/replay-fold.js`, a script that defines
- * `StatorReplay.clusterAt`. The page's time travel calls it, so the page and the CLI share one
+ * Part of `npm run build`: bundles `stator audit replay --at`'s fold (src/audit/browser-replay.ts:
+ * cluster-at.ts and the projections it folds) for the browser as `dist/ui/replay-fold.js`, a
+ * script that defines `StatorReplay.clusterAt` and `StatorReplay.coveredByCheckpoint`. The page's time travel calls it, so the page and the CLI share one
  * implementation. esbuild is a devDependency: the agent only serves the file.
  */
 /** The checkout: above `scripts/` (run by ts in tests) or `dist/scripts/` (built). */
@@ -18,7 +18,7 @@ const ROOT = checkoutRoot(__dirname);
 export const REPLAY_FOLD_FILE = join(ROOT, 'dist', 'ui', 'replay-fold.js');
 
 const OPTIONS: BuildOptions = {
-  entryPoints: [join(ROOT, 'src', 'audit', 'cluster-at.ts')],
+  entryPoints: [join(ROOT, 'src', 'audit', 'browser-replay.ts')],
   bundle: true,
   format: 'iife',
   globalName: 'StatorReplay',

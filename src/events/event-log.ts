@@ -179,6 +179,14 @@ export class EventLog {
    * The latest `limit` events matching the filters and older than `before`, oldest first, within
    * `maxBytes` of JSON; from the cache, and from the store where the cache no longer reaches.
    */
+  /**
+   * The stored checkpoint retention last wrote (null: nothing was ever removed), read now: a
+   * reader of every page folds from its projections, as `stator audit replay --at` does.
+   */
+  storedCheckpoint(): Promise<LogCheckpoint | null> {
+    return this.store.readCheckpoint();
+  }
+
   page(request: EventPageRequest): Promise<EventPage> {
     return readPage(
       {

@@ -3,7 +3,8 @@
  * The event log as the page holds it, and the time travel over it. Every state the page shows for
  * an instant (statecharts, roles, members, schedule) is folded by `StatorReplay.clusterAt`: the
  * function `stator audit replay --at` runs, bundled for the browser at build time
- * (scripts/build-ui.ts), over every event of the log in the order the node serves them.
+ * (scripts/build-ui.ts), over every event of the log in the order the node serves them, from
+ * retention's checkpoint when there is one.
  */
 
 /** Larger than any event's time: "everything up to now" for the fold. */
@@ -16,6 +17,8 @@ const travel = {
   seen: new Set(),
   /** The node machine transitions of the log, in time order. */
   transitions: [],
+  /** Where retention cut the log (GET /events/checkpoint), null when it never did: the fold starts from it. */
+  checkpoint: null,
   /** The instant shown (epoch ms), or null in live mode. */
   instant: null,
   /** Called after the instant or the log changed: (instant|null) => void. */
@@ -31,6 +34,8 @@ function addToLog(events) {
     const key = eventKey(event);
     if (travel.seen.has(key)) continue;
     travel.seen.add(key);
+    // The node's cache may still hold events the checkpoint's projections already count.
+    if (typeof StatorReplay !== 'undefined' && StatorReplay.coveredByCheckpoint(travel.checkpoint, event.stream, event.seq)) continue;
     travel.log.push(event);
     added = true;
     if (machineTransition(event)) insertTransition(event);
@@ -50,6 +55,12 @@ function insertTransition(event) {
  * older pages; the pages are put back oldest first, before what the feed delivered meanwhile.
  */
 async function loadWholeLog(onProgress) {
+  try {
+    travel.checkpoint = (await getJson('/events/checkpoint')).body.checkpoint;
+  } catch (error) {
+    // A node without the endpoint: fold from the first event it serves.
+    if (error.status !== 404) throw error;
+  }
   const pages = [];
   let path = '/events?limit=10000';
   while (path) {
@@ -69,7 +80,7 @@ async function loadWholeLog(onProgress) {
 
 /** The cluster at `instant` (null: now), by the same fold as `stator audit replay --at`. */
 function clusterAtInstant(instant) {
-  return StatorReplay.clusterAt(travel.log, instant ?? LIVE, null);
+  return StatorReplay.clusterAt(travel.log, instant ?? LIVE, travel.checkpoint);
 }
 
 /**
