@@ -7,6 +7,7 @@ import { EVENT_LOG } from '../common/tokens';
 import { RecordedEvent } from '../events/event';
 import { EventLog, EventQuery } from '../events/event-log';
 import { decodeCursor, encodeCursor, EventCursor, MAX_CURSOR_CHARS } from '../events/event-page';
+import { LogCheckpoint } from '../events/log-checkpoint';
 import { EventDto } from './dto/read-documents.dto';
 import { errorBody } from './http-exception.filter';
 import { ErrorAnswers, JsonArrayAnswer } from './openapi/api-answers';
@@ -46,6 +47,7 @@ type Parameter = (typeof PARAMETERS)[number];
  * - `GET /events`: the latest `limit` events matching the filters, oldest first, at most 4 MiB of
  *   JSON. When older matching events may exist, `Link: <...&before=CURSOR>; rel="next"` gives the
  *   page before this one (the same filters), until a page comes without it;
+ * - `GET /events/checkpoint`: `{checkpoint}`, where retention cut the log (null: never);
  * - `GET /events/stream`: Server-Sent Events, `event: <type>` and `data: <event JSON>` per event.
  *   With `since` or `from_seq`, the matching stored events (at most `limit`) are sent first; then
  *   every new event that matches. A comment line is sent every 15 s while nothing happens.
@@ -74,6 +76,15 @@ export class EventsController implements BeforeApplicationShutdown {
     const page = await this.eventLog().page({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT, before, maxBytes: MAX_EVENTS_ANSWER_BYTES });
     if (page.next) void reply.header('link', `<${nextPageUrl(query, page.next)}>; rel="next"`);
     return page.events;
+  }
+
+  /** `{checkpoint}`: where retention cut the log (null: never), so that the pages of GET /events can be folded from it (/ui's time travel). */
+  @Get('checkpoint')
+  @ApiOperation({ summary: 'Where retention cut the event log (null: never cut)' })
+  @ApiResponse({ status: 200, description: 'The retention checkpoint: what the cut-off events folded to.', schema: { type: 'object', properties: { checkpoint: { type: 'object', nullable: true } }, required: ['checkpoint'] } })
+  @ErrorAnswers(NO_LOG)
+  async checkpoint(): Promise<{ checkpoint: LogCheckpoint | null }> {
+    return { checkpoint: await this.eventLog().storedCheckpoint() };
   }
 
   @Get('stream')

@@ -18,8 +18,19 @@ interface Asset {
 /** The key of the page itself among the assets (served at `/ui`). */
 const PAGE = '';
 
+const JAVASCRIPT = 'text/javascript; charset=utf-8';
+
 /** The page's own files in `src/ui/`, by the name they are requested under (`/ui/assets/<name>`). */
-const PAGE_ASSETS: Record<string, string> = { 'ui.css': 'text/css; charset=utf-8', 'ui.js': 'text/javascript; charset=utf-8' };
+const PAGE_ASSETS: Record<string, string> = {
+  'ui.css': 'text/css; charset=utf-8',
+  'page-common.js': JAVASCRIPT,
+  'statechart-view.js': JAVASCRIPT,
+  'time-travel.js': JAVASCRIPT,
+  'ui.js': JAVASCRIPT,
+};
+
+/** Built by `npm run build` (scripts/build-ui.ts): the fold of `stator audit replay --at`, for the page's time travel. */
+const REPLAY_FOLD = 'replay-fold.js';
 
 /**
  * Everything the page loads comes from this node: no other origin, no inline script. Inline
@@ -28,7 +39,8 @@ const PAGE_ASSETS: Record<string, string> = { 'ui.css': 'text/css; charset=utf-8
 const CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /**
- * The cluster's web page: `GET /ui` (the HTML), `GET /ui/assets/<name>` (its CSS and script) and
+ * The cluster's web page: `GET /ui` (the HTML), `GET /ui/assets/<name>` (its CSS and scripts, and
+ * the bundled replay fold) and
  * `GET /ui/statecharts/<machine>.svg` (the committed diagrams). The files are read once, at start,
  * from the checkout the agent runs from (`src/ui/` and `statecharts/`); they are served from memory
  * and only by their known names, so no request reaches the file system.
@@ -87,6 +99,9 @@ function loadAssets(): Map<string, Asset> | null {
   const add = (key: string, file: string, contentType: string) => assets.set(key, { contentType, body: readFileSync(file) });
   add(PAGE, join(root, 'src', 'ui', 'index.html'), 'text/html; charset=utf-8');
   for (const [name, contentType] of Object.entries(PAGE_ASSETS)) add(`assets/${name}`, join(root, 'src', 'ui', name), contentType);
+  // Missing when the agent runs from sources that were never built: the page then offers no time travel.
+  const fold = join(root, 'dist', 'ui', REPLAY_FOLD);
+  if (existsSync(fold)) add(`assets/${REPLAY_FOLD}`, fold, JAVASCRIPT);
   for (const machine of Object.keys(MACHINES)) {
     const file = join(root, 'statecharts', `${machine}.svg`);
     if (existsSync(file)) add(`statecharts/${machine}.svg`, file, 'image/svg+xml; charset=utf-8');

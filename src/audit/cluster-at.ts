@@ -1,5 +1,5 @@
 import { RecordedEvent } from '../events/event';
-import { initialProjections, rebuildProjections, ServedProjections } from '../events/event-log';
+import { initialProjections, rebuildProjections, ServedProjections } from '../projections/served-projections';
 import { LogCheckpoint } from '../events/log-checkpoint';
 import { ScheduledOperation } from '../projections/schedule';
 import { withinRange } from './export';
@@ -52,6 +52,9 @@ export function formatClusterAt(state: ClusterAt): string {
       ...(member.timeline ? [`timeline ${member.timeline}`] : []),
     ];
     lines.push(`  ${name.padEnd(width)}  ${fields.join(', ')}`);
+    // The full state of each machine: what the page at /ui highlights at this instant.
+    const machines = Object.entries(member.machines ?? {}).sort(([a], [b]) => a.localeCompare(b));
+    if (machines.length > 0) lines.push(`  ${''.padEnd(width)}  machines: ${machines.map(([machine, state]) => `${machine} ${state}`).join(', ')}`);
   }
   lines.push(schedule.length === 0 ? 'scheduled operations: none' : 'scheduled operations:');
   for (const operation of schedule) lines.push(`  ${describeOperation(operation)}`);

@@ -1,13 +1,14 @@
 import { Observable, Subject, Subscription } from 'rxjs';
-import { ClusterProjection, clusterProjection } from '../projections/cluster';
-import { historyProjection } from '../projections/history';
-import { ScheduledOperation, scheduleProjection } from '../projections/schedule';
-import { HistoryEntry } from '../dcs/dcs.port';
+import { evolveAll, initialProjections, rebuildProjections, type ServedProjections } from '../projections/served-projections';
 import { RecordedEvent } from './event';
 import { EventCursor, readPage } from './event-page';
 import { EventStore } from './event-store.port';
 import { LogCheckpoint } from './log-checkpoint';
 import { readInStoreOrder } from './store-order-reader';
+
+// The fold lives in src/projections/served-projections.ts (pure, shared with the page's time travel).
+export { evolveAll, initialProjections, rebuildProjections };
+export type { ServedProjections };
 
 export interface EventQuery {
   stream?: string;
@@ -18,13 +19,6 @@ export interface EventQuery {
   /** Only events at or after this instant (epoch ms). */
   since?: number;
   limit?: number;
-}
-
-/** The projections the node serves, kept current one event at a time. */
-export interface ServedProjections {
-  cluster: ClusterProjection;
-  history: HistoryEntry[];
-  schedule: ScheduledOperation[];
 }
 
 /** One page of `GET /events`: the events, oldest first, and where the page of older ones starts (null: none). */
@@ -185,6 +179,14 @@ export class EventLog {
    * The latest `limit` events matching the filters and older than `before`, oldest first, within
    * `maxBytes` of JSON; from the cache, and from the store where the cache no longer reaches.
    */
+  /**
+   * The stored checkpoint retention last wrote (null: nothing was ever removed), read now: a
+   * reader of every page folds from its projections, as `stator audit replay --at` does.
+   */
+  storedCheckpoint(): Promise<LogCheckpoint | null> {
+    return this.store.readCheckpoint();
+  }
+
   page(request: EventPageRequest): Promise<EventPage> {
     return readPage(
       {
@@ -244,21 +246,3 @@ export function matchesQuery(event: RecordedEvent, filter: EventQuery): boolean 
   );
 }
 
-export function initialProjections(): ServedProjections {
-  return { cluster: clusterProjection.initial(), history: historyProjection.initial(), schedule: scheduleProjection.initial() };
-}
-
-export function evolveAll(state: ServedProjections, event: RecordedEvent): ServedProjections {
-  return {
-    cluster: clusterProjection.evolve(state.cluster, event),
-    history: historyProjection.evolve(state.history, event),
-    schedule: scheduleProjection.evolve(state.schedule, event),
-  };
-}
-
-/** Every projection rebuilt from `from` (zero by default, or a checkpoint's projections). */
-export function rebuildProjections(events: Iterable<RecordedEvent>, from: ServedProjections = initialProjections()): ServedProjections {
-  let state = from;
-  for (const event of events) state = evolveAll(state, event);
-  return state;
-}

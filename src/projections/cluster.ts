@@ -9,6 +9,8 @@ export interface MemberProjection {
   timeline?: number;
   /** The last HA verdict of the node. */
   verdict?: string;
+  /** The full state of each of the node's machines (`{postgres: 'running.idle', role: 'primary', ...}`): what /ui highlights. */
+  machines?: Record<string, string>;
 }
 
 /** Who leads, who is what, on which timeline: the cluster as its event log tells it. */
@@ -21,9 +23,21 @@ export interface ClusterProjection {
 
 const topLevel = (state: string | null) => (state ?? '').split('.')[0];
 
+const TRANSITION_SUFFIX = '.transition';
+
+/** A node machine's transition (`node/<name>/<machine>`, `<machine>.transition`) moves that machine's full state. */
+function withMachineState(cluster: ClusterProjection, event: RecordedEvent): ClusterProjection {
+  if (!event.type.endsWith(TRANSITION_SUFFIX) || !event.stream.startsWith('node/') || event.to === null) return cluster;
+  const machine = event.type.slice(0, -TRANSITION_SUFFIX.length);
+  const member = cluster.members[event.node];
+  if (member?.machines?.[machine] === event.to) return cluster;
+  return { ...cluster, members: { ...cluster.members, [event.node]: { ...member, machines: { ...member?.machines, [machine]: event.to } } } };
+}
+
 export const clusterProjection: Projection<ClusterProjection> = {
   initial: () => ({ leader: null, timeline: 1, paused: false, members: {} }),
-  evolve(cluster, event: RecordedEvent) {
+  evolve(before, event: RecordedEvent) {
+    const cluster = withMachineState(before, event);
     const member = (changes: MemberProjection): ClusterProjection => ({
       ...cluster,
       members: { ...cluster.members, [event.node]: { ...cluster.members[event.node], ...changes } },

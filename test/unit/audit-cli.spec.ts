@@ -156,7 +156,9 @@ describe('stator audit', () => {
           'paused:   no',
           'members:',
           '  node1  state running, role primary, leadership leader',
+          '         machines: leadership leader, postgres running.idle, role primary',
           '  node2  state running, role replica, leadership follower',
+          '         machines: leadership follower, postgres running.idle, role replica',
           'scheduled operations:',
           '  switchover from node1 to node2 for 2026-01-01T02:00:00+00:00, requested 2026-01-01T00:00:13.000Z: still scheduled',
           '',
@@ -171,7 +173,12 @@ describe('stator audit', () => {
       const { stdout } = await audit(['replay', '--file', clean, '--at', '2026-01-01T01:00:00Z', '--json']);
       const document = JSON.parse(stdout);
       expect(document).toMatchObject({ at: '2026-01-01T01:00:00.000Z', events: log.length, leader: 'node2', timeline: 2, paused: false });
-      expect(document.members.node1).toEqual({ state: 'running', role: 'demoted', leadership: 'follower' });
+      expect(document.members.node1).toEqual({
+        state: 'running',
+        role: 'demoted',
+        leadership: 'follower',
+        machines: { leadership: 'follower', postgres: 'running.idle', role: 'demoted' },
+      });
       expect(document.schedule).toEqual([expect.objectContaining({ kind: 'switchover', fate: 'cancelled', ended_at: '2026-01-01T00:00:14.000Z' })]);
       expect(document.history).toHaveLength(1);
     });

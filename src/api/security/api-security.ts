@@ -22,6 +22,7 @@ export const ADMIN_READ_ROUTES: ReadonlySet<string> = new Set([
   '/schedule',
   '/events',
   '/events/stream',
+  '/events/checkpoint',
   '/ui',
   '/ui/assets/:name',
   '/ui/statecharts/:file',

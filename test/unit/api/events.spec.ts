@@ -11,7 +11,8 @@ import { createHttpApp } from '../../../src/api/http-server';
 import { ApiIdentity } from '../../../src/api/status-document';
 import { EVENT_LOG } from '../../../src/common/tokens';
 import { NewEvent, RecordedEvent } from '../../../src/events/event';
-import { EventLog } from '../../../src/events/event-log';
+import { EventLog, rebuildProjections } from '../../../src/events/event-log';
+import { LogCheckpoint } from '../../../src/events/log-checkpoint';
 import { MemoryEventStore } from '../../../src/events/memory-event-store';
 import { waitFor } from '../../../scripts/lib/wait-for';
 import { leaderView, NOW } from './node-view-fixtures';
@@ -163,6 +164,19 @@ describe('GET /events', () => {
     } finally {
       await bare.close();
     }
+  });
+});
+
+describe('GET /events/checkpoint', () => {
+  it('answers null until retention cuts the log, then the stored checkpoint the pages fold from', async () => {
+    expect(await getEvents('/checkpoint')).toMatchObject({ status: 200, body: { checkpoint: null } });
+    const projections = rebuildProjections((await store.read()).slice(0, 2));
+    const checkpoint: LogCheckpoint = { cutAt: '2026-11-21T13:00:00.000Z', streams: { 'node/node1/role': { seq: 2, hash: 'h', at: '2026-11-21T12:00:01.000Z' } }, projections };
+    await store.writeCheckpoint(checkpoint, null);
+
+    const answer = await getEvents('/checkpoint');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ checkpoint: JSON.parse(JSON.stringify(checkpoint)) });
   });
 });
 

@@ -135,8 +135,8 @@ describe('the cluster projection', () => {
       timeline: 2,
       paused: false,
       members: {
-        n1: { leadership: 'follower', role: 'primary', state: 'running' },
-        n2: { leadership: 'leader', timeline: 2 },
+        n1: { leadership: 'follower', role: 'primary', state: 'running', machines: { leadership: 'follower', role: 'primary', postgres: 'running.idle' } },
+        n2: { leadership: 'leader', timeline: 2, machines: { leadership: 'leader' } },
       },
     });
   });
