@@ -1,7 +1,13 @@
 import { CommandLine } from '../args';
+import { bashCompletion, zshCompletion } from '../completion';
 import { Ctl, CtlIo } from '../context';
+import { diagnose } from './diagnose';
+import { editConfig } from './edit-config';
+import { audit, events } from './events';
 import { handover } from './handover';
 import { history, list, showConfig } from './list';
+import { flush, reinit, reload, restart } from './member-ops';
+import { pauseOrResume } from './pause';
 
 /** The commands that talk to the cluster. */
 export const COMMAND_RUNNERS: Record<string, (ctl: Ctl) => Promise<number>> = {
@@ -9,9 +15,24 @@ export const COMMAND_RUNNERS: Record<string, (ctl: Ctl) => Promise<number>> = {
   topology: (ctl) => list(ctl, true),
   switchover: (ctl) => handover(ctl, 'switchover'),
   failover: (ctl) => handover(ctl, 'failover'),
-  history,
+  restart,
+  reload,
+  reinit,
+  pause: (ctl) => pauseOrResume(ctl, true),
+  resume: (ctl) => pauseOrResume(ctl, false),
+  'edit-config': editConfig,
   'show-config': showConfig,
+  history,
+  flush,
+  events,
+  audit,
+  diagnose,
 };
 
 /** The commands that need no cluster. */
-export const LOCAL_COMMANDS: Record<string, (line: CommandLine, io: CtlIo) => Promise<number>> = {};
+export const LOCAL_COMMANDS: Record<string, (line: CommandLine, io: CtlIo) => Promise<number>> = {
+  completion: async (line, io) => {
+    io.stdout(line.args[0] === 'zsh' ? zshCompletion() : bashCompletion());
+    return 0;
+  },
+};
