@@ -1,4 +1,3 @@
-import { stringify } from 'yaml';
 import { intervalOf } from '../args';
 import { cell, lagInMb, renderData, renderTable, Table } from '../format';
 import { ClusterDocument, ClusterMember, Ctl, readCluster, timestamp } from '../context';
@@ -45,7 +44,7 @@ export function clusterTable(cluster: ClusterDocument, rows: Record<string, unkn
 }
 
 function tagsCell(tags: unknown): string {
-  return tags ? stringify(tags, { flow: true } as never).trim() : '';
+  return tags ? cell(tags) : '';
 }
 
 /** The members in replication order: the leader, then those following each member (tag replicatefrom), depth first. */

@@ -1,0 +1,85 @@
+import { parseCommandLine, UsageError } from '../../../src/ctl/args';
+import { scheduleTime } from '../../../src/ctl/commands/handover';
+import { freePort } from '../../helpers/ports';
+import { statorctl } from './fake-node';
+
+describe('statorctl command line', () => {
+  it('takes flags before and after the command', () => {
+    const line = parseCommandLine(['--api', 'http://h:8008', 'switchover', '--candidate', 'node2', '--force', '--format', 'json']);
+    expect(line).toMatchObject({ command: 'switchover', format: 'json', timeoutMs: 10_000, values: { api: 'http://h:8008', candidate: 'node2', force: true } });
+  });
+
+  it('resolves aliases and keeps member names', () => {
+    expect(parseCommandLine(['doctor']).command).toBe('diagnose');
+    expect(parseCommandLine(['restart', 'demo', 'node2', '--role', 'replica']).args).toEqual(['demo', 'node2']);
+    expect(parseCommandLine(['edit-config', '-s', 'ttl=20', '-p', 'work_mem=8MB', '-p', 'a=b']).values).toMatchObject({ set: ['ttl=20'], pg: ['work_mem=8MB', 'a=b'] });
+  });
+
+  it.each([
+    [['list', '--bogus'], 'unknown flag --bogus'],
+    [['lsit'], "unknown command 'lsit'"],
+    [['list', '--candidate', 'x'], 'list does not take --candidate'],
+    [['list', '--format', 'xml'], "--format: must be one of table, json, yaml, got 'xml'"],
+    [['list', '--timeout', 'soon'], "--timeout: seconds from 0 to 3600, got 'soon'"],
+    [['flush'], 'flush: needs one of switchover, restart'],
+    [['audit', 'check'], "audit: 'check' is not one of verify, export, replay"],
+    [['history', 'extra'], "history: unexpected argument 'extra'"],
+    [['list', '--api'], "Option '--api <value>' argument missing"],
+  ])('refuses %j naming what is wrong', (argv, message) => {
+    expect(() => parseCommandLine(argv)).toThrow(UsageError);
+    expect(() => parseCommandLine(argv)).toThrow(message);
+  });
+
+  it('answers a usage error with exit code 2, the message and no stack trace', async () => {
+    const result = await statorctl(['switchover', '--candidat', 'node2']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('statorctl: unknown flag --candidat\n(statorctl --help for usage)\n');
+    expect(result.stdout).toBe('');
+  });
+
+  it('needs a way to the cluster', async () => {
+    const result = await statorctl(['list']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--api URL of any member, or -c stator.yml');
+  });
+
+  it('refuses an --api that is not http(s), and a config file it cannot read', async () => {
+    expect((await statorctl(['list', '--api', 'ftp://x'])).stderr).toContain("--api: http or https only, got 'ftp://x'");
+    const missing = await statorctl(['list', '-c', '/nonexistent/stator.yml']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('-c: cannot read /nonexistent/stator.yml: ENOENT');
+  });
+
+  it('reports an unreachable node with exit code 1', async () => {
+    const port = await freePort();
+    const result = await statorctl(['list', '--api', `http://127.0.0.1:${port}`, '--timeout', '2']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`Error: no member of --api http://127.0.0.1:${port} answers: http://127.0.0.1:${port}/cluster: connection refused\n`);
+  });
+
+  it('prints help and completion scripts without a cluster', async () => {
+    expect((await statorctl(['--help'])).stdout).toContain('switchover [--leader NAME] [--candidate NAME] [--scheduled TIME|now] [--force]');
+    const bash = await statorctl(['completion', 'bash']);
+    expect(bash.code).toBe(0);
+    expect(bash.stdout).toContain('complete -F _statorctl statorctl');
+    expect(bash.stdout).toContain('switchover) words="');
+    expect((await statorctl(['completion', 'zsh'])).stdout).toContain('bashcompinit');
+  });
+});
+
+describe('schedule times', () => {
+  it('keeps an offset and writes Z as +00:00', () => {
+    expect(scheduleTime('2030-01-31T12:00+01:00', true)).toBe('2030-01-31T12:00:00+01:00');
+    expect(scheduleTime('2030-01-31T12:00:30Z', true)).toBe('2030-01-31T12:00:30+00:00');
+  });
+
+  it('reads a time without offset as local time', () => {
+    const value = scheduleTime('2030-01-31 12:00', true);
+    expect(Date.parse(value)).toBe(new Date(2030, 0, 31, 12, 0).getTime());
+  });
+
+  it('refuses what is not a time, naming the flag', () => {
+    expect(() => scheduleTime('tomorrow', true)).toThrow("--scheduled: not a time: 'tomorrow'");
+    expect(() => scheduleTime('2030-02-30T12:00', true)).toThrow('not a time that exists');
+  });
+});
