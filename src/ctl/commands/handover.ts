@@ -59,10 +59,10 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
 
   if (!force) {
     const demoting = leader ? `, demoting current leader ${leader}` : '';
-    const when = scheduledAt ? ` at ${scheduledAt}` : '';
-    if (!isYes(await ask(`Are you sure you want to ${kind} cluster ${cluster.scope}${demoting}${when}? [y/N]: `))) {
-      throw new OperationFailed(`Aborting ${kind}`);
-    }
+    const question = scheduledAt
+      ? `Are you sure you want to schedule switchover of cluster ${cluster.scope} at ${scheduledAt}${demoting}? [y/N]: `
+      : `Are you sure you want to ${kind} cluster ${cluster.scope}${demoting}? [y/N]: `;
+    if (!isYes(await ask(question))) throw new OperationFailed(`Aborting ${scheduledAt ? 'scheduled ' : ''}${kind}`);
   }
 
   const body: Record<string, string> = kind === 'switchover' ? { leader: from! } : {};

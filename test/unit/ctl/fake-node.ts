@@ -1,4 +1,5 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, ServerOptions } from 'node:https';
 import { AddressInfo } from 'node:net';
 import { CtlIo } from '../../../src/ctl/context';
 import { runStatorctl } from '../../../src/ctl/main';
@@ -23,12 +24,17 @@ export class FakeNode {
 
   constructor(readonly routes: Record<string, Route>) {}
 
+  private scheme = 'http';
+
   get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return `${this.scheme}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
-  async start(): Promise<this> {
-    this.server = createServer((request, response) => void this.handle(request, response));
+  /** Over HTTPS with `tls`. */
+  async start(tls?: ServerOptions): Promise<this> {
+    const handler = (request: IncomingMessage, response: ServerResponse) => void this.handle(request, response);
+    this.scheme = tls ? 'https' : 'http';
+    this.server = tls ? createHttpsServer(tls, handler) : createServer(handler);
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     return this;
   }
