@@ -62,15 +62,19 @@ export async function runStatorctl(argv: string[], io: CtlIo): Promise<number> {
   }
 }
 
-/** The `statorctl` binary: the process's streams, Ctrl-C ends --watch and --follow. */
+/**
+ * The `statorctl` binary: the process's streams. Ctrl-C ends `--watch` and `--follow` normally
+ * (exit 0); anywhere else (a prompt, an operation being followed) it stops statorctl at once with
+ * 130, as a shell does; an operation already sent goes on in the cluster.
+ */
 export function main(argv: string[]): void {
   let interrupt: () => void = () => undefined;
   const interrupted = new Promise<void>((resolve) => (interrupt = resolve));
-  let interrupts = 0;
+  const follows = argv.some((arg) => ['--watch', '-W', '--follow', '-f'].includes(arg));
   process.on('SIGINT', () => {
-    interrupts++;
-    interrupt();
-    if (interrupts > 1) process.exit(130);
+    if (follows) return interrupt();
+    process.stdout.write('\n');
+    process.exit(130);
   });
   const io: CtlIo = {
     stdout: (text) => process.stdout.write(text),

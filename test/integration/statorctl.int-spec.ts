@@ -55,6 +55,16 @@ class Tmux {
   }
 }
 
+/** A 2-node Patroni-compatible cluster; started while the first cluster's tests run, so the two startups overlap. */
+async function startCompatCluster(): Promise<{ cluster: LocalCluster; baseDir: string }> {
+  const baseDir = tmpDir('statorctl-compat-');
+  const cluster = await LocalCluster.start({ nodes: 2, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, compat: 'patroni' });
+  const leader = await cluster.waitForLeader(60_000);
+  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 60_000);
+  return { cluster, baseDir };
+}
+let compatCluster: Promise<{ cluster: LocalCluster; baseDir: string }>;
+
 describe('statorctl on a cluster with basic auth, reached through a configuration file', () => {
   let cluster: LocalCluster;
   let baseDir: string;
@@ -73,6 +83,9 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
       delete process.env.PATRONI_RESTAPI_USERNAME;
       delete process.env.PATRONI_RESTAPI_PASSWORD;
     }
+    // Its agents start after this cluster's, without the credentials in their environment.
+    compatCluster = startCompatCluster();
+    compatCluster.catch(() => undefined);
     // What a patronictl user keeps: scope, namespace, etcd and the API credentials; no member address.
     ctlFile = join(baseDir, 'ctl.yml');
     writeFileSync(ctlFile, stringify({ scope: cluster.scope, namespace: '/service', etcd3: { hosts: [cluster.nodes[0].etcdEndpoint] }, restapi: { authentication: AUTH } }));
@@ -136,7 +149,8 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
         new RegExp(`${leader} leader demoting \\(switchover\\)`),
         new RegExp(`${leader} role primary -> demoted`),
         new RegExp(`${leader} PostgreSQL stopped`),
-        new RegExp(`${leader} released the leader lock`),
+        // Recorded as leader.released, or as leader.lost when the key is gone before the agent records its release.
+        new RegExp(`${leader} (released|lost) the leader lock`),
         new RegExp(`${candidate} acquired the leader lock`),
         new RegExp(`${candidate} role promoted -> primary`),
       ].map(index);
@@ -227,10 +241,7 @@ describe('statorctl on a Patroni-compatible cluster through --api', () => {
   let baseDir: string;
 
   beforeAll(async () => {
-    baseDir = tmpDir('statorctl-compat-');
-    cluster = await LocalCluster.start({ nodes: 2, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, compat: 'patroni' });
-    const leader = await cluster.waitForLeader(30_000);
-    await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 40_000);
+    ({ cluster, baseDir } = await compatCluster);
   });
 
   afterAll(async () => {
@@ -247,6 +258,58 @@ describe('statorctl on a Patroni-compatible cluster through --api', () => {
     expect(result.stdout).toMatch(new RegExp(`\\] ${leader} released the leader lock`));
     expect(result.stdout).toMatch(new RegExp(`\\] switchover completed in \\d+\\.\\ds: ${candidate} is the leader`));
     await waitFor(async () => (await cluster.primaries()).join() === candidate, { timeoutMs: 10_000, description: `${candidate} primary` });
+  });
+
+  it('restarts and reinitializes the replica, following each to its end', async () => {
+    const leader = (await cluster.waitForLeader(10_000)).name;
+    const replica = cluster.nodes.find((node) => node.name !== leader)!;
+    const api = cluster.nodes[0].apiUrl;
+    const before = (await replica.status())?.postmaster_start_time;
+    const restarted = statorctl(['--api', api, 'restart', 'demo', replica.name], {}, 'now\ny\n');
+    expect(restarted.stderr).toBe('');
+    expect(restarted.code).toBe(0);
+    expect(restarted.stdout).toContain(`Are you sure you want to restart members ${replica.name}? [y/N]: `);
+    expect(restarted.stdout).toMatch(new RegExp(`\\] ${replica.name} PostgreSQL restarting\n.*\\] ${replica.name} PostgreSQL running\n`, 's'));
+    expect(restarted.stdout).toContain(`Success: restart on member ${replica.name}`);
+    expect((await replica.status())?.postmaster_start_time).not.toBe(before);
+
+    const reinitialized = statorctl(['--api', api, 'reinit', replica.name, '--force']);
+    expect(reinitialized.code).toBe(0);
+    expect(reinitialized.stdout).toMatch(new RegExp(`\\] ${replica.name} replica created \\(replica created using basebackup\\)`));
+    expect(reinitialized.stdout).toMatch(new RegExp(`\\] ${replica.name} reinitialized in \\d+\\.\\ds\n`));
+    await cluster.waitForStreaming([replica.name], 30_000);
+    const refused = statorctl(['--api', api, 'reinit', leader, '--force']);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain(`Failed: reinitialize for member ${leader}, status code=503, (I am the leader, can not reinitialize)`);
+  });
+
+  it('shows the history of the switchover', () => {
+    const history = JSON.parse(statorctl(['--api', cluster.nodes[0].apiUrl, 'history', '--format', 'json']).stdout) as Array<Record<string, unknown>>;
+    expect(history).toHaveLength(1);
+    expect(history[0]).toMatchObject({ TL: 1, Reason: 'no recovery target specified' });
+  });
+
+  it('schedules a switchover and a restart, shows them in list, and flushes them', async () => {
+    const api = cluster.nodes[0].apiUrl;
+    const leader = (await cluster.waitForLeader(10_000)).name;
+    const replica = cluster.nodes.find((node) => node.name !== leader)!.name;
+    const at = new Date(Date.now() + 3600_000).toISOString().slice(0, 16);
+    const switchover = statorctl(['--api', api, 'switchover', '--force', '--candidate', replica, '--scheduled', `${at}Z`]);
+    expect(switchover.code).toBe(0);
+    expect(switchover.stdout).toMatch(/ Switchover scheduled\n$/);
+    const restart = statorctl(['--api', api, 'restart', replica, '--force', '--scheduled', `${at}Z`]);
+    expect(restart.stdout).toContain(`Success: restart scheduled on member ${replica}`);
+    const listed = await waitFor(
+      () => {
+        const text = statorctl(['--api', api, 'list']).stdout;
+        return text.includes('Switchover scheduled at') && text.includes(`Restart of ${replica} scheduled`) ? text : null;
+      },
+      { timeoutMs: 10_000, description: 'both scheduled operations in list' },
+    );
+    expect(listed).toContain(`to: ${replica}`);
+    expect(statorctl(['--api', api, 'flush', 'switchover']).stdout).toBe('Success: scheduled switchover deleted\n');
+    expect(statorctl(['--api', api, 'flush', 'restart', '--force']).stdout).toBe(`Success: flush scheduled restart for member ${replica}\n`);
+    await waitFor(() => !statorctl(['--api', api, 'list']).stdout.includes('scheduled'), { timeoutMs: 10_000, description: 'nothing scheduled in list' });
   });
 
   it('diagnose asks /patroni/diagnostics', () => {

@@ -1,4 +1,5 @@
 import { ServerResponse } from 'node:http';
+import { waitFor } from '../../../scripts/lib/wait-for';
 import { clusterDocument, FakeNode, json, Received, statorctl, text } from './fake-node';
 
 const at = () => new Date().toISOString();
@@ -148,6 +149,19 @@ describe('statorctl list formats', () => {
       ' Maintenance mode: on',
       '',
     ]);
+  });
+
+  it('redraws with --watch every interval until interrupted', async () => {
+    let interrupt!: () => void;
+    const interrupted = new Promise<void>((resolve) => (interrupt = resolve));
+    let output = '';
+    const running = statorctl(['--api', node.url, 'list', '--watch', '-w', '0.1'], [], {}, interrupted, (text) => (output = text));
+    await waitFor(() => (output.match(/Cluster: demo/g) ?? []).length >= 3, { description: 'three tables' });
+    interrupt();
+    const result = await running;
+    expect(result.code).toBe(0);
+    // Each table under the time it was read.
+    expect(result.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\n\+ Cluster: demo/m);
   });
 
   it('writes patronictl\'s JSON keys and YAML', async () => {
