@@ -1,3 +1,4 @@
+import { strftime } from '../common/log-format';
 import { CommandLine } from './args';
 import { ApiClient } from './client';
 import { Prompter } from './prompt';
@@ -73,6 +74,11 @@ export function selectMembers(cluster: ClusterDocument, names: string[]): Cluste
 
 /** Local time as patronictl prints it before a result: `2026-11-25 23:40:01.123`. */
 export function timestamp(now: number): string {
-  const date = new Date(now - new Date(now).getTimezoneOffset() * 60_000);
-  return date.toISOString().replace('T', ' ').replace('Z', '');
+  const date = new Date(now);
+  return `${strftime('%Y-%m-%d %H:%M:%S', date)}.${String(date.getMilliseconds()).padStart(3, '0')}`;
+}
+
+/** patronictl's example time in its schedule prompts: an hour from now, `2026-11-26T00:45`. */
+export function exampleTime(now: number): string {
+  return strftime('%Y-%m-%dT%H:%M', new Date(now + 3600_000));
 }

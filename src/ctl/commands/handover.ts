@@ -1,8 +1,10 @@
+import { readIsoTimestamp } from '../../common/iso-timestamp';
+import { isoWithOffset } from '../../ha/node-events';
 import { UsageError } from '../args';
 import { bodyMessage } from '../client';
 import { isYes } from '../prompt';
 import { becamePrimary, becameReplica, Progress } from '../progress';
-import { ClusterDocument, Ctl, leaderOf, OperationFailed, readCluster, timestamp } from '../context';
+import { ClusterDocument, Ctl, exampleTime, leaderOf, OperationFailed, readCluster, timestamp } from '../context';
 import { renderCluster } from './list';
 
 /** How long after the node's answer statorctl waits for the new leader to be primary and the old one to follow. */
@@ -50,8 +52,7 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
   if (kind === 'switchover') {
     let when = values.scheduled;
     if (when === undefined && !force) {
-      const example = timestamp(now() + 3600_000).slice(0, 16).replace(' ', 'T');
-      when = (await ask(`When should the switchover take place (e.g. ${example} )  [now]: `)) || 'now';
+      when = (await ask(`When should the switchover take place (e.g. ${exampleTime(now())} )  [now]: `)) || 'now';
     }
     scheduledAt = when === undefined || when === 'now' ? undefined : scheduleTime(when, values.scheduled !== undefined);
     if (scheduledAt && cluster.pause) throw new OperationFailed("Can't schedule switchover in the paused state");
@@ -144,20 +145,15 @@ export function pythonList(items: string[]): string {
 }
 
 /**
- * A schedule as the API takes it (ISO 8601 with offset): an ISO time with an offset as given, or
- * `YYYY-MM-DD[T ]HH:MM[:SS]` in local time, as patronictl reads it.
+ * A schedule as the API takes it (ISO 8601 with offset): a time with an offset as given, or one
+ * without it in local time, as patronictl reads it. The calendar check is the API's own.
  * @throws UsageError (from --scheduled) or OperationFailed (typed at the prompt) for anything else.
  */
 export function scheduleTime(value: string, fromFlag: boolean, flag = '--scheduled'): string {
-  const match = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?(Z|[+-]\d{2}:?\d{2})?$/.exec(value.trim());
   const fail = (message: string) => (fromFlag ? new UsageError(`${flag}: ${message}`) : new OperationFailed(message));
-  if (!match) throw fail(`not a time: '${value}' (e.g. 2030-01-31T12:00 or 2030-01-31T12:00+01:00)`);
-  const [, y, mo, d, h, mi, s = '00', zone] = match;
-  if (zone) return `${y}-${mo}-${d}T${h}:${mi}:${s}${zone === 'Z' ? '+00:00' : zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone}`;
-  const local = new Date(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
-  if (Number.isNaN(local.getTime()) || local.getDate() !== Number(d) || local.getHours() !== Number(h)) throw fail(`not a time that exists: '${value}'`);
-  const offset = -local.getTimezoneOffset();
-  const sign = offset >= 0 ? '+' : '-';
-  const abs = Math.abs(offset);
-  return `${y}-${mo}-${d}T${h}:${mi}:${s}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  const reading = readIsoTimestamp(value);
+  if (reading.kind === 'valid') return reading.text;
+  if (reading.kind === 'invalid') throw fail(`'${value}': ${reading.reason} (e.g. 2030-01-31T12:00 or 2030-01-31T12:00+01:00)`);
+  const [y, mo, d, h, mi, s = '0'] = value.trim().split(/[-T :.,]/i);
+  return isoWithOffset(new Date(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)).getTime());
 }

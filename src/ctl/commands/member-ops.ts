@@ -2,7 +2,7 @@ import { ApiClient, bodyMessage } from '../client';
 import { isYes } from '../prompt';
 import { Progress, taskEnded } from '../progress';
 import { memberBase } from '../target';
-import { ClusterMember, Ctl, OperationFailed, readCluster, selectMembers, timestamp } from '../context';
+import { ClusterMember, Ctl, exampleTime, OperationFailed, readCluster, selectMembers } from '../context';
 import { scheduleTime } from './handover';
 
 /** A reinitialize copies the leader's data directory: allowed this long before statorctl stops following it. */
@@ -34,8 +34,7 @@ export async function restart(ctl: Ctl): Promise<number> {
   if (members.length === 0) throw new OperationFailed('no member matches');
   let when = values.scheduled;
   if (when === undefined && !values.force) {
-    const example = timestamp(now() + 3600_000).slice(0, 16).replace(' ', 'T');
-    when = (await ctl.io.prompter.ask(`When should the restart take place (e.g. ${example})  [now]: `)) || 'now';
+    when = (await ctl.io.prompter.ask(`When should the restart take place (e.g. ${exampleTime(now())})  [now]: `)) || 'now';
   }
   const schedule = when === undefined || when === 'now' ? undefined : scheduleTime(when, values.scheduled !== undefined);
   await confirm(ctl, `Are you sure you want to restart members ${names(members)}? [y/N]: `, 'restart');

@@ -91,15 +91,15 @@ describe('statorctl switchover and failover against a node API', () => {
     const result = await statorctl(['--api', node.url, 'switchover', '--force', '--scheduled', '2030-01-31T12:00+01:00']);
     expect(result.code).toBe(0);
     expect(result.questions).toEqual([]);
-    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({ leader: 'node1', scheduled_at: '2030-01-31T12:00:00+01:00' });
+    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({ leader: 'node1', scheduled_at: '2030-01-31T12:00+01:00' });
     expect(result.stdout).toMatch(/ Switchover scheduled\n$/);
   });
 
   it('schedules at a time typed at the prompt, asking patronictl\'s question', async () => {
     const result = await statorctl(['--api', node.url, 'switchover'], ['', 'node2', '2030-01-31T12:00Z', 'y']);
     expect(result.code).toBe(0);
-    expect(result.questions[3]).toBe('Are you sure you want to schedule switchover of cluster demo at 2030-01-31T12:00:00+00:00, demoting current leader node1? [y/N]: ');
-    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({ leader: 'node1', candidate: 'node2', scheduled_at: '2030-01-31T12:00:00+00:00' });
+    expect(result.questions[3]).toBe('Are you sure you want to schedule switchover of cluster demo at 2030-01-31T12:00Z, demoting current leader node1? [y/N]: ');
+    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({ leader: 'node1', candidate: 'node2', scheduled_at: '2030-01-31T12:00Z' });
   });
 
   it('failover needs a candidate and posts only the candidate', async () => {
