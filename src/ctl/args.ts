@@ -79,7 +79,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     summary: 'restart PostgreSQL on members, with progress',
   },
   reload: { options: ['force'], positionals: 'members', usage: 'reload [MEMBER...] [--force]', summary: 'reload the configuration of members' },
-  reinit: { options: ['force', 'wait'], positionals: 'members', usage: 'reinit MEMBER... [--force] [--wait]', summary: 'rebuild replicas from the leader, with progress' },
+  reinit: { options: ['force', 'wait'], positionals: 'members', usage: 'reinit MEMBER... [--force] [--wait]', summary: 'rebuild replicas from the leader, followed to the end with progress (--wait is accepted as patronictl takes it)' },
   pause: { options: ['wait'], positionals: 'none', usage: 'pause [--wait]', summary: 'turn automatic failover off' },
   resume: { options: ['wait'], positionals: 'none', usage: 'resume [--wait]', summary: 'turn automatic failover back on' },
   'edit-config': {

@@ -60,9 +60,18 @@ export class ApiClient {
     });
   }
 
+  /** Clients of other members made from this one, closed with it. */
+  private readonly others = new Map<string, ApiClient>();
+
   /** The same connection settings towards another member (`base` of its api_url). */
   forBase(base: string): ApiClient {
-    return base === this.base ? this : new ApiClient(base, this.connection);
+    if (base === this.base) return this;
+    let client = this.others.get(base);
+    if (!client) {
+      client = new ApiClient(base, this.connection);
+      this.others.set(base, client);
+    }
+    return client;
   }
 
   get timeoutMs(): number {
@@ -146,6 +155,7 @@ export class ApiClient {
   }
 
   async close(): Promise<void> {
+    await Promise.all([...this.others.values()].map((client) => client.close()));
     await this.dispatcher.close().catch(() => undefined);
   }
 }

@@ -123,7 +123,12 @@ export class Progress {
       }, timeoutMs);
       this.waiters.push(waiter);
       // A broken stream will send nothing more.
-      void this.ended.then(() => this.waiters.includes(waiter) && (this.waiters.splice(this.waiters.indexOf(waiter), 1), waiter.resolve(null)));
+      const giveUp = () => {
+        if (!this.waiters.includes(waiter)) return;
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        waiter.resolve(null);
+      };
+      this.ended.then(giveUp, giveUp);
     });
   }
 
