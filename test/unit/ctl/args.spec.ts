@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { parseCommandLine, UsageError } from '../../../src/ctl/args';
 import { scheduleTime } from '../../../src/ctl/commands/handover';
 import { freePort } from '../../helpers/ports';
@@ -64,6 +65,18 @@ describe('statorctl command line', () => {
     expect(bash.stdout).toContain('complete -F _statorctl statorctl');
     expect(bash.stdout).toContain('switchover) words="');
     expect((await statorctl(['completion', 'zsh'])).stdout).toContain('bashcompinit');
+  });
+});
+
+describe('bash completion', () => {
+  it('completes commands, a command\'s flags and --format values in bash', async () => {
+    const script = (await statorctl(['completion', 'bash'])).stdout;
+    const complete = (words: string[]) =>
+      spawnSync('bash', ['--noprofile', '--norc', '-c', `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _statorctl; echo "\${COMPREPLY[*]}"`], { encoding: 'utf8' }).stdout.trim();
+    expect(complete(['statorctl', 'sw'])).toBe('switchover');
+    expect(complete(['statorctl', '--api', 'http://x', 'switchover', '--ca'])).toBe('--candidate --cacert');
+    expect(complete(['statorctl', 'list', '--format', ''])).toBe('table json yaml');
+    expect(complete(['statorctl', 'audit', ''])).toMatch(/^verify export replay --from --to --at /);
   });
 });
 
