@@ -159,7 +159,7 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
       expect(screen).toContain(`node answered: Successfully switched over to "${candidate}"`);
       expect(screen).toMatch(new RegExp(`^\\[ *\\d+\\.\\ds\\] switchover completed in \\d+\\.\\ds: ${candidate} is the leader, ${leader} follows it as a replica$`, 'm'));
       // The topology printed at the end agrees with the nodes.
-      expect(screen).toMatch(new RegExp(`\\| ${candidate} +\\| [\\d.:]+ +\\| Leader `));
+      expect(screen).toMatch(new RegExp(`\\| ${candidate} +\\| [\\d.:]+ +\\| Leader +\\| running +\\| +2 \\|`));
       await waitFor(async () => (await cluster.primaries()).join() === candidate, { timeoutMs: 10_000, description: `${candidate} the only primary` });
     } finally {
       tmux.kill();

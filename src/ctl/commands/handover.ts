@@ -76,10 +76,18 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
     ctl.io.stdout(`${timestamp(now())} ${answer.text.trim()}\n`);
     return 0;
   }
-  return runWithProgress(ctl, kind, body, leader, candidate);
+  const timelineBefore = cluster.members.find((member) => member.name === leader)?.timeline;
+  return runWithProgress(ctl, kind, body, leader, candidate, timelineBefore);
 }
 
-async function runWithProgress(ctl: Ctl, kind: Kind, body: Record<string, string>, leader: string | undefined, candidate: string | undefined): Promise<number> {
+async function runWithProgress(
+  ctl: Ctl,
+  kind: Kind,
+  body: Record<string, string>,
+  leader: string | undefined,
+  candidate: string | undefined,
+  timelineBefore: number | undefined,
+): Promise<number> {
   const now = ctl.io.now ?? Date.now;
   const write = (text: string) => ctl.io.stdout(text);
   const progress = await Progress.start(ctl.client, write, { now });
@@ -105,15 +113,15 @@ async function runWithProgress(ctl: Ctl, kind: Kind, body: Record<string, string
   } finally {
     progress.stop();
   }
-  ctl.io.stdout(renderCluster(ctl, await settledCluster(ctl, leader), false));
+  ctl.io.stdout(renderCluster(ctl, await settledCluster(ctl, leader, timelineBefore), false));
   return 0;
 }
 
 /**
- * The topology once the member keys tell the outcome (every member on the new leader's timeline,
- * the old leader running), or as it is after 10 s: member keys are written once per loop_wait.
+ * The topology once the member keys tell the outcome (the new leader on a newer timeline, every
+ * member on it and running), or as it is after 10 s: member keys are written once per loop_wait.
  */
-async function settledCluster(ctl: Ctl, oldLeader: string | undefined): Promise<ClusterDocument> {
+async function settledCluster(ctl: Ctl, oldLeader: string | undefined, timelineBefore: number | undefined): Promise<ClusterDocument> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const cluster = await readCluster(ctl.client);
@@ -121,6 +129,7 @@ async function settledCluster(ctl: Ctl, oldLeader: string | undefined): Promise<
     const settled =
       leader !== undefined &&
       leader.name !== oldLeader &&
+      (timelineBefore === undefined || (leader.timeline ?? 0) > timelineBefore) &&
       cluster.members.every((member) => member.timeline === leader.timeline && ['running', 'streaming'].includes(member.state));
     if (settled || Date.now() >= deadline) return cluster;
     await new Promise((resolve) => setTimeout(resolve, 250));

@@ -117,7 +117,7 @@ export async function statorctl(argv: string[], answers: string[] = [], env: Nod
 }
 
 /** A 3-member cluster document; `base` is the fake node's URL (every member's api_url points at it). */
-export function clusterDocument(base: string, path = '/stator', leader = 'node1') {
+export function clusterDocument(base: string, path = '/stator', leader = 'node1', timeline = 4) {
   return {
     scope: 'demo',
     members: ['node1', 'node2', 'node3'].map((name, index) => ({
@@ -127,7 +127,7 @@ export function clusterDocument(base: string, path = '/stator', leader = 'node1'
       api_url: `${base}${path}`,
       host: '127.0.0.1',
       port: 5432 + index,
-      timeline: 4,
+      timeline,
       ...(name === leader ? {} : { lag: 0 }),
       ...(name === 'node3' ? { tags: { nofailover: true } } : {}),
     })),

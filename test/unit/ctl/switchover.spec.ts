@@ -13,7 +13,7 @@ describe('statorctl switchover and failover against a node API', () => {
   beforeEach(async () => {
     leader = 'node1';
     node = await new FakeNode({
-      'GET /cluster': (_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(clusterDocument(node.url, '/stator', leader))),
+      'GET /cluster': (_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(clusterDocument(node.url, '/stator', leader, leader === 'node1' ? 4 : 5))),
       'POST /switchover': (request, response) => handover(request, response, 'switched over'),
       'POST /failover': (request, response) => handover(request, response, 'failed over'),
     }).start();
@@ -70,7 +70,8 @@ describe('statorctl switchover and failover against a node API', () => {
       'node1 role demoted -> replica',
       expect.stringMatching(/^switchover completed in \d+\.\ds: node2 is the leader, node1 follows it as a replica$/),
     ]);
-    expect(result.stdout).toMatch(/\| node2 {2}\| 127\.0\.0\.1:5433 \| Leader {2}\|/);
+    // The topology at the end once the member keys show the new timeline.
+    expect(result.stdout).toMatch(/\| node2 {2}\| 127\.0\.0\.1:5433 \| Leader {2}\| running {3}\|  5 \|/);
   });
 
   it('aborts on anything but y, sending nothing', async () => {
