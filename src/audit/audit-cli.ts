@@ -57,15 +57,18 @@ const SOURCE_OPTIONS = ['etcd', 'scope', 'config', 'file'];
 
 type ParsedOptions = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
 
-/** `stator audit <verify|export|replay> ...` (argv after `audit`); resolves with the exit code. */
-export async function runAudit(argv: string[], io: AuditIo): Promise<number> {
+/**
+ * `stator audit <verify|export|replay> ...` (argv after `audit`); resolves with the exit code.
+ * `source`: the log as the caller read it (`statorctl audit`); the source options are then not taken.
+ */
+export async function runAudit(argv: string[], io: AuditIo, source?: AuditSource): Promise<number> {
   try {
-    const { command, options } = parseCommandLine(argv);
+    const { command, options } = parseCommandLine(argv, source !== undefined);
     if (command === 'help') {
       io.stdout(`${AUDIT_USAGE}\n`);
       return AUDIT_EXIT.ok;
     }
-    const source = sourceOf(options);
+    source ??= sourceOf(options);
     if (command === 'verify') {
       const api = options.api === undefined ? undefined : apiUrl(options.api);
       const log = await loadAuditLog(source, io.env);
@@ -125,7 +128,7 @@ function hasProblems(report: VerifyReport): boolean {
   return report.checks.some((check) => check.status === 'failed');
 }
 
-function parseCommandLine(argv: string[]): { command: string; options: ParsedOptions } {
+function parseCommandLine(argv: string[], sourceGiven = false): { command: string; options: ParsedOptions } {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -138,7 +141,7 @@ function parseCommandLine(argv: string[]): { command: string; options: ParsedOpt
   if (command === undefined) throw new UsageError('a command is needed: verify, export or replay');
   if (!(command in COMMAND_OPTIONS)) throw new UsageError(`unknown command '${command}'`);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`);
-  const allowed = new Set([...SOURCE_OPTIONS, ...COMMAND_OPTIONS[command]]);
+  const allowed = new Set([...(sourceGiven ? [] : SOURCE_OPTIONS), ...COMMAND_OPTIONS[command]]);
   const misplaced = Object.keys(options).find((name) => !allowed.has(name));
   if (misplaced) throw new UsageError(`${command} does not take --${misplaced}`);
   return { command, options };

@@ -9,7 +9,9 @@ import { coveredByCheckpoint, LogCheckpoint } from '../events/log-checkpoint';
 export type AuditSource =
   | { kind: 'etcd'; hosts: string[]; scope: string }
   | { kind: 'config'; path: string }
-  | { kind: 'file'; path: string };
+  | { kind: 'file'; path: string }
+  /** Events already read by the caller (statorctl reads them through a node's `GET /events`), in store order. */
+  | { kind: 'events'; description: string; events: RecordedEvent[] };
 
 /** The events of a source, in its order, with the line each one has (or would have) in an export. */
 export interface AuditLog {
@@ -37,6 +39,10 @@ const ETCD_READ_TIMEOUT_MS = 10_000;
  */
 export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv): Promise<AuditLog> {
   if (source.kind === 'file') return readExportFile(source.path);
+  if (source.kind === 'events') {
+    if (source.events.length === 0) throw new SourceError(`${source.description}: no events`);
+    return { events: source.events, lines: source.events.map((_, index) => index + 1), description: source.description, checkpoint: null };
+  }
   const { connection, scope } = source.kind === 'etcd' ? { connection: { hosts: source.hosts }, scope: source.scope } : etcdOfConfig(source.path, env);
   const description = `etcd ${connection.hosts.join(',')}, scope ${scope}`;
   const store = new EtcdEventStore({ ...connection, scope, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
