@@ -9,7 +9,7 @@ import { waitFor } from '../../scripts/lib/wait-for';
 /**
  * statorctl as a person uses it, on real clusters: in tmux, answering switchover's prompts and
  * reading its progress; list, pause/resume --wait, edit-config with an EDITOR script, events
- * --follow, diagnose against agents without the endpoint; a cluster with basic auth reached
+ * --follow, diagnose of every member; a cluster with basic auth reached
  * through a configuration file (members from etcd), and a Patroni-compatible one through --api.
  */
 jest.setTimeout(90_000);
@@ -222,10 +222,14 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
     for (const line of output.trim().split('\n')) expect((JSON.parse(line) as { stream: string }).stream).toBe('cluster');
   });
 
-  it('diagnose shows agents without the diagnostics endpoint as not available', () => {
+  it("diagnose shows every member's self-diagnosis, each indicator up", () => {
     const result = statorctl(['doctor'], env());
     expect(result.code).toBe(0);
-    for (const node of cluster.nodes) expect(result.stdout).toMatch(new RegExp(`\\| ${node.name} +\\| +\\| +\\| not available \\(older agent\\) \\|`));
+    for (const node of cluster.nodes) {
+      for (const indicator of ['etcd', 'postgres', 'fence', 'events', 'ha_cycle']) {
+        expect(result.stdout).toMatch(new RegExp(`\\| ${node.name} +\\| ${indicator} +\\| up +\\|`));
+      }
+    }
   });
 
   it('audits the event log read through the API', () => {
@@ -315,6 +319,8 @@ describe('statorctl on a Patroni-compatible cluster through --api', () => {
   it('diagnose asks /patroni/diagnostics', () => {
     const result = statorctl(['--api', cluster.nodes[1].apiUrl, 'diagnose', '--format', 'json']);
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual(cluster.nodes.map((node) => ({ member: node.name, status: 'not available (older agent)' })));
+    const members = JSON.parse(result.stdout) as Array<{ member: string; status: string; details: Record<string, { status: string }> }>;
+    expect(members.map((entry) => [entry.member, entry.status])).toEqual(cluster.nodes.map((node) => [node.name, 'ok']));
+    for (const entry of members) expect(Object.keys(entry.details).sort()).toEqual(['etcd', 'events', 'fence', 'ha_cycle', 'postgres']);
   });
 });
