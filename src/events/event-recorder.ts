@@ -1,5 +1,3 @@
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
@@ -7,6 +5,11 @@ import { Clock } from '../common/clock';
 import { NewEvent, RecordedEvent } from './event';
 import { boundEvent } from './event-bounds';
 import { EventStore, ExpectedVersionConflict } from './event-store.port';
+import { FileQueueStorage, QUEUE_FILE } from './file-queue-storage';
+import { LocalEvent, QueueStorage } from './queue-storage.port';
+
+export { QUEUE_FILE };
+export type { LocalEvent };
 
 export interface EventRecorderOptions {
   store: EventStore;
@@ -17,10 +20,9 @@ export interface EventRecorderOptions {
   clock: Clock;
   /** Receives re-based seqs and store outages (timed with `clock`). Default: Nest's Logger. */
   logger?: { warn(message: string): void; log(message: string): void };
+  /** Where queued events wait. Default: files in `queueDir`. */
+  storage?: QueueStorage;
 }
-
-/** An event as recorded locally. `seq` is absent for streams whose seq the store assigns (the cluster stream). */
-export type LocalEvent = NewEvent & { seq?: number };
 
 /** See EventRecorder.queueState. */
 export interface EventQueueState {
@@ -29,9 +31,6 @@ export interface EventQueueState {
   storeDownSince: number | null;
 }
 
-export const QUEUE_FILE = 'events-queue.jsonl';
-/** Last seq assigned per own stream, so a restart never reuses one even when the store is unreachable. */
-const SEQ_FILE = 'events-seq.json';
 const MAX_BATCH = 50;
 const FIRST_RETRY_DELAY_MS = 100;
 const MAX_RETRY_DELAY_MS = 1000;
@@ -42,12 +41,12 @@ const CLUSTER_TAIL_MARGIN = 100;
  * The node-side event writer, with a durable local queue so that no event is lost while the
  * store is unreachable.
  *
- * `record()` is synchronous: an event on one of this node's streams (`node/<node>/...`) gets its
- * seq from a per-stream counter there and then, and every event is appended (and fdatasync'ed)
- * to `<queueDir>/events-queue.jsonl` before `record()` returns. A background flusher sends the
- * queue to the store in recording order, one batch per run of same-stream events, retrying with
- * a backoff of up to 1 s while the store is down, and rewrites the queue file (tmp + rename)
- * after every stored batch.
+ * `record()` is synchronous and never waits for a disk: an event on one of this node's streams
+ * (`node/<node>/...`) gets its seq from a per-stream counter there and then, and every event is
+ * handed to the queue storage, which makes it durable in the background together with whatever is
+ * recorded meanwhile (group commit, see FileQueueStorage). A background flusher sends the queue to
+ * the store in recording order, one batch per run of same-stream events, retrying with a backoff of
+ * up to 1 s while the store is down, and tells the storage how far the store has them.
  *
  * Own streams are appended at their recorded position (expectedVersion = seq - 1). When that
  * position is taken, the stored events are compared with the queued ones: identical events
@@ -58,8 +57,7 @@ const CLUSTER_TAIL_MARGIN = 100;
  * stream's tail so a retry does not store them twice.
  */
 export class EventRecorder {
-  private readonly queuePath: string;
-  private readonly seqPath: string;
+  private readonly storage: QueueStorage;
   private readonly logger: { warn(message: string): void; log(message: string): void };
   private readonly recorded = new Subject<LocalEvent>();
   private queue: LocalEvent[] = [];
@@ -78,9 +76,8 @@ export class EventRecorder {
   readonly recorded$: Observable<LocalEvent> = this.recorded.asObservable();
 
   constructor(private readonly options: EventRecorderOptions) {
-    this.queuePath = path.join(options.queueDir, QUEUE_FILE);
-    this.seqPath = path.join(options.queueDir, SEQ_FILE);
     this.logger = options.logger ?? new Logger(EventRecorder.name);
+    this.storage = options.storage ?? new FileQueueStorage(options.queueDir, (message) => this.logger.warn(message));
   }
 
   /**
@@ -97,7 +94,7 @@ export class EventRecorder {
     const local: LocalEvent = this.ownsStream(event.stream)
       ? { ...event, seq: this.nextSeq(event.stream) }
       : { ...event };
-    this.appendToQueueFile(local);
+    this.storage.append(local);
     this.queue.push(local);
     this.recorded.next({ ...local });
     // Flush after the caller's synchronous work, batched with whatever it records next.
@@ -137,6 +134,11 @@ export class EventRecorder {
     return { depth: this.queue.length, oldestAt: Number.isFinite(oldest) ? oldest : null, storeDownSince: this.storeDownSince };
   }
 
+  /** Resolves once every event recorded so far is durable in the queue storage (or stored and forgotten there). */
+  whenWritten(): Promise<void> {
+    return this.storage.whenWritten();
+  }
+
   /** Resolves once the queue is empty; rejects if the recorder is stopped first. */
   whenFlushed(): Promise<void> {
     if (this.queue.length === 0) return Promise.resolve();
@@ -148,6 +150,7 @@ export class EventRecorder {
     this.stopped = true;
     this.stopSignal.abort();
     await this.flushRun;
+    await this.storage.close();
     const waiters = this.flushWaiters;
     this.flushWaiters = [];
     for (const waiter of waiters) waiter.reject(new Error(`event recorder stopped with ${this.queue.length} events queued`));
@@ -164,48 +167,26 @@ export class EventRecorder {
     return seq;
   }
 
-  /** Reads the queue and counters files once (synchronously, so record() can run before start()). */
+  /** Reads what the storage kept from a previous run, once (synchronously, so record() can run before start()). */
   private load(): void {
     if (this.loaded) return;
     this.loaded = true;
-    fs.mkdirSync(this.options.queueDir, { recursive: true });
-    for (const [stream, seq] of Object.entries(readJson(this.seqPath) ?? {})) {
-      if (typeof seq === 'number') this.lastAssignedSeq.set(stream, seq);
-    }
-    const lines = fs.existsSync(this.queuePath) ? fs.readFileSync(this.queuePath, 'utf8').split('\n') : [];
-    for (const line of lines) {
-      if (!line.trim()) continue;
-      const parsed = parseLine(line);
-      const event = parsed && boundEvent(parsed);
-      if (!event) {
-        this.logger.warn(`event queue: skipping an unreadable line (torn write?): ${line.slice(0, 200)}`);
-        continue;
-      }
+    const { events, seqs } = this.storage.load();
+    for (const [stream, seq] of Object.entries(seqs)) this.lastAssignedSeq.set(stream, seq);
+    for (const event of events) {
       this.queue.push(event);
       if (event.seq === undefined) this.uncertainStreams.add(event.stream);
       else if (event.seq > (this.lastAssignedSeq.get(event.stream) ?? 0)) this.lastAssignedSeq.set(event.stream, event.seq);
     }
   }
 
-  private appendToQueueFile(event: LocalEvent): void {
-    try {
-      const fd = fs.openSync(this.queuePath, 'a');
-      try {
-        fs.writeSync(fd, `${JSON.stringify(event)}\n`);
-        fs.fdatasyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-    } catch (error) {
-      // Recording must never break the caller (a state machine); the event is still flushed from memory.
-      this.logger.warn(`event queue: could not persist ${event.type} on ${event.stream}: ${(error as Error).message}`);
-    }
+  private seqs(): Record<string, number> {
+    return Object.fromEntries(this.lastAssignedSeq);
   }
 
-  /** Rewrites the counters and the queue atomically (tmp + rename); counters first, so a seq is never reused. */
+  /** The queue changed other than at its head: the storage writes it again whole. */
   private persist(): void {
-    writeFileAtomically(this.seqPath, JSON.stringify(Object.fromEntries(this.lastAssignedSeq)));
-    writeFileAtomically(this.queuePath, this.queue.map((event) => `${JSON.stringify(event)}\n`).join(''));
+    this.storage.rewrite(() => this.queue, this.seqs());
   }
 
   private kickFlusher(): void {
@@ -230,7 +211,7 @@ export class EventRecorder {
       } catch (error) {
         if (this.storeDownSince === null) {
           this.storeDownSince = this.options.clock.now();
-          this.logger.warn(`event store unavailable, events wait in ${this.queuePath}: ${(error as Error).message}`);
+          this.logger.warn(`event store unavailable, events wait in the local queue (${this.options.queueDir}): ${(error as Error).message}`);
         }
         await sleep(delay, undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
         delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
@@ -272,7 +253,7 @@ export class EventRecorder {
       }
     }
     this.queue.splice(0, batch.length);
-    this.persist();
+    this.storage.markStored(batch.length, this.seqs());
   }
 
   /**
@@ -341,33 +322,4 @@ function sameEvent(stored: RecordedEvent | undefined, queued: LocalEvent, compar
     stored.cause === queued.cause &&
     JSON.stringify(stored.data ?? null) === JSON.stringify(queued.data ?? null)
   );
-}
-
-function parseLine(line: string): LocalEvent | null {
-  try {
-    const event = JSON.parse(line) as LocalEvent;
-    return typeof event?.stream === 'string' && typeof event.type === 'string' ? event : null;
-  } catch {
-    return null;
-  }
-}
-
-function readJson(file: string): Record<string, unknown> | null {
-  try {
-    return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
-}
-
-function writeFileAtomically(file: string, content: string): void {
-  const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    fs.writeSync(fd, content);
-    fs.fdatasyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
 }

@@ -63,6 +63,7 @@ describe('event payload cap', () => {
     const recorder = new EventRecorder({ store, queueDir, node: 'node1', clock: systemClock, logger: { warn: () => undefined, log: () => undefined } });
     try {
       recorder.record(configChange(hugeConfig()));
+      await recorder.whenWritten();
       expect(readFileSync(join(queueDir, QUEUE_FILE), 'utf8').length).toBeLessThan(1024);
       await recorder.start();
       await recorder.whenFlushed();
