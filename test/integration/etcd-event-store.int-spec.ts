@@ -355,6 +355,7 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
           description: 'the recorder to notice the outage',
         });
         expect(recorder.pending()).toBe(4);
+        await recorder.whenWritten();
         const queued = readFileSync(join(queueDir, QUEUE_FILE), 'utf8').trim().split('\n');
         expect(queued.map((line) => JSON.parse(line).to)).toEqual(['starting', 'node1', 'primary', 'running']);
       } finally {
