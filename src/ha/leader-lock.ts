@@ -32,6 +32,8 @@ export interface LeaderLockDeps {
  * stops before the lease can expire.
  */
 export class LeaderLock {
+  private releasing = false;
+
   constructor(private readonly deps: LeaderLockDeps) {}
 
   /** Epoch ms until which the lock is known to be ours (0 when not leader), from the machine's context. */
@@ -91,13 +93,16 @@ export class LeaderLock {
 
   /** The key is no longer ours (someone else's, gone, or unreadable). */
   lost(reason: string): void {
-    if (!this.held) return;
+    // A release in flight is the reason the key is gone: it records itself as a release, not a loss.
+    if (!this.held || this.releasing) return;
     this.deps.leadership.send({ type: 'LOCK_LOST', reason });
     this.deps.events.recordCluster('leader.lost', reason);
   }
 
   async release(reason: string): Promise<void> {
+    this.releasing = true;
     const released = await this.deps.dcs.releaseLeader().catch(() => false);
+    this.releasing = false;
     if (this.held) {
       this.deps.leadership.send({ type: 'LOCK_RELEASED', reason });
       this.deps.events.recordCluster('leader.released', reason, { deleted: released });

@@ -1,7 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import { isRunningProcess } from '../../common/process-tree';
 import { FenceJournalEntry, FenceTerm } from './fence-protocol';
-import { revokeLease } from './lease-revoker';
 
 /** How long the fence keeps trying to revoke the lease (etcd failing over between members included). */
 const REVOKE_BUDGET_MS = 3000;
@@ -76,6 +75,8 @@ export class LeaderTermGuard {
     if (!ownDecision && !(await agentGone(term.agentPid, connectedAgents))) return;
     const why = this.endingTerm ? 'after the grace period' : fenced ? 'at the fence deadline' : 'on its own, with its agent gone';
     this.journal('postgres_stopped', `the postmaster is gone (${why}); ending the term`);
+    // Loaded only now: the HTTP and TLS modules would cost every fence about 1.5 MiB for a moment that rarely comes.
+    const { revokeLease } = await import('./lease-revoker');
     const outcome = await revokeLease(term.release, REVOKE_BUDGET_MS);
     this.journal(outcome.revoked ? 'lease_revoked' : 'lease_revoke_failed', outcome.detail);
   }
