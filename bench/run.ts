@@ -13,7 +13,7 @@ import { loadAverage, log, now, sleep } from './lib/util';
 import { healthChecks, HealthCheckRun } from './scenarios/health-checks';
 import { switchover, SwitchoverRun } from './scenarios/switchover';
 import { pgCrash, PgCrashRun } from './scenarios/pg-crash';
-import { failover, FailoverRun } from './scenarios/failover';
+import { failover, FailoverRun, LEADER_FAULTS, LeaderFault } from './scenarios/failover';
 import { CpuReading, idleCpu, moduleCosts, ModuleCost, rss, RssReading } from './scenarios/footprint';
 import { renderReport } from './render';
 import { referenceServers, ReferenceRun } from './lib/reference-servers';
@@ -28,6 +28,10 @@ const WANT_PATRONI = process.env.BENCH_PATRONI !== '0';
 /** For working on the benchmark: a comma-separated subset of footprint,health,switchover,crash,failover. */
 const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',')) : null;
 const wanted = (scenario: string) => !ONLY || ONLY.has(scenario);
+/** The leader faults of the failover scenario (BENCH_FAULTS=agent,frozen...: a subset). */
+const FAULTS: LeaderFault[] = process.env.BENCH_FAULTS
+  ? LEADER_FAULTS.filter((fault) => process.env.BENCH_FAULTS!.split(',').includes(fault))
+  : [...LEADER_FAULTS];
 
 export const SETTINGS = {
   quick: QUICK,
@@ -35,7 +39,7 @@ export const SETTINGS = {
   idleSeconds: QUICK ? 15 : 60,
   switchoverRuns: QUICK ? 1 : 5,
   crashRuns: QUICK ? 1 : 3,
-  failoverRuns: QUICK ? 1 : 5,
+  failoverRuns: Number(process.env.BENCH_FAILOVER_RUNS ?? (QUICK ? 1 : 3)),
   ttl30: !QUICK || process.env.BENCH_TTL30 === '1',
   /** Runs stop being started after this (the whole command must stay under 20 minutes). */
   budgetMs: Number(process.env.BENCH_BUDGET_S ?? 1080) * 1000,
@@ -160,8 +164,10 @@ async function phaseFast(baseDir: string, results: BenchResults): Promise<void> 
     await interleave(clusters, SETTINGS.crashRuns, 'postgres crash', (c) => pgCrash(c), results.crashes, results.errors);
   }
   if (wanted('failover')) {
-    log('scenario 3: unplanned failover at ttl 10 / loop_wait 2');
-    await interleave(clusters, SETTINGS.failoverRuns, 'failover ttl 10', (c) => failover(c), results.failovers, results.errors);
+    for (const fault of FAULTS) {
+      log(`scenario 3: unplanned failover at ttl 10 / loop_wait 2 (${fault})`);
+      await interleave(clusters, SETTINGS.failoverRuns, `failover ttl 10 (${fault})`, (c) => failover(c, fault), results.failovers, results.errors);
+    }
   }
   await stopClusters(clusters);
 }
@@ -176,8 +182,11 @@ async function phaseSlow(baseDir: string, results: BenchResults): Promise<void> 
   const clusters = await startClusters(join(baseDir, 'ttl30'), SLOW, results.patroni);
   const leaders = await Promise.all(clusters.map(async (c) => (await waitHealthy(c, 180_000)).leader));
   await Promise.all(leaders.map((l) => createWriteTable(l.pgPort)));
-  log('scenario 3: unplanned failover at ttl 30 / loop_wait 10');
-  await interleave(clusters, SETTINGS.failoverRuns, 'failover ttl 30', (c) => failover(c), results.failovers, results.errors);
+  for (const fault of FAULTS) {
+    if (!withinBudget()) break;
+    log(`scenario 3: unplanned failover at ttl 30 / loop_wait 10 (${fault})`);
+    await interleave(clusters, SETTINGS.failoverRuns, `failover ttl 30 (${fault})`, (c) => failover(c, fault), results.failovers, results.errors);
+  }
   await stopClusters(clusters);
 }
 

@@ -30,6 +30,8 @@ export interface BenchNode {
   helperPids(): number[];
   /** SIGKILL of the agent, synchronous (no waiting for the exit). */
   killAgentNow(): void;
+  /** SIGSTOP / SIGCONT of the agent process (a frozen agent). */
+  signalAgent(signal: 'SIGSTOP' | 'SIGCONT'): void;
   /** Resolves once the agent process has exited. */
   agentExited(): Promise<void>;
   /** Starts the agent again (after a kill). */
@@ -90,6 +92,9 @@ class StatorBenchNode implements BenchNode {
   killAgentNow() {
     const pid = this.node.pid;
     if (pid) killPid(pid);
+  }
+  signalAgent(signal: 'SIGSTOP' | 'SIGCONT') {
+    this.node.signal(signal);
   }
   agentExited() {
     return this.node.killAgent();

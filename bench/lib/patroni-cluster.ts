@@ -130,6 +130,11 @@ class PatroniNode implements BenchNode {
     if (pid) killPid(pid);
   }
 
+  signalAgent(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    const pid = this.agentPid();
+    if (pid) process.kill(pid, signal);
+  }
+
   async agentExited(): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;

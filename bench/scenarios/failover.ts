@@ -7,10 +7,15 @@ import { httpCode } from '../lib/http';
 import { GapReport, WriteProbe } from '../lib/write-probe';
 import { loadAverage, log, now, pollUntil, sleep } from '../lib/util';
 
+/** What happens to the leader: its agent and postmaster killed, its agent alone killed, or its agent frozen (SIGSTOP). */
+export type LeaderFault = 'agent+postmaster' | 'agent' | 'frozen';
+export const LEADER_FAULTS: readonly LeaderFault[] = ['agent+postmaster', 'agent', 'frozen'];
+
 export interface FailoverRun {
   kind: string;
   ttl: number;
   loopWait: number;
+  fault: LeaderFault;
   killed: string;
   newLeader: string;
   /** Random wait after the cluster was healthy, before the kill (a random moment of the HA loop). */
@@ -36,11 +41,19 @@ export interface FailoverRun {
   primaryAfterExpiryMs: number;
   /** From restarting the killed agent until the cluster is healthy again with it as a replica. */
   rejoinMs: number;
+  /**
+   * The old leader's last acknowledged write (a client writing to it directly) after the new primary
+   * came up (its promotion by its own record, or its first 200 on /primary if earlier): > 0 is an interval
+   * with two writable primaries; 0 when none.
+   */
+  twoWritersMs: number;
+  /** The old leader's last acknowledged write, relative to the fault. */
+  oldLastAckMs: number;
   loadBefore: string;
 }
 
-/** Scenario 3: kill -9 of the leader's agent and postmaster at a random moment of the HA loop. */
-export async function failover(cluster: BenchCluster): Promise<FailoverRun> {
+/** Scenario 3: `fault` on the leader (kill -9 of agent and postmaster by default) at a random moment of the HA loop. */
+export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agent+postmaster'): Promise<FailoverRun> {
   const { ttl, loopWait } = cluster.timing;
   const { leader } = await waitHealthy(cluster, 180_000);
   const others = cluster.nodes.filter((n) => n !== leader);
@@ -48,7 +61,11 @@ export async function failover(cluster: BenchCluster): Promise<FailoverRun> {
   if (!key || key.holder !== leader.name) throw new Error(`${cluster.label}: leader key ${JSON.stringify(key)} is not ${leader.name}`);
   const probe = new WriteProbe(cluster.nodes.map((n) => n.pgPort));
   probe.start(ttl * 1000 + 120_000);
+  // A client that keeps writing to the old leader alone: any write it gets acknowledged after the new primary is up is split brain.
+  const oldLeaderProbe = new WriteProbe([leader.pgPort]);
+  oldLeaderProbe.start(ttl * 1000 + 120_000);
   let killed = false;
+  let frozen = false;
   try {
     if ((await probe.waitForAckAfter(now(), 10_000)) === null) throw new Error(`${cluster.label}: the write client cannot write`);
     const jitterMs = Math.random() * loopWait * 1000;
@@ -59,9 +76,14 @@ export async function failover(cluster: BenchCluster): Promise<FailoverRun> {
     const watcher = new LeaseWatcher(cluster.etcdEndpoint, cluster.scope, key.lease, leader.name);
     const loadBefore = loadAverage();
     const t0 = now();
-    killed = true;
-    leader.killAgentNow();
-    killPid(postmaster);
+    if (fault === 'frozen') {
+      frozen = true;
+      leader.signalAgent('SIGSTOP');
+    } else {
+      killed = true;
+      leader.killAgentNow();
+      if (fault === 'agent+postmaster') killPid(postmaster);
+    }
     watcher.start(ttl * 1000 + 30_000);
     const winner = await pollUntil(
       async () => {
@@ -78,13 +100,25 @@ export async function failover(cluster: BenchCluster): Promise<FailoverRun> {
     if (back !== null) await sleep(200);
     const writes = probe.gapAround(t0);
     await probe.stop();
+    // Two more seconds of writes to the old leader: a primary that outlived its term would take them.
+    await sleep(2000);
+    await oldLeaderProbe.stop();
     const lease = watcher.analyse();
     const record = await newLeaderRecord(cluster, winner.node, t0);
+    const newPrimaryUp = Number.isFinite(record.promoted) ? Math.min(record.promoted, winner.at) : winner.at;
+    const oldLastAck = oldLeaderProbe.acks.at(-1) ?? -Infinity;
 
-    await leader.agentExited();
-    const restarted = now();
-    leader.startAgent();
-    killed = false;
+    let restarted: number;
+    if (fault === 'frozen') {
+      leader.signalAgent('SIGCONT');
+      frozen = false;
+      restarted = now();
+    } else {
+      await leader.agentExited();
+      restarted = now();
+      leader.startAgent();
+      killed = false;
+    }
     const healthy = await waitHealthy(cluster, 180_000, winner.node);
 
     const rel = (t: number) => t - t0;
@@ -92,6 +126,7 @@ export async function failover(cluster: BenchCluster): Promise<FailoverRun> {
       kind: cluster.kind,
       ttl,
       loopWait,
+      fault,
       killed: leader.name,
       newLeader: winner.node.name,
       jitterMs,
@@ -104,17 +139,22 @@ export async function failover(cluster: BenchCluster): Promise<FailoverRun> {
       acquiredAfterExpiryMs: record.acquired - lease.expiry,
       primaryAfterExpiryMs: winner.at - lease.expiry,
       rejoinMs: healthy.at - restarted,
+      twoWritersMs: Math.max(0, oldLastAck - newPrimaryUp),
+      oldLastAckMs: oldLastAck - t0,
       loadBefore,
     };
     log(
-      `${cluster.kind} failover ttl ${ttl}: killed ${run.killed} (jitter ${jitterMs.toFixed(0)} ms), ${run.newLeader} answers /primary after ${run.newPrimaryMs.toFixed(0)} ms, ` +
+      `${cluster.kind} failover ttl ${ttl} (${fault}): ${run.killed} (jitter ${jitterMs.toFixed(0)} ms), ${run.newLeader} answers /primary after ${run.newPrimaryMs.toFixed(0)} ms, ` +
         `write gap ${writes.gapMs.toFixed(0)} ms; lease expired at +${run.lease.expiryMs.toFixed(0)}±${run.lease.expiryUncertaintyMs.toFixed(0)} ms, ` +
         `key gone +${run.lease.keyGoneHighMs.toFixed(0)} ms, lock taken +${run.acquiredMs.toFixed(0)} ms (${record.source}): ` +
-        `${run.acquiredAfterExpiryMs.toFixed(0)} ms after expiry; rejoined ${run.rejoinMs.toFixed(0)} ms`,
+        `${run.acquiredAfterExpiryMs.toFixed(0)} ms after expiry; old leader's last write +${run.oldLastAckMs.toFixed(0)} ms ` +
+        `(two writers ${run.twoWritersMs.toFixed(0)} ms); rejoined ${run.rejoinMs.toFixed(0)} ms`,
     );
     return run;
   } finally {
     await probe.stop();
+    await oldLeaderProbe.stop();
+    if (frozen) leader.signalAgent('SIGCONT');
     // A failed run must not leave the cluster a node short for the next ones.
     if (killed && !leader.agentPid()) {
       await leader.agentExited();
