@@ -113,7 +113,14 @@ export class NodeContext {
     this.leadership = createActor(leadershipMachine, { inspect: transitionRecorder('leadership', this.name, events, clock) });
     this.task = createActor(taskMachine, { inspect: transitionRecorder('task', this.name, events, clock) });
     this.events = new NodeEvents(this.name, events, clock, () => this.sampler.sample?.timeline ?? null);
-    this.sampler = new Sampler(deps.query, clock, logger, () => this.pgState() === 'running', () => this.reconcileRoleWithServer());
+    this.sampler = new Sampler(
+      deps.query,
+      clock,
+      logger,
+      () => this.pgState() === 'running',
+      () => this.reconcileRoleWithServer(),
+      () => (this.dynamic.postgres_unresponsive_timeout > 0 ? this.dynamic.postgres_unresponsive_timeout * 500 : Infinity),
+    );
     this.lock = new LeaderLock({
       dcs: deps.dcs,
       pg: deps.pg,

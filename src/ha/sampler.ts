@@ -1,15 +1,23 @@
-import { every, TimerClock } from '../common/clock';
+import { TimerClock } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
 import { PostgresQuery, PostgresSample } from '../postgresql/postgres.port';
 
-const SAMPLE_INTERVAL_MS = 1_000;
+/** While readings change, and after any transition: every second. */
+export const BUSY_SAMPLE_INTERVAL_MS = 1_000;
+/**
+ * While nothing changes, the interval doubles up to this: the staleness bound of an idle server's
+ * health answers (any change of role or state is a transition, sampled at once; the HA cycle also
+ * takes a reading every loop_wait).
+ */
+export const IDLE_SAMPLE_INTERVAL_MS = 4_000;
 
 /**
- * The `sampler` actor of the design: reads PostgreSQL's status every second and after each
- * transition, so the API answers from memory, and keeps what the HA cycle needs to judge the
- * server: when it last answered at all (a hung server stops moving it) and since when a replica
- * has not been streaming.
+ * The `sampler` actor of the design: reads PostgreSQL's status every second while anything moves,
+ * less often (up to every 4 s) while every reading equals the last one, and at once after each
+ * transition, so the API answers from memory at little cost on an idle node; and keeps what the HA
+ * cycle needs to judge the server: when it last answered at all (a hung server stops moving it)
+ * and since when a replica has not been streaming.
  */
 export class Sampler {
   private current: PostgresSample | null = null;
@@ -17,6 +25,10 @@ export class Sampler {
   private lastAnswerAt = 0;
   private notStreamingFrom = 0;
   private cancelTimer: (() => void) | null = null;
+  private interval = BUSY_SAMPLE_INTERVAL_MS;
+  /** The last reading as text, to tell an idle server from a moving one. */
+  private lastFingerprint = '';
+  private stopped = false;
 
   constructor(
     private readonly query: PostgresQuery,
@@ -26,6 +38,11 @@ export class Sampler {
     private readonly serverRunning: () => boolean,
     /** Called after each successful reading. */
     private readonly onSample: (sample: PostgresSample) => void,
+    /**
+     * The longest idle period allowed now: half of postgres_unresponsive_timeout, so that an idle but
+     * healthy server is never taken for a hung one between two readings.
+     */
+    private readonly idleCeilingMs: () => number = () => IDLE_SAMPLE_INTERVAL_MS,
   ) {}
 
   get sample(): PostgresSample | null {
@@ -47,33 +64,68 @@ export class Sampler {
   }
 
   start(): void {
-    this.cancelTimer = every(this.clock, SAMPLE_INTERVAL_MS, () => void this.take());
+    this.stopped = false;
+    this.schedule();
   }
 
   stop(): void {
+    this.stopped = true;
     this.cancelTimer?.();
+  }
+
+  /** The current period: 1 s while readings change, up to 4 s while they do not. */
+  get intervalMs(): number {
+    return this.interval;
   }
 
   /** A server that just started is not hung, and gets its own chance to stream before it counts as stuck. */
   serverStarted(): void {
     this.notStreamingFrom = 0;
     this.lastAnswerAt = this.clock.now();
+    this.speedUp();
   }
 
   /** The server is not running: its last reading no longer describes it. */
   serverGone(): void {
     this.current = null;
+    this.lastFingerprint = '';
+    this.speedUp();
   }
 
   /** A new upstream gets a fresh chance to stream. */
   restartStreamingWatch(): void {
     this.notStreamingFrom = 0;
+    this.speedUp();
+  }
+
+  /** Back to a reading a second, from now rather than at the end of a long idle wait. */
+  private speedUp(): void {
+    if (this.interval === BUSY_SAMPLE_INTERVAL_MS) return;
+    this.interval = BUSY_SAMPLE_INTERVAL_MS;
+    if (this.cancelTimer && !this.stopped) {
+      this.cancelTimer();
+      this.schedule();
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.cancelTimer = this.clock.setTimer(() => {
+      // A reading someone else took meanwhile (the HA cycle's, a transition's) counts as this tick's.
+      const fresh = this.clock.now() - this.takenAt < this.interval / 2;
+      this.schedule();
+      if (!fresh) void this.take();
+    }, this.interval);
   }
 
   async take(): Promise<void> {
     if (!this.serverRunning()) return;
     try {
       const sample = await this.query.sample();
+      const fingerprint = JSON.stringify(sample);
+      if (fingerprint !== this.lastFingerprint) this.speedUp();
+      else this.interval = Math.max(BUSY_SAMPLE_INTERVAL_MS, Math.min(this.interval * 2, IDLE_SAMPLE_INTERVAL_MS, this.idleCeilingMs()));
+      this.lastFingerprint = fingerprint;
       this.current = sample;
       this.takenAt = this.clock.now();
       this.lastAnswerAt = this.takenAt;

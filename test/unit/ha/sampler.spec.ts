@@ -1,0 +1,117 @@
+import { ManualClock } from '../../../src/common/clock';
+import { Logger } from '../../../src/common/logger';
+import { BUSY_SAMPLE_INTERVAL_MS, IDLE_SAMPLE_INTERVAL_MS, Sampler } from '../../../src/ha/sampler';
+import { PostgresQuery, PostgresSample } from '../../../src/postgresql/postgres.port';
+
+const quiet = { debug: () => undefined, info: () => undefined, warning: () => undefined, error: () => undefined } as unknown as Logger;
+
+function sampleAt(walPosition: number): PostgresSample {
+  return {
+    inRecovery: false,
+    serverVersion: 150000,
+    postmasterStartTime: '2026-11-25 00:00:00+00:00',
+    timeline: 1,
+    walPosition,
+    receivedLsn: null,
+    replayedLsn: null,
+    replayedTimestamp: null,
+    replayPaused: false,
+    replicationState: null,
+    latestEndLsn: null,
+    replication: [],
+    synchronousStandbyNames: '',
+    synchronousCommit: 'on',
+    systemIdentifier: '1',
+    pendingRestart: {},
+  };
+}
+
+/** A server whose WAL position the test moves; every reading is counted with the time it was asked. */
+function server(clock: ManualClock) {
+  const readings: number[] = [];
+  let position = 100;
+  const query = {
+    sample: async () => {
+      readings.push(clock.now());
+      return sampleAt(position);
+    },
+  } as unknown as PostgresQuery;
+  return { query, readings, write: () => (position += 10) };
+}
+
+async function pass(clock: ManualClock, ms: number): Promise<void> {
+  for (let t = 0; t < ms; t += 100) {
+    clock.advance(100);
+    await Promise.resolve();
+    await Promise.resolve();
+  }
+}
+
+describe('the sampler reads less often while nothing changes', () => {
+  it('backs off 1, 2, 4 s on an idle server, and reads every second again as soon as a reading differs', async () => {
+    const clock = new ManualClock();
+    const pg = server(clock);
+    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    const start = clock.now();
+    sampler.start();
+    await pass(clock, 20_000);
+    const gaps = pg.readings.map((at, i) => at - (i === 0 ? start : pg.readings[i - 1]));
+    // The first reading is new (there was none); from then each equal reading doubles the wait, from the
+    // next tick on (a tick schedules the next one before its reading ends, so a hung server cannot stop it).
+    expect(gaps.slice(0, 6)).toEqual([1000, 1000, 1000, 2000, 4000, 4000]);
+    expect(Math.max(...gaps)).toBe(IDLE_SAMPLE_INTERVAL_MS);
+
+    // Writes from now on: the first reading that sees one goes back to a reading a second.
+    const writes = () => pg.write();
+    let firstChangeSeen = 0;
+    for (let t = 0; t < 10_000; t += 500) {
+      writes();
+      await pass(clock, 500);
+      if (!firstChangeSeen && sampler.intervalMs === BUSY_SAMPLE_INTERVAL_MS) firstChangeSeen = pg.readings.length;
+    }
+    expect(firstChangeSeen).toBeGreaterThan(0);
+    const moving = pg.readings.slice(firstChangeSeen);
+    expect(moving.slice(1).map((at, i) => at - moving[i])).toEqual(moving.slice(1).map(() => BUSY_SAMPLE_INTERVAL_MS));
+    sampler.stop();
+  });
+
+  it('a transition (the server restarted) brings the 1 s period back at once, not after the idle wait', async () => {
+    const clock = new ManualClock();
+    const pg = server(clock);
+    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    sampler.start();
+    await pass(clock, 12_000);
+    expect(sampler.intervalMs).toBe(IDLE_SAMPLE_INTERVAL_MS);
+    const before = pg.readings.length;
+    sampler.serverStarted();
+    await pass(clock, 1000);
+    expect(pg.readings.length).toBe(before + 1);
+    sampler.stop();
+  });
+
+  it('skips its tick when another reading (the HA cycle) was just taken', async () => {
+    const clock = new ManualClock();
+    const pg = server(clock);
+    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    sampler.start();
+    await pass(clock, 700);
+    await sampler.take();
+    const afterCycle = pg.readings.length;
+    await pass(clock, 300);
+    expect(pg.readings.length).toBe(afterCycle);
+    sampler.stop();
+  });
+});
+
+describe('the idle period never outlasts half of postgres_unresponsive_timeout', () => {
+  it('stays at 1 s with a 2 s unresponsive timeout, so an idle server is never called hung', async () => {
+    const clock = new ManualClock();
+    const pg = server(clock);
+    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined, () => 1000);
+    sampler.start();
+    await pass(clock, 10_000);
+    expect(sampler.intervalMs).toBe(BUSY_SAMPLE_INTERVAL_MS);
+    expect(Math.max(...pg.readings.slice(1).map((at, i) => at - pg.readings[i]))).toBe(1000);
+    sampler.stop();
+  });
+});
