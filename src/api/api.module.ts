@@ -1,13 +1,11 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { TerminusModule } from '@nestjs/terminus';
 import { Clock } from '../common/clock';
 import { CLOCK, EVENT_LOG } from '../common/tokens';
 import { EventLog } from '../events/event-log';
 import { HaNode } from '../ha/ha-node';
 import { NODE_DIAGNOSTICS, NodeDiagnosticsSource } from '../ha/node-diagnostics';
 import { ClusterController } from './cluster.controller';
-import { DiagnosticsIndicators } from './diagnostics/diagnostics-indicators';
 import { diagnosticsController } from './diagnostics/diagnostics.controller';
 import { EventsController } from './events.controller';
 import { HealthRoutes } from './health.controller';
@@ -42,7 +40,6 @@ export class ApiModule {
   static register(options: ApiModuleOptions): DynamicModule {
     return {
       module: ApiModule,
-      imports: [TerminusModule.forRoot({ logger: false })],
       controllers: [
         statusController(options.identity.productKey),
         diagnosticsController(options.identity.productKey),
@@ -59,7 +56,6 @@ export class ApiModule {
         HealthRoutes,
         ...(options.eventLog ? [{ provide: EVENT_LOG, useValue: options.eventLog }] : []),
         NodeStateService,
-        DiagnosticsIndicators,
         OpenApiDocument,
         ...diagnosticsProvider(options),
         { provide: APP_FILTER, useClass: HttpExceptionFilter },
