@@ -49,6 +49,7 @@ export class Fence {
   private fenced = false;
   private exited = false;
   private finished = false;
+  private told = false;
   /** Backends and helpers of a postmaster the fence SIGKILLed: they must be gone too before the term ends. */
   private killedTree: number[] = [];
   private readonly term: LeaderTermGuard;
@@ -278,7 +279,7 @@ export class Fence {
     this.recordExit(exit);
     // Only a postmaster whose every process is gone may let another node promote.
     void this.treeGone()
-      .then(() => this.term.afterPostmasterExit(this.fenced, () => this.clients.size))
+      .then(() => this.term.afterPostmasterExit(exit, () => this.tellAgents(exit)))
       .catch((error) => this.log(`ending the term failed: ${String(error)}`))
       .finally(() => this.finish(exit));
   }
@@ -305,15 +306,26 @@ export class Fence {
     }
   }
 
-  /** Tells clients, stops serving, exits. */
-  private finish(exit: PostmasterExitEvent): void {
-    if (this.finished) return;
-    this.finished = true;
+  /**
+   * Stops serving and tells every agent connected. Done as soon as the exit is known (a live agent
+   * restarts PostgreSQL at once, under a new fence whose socket and pid file must not be removed by this
+   * one later), even while this fence stays on to end a term.
+   */
+  private tellAgents(exit: PostmasterExitEvent): void {
+    if (this.told) return;
+    this.told = true;
     this.server?.close();
     rmSync(this.paths.socket, { force: true });
     rmSync(this.paths.pidFile, { force: true });
     const line = JSON.stringify(exit) + '\n';
     for (const socket of this.clients) socket.end(line);
+  }
+
+  /** Tells agents if not done yet, then exits once they have read it. */
+  private finish(exit: PostmasterExitEvent): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.tellAgents(exit);
     const done = () => this.onDone(0);
     if (this.clients.size === 0) {
       done();

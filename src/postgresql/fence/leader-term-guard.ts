@@ -4,7 +4,7 @@ import { FenceJournalEntry, FenceTerm } from './fence-protocol';
 
 /** How long the fence keeps trying to revoke the lease (etcd failing over between members included). */
 const REVOKE_BUDGET_MS = 3000;
-/** After a postmaster exit the agent did not ask for, how long its agent gets to be seen dead or alive. */
+/** After a postmaster exit the fence did not cause, how long it watches for its agent's death (both killed at once). */
 const AGENT_SETTLE_MS = 300;
 
 /**
@@ -63,22 +63,28 @@ export class LeaderTermGuard {
   }
 
   /**
-   * Called once the postmaster has exited (and every process it left was killed). Revokes the lease when
-   * the fence itself ended the term (grace or deadline), or when the postmaster died with its agent gone.
-   * A stop or crash that a live agent will handle leaves the lease alone.
+   * Called once the postmaster has exited (and every process it left was killed). When the fence itself
+   * ended the term (grace or deadline), the lease is revoked before agents are told. Otherwise agents are
+   * told at once (a live one restarts PostgreSQL in place, keeping the term) and, after a crash, the lease
+   * is revoked only if the agent turns out gone too: killed with the postmaster, possibly a moment after
+   * it. A stop the agent asked for (a switchover, its own clean shutdown) is the agent's to finish.
    */
-  async afterPostmasterExit(fenced: boolean, connectedAgents: () => number): Promise<void> {
+  async afterPostmasterExit(exit: { fenced: boolean; requested: boolean }, tellAgents: () => void): Promise<void> {
     this.cancelGrace();
     const term = this.term;
-    if (!term) return;
-    const ownDecision = this.endingTerm || fenced;
-    if (!ownDecision && !(await agentGone(term.agentPid, connectedAgents))) return;
-    const why = this.endingTerm ? 'after the grace period' : fenced ? 'at the fence deadline' : 'on its own, with its agent gone';
+    if (!term) return tellAgents();
+    const ownDecision = this.endingTerm || exit.fenced;
+    if (!ownDecision) {
+      tellAgents();
+      if (exit.requested || !(await agentGone(term.agentPid))) return;
+    }
+    const why = this.endingTerm ? 'after the grace period' : exit.fenced ? 'at the fence deadline' : 'on its own, with its agent gone';
     this.journal('postgres_stopped', `the postmaster is gone (${why}); ending the term`);
     // Loaded only now: the HTTP and TLS modules would cost every fence about 1.5 MiB for a moment that rarely comes.
     const { revokeLease } = await import('./lease-revoker');
     const outcome = await revokeLease(term.release, REVOKE_BUDGET_MS);
     this.journal(outcome.revoked ? 'lease_revoked' : 'lease_revoke_failed', outcome.detail);
+    tellAgents();
   }
 
   private cancelGrace(): void {
@@ -97,10 +103,10 @@ export class LeaderTermGuard {
   }
 }
 
-/** True once the agent process is gone (a zombie counts) or, alive, holds no connection after a short settle. */
-async function agentGone(agentPid: number, connectedAgents: () => number): Promise<boolean> {
+/** True once the agent process is gone (a zombie counts), waiting a moment for one killed together with its postmaster. */
+async function agentGone(agentPid: number): Promise<boolean> {
   const settleUntil = Date.now() + AGENT_SETTLE_MS;
-  while (isRunningProcess(agentPid) && connectedAgents() > 0) {
+  while (isRunningProcess(agentPid)) {
     if (Date.now() >= settleUntil) return false;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
