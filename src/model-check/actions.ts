@@ -1,6 +1,6 @@
 import { parseStandbyNames } from '../postgresql/standby-names';
 import { armFence, CycleOutcome, DecisionMutation, runCycle } from './cycle';
-import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, ReplicationMode } from './model';
+import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, ReplicationMode, timelineStart } from './model';
 import { canStream, streamingFrom } from './snapshot';
 import { Fact } from './recording';
 
@@ -296,7 +296,8 @@ export function settleAcks(c: ClusterModel): void {
         .sort((a, b) => b - a);
       upTo = positions.length >= listed.count ? Math.min(n.wal, positions[listed.count - 1]) : -1;
     }
-    if (upTo <= 0) return;
+    // WAL from before this timeline began was acknowledged (or not) by the primary that wrote it.
+    if (upTo <= timelineStart(c, n.timeline)) return;
     // Positions only grow along one history: a commit past the last acknowledged one is a new one.
     // Synchronous replication is in force once `/sync` names this primary its leader; before that, commits are asynchronous.
     if (!c.acked || upTo > c.acked.wal) c.acked = { timeline: n.timeline, wal: upTo, sync: c.mode !== 'off' && c.sync?.leader === i };

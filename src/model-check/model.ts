@@ -170,11 +170,19 @@ export function stateKey(c: ClusterModel): string {
   return `${head}|${c.nodes.map(nodeKey).join('|')}`;
 }
 
-/** A commit is on node `n` when n's WAL contains it: same timeline and far enough, or a later timeline forked after it. */
+/**
+ * A commit is on node `n` when n's WAL contains it: on the commit's timeline and far enough, or on
+ * another timeline of the history that shares the WAL up to the commit (forked at or after it).
+ */
 export function holdsCommit(c: ClusterModel, n: NodeModel, commit: { timeline: number; wal: number }): boolean {
   if (n.wal < commit.wal) return false;
   if (n.timeline === commit.timeline) return true;
-  if (n.timeline < commit.timeline) return false;
-  const fork = c.history.find((h) => h[0] === commit.timeline);
+  const older = Math.min(n.timeline, commit.timeline);
+  const fork = c.history.find((h) => h[0] === older);
   return fork !== undefined && fork[1] >= commit.wal;
+}
+
+/** Where timeline `tl` starts: the position its parent ended at (0 for the first). */
+export function timelineStart(c: ClusterModel, tl: number): number {
+  return c.history.find((h) => h[0] === tl - 1)?.[1] ?? 0;
 }
