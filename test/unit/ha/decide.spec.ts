@@ -85,6 +85,7 @@ describe('decide() on a cluster snapshot', () => {
     // healthy cluster, this node holds the lock
     ['the leader refreshes its lock', { cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { need: 'refreshLock' }],
     ['the leader with a fresh lock does its duties', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'no action. I am (n1), the leader with the lock', actions: ['leaderDuties'] }],
+    ['a lock holder still in recovery but tagged nofailover since it won the race releases the lock (model check)', { lockResult: 'refreshed', local: { tags: { nofailover: true } }, cluster: cluster({ leader: leaderKey('n1') }) }, { verdict: 'released leader key because I am not allowed to promote (nofailover)', actions: ['releaseLock'] }],
     ['a lock holder still in recovery promotes', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }) }, { verdict: 'promoted self to leader because I had the session lock', actions: ['promote'] }],
 
     // standby cluster: the leader streams from the remote primary instead of promoting
