@@ -34,7 +34,7 @@ function coverageLine(coverage: Record<ActionKind, number>): string {
 function describeSearch(r: SearchReport): string {
   const rate = Math.round(r.states / Math.max(0.001, r.elapsedMs / 1000));
   return [
-    `[${r.mode}] exhaustive: ${r.states} distinct states, ${r.transitions} transitions, depth ${r.depth}${r.exhausted ? ' (state space exhausted)' : ''}, ${(r.elapsedMs / 1000).toFixed(1)} s, ${rate} states/s, ${r.progressChecks} progress checks`,
+    `[${r.mode}] exhaustive: ${r.states} distinct states, ${r.transitions} transitions, depth ${r.depth}${r.partialLevel ? ` (every state within ${r.depth} steps, some at ${r.depth + 1})` : ''}${r.exhausted ? ' (state space exhausted)' : ''}, ${(r.elapsedMs / 1000).toFixed(1)} s, ${rate} states/s, ${r.progressChecks} progress checks`,
     `[${r.mode}] coverage: ${coverageLine(r.coverage)}`,
   ].join('\n');
 }

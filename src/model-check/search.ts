@@ -25,8 +25,10 @@ export interface SearchReport {
   mode: ReplicationMode;
   states: number;
   transitions: number;
-  /** Deepest level reached, and whether every state up to it was expanded. */
+  /** Every state up to this many steps from the start was found (all of their successors were generated)... */
   depth: number;
+  /** ...and some states one step deeper; `exhausted`: nothing new lay deeper (within maxDepth). */
+  partialLevel: boolean;
   exhausted: boolean;
   elapsedMs: number;
   /** How often each kind of step was taken. */
@@ -63,11 +65,12 @@ export function breadthFirst(options: SearchOptions): SearchReport {
   let transitions = 0;
   let depth = 0;
   let progressChecks = 0;
-  const report = (violation: FoundViolation | null, exhausted: boolean): SearchReport => ({
+  const report = (violation: FoundViolation | null, exhausted: boolean, partialLevel = false): SearchReport => ({
     mode: options.mode,
     states: index.size,
     transitions,
     depth,
+    partialLevel,
     exhausted,
     elapsedMs: Date.now() - started,
     coverage,
@@ -99,10 +102,7 @@ export function breadthFirst(options: SearchOptions): SearchReport {
           const stuck = checkProgress(step.next, bounds, mutation);
           if (stuck) return report({ ...stuck, path: pathTo(nextId) }, false);
         }
-        if (index.size >= options.maxStates) {
-          depth++;
-          return report(null, false);
-        }
+        if (index.size >= options.maxStates) return report(null, false, true);
       }
     }
     frontier = next;
