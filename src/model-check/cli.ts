@@ -7,9 +7,9 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--modes async,sync,strict] [--out counter-example.jsonl]`;
+                   [--walks N] [--walk-steps N] [--seed N] [--modes async,sync,strict,quorum] [--out counter-example.jsonl]`;
 
-const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict' };
+const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
 
 export interface ModelCheckIo {
   stdout(text: string): void;
@@ -68,7 +68,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
   let settings;
   try {
     const modes = (values.modes ?? 'async,sync').split(',').map((m) => {
-      if (!(m in MODES)) throw new Error(`--modes: unknown mode '${m}' (async, sync, strict)`);
+      if (!(m in MODES)) throw new Error(`--modes: unknown mode '${m}' (async, sync, strict, quorum)`);
       return MODES[m];
     });
     settings = {

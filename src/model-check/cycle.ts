@@ -128,11 +128,17 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
   const reachable = s.cluster !== null;
   switch (action.type) {
     case 'promote': {
-      if (c.mode !== 'off' && reachable) {
+      if (c.mode === 'quorum' && reachable) {
+        // SyncReplication.beforePromote in quorum mode: no `/sync` write; ANY k of the others, k keeping the quorum's overlap.
+        const members = c.sync ? [c.sync.leader, ...c.sync.standbys] : [];
+        const others = members.filter((j) => j !== i);
+        const count = Math.max(members.length - (c.sync?.quorum ?? 0) - 1 + (members.includes(i) ? 0 : 1), 0);
+        n.standbyNames = formatStandbyNames(others.map((j) => NODE_NAMES[j]), count, true);
+      } else if (c.mode !== 'off' && reachable) {
         // SyncReplication.beforePromote: `/sync` names this node first; strict keeps the other members.
         const others = c.sync ? [c.sync.leader, ...c.sync.standbys].filter((j) => j !== i) : [];
         const keep = c.mode === 'strict' ? others : [];
-        c.sync = { leader: i, standbys: keep };
+        c.sync = { leader: i, standbys: keep, quorum: 0 };
         n.standbyNames = formatStandbyNames(keep.map((j) => NODE_NAMES[j]), c.mode === 'strict' && keep.length === 0 ? 1 : null, false);
       } else if (c.mode === 'off') n.standbyNames = '';
       n.op = 'promote';

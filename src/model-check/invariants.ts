@@ -23,7 +23,8 @@ export function checkState(c: ClusterModel): Violation | null {
     if (c.nodes[i].lease <= 0) return { invariant: 'lease', message: `${name(i)} accepts writes although its lease expired` };
   }
   if (writers.length > 1) return { invariant: 'lease', message: `${writers.map(name).join(' and ')} accept writes at once` };
-  if (c.mode !== 'off' && c.sync && c.acked?.sync) {
+  // In quorum mode a commit is on a quorum, not on every member: there the promotion itself is judged (checkPromotion).
+  if ((c.mode === 'on' || c.mode === 'strict') && c.sync && c.acked?.sync) {
     for (const j of [c.sync.leader, ...c.sync.standbys]) {
       const n = c.nodes[j];
       if (!n.noFailover && !holdsCommit(c, n, c.acked)) {

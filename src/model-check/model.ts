@@ -16,7 +16,7 @@ export type PgState = 'running' | 'stopped' | 'crashed';
 /** The long action in flight: it completes as a step of its own, or hangs (the step never comes). */
 export type PgOp = 'none' | 'promote' | 'demote' | 'start' | 'switchover';
 export type ModelRole = 'replica' | 'primary' | 'demoted';
-export type ReplicationMode = 'off' | 'on' | 'strict';
+export type ReplicationMode = 'off' | 'on' | 'strict' | 'quorum';
 
 export interface NodeModel {
   agent: AgentState;
@@ -66,7 +66,8 @@ export interface ClusterModel {
   /** ms left of the key's lease in the DCS: it counts down only while the DCS has its quorum. */
   keyLease: number;
   quorum: boolean;
-  sync: { leader: number; standbys: number[] } | null;
+  /** `/sync`: its leader, standbys and (quorum mode) quorum. */
+  sync: { leader: number; standbys: number[]; quorum: number } | null;
   failover: FailoverModel | null;
   optime: number;
   /** `/history`: [timeline, switch position]. */
@@ -133,7 +134,7 @@ export function cloneCluster(c: ClusterModel): ClusterModel {
   return {
     ...c,
     nodes: c.nodes.map((n) => ({ ...n, member: n.member && { ...n.member } })),
-    sync: c.sync && { leader: c.sync.leader, standbys: [...c.sync.standbys] },
+    sync: c.sync && { leader: c.sync.leader, standbys: [...c.sync.standbys], quorum: c.sync.quorum },
     failover: c.failover && { ...c.failover },
     history: c.history.map((h) => [h[0], h[1]] as [number, number]),
     acked: c.acked && { ...c.acked },
@@ -162,7 +163,7 @@ function nodeKey(n: NodeModel): string {
 
 /** The canonical hash key of a state: equal keys, equal futures. */
 export function stateKey(c: ClusterModel): string {
-  const sync = c.sync ? `${c.sync.leader}:${c.sync.standbys.join('+')}` : '';
+  const sync = c.sync ? `${c.sync.leader}:${c.sync.standbys.join('+')}:${c.sync.quorum}` : '';
   const failover = c.failover ? `${c.failover.leader}>${c.failover.member}@${c.failover.dueIn ?? ''}` : '';
   const acked = c.acked ? `${c.acked.timeline}.${c.acked.wal}${c.acked.sync ? 's' : ''}` : '';
   const history = c.history.map((h) => `${h[0]}.${h[1]}`).join('/');

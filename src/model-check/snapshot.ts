@@ -28,7 +28,7 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       retry_timeout: RETRY_TIMEOUT_S,
       maximum_lag_on_failover: MAXIMUM_LAG_ON_FAILOVER,
       pause: c.pause,
-      synchronous_mode: c.mode === 'off' ? false : true,
+      synchronous_mode: c.mode === 'quorum' ? 'quorum' : c.mode !== 'off',
       synchronous_mode_strict: c.mode === 'strict',
       postgresql: { use_pg_rewind: true, use_slots: false },
     };
@@ -83,7 +83,7 @@ export function clusterViewOf(c: ClusterModel): ClusterView {
     config: null,
     failover: failover ? { value: failover, modRevision: '1' } : null,
     history: { value: c.history.map(([tl, lsn]) => [tl, lsn, 'no recovery target specified']), modRevision: '1' },
-    sync: c.sync ? { value: syncKeyValue(name(c.sync.leader), c.sync.standbys.map(name)), modRevision: '1' } : null,
+    sync: c.sync ? { value: syncKeyValue(name(c.sync.leader), c.sync.standbys.map(name), c.sync.quorum), modRevision: '1' } : null,
     status: { value: { optime: c.optime }, modRevision: '1' },
     failsafe: null,
     revision: '1',
@@ -112,13 +112,14 @@ function sampleOf(c: ClusterModel, i: number): PostgresSample | null {
   const n = c.nodes[i];
   if (n.pg !== 'running' || n.op === 'start') return null;
   const listed = n.primary ? safeMembers(n.standbyNames) : [];
+  const listedState = standbyKind(n.standbyNames) === 'quorum' ? 'quorum' : 'sync';
   const replication: ReplicationConnection[] = n.primary
     ? streamingFrom(c, i).map((j) => ({
         usename: 'replicator',
         application_name: name(j),
         client_addr: null,
         state: 'streaming',
-        sync_state: listed.includes(name(j)) ? 'sync' : 'async',
+        sync_state: listed.includes(name(j)) ? listedState : 'async',
         sync_priority: listed.includes(name(j)) ? 1 : 0,
         write_lsn: c.nodes[j].wal,
         flush_lsn: c.nodes[j].wal,
@@ -143,6 +144,14 @@ function sampleOf(c: ClusterModel, i: number): PostgresSample | null {
     systemIdentifier: SYSTEM_ID,
     pendingRestart: {},
   };
+}
+
+export function standbyKind(standbyNames: string): string {
+  try {
+    return parseStandbyNames(standbyNames).kind;
+  } catch {
+    return 'off';
+  }
 }
 
 export function safeMembers(standbyNames: string): string[] {

@@ -24,18 +24,19 @@ const cases: { invariant: InvariantId; variant: DecisionMutation; mode: Replicat
   { invariant: 'promotion', variant: BROKEN_VARIANTS.promotion, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'agentFreeze'], 1, 0, 2) },
   { invariant: 'promotion', variant: IGNORING_PAUSE, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'agentFreeze', 'pause'], 1, 1) },
   { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'on', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
+  { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'quorum', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
   { invariant: 'progress', variant: BROKEN_VARIANTS.progress, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete'], 0), progressEvery: 1 },
   { invariant: 'replay', variant: BROKEN_VARIANTS.replay, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'switchover'], 0, 1) },
 ];
 
 describe('the model checker catches a broken decision code', () => {
-  it.each(cases)('invariant $invariant: "$variant.name" is caught with a counter-example of at most 15 steps', ({ invariant, variant, mode, bounds: b, progressEvery }) => {
+  it.each(cases)('invariant $invariant ($mode): "$variant.name" is caught with a counter-example of at most 15 steps', ({ invariant, variant, mode, bounds: b, progressEvery }) => {
     const report = search(mode, b, variant, progressEvery);
     expect(report.violation?.invariant).toBe(invariant);
     expect(report.violation!.path.length).toBeLessThanOrEqual(15);
   });
 
-  it.each(cases)('the real decision code passes the same search (invariant $invariant)', ({ mode, bounds: b, progressEvery }) => {
+  it.each(cases)('the real decision code passes the same search (invariant $invariant, $mode)', ({ mode, bounds: b, progressEvery }) => {
     const report = search(mode, b, undefined, progressEvery);
     expect(report.violation).toBeNull();
     expect(report.states).toBeGreaterThan(1);
