@@ -7,7 +7,7 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--modes async,sync,strict,quorum] [--out counter-example.jsonl]`;
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--out counter-example.jsonl]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
 
@@ -58,7 +58,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       strict: true,
       options: {
         states: { type: 'string' }, depth: { type: 'string' }, faults: { type: 'string' }, operations: { type: 'string' }, writes: { type: 'string' },
-        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' },
+        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -81,6 +81,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       walks: positive('walks', values.walks, 200),
       walkSteps: positive('walk-steps', values['walk-steps'], 400),
       seed: positive('seed', values.seed, 19),
+      progressEvery: positive('progress-every', values['progress-every'], 64),
       out: values.out ?? 'model-check-counter-example.jsonl',
     };
   } catch (error) {
@@ -91,7 +92,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
   const started = Date.now();
   for (const mode of settings.modes) {
     const bounds = boundsFor(mode, settings.faults, settings.operations, settings.writes);
-    const search = breadthFirst({ mode, bounds, maxDepth: settings.depth, maxStates: settings.states, progressEvery: 64 });
+    const search = breadthFirst({ mode, bounds, maxDepth: settings.depth, maxStates: settings.states, progressEvery: settings.progressEvery });
     total += search.states;
     io.stdout(`${describeSearch(search)}\n`);
     const violation = search.violation;

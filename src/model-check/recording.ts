@@ -41,7 +41,7 @@ export function transitionEvents(before: ClusterModel, after: ClusterModel, caus
 }
 
 export function factEvents(facts: Fact[]): ModelEvent[] {
-  return facts.map((f) => ({ stream: f.stream === 'cluster' ? 'cluster' : f.stream, type: f.type, node: NODE_NAMES[f.node], from: f.from ?? null, to: f.to ?? null, cause: f.cause, data: f.data ?? {} }));
+  return facts.map((f) => ({ stream: f.stream, type: f.type, node: NODE_NAMES[f.node], from: f.from ?? null, to: f.to ?? null, cause: f.cause, data: f.data ?? {} }));
 }
 
 /** What the projections must say about a state: the fields the model knows. */

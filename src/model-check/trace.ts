@@ -2,12 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { RecordedEvent } from '../events/event';
 import { Action, Bounds } from './actions';
 import { DecisionMutation } from './cycle';
-import { ClusterModel, LOOP_WAIT_S, NODE_NAMES } from './model';
+import { ClusterModel, LOOP_WAIT_S, NODE_NAMES, ReplicationMode } from './model';
 import { FoundViolation, steadyStart } from './search';
 import { EPOCH, postgresStateName } from './snapshot';
 import { ModelEvent } from './recording';
 import { checkedStep } from './step';
-import { ReplicationMode } from './model';
 
 /**
  * A counter-example as the event store records it: the start (each node's machines from null),
