@@ -1,19 +1,19 @@
 import { parseStandbyNames } from '../postgresql/standby-names';
 import { armFence, CycleOutcome, DecisionMutation, runCycle } from './cycle';
 import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, ReplicationMode, timelineStart } from './model';
-import { canStream, streamingFrom } from './snapshot';
+import { canStream, dcsRead, streamingFrom } from './snapshot';
 import { Fact } from './recording';
 
 /** Every step the checker may take: a node's HA cycle, time, PostgreSQL completing, faults, clients and operators. */
 export const ACTION_KINDS = [
-  'cycle', 'tick', 'complete', 'ship', 'write',
+  'cycle', 'read', 'tick', 'complete', 'ship', 'write',
   'agentCrash', 'agentFreeze', 'agentRestart', 'pgCrash', 'dcsCut', 'dcsHeal', 'quorumLoss', 'quorumBack',
-  'switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover',
+  'switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority',
 ] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
 
 const FAULTS: ReadonlySet<ActionKind> = new Set(['agentCrash', 'agentFreeze', 'pgCrash', 'dcsCut', 'quorumLoss']);
-const OPERATIONS: ReadonlySet<ActionKind> = new Set(['switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover']);
+const OPERATIONS: ReadonlySet<ActionKind> = new Set(['switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority']);
 
 export interface Action {
   kind: ActionKind;
@@ -25,6 +25,8 @@ export interface Bounds {
   faults: number;
   operations: number;
   writes: number;
+  /** DCS reads decided on only at the node's next cycle (stale views). */
+  staleReads: number;
   /** The action kinds this search may take (all when absent). */
   kinds?: ReadonlySet<ActionKind>;
   /** The replication modes `syncMode` cycles through, in order. */
@@ -49,6 +51,7 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
   if (on('tick') && c.nodes.every((n) => n.agent !== 'up' || n.cycled)) actions.push(act('tick'));
   c.nodes.forEach((n, i) => {
     if (n.agent === 'up' && on('cycle')) actions.push(act('cycle', i));
+    if (n.agent === 'up' && !n.view && c.quorum && !n.dcsCut && c.staleReads < bounds.staleReads && on('read')) actions.push(act('read', i));
     if (n.agent === 'up' && n.op !== 'none' && on('complete')) actions.push(act('complete', i));
     if (n.pg === 'running' && !n.primary && n.op === 'none' && n.upstream >= 0 && on('ship')) {
       const up = c.nodes[n.upstream];
@@ -62,6 +65,7 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
     if (faultsLeft && !n.dcsCut && on('dcsCut')) actions.push(act('dcsCut', i));
     if (n.dcsCut && on('dcsHeal')) actions.push(act('dcsHeal', i));
     if (opsLeft && on('noFailover')) actions.push(act('noFailover', i));
+    if (opsLeft && on('failoverPriority')) actions.push(act('failoverPriority', i));
     const candidate = c.leaderKey >= 0 && i !== c.leaderKey && n.member?.running && !n.noFailover && !c.failover;
     if (opsLeft && candidate && on('switchover')) actions.push(act('switchover', i));
     if (opsLeft && n.member?.running && !n.noFailover && !c.failover && on('failover')) actions.push(act('failover', i));
@@ -99,6 +103,10 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       // A manual failover may pick any member, as the reference allows: commits acknowledged before it are outside invariant 3.
       if (cycle.promotion?.forced) next.acked = null;
       facts.push(...cycle.facts, { stream: `node/${NODE_NAMES[i]}/ha`, type: 'ha.verdict', node: i, cause: 'cycle', data: { verdict: cycle.verdict } });
+      break;
+    case 'read':
+      n!.view = JSON.stringify(dcsRead(next));
+      next.staleReads++;
       break;
     case 'tick':
       tick(next);
@@ -179,6 +187,9 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       break;
     case 'noFailover':
       n!.noFailover = !n!.noFailover;
+      break;
+    case 'failoverPriority':
+      n!.priority = n!.priority === 1 ? 2 : 1;
       break;
   }
   settleAcks(next);

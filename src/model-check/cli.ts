@@ -23,8 +23,8 @@ function positive(name: string, value: string | undefined, fallback: number): nu
   return n;
 }
 
-export function boundsFor(mode: ReplicationMode, faults: number, operations: number, writes: number): Bounds {
-  return { faults, operations, writes, modes: mode === 'off' ? ['off', 'on'] : [mode, 'off'] };
+export function boundsFor(mode: ReplicationMode, faults: number, operations: number, writes: number, staleReads = 1): Bounds {
+  return { faults, operations, writes, staleReads, modes: mode === 'off' ? ['off', 'on'] : [mode, 'off'] };
 }
 
 function coverageLine(coverage: Record<ActionKind, number>): string {
@@ -96,9 +96,9 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
     total += search.states;
     io.stdout(`${describeSearch(search)}\n`);
     const violation = search.violation;
-    const walks = violation ? null : randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12), walks: settings.walks, steps: settings.walkSteps, seed: settings.seed });
+    const walks = violation ? null : randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12, 6), walks: settings.walks, steps: settings.walkSteps, seed: settings.seed });
     if (walks) io.stdout(`${describeWalks(walks)}\n`);
-    const foundBounds = violation ? bounds : boundsFor(mode, 8, 4, 12);
+    const foundBounds = violation ? bounds : boundsFor(mode, 8, 4, 12, 6);
     const walked = walks?.violation ?? null;
     const found = violation ?? (walked ? shrink(steadyStart(mode, foundBounds), walked, foundBounds) : null);
     if (found) {

@@ -5,9 +5,9 @@ import { fenceSafetyMarginMs } from '../ha/leader-lock';
 import { pendingFailover } from '../ha/leader-race';
 import { formatStandbyNames } from '../postgresql/standby-names';
 import { manageSync } from './sync-duties';
-import { ClusterModel, NODE_NAMES } from './model';
+import { ClusterModel, DcsRead, NODE_NAMES } from './model';
 import { Fact } from './recording';
-import { peerReadings, postgresStateName, snapshotOf } from './snapshot';
+import { dcsRead, peerReadings, postgresStateName, snapshotOf } from './snapshot';
 
 /**
  * A deliberately broken variant of the decision code, for the checker's own tests: it patches what
@@ -62,11 +62,15 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
   const n = c.nodes[i];
   const reachable = c.quorum && !n.dcsCut;
   const facts: Fact[] = [];
-  if (n.leader && (!reachable || c.leaderKey !== i)) {
+  // A read taken earlier (a stale view) is decided on now; lock operations and writes meet the DCS as it is now.
+  const stale = n.view ? (JSON.parse(n.view) as DcsRead) : null;
+  n.view = null;
+  const read = stale ?? (reachable ? dcsRead(c) : null);
+  if (n.leader && (!read || read.leaderKey !== i)) {
     n.leader = false;
     facts.push({ stream: 'cluster', type: 'leader.lost', node: i, cause: reachable ? 'leader key is not ours' : 'DCS is not accessible' });
   }
-  let snapshot = snapshotOf(c, i);
+  let snapshot = snapshotOf(c, i, stale);
   let decision = decideWith(snapshot, mutation);
   for (let step = 0; 'need' in decision && step < 4; step++) {
     snapshot = fulfil(c, i, snapshot, decision.need, facts, mutation);
@@ -75,11 +79,15 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
   if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
   let promotion: Promotion | null = null;
   for (const action of decision.actions) {
+    // `/sync` is written by compare-and-set on the revision read: after a stale read that changed since, the write fails.
+    const syncMoved = stale !== null && JSON.stringify(stale.sync) !== JSON.stringify(c.sync);
     if (action.type === 'promote') {
+      // SyncReplication.beforePromote's write failed: the promotion is postponed to the next cycle.
+      if (syncMoved && c.mode !== 'off' && c.mode !== 'quorum') continue;
       const failover = pendingFailover(snapshot);
-      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: c.pause };
+      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: snapshot.config.pause };
     }
-    carryOut(c, i, action, snapshot, facts);
+    carryOut(c, i, action, snapshot, facts, syncMoved);
   }
   if (reachable) {
     // As memberData: xlog_location and timeline only while the server runs.
@@ -123,9 +131,9 @@ function fulfil(c: ClusterModel, i: number, s: HaSnapshot, need: string, facts: 
   }
 }
 
-function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, facts: Fact[]): void {
+function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, facts: Fact[], syncMoved: boolean): void {
   const n = c.nodes[i];
-  const reachable = s.cluster !== null;
+  const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
   switch (action.type) {
     case 'promote': {
       if (c.mode === 'quorum' && reachable) {
@@ -145,7 +153,7 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
       return;
     }
     case 'demote':
-      if (!reachable && n.leader) n.leader = false;
+      if (s.cluster === null && n.leader) n.leader = false;
       n.role = 'demoted';
       n.op = 'demote';
       n.opRestart = action.restart;
@@ -183,7 +191,7 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
     case 'leaderDuties':
       if (!reachable || n.pg !== 'running' || !n.primary) return;
       c.optime = n.wal;
-      manageSync(c, i, s.cluster!);
+      if (!syncMoved) manageSync(c, i, s.cluster!);
       return;
     case 'demoteGraceful':
       n.op = 'switchover';

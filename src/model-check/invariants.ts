@@ -80,7 +80,7 @@ export const SETTLE_ROUNDS = 24;
  * A cycle of distinct states, or no fixpoint within SETTLE_ROUNDS, is a violation.
  */
 export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: DecisionMutation): Violation | null {
-  const quiet: Bounds = { ...bounds, faults: start.faults, operations: start.operations, writes: start.writes };
+  const quiet: Bounds = { ...bounds, faults: start.faults, operations: start.operations, writes: start.writes, staleReads: start.staleReads };
   const seen = new Map<string, number>();
   let c = start;
   for (let round = 0; round <= SETTLE_ROUNDS; round++) {

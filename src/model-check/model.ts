@@ -45,11 +45,30 @@ export interface NodeModel {
   /** Cut off from the DCS. */
   dcsCut: boolean;
   noFailover: boolean;
+  /** The `failover_priority` tag (1, the default, or 2). */
+  priority: number;
   /** synchronous_standby_names in force. */
   standbyNames: string;
   /** The member key as last written: null once its lease ran out. */
-  member: { running: boolean; primary: boolean; wal: number; timeline: number } | null;
+  member: MemberKey | null;
   memberLease: number;
+  /** A DCS read this node took and has not yet decided on (JSON of a DcsRead): its next cycle decides on it. */
+  view: string | null;
+}
+
+export type MemberKey = { running: boolean; primary: boolean; wal: number; timeline: number };
+
+/** What a node reads from the DCS: decided on later, the read is stale. */
+export interface DcsRead {
+  leaderKey: number;
+  sync: ClusterModel['sync'];
+  failover: FailoverModel | null;
+  optime: number;
+  history: [number, number][];
+  pause: boolean;
+  mode: ReplicationMode;
+  ttl: number;
+  members: (MemberKey | null)[];
 }
 
 export interface FailoverModel {
@@ -81,6 +100,7 @@ export interface ClusterModel {
   faults: number;
   operations: number;
   writes: number;
+  staleReads: number;
 }
 
 export function initialNode(index: number): NodeModel {
@@ -103,9 +123,11 @@ export function initialNode(index: number): NodeModel {
     fence: -1,
     dcsCut: false,
     noFailover: false,
+    priority: 1,
     standbyNames: '',
     member: { running: true, primary, wal: 0, timeline: 1 },
     memberLease: 30_000,
+    view: null,
   };
 }
 
@@ -127,6 +149,7 @@ export function bootstrappedCluster(mode: ReplicationMode): ClusterModel {
     faults: 0,
     operations: 0,
     writes: 0,
+    staleReads: 0,
   };
 }
 
@@ -149,7 +172,7 @@ const ROLE = { replica: 'R', primary: 'P', demoted: 'D' };
 function nodeKey(n: NodeModel): string {
   const m = n.member ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}` : 'x';
   return [
-    AGENT[n.agent] + (n.cycled ? 1 : 0) + PG[n.pg] + (n.primary ? 1 : 0) + OP[n.op] + (n.opAsPrimary ? 1 : 0) + (n.opRestart ? 1 : 0) + ROLE[n.role] + (n.leader ? 1 : 0) + (n.dcsCut ? 1 : 0) + (n.noFailover ? 1 : 0),
+    AGENT[n.agent] + (n.cycled ? 1 : 0) + PG[n.pg] + (n.primary ? 1 : 0) + OP[n.op] + (n.opAsPrimary ? 1 : 0) + (n.opRestart ? 1 : 0) + ROLE[n.role] + (n.leader ? 1 : 0) + (n.dcsCut ? 1 : 0) + (n.noFailover ? 1 : 0) + n.priority,
     n.opUpstream,
     n.wal,
     n.timeline,
@@ -158,6 +181,7 @@ function nodeKey(n: NodeModel): string {
     n.fence,
     n.standbyNames,
     m,
+    n.view ?? '',
   ].join(',');
 }
 
@@ -167,7 +191,7 @@ export function stateKey(c: ClusterModel): string {
   const failover = c.failover ? `${c.failover.leader}>${c.failover.member}@${c.failover.dueIn ?? ''}` : '';
   const acked = c.acked ? `${c.acked.timeline}.${c.acked.wal}${c.acked.sync ? 's' : ''}` : '';
   const history = c.history.map((h) => `${h[0]}.${h[1]}`).join('/');
-  const head = [c.leaderKey, c.keyLease, c.quorum ? 1 : 0, sync, failover, c.optime, history, c.pause ? 1 : 0, c.mode, c.ttl, acked, c.faults, c.operations, c.writes].join(',');
+  const head = [c.leaderKey, c.keyLease, c.quorum ? 1 : 0, sync, failover, c.optime, history, c.pause ? 1 : 0, c.mode, c.ttl, acked, c.faults, c.operations, c.writes, c.staleReads].join(',');
   return `${head}|${c.nodes.map(nodeKey).join('|')}`;
 }
 

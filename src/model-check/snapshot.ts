@@ -7,7 +7,7 @@ import { parseStandbyNames } from '../postgresql/standby-names';
 import { PostgresSample, ReplicationConnection } from '../postgresql/postgres.port';
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { syncKeyValue } from '../ha/sync/sync-key';
-import { ClusterModel, LOOP_WAIT_S, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, RETRY_TIMEOUT_S, SYSTEM_ID } from './model';
+import { ClusterModel, DcsRead, LOOP_WAIT_S, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, RETRY_TIMEOUT_S, SYSTEM_ID } from './model';
 
 /**
  * What the real HA code reads, built from the model: the DCS view, the node's own view of itself,
@@ -42,6 +42,11 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
 
 const name = (i: number) => NODE_NAMES[i];
 
+/** The node's tags as its configuration would give them. */
+export function tagsOf(n: NodeModel): Record<string, unknown> {
+  return { ...(n.noFailover ? { nofailover: true } : {}), ...(n.priority !== 1 ? { failover_priority: n.priority } : {}) };
+}
+
 export function postgresStateName(n: NodeModel): PostgresStateName {
   if (n.op === 'demote') return 'stopping';
   if (n.op === 'start') return 'starting';
@@ -50,7 +55,7 @@ export function postgresStateName(n: NodeModel): PostgresStateName {
 
 function memberOf(n: NodeModel, i: number, c: ClusterModel): Member | null {
   if (!n.member) return null;
-  const tags = n.noFailover ? { nofailover: true } : {};
+  const tags = tagsOf(n);
   return {
     name: name(i),
     modRevision: '1',
@@ -167,7 +172,7 @@ function localOf(c: ClusterModel, i: number): LocalView {
   const busy = n.op === 'none' ? null : n.op;
   return {
     name: name(i),
-    tags: n.noFailover ? { nofailover: true } : {},
+    tags: tagsOf(n),
     pgState: postgresStateName(n),
     busy,
     role: n.role,
@@ -197,18 +202,33 @@ export function peerReadings(c: ClusterModel, i: number): PeerReading[] {
       if (n.agent !== 'up') return { name: name(j), reachable: false };
       const running = postgresStateName(n) === 'running';
       const xlog = !running ? undefined : n.primary ? { location: n.wal } : { received_location: n.wal, replayed_location: n.wal };
-      return readingFromStatus(name(j), { role: n.role, timeline: n.timeline, tags: n.noFailover ? { nofailover: true } : {}, xlog });
+      return readingFromStatus(name(j), { role: n.role, timeline: n.timeline, tags: tagsOf(n), xlog });
     });
 }
 
-/** The snapshot node `i` decides on: the DCS as it reads it now (null when it cannot). */
-export function snapshotOf(c: ClusterModel, i: number): HaSnapshot {
+/** What node reads from the DCS now. */
+export function dcsRead(c: ClusterModel): DcsRead {
+  const { leaderKey, sync, failover, optime, history, pause, mode, ttl } = c;
+  return { leaderKey, sync, failover, optime, history, pause, mode, ttl, members: c.nodes.map((n) => n.member) };
+}
+
+/** The cluster as a read of the DCS shows it: the DCS's part from the read, the nodes' own part as they are. */
+export function asRead(c: ClusterModel, read: DcsRead): ClusterModel {
+  return { ...c, ...read, nodes: c.nodes.map((n, j) => ({ ...n, member: read.members[j] })) };
+}
+
+/**
+ * The snapshot node `i` decides on: the DCS as it reads it now (null when it cannot), or as it read
+ * it earlier (`stale`): the sample and peers are taken now.
+ */
+export function snapshotOf(c: ClusterModel, i: number, stale: DcsRead | null = null): HaSnapshot {
   const reachable = c.quorum && !c.nodes[i].dcsCut;
+  const seen = stale ? asRead(c, stale) : c;
   return {
     now: EPOCH,
-    config: configOf(c),
-    cluster: reachable ? clusterViewOf(c) : null,
-    dcsError: reachable ? null : 'etcd cluster unreachable',
+    config: configOf(seen),
+    cluster: stale || reachable ? clusterViewOf(seen) : null,
+    dcsError: stale || reachable ? null : 'etcd cluster unreachable',
     local: localOf(c, i),
     failsafeMembers: null,
     failsafeLeader: null,

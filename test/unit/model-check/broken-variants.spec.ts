@@ -12,7 +12,7 @@ import { counterExampleEvents, writeCounterExample } from '../../../src/model-ch
 
 /** The steps a case may take: small sets keep the breadth-first search of each case short. */
 function bounds(kinds: ActionKind[], faults: number, operations = 0, writes = 0): Bounds {
-  return { faults, operations, writes, kinds: new Set(kinds), modes: ['off', 'on'] };
+  return { faults, operations, writes, staleReads: 0, kinds: new Set(kinds), modes: ['off', 'on'] };
 }
 
 function search(mode: ReplicationMode, b: Bounds, mutation?: DecisionMutation, progressEvery = 0) {

@@ -18,7 +18,7 @@ describe('the HA decisions, model-checked (bounded)', () => {
     // Every kind of step was taken, but resume: it needs a second operator action after pause.
     expect(Object.entries(search.coverage).filter(([, n]) => n === 0).map(([kind]) => kind)).toEqual(['resume']);
 
-    const walks = randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12), walks: 150, steps: 300, seed: 19 });
+    const walks = randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12, 6), walks: 150, steps: 300, seed: 19 });
     expect(walks.violation).toBeNull();
     expect(walks.coverage.resume).toBeGreaterThan(0);
   });
@@ -28,7 +28,7 @@ describe('the HA decisions, model-checked (bounded)', () => {
     ['quorum', 'quorum'],
   ] as const)('%s mode: no invariant is violated in 15,000 states and 50 random walks of 300 steps', (_label, mode) => {
     expect(breadthFirst({ mode, bounds: boundsFor(mode, 2, 1, 3), maxDepth: 1000, maxStates: 15_000, progressEvery: 64 }).violation).toBeNull();
-    expect(randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12), walks: 50, steps: 300, seed: 19 }).violation).toBeNull();
+    expect(randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12, 6), walks: 50, steps: 300, seed: 19 }).violation).toBeNull();
   });
 
   it('npm run model-check reports states, states/s, depth and coverage per mode, and refuses bad options', () => {
@@ -38,7 +38,7 @@ describe('the HA decisions, model-checked (bounded)', () => {
     expect(runModelCheck(['--states', '2000', '--walks', '5', '--walk-steps', '50'], io)).toBe(0);
     const text = out.join('');
     expect(text).toMatch(/\[off\] exhaustive: 2000 distinct states, \d+ transitions, depth \d+ \(every state within \d+ steps, some at \d+\), [\d.]+ s, \d+ states\/s/);
-    expect(text).toMatch(/\[on\] coverage: cycle \d+, tick \d+/);
+    expect(text).toMatch(/\[on\] coverage: cycle \d+, read \d+, tick \d+/);
     expect(text).toContain('no invariant violated');
 
     expect(runModelCheck(['--states', 'many'], io)).toBe(2);
