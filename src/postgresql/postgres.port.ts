@@ -118,7 +118,9 @@ export interface PostgresProcess {
   exits(): Observable<PostmasterExit>;
   /**
    * Arms the fence's dead man's switch: unless re-armed, the fence stops the postmaster (immediate
-   * shutdown) at `deadlineEpochMs`. Called after each successful lock refresh of a primary.
+   * shutdown) at `deadlineEpochMs`. Called after each successful lock refresh of a primary. The handle
+   * remembers it: a primary (no standby.signal) it starts later runs under a fence armed with it from its
+   * first instant (a lock holder's start that completes while its agent is frozen or cut off is fenced all the same).
    */
   armFence(deadlineEpochMs: number): void;
   /** Disarms the switch (the node is no longer primary). */

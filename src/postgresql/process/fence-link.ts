@@ -19,6 +19,8 @@ export class FenceLink {
   private readonly exitSubject = new Subject<PostmasterExit>();
   private connection: FenceConnection | null = null;
   private pid: number | null = null;
+  /** The deadline last armed (null: disarmed), given to the fence of the next postmaster this handle starts. */
+  private wantedDeadline: number | null = null;
 
   constructor(
     private readonly paths: FencePaths,
@@ -66,17 +68,25 @@ export class FenceLink {
     return connection;
   }
 
-  /** Sets the fence's deadline (epoch ms). A no-op when not connected to a fence. */
+  /** Sets the fence's deadline (epoch ms), and remembers it for the next fence when not connected to one. */
   arm(deadlineEpochMs: number): void {
+    this.wantedDeadline = deadlineEpochMs;
     this.connection?.send({ op: 'arm', deadline: deadlineEpochMs });
   }
 
   disarm(): void {
+    this.wantedDeadline = null;
     this.connection?.send({ op: 'disarm' });
+  }
+
+  /** The deadline a fence started now is armed with, if any. */
+  get launchDeadline(): number | null {
+    return this.wantedDeadline;
   }
 
   /** Closes the fence socket after flushing what was sent; the fence (armed or not) and the postmaster keep running. */
   async detach(): Promise<void> {
+    this.wantedDeadline = null;
     const fence = this.connection;
     this.connection = null;
     this.pid = null;
