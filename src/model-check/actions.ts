@@ -130,6 +130,8 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       n!.agent = 'down';
       n!.op = 'none';
       n!.leader = false;
+      // The deadline the agent remembered dies with it; a running postmaster's fence keeps its own.
+      if (n!.pg !== 'running') n!.fence = -1;
       break;
     case 'agentFreeze':
       n!.agent = 'frozen';
@@ -205,10 +207,8 @@ function tick(c: ClusterModel): void {
       n.memberLease = Math.max(0, n.memberLease - LW);
       if (n.memberLease === 0) n.member = null;
     }
-    if (n.fence >= 0) {
-      n.fence = Math.max(0, n.fence - LW);
-      if (n.fence === 0) fenceFires(n);
-    }
+    if (n.fence > 0) n.fence = Math.max(0, n.fence - LW);
+    if (n.fence === 0) fenceFires(n);
   }
   if (c.quorum && c.leaderKey >= 0) {
     c.keyLease = Math.max(0, c.keyLease - LW);
@@ -217,14 +217,12 @@ function tick(c: ClusterModel): void {
   if (c.failover?.dueIn !== null && c.failover?.dueIn !== undefined) c.failover.dueIn = Math.max(-2 * LW, c.failover.dueIn - LW);
 }
 
-/** The fence's deadline passed without a new arm: it stops the postmaster (immediate shutdown). */
+/** The fence's deadline passed without a new arm: it stops the postmaster (immediate shutdown), at once for one just started. */
 function fenceFires(n: ClusterModel['nodes'][number]): void {
-  if (n.pg === 'running') {
-    n.pg = 'crashed';
-    n.primary = false;
-    if (n.op !== 'none') n.op = 'none';
-  }
-  n.fence = -1;
+  if (n.pg !== 'running') return;
+  n.pg = 'crashed';
+  n.primary = false;
+  if (n.op !== 'none') n.op = 'none';
 }
 
 /** The long action in flight ends. */
@@ -259,7 +257,11 @@ function complete(c: ClusterModel, i: number, facts: Fact[]): void {
     n.fence = -1;
     if (!n.opRestart) return;
   }
-  if (op === 'demote' || op === 'start') startServer(c, i);
+  if (op !== 'demote' && op !== 'start') return;
+  startServer(c, i);
+  // A primary's new fence starts armed with the deadline the agent armed last (one past stops it at once); a replica's unarmed.
+  if (!n.primary) n.fence = -1;
+  else if (n.fence === 0) fenceFires(n);
 }
 
 /** pg_rewind when the upstream's timeline forked before this node's position, then a start. */

@@ -40,7 +40,10 @@ export interface NodeModel {
   upstream: number;
   /** ms left of the lease this node last got for the leader key (0: none or expired). */
   lease: number;
-  /** ms left before the fence stops the postmaster; -1 when disarmed. */
+  /**
+   * ms left before the fence stops the postmaster (0: the deadline passed); -1 when disarmed. The agent
+   * remembers it for the next postmaster it starts, whose fence starts armed with it.
+   */
   fence: number;
   /** Cut off from the DCS. */
   dcsCut: boolean;
