@@ -221,6 +221,8 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
     }
     if (remote) return { verdict: `no action. I am (${local.name}), the standby leader with the lock`, actions: [...followRemote(s, remote), { type: 'leaderDuties' }] };
     if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
+    // Tagged nofailover after it won the race (its promotion interrupted): it hands the lock on instead.
+    if (isNoFailover(local.tags)) return { verdict: 'released leader key because I am not allowed to promote (nofailover)', actions: [{ type: 'releaseLock' }] };
     return { verdict: 'promoted self to leader because I had the session lock', actions: [{ type: 'promote' }] };
   }
   if (pgIsPrimary) {

@@ -56,9 +56,10 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
   // A failsafe leader asked only the members in /failsafe: one it never asked may not take over from it.
   const failsafe = config.failsafe_mode ? (s.failsafeMembers ?? {}) : {};
   if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name)) return { ok: false, reason: 'I am not in the /failsafe key' };
+  // Before the candidate's pass, as the reference: a candidate tagged nofailover after the request never leads.
+  if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
   if (failover?.member === local.name) return { ok: true, reason: 'I am the failover candidate' };
   if (config.pause) return { ok: false, reason: 'paused' };
-  if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
   if (failover?.member) {
     const candidate = s.peers?.find((p) => p.name === failover.member);
     if (candidate?.reachable && !isNoFailover(candidate.tags)) return { ok: false, reason: `${failover.member} is the failover candidate` };

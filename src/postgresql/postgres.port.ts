@@ -128,8 +128,10 @@ export interface PostgresProcess {
   exits(): Observable<PostmasterExit>;
   /**
    * Arms the fence's dead man's switch: unless re-armed, the fence stops the postmaster (immediate
-   * shutdown) at `deadlineEpochMs`. Called after each successful lock refresh of a primary. With a
-   * `term`, the fence also ends the leader's term itself when this agent is gone for `graceMs`, and
+   * shutdown) at `deadlineEpochMs`. Called after each successful lock refresh of a primary. The handle
+   * remembers it: a primary (no standby.signal) it starts later runs under a fence armed with it from its
+   * first instant (a lock holder's start that completes while its agent is frozen or cut off is fenced all the same).
+   * With a `term`, the fence also ends the leader's term itself when this agent is gone for `graceMs`, and
    * after its deadline: PostgreSQL stopped and confirmed gone, then the lease revoked.
    */
   armFence(deadlineEpochMs: number, term?: LeaderTerm): void;

@@ -162,7 +162,13 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       expect(processAlive(pid)).toBe(false);
     }, 30_000);
 
+    it('starts the next postmaster under the deadline armed last: one already past fences it at once', async () => {
+      await expect(pg.start(START_TIMEOUT_MS)).rejects.toThrow();
+      expect(await exitRecord(node)).toMatchObject({ fenced: true, requested: false });
+    }, 30_000);
+
     it('keeps a disarmed postmaster running past the old deadline', async () => {
+      pg.disarmFence();
       const { pid } = await pg.start(START_TIMEOUT_MS);
       pg.armFence(Date.now() + 300);
       pg.disarmFence();

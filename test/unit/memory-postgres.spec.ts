@@ -254,6 +254,21 @@ describe('in-memory PostgreSQL adapters', () => {
       await expect(node1.query.sample()).rejects.toThrow(/ECONNREFUSED/);
       expect(node1.exits.map((exit) => exit.fenced)).toEqual([true]);
     });
+
+    it('a postmaster started later runs under the deadline armed last, from its first instant (none after a disarm)', async () => {
+      await bootstrap(node1);
+      node1.pg.armFence(clock.now() + 5000);
+      await node1.pg.stop('fast', START_TIMEOUT_MS);
+      await node1.pg.start(START_TIMEOUT_MS);
+      expect(node1.server.fenceDeadline).toBe(clock.now() + 5000);
+      clock.advance(5000);
+      node1.server.tick();
+      expect(node1.exits.map((exit) => exit.fenced)).toEqual([false, true]);
+
+      node1.pg.disarmFence();
+      await node1.pg.start(START_TIMEOUT_MS);
+      expect(node1.server.fenceDeadline).toBeNull();
+    });
   });
 
   describe('start failures', () => {

@@ -68,6 +68,8 @@ export interface FenceLaunchOptions {
   /** Run the postmaster as this uid/gid (when the agent runs as root). */
   uid?: number;
   gid?: number;
+  /** The dead man's switch armed from the start (epoch ms): the deadline the agent armed last, if any. */
+  deadline?: number;
 }
 
 /** Paths under the state directory. */

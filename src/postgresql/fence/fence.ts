@@ -74,6 +74,11 @@ export class Fence {
     writeFileSync(this.paths.pidFile, `${process.pid}\n`);
     this.spawnPostmaster();
     if (this.exited) return;
+    // Armed before any agent connects: the postmaster never runs past the lease its agent last knew.
+    if (typeof this.options.deadline === 'number' && Number.isFinite(this.options.deadline)) {
+      this.deadline = this.options.deadline;
+      this.scheduleDeadline();
+    }
     await this.listen();
   }
 

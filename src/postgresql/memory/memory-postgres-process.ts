@@ -30,6 +30,8 @@ const INITDB_CHECKPOINT_LSN = 0x1000028;
 export class MemoryPostgresProcess implements PostgresProcess {
   private readonly exitSubject = new Subject<PostmasterExit>();
   private attachedPid: number | null = null;
+  /** The deadline last armed (null: disarmed): the fence of the next postmaster started starts armed with it. */
+  private wantedDeadline: number | null = null;
   /** The commands `customBootstrap` ran, oldest first. */
   readonly bootstrapCommands: string[] = [];
   /** The custom replica methods `createReplicaWith` ran, oldest first. */
@@ -182,7 +184,9 @@ export class MemoryPostgresProcess implements PostgresProcess {
     const running = this.server.pid;
     if (running !== null && running === this.attachedPid) throw new Error(`postgres already runs under this agent's fence (pid ${running})`);
     if (running !== null) throw new Error(`a fence already runs postgres (pid ${running}) for ${this.server.dataDirPath}: adopt it`);
+    const asPrimary = this.server.cluster?.standbySignal === false;
     this.attachedPid = this.server.startPostmaster();
+    if (this.wantedDeadline !== null && asPrimary) this.armFence(this.wantedDeadline);
     return { pid: this.attachedPid };
   }
 
@@ -223,6 +227,7 @@ export class MemoryPostgresProcess implements PostgresProcess {
 
   /** Records the deadline on the running postmaster's fence; a deadline already past stops it at once. */
   armFence(deadlineEpochMs: number): void {
+    this.wantedDeadline = deadlineEpochMs;
     const postmaster = this.server.postmaster;
     if (!postmaster || postmaster.pid !== this.attachedPid) return;
     postmaster.fenceDeadline = deadlineEpochMs;
@@ -235,6 +240,7 @@ export class MemoryPostgresProcess implements PostgresProcess {
   }
 
   disarmFence(): void {
+    this.wantedDeadline = null;
     const postmaster = this.server.postmaster;
     if (postmaster && postmaster.pid === this.attachedPid) postmaster.fenceDeadline = null;
   }
@@ -267,6 +273,7 @@ export class MemoryPostgresProcess implements PostgresProcess {
   }
 
   async detach(): Promise<void> {
+    this.wantedDeadline = null;
     this.attachedPid = null;
   }
 

@@ -22,6 +22,8 @@ export class FenceLink {
   private pid: number | null = null;
   /** The deadline last sent to (or announced by) the connected fence; null when disarmed. */
   private armedDeadline: number | null = null;
+  /** The deadline last armed (null: disarmed), given to the fence of the next postmaster this handle starts. */
+  private wantedDeadline: number | null = null;
 
   constructor(
     private readonly paths: FencePaths,
@@ -70,8 +72,12 @@ export class FenceLink {
     return connection;
   }
 
-  /** Sets the fence's deadline (epoch ms) and the term it guards, if any. A no-op when not connected to a fence. */
+  /**
+   * Sets the fence's deadline (epoch ms) and the term it guards, if any; remembers the deadline for the next
+   * fence when not connected to one (the term, which may hold etcd credentials, goes over the socket only).
+   */
   arm(deadlineEpochMs: number, term?: FenceTerm): void {
+    this.wantedDeadline = deadlineEpochMs;
     if (!this.connection) return;
     this.connection.send({ op: 'arm', deadline: deadlineEpochMs, term });
     this.armedDeadline = deadlineEpochMs;
@@ -102,6 +108,7 @@ export class FenceLink {
   }
 
   disarm(): void {
+    this.wantedDeadline = null;
     this.connection?.send({ op: 'disarm' });
     this.armedDeadline = null;
   }
@@ -111,8 +118,14 @@ export class FenceLink {
     return { connected: this.connection !== null, deadline: this.connection ? this.armedDeadline : null };
   }
 
+  /** The deadline a fence started now is armed with, if any. */
+  get launchDeadline(): number | null {
+    return this.wantedDeadline;
+  }
+
   /** Closes the fence socket after flushing what was sent; the fence (armed or not) and the postmaster keep running. */
   async detach(): Promise<void> {
+    this.wantedDeadline = null;
     const fence = this.connection;
     this.connection = null;
     this.pid = null;

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Client } from 'pg';
 import { descendantsOf, isRunningProcess } from '../../common/process-tree';
 import { FenceConnection } from '../fence/fence-client';
@@ -71,6 +71,8 @@ export class Postmaster {
       stateDir: this.options.stateDir,
       uid: osUser?.uid,
       gid: osUser?.gid,
+      // A server that starts as a primary (no standby.signal) runs under the deadline its agent armed last.
+      ...(this.fenceLink.launchDeadline !== null && !existsSync(join(dataDir, 'standby.signal')) ? { deadline: this.fenceLink.launchDeadline } : {}),
     };
     // Watch before spawning: the first exit from here on is this postmaster's, even one that arrives with the hello.
     const exitWatch = this.fenceLink.watchExit(null);

@@ -85,6 +85,7 @@ describe('decide() on a cluster snapshot', () => {
     // healthy cluster, this node holds the lock
     ['the leader refreshes its lock', { cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { need: 'refreshLock' }],
     ['the leader with a fresh lock does its duties', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }), local: { sample: primarySample(), role: 'primary' } }, { verdict: 'no action. I am (n1), the leader with the lock', actions: ['leaderDuties'] }],
+    ['a lock holder still in recovery but tagged nofailover since it won the race releases the lock (model check)', { lockResult: 'refreshed', local: { tags: { nofailover: true } }, cluster: cluster({ leader: leaderKey('n1') }) }, { verdict: 'released leader key because I am not allowed to promote (nofailover)', actions: ['releaseLock'] }],
     ['a lock holder still in recovery promotes', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }) }, { verdict: 'promoted self to leader because I had the session lock', actions: ['promote'] }],
 
     // standby cluster: the leader streams from the remote primary instead of promoting
@@ -114,6 +115,7 @@ describe('decide() on a cluster snapshot', () => {
 
     // switchover and manual failover, candidate side
     ['the named candidate takes the lock whatever its lag', { peers: [{ name: 'n2', reachable: true, walPosition: 90_000_000 }], cluster: cluster({ failover: { value: { leader: 'n3', member: 'n1' }, modRevision: '9' }, status: { value: { optime: 99_000_000 }, modRevision: '4' } }) }, { need: 'acquireLock' }],
+    ['a named candidate tagged nofailover after the request never takes the lock (model check)', { local: { tags: { nofailover: true } }, peers: [], cluster: cluster({ failover: { value: { leader: 'n3', member: 'n1' }, modRevision: '9' } }) }, { verdict: 'following a different leader because I am not allowed to promote' }],
     ['another member waits for the named candidate', { peers: [{ name: 'n2', reachable: true, walPosition: 1 }], cluster: cluster({ failover: { value: { leader: 'n3', member: 'n2' }, modRevision: '9' } }) }, { verdict: 'following a different leader because i am not the healthiest node' }],
     ['an unreachable named candidate leaves the race open', { peers: [{ name: 'n2', reachable: false }], cluster: cluster({ failover: { value: { leader: 'n3', member: 'n2' }, modRevision: '9' } }) }, { need: 'acquireLock' }],
     ['the leader that stepped down does not take the lock back', { peers: [{ name: 'n2', reachable: true, walPosition: 50_000_000 }], cluster: cluster({ failover: { value: { leader: 'n1' }, modRevision: '9' } }) }, { verdict: 'following a different leader because i am not the healthiest node' }],

@@ -1,0 +1,318 @@
+import { parseStandbyNames } from '../postgresql/standby-names';
+import { armFence, CycleOutcome, DecisionMutation, runCycle } from './cycle';
+import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, ReplicationMode, timelineStart } from './model';
+import { canStream, dcsRead, streamingFrom } from './snapshot';
+import { Fact } from './recording';
+
+/** Every step the checker may take: a node's HA cycle, time, PostgreSQL completing, faults, clients and operators. */
+export const ACTION_KINDS = [
+  'cycle', 'read', 'tick', 'complete', 'ship', 'write',
+  'agentCrash', 'agentFreeze', 'agentRestart', 'pgCrash', 'dcsCut', 'dcsHeal', 'quorumLoss', 'quorumBack',
+  'switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority',
+] as const;
+export type ActionKind = (typeof ACTION_KINDS)[number];
+
+const FAULTS: ReadonlySet<ActionKind> = new Set(['agentCrash', 'agentFreeze', 'pgCrash', 'dcsCut', 'quorumLoss']);
+const OPERATIONS: ReadonlySet<ActionKind> = new Set(['switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority']);
+
+export interface Action {
+  kind: ActionKind;
+  node: number;
+  label: string;
+}
+
+export interface Bounds {
+  faults: number;
+  operations: number;
+  writes: number;
+  /** DCS reads decided on only at the node's next cycle (stale views). */
+  staleReads: number;
+  /** The action kinds this search may take (all when absent). */
+  kinds?: ReadonlySet<ActionKind>;
+  /** The replication modes `syncMode` cycles through, in order. */
+  modes: ReplicationMode[];
+}
+
+const LW = LOOP_WAIT_S * 1000;
+const act = (kind: ActionKind, node = -1): Action => ({ kind, node, label: node >= 0 ? `${kind} ${NODE_NAMES[node]}` : kind });
+
+/** Running out of recovery and not shutting down: it accepts and commits writes. */
+export function acceptsWrites(c: ClusterModel, i: number): boolean {
+  const n = c.nodes[i];
+  return n.pg === 'running' && n.primary && (n.op === 'none' || n.op === 'switchover');
+}
+
+export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
+  const on = (kind: ActionKind) => !bounds.kinds || bounds.kinds.has(kind);
+  const actions: Action[] = [];
+  const faultsLeft = c.faults < bounds.faults;
+  const opsLeft = c.operations < bounds.operations && c.quorum;
+  // Time passes only once every running agent had its cycle in this loop_wait (a frozen one models a stalled loop).
+  if (on('tick') && c.nodes.every((n) => n.agent !== 'up' || n.cycled)) actions.push(act('tick'));
+  c.nodes.forEach((n, i) => {
+    if (n.agent === 'up' && on('cycle')) actions.push(act('cycle', i));
+    if (n.agent === 'up' && !n.view && c.quorum && !n.dcsCut && c.staleReads < bounds.staleReads && on('read')) actions.push(act('read', i));
+    if (n.agent === 'up' && n.op !== 'none' && on('complete')) actions.push(act('complete', i));
+    if (n.pg === 'running' && !n.primary && n.op === 'none' && n.upstream >= 0 && on('ship')) {
+      const up = c.nodes[n.upstream];
+      if (canStream(c, n, up) && (up.wal > n.wal || up.timeline > n.timeline)) actions.push(act('ship', i));
+    }
+    if (acceptsWrites(c, i) && c.writes < bounds.writes && on('write')) actions.push(act('write', i));
+    if (faultsLeft && n.agent === 'up' && on('agentCrash')) actions.push(act('agentCrash', i));
+    if (faultsLeft && n.agent === 'up' && on('agentFreeze')) actions.push(act('agentFreeze', i));
+    if (n.agent !== 'up' && on('agentRestart')) actions.push(act('agentRestart', i));
+    if (faultsLeft && n.pg === 'running' && on('pgCrash')) actions.push(act('pgCrash', i));
+    if (faultsLeft && !n.dcsCut && on('dcsCut')) actions.push(act('dcsCut', i));
+    if (n.dcsCut && on('dcsHeal')) actions.push(act('dcsHeal', i));
+    if (opsLeft && on('noFailover')) actions.push(act('noFailover', i));
+    if (opsLeft && on('failoverPriority')) actions.push(act('failoverPriority', i));
+    const candidate = c.leaderKey >= 0 && i !== c.leaderKey && n.member?.running && !n.noFailover && !c.failover;
+    if (opsLeft && candidate && on('switchover')) actions.push(act('switchover', i));
+    if (opsLeft && n.member?.running && !n.noFailover && !c.failover && on('failover')) actions.push(act('failover', i));
+  });
+  if (faultsLeft && c.quorum && on('quorumLoss')) actions.push(act('quorumLoss'));
+  if (!c.quorum && on('quorumBack')) actions.push(act('quorumBack'));
+  if (opsLeft && c.leaderKey >= 0 && !c.failover && on('switchoverAny')) actions.push(act('switchoverAny'));
+  if (opsLeft && c.leaderKey >= 0 && !c.failover && !c.pause && on('scheduledSwitchover')) actions.push(act('scheduledSwitchover'));
+  if (opsLeft && !c.pause && on('pause')) actions.push(act('pause'));
+  if (opsLeft && c.pause && on('resume')) actions.push(act('resume'));
+  if (opsLeft && bounds.modes.length > 1 && on('syncMode')) actions.push(act('syncMode'));
+  if (opsLeft && on('ttl')) actions.push(act('ttl'));
+  return actions;
+}
+
+export interface StepResult {
+  next: ClusterModel;
+  facts: Fact[];
+  cycle: CycleOutcome | null;
+}
+
+/** Takes one step from `c` (left unchanged). */
+export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mutation?: DecisionMutation): StepResult {
+  const next = cloneCluster(c);
+  const facts: Fact[] = [];
+  let cycle: CycleOutcome | null = null;
+  const i = action.node;
+  const n = i >= 0 ? next.nodes[i] : null;
+  if (FAULTS.has(action.kind)) next.faults++;
+  if (OPERATIONS.has(action.kind)) next.operations++;
+  switch (action.kind) {
+    case 'cycle':
+      n!.cycled = true;
+      cycle = runCycle(next, i, mutation);
+      // A manual failover may pick any member, as the reference allows: commits acknowledged before it are outside invariant 3.
+      if (cycle.promotion?.forced) next.acked = null;
+      facts.push(...cycle.facts, { stream: `node/${NODE_NAMES[i]}/ha`, type: 'ha.verdict', node: i, cause: 'cycle', data: { verdict: cycle.verdict } });
+      break;
+    case 'read':
+      n!.view = JSON.stringify(dcsRead(next));
+      next.staleReads++;
+      break;
+    case 'tick':
+      tick(next);
+      break;
+    case 'complete':
+      complete(next, i, facts);
+      break;
+    case 'ship': {
+      const up = n!.upstream >= 0 ? next.nodes[n!.upstream] : null;
+      if (up && canStream(next, n!, up)) {
+        n!.wal = up.wal;
+        n!.timeline = up.timeline;
+      }
+      break;
+    }
+    case 'write':
+      n!.wal++;
+      next.writes++;
+      break;
+    case 'agentCrash':
+      n!.agent = 'down';
+      n!.op = 'none';
+      n!.leader = false;
+      // The deadline the agent remembered dies with it; a running postmaster's fence keeps its own.
+      if (n!.pg !== 'running') n!.fence = -1;
+      break;
+    case 'agentFreeze':
+      n!.agent = 'frozen';
+      break;
+    case 'agentRestart':
+      if (n!.agent === 'down') n!.role = n!.pg === 'running' && n!.primary ? 'primary' : n!.role === 'replica' ? 'replica' : 'demoted';
+      n!.agent = 'up';
+      break;
+    case 'pgCrash':
+      n!.pg = 'crashed';
+      n!.primary = false;
+      if (n!.op !== 'switchover') n!.op = 'none';
+      break;
+    case 'dcsCut':
+      n!.dcsCut = true;
+      break;
+    case 'dcsHeal':
+      n!.dcsCut = false;
+      break;
+    case 'quorumLoss':
+      next.quorum = false;
+      break;
+    case 'quorumBack':
+      next.quorum = true;
+      break;
+    case 'switchover':
+      next.failover = { leader: next.leaderKey, member: i, dueIn: null };
+      facts.push({ stream: 'cluster', type: 'switchover.requested', node: next.leaderKey, cause: 'POST /switchover', data: { leader: NODE_NAMES[next.leaderKey], member: NODE_NAMES[i] } });
+      break;
+    case 'switchoverAny':
+      next.failover = { leader: next.leaderKey, member: -1, dueIn: null };
+      facts.push({ stream: 'cluster', type: 'switchover.requested', node: next.leaderKey, cause: 'POST /switchover', data: { leader: NODE_NAMES[next.leaderKey] } });
+      break;
+    case 'scheduledSwitchover':
+      next.failover = { leader: next.leaderKey, member: -1, dueIn: LW };
+      facts.push({ stream: 'cluster', type: 'switchover.requested', node: next.leaderKey, cause: 'POST /switchover', data: { leader: NODE_NAMES[next.leaderKey], scheduled_in_ms: LW } });
+      break;
+    case 'failover':
+      next.failover = { leader: -1, member: i, dueIn: null };
+      facts.push({ stream: 'cluster', type: 'failover.requested', node: i, cause: 'POST /failover', data: { member: NODE_NAMES[i] } });
+      break;
+    case 'pause':
+    case 'resume':
+      next.pause = action.kind === 'pause';
+      facts.push({ stream: 'cluster', type: next.pause ? 'cluster.paused' : 'cluster.resumed', node: 0, cause: 'PATCH /config' });
+      break;
+    case 'syncMode': {
+      next.mode = bounds.modes[(bounds.modes.indexOf(next.mode) + 1) % bounds.modes.length];
+      facts.push({ stream: 'cluster', type: 'config.changed', node: 0, cause: 'PATCH /config', data: { synchronous_mode: next.mode } });
+      break;
+    }
+    case 'ttl':
+      next.ttl = next.ttl === 30 ? 20 : 30;
+      facts.push({ stream: 'cluster', type: 'config.changed', node: 0, cause: 'PATCH /config', data: { ttl: next.ttl } });
+      break;
+    case 'noFailover':
+      n!.noFailover = !n!.noFailover;
+      break;
+    case 'failoverPriority':
+      n!.priority = n!.priority === 1 ? 2 : 1;
+      break;
+  }
+  settleAcks(next);
+  return { next, facts, cycle };
+}
+
+/** loop_wait passes: leases and member keys run down, a due fence stops its postmaster. */
+function tick(c: ClusterModel): void {
+  for (const n of c.nodes) {
+    n.cycled = false;
+    n.lease = Math.max(0, n.lease - LW);
+    if (c.quorum && n.member) {
+      n.memberLease = Math.max(0, n.memberLease - LW);
+      if (n.memberLease === 0) n.member = null;
+    }
+    if (n.fence > 0) n.fence = Math.max(0, n.fence - LW);
+    if (n.fence === 0) fenceFires(n);
+  }
+  if (c.quorum && c.leaderKey >= 0) {
+    c.keyLease = Math.max(0, c.keyLease - LW);
+    if (c.keyLease === 0) c.leaderKey = -1;
+  }
+  if (c.failover?.dueIn !== null && c.failover?.dueIn !== undefined) c.failover.dueIn = Math.max(-2 * LW, c.failover.dueIn - LW);
+}
+
+/** The fence's deadline passed without a new arm: it stops the postmaster (immediate shutdown), at once for one just started. */
+function fenceFires(n: ClusterModel['nodes'][number]): void {
+  if (n.pg !== 'running') return;
+  n.pg = 'crashed';
+  n.primary = false;
+  if (n.op !== 'none') n.op = 'none';
+}
+
+/** The long action in flight ends. */
+function complete(c: ClusterModel, i: number, facts: Fact[]): void {
+  const n = c.nodes[i];
+  const op = n.op;
+  n.op = 'none';
+  if (op === 'promote') {
+    if (n.pg !== 'running') return;
+    c.history.push([n.timeline, n.wal]);
+    facts.push({ stream: 'cluster', type: 'timeline.created', node: i, cause: 'promote', data: { timeline: n.timeline } });
+    n.timeline++;
+    n.primary = true;
+    n.role = 'primary';
+    n.upstream = -1;
+    facts.push({ stream: 'cluster', type: 'leader.promoted', node: i, cause: 'promote', data: { timeline: n.timeline } });
+    if (n.leader && n.lease > 0) armFence(c, i);
+    return;
+  }
+  if (op === 'switchover') {
+    n.pg = 'stopped';
+    n.primary = false;
+    n.role = 'demoted';
+    if (c.quorum && !n.dcsCut && c.leaderKey === i) c.leaderKey = -1;
+    n.leader = false;
+    n.fence = -1;
+    return;
+  }
+  if (op === 'demote') {
+    n.pg = 'stopped';
+    n.primary = false;
+    n.fence = -1;
+    if (!n.opRestart) return;
+  }
+  if (op !== 'demote' && op !== 'start') return;
+  startServer(c, i);
+  // A primary's new fence starts armed with the deadline the agent armed last (one past stops it at once); a replica's unarmed.
+  if (!n.primary) n.fence = -1;
+  else if (n.fence === 0) fenceFires(n);
+}
+
+/** pg_rewind when the upstream's timeline forked before this node's position, then a start. */
+function startServer(c: ClusterModel, i: number): void {
+  const n = c.nodes[i];
+  n.pg = 'running';
+  if (n.opAsPrimary) {
+    n.primary = true;
+    n.role = 'primary';
+    return;
+  }
+  n.primary = false;
+  n.role = 'replica';
+  n.upstream = n.opUpstream;
+  const up = n.opUpstream >= 0 ? c.nodes[n.opUpstream] : null;
+  if (up && up.timeline > n.timeline && !canStream(c, n, up)) {
+    const fork = c.history.find((h) => h[0] === n.timeline);
+    n.wal = Math.min(n.wal, fork ? fork[1] : up.wal);
+    n.timeline = up.timeline;
+    n.wal = Math.min(n.wal, up.wal);
+  }
+}
+
+/**
+ * Commits waiting on a primary are acknowledged once synchronous_standby_names lets them through:
+ * at once without standbys listed, else when `count` listed standbys streaming from it hold them.
+ */
+export function settleAcks(c: ClusterModel): void {
+  // Invariant 3 is about commits acknowledged under a synchronous mode: asynchronous ones may be lost.
+  if (c.mode === 'off' && c.acked?.sync) c.acked = { ...c.acked, sync: false };
+  c.nodes.forEach((n, i) => {
+    if (n.pg !== 'running' || !n.primary) return;
+    let upTo = n.wal;
+    let listed;
+    try {
+      listed = parseStandbyNames(n.standbyNames);
+    } catch {
+      return;
+    }
+    if (listed.members.length > 0) {
+      const names = new Set(listed.members);
+      const positions = streamingFrom(c, i)
+        .filter((j) => names.has(NODE_NAMES[j]) && c.nodes[j].timeline === n.timeline)
+        .map((j) => c.nodes[j].wal)
+        .sort((a, b) => b - a);
+      upTo = positions.length >= listed.count ? Math.min(n.wal, positions[listed.count - 1]) : -1;
+    }
+    // WAL from before this timeline began was acknowledged (or not) by the primary that wrote it.
+    if (upTo <= timelineStart(c, n.timeline)) return;
+    // Positions only grow along one history: a commit past the last acknowledged one is a new one.
+    // Synchronous replication is in force once `/sync` names this primary its leader; before that, commits are asynchronous.
+    if (!c.acked || upTo > c.acked.wal) c.acked = { timeline: n.timeline, wal: upTo, sync: c.mode !== 'off' && c.sync?.leader === i };
+  });
+}

@@ -1,0 +1,206 @@
+import { HaSnapshot } from '../ha/cluster-snapshot';
+import { decide } from '../ha/decide';
+import { Decision, HaAction } from '../ha/decision';
+import { fenceSafetyMarginMs } from '../ha/leader-lock';
+import { pendingFailover } from '../ha/leader-race';
+import { formatStandbyNames } from '../postgresql/standby-names';
+import { manageSync } from './sync-duties';
+import { ClusterModel, DcsRead, NODE_NAMES } from './model';
+import { Fact } from './recording';
+import { dcsRead, peerReadings, postgresStateName, snapshotOf } from './snapshot';
+
+/**
+ * A deliberately broken variant of the decision code, for the checker's own tests: it patches what
+ * decide() sees or what it answers. Only the checker takes one; the agent's HA loop has no such input.
+ */
+export interface DecisionMutation {
+  name: string;
+  snapshot?(s: HaSnapshot): HaSnapshot;
+  decision?(s: HaSnapshot, d: Decision): Decision;
+  /** The fence is never armed. */
+  noFence?: boolean;
+  /** Drops a recorded state change (for the recorder's invariant). */
+  dropsEvent?(type: string, to: string | null): boolean;
+}
+
+/** A promotion decided in a cycle: what invariant 2 and 3 judge. */
+export interface Promotion {
+  node: number;
+  /** A switchover or manual failover was pending: lag is accepted, as the reference does. */
+  manual: boolean;
+  /** A manual failover (no leader named): the operator's override, which the sync rules do not bind. */
+  forced: boolean;
+  paused: boolean;
+}
+
+export interface CycleOutcome {
+  verdict: string;
+  facts: Fact[];
+  promotion: Promotion | null;
+}
+
+const indexOf = (name: string | null | undefined) => (name ? NODE_NAMES.indexOf(name as (typeof NODE_NAMES)[number]) : -1);
+
+/** Arms node i's fence from its lease, as LeaderLock.armFence does. */
+export function armFence(c: ClusterModel, i: number, mutation?: DecisionMutation): void {
+  const n = c.nodes[i];
+  n.fence = mutation?.noFence ? -1 : Math.max(0, n.lease - fenceSafetyMarginMs(c.ttl));
+}
+
+function decideWith(s: HaSnapshot, mutation?: DecisionMutation): Decision {
+  const seen = mutation?.snapshot ? mutation.snapshot(s) : s;
+  const decision = decide(seen);
+  return mutation?.decision ? mutation.decision(seen, decision) : decision;
+}
+
+/**
+ * One HA cycle of node i, as HaNode.cycle runs it: read the DCS, drop a lock no longer ours, ask the
+ * real decide() (performing the I/O it needs against the model), carry out its actions, write the
+ * member key, keep the fence. Mutates `c`.
+ */
+export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation): CycleOutcome {
+  const n = c.nodes[i];
+  const reachable = c.quorum && !n.dcsCut;
+  const facts: Fact[] = [];
+  // A read taken earlier (a stale view) is decided on now; lock operations and writes meet the DCS as it is now.
+  const stale = n.view ? (JSON.parse(n.view) as DcsRead) : null;
+  n.view = null;
+  const read = stale ?? (reachable ? dcsRead(c) : null);
+  if (n.leader && (!read || read.leaderKey !== i)) {
+    n.leader = false;
+    facts.push({ stream: 'cluster', type: 'leader.lost', node: i, cause: reachable ? 'leader key is not ours' : 'DCS is not accessible' });
+  }
+  let snapshot = snapshotOf(c, i, stale);
+  let decision = decideWith(snapshot, mutation);
+  for (let step = 0; 'need' in decision && step < 4; step++) {
+    snapshot = fulfil(c, i, snapshot, decision.need, facts, mutation);
+    decision = decideWith(snapshot, mutation);
+  }
+  if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
+  let promotion: Promotion | null = null;
+  for (const action of decision.actions) {
+    // `/sync` is written by compare-and-set on the revision read: after a stale read that changed since, the write fails.
+    const syncMoved = stale !== null && JSON.stringify(stale.sync) !== JSON.stringify(c.sync);
+    if (action.type === 'promote') {
+      // SyncReplication.beforePromote's write failed: the promotion is postponed to the next cycle.
+      if (syncMoved && c.mode !== 'off' && c.mode !== 'quorum') continue;
+      const failover = pendingFailover(snapshot);
+      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: snapshot.config.pause };
+    }
+    carryOut(c, i, action, snapshot, facts, syncMoved);
+  }
+  if (reachable) {
+    // As memberData: xlog_location and timeline only while the server runs.
+    const running = postgresStateName(n) === 'running';
+    n.member = { running, primary: running && n.primary, wal: running ? n.wal : 0, timeline: running ? n.timeline : 0 };
+    n.memberLease = c.ttl * 1000;
+  }
+  if (n.leader && n.lease > 0) armFence(c, i, mutation);
+  else if (!(n.pg === 'running' && n.primary)) n.fence = -1;
+  return { verdict: decision.verdict, facts, promotion };
+}
+
+function fulfil(c: ClusterModel, i: number, s: HaSnapshot, need: string, facts: Fact[], mutation?: DecisionMutation): HaSnapshot {
+  const n = c.nodes[i];
+  const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
+  switch (need) {
+    case 'refreshLock':
+      if (reachable && c.leaderKey === i) {
+        n.lease = c.keyLease = c.ttl * 1000;
+        n.leader = true;
+        armFence(c, i, mutation);
+        return { ...s, lockResult: 'refreshed' };
+      }
+      if (n.leader) facts.push({ stream: 'cluster', type: 'leader.lost', node: i, cause: 'failed to update leader lock in DCS' });
+      n.leader = false;
+      return { ...s, lockResult: 'refresh_failed' };
+    case 'acquireLock':
+      if (reachable && c.leaderKey === -1) {
+        c.leaderKey = i;
+        n.lease = c.keyLease = c.ttl * 1000;
+        n.leader = true;
+        armFence(c, i, mutation);
+        facts.push({ stream: 'cluster', type: 'leader.acquired', node: i, cause: 'won the leader race' });
+        return { ...s, lockResult: 'acquired' };
+      }
+      return { ...s, lockResult: 'not_acquired' };
+    case 'probePeers':
+      return { ...s, peers: peerReadings(c, i) };
+    default:
+      throw new Error(`the model does not answer decide()'s need ${need}`);
+  }
+}
+
+function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, facts: Fact[], syncMoved: boolean): void {
+  const n = c.nodes[i];
+  const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
+  switch (action.type) {
+    case 'promote': {
+      if (c.mode === 'quorum' && reachable) {
+        // SyncReplication.beforePromote in quorum mode: no `/sync` write; ANY k of the others, k keeping the quorum's overlap.
+        const members = c.sync ? [c.sync.leader, ...c.sync.standbys] : [];
+        const others = members.filter((j) => j !== i);
+        const count = Math.max(members.length - (c.sync?.quorum ?? 0) - 1 + (members.includes(i) ? 0 : 1), 0);
+        n.standbyNames = formatStandbyNames(others.map((j) => NODE_NAMES[j]), count, true);
+      } else if (c.mode !== 'off' && reachable) {
+        // SyncReplication.beforePromote: `/sync` names this node first; strict keeps the other members.
+        const others = c.sync ? [c.sync.leader, ...c.sync.standbys].filter((j) => j !== i) : [];
+        const keep = c.mode === 'strict' ? others : [];
+        c.sync = { leader: i, standbys: keep, quorum: 0 };
+        n.standbyNames = formatStandbyNames(keep.map((j) => NODE_NAMES[j]), c.mode === 'strict' && keep.length === 0 ? 1 : null, false);
+      } else if (c.mode === 'off') n.standbyNames = '';
+      n.op = 'promote';
+      return;
+    }
+    case 'demote':
+      if (s.cluster === null && n.leader) n.leader = false;
+      n.role = 'demoted';
+      n.op = 'demote';
+      n.opRestart = action.restart;
+      n.opAsPrimary = false;
+      n.opUpstream = indexOf(action.upstream?.name);
+      return;
+    case 'startPrimary':
+      n.op = 'start';
+      n.opAsPrimary = true;
+      n.opUpstream = -1;
+      return;
+    case 'startReplica':
+    case 'rejoin':
+    case 'rewindReplica':
+      n.op = 'start';
+      n.opAsPrimary = false;
+      n.opUpstream = indexOf(action.upstream?.name);
+      return;
+    case 'follow':
+      n.upstream = indexOf(action.upstream.name);
+      if (n.role === 'demoted') n.role = 'replica';
+      return;
+    case 'releaseLock':
+      if (action.demote && n.role === 'primary') n.role = 'demoted';
+      if (reachable && c.leaderKey === i) {
+        c.leaderKey = -1;
+        facts.push({ stream: 'cluster', type: 'leader.released', node: i, cause: 'voluntary release' });
+      }
+      n.leader = false;
+      if (!(n.pg === 'running' && n.primary)) n.fence = -1;
+      return;
+    case 'clearFailover':
+      if (reachable) c.failover = null;
+      return;
+    case 'leaderDuties':
+      if (!reachable || n.pg !== 'running' || !n.primary) return;
+      c.optime = n.wal;
+      if (!syncMoved) manageSync(c, i, s.cluster!);
+      return;
+    case 'demoteGraceful':
+      n.op = 'switchover';
+      return;
+    case 'wakeAt':
+    case 'serveDownstreams':
+    case 'writeInitialize':
+      return;
+    default:
+      throw new Error(`the model does not carry out ${action.type}`);
+  }
+}

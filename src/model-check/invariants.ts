@@ -1,0 +1,115 @@
+import { acceptsWrites, applyAction, Bounds } from './actions';
+import { DecisionMutation, Promotion } from './cycle';
+import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey } from './model';
+
+/** The invariants of issue 19, each with the number the issue gives it. */
+export type InvariantId = 'lease' | 'promotion' | 'sync' | 'progress' | 'replay';
+
+export interface Violation {
+  invariant: InvariantId;
+  message: string;
+}
+
+const name = (i: number) => NODE_NAMES[i];
+
+/**
+ * 1. At most one node accepts writes while holding a valid lease, and a node whose lease expired
+ * accepts none (the fence stopped it before). 3. In synchronous modes every acknowledged commit is
+ * on every node `/sync` lets be promoted.
+ */
+export function checkState(c: ClusterModel): Violation | null {
+  const writers = c.nodes.map((_, i) => i).filter((i) => acceptsWrites(c, i));
+  for (const i of writers) {
+    if (c.nodes[i].lease <= 0) return { invariant: 'lease', message: `${name(i)} accepts writes although its lease expired` };
+  }
+  if (writers.length > 1) return { invariant: 'lease', message: `${writers.map(name).join(' and ')} accept writes at once` };
+  // In quorum mode a commit is on a quorum, not on every member: there the promotion itself is judged (checkPromotion).
+  if ((c.mode === 'on' || c.mode === 'strict') && c.sync && c.acked?.sync) {
+    for (const j of [c.sync.leader, ...c.sync.standbys]) {
+      const n = c.nodes[j];
+      if (!n.noFailover && !holdsCommit(c, n, c.acked)) {
+        return { invariant: 'sync', message: `${name(j)} may be promoted (/sync names it) but lacks the acknowledged commit at ${c.acked.timeline}/${c.acked.wal} (it has ${n.timeline}/${n.wal})` };
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * The most advanced WAL position the cluster knows of: the leader's `/status` optime, and the member
+ * keys and running servers of the members that may be promoted. A `nofailover` member's position does
+ * not count, as in the reference's race (such a member neither leads nor holds the others back).
+ */
+function mostAdvanced(c: ClusterModel): number {
+  let best = c.optime;
+  for (const n of c.nodes) {
+    if (n.noFailover) continue;
+    if (n.member?.running) best = Math.max(best, n.member.wal);
+    if (n.pg === 'running' && n.agent === 'up' && n.op === 'none') best = Math.max(best, n.wal);
+  }
+  return best;
+}
+
+/**
+ * 2. A promotion (judged on the state it was decided in): never of a `nofailover` node; an automatic
+ * one never while paused and only within maximum_lag_on_failover. 3. An automatic promotion in a
+ * synchronous mode holds every acknowledged commit.
+ */
+export function checkPromotion(before: ClusterModel, p: Promotion): Violation | null {
+  const n = before.nodes[p.node];
+  if (n.noFailover) return { invariant: 'promotion', message: `${name(p.node)} promoted although tagged nofailover` };
+  if (p.manual) return null;
+  if (p.paused) return { invariant: 'promotion', message: `${name(p.node)} promoted automatically while the cluster is paused` };
+  const best = mostAdvanced(before);
+  if (best - n.wal > MAXIMUM_LAG_ON_FAILOVER) {
+    return { invariant: 'promotion', message: `${name(p.node)} promoted at WAL ${n.wal}, ${best - n.wal} behind the most advanced known position ${best} (maximum_lag_on_failover ${MAXIMUM_LAG_ON_FAILOVER})` };
+  }
+  if (!p.forced && before.mode !== 'off' && before.acked?.sync && !holdsCommit(before, n, before.acked)) {
+    return { invariant: 'sync', message: `${name(p.node)} promoted in synchronous mode without the acknowledged commit at ${before.acked.timeline}/${before.acked.wal}` };
+  }
+  return null;
+}
+
+/** Rounds of the fault-free schedule a state may take to settle. */
+export const SETTLE_ROUNDS = 24;
+
+/**
+ * 4. No livelock: with no further faults or operations, every running agent cycling, every pending
+ * action completing, WAL shipped and time passing, the cluster reaches a state that one more round
+ * leaves unchanged (each node in a steady role, or waiting on a lease or deadline that time ends).
+ * A cycle of distinct states, or no fixpoint within SETTLE_ROUNDS, is a violation.
+ */
+export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: DecisionMutation): Violation | null {
+  const quiet: Bounds = { ...bounds, faults: start.faults, operations: start.operations, writes: start.writes, staleReads: start.staleReads };
+  const seen = new Map<string, number>();
+  let c = start;
+  for (let round = 0; round <= SETTLE_ROUNDS; round++) {
+    const key = stateKey(c);
+    const at = seen.get(key);
+    if (at !== undefined) {
+      if (at === round - 1) return null;
+      return { invariant: 'progress', message: `livelock: the fault-free schedule cycles through ${round - at} states without settling` };
+    }
+    seen.set(key, round);
+    c = fairRound(c, quiet, mutation);
+  }
+  return { invariant: 'progress', message: `no steady state within ${SETTLE_ROUNDS} fault-free rounds of loop_wait` };
+}
+
+/** One round of the fault-free schedule: each running agent cycles, pending actions complete, WAL ships, loop_wait passes. */
+export function fairRound(c: ClusterModel, bounds: Bounds, mutation?: DecisionMutation): ClusterModel {
+  const step = (kind: 'cycle' | 'complete' | 'ship' | 'tick', node = -1) => {
+    c = applyAction(c, { kind, node, label: kind }, bounds, mutation).next;
+  };
+  c.nodes.forEach((_, i) => {
+    if (c.nodes[i].agent === 'up') step('cycle', i);
+  });
+  c.nodes.forEach((_, i) => {
+    if (c.nodes[i].agent === 'up' && c.nodes[i].op !== 'none') step('complete', i);
+  });
+  c.nodes.forEach((n, i) => {
+    if (n.pg === 'running' && !n.primary && n.op === 'none' && n.upstream >= 0) step('ship', i);
+  });
+  step('tick');
+  return c;
+}

@@ -1,0 +1,216 @@
+/**
+ * The model checker's abstract cluster: a compact state, small enough to hash by the million.
+ * Every time in it is relative to "now" (ms left), so that states differing only in the wall
+ * clock are one state; the HA code sees them as instants after a fixed epoch.
+ */
+
+export const NODE_NAMES = ['n1', 'n2', 'n3'] as const;
+export const LOOP_WAIT_S = 10;
+export const RETRY_TIMEOUT_S = 5;
+/** In the model a WAL position counts writes: 1 means one write behind. */
+export const MAXIMUM_LAG_ON_FAILOVER = 1;
+export const SYSTEM_ID = '7000000000000000001';
+
+export type AgentState = 'up' | 'frozen' | 'down';
+export type PgState = 'running' | 'stopped' | 'crashed';
+/** The long action in flight: it completes as a step of its own, or hangs (the step never comes). */
+export type PgOp = 'none' | 'promote' | 'demote' | 'start' | 'switchover';
+export type ModelRole = 'replica' | 'primary' | 'demoted';
+export type ReplicationMode = 'off' | 'on' | 'strict' | 'quorum';
+
+export interface NodeModel {
+  agent: AgentState;
+  /** Ran its HA cycle since loop_wait last passed: a running agent cycles every loop_wait. */
+  cycled: boolean;
+  pg: PgState;
+  /** Running out of recovery. */
+  primary: boolean;
+  op: PgOp;
+  /** For `start` and `demote`: start as a primary (else a replica of `opUpstream`, -1 for nobody). */
+  opAsPrimary: boolean;
+  opUpstream: number;
+  /** `demote`: start again afterwards. */
+  opRestart: boolean;
+  role: ModelRole;
+  /** The leadership machine says leader. */
+  leader: boolean;
+  wal: number;
+  timeline: number;
+  /** The member this replica streams from, -1 for none. */
+  upstream: number;
+  /** ms left of the lease this node last got for the leader key (0: none or expired). */
+  lease: number;
+  /**
+   * ms left before the fence stops the postmaster (0: the deadline passed); -1 when disarmed. The agent
+   * remembers it for the next postmaster it starts, whose fence starts armed with it.
+   */
+  fence: number;
+  /** Cut off from the DCS. */
+  dcsCut: boolean;
+  noFailover: boolean;
+  /** The `failover_priority` tag (1, the default, or 2). */
+  priority: number;
+  /** synchronous_standby_names in force. */
+  standbyNames: string;
+  /** The member key as last written: null once its lease ran out. */
+  member: MemberKey | null;
+  memberLease: number;
+  /** A DCS read this node took and has not yet decided on (JSON of a DcsRead): its next cycle decides on it. */
+  view: string | null;
+}
+
+export type MemberKey = { running: boolean; primary: boolean; wal: number; timeline: number };
+
+/** What a node reads from the DCS: decided on later, the read is stale. */
+export interface DcsRead {
+  leaderKey: number;
+  sync: ClusterModel['sync'];
+  failover: FailoverModel | null;
+  optime: number;
+  history: [number, number][];
+  pause: boolean;
+  mode: ReplicationMode;
+  ttl: number;
+  members: (MemberKey | null)[];
+}
+
+export interface FailoverModel {
+  leader: number;
+  member: number;
+  /** ms until a scheduled switchover is due; null for now. */
+  dueIn: number | null;
+}
+
+export interface ClusterModel {
+  nodes: NodeModel[];
+  /** Holder of the leader key, -1 for none. */
+  leaderKey: number;
+  /** ms left of the key's lease in the DCS: it counts down only while the DCS has its quorum. */
+  keyLease: number;
+  quorum: boolean;
+  /** `/sync`: its leader, standbys and (quorum mode) quorum. */
+  sync: { leader: number; standbys: number[]; quorum: number } | null;
+  failover: FailoverModel | null;
+  optime: number;
+  /** `/history`: [timeline, switch position]. */
+  history: [number, number][];
+  pause: boolean;
+  mode: ReplicationMode;
+  ttl: number;
+  /** The last acknowledged commit, on its timeline, and whether a synchronous mode was in force then; null before the first. */
+  acked: { timeline: number; wal: number; sync: boolean } | null;
+  /** Budgets spent, part of the state so that bounded searches stay sound. */
+  faults: number;
+  operations: number;
+  writes: number;
+  staleReads: number;
+}
+
+export function initialNode(index: number): NodeModel {
+  const primary = index === 0;
+  return {
+    agent: 'up',
+    cycled: false,
+    pg: 'running',
+    primary,
+    op: 'none',
+    opAsPrimary: false,
+    opUpstream: -1,
+    opRestart: false,
+    role: primary ? 'primary' : 'replica',
+    leader: primary,
+    wal: 0,
+    timeline: 1,
+    upstream: primary ? -1 : 0,
+    lease: primary ? 30_000 : 0,
+    fence: -1,
+    dcsCut: false,
+    noFailover: false,
+    priority: 1,
+    standbyNames: '',
+    member: { running: true, primary, wal: 0, timeline: 1 },
+    memberLease: 30_000,
+    view: null,
+  };
+}
+
+/** n1 has just become primary and holds the key; n2 and n3 stream from it. */
+export function bootstrappedCluster(mode: ReplicationMode): ClusterModel {
+  return {
+    nodes: NODE_NAMES.map((_, i) => initialNode(i)),
+    leaderKey: 0,
+    keyLease: 30_000,
+    quorum: true,
+    sync: null,
+    failover: null,
+    optime: 0,
+    history: [],
+    pause: false,
+    mode,
+    ttl: 30,
+    acked: null,
+    faults: 0,
+    operations: 0,
+    writes: 0,
+    staleReads: 0,
+  };
+}
+
+export function cloneCluster(c: ClusterModel): ClusterModel {
+  return {
+    ...c,
+    nodes: c.nodes.map((n) => ({ ...n, member: n.member && { ...n.member } })),
+    sync: c.sync && { leader: c.sync.leader, standbys: [...c.sync.standbys], quorum: c.sync.quorum },
+    failover: c.failover && { ...c.failover },
+    history: c.history.map((h) => [h[0], h[1]] as [number, number]),
+    acked: c.acked && { ...c.acked },
+  };
+}
+
+const AGENT = { up: 'u', frozen: 'f', down: 'd' };
+const PG = { running: 'r', stopped: 's', crashed: 'c' };
+const OP = { none: '-', promote: 'p', demote: 'd', start: 's', switchover: 'w' };
+const ROLE = { replica: 'R', primary: 'P', demoted: 'D' };
+
+function nodeKey(n: NodeModel): string {
+  const m = n.member ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}` : 'x';
+  return [
+    AGENT[n.agent] + (n.cycled ? 1 : 0) + PG[n.pg] + (n.primary ? 1 : 0) + OP[n.op] + (n.opAsPrimary ? 1 : 0) + (n.opRestart ? 1 : 0) + ROLE[n.role] + (n.leader ? 1 : 0) + (n.dcsCut ? 1 : 0) + (n.noFailover ? 1 : 0) + n.priority,
+    n.opUpstream,
+    n.wal,
+    n.timeline,
+    n.upstream,
+    n.lease,
+    n.fence,
+    n.standbyNames,
+    m,
+    n.view ?? '',
+  ].join(',');
+}
+
+/** The canonical hash key of a state: equal keys, equal futures. */
+export function stateKey(c: ClusterModel): string {
+  const sync = c.sync ? `${c.sync.leader}:${c.sync.standbys.join('+')}:${c.sync.quorum}` : '';
+  const failover = c.failover ? `${c.failover.leader}>${c.failover.member}@${c.failover.dueIn ?? ''}` : '';
+  const acked = c.acked ? `${c.acked.timeline}.${c.acked.wal}${c.acked.sync ? 's' : ''}` : '';
+  const history = c.history.map((h) => `${h[0]}.${h[1]}`).join('/');
+  const head = [c.leaderKey, c.keyLease, c.quorum ? 1 : 0, sync, failover, c.optime, history, c.pause ? 1 : 0, c.mode, c.ttl, acked, c.faults, c.operations, c.writes, c.staleReads].join(',');
+  return `${head}|${c.nodes.map(nodeKey).join('|')}`;
+}
+
+/**
+ * A commit is on node `n` when n's WAL contains it: on the commit's timeline and far enough, or on
+ * another timeline of the history that shares the WAL up to the commit (forked at or after it).
+ */
+export function holdsCommit(c: ClusterModel, n: NodeModel, commit: { timeline: number; wal: number }): boolean {
+  if (n.wal < commit.wal) return false;
+  if (n.timeline === commit.timeline) return true;
+  const older = Math.min(n.timeline, commit.timeline);
+  const fork = c.history.find((h) => h[0] === older);
+  return fork !== undefined && fork[1] >= commit.wal;
+}
+
+/** Where timeline `tl` starts: the position its parent ended at (0 for the first). */
+export function timelineStart(c: ClusterModel, tl: number): number {
+  return c.history.find((h) => h[0] === tl - 1)?.[1] ?? 0;
+}

@@ -1,0 +1,45 @@
+import { DecisionMutation } from './cycle';
+import { InvariantId } from './invariants';
+
+/**
+ * Deliberately broken variants of the decision code, one per invariant: the checker's tests show
+ * that each is caught with a short counter-example. They exist only as inputs of the checker
+ * (`DecisionMutation`); the agent's HA loop calls decide() directly and has no way to take one.
+ */
+export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
+  /** No lease check before writes: the fence is never armed and a leader that lost its lock keeps its primary. */
+  lease: {
+    name: 'writes without the lease check',
+    noFence: true,
+    decision: (s, d) => ('need' in d || s.lockResult === 'refreshed' ? d : { ...d, actions: d.actions.filter((a) => a.type !== 'demote') }),
+  },
+  /** maximum_lag_on_failover is not looked at. */
+  promotion: {
+    name: 'promoting regardless of lag',
+    snapshot: (s) => ({ ...s, config: { ...s.config, maximum_lag_on_failover: Number.MAX_SAFE_INTEGER } }),
+  },
+  /** `/sync` does not bar standbys that are not synchronous from the race. */
+  sync: {
+    name: 'racing without the synchronous standby rule',
+    snapshot: (s) => ({ ...s, config: { ...s.config, synchronous_mode: 'off' } }),
+  },
+  /** The leader steps down in every cycle it leads, and promotes again in the next. */
+  progress: {
+    name: 'stepping down every cycle',
+    decision: (s, d) =>
+      !('need' in d) && d.verdict.startsWith('no action.') && s.lockResult === 'refreshed'
+        ? { verdict: 'stepping down (broken variant)', actions: [{ type: 'demote', mode: 'fast', restart: true, upstream: null }] }
+        : d,
+  },
+  /** The recorder loses the role transition of a promotion. */
+  replay: {
+    name: 'promotion not recorded',
+    dropsEvent: (type, to) => type === 'role.transition' && to === 'primary',
+  },
+};
+
+/** Paused clusters treated as running: automatic failover while paused. */
+export const IGNORING_PAUSE: DecisionMutation = {
+  name: 'ignoring pause',
+  snapshot: (s) => ({ ...s, config: { ...s.config, pause: false } }),
+};

@@ -1,0 +1,174 @@
+import { Action, ACTION_KINDS, ActionKind, Bounds, enabledActions } from './actions';
+import { DecisionMutation } from './cycle';
+import { checkProgress, fairRound, Violation } from './invariants';
+import { bootstrappedCluster, ClusterModel, ReplicationMode, stateKey } from './model';
+import { checkedStep } from './step';
+
+export interface SearchOptions {
+  mode: ReplicationMode;
+  bounds: Bounds;
+  /** Stop after this many steps from the start (BFS levels). */
+  maxDepth: number;
+  /** Stop once this many distinct states are known. */
+  maxStates: number;
+  /** Judge invariant 4 (progress) on every n-th new state; 0: never. */
+  progressEvery: number;
+  mutation?: DecisionMutation;
+}
+
+export interface FoundViolation extends Violation {
+  /** The steps from the start, the last one reaching (or being) the violation. */
+  path: Action[];
+}
+
+export interface SearchReport {
+  mode: ReplicationMode;
+  states: number;
+  transitions: number;
+  /** Every state up to this many steps from the start was found (all of their successors were generated)... */
+  depth: number;
+  /** ...and some states one step deeper; `exhausted`: nothing new lay deeper (within maxDepth). */
+  partialLevel: boolean;
+  exhausted: boolean;
+  elapsedMs: number;
+  /** How often each kind of step was taken. */
+  coverage: Record<ActionKind, number>;
+  progressChecks: number;
+  violation: FoundViolation | null;
+}
+
+/** The cluster after bootstrap, settled by the fault-free schedule: where every search starts. */
+export function steadyStart(mode: ReplicationMode, bounds: Bounds, mutation?: DecisionMutation): ClusterModel {
+  let c = bootstrappedCluster(mode);
+  let key = stateKey(c);
+  for (let round = 0; round < 24; round++) {
+    c = fairRound(c, bounds, mutation);
+    const next = stateKey(c);
+    if (next === key) return c;
+    key = next;
+  }
+  return c;
+}
+
+const emptyCoverage = () => Object.fromEntries(ACTION_KINDS.map((k) => [k, 0])) as Record<ActionKind, number>;
+
+/** Breadth-first search with state hashing: the first violation found has a shortest path. */
+export function breadthFirst(options: SearchOptions): SearchReport {
+  const started = Date.now();
+  const { bounds, mutation } = options;
+  const start = steadyStart(options.mode, bounds, mutation);
+  const index = new Map<string, number>([[stateKey(start), 0]]);
+  const parent: number[] = [-1];
+  const via: (Action | null)[] = [null];
+  const coverage = emptyCoverage();
+  let frontier: { c: ClusterModel; id: number }[] = [{ c: start, id: 0 }];
+  let transitions = 0;
+  let depth = 0;
+  let progressChecks = 0;
+  const report = (violation: FoundViolation | null, exhausted: boolean, partialLevel = false): SearchReport => ({
+    mode: options.mode,
+    states: index.size,
+    transitions,
+    depth,
+    partialLevel,
+    exhausted,
+    elapsedMs: Date.now() - started,
+    coverage,
+    progressChecks,
+    violation,
+  });
+  const pathTo = (id: number, last?: Action): Action[] => {
+    const path: Action[] = last ? [last] : [];
+    for (let at = id; at > 0; at = parent[at]) path.unshift(via[at]!);
+    return path;
+  };
+  while (frontier.length > 0 && depth < options.maxDepth) {
+    const next: typeof frontier = [];
+    for (const { c, id } of frontier) {
+      for (const action of enabledActions(c, bounds)) {
+        const step = checkedStep(c, action, bounds, mutation);
+        transitions++;
+        coverage[action.kind]++;
+        if (step.violation) return report({ ...step.violation, path: pathTo(id, action) }, false);
+        const key = stateKey(step.next);
+        if (index.has(key)) continue;
+        const nextId = index.size;
+        index.set(key, nextId);
+        parent.push(id);
+        via.push(action);
+        next.push({ c: step.next, id: nextId });
+        if (options.progressEvery > 0 && nextId % options.progressEvery === 0) {
+          progressChecks++;
+          const stuck = checkProgress(step.next, bounds, mutation);
+          if (stuck) return report({ ...stuck, path: pathTo(nextId) }, false);
+        }
+        if (index.size >= options.maxStates) return report(null, false, true);
+      }
+    }
+    frontier = next;
+    depth++;
+  }
+  return report(null, frontier.length === 0);
+}
+
+/** A small seeded generator (mulberry32): the same seed walks the same way. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface WalkOptions {
+  mode: ReplicationMode;
+  bounds: Bounds;
+  walks: number;
+  steps: number;
+  seed: number;
+  mutation?: DecisionMutation;
+}
+
+export interface WalkReport {
+  mode: ReplicationMode;
+  walks: number;
+  steps: number;
+  maxDepth: number;
+  elapsedMs: number;
+  coverage: Record<ActionKind, number>;
+  violation: (FoundViolation & { seed: number }) | null;
+}
+
+/** Seeded random walks, far deeper than the exhaustive search; each ends with the progress check. */
+export function randomWalks(options: WalkOptions): WalkReport {
+  const started = Date.now();
+  const { bounds, mutation } = options;
+  const start = steadyStart(options.mode, bounds, mutation);
+  const coverage = emptyCoverage();
+  let steps = 0;
+  const done = (violation: WalkReport['violation'], walks: number): WalkReport => ({
+    mode: options.mode, walks, steps, maxDepth: options.steps, elapsedMs: Date.now() - started, coverage, violation,
+  });
+  for (let w = 0; w < options.walks; w++) {
+    const seed = options.seed + w;
+    const random = seededRandom(seed);
+    let c = start;
+    const path: Action[] = [];
+    for (let s = 0; s < options.steps; s++) {
+      const actions = enabledActions(c, bounds);
+      const action = actions[Math.floor(random() * actions.length)];
+      const step = checkedStep(c, action, bounds, mutation);
+      steps++;
+      coverage[action.kind]++;
+      path.push(action);
+      if (step.violation) return done({ ...step.violation, path, seed }, w + 1);
+      c = step.next;
+    }
+    const stuck = checkProgress(c, bounds, mutation);
+    if (stuck) return done({ ...stuck, path, seed }, w + 1);
+  }
+  return done(null, options.walks);
+}

@@ -1,0 +1,21 @@
+import { Action, applyAction, Bounds } from './actions';
+import { DecisionMutation } from './cycle';
+import { checkPromotion, checkState, Violation } from './invariants';
+import { ClusterModel } from './model';
+import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
+
+export interface CheckedStep {
+  next: ClusterModel;
+  events: ModelEvent[];
+  violation: Violation | null;
+}
+
+/** One step with every per-step invariant judged: the promotion it decided, the replay of its events, the state it reaches. */
+export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mutation?: DecisionMutation): CheckedStep {
+  const { next, facts, cycle } = applyAction(c, action, bounds, mutation);
+  const events = [...factEvents(facts), ...transitionEvents(c, next, action.label, mutation?.dropsEvent)];
+  const promotion = cycle?.promotion ? checkPromotion(c, cycle.promotion) : null;
+  const mismatch = replayMismatch(c, next, events);
+  const violation = promotion ?? (mismatch ? { invariant: 'replay' as const, message: `replaying the step's events does not rebuild the projections: ${mismatch}` } : null) ?? checkState(next);
+  return { next, events, violation };
+}

@@ -1,0 +1,73 @@
+import { ClusterView } from '../dcs/dcs.port';
+import { planPriority } from '../ha/sync/priority-plan';
+import { SyncReadiness } from '../ha/sync/readiness';
+import { pickSynchronous, quorumAcknowledgedPosition, syncCandidates } from '../ha/sync/sync-candidates';
+import { planQuorum } from '../ha/sync/quorum-plan';
+import { syncKeyValue, syncQuorumOf } from '../ha/sync/sync-key';
+import { parseStandbyNames } from '../postgresql/standby-names';
+import { ClusterModel, NODE_NAMES } from './model';
+import { configOf, safeMembers, standbyKind, streamingFrom } from './snapshot';
+
+const indexOf = (name: string) => NODE_NAMES.indexOf(name as (typeof NODE_NAMES)[number]);
+
+/**
+ * The lock holder's synchronous replication duties (SyncReplication.manage) with the real planners:
+ * candidates, readiness, pick and the ordered plan of `/sync` and synchronous_standby_names steps.
+ * A standby counts as caught up when it holds the leader's position now (the agent uses the position
+ * when the setting changed, which is never later): never more permissive than the agent.
+ */
+export function manageSync(c: ClusterModel, i: number, view: ClusterView): void {
+  const n = c.nodes[i];
+  const config = configOf(c);
+  if (c.mode === 'off') {
+    c.sync = null;
+    n.standbyNames = '';
+    return;
+  }
+  const quorumMode = c.mode === 'quorum';
+  // In quorum mode the resolver hands `/sync` over from a former leader itself, keeping its quorum.
+  if (!c.sync || (c.sync.leader !== i && !quorumMode)) c.sync = { leader: i, standbys: [], quorum: 0 };
+  const name = NODE_NAMES[i];
+  const listedKind = standbyKind(n.standbyNames);
+  const sample = {
+    walPosition: n.wal,
+    synchronousStandbyNames: n.standbyNames,
+    synchronousCommit: 'on',
+    replication: streamingFrom(c, i).map((j) => ({
+      usename: 'replicator',
+      application_name: NODE_NAMES[j],
+      client_addr: null,
+      state: 'streaming',
+      sync_state: safeMembers(n.standbyNames).includes(NODE_NAMES[j]) ? (listedKind === 'quorum' ? 'quorum' : 'sync') : 'async',
+      sync_priority: 1,
+      write_lsn: c.nodes[j].wal,
+      flush_lsn: c.nodes[j].wal,
+      replay_lsn: c.nodes[j].wal,
+    })),
+  };
+  const sync = c.sync;
+  const syncState = syncKeyValue(NODE_NAMES[sync.leader], sync.standbys.map((j) => NODE_NAMES[j]), sync.quorum);
+  const candidates = syncCandidates(name, view, sample as never);
+  const readiness = new SyncReadiness();
+  readiness.observe(n.standbyNames, n.wal);
+  const ready = readiness.update(candidates, syncState, quorumMode);
+  const standbyNames = parseStandbyNames(n.standbyNames);
+  const acknowledgedUpTo = quorumMode ? quorumAcknowledgedPosition(candidates, standbyNames.members, standbyNames.count) : 0;
+  const picked = pickSynchronous(candidates, ready, n.wal, config, acknowledgedUpTo);
+  const common = {
+    voters: sync.standbys.map((j) => NODE_NAMES[j]),
+    currentValue: n.standbyNames,
+    standbyNames,
+    active: picked.active,
+    confirmed: picked.confirmed,
+    strict: config.synchronous_mode_strict,
+  };
+  const steps = quorumMode
+    ? planQuorum({ ...common, leader: NODE_NAMES[sync.leader], me: name, quorum: syncQuorumOf(syncState), syncWanted: config.synchronous_node_count })
+    : planPriority(common);
+  for (const step of steps) {
+    if (step.type === 'writeSync') c.sync = { leader: step.leader ? indexOf(step.leader) : i, standbys: step.standbys.map(indexOf).sort(), quorum: quorumMode ? step.quorum : 0 };
+    else if (step.type === 'setStandbyNames') n.standbyNames = step.value;
+  }
+}
+
