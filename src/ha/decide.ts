@@ -5,6 +5,7 @@ import { downstreamMembers, nodeToFollow } from './cascade';
 import { HaSnapshot, isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
+import { promoteAfterDrain } from './read-pool';
 import { recover, rejoinBackoff } from './recover';
 import { followRemote, remotePrimary } from './standby-cluster';
 import { failedTaskRetryAt, startRetryDelayMs } from './start-failure';
@@ -221,7 +222,7 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
     }
     if (remote) return { verdict: `no action. I am (${local.name}), the standby leader with the lock`, actions: [...followRemote(s, remote), { type: 'leaderDuties' }] };
     if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
-    return { verdict: 'promoted self to leader because I had the session lock', actions: [{ type: 'promote' }] };
+    return { verdict: 'promoted self to leader because I had the session lock', actions: [promoteAfterDrain(s)] };
   }
   if (pgIsPrimary) {
     if (config.pause) return { verdict: 'continue to run as primary after failing to update leader lock in DCS', actions: [] };
