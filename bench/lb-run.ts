@@ -26,6 +26,8 @@ const PATRONI_TUNED = process.env.LB_PATRONI_TUNED === '1';
 const WANT_PATRONI = process.env.BENCH_PATRONI !== '0';
 /** For measuring the default: load_balancer_drain_ms set on the Stator cluster through PATCH /config. */
 const STATOR_DRAIN_MS = process.env.LB_STATOR_DRAIN_MS;
+/** `switchover`, `failover` or both (default), comma-separated. */
+const EVENTS = new Set((process.env.LB_EVENTS ?? 'switchover,failover').split(','));
 const BUDGET_MS = Number(process.env.BENCH_BUDGET_S ?? 2400) * 1000;
 export const LB_TIMING: Timing = { ttl: 10, loopWait: 2, retryTimeout: 3 };
 
@@ -91,8 +93,8 @@ async function main(): Promise<void> {
     }
     results.targets = targets.map((t) => `${t.cluster.kind} with ${t.haproxy.flavour} HAProxy configuration (${t.haproxy.configPath.split('/').pop()})`);
     log(`targets: ${results.targets.join('; ')}; load ${loadAverage()}`);
-    await interleave(targets, 'switchover', lbSwitchover, results.switchovers, results.errors);
-    await interleave(targets, 'failover', lbFailover, results.failovers, results.errors);
+    if (EVENTS.has('switchover')) await interleave(targets, 'switchover', lbSwitchover, results.switchovers, results.errors);
+    if (EVENTS.has('failover')) await interleave(targets, 'failover', lbFailover, results.failovers, results.errors);
     for (const target of targets) target.haproxy.stop();
     await Promise.all(clusters.map((c) => c.stop()));
     clusters.forEach(untrack);
