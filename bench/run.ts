@@ -246,7 +246,7 @@ async function interleave<T>(
 }
 
 /** Checks (and as root installs) what the benchmark needs; returns whether Patroni can be measured. */
-function preflight(notes: string[]): boolean {
+export function preflight(notes: string[]): boolean {
   const root = process.getuid?.() === 0;
   let updated = false;
   const install = (pkg: string) => {
@@ -278,7 +278,7 @@ function preflight(notes: string[]): boolean {
   return true;
 }
 
-function environment(patroni: boolean): Record<string, string> {
+export function environment(patroni: boolean): Record<string, string> {
   const first = (cmd: string, args: string[]) => {
     const r = spawnSync(cmd, args, { timeout: 10_000 });
     return `${r.stdout?.toString() ?? ''}${r.stderr?.toString() ?? ''}`.split('\n')[0].trim() || '?';
@@ -311,7 +311,7 @@ function quoteInReadme(report: string, file: string): void {
   writeFileSync(readme, `${text.slice(0, from + START.length)}\n\nFrom [${file}](${file}):\n\n${body.trim()}\n\n${text.slice(to)}`);
 }
 
-function findRepoRoot(from: string): string {
+export function findRepoRoot(from: string): string {
   for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
     if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'stator.js'))) return dir;
   }

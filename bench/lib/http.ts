@@ -34,3 +34,12 @@ export async function httpPost(url: string, body: unknown, timeoutMs: number): P
     return { status: 0, text: (error as Error).message };
   }
 }
+
+export async function httpPatch(url: string, body: unknown, timeoutMs = 5000): Promise<{ status: number; text: string }> {
+  try {
+    const response = await fetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    return { status: response.status, text: (await response.text()).trim() };
+  } catch (error) {
+    return { status: 0, text: (error as Error).message };
+  }
+}

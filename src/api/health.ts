@@ -1,4 +1,5 @@
 import { NodeView } from '../ha/node-view';
+import { readPoolWithdrawal } from '../ha/read-pool';
 import { synchronousRoleOf } from './cluster-document';
 import { isUnresponsive, unresponsiveForMs } from '../ha/unresponsive';
 import { MAX_VALUE_TEXT_LENGTH, readLagBytes } from './request-values';
@@ -60,7 +61,7 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
   const replicaOk = () => {
     if (view.tags.noloadbalance === true || !running || role !== 'replica' || !sample) return false;
     // About to be primary: out of the read pool before promotion starts, so no read reaches a new primary.
-    if (view.leadership === 'leader' || isDueCandidate(view, now)) return false;
+    if (readPoolWithdrawal(view.leadership, view.cluster, view.name, now) !== null) return false;
     if (query.replication_state !== undefined && query.replication_state !== (sample.replicationState ?? undefined)) return false;
     if (maxLag !== null) {
       const optime = Math.max(view.cluster?.status?.value.optime ?? 0, sample.latestEndLsn ?? 0);
@@ -121,13 +122,6 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
     default:
       throw new Error(`not a health path: ${path}`);
   }
-}
-
-/** This node is the named candidate of a switchover or failover that is due now. */
-function isDueCandidate(view: NodeView, now: number): boolean {
-  const request = view.cluster?.failover?.value;
-  if (!request || request.member !== view.name) return false;
-  return !request.scheduled_at || Date.parse(request.scheduled_at) <= now;
 }
 
 /** The HA loop ran recently enough: within ttl on a running primary, 2*ttl elsewhere; always while paused. */

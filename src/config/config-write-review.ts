@@ -30,6 +30,7 @@ const ACTED_ON = new Set([
   'maximum_lag_on_syncnode',
   'failsafe_mode',
   'member_slots_ttl',
+  'load_balancer_drain_ms',
   'slots',
   'ignore_slots',
   'standby_cluster',

@@ -166,6 +166,12 @@ export interface EffectiveDynamicConfig {
   failsafe_mode: boolean;
   /** Seconds a leader keeps the slot of a member that left the DCS (and creates it at promotion); 0: dropped at once. */
   member_slots_ttl: number;
+  /**
+   * Milliseconds a node about to change role waits after its health checks changed, so that a load
+   * balancer checking at its interval has moved first: a leader before a switchover demotion, a
+   * failover candidate between taking the lock and promoting. Stator's own key.
+   */
+  load_balancer_drain_ms: number;
   parameters: Record<string, string | number | boolean>;
   /** Permanent replication slots (`slots`): kept on the leader and on every replica, their positions shared. */
   slots: PermanentSlot[];

@@ -26,7 +26,12 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   maximum_lag_on_syncnode: -1,
   failsafe_mode: false,
   member_slots_ttl: 1800,
+  /** Longer than the shipped HAProxy configuration's 500 ms check interval, with room for a busy machine (README "Load balancers"). */
+  load_balancer_drain_ms: 750,
 });
+
+/** A drain past a minute would be a typo: the failover gap grows by it. */
+export const MAX_LOAD_BALANCER_DRAIN_MS = 60_000;
 
 /** Without `postgres_unresponsive_timeout`: half the ttl, so a hung primary is ended well before its lease would expire. */
 export function unresponsiveDefault(ttl: number): number {
@@ -142,6 +147,7 @@ export function effectiveDynamicConfig(
       maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),
       failsafe_mode: boolean('failsafe_mode', source.failsafe_mode, defaults.failsafe_mode),
       member_slots_ttl: memberSlotsTtl(source.member_slots_ttl, origin, adjustments),
+      load_balancer_drain_ms: Math.max(0, integer('load_balancer_drain_ms', source.load_balancer_drain_ms, defaults.load_balancer_drain_ms, MAX_LOAD_BALANCER_DRAIN_MS)),
       parameters,
       slots: readPermanentSlots(source.slots, adjustments),
       ignore_slots: readIgnoreSlots(source.ignore_slots),
@@ -229,6 +235,7 @@ const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   synchronous_node_count: integerBetween(1, 255),
   max_timelines_history: integerBetween(0, 1_000_000),
   member_slots_ttl: MEMBER_SLOTS_TTL_RULE,
+  load_balancer_drain_ms: integerBetween(0, MAX_LOAD_BALANCER_DRAIN_MS),
   check_timeline: booleanRule,
   pause: booleanRule,
   failsafe_mode: booleanRule,

@@ -146,6 +146,8 @@ export interface DynamicConfig {
   check_timeline?: boolean;
   primary_start_timeout?: number;
   postgres_unresponsive_timeout?: number;
+  /** Stator's own: see EffectiveDynamicConfig. */
+  load_balancer_drain_ms?: number;
   pause?: boolean;
   postgresql?: {
     use_pg_rewind?: boolean;

@@ -45,6 +45,8 @@ export interface LocalView {
   canCloneWithoutLeader: boolean;
   /** The last background procedure that ended (task machine): its name, error, end and failures in a row. */
   lastTask: EndedTask | null;
+  /** Epoch ms since when this running replica answers 503 on the replica checks because it is about to be primary (read-pool.ts); null otherwise. */
+  readPoolWithdrawnAt: number | null;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */

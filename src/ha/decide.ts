@@ -5,6 +5,7 @@ import { downstreamMembers, nodeToFollow } from './cascade';
 import { HaSnapshot, isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
+import { promoteAfterDrain } from './read-pool';
 import { recover, rejoinBackoff } from './recover';
 import { followRemote, remotePrimary } from './standby-cluster';
 import { failedTaskRetryAt, startRetryDelayMs } from './start-failure';
@@ -223,7 +224,7 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
     if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
     // Tagged nofailover after it won the race (its promotion interrupted): it hands the lock on instead.
     if (isNoFailover(local.tags)) return { verdict: 'released leader key because I am not allowed to promote (nofailover)', actions: [{ type: 'releaseLock' }] };
-    return { verdict: 'promoted self to leader because I had the session lock', actions: [{ type: 'promote' }] };
+    return { verdict: 'promoted self to leader because I had the session lock', actions: [promoteAfterDrain(s)] };
   }
   if (pgIsPrimary) {
     if (config.pause) return { verdict: 'continue to run as primary after failing to update leader lock in DCS', actions: [] };

@@ -12,7 +12,8 @@ export type HaAction =
   | { type: 'startReplica'; upstream: UpstreamNode | null }
   /** A former primary joins `upstream`: pg_rewind (reclone when that fails), then start as its replica. */
   | { type: 'rejoin'; upstream: UpstreamNode; useRewind: boolean }
-  | { type: 'promote' }
+  /** Promote after `drainMs` (0: at once), the rest of the load balancer drain since this node left the read pool. */
+  | { type: 'promote'; drainMs: number }
   /** Point a running replica at a new upstream (primary_conninfo + reload). */
   | { type: 'follow'; upstream: UpstreamNode }
   /** Keep physical slots on this replica for exactly these members, which cascade from it. */

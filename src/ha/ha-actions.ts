@@ -4,18 +4,10 @@ import { DynamicConfig } from '../dcs/dcs.port';
 import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
 import { recordSlotChanges, wantedPhysicalSlots } from './leader-duties';
+import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
 import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
-
-/**
- * How long a leader asked to switch over keeps serving before it demotes, while the candidate
- * already answers 503 on /replica: longer than the read pool's check interval of the shipped
- * HAProxy configuration (500 ms), so the load balancer takes the candidate out of the read pool
- * before it can become primary. Writes continue on the old primary meanwhile, so the write gap
- * does not grow; the switchover takes this much longer.
- */
-export const LOAD_BALANCER_DRAIN_MS = 750;
 
 /** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
 const KILL_EXIT_WAIT_MS = 5_000;
@@ -63,7 +55,10 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         logger.info('Postponing promotion because synchronous replication state was updated by somebody else');
         return;
       }
-      return runTask('promote', () => promote(node));
+      return runTask('promote', async () => {
+        if (action.drainMs > 0 && !(await drainBeforePromotion(node, action.drainMs))) return;
+        await promote(node);
+      });
     case 'follow':
       node.setUpstream(action.upstream.name);
       node.postgres.send({ type: 'RECONFIGURE', settings: node.settings('replica', action.upstream) });
@@ -73,7 +68,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       // Failsafe mode kept the lock through the DCS failure until the members were asked; now it goes.
       if (!snapshot.cluster && node.lock.held) node.lock.lost(`DCS is not accessible: ${snapshot.dcsError}`);
       return runTask('demote', async () => {
-        node.sendRole({ type: 'DEMOTED' });
+        withdrawPrimaryChecks(node, 'demoting: stops taking writes now');
         // A fast shutdown waits for WAL senders, which hang when the replicas are cut off: past half a ttl it
         // escalates to an immediate shutdown, then SIGKILL (the adapter), well before another node may be promoted.
         node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: demoteStopTimeoutMs(node.dynamic.ttl) });
@@ -148,8 +143,8 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       const request = snapshot.cluster?.failover?.value;
       if (request?.scheduled_at) node.events.recordCluster('switchover.executed', node.events.verdict, { ...request });
       return runTask('switchover', async () => {
-        await sleep(node.deps.clock, LOAD_BALANCER_DRAIN_MS);
-        node.sendRole({ type: 'DEMOTED' });
+        await drainBeforeDemotion(node);
+        withdrawPrimaryChecks(node, 'switchover: demoting after the drain');
         // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
         await query.checkpoint().catch(() => undefined);
         await stopServer(node, 'fast');

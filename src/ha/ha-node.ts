@@ -302,6 +302,7 @@ export class HaNode {
         node.knownFailsafeMembers = cluster.failsafe?.value ?? null;
       }
 
+      node.trackReadPool(clock.now());
       let snapshot = snapshotOf(node, cluster, dcsError, clock.now());
       let decision = decide(snapshot);
       for (let step = 0; 'need' in decision && step < 4; step++) {
@@ -335,7 +336,9 @@ export class HaNode {
         const lockResult = await node.lock.acquire();
         // A new term decides synchronous_standby_names afresh; until then the value in force stays.
         if (lockResult === 'acquired') node.sync.forget();
-        return { ...snapshot, lockResult };
+        // The replica checks answer 503 from now on: the promotion's drain counts from here.
+        node.trackReadPool(this.deps.clock.now());
+        return { ...snapshot, lockResult, local: { ...snapshot.local, readPoolWithdrawnAt: node.readPoolWithdrawnAt } };
       }
       case 'raceInitialize': {
         const won = await this.deps.dcs.initialize('', true).catch(() => false);

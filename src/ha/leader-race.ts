@@ -1,6 +1,7 @@
 import { FailoverRequest } from '../dcs/dcs.port';
 import { clusterTimeline, failoverPriority, HaSnapshot, isNoFailover, PeerReading } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
+import { promoteAfterDrain } from './read-pool';
 import { followRemote, remotePrimary } from './standby-cluster';
 import { barredBySync, isFormerSyncLeader, quorumVerdict, racePeers } from './sync/sync-eligibility';
 
@@ -25,7 +26,7 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
       if (pgIsPrimary) return { verdict: 'acquired session lock as a leader', actions: [...cleanup, { type: 'leaderDuties' }] };
       const remote = remotePrimary(config.standby_cluster);
       if (remote) return { verdict: 'promoted self to a standby leader by acquiring session lock', actions: [...cleanup, ...followRemote(s, remote)] };
-      return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, { type: 'promote' }] };
+      return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, promoteAfterDrain(s)] };
     }
     return { verdict: 'following new leader after trying and failing to obtain lock', actions: [] };
   }

@@ -22,6 +22,7 @@ import { createPeerProbe, PeerProbe } from './peer-probe';
 import { RestartScheduler } from './restart-scheduler';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { Sampler } from './sampler';
+import { readPoolWithdrawal } from './read-pool';
 import { remotePrimary } from './standby-cluster';
 import { SyncReplication } from './sync/sync-replication';
 import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
@@ -93,6 +94,8 @@ export class NodeContext {
   leavingSync = false;
   /** Between a promotion and its first checkpoint pg_control still names the old timeline. */
   checkpointAfterPromotePending = false;
+  /** Epoch ms since when this running replica answers 503 on the replica checks because it is about to be primary. */
+  readPoolWithdrawnAt: number | null = null;
   /** The parameters PostgreSQL was last configured with, to notice changes. */
   private appliedParameters = '';
 
@@ -151,6 +154,24 @@ export class NodeContext {
         if (this.pgState() === 'running') this.postgres.send({ type: 'RECONFIGURE', settings: this.currentSettings() });
       },
     });
+  }
+
+  /**
+   * Notes when this running replica leaves the read pool because it is about to be primary (it took
+   * the lock, or it is a due switchover's candidate), as the health checks answer from the same
+   * facts; each change is an event. The promotion waits the drain from this moment (read-pool.ts).
+   */
+  trackReadPool(now: number): void {
+    const inPool = this.pgState() === 'running' && this.sampler.sample?.inRecovery === true && this.tags.noloadbalance !== true;
+    const leadership = this.leadership.getSnapshot().value as 'leader' | 'follower';
+    const reason = inPool ? readPoolWithdrawal(leadership, this.cluster, this.name, now) : null;
+    if (reason !== null && this.readPoolWithdrawnAt === null) {
+      this.readPoolWithdrawnAt = now;
+      this.events.recordLoadBalancer('load_balancer.replica_checks_withdrawn', reason, { drain_ms: this.dynamic.load_balancer_drain_ms });
+    } else if (reason === null && this.readPoolWithdrawnAt !== null) {
+      this.readPoolWithdrawnAt = null;
+      if (inPool) this.events.recordLoadBalancer('load_balancer.replica_checks_restored', 'no longer about to be primary');
+    }
   }
 
   /** The multi-step procedure running in the background (`clone`, `switchover`...), null when none. */

@@ -51,6 +51,23 @@ export class NodeEvents {
     });
   }
 
+  /**
+   * A moment a load balancer must see before the role changes (read-pool.ts, load-balancer-drain.ts):
+   * health checks withdrawn, a drain begun or ended. On the node's own stream, at the time it happened.
+   */
+  recordLoadBalancer(type: `load_balancer.${string}`, cause: string, data: Record<string, unknown> = {}): void {
+    this.sink.record({
+      stream: `node/${this.node}/load-balancer`,
+      type,
+      at: isoWithOffset(this.clock.now()),
+      node: this.node,
+      from: null,
+      to: null,
+      cause,
+      data,
+    });
+  }
+
   /** Appends a cluster fact (switchover requested, config changed...) to the event log. */
   recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
     this.sink.record({

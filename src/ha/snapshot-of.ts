@@ -29,6 +29,7 @@ export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsEr
     lastCloneAt: postgres.context.lastCloneAt,
     canCloneWithoutLeader: canCloneWithoutLeader(node.config.postgresql),
     lastTask: lastTaskOf(node),
+    readPoolWithdrawnAt: node.readPoolWithdrawnAt,
   };
   return {
     now,

@@ -177,6 +177,8 @@ function localOf(c: ClusterModel, i: number): LocalView {
     busy,
     role: n.role,
     leadership: n.leader ? 'leader' : 'follower',
+    // The load-balancer drain before a promotion is time inside one step of the model: not modelled.
+    readPoolWithdrawnAt: null,
     dataDir: { state: 'initialized', systemIdentifier: SYSTEM_ID, timeline: n.timeline, checkpointLsn: n.wal, standbySignal: n.role === 'replica', clusterState: n.primary ? 'in production' : 'in archive recovery' },
     sample: sampleOf(c, i),
     upstream: n.upstream >= 0 ? name(n.upstream) : null,

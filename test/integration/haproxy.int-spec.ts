@@ -13,7 +13,7 @@ import { waitFor } from '../../scripts/lib/wait-for';
  * shipped deploy/haproxy.cfg: clients write through the primary port and read through the
  * replica port, as applications do, while the cluster switches over.
  */
-jest.setTimeout(180_000);
+jest.setTimeout(120_000);
 
 let cluster: LocalCluster;
 let baseDir: string;
@@ -87,30 +87,62 @@ it('spreads reads over both replicas', async () => {
   expect([...served].sort(byNumber)).toEqual(cluster.nodes.filter((node) => node !== leader).map((node) => node.pgPort).sort(byNumber));
 });
 
+/**
+ * A writer (a new connection and an insert every 50 ms) through the primary port and a reader (every
+ * 20 ms) through the replica port, as applications do: the reader counts reads a primary answered.
+ */
+function traffic() {
+  const acknowledged: { at: number; port: number }[] = [];
+  const readsOnPrimary: number[] = [];
+  let running = true;
+  const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const writer = (async () => {
+    while (running) {
+      const port = await through(ports.primary, 'INSERT INTO through_haproxy DEFAULT VALUES RETURNING inet_server_port() AS port').catch(() => null);
+      if (port !== null) acknowledged.push({ at: Date.now(), port });
+      await pause(50);
+    }
+  })();
+  const reader = (async () => {
+    while (running) {
+      const port = await through(ports.replicas, 'SELECT inet_server_port() AS port WHERE NOT pg_is_in_recovery()').catch(() => null);
+      if (port !== null) readsOnPrimary.push(port);
+      await pause(20);
+    }
+  })();
+  return {
+    acknowledged,
+    readsOnPrimary,
+    longestGap: () => Math.max(...acknowledged.slice(1).map((write, index) => write.at - acknowledged[index].at)),
+    stop: async () => {
+      running = false;
+      await Promise.all([writer, reader]);
+    },
+  };
+}
+
+/** The last `count` load balancer moments a node recorded (`load_balancer.*` on its own stream), once it has recorded that many. */
+async function lastLoadBalancerMoments(apiUrl: string, node: string, count: number): Promise<string[]> {
+  let types: string[] = [];
+  await waitFor(
+    async () => {
+      const response = await fetch(`${apiUrl}/events?stream=${encodeURIComponent(`node/${node}/load-balancer`)}`);
+      types = ((await response.json()) as { type: string }[]).map((event) => event.type);
+      return types.length >= count;
+    },
+    { timeoutMs: 5000, description: `${node}'s load balancer events` },
+  ).catch(() => undefined);
+  return types.slice(-count);
+}
+
 it('sends writes to the new leader within 3 s of a switchover, none is acknowledged by the old one after it, and no read reaches a primary', async () => {
   const leader = await cluster.waitForLeader(10_000);
   const candidate = cluster.nodes.find((node) => node !== leader)!;
-  const acknowledged: { at: number; port: number }[] = [];
-  const readsOnPrimary: number[] = [];
-  let writing = true;
-  const writer = (async () => {
-    while (writing) {
-      const port = await through(ports.primary, 'INSERT INTO through_haproxy DEFAULT VALUES RETURNING inet_server_port() AS port').catch(() => null);
-      if (port !== null) acknowledged.push({ at: Date.now(), port });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  })();
-  // A reader through the replica port, as an application reading from replicas: it must never land on a primary.
-  const reader = (async () => {
-    while (writing) {
-      const port = await through(ports.replicas, 'SELECT inet_server_port() AS port WHERE NOT pg_is_in_recovery()').catch(() => null);
-      if (port !== null) readsOnPrimary.push(port);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  })();
+  const load = traffic();
+  const { acknowledged } = load;
 
   await waitFor(() => acknowledged.length >= 5, { timeoutMs: 10_000, description: 'writes through HAProxy before the switchover' });
-  const response = await fetch(`${leader.apiUrl.replace(/\/stator$/, '')}/switchover`, {
+  const response = await fetch(`${leader.apiUrl}/switchover`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
@@ -118,14 +150,40 @@ it('sends writes to the new leader within 3 s of a switchover, none is acknowled
   const switched = Date.now();
   expect(response.status).toBe(200);
   await waitFor(() => acknowledged.some((write) => write.port === candidate.pgPort), { timeoutMs: 10_000, description: 'a write acknowledged by the new leader' });
-  writing = false;
-  await Promise.all([writer, reader]);
+  await load.stop();
 
   const firstOnNewLeader = acknowledged.find((write) => write.port === candidate.pgPort)!;
-  const gap = Math.max(...acknowledged.slice(1).map((write, index) => write.at - acknowledged[index].at));
-  console.log(`haproxy: first write on the new leader ${firstOnNewLeader.at - switched} ms after the switchover answered; longest write gap ${gap} ms`);
+  const gap = load.longestGap();
+  console.log(`haproxy switchover: first write on the new leader ${firstOnNewLeader.at - switched} ms after the switchover answered; longest write gap ${gap} ms`);
   expect(gap).toBeLessThan(3000);
   expect(firstOnNewLeader.at - switched).toBeLessThan(3000);
   expect(acknowledged.filter((write) => write.port === leader.pgPort && write.at > switched)).toEqual([]);
-  expect(readsOnPrimary).toEqual([]);
+  expect(load.readsOnPrimary).toEqual([]);
+  // The old leader drained before it demoted, and recorded when /primary went 503.
+  expect(await lastLoadBalancerMoments(leader.apiUrl, leader.name, 3)).toEqual(['load_balancer.drain_started', 'load_balancer.drain_ended', 'load_balancer.primary_checks_withdrawn']);
+});
+
+it('fails over through HAProxy when the leader agent and postmaster are killed: writes back within 3 s, no read on the new primary', async () => {
+  const leader = await cluster.waitForLeader(10_000);
+  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 30_000);
+  const load = traffic();
+  const { acknowledged } = load;
+  await waitFor(() => acknowledged.length >= 5, { timeoutMs: 10_000, description: 'writes through HAProxy before the failover' });
+  const agent = leader.pid;
+  const postmaster = leader.postmasterPid();
+  expect(agent && postmaster).toBeTruthy();
+  const killedAt = Date.now();
+  process.kill(agent!, 'SIGKILL');
+  process.kill(postmaster!, 'SIGKILL');
+  const newLeader = await cluster.waitForLeader(20_000, [leader.name]);
+  await waitFor(() => acknowledged.some((write) => write.port === newLeader.pgPort), { timeoutMs: 10_000, description: 'a write acknowledged by the new leader' });
+  await load.stop();
+
+  const gap = load.longestGap();
+  const back = acknowledged.find((write) => write.port === newLeader.pgPort)!.at - killedAt;
+  console.log(`haproxy failover: writes on the new leader ${back} ms after the kill; longest write gap ${gap} ms; reads on a primary ${load.readsOnPrimary.length}`);
+  expect(gap).toBeLessThan(3000);
+  expect(load.readsOnPrimary).toEqual([]);
+  // The new leader left the read pool as it took the lock, and promoted only after the drain.
+  expect(await lastLoadBalancerMoments(newLeader.apiUrl, newLeader.name, 3)).toEqual(['load_balancer.replica_checks_withdrawn', 'load_balancer.drain_started', 'load_balancer.drain_ended']);
 });

@@ -867,6 +867,7 @@ describe('effectiveDynamicConfig', () => {
         maximum_lag_on_syncnode: -1,
         failsafe_mode: false,
         member_slots_ttl: 1800,
+        load_balancer_drain_ms: 750,
         parameters: {},
         slots: [],
         ignore_slots: [],

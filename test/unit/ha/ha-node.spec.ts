@@ -39,6 +39,24 @@ describe('HaNode on simulated time', () => {
     expect(newLeader.events.some((event) => event.type === 'leader.promoted')).toBe(true);
   });
 
+  it('a failover candidate leaves the read pool as it takes the lock and promotes only after the load balancer drain', async () => {
+    const oldLeader = cluster.healthy()!;
+    await cluster.killAgent(oldLeader);
+    await cluster.runUntil(() => cluster.leaderKey() !== null && cluster.leaderKey() !== oldLeader && cluster.primaries().length === 1, 20_000, 'a new leader');
+    const events = cluster.node(cluster.leaderKey()!).events;
+    const at = (type: string) => {
+      const event = events.find((e) => e.type === type);
+      if (!event) throw new Error(`no ${type} among ${events.map((e) => e.type).join(', ')}`);
+      return Date.parse(event.at);
+    };
+    const order = events.map((e) => e.type).filter((type) => type.startsWith('load_balancer.') || ['leader.acquired', 'leader.promoted'].includes(type));
+    expect(order).toEqual(['leader.acquired', 'load_balancer.replica_checks_withdrawn', 'load_balancer.drain_started', 'load_balancer.drain_ended', 'leader.promoted']);
+    // Simulated time advances in steps: the drain ends at the first step past 750 ms.
+    expect(at('load_balancer.drain_ended') - at('load_balancer.drain_started')).toBeGreaterThanOrEqual(750);
+    expect(at('load_balancer.drain_ended') - at('load_balancer.drain_started')).toBeLessThan(900);
+    expect(at('load_balancer.replica_checks_withdrawn') - at('leader.acquired')).toBeLessThan(50);
+  });
+
   it('a crashed leader postmaster is started again by its own agent, which keeps the lock', async () => {
     const leader = cluster.healthy()!;
     cluster.node(leader).server.crash();

@@ -87,6 +87,7 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     unresponsiveMs: 0,
     canCloneWithoutLeader: false,
     lastTask: null,
+    readPoolWithdrawnAt: null,
     ...overrides,
   };
 }
