@@ -25,6 +25,9 @@ let cluster: MixedCluster;
 let writer: AckedWriter;
 const inodes = new Map<string, number>();
 let sysid: string;
+/** What the Patroni leader published before the migration: the shape a Stator leader's keys must have. */
+let patroniLeaderKey: Record<string, unknown>;
+let patroniStatus: Record<string, unknown>;
 
 /** The nodes by role: the lock holder and the others. */
 async function roles(): Promise<{ leader: MixedNode; replicas: MixedNode[] }> {
@@ -50,6 +53,8 @@ beforeAll(async () => {
   const leader = await cluster.waitForHealthy(120_000, 'the Patroni cluster bootstrapped, every replica streaming');
   for (const node of cluster.nodes) inodes.set(node.name, node.dataDirInode());
   sysid = (await cluster.key('initialize')) ?? '';
+  patroniLeaderKey = (await cluster.jsonKey(`members/${leader.name}`)) ?? {};
+  patroniStatus = await waitFor(() => cluster.jsonKey('status'), { timeoutMs: 10_000, description: "the Patroni leader's /status" });
   await AckedWriter.createTable(leader.pgPort);
   writer = new AckedWriter(() => cluster.nodes.map((node) => node.pgPort));
   writer.start();
@@ -122,8 +127,14 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
       writesLegacyOptime: true,
     });
     figures['Patroni peer before pg_rewind from a Stator leader'] = 'checkpoint_after_promote trusted (no CHECKPOINT of its own)';
-    const status = await cluster.jsonKey<{ optime: number }>('status');
-    expect(typeof status?.optime).toBe('number');
+    const status = (await cluster.jsonKey<Record<string, unknown>>('status')) ?? {};
+    expect(typeof status.optime).toBe('number');
+    expect(Object.keys(status).sort()).toEqual(Object.keys(patroniStatus).sort());
+    // Every field the Patroni leader published, the Stator leader publishes with the same type (3.0.2 says
+    // role "master", Stator "primary": the reference reads both).
+    const statorLeaderKey = JSON.parse((await cluster.key(`members/${first.name}`)) ?? '{}') as Record<string, unknown>;
+    for (const [field, value] of Object.entries(patroniLeaderKey)) expect([field, typeof statorLeaderKey[field]]).toEqual([field, typeof value]);
+    expect(['master', 'primary']).toContain(statorLeaderKey.role);
     const history = await cluster.jsonKey<unknown[][]>('history');
     expect(history?.at(-1)?.[4]).toBe(first.name);
     expect(await cluster.key('optime/leader')).toBeNull();
