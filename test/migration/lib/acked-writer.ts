@@ -1,6 +1,7 @@
 import { Client } from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pgClient, query } from '../../../bench/lib/sql';
+import { query } from '../../../bench/lib/sql';
+import { connectReadWrite } from '../../../bench/lib/write-probe';
 
 const WRITE_INTERVAL_MS = 50;
 
@@ -56,7 +57,11 @@ export class AckedWriter {
     while (!this.stopped) {
       const due = performance.now() + WRITE_INTERVAL_MS;
       try {
-        this.client ??= await this.connectReadWrite();
+        if (!this.client) {
+          const { client, index } = await connectReadWrite(this.ports(), this.preferred);
+          this.client = client;
+          this.preferred = index;
+        }
         const result = await this.client.query('INSERT INTO migration_writes DEFAULT VALUES RETURNING id');
         this.acked.push({ id: Number((result.rows[0] as { id: string }).id), at: performance.now() });
       } catch {
@@ -67,25 +72,5 @@ export class AckedWriter {
       const wait = due - performance.now();
       if (wait > 0) await sleep(wait);
     }
-  }
-
-  private async connectReadWrite(): Promise<Client> {
-    const ports = this.ports();
-    for (let i = 0; i < ports.length; i++) {
-      const index = (this.preferred + i) % ports.length;
-      const client = pgClient(ports[index], 1000);
-      try {
-        await client.connect();
-        const rows = (await client.query('SHOW transaction_read_only')).rows as { transaction_read_only: string }[];
-        if (rows[0]?.transaction_read_only === 'off') {
-          this.preferred = index;
-          return client;
-        }
-      } catch {
-        // try the next node
-      }
-      await client.end().catch(() => undefined);
-    }
-    throw new Error('no writable node');
   }
 }

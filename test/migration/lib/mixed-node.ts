@@ -2,7 +2,8 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { PG_BIN_DIR, PG_PASSWORD } from '../../../bench/lib/cluster';
+import { PG_BIN_DIR } from '../../../bench/lib/cluster';
+import { patroniNodeConfig, pgUser } from '../../../bench/lib/patroni-cluster';
 import { query } from '../../../bench/lib/sql';
 import { descendantsOf, isRunningProcess } from '../../../src/common/process-tree';
 import { waitFor } from '../../../scripts/lib/wait-for';
@@ -11,7 +12,6 @@ export type AgentKind = 'patroni' | 'stator';
 
 const PATRONI = process.env.PATRONI_BINARY ?? '/usr/bin/patroni';
 const STATOR = join(__dirname, '..', '..', '..', 'bin', 'stator.js');
-const PG_OS_USER = process.env.STATOR_PG_OS_USER ?? 'postgres';
 
 export interface NodeSettings {
   index: number;
@@ -185,41 +185,8 @@ export class MixedNode {
 
   /** The reference's patroni.yml, as the bench writes it; Stator reads the same file. */
   private config(): Record<string, unknown> {
-    const { timing, apiPort, pgPort } = this.settings;
-    return {
-      scope: this.settings.scope,
-      namespace: '/service/',
-      name: this.name,
-      log: { level: 'INFO' },
-      restapi: { listen: `127.0.0.1:${apiPort}`, connect_address: `127.0.0.1:${apiPort}` },
-      etcd3: { hosts: [this.settings.etcdEndpoint] },
-      bootstrap: {
-        dcs: {
-          ttl: timing.ttl,
-          loop_wait: timing.loopWait,
-          retry_timeout: timing.retryTimeout,
-          maximum_lag_on_failover: 1048576,
-          postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50, shared_buffers: '32MB' } },
-        },
-        initdb: [{ encoding: 'UTF8' }],
-      },
-      postgresql: {
-        listen: `127.0.0.1:${pgPort}`,
-        connect_address: `127.0.0.1:${pgPort}`,
-        data_dir: this.dataDir,
-        bin_dir: PG_BIN_DIR,
-        pgpass: join(this.dir, 'pgpass'),
-        authentication: {
-          superuser: { username: 'postgres', password: PG_PASSWORD },
-          replication: { username: 'replicator', password: 'replicator-secret' },
-          rewind: { username: 'rewind_user', password: 'rewind-secret' },
-        },
-        basebackup: [{ checkpoint: 'fast' }],
-        parameters: { unix_socket_directories: this.dir },
-        pg_hba: ['local all all trust', 'host all all 127.0.0.1/32 scram-sha-256', 'host replication replicator 127.0.0.1/32 scram-sha-256'],
-      },
-      tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
-    };
+    const { scope, etcdEndpoint, apiPort, pgPort, timing } = this.settings;
+    return patroniNodeConfig({ scope, name: this.name, dir: this.dir, dataDir: this.dataDir, etcdEndpoint, apiPort, pgPort, timing });
   }
 
   /** Rewrites the node's tags in its patroni.yml (read by the next agent started, or on reload). */
@@ -234,15 +201,6 @@ function readPid(file: string): number | null {
   if (!existsSync(file)) return null;
   const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
-}
-
-let cachedUser: { uid: number; gid: number } | null = null;
-function pgUser(): { uid: number; gid: number } {
-  cachedUser ??= {
-    uid: Number(execFileSync('id', ['-u', PG_OS_USER]).toString().trim()),
-    gid: Number(execFileSync('id', ['-g', PG_OS_USER]).toString().trim()),
-  };
-  return cachedUser;
 }
 
 /** The base directory must be reachable by the postgres OS user. */
