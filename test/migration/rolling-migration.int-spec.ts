@@ -236,8 +236,16 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
     expectNoReclone();
   });
 
-  it('synchronous mode: the /sync key the Patroni leader writes is honoured by the Stator nodes, and the other way', async () => {
-    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', 'synchronous_mode=true');
+  it('synchronous mode: the /sync key the Patroni leader writes is honoured by the Stator nodes, and the other way; /failsafe written by either', async () => {
+    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', 'synchronous_mode=true', '-s', 'failsafe_mode=true');
+    // /failsafe as the reference writes it: every member's name and api_url, whichever agent leads.
+    const failsafeOf = async (leader: MixedNode) =>
+      waitFor(async () => {
+        if ((await cluster.leaderName()) !== leader.name) return null;
+        const failsafe = await cluster.jsonKey<Record<string, string>>('failsafe');
+        const wanted = Object.fromEntries(cluster.nodes.map((node) => [node.name, `${node.apiUrl}/patroni`]));
+        return failsafe && JSON.stringify(Object.entries(failsafe).sort()) === JSON.stringify(Object.entries(wanted).sort()) ? failsafe : null;
+      }, { timeoutMs: 30_000, description: `/failsafe written by ${leader.name} with every member's api_url` });
     const syncOf = async (leader: MixedNode) =>
       waitFor(async () => {
         const sync = await cluster.jsonKey<{ leader: string; sync_standby: string | null }>('sync');
@@ -250,6 +258,7 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
       }, { timeoutMs: 40_000, description: `/sync written by ${leader.name} and its standby synchronous` });
     const patroniLeader = (await roles()).leader;
     expect(patroniLeader.agent).toBe('patroni');
+    await failsafeOf(patroniLeader);
     const standby = cluster.node(await syncOf(patroniLeader));
     expect(standby.agent).toBe('stator');
     expect((await standby.status())?.sync_standby ?? (await standby.status())?.replication_state).toBeTruthy();
@@ -257,7 +266,8 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
     await switchover(cluster, standby);
     const next = cluster.node(await syncOf(standby));
     expect(next).not.toBe(standby);
-    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', 'synchronous_mode=false');
+    await failsafeOf(standby);
+    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', 'synchronous_mode=false', '-s', 'failsafe_mode=false');
     await waitFor(async () => !(await cluster.jsonKey<{ sync_standby?: string }>('sync'))?.sync_standby, { timeoutMs: 30_000, description: '/sync cleared' });
   });
 });
