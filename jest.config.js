@@ -24,7 +24,7 @@ module.exports = {
     {
       ...common,
       displayName: 'integration',
-      testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts'],
+      testMatch: ['<rootDir>/test/integration/**/*.int-spec.ts', '<rootDir>/test/migration/**/*.int-spec.ts'],
       // The network-partition scenarios run with `npm run partitions` (root): one run in three under CI load still
       // loses a write after the heal, a defect under diagnosis (issue 18), and npm test must not fail at random.
       testPathIgnorePatterns: process.env.STATOR_PARTITIONS ? [] : ['/partitions\\.int-spec\\.ts$'],

@@ -160,54 +160,84 @@ class PatroniNode implements BenchNode {
   }
 
   private config(): Record<string, unknown> {
-    const t = this.timing;
-    return {
+    return patroniNodeConfig({
       scope: this.scope,
-      namespace: '/service/',
       name: this.name,
-      log: { level: 'INFO' },
-      restapi: { listen: `127.0.0.1:${this.apiPort}`, connect_address: `127.0.0.1:${this.apiPort}` },
-      etcd3: { hosts: [this.etcdEndpoint] },
-      bootstrap: {
-        dcs: {
-          ttl: t.ttl,
-          loop_wait: t.loopWait,
-          retry_timeout: t.retryTimeout,
-          maximum_lag_on_failover: 1048576,
-          postgresql: {
-            use_pg_rewind: true,
-            use_slots: true,
-            parameters: { max_connections: 50, shared_buffers: '32MB' },
-          },
-        },
-        initdb: [{ encoding: 'UTF8' }],
-      },
-      postgresql: {
-        listen: `127.0.0.1:${this.pgPort}`,
-        connect_address: `127.0.0.1:${this.pgPort}`,
-        data_dir: this.dataDir,
-        bin_dir: PG_BIN_DIR,
-        pgpass: join(this.dir, 'pgpass'),
-        authentication: {
-          superuser: { username: 'postgres', password: PG_PASSWORD },
-          replication: { username: 'replicator', password: 'replicator-secret' },
-          rewind: { username: 'rewind_user', password: 'rewind-secret' },
-        },
-        basebackup: [{ checkpoint: 'fast' }],
-        parameters: { unix_socket_directories: this.dir },
-        pg_hba: [
-          'local all all trust',
-          'host all all 127.0.0.1/32 scram-sha-256',
-          'host replication replicator 127.0.0.1/32 scram-sha-256',
-        ],
-      },
-      tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
-    };
+      dir: this.dir,
+      dataDir: this.dataDir,
+      etcdEndpoint: this.etcdEndpoint,
+      apiPort: this.apiPort,
+      pgPort: this.pgPort,
+      timing: this.timing,
+    });
   }
 }
 
+/** Where one Patroni node lives, for its patroni.yml. */
+export interface PatroniNodeSettings {
+  scope: string;
+  name: string;
+  dir: string;
+  dataDir: string;
+  etcdEndpoint: string;
+  apiPort: number;
+  pgPort: number;
+  timing: Timing;
+}
+
+/**
+ * A node's patroni.yml, configured like the reference's own tests (spec 4.4): the bench's Patroni
+ * cluster, and the migration suite's nodes (where Stator reads the very same file).
+ */
+export function patroniNodeConfig(node: PatroniNodeSettings): Record<string, unknown> {
+  const t = node.timing;
+  return {
+    scope: node.scope,
+    namespace: '/service/',
+    name: node.name,
+    log: { level: 'INFO' },
+    restapi: { listen: `127.0.0.1:${node.apiPort}`, connect_address: `127.0.0.1:${node.apiPort}` },
+    etcd3: { hosts: [node.etcdEndpoint] },
+    bootstrap: {
+      dcs: {
+        ttl: t.ttl,
+        loop_wait: t.loopWait,
+        retry_timeout: t.retryTimeout,
+        maximum_lag_on_failover: 1048576,
+        postgresql: {
+          use_pg_rewind: true,
+          use_slots: true,
+          parameters: { max_connections: 50, shared_buffers: '32MB' },
+        },
+      },
+      initdb: [{ encoding: 'UTF8' }],
+    },
+    postgresql: {
+      listen: `127.0.0.1:${node.pgPort}`,
+      connect_address: `127.0.0.1:${node.pgPort}`,
+      data_dir: node.dataDir,
+      bin_dir: PG_BIN_DIR,
+      pgpass: join(node.dir, 'pgpass'),
+      authentication: {
+        superuser: { username: 'postgres', password: PG_PASSWORD },
+        replication: { username: 'replicator', password: 'replicator-secret' },
+        rewind: { username: 'rewind_user', password: 'rewind-secret' },
+      },
+      basebackup: [{ checkpoint: 'fast' }],
+      parameters: { unix_socket_directories: node.dir },
+      pg_hba: [
+        'local all all trust',
+        'host all all 127.0.0.1/32 scram-sha-256',
+        'host replication replicator 127.0.0.1/32 scram-sha-256',
+      ],
+    },
+    tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
+  };
+}
+
 let cachedUser: { uid: number; gid: number } | null = null;
-function pgUser(): { uid: number; gid: number } {
+/** The uid and gid PostgreSQL and Patroni run as: `postgres` when this process is root, else this process's own. */
+export function pgUser(): { uid: number; gid: number } {
   if (!cachedUser) {
     if (process.getuid?.() !== 0) return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
     cachedUser = {

@@ -93,7 +93,11 @@ export class WriteProbe {
       tick = Math.max(tick + 1, Math.ceil((now() - started) / WRITE_INTERVAL_MS));
       if (this.stopped) break;
       try {
-        this.client ??= await this.connectReadWrite();
+        if (!this.client) {
+          const { client, index } = await connectReadWrite(this.ports, this.preferred);
+          this.client = client;
+          this.preferred = index;
+        }
         await this.client.query('INSERT INTO bench_writes DEFAULT VALUES');
         this.acks.push(now());
       } catch (error) {
@@ -104,28 +108,28 @@ export class WriteProbe {
       }
     }
   }
+}
 
-  /** libpq's read-write host selection: the first node (from the last good one) that is writable. */
-  private async connectReadWrite(): Promise<Client> {
-    const errors: string[] = [];
-    for (let i = 0; i < this.ports.length; i++) {
-      const index = (this.preferred + i) % this.ports.length;
-      const client = pgClient(this.ports[index], 1000);
-      try {
-        await client.connect();
-        const rows = (await client.query('SHOW transaction_read_only')).rows as { transaction_read_only: string }[];
-        if (rows[0]?.transaction_read_only === 'off') {
-          this.preferred = index;
-          return client;
-        }
-        errors.push(`port ${this.ports[index]}: session is read-only`);
-      } catch (error) {
-        errors.push(`port ${this.ports[index]}: ${(error as Error).message}`);
-      }
-      await client.end().catch(() => undefined);
+/**
+ * libpq's read-write host selection: the first node, from the last good one (`preferred`), whose session
+ * is writable; with the index of the node it connected to.
+ */
+export async function connectReadWrite(ports: number[], preferred: number): Promise<{ client: Client; index: number }> {
+  const errors: string[] = [];
+  for (let i = 0; i < ports.length; i++) {
+    const index = (preferred + i) % ports.length;
+    const client = pgClient(ports[index], 1000);
+    try {
+      await client.connect();
+      const rows = (await client.query('SHOW transaction_read_only')).rows as { transaction_read_only: string }[];
+      if (rows[0]?.transaction_read_only === 'off') return { client, index };
+      errors.push(`port ${ports[index]}: session is read-only`);
+    } catch (error) {
+      errors.push(`port ${ports[index]}: ${(error as Error).message}`);
     }
-    throw new Error(errors.join('; '));
+    await client.end().catch(() => undefined);
   }
+  throw new Error(errors.join('; '));
 }
 
 export async function createWriteTable(port: number): Promise<void> {

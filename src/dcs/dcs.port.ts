@@ -123,7 +123,10 @@ export interface MemberData {
   api_url: string;
   state: string;
   role: string;
+  /** What Patroni peers read as a Patroni release (see memberData). */
   version: string;
+  /** Stator's own version: present only in keys Stator wrote. */
+  stator_version?: string;
   tags?: Record<string, unknown>;
   pending_restart?: boolean;
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;

@@ -285,6 +285,7 @@ export class HaNode {
         node.cluster = cluster;
         node.dcsLastSeen = clock.now();
         node.sightings.see(cluster, node.dcsLastSeen);
+        for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${change.agent}`, { ...change });
       } catch (error) {
         dcsError = errorText(error);
       }

@@ -5,9 +5,11 @@ import { PostgresSample } from '../postgresql/postgres.port';
 import { RoleName } from './role.machine';
 import { ScheduledRestart } from './node-view';
 import { publishedRestart } from './scheduled-restart';
+import { PATRONI_REFERENCE_VERSION } from '../version';
 
 export interface MemberFacts {
   config: StatorConfig;
+  /** Stator's own version. */
   version: string;
   pgState: PostgresStateName;
   role: RoleName;
@@ -21,7 +23,13 @@ export interface MemberFacts {
   shutdownCheckpoint: { lsn: number; timeline?: number } | null;
 }
 
-/** The member key's value, as the reference writes it. */
+/**
+ * The member key's value, as the reference writes it. `version` is what a Patroni peer compares with
+ * Patroni releases: with `compat: patroni` the reference release Stator implements, so peers take the
+ * current paths (checkpoint_after_promote, no `/optime/leader`); natively Stator's own version, which a
+ * Patroni peer would read as a pre-1.5.6 Patroni (see README, "Migrating from Patroni"). `stator_version`
+ * says which agent wrote the key, in both modes.
+ */
 export function memberData(facts: MemberFacts): MemberData {
   const { config, sample, pgState } = facts;
   const apiPath = config.compat === 'patroni' ? 'patroni' : 'stator';
@@ -30,7 +38,8 @@ export function memberData(facts: MemberFacts): MemberData {
     api_url: `${config.restapi.certfile ? 'https' : 'http'}://${config.restapi.connect_address}/${apiPath}`,
     state: POSTGRES_STATES[pgState].text,
     role: facts.role,
-    version: facts.version,
+    version: config.compat === 'patroni' ? PATRONI_REFERENCE_VERSION : facts.version,
+    stator_version: facts.version,
   };
   if (Object.keys(facts.tags).length > 0) data.tags = facts.tags;
   if (sample && pgState === 'running') {

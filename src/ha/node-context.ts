@@ -13,6 +13,7 @@ import { postgresActors, postgresMachine, StartRequest } from '../postgresql/pos
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
 import { LeaderDuties, slotNameOf } from './leader-duties';
+import { MemberAgents } from './member-agents';
 import { MemberSightings } from './member-sightings';
 import { LeaderLock } from './leader-lock';
 import { leadershipMachine } from './leadership.machine';
@@ -73,6 +74,8 @@ export class NodeContext {
   readonly sync: SyncReplication;
   /** When each member was last seen in the DCS: a leader keeps departed members' slots for member_slots_ttl. */
   readonly sightings = new MemberSightings();
+  /** Which agent wrote each member key: a change (a node migrated to or from Patroni) is a cluster event. */
+  readonly agents = new MemberAgents();
   /** DCS failsafe mode: this leader's accepted rounds, or the leader this member accepted. */
   readonly failsafe = new FailsafeState();
   private readonly callFailsafe: FailsafeCaller;

@@ -5,6 +5,7 @@ import { withVersionNames } from '../parameter-renames';
 import { PostgresSettings } from '../postgres.port';
 import { CommandRunner } from './commands';
 import { LocalPostgres } from './local-postgres';
+import { writePassfile } from './passfile';
 
 /** Marks the postgresql.conf Stator writes, so a later configure knows initdb's own file is already moved aside. */
 const STATOR_CONF_MARKER = '# Written by Stator';
@@ -53,6 +54,10 @@ export class ConfigurationFiles {
       const current = await readFile(confPath, 'utf8');
       if (!current.startsWith(STATOR_CONF_MARKER)) await rename(confPath, basePath);
     }
+    // primary_conninfo names postgresql.pgpass (as Patroni writes it) rather than carrying the password: the file must hold it first.
+    if (this.local.config.pgpass && settings.role === 'replica' && settings.upstream?.host) {
+      await writePassfile(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword);
+    }
     await this.commands.writeOwnedFile(confPath, this.renderPostgresqlConf(settings));
     await this.commands.writeOwnedFile(join(dataDir, 'pg_hba.conf'), this.renderHba());
     const standbySignal = join(dataDir, 'standby.signal');
@@ -80,7 +85,7 @@ export class ConfigurationFiles {
         host: settings.upstream.host,
         port: settings.upstream.port,
         user: this.local.replicationUser,
-        password: this.local.replicationPassword,
+        ...(this.local.config.pgpass ? { passfile: this.local.config.pgpass } : { password: this.local.replicationPassword }),
         application_name: this.local.name,
         connect_timeout: 2,
         ...this.local.replicationLibpq,

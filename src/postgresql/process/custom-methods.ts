@@ -5,7 +5,8 @@ import { BootstrapMethod, CustomMethod, MethodOption } from '../../config/config
 import { PostgresCommandError, ReplicaMethod, UpstreamNode } from '../postgres.port';
 import { CommandRunner, tail } from './commands';
 import { formatConninfo } from './configuration-files';
-import { DataDirectory, writePassfile } from './data-directory';
+import { DataDirectory } from './data-directory';
+import { writePassfile } from './passfile';
 import { LocalPostgres } from './local-postgres';
 
 /** Keys of a replica method that only steer Stator, dropped from the arguments with `no_params` (as the reference). */

@@ -11,6 +11,7 @@ import { CommandRunner, tail } from './commands';
 import { formatConninfo } from './configuration-files';
 import { LocalPostgres } from './local-postgres';
 import { livePostmasterFromPidFile, sleep } from './os-process';
+import { passwordEnvironment, writePassfile } from './passfile';
 
 /** Extra initdb options in Patroni's `bootstrap.initdb` form: `'data-checksums'` or `{encoding: 'UTF8'}`. */
 export type InitdbOptions = Array<string | Record<string, string>>;
@@ -150,7 +151,7 @@ export class DataDirectory {
     const args = ['-D', this.path, `--dbname=${conninfo}`, '-X', 'stream', '-c', 'fast', '--no-password', ...basebackupOptions(this.local.config.basebackup)];
     try {
       await this.commands.run(this.local.binary('pg_basebackup'), args, {
-        env: passwordEnv(this.local.replicationPassword),
+        env: await passwordEnvironment(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword),
         timeoutMs: this.commands.deadline('dataCopy'),
       });
     } catch (error) {
@@ -161,14 +162,14 @@ export class DataDirectory {
 
   /**
    * pg_rewind against the running `source` as the rewind role, or the superuser (password through
-   * PGPASSWORD, never on the command line). pg_rewind overwrites the configuration files with the
+   * PGPASSWORD or `postgresql.pgpass`, never on the command line). pg_rewind overwrites the configuration files with the
    * source's: call `configure` before the next start.
    */
   async rewind(source: UpstreamNode): Promise<'rewound' | 'not_needed'> {
     const role = this.local.rewindRole;
     const conninfo = formatConninfo({ host: source.host, port: source.port, user: role.username, dbname: 'postgres', connect_timeout: 5, ...role.libpq });
     const result = await this.commands.run(this.local.binary('pg_rewind'), ['--target-pgdata', this.path, `--source-server=${conninfo}`], {
-      env: { ...passwordEnv(role.password), LC_MESSAGES: 'C' },
+      env: { ...(await passwordEnvironment(this.local, this.commands, role.username, role.password)), LC_MESSAGES: 'C' },
       allowFailure: true,
       timeoutMs: this.commands.deadline('rewindOrRecovery'),
     });
@@ -266,10 +267,6 @@ function formatInitdbOptions(options: InitdbOptions): string[] {
   );
 }
 
-function passwordEnv(password: string | undefined): Record<string, string> {
-  return password === undefined ? {} : { PGPASSWORD: password };
-}
-
 /**
  * pg_basebackup options from `postgresql.basebackup`, as Patroni passes them: `--name` or
  * `--name=value`. The ones Stator sets itself (where the data goes, from where, WAL method) are skipped.
@@ -281,38 +278,6 @@ export function basebackupOptions(options: Array<string | Record<string, string>
     if (owned.has(name)) return [];
     return [value === undefined ? `--${name}` : `--${name}=${value}`];
   });
-}
-
-/** A .pgpass field: `:` and `\\` escaped. */
-/**
- * A password file for one login, as PostgreSQL's tools read it (PGPASSFILE): `postgresql.pgpass`, or
- * a temporary file owned by the OS user. Passwords never go on a command line.
- */
-export async function writePassfile(local: LocalPostgres, commands: CommandRunner, user: string, password: string | undefined): Promise<string> {
-  let passfile = local.config.pgpass;
-  if (!passfile) {
-    // One private directory per agent, rewritten for each command: not one more per clone or rewind.
-    let dir = passfileDirectories.get(local);
-    if (!dir) {
-      dir = (async () => {
-        const made = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
-        await commands.chownToOsUser(made);
-        return made;
-      })();
-      passfileDirectories.set(local, dir);
-      dir.catch(() => passfileDirectories.delete(local)); // a failed attempt is not remembered
-    }
-    passfile = join(await dir, 'pgpass');
-  }
-  await commands.writeOwnedFile(passfile, `*:*:*:${pgpassField(user)}:${pgpassField(password ?? '')}\n`);
-  return passfile;
-}
-
-/** The temporary directory of each adapter's passfile (without `postgresql.pgpass`). */
-const passfileDirectories = new WeakMap<LocalPostgres, Promise<string>>();
-
-function pgpassField(value: string): string {
-  return value.replace(/[\\:]/g, (character) => `\\${character}`);
 }
 
 /** The functions pg_rewind runs on its source, which a non-superuser rewind role needs EXECUTE on. */

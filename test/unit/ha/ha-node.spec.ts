@@ -57,6 +57,21 @@ describe('HaNode on simulated time', () => {
     expect(at('load_balancer.replica_checks_withdrawn') - at('leader.acquired')).toBeLessThan(50);
   });
 
+  it('a member whose key another agent wrote (a Patroni node mid-migration) is recorded once per change of agent', async () => {
+    const patroniKey = (version: string, statorVersion?: string) =>
+      JSON.stringify({ conn_url: 'postgres://127.0.0.1:6000/postgres', api_url: 'http://127.0.0.1:9000/patroni', state: 'running', role: 'replica', version, ...(statorVersion ? { stator_version: statorVersion } : {}) });
+    const seen = (member: string) =>
+      cluster.nodes.flatMap((node) => node.events.filter((event) => event.type === 'member.agent_seen' && event.data?.member === member).map((event) => `${node.name}:${String(event.data?.agent)}`));
+    cluster.backend.put('/service/sim/members/legacy', patroniKey('3.0.2'));
+    await cluster.runUntil(() => seen('legacy').length === 3, 10_000, 'every node seeing the Patroni member');
+    await cluster.runUntil(() => false, 6_000, 'three more cycles').catch(() => undefined); // no condition: just time passing
+    expect(seen('legacy').sort()).toEqual(['node1:patroni 3.0.2', 'node2:patroni 3.0.2', 'node3:patroni 3.0.2']);
+    cluster.backend.put('/service/sim/members/legacy', patroniKey('4.1.4', '0.1.0'));
+    await cluster.runUntil(() => seen('legacy').length === 6, 10_000, 'every node seeing it run Stator');
+    const changed = cluster.nodes[0].events.find((event) => event.type === 'member.agent_seen' && event.data?.agent === 'stator 0.1.0' && event.data?.member === 'legacy');
+    expect(changed?.data).toMatchObject({ previous: 'patroni 3.0.2', version: '4.1.4' });
+  });
+
   it('a crashed leader postmaster is started again by its own agent, which keeps the lock', async () => {
     const leader = cluster.healthy()!;
     cluster.node(leader).server.crash();
