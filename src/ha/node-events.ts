@@ -25,30 +25,12 @@ export class NodeEvents {
   recordVerdict(verdict: string): void {
     if (verdict === this.lastVerdict) return;
     this.lastVerdict = verdict;
-    this.sink.record({
-      stream: `node/${this.node}/ha`,
-      type: 'ha.verdict',
-      at: isoWithOffset(this.clock.now()),
-      node: this.node,
-      from: null,
-      to: null,
-      cause: 'ha.cycle',
-      data: { verdict },
-    });
+    this.recordFact(`node/${this.node}/ha`, 'ha.verdict', 'ha.cycle', { verdict });
   }
 
   /** A step the fence took on its own while no agent could (its journal, read by the next agent), at the time it was taken. */
   recordFenceStep(entry: FenceJournalEntry): void {
-    this.sink.record({
-      stream: `node/${this.node}/fence`,
-      type: `fence.${entry.step}`,
-      at: isoWithOffset(entry.at),
-      node: this.node,
-      from: null,
-      to: null,
-      cause: 'fence',
-      data: { detail: entry.detail, recordedAt: isoWithOffset(this.clock.now()) },
-    });
+    this.recordFact(`node/${this.node}/fence`, `fence.${entry.step}`, 'fence', { detail: entry.detail, recordedAt: isoWithOffset(this.clock.now()) }, entry.at);
   }
 
   /**
@@ -56,30 +38,17 @@ export class NodeEvents {
    * health checks withdrawn, a drain begun or ended. On the node's own stream, at the time it happened.
    */
   recordLoadBalancer(type: `load_balancer.${string}`, cause: string, data: Record<string, unknown> = {}): void {
-    this.sink.record({
-      stream: `node/${this.node}/load-balancer`,
-      type,
-      at: isoWithOffset(this.clock.now()),
-      node: this.node,
-      from: null,
-      to: null,
-      cause,
-      data,
-    });
+    this.recordFact(`node/${this.node}/load-balancer`, type, cause, data);
   }
 
   /** Appends a cluster fact (switchover requested, config changed...) to the event log. */
   recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
-    this.sink.record({
-      stream: 'cluster',
-      type,
-      at: isoWithOffset(this.clock.now()),
-      node: this.node,
-      from: null,
-      to: null,
-      cause,
-      data: { ...data, timeline: data.timeline ?? this.timeline() },
-    });
+    this.recordFact('cluster', type, cause, { ...data, timeline: data.timeline ?? this.timeline() });
+  }
+
+  /** A fact, not a machine transition: no from and to. */
+  private recordFact(stream: string, type: string, cause: string, data: Record<string, unknown>, at = this.clock.now()): void {
+    this.sink.record({ stream, type, at: isoWithOffset(at), node: this.node, from: null, to: null, cause, data });
   }
 }
 
