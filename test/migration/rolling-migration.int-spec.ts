@@ -236,6 +236,62 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
     expectNoReclone();
   });
 
+  it('maximum_lag_on_failover: the Patroni leader dies, a Stator replica lagging past the limit behind /status does not take over, the caught-up one does', async () => {
+    const started = performance.now();
+    const { leader, replicas } = await roles();
+    expect(leader.agent).toBe('patroni');
+    const [lagging, caughtUp] = replicas;
+    const original = (await cluster.jsonKey<{ maximum_lag_on_failover?: number }>('config'))?.maximum_lag_on_failover;
+    const limit = 512 * 1024;
+    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', `maximum_lag_on_failover=${limit}`);
+    await waitFor(async () => {
+      for (const node of replicas) {
+        const config = (await (await fetch(`${node.apiUrl}/config`, { signal: AbortSignal.timeout(1000) })).json()) as { maximum_lag_on_failover?: number };
+        if (config.maximum_lag_on_failover !== limit) return false;
+      }
+      return true;
+    }, { timeoutMs: 10_000, description: `maximum_lag_on_failover ${limit} seen by both replicas` });
+    // Replay paused alone would not do: either agent publishes the greater of received and replayed.
+    const resume = await lagging.stopWalReceiver();
+    try {
+      await query(leader.pgPort, "CREATE TABLE migration_lag_fill AS SELECT g, repeat('x', 500) AS pad FROM generate_series(1, 8000) g", 10_000);
+      await query(leader.pgPort, 'DROP TABLE migration_lag_fill', 10_000);
+      // What a Patroni member compares (is_lagging): /status optime against the xlog_location a member publishes.
+      const lags = await waitFor(async () => {
+        const optime = (await cluster.jsonKey<{ optime?: number }>('status'))?.optime ?? 0;
+        const lagOf = async (node: MixedNode) => optime - Number((await cluster.jsonKey(`members/${node.name}`))?.xlog_location ?? optime);
+        const [behind, current] = [await lagOf(lagging), await lagOf(caughtUp)];
+        return behind > limit && current <= limit ? { behind, current } : null;
+      }, { timeoutMs: 15_000, description: `${lagging.name}'s published lag past ${limit} bytes, ${caughtUp.name}'s within it` });
+      figures['lag of the stopped Stator replica behind /status at the kill'] = `${(lags.behind / 1048576).toFixed(1)} MB (limit ${limit / 1024} kB)`;
+      const logFrom = lagging.logOf('stator').length;
+      const from = performance.now();
+      await leader.killAgentAndPostmaster();
+      await waitFor(async () => (await cluster.leaderName()) === caughtUp.name && (await caughtUp.writable()), {
+        timeoutMs: 40_000,
+        intervalMs: 50,
+        description: `${caughtUp.name} (caught up) writable; ${lagging.name} lags past maximum_lag_on_failover`,
+      });
+      record('failover Patroni -> Stator past a lagging Stator replica (kill -9): caught-up node writable', performance.now() - from);
+      expect(await cluster.leaderName()).toBe(caughtUp.name);
+      expect(await lagging.writable()).toBe(false);
+      // The lagging node either lost the race on the lag rule or saw the new leader before it raced.
+      figures['lagging Stator replica in the race'] = lagging.logOf('stator').slice(logFrom).includes('My wal position exceeds maximum replication lag')
+        ? 'declined: My wal position exceeds maximum replication lag'
+        : 'did not race (the caught-up node took the lock first)';
+    } finally {
+      resume();
+    }
+    await leader.clearLeftovers();
+    leader.start('patroni');
+    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', `maximum_lag_on_failover=${original ?? 'null'}`);
+    await Promise.all([lagging, leader].map((node) => cluster.waitUntilStreaming(node, caughtUp, performance.now(), 60_000)));
+    await switchover(cluster, leader);
+    expect((await cluster.jsonKey<{ maximum_lag_on_failover?: number }>('config'))?.maximum_lag_on_failover).toBe(original);
+    record('maximum_lag_on_failover step, the way back included', performance.now() - started);
+    expectNoReclone();
+  });
+
   it('synchronous mode: the /sync key the Patroni leader writes is honoured by the Stator nodes, and the other way; /failsafe written by either', async () => {
     await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', 'synchronous_mode=true', '-s', 'failsafe_mode=true');
     // /failsafe as the reference writes it: every member's name and api_url, whichever agent leads.

@@ -135,6 +135,22 @@ export class MixedNode {
     await waitFor(() => !this.postmasterAlive() && !this.fenceAlive(), { timeoutMs: 5000, description: `${this.name}'s leftovers gone` });
   }
 
+  /**
+   * SIGSTOP to the node's WAL receiver: nothing more is received (nor replayed), so the position it
+   * publishes (the greater of received and replayed, for either agent) stays where it is. Resolves with
+   * the function that lets it run again (SIGCONT).
+   */
+  async stopWalReceiver(): Promise<() => void> {
+    const pid = await waitFor(async () => (await query<{ pid: number }>(this.pgPort, 'SELECT pid FROM pg_stat_wal_receiver'))[0]?.pid ?? null, {
+      timeoutMs: 10_000,
+      description: `${this.name}'s WAL receiver`,
+    });
+    process.kill(pid, 'SIGSTOP');
+    return () => {
+      if (isRunningProcess(pid)) process.kill(pid, 'SIGCONT');
+    };
+  }
+
   postmasterAlive(): boolean {
     const pid = this.postmasterPid();
     return pid !== null && isRunningProcess(pid);
