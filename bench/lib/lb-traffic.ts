@@ -1,5 +1,4 @@
-import { Client } from 'pg';
-import { PG_PASSWORD } from './cluster';
+import { pgClient } from './sql';
 import { now, sleep } from './util';
 
 /** A write acknowledged through the load balancer: its tag, when, and which PostgreSQL port took it. */
@@ -98,18 +97,7 @@ export class LbTraffic {
 
 /** One statement on a new connection; null on any failure. */
 async function once<T>(port: number, text: string, values: unknown[]): Promise<T[] | null> {
-  const client = new Client({
-    host: '127.0.0.1',
-    port,
-    user: 'postgres',
-    password: PG_PASSWORD,
-    database: 'postgres',
-    application_name: 'stator-lb-bench',
-    connectionTimeoutMillis: 1000,
-    query_timeout: 1000,
-    statement_timeout: 1000,
-  });
-  client.on('error', () => undefined);
+  const client = pgClient(port);
   try {
     await client.connect();
     const result = await client.query(text, values);
