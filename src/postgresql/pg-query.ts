@@ -254,17 +254,21 @@ export class PgQuery implements PostgresQuery {
    * terminating the walsender.
    */
   async syncPhysicalSlots(names: string[], keep: SlotMatcher[] = []): Promise<SlotChanges> {
-    const created = await this.query<{ slot_name: string }>(
-      `WITH wanted AS (SELECT pg_catalog.unnest($1::text[]) AS slot_name)
-       SELECT (pg_catalog.pg_create_physical_replication_slot(w.slot_name, true)).slot_name
-       FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots s WHERE s.slot_name = w.slot_name)`,
-      [names],
-    );
-    const unwanted = await this.query<{ slot_name: string }>(
-      `SELECT slot_name FROM pg_catalog.pg_replication_slots
+    // One statement (the leader runs this every cycle): the CTE creates the missing slots, exactly
+    // once; the unwanted ones are read from the same snapshot, which the new slots cannot be among.
+    const rows = await this.query<{ change: 'created' | 'unwanted'; slot_name: string }>(
+      `WITH wanted AS (SELECT pg_catalog.unnest($1::text[]) AS slot_name),
+       created AS (
+         SELECT (pg_catalog.pg_create_physical_replication_slot(w.slot_name, true)).slot_name
+         FROM wanted w WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots s WHERE s.slot_name = w.slot_name))
+       SELECT 'created' AS change, slot_name FROM created
+       UNION ALL
+       SELECT 'unwanted', slot_name FROM pg_catalog.pg_replication_slots
        WHERE slot_type = 'physical' AND NOT active AND NOT (slot_name = ANY($1::text[]))`,
       [names],
     );
+    const created = rows.filter((row) => row.change === 'created');
+    const unwanted = rows.filter((row) => row.change === 'unwanted');
     const drop = unwanted.map((slot) => slot.slot_name).filter((name) => !isIgnoredSlot(keep, { name, type: 'physical' }));
     const dropped =
       drop.length === 0

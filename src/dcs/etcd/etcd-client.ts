@@ -1,5 +1,5 @@
 import { Observable } from 'rxjs';
-import type { Response } from 'undici';
+import { isSuccess, type EtcdAnswer } from './etcd-answer';
 import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport } from './etcd-transport';
 import {
   compareRevisions,
@@ -41,7 +41,7 @@ export const WATCH_IDLE_RESTART_MS = 10_000;
 
 /**
  * A thin etcd v3 client over etcd's gRPC-JSON gateway (HTTP/1.1, JSON, base64 keys and values),
- * built on undici's fetch; over TLS and with an RBAC user when configured (see EtcdTransport).
+ * built on Node's HTTP client; over TLS and with an RBAC user when configured (see EtcdTransport).
  *
  * Deliberately plain: every request carries the caller's deadline, a connection failure moves on
  * to the next host within that deadline, and nothing else retries. There is no circuit breaker
@@ -184,8 +184,8 @@ export class EtcdClient {
       };
       const consume = async (): Promise<never> => {
         const response = await this.send('/v3/watch', body, signal);
-        if (!response.ok || !response.body) throw await responseError(response);
-        for await (const message of readJsonLines(response.body)) {
+        if (!isSuccess(response)) throw await responseError(response);
+        for await (const message of readJsonLines(response.chunks())) {
           const { result, error } = message as { result?: RawWatchResult; error?: RawError };
           if (error) throw new WatchBrokenError(`watch error: ${error.message ?? error.error}`);
           if (!result) continue;
@@ -252,7 +252,7 @@ export class EtcdClient {
     const signal = request.signal;
     try {
       const response = await this.send(path, body, signal);
-      if (!response.ok) throw await responseError(response);
+      if (!isSuccess(response)) throw await responseError(response);
       const parsed = parseGatewayAnswer<T & { header?: { revision?: string } }>(await response.text(), path, response.status);
       this.noteRevision(parsed.header?.revision);
       return parsed;
@@ -266,7 +266,7 @@ export class EtcdClient {
   }
 
   /** Sends one request; unreachable hosts and a refused user become this client's errors. */
-  private async send(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
+  private async send(path: string, body: unknown, signal: AbortSignal): Promise<EtcdAnswer> {
     try {
       return await this.transport.send(path, body, signal);
     } catch (error) {

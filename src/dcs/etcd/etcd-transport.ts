@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import type { Response } from 'undici';
-import { GatewayCarrier } from './gateway-carrier';
-import { GrpcCarrier } from './grpc-carrier';
+import { isSuccess, type EtcdAnswer } from './etcd-answer';
+import { GatewayCarrier, type EtcdTls } from './gateway-carrier';
 
 /** How to reach etcd: its client endpoints, TLS and RBAC credentials (Patroni's `etcd3` section). */
 export interface EtcdConnection {
@@ -29,7 +28,7 @@ const HTTP_UNAUTHORIZED = 401;
  * client above reads both the same way. A failed connection throws; an etcd error is an answer.
  */
 export interface EtcdCarrier {
-  request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<Response>;
+  request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<EtcdAnswer>;
   close(): void;
 }
 
@@ -58,7 +57,7 @@ export class EtcdTransport {
     this.scheme = connection.protocol ?? 'http';
     const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
     const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: read(connection.key ?? connection.cert) } : null;
-    this.carrier = usesGrpc(connection) ? new GrpcCarrier(tls) : new GatewayCarrier(tls);
+    this.carrier = usesGrpc(connection) ? grpcCarrier(tls) : new GatewayCarrier(tls);
   }
 
   get endpoints(): string {
@@ -66,11 +65,11 @@ export class EtcdTransport {
   }
 
   /** Sends one request; an expired token is renewed and the request sent again, once. */
-  async send(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
+  async send(path: string, body: unknown, signal: AbortSignal): Promise<EtcdAnswer> {
     if (!this.connection.username) return this.post(path, body, signal, null);
     const response = await this.post(path, body, signal, await this.authToken(signal));
     if (response.status !== HTTP_UNAUTHORIZED) return response;
-    await response.body?.cancel();
+    await response.discard();
     this.token = null;
     return this.post(path, body, signal, await this.authToken(signal));
   }
@@ -101,7 +100,7 @@ export class EtcdTransport {
     } catch {
       throw new EtcdAuthenticationError(explainPlainAnswer(text, '/v3/auth/authenticate'));
     }
-    if (!response.ok || !answer.token) {
+    if (!isSuccess(response) || !answer.token) {
       throw new EtcdAuthenticationError(`etcd refused user ${name}: ${answer.message ?? answer.error ?? `HTTP ${response.status}`}`);
     }
     return answer.token;
@@ -112,7 +111,7 @@ export class EtcdTransport {
    * does not move on within the same call (the deadline is spent) but makes the next call start at
    * the next host, so a frozen member is not retried first.
    */
-  private async post(path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<Response> {
+  private async post(path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<EtcdAnswer> {
     let lastError: unknown = null;
     for (let attempt = 0; attempt < this.hosts.length; attempt++) {
       const index = (this.preferredHost + attempt) % this.hosts.length;
@@ -150,6 +149,16 @@ export function explainPlainAnswer(text: string, path: string): string {
 export function usesGrpc(connection: EtcdConnection): boolean {
   if (connection.transport) return connection.transport === 'grpc';
   return connection.protocol === 'https' && Boolean(connection.cert) && Boolean(connection.username);
+}
+
+/**
+ * gRPC (and its protobuf runtime, several MiB) is loaded only by the agents that speak it: the
+ * gateway serves every other configuration.
+ */
+function grpcCarrier(tls: EtcdTls | null): EtcdCarrier {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { GrpcCarrier } = require('./grpc-carrier') as typeof import('./grpc-carrier');
+  return new GrpcCarrier(tls);
 }
 
 /** Every host refused the connection or failed the TLS handshake. */

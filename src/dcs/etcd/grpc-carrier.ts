@@ -2,8 +2,8 @@ import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { fromJSON } from '@grpc/proto-loader';
-import { Response } from 'undici';
 import { ETCD_GRPC_SCHEMA } from './etcd-grpc-schema';
+import { jsonAnswer, streamAnswer, type EtcdAnswer } from './etcd-answer';
 import type { EtcdCarrier } from './etcd-transport';
 import type { EtcdTls } from './gateway-carrier';
 
@@ -55,7 +55,7 @@ export class GrpcCarrier implements EtcdCarrier {
 
   constructor(private readonly tls: EtcdTls | null) {}
 
-  async request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<Response> {
+  async request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<EtcdAnswer> {
     const client = this.clientFor(url);
     const metadata = new grpc.Metadata();
     if (token) metadata.set('token', token);
@@ -65,12 +65,12 @@ export class GrpcCarrier implements EtcdCarrier {
     }
     const unary = UNARY[path];
     if (!unary) throw new Error(`etcd over gRPC: no method for ${path}`);
-    return new Promise<Response>((resolve, reject) => {
+    return new Promise<EtcdAnswer>((resolve, reject) => {
       const call = client.makeUnaryRequest(unary.path, unary.requestSerialize, unary.responseDeserialize, body as object, metadata, (error, value) => {
         signal.removeEventListener('abort', cancel);
         if (signal.aborted) reject(signal.reason);
         else if (error) settleError(error, resolve, reject);
-        else resolve(jsonResponse(200, value));
+        else resolve(jsonAnswer(200, value));
       });
       const cancel = () => call.cancel();
       signal.addEventListener('abort', cancel, { once: true });
@@ -115,8 +115,8 @@ export class GrpcCarrier implements EtcdCarrier {
  * a keepalive, as the gateway's `{"result": ...}`) or every message as the gateway's JSON lines
  * (`stream`, a watch). An error before the first message is the answer; after it, the last line.
  */
-function stream(call: grpc.ClientDuplexStream<object, object>, body: unknown, signal: AbortSignal, shape: 'first' | 'stream'): Promise<Response> {
-  return new Promise<Response>((resolve, reject) => {
+function stream(call: grpc.ClientDuplexStream<object, object>, body: unknown, signal: AbortSignal, shape: 'first' | 'stream'): Promise<EtcdAnswer> {
+  return new Promise<EtcdAnswer>((resolve, reject) => {
     let answered = false;
     let lines: ReadableStreamDefaultController<Uint8Array> | null = null;
     const cancel = () => call.cancel();
@@ -136,7 +136,7 @@ function stream(call: grpc.ClientDuplexStream<object, object>, body: unknown, si
       if (shape === 'first') {
         done();
         call.cancel();
-        return resolve(jsonResponse(200, { result: message }));
+        return resolve(jsonAnswer(200, { result: message }));
       }
       const body = new ReadableStream<Uint8Array>({
         start: (controller) => {
@@ -144,7 +144,7 @@ function stream(call: grpc.ClientDuplexStream<object, object>, body: unknown, si
         },
         cancel: () => call.cancel(),
       });
-      resolve(new Response(body, { status: 200 }));
+      resolve(streamAnswer(200, body));
       emit({ result: message });
     });
     call.on('error', (error: grpc.ServiceError) => {
@@ -165,11 +165,8 @@ function stream(call: grpc.ClientDuplexStream<object, object>, body: unknown, si
 }
 
 /** UNAVAILABLE: this host cannot serve (refused, TLS failed, no quorum): the transport tries the next. */
-function settleError(error: grpc.ServiceError, resolve: (response: Response) => void, reject: (error: Error) => void): void {
+function settleError(error: grpc.ServiceError, resolve: (answer: EtcdAnswer) => void, reject: (error: Error) => void): void {
   if (error.code === grpc.status.UNAVAILABLE) reject(new Error(error.details || error.message));
-  else resolve(jsonResponse(HTTP_STATUS[error.code] ?? 500, { error: error.details, code: error.code, message: error.details }));
+  else resolve(jsonAnswer(HTTP_STATUS[error.code] ?? 500, { error: error.details, code: error.code, message: error.details }));
 }
 
-function jsonResponse(status: number, value: unknown): Response {
-  return new Response(JSON.stringify(value), { status, headers: { 'content-type': 'application/json' } });
-}

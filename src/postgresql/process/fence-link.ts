@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { Observable, Subject } from 'rxjs';
 import { FenceConnection } from '../fence/fence-client';
 import { FenceJournalEntry, fencePaths, FenceTerm, PostmasterExitEvent } from '../fence/fence-protocol';
@@ -22,6 +22,8 @@ export class FenceLink {
   private pid: number | null = null;
   /** The deadline last sent to (or announced by) the connected fence; null when disarmed. */
   private armedDeadline: number | null = null;
+  /** The term sent with it, as sent: the HA loop re-arms every cycle, mostly with what the fence already has. */
+  private armedTerm = '';
   /** The deadline last armed (null: disarmed), given to the fence of the next postmaster this handle starts. */
   private wantedDeadline: number | null = null;
 
@@ -63,6 +65,7 @@ export class FenceLink {
     this.connection = connection;
     this.pid = connection.hello.pid;
     this.armedDeadline = connection.hello.deadline;
+    this.armedTerm = '';
     if (previous && previous !== connection) void previous.close();
     // May deliver an exit that came with the hello at once, which clears this.connection again.
     connection.attach({
@@ -79,13 +82,18 @@ export class FenceLink {
   arm(deadlineEpochMs: number, term?: FenceTerm): void {
     this.wantedDeadline = deadlineEpochMs;
     if (!this.connection) return;
+    const termSent = term ? JSON.stringify(term) : '';
+    if (deadlineEpochMs === this.armedDeadline && termSent === this.armedTerm) return;
     this.connection.send({ op: 'arm', deadline: deadlineEpochMs, term });
     this.armedDeadline = deadlineEpochMs;
+    this.armedTerm = termSent;
   }
 
   /** Reads and removes the fence's journal (renamed first, so a fence appending meanwhile starts a new file). */
   takeJournal(): FenceJournalEntry[] {
     const taken = `${this.paths.journal}.taken`;
+    // Asked every HA cycle and almost always absent: a failed rename's exception costs more than a look.
+    if (!existsSync(this.paths.journal)) return [];
     try {
       renameSync(this.paths.journal, taken);
     } catch {
@@ -109,8 +117,10 @@ export class FenceLink {
 
   disarm(): void {
     this.wantedDeadline = null;
+    if (this.armedDeadline === null) return;
     this.connection?.send({ op: 'disarm' });
     this.armedDeadline = null;
+    this.armedTerm = '';
   }
 
   /** Whether a fence is connected, and the deadline it was last given (from memory). */
