@@ -113,21 +113,10 @@ export async function reinitialize(node: NodeContext, source: UpstreamNode): Pro
 
 export async function promote(node: NodeContext): Promise<void> {
   const { dcs, logger, query, clock } = node.deps;
-  // Slots for the other members, the former leader included (its member key may have gone with its
-  // lease: the history names it), exist before they reconnect to us, or they retry only after
-  // wal_retrieve_retry_interval (5 s). Physical slots can be created on a standby, so this runs beside
-  // the promotion rather than before it: the write gap does not wait for it.
-  const cluster = node.cluster;
-  if (cluster) node.sightings.see(cluster, clock.now(), { history: true });
-  const slotsReady =
-    node.dynamic.use_slots && cluster
-      ? node.leaderDuties.syncMemberSlots(cluster, node.dynamic).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`))
-      : Promise.resolve();
   // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
   // on a former primary reads it: from now until that checkpoint the member key says so. Peers wait
   // for the key to say `primary`, which only a write from now on can, so it need not land first.
   node.checkpointAfterPromotePending = true;
-  const memberWritten = dcs.touchMember(node.memberData()).catch(() => undefined);
   node.sendRole({ type: 'PROMOTE_STARTED' });
   // synchronous_standby_names as decided before the promotion is in the file the promoted server reads.
   if (node.parametersChanged()) {
@@ -135,6 +124,17 @@ export async function promote(node: NodeContext): Promise<void> {
     await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'reconfiguring', { timeout: 30_000 });
   }
   node.postgres.send({ type: 'PROMOTE', timeoutMs: node.dynamic.loop_wait * 1000 + 60_000 });
+  // While PostgreSQL promotes (the write gap waits on nothing else): slots for the other members, the
+  // former leader included (its member key may have gone with its lease: the history names it), exist
+  // before they reconnect to us, or they retry only after wal_retrieve_retry_interval (5 s); and the
+  // member key says what is happening.
+  const cluster = node.cluster;
+  if (cluster) node.sightings.see(cluster, clock.now(), { history: true });
+  const slotsReady =
+    node.dynamic.use_slots && cluster
+      ? node.leaderDuties.syncMemberSlots(cluster, node.dynamic).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`))
+      : Promise.resolve();
+  const memberWritten = dcs.touchMember(node.memberData()).catch(() => undefined);
   await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
   const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
   if (lastOutcome !== 'promoted') {

@@ -6,11 +6,11 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 }
 
-export async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+export async function waitUntil(condition: () => boolean, timeoutMs: number, pollMs = 20): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() >= deadline) return false;
-    await sleep(20);
+    await sleep(pollMs);
   }
   return true;
 }

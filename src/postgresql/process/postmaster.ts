@@ -203,7 +203,8 @@ export class Postmaster {
     this.fenceLink.forgetPostmaster(pid);
     // Nobody else will report the exit of a postmaster that had lost its fence.
     if (unfencedButTracked && !reported) this.fenceLink.reportExit({ pid, code: null, signal: null, requested: true, fenced: false });
-    if (fencePid) await waitUntil(() => !isProcessAlive(fencePid), 1000);
+    // The fence exits within milliseconds once the agent has read the exit; a demotion's release waits on this.
+    if (fencePid) await waitUntil(() => !isProcessAlive(fencePid), 1000, 2);
   }
 
   /** SIGHUP to the postmaster (through the fence when connected). */
