@@ -33,4 +33,5 @@ USER postgres
 EXPOSE 8008 5432
 # No argument: the configuration comes from the PATRONI_* / STATOR_* environment (docs/configuration.md).
 # Mount a file and append its path (`command: [/etc/stator/stator.yml]`) to use one instead.
-ENTRYPOINT ["node", "/opt/stator/bin/stator.js"]
+# --max-semi-space-size: see src/cli/agent-node-flags.ts.
+ENTRYPOINT ["node", "--max-semi-space-size=4", "/opt/stator/bin/stator.js"]

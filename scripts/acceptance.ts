@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { AGENT_NODE_FLAGS } from '../src/cli/agent-node-flags';
 
 /**
  * `npm run acceptance -- <patroni tree> [--features a,b] [--keep]`: Patroni's own behave features,
@@ -104,7 +105,7 @@ function writeShim(work: string): void {
       'import os',
       'import sys',
       "os.environ['STATOR_COMPAT'] = 'patroni'",
-      `os.execv(${JSON.stringify(process.execPath)}, [${JSON.stringify(process.execPath)}, ${JSON.stringify(stator)}] + sys.argv[1:])`,
+      `os.execv(${JSON.stringify(process.execPath)}, [${[process.execPath, ...AGENT_NODE_FLAGS, stator].map((arg) => JSON.stringify(arg)).join(', ')}] + sys.argv[1:])`,
       '',
     ].join('\n'),
   );

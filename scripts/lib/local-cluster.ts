@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { EtcdHandle, startEtcd, StartEtcdOptions } from './etcd';
 import { freePort } from './ports';
+import { AGENT_NODE_FLAGS } from '../../src/cli/agent-node-flags';
 import { descendantsOf, isRunningProcess } from '../../src/common/process-tree';
 import { waitFor } from './wait-for';
 
@@ -248,7 +249,7 @@ export class LocalNode {
   start(): void {
     const log = openSync(this.logPath, 'a');
     const prefix = this.options.network?.prefix(this.index) ?? [];
-    const [command, ...args] = [...prefix, process.execPath, AGENT, this.configPath];
+    const [command, ...args] = [...prefix, process.execPath, ...AGENT_NODE_FLAGS, AGENT, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
       env: { ...process.env },

@@ -5,6 +5,7 @@ import { stringify } from 'yaml';
 import { PG_BIN_DIR } from '../../../bench/lib/cluster';
 import { patroniNodeConfig, pgUser } from '../../../bench/lib/patroni-cluster';
 import { query } from '../../../bench/lib/sql';
+import { AGENT_NODE_FLAGS } from '../../../src/cli/agent-node-flags';
 import { descendantsOf, isRunningProcess } from '../../../src/common/process-tree';
 import { waitFor } from '../../../scripts/lib/wait-for';
 
@@ -96,7 +97,7 @@ export class MixedNode {
         ...(root ? pgUser() : {}),
       });
     } else {
-      this.child = spawn(process.execPath, [STATOR, this.configPath], {
+      this.child = spawn(process.execPath, [...AGENT_NODE_FLAGS, STATOR, this.configPath], {
         stdio: ['ignore', log, log],
         env: { ...process.env, STATOR_COMPAT: 'patroni' },
       });
