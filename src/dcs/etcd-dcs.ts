@@ -72,7 +72,7 @@ export class EtcdDcs implements Dcs {
   /** The member value and lease of the last successful member write, to skip identical writes. */
   private lastMemberWrite: { value: string; leaseId: string } | null = null;
   /** The leader key as the last read found it, until the next refresh consumes it (see refreshLeader). */
-  private leaderSeen: { value: string; lease: string } | null = null;
+  private leaderSeen: { value: string; lease: string; at: number } | null = null;
   private closed = false;
   private readonly closing = new Subject<void>();
   private readonly sharedChanges: Observable<DcsChange>;
@@ -106,7 +106,7 @@ export class EtcdDcs implements Dcs {
       this.client.range(this.prefix, { prefix: true }, remaining()),
     );
     const leader = result.kvs.find((kv) => kv.key === this.leaderKey);
-    this.leaderSeen = leader ? { value: leader.value, lease: leader.lease } : null;
+    this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.now() } : null;
     const keys = result.kvs.map((kv) => ({ ...kv, key: kv.key.slice(this.prefix.length) }));
     return parseClusterView(keys, result.revision);
   }
@@ -154,10 +154,11 @@ export class EtcdDcs implements Dcs {
    * When the read just before (the HA cycle's own) found the key with our name on the lease the
    * keepalive just renewed, the key is still ours: only a delete or the lease's expiry could take
    * it, and the lease is alive. The compare is then skipped, as the reference does; an idle leader
-   * sends two requests a cycle instead of three.
+   * sends two requests a cycle instead of three. A read older than a third of the TTL is not trusted.
    */
   async refreshLeader(): Promise<LockLease | null> {
-    const seen = this.leaderSeen;
+    const recent = this.leaderSeen && this.options.clock.now() - this.leaderSeen.at < (this.ttlSeconds * 1000) / 3;
+    const seen = recent ? this.leaderSeen : null;
     this.leaderSeen = null;
     return this.withRetry('refresh leader lock', async (remaining) => {
       const lease = await this.keepLeaseAlive(remaining);

@@ -11,6 +11,8 @@ import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAs
 
 /** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
 const KILL_EXIT_WAIT_MS = 5_000;
+/** The cycle reads PostgreSQL milliseconds before it keeps the slots; an older reading is not trusted for them. */
+const SLOTS_READING_MAX_AGE_MS = 1_000;
 
 /** Runs a multi-step procedure in the background; the loop reports it as in progress. */
 export type TaskRunner = (name: string, work: () => Promise<void>) => void;
@@ -123,7 +125,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     }
     case 'leaderDuties': {
       const sample = node.sampler.sample;
-      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic);
+      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic, node.sampler.physicalSlotsReadWithin(SLOTS_READING_MAX_AGE_MS));
       await node.publishFailsafe(snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
       if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
@@ -131,7 +133,8 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     case 'serveDownstreams': {
       // A replica keeps the permanent slots too, at the leader's positions, so they survive a failover.
       const { dynamic } = node;
-      recordSlotChanges(node.events, await query.syncPhysicalSlots(wantedPhysicalSlots(action.members, dynamic, node.name), dynamic.ignore_slots));
+      const known = node.sampler.physicalSlotsReadWithin(SLOTS_READING_MAX_AGE_MS);
+      recordSlotChanges(node.events, await query.syncPhysicalSlots(wantedPhysicalSlots(action.members, dynamic, node.name), dynamic.ignore_slots, known));
       const published = snapshot.cluster?.status?.value.slots ?? {};
       const physical = dynamic.slots.filter((slot) => slot.type === 'physical' && typeof published[slot.name] === 'number');
       await query.advanceSlots(Object.fromEntries(physical.map((slot) => [slot.name, published[slot.name]]))).catch((e) => logger.warning(`advancing permanent slots failed: ${errorText(e)}`));

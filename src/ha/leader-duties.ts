@@ -4,7 +4,7 @@ import { errorText } from '../common/error-text';
 import { EffectiveDynamicConfig } from '../config/config.types';
 import { PermanentSlot } from '../config/slots-config';
 import { ClusterView, Dcs, HistoryEntry, LeaderStatus } from '../dcs/dcs.port';
-import { PostgresQuery, PostgresSample, SlotChanges } from '../postgresql/postgres.port';
+import { PhysicalSlotState, PostgresQuery, PostgresSample, SlotChanges } from '../postgresql/postgres.port';
 import { downstreamMembers } from './cascade';
 import { MemberSightings } from './member-sightings';
 import { isoWithOffset, NodeEvents } from './node-events';
@@ -41,7 +41,8 @@ export class LeaderDuties {
     private readonly sightings: MemberSightings,
   ) {}
 
-  async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig): Promise<void> {
+  /** `knownSlots`: the physical slots as this cycle's reading found them (see PostgresQuery.syncPhysicalSlots). */
+  async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig, knownSlots?: PhysicalSlotState[]): Promise<void> {
     if (!cluster || !sample) return;
     // The permanent slots' positions go with the optime, so that replicas keep their copies in step;
     // a failed reading never holds the optime back. A logical slot's position is where its consumer confirmed.
@@ -64,19 +65,20 @@ export class LeaderDuties {
     if (sample.timeline > 1 && (!history || lastTimeline !== sample.timeline - 1)) {
       await this.dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? []));
     }
-    if (dynamic.use_slots) await this.syncMemberSlots(cluster, dynamic);
+    if (dynamic.use_slots) await this.syncMemberSlots(cluster, dynamic, knownSlots);
   }
 
   /**
    * One physical slot per member that streams from the leader (not those cascading from a replica),
    * per member that left less than `member_slots_ttl` ago, and per permanent physical slot; none for
    * other members, unless `ignore_slots` covers it. Checked every cycle rather than cached: pg_rewind
-   * and reclones drop slots behind the agent's back.
+   * and reclones drop slots behind the agent's back (the cycle's own reading of them, `knownSlots`,
+   * spares the statement while they are in order).
    */
-  async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig): Promise<void> {
+  async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig, knownSlots?: PhysicalSlotState[]): Promise<void> {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
     const members = [...downstreamMembers(cluster, this.name, true), ...departed];
-    const changes = await this.query.syncPhysicalSlots(wantedPhysicalSlots(members, dynamic, this.name), dynamic.ignore_slots);
+    const changes = await this.query.syncPhysicalSlots(wantedPhysicalSlots(members, dynamic, this.name), dynamic.ignore_slots, knownSlots);
     recordSlotChanges(this.events, changes);
   }
 

@@ -1,7 +1,7 @@
 import { TimerClock } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
-import { PostgresQuery, PostgresSample } from '../postgresql/postgres.port';
+import { PhysicalSlotState, PostgresQuery, PostgresSample } from '../postgresql/postgres.port';
 
 /** While readings change, and after any transition: every second. */
 export const BUSY_SAMPLE_INTERVAL_MS = 1_000;
@@ -51,6 +51,14 @@ export class Sampler {
 
   get sampleAt(): number {
     return this.takenAt;
+  }
+
+  /**
+   * The physical slots as a reading of the last `maxAgeMs` found them, else undefined. The HA cycle
+   * reads right before it keeps the slots, so it need not ask PostgreSQL again when they are in order.
+   */
+  physicalSlotsReadWithin(maxAgeMs: number): PhysicalSlotState[] | undefined {
+    return this.current && this.clock.now() - this.takenAt <= maxAgeMs ? this.current.physicalSlots : undefined;
   }
 
   /** Epoch ms when PostgreSQL last answered anything: a reading, or an error it sent. */

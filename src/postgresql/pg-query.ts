@@ -4,7 +4,8 @@ import { LibpqOptions, PostgresqlConfig } from '../config/config.types';
 import { clientSsl } from './libpq-ssl';
 import { formatLsn, parseLsn } from '../common/lsn';
 import { isIgnoredSlot, PermanentSlot, SlotMatcher } from '../config/slots-config';
-import { PostgresQuery, PostgresSample, ReplicationConnection, SlotChanges } from './postgres.port';
+import { PhysicalSlotState, PostgresQuery, PostgresSample, ReplicationConnection, SlotChanges } from './postgres.port';
+import { physicalSlotsInOrder } from './physical-slots';
 
 /** Where to reach a server: TCP, or a unix socket directory as `host`. */
 export interface LocalConnection {
@@ -146,7 +147,10 @@ SELECT
       'new_value', COALESCE((
         SELECT f.setting FROM pg_catalog.pg_file_settings f
         WHERE f.name = s.name AND NOT f.applied ORDER BY f.seqno DESC LIMIT 1), s.reset_val)))
-    FROM pg_catalog.pg_settings s WHERE s.pending_restart), '{}'::json) AS pending_restart
+    FROM pg_catalog.pg_settings s WHERE s.pending_restart), '{}'::json) AS pending_restart,
+  COALESCE((
+    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active) ORDER BY slot_name)
+    FROM pg_catalog.pg_replication_slots WHERE slot_type = 'physical'), '[]'::json) AS physical_slots
 FROM (SELECT 1) AS one
 LEFT JOIN pg_catalog.pg_stat_wal_receiver AS receiver ON true`;
 
@@ -170,6 +174,7 @@ interface SampleRow {
   synchronous_standby_names: string;
   synchronous_commit: string;
   pending_restart: Record<string, { old_value: string; new_value: string }>;
+  physical_slots: PhysicalSlotState[];
 }
 
 /** Python's `str(datetime)` drops a zero microsecond part; Patroni's timestamps do too. */
@@ -239,6 +244,7 @@ export class PgQuery implements PostgresQuery {
       synchronousCommit: row.synchronous_commit,
       systemIdentifier: row.system_identifier,
       pendingRestart: row.pending_restart,
+      physicalSlots: row.physical_slots,
     };
   }
 
@@ -253,7 +259,8 @@ export class PgQuery implements PostgresQuery {
    * A slot that is in use (its standby still streams) is left for a later call rather than
    * terminating the walsender.
    */
-  async syncPhysicalSlots(names: string[], keep: SlotMatcher[] = []): Promise<SlotChanges> {
+  async syncPhysicalSlots(names: string[], keep: SlotMatcher[] = [], known?: PhysicalSlotState[]): Promise<SlotChanges> {
+    if (known && physicalSlotsInOrder(names, keep, known)) return { created: [], dropped: [] };
     // One statement (the leader runs this every cycle): the CTE creates the missing slots, exactly
     // once; the unwanted ones are read from the same snapshot, which the new slots cannot be among.
     const rows = await this.query<{ change: 'created' | 'unwanted'; slot_name: string }>(
@@ -383,3 +390,4 @@ function lastRows<T>(result: QueryResult | QueryResult[]): T[] {
   const last = Array.isArray(result) ? result[result.length - 1] : result;
   return (last?.rows ?? []) as T[];
 }
+

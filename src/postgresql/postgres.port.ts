@@ -226,6 +226,13 @@ export interface PostgresSample {
   systemIdentifier: string;
   /** Parameters whose changed value waits for a restart (pg_settings.pending_restart). */
   pendingRestart: Record<string, { old_value: string; new_value: string }>;
+  /** The physical replication slots, and whether a standby streams from each (absent: not read). */
+  physicalSlots?: PhysicalSlotState[];
+}
+
+export interface PhysicalSlotState {
+  name: string;
+  active: boolean;
 }
 
 /** The slots one synchronisation created and dropped. */
@@ -240,9 +247,10 @@ export interface PostgresQuery {
   checkpoint(): Promise<void>;
   /**
    * Creates the physical slots that are missing and drops the other inactive physical slots, except
-   * those `keep` covers (`ignore_slots`). Says which it created and dropped.
+   * those `keep` covers (`ignore_slots`). Says which it created and dropped. With `known` (the slots
+   * as a reading just found them) nothing is sent when they are already as wanted.
    */
-  syncPhysicalSlots(names: string[], keep?: SlotMatcher[]): Promise<SlotChanges>;
+  syncPhysicalSlots(names: string[], keep?: SlotMatcher[], known?: PhysicalSlotState[]): Promise<SlotChanges>;
   /** `restart_lsn` of each of these physical slots that exists and holds one. */
   physicalSlotPositions(names: string[]): Promise<Record<string, number>>;
   /**
