@@ -169,6 +169,7 @@ export function renderReport(r: BenchResults): string {
   };
   const cpu = (kind: string) => r.idleCpu.filter((x) => x.kind === kind).map((x) => x.agentPerMinute);
   const fenceCpu = r.idleCpu.filter((x) => x.kind === 'stator').map((x) => x.helperPerMinute ?? NaN);
+  const settled = (kind: string) => (r.idleCpuSettled ?? []).filter((x) => x.kind === kind).map((x) => x.agentPerMinute + (x.helperPerMinute ?? 0));
   out.push(
     table(
       ['metric (3 agents: min / median / max)', 'Stator', 'Patroni', 'ratio'],
@@ -189,6 +190,12 @@ export function renderReport(r: BenchResults): string {
           3,
         ),
         spreadRow("↳ Stator's fence process, CPU seconds per idle minute", fenceCpu, [], 3),
+        spreadRow(
+          `CPU seconds per idle minute, settled (after the health-check load and 30 s of quiet; agent + fence)`,
+          settled('stator'),
+          settled('patroni'),
+          3,
+        ),
       ],
     ),
     '',
@@ -303,6 +310,16 @@ function targets(r: BenchResults): string {
   const idleS = idle('stator');
   const idleP = idle('patroni');
   if (idleS.n) rows.push(["idle CPU (agent + fence) no higher than Patroni's (median per minute)", `${fmt(idleS.median, 3)} s vs ${idleP.n ? fmt(idleP.median, 3) : '—'} s`, verdict(idleP.n ? idleS.median <= idleP.median : null)]);
+  const settledOf = (kind: string) => spread((r.idleCpuSettled ?? []).filter((x) => x.kind === kind).map((x) => x.agentPerMinute + (x.helperPerMinute ?? 0)));
+  const settledS = settledOf('stator');
+  const settledP = settledOf('patroni');
+  if (settledS.n) {
+    rows.push([
+      "↳ the same, settled (after the health-check load and 30 s of quiet)",
+      `${fmt(settledS.median, 3)} s vs ${settledP.n ? fmt(settledP.median, 3) : '—'} s`,
+      verdict(settledP.n ? settledS.median <= settledP.median : null),
+    ]);
+  }
   const fenceOwn = r.rssAfterLoad.filter((x) => x.kind === 'stator' && x.helper).map((x) => x.helper!.rssAnon / MiB);
   if (fenceOwn.length) rows.push(["fence ≤ 15 MiB (its own anonymous memory; RSS adds Node's shared binary)", `max ${fmt(Math.max(...fenceOwn), 1)} MiB`, verdict(Math.max(...fenceOwn) <= 15)]);
   rows.push(['RSS ≤ 64 MiB per agent (every agent, idle and after load)', rssAll.length ? `max ${fmt(maxRss, 1)} MiB` : '—', verdict(rssAll.length ? maxRss <= 64 : null)]);

@@ -45,6 +45,9 @@ export const SETTINGS = {
   budgetMs: Number(process.env.BENCH_BUDGET_S ?? 1080) * 1000,
 };
 
+/** How long the agents settle after the health-check load before idle CPU is measured again. */
+const SETTLE_SECONDS = QUICK ? 5 : 30;
+
 export const FAST: Timing = { ttl: 10, loopWait: 2, retryTimeout: 3 };
 export const SLOW: Timing = { ttl: 30, loopWait: 10, retryTimeout: 10 };
 
@@ -62,6 +65,8 @@ export interface BenchResults {
   rssIdle: RssReading[];
   rssAfterLoad: RssReading[];
   idleCpu: CpuReading[];
+  /** Idle CPU again once the health-check load is over and the agents have settled (JIT, GC). */
+  idleCpuSettled?: CpuReading[];
   moduleCosts: ModuleCost[];
   switchovers: SwitchoverRun[];
   crashes: PgCrashRun[];
@@ -87,6 +92,7 @@ async function main(): Promise<void> {
     rssIdle: [],
     rssAfterLoad: [],
     idleCpu: [],
+    idleCpuSettled: [],
     moduleCosts: [],
     switchovers: [],
     crashes: [],
@@ -154,6 +160,11 @@ async function phaseFast(baseDir: string, results: BenchResults): Promise<void> 
   if (wanted('footprint')) {
     const afterLoadLeaders = await Promise.all(clusters.map(async (c) => (await waitHealthy(c, 60_000)).leader));
     clusters.forEach((c, i) => results.rssAfterLoad.push(...rss(c, afterLoadLeaders[i].name)));
+    // The first reading starts seconds after the agents did: Node is still compiling and collecting
+    // startup garbage then. This one is a long-running agent's idle, after the same settling for both.
+    log(`scenario 5: idle CPU again after ${SETTLE_SECONDS} s of settling`);
+    await sleep(SETTLE_SECONDS * 1000);
+    results.idleCpuSettled = await idleCpu(clusters, SETTINGS.idleSeconds);
   }
   if (wanted('switchover')) {
     log('scenario 2: planned switchover');
