@@ -1,4 +1,4 @@
-import { Allow, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy, ValidateIf, ValidationArguments } from 'class-validator';
+import { Allow, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy, ValidateIf, type ValidationArguments } from './deferred-validation';
 import { ApiPropertyOptional } from '../openapi/deferred-swagger';
 import { readTimeoutSeconds } from '../request-values';
 

@@ -1,5 +1,5 @@
 import { PipeTransform } from '@nestjs/common';
-import { getMetadataStorage, validateSync } from 'class-validator';
+import { loadClassValidator } from './deferred-validation';
 import { OperationRefused } from '../../ha/operation-types';
 
 type DtoClass<T> = new () => T;
@@ -22,24 +22,26 @@ export interface ValidatedBody<T> {
  * No body (or an empty one) is an empty DTO; the endpoint decides whether it needed one.
  */
 export class OperationBodyPipe<T extends object> implements PipeTransform<unknown, ValidatedBody<T>> {
-  private readonly declared: ReadonlySet<string>;
+  /** The DTO's keys, read from class-validator's metadata on the first body (class-validator loads then). */
+  private declaredKeys: ReadonlySet<string> | null = null;
 
   constructor(
     private readonly dto: DtoClass<T>,
     private readonly unknownKeys: UnknownKeyPolicy,
     private readonly required = false,
-  ) {
-    this.declared = new Set(getMetadataStorage().getTargetValidationMetadatas(dto, '', true, false).map((m) => m.propertyName));
-  }
+  ) {}
 
   transform(raw: unknown): ValidatedBody<T> {
+    const { getMetadataStorage, validateSync } = loadClassValidator();
+    this.declaredKeys ??= new Set(getMetadataStorage().getTargetValidationMetadatas(this.dto, '', true, false).map((m) => m.propertyName));
+    const declared = this.declaredKeys;
     const body = objectBody(raw, !this.required);
     const keys = Object.keys(body);
-    const unknown = keys.filter((key) => !this.declared.has(key));
+    const unknown = keys.filter((key) => !declared.has(key));
     if (unknown.length > 0 && this.unknownKeys.kind === 'first') throw new OperationRefused(400, this.unknownKeys.message(unknown));
 
     const fields = new this.dto() as Record<string, unknown>;
-    for (const key of keys) if (this.declared.has(key)) fields[key] = body[key];
+    for (const key of keys) if (declared.has(key)) fields[key] = body[key];
     const problems = new Map<string, string>();
     for (const error of validateSync(fields, { forbidUnknownValues: false, stopAtFirstError: true })) {
       const message = Object.values(error.constraints ?? {})[0];
@@ -47,7 +49,7 @@ export class OperationBodyPipe<T extends object> implements PipeTransform<unknow
     }
     for (const key of keys) {
       if (problems.has(key)) throw new OperationRefused(400, problems.get(key)!);
-      if (this.unknownKeys.kind === 'in-body-order' && !this.declared.has(key)) throw new OperationRefused(400, this.unknownKeys.message(key));
+      if (this.unknownKeys.kind === 'in-body-order' && !declared.has(key)) throw new OperationRefused(400, this.unknownKeys.message(key));
     }
     return { fields: fields as T, unknownKeys: unknown };
   }
