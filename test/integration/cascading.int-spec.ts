@@ -19,6 +19,16 @@ async function streamingFrom(node: LocalNode): Promise<number | null> {
   return rows[0]?.status === 'streaming' ? rows[0].port : null;
 }
 
+/**
+ * Whether `upstream` streams WAL to the standby `name`, as the upstream sees it. The standby's own
+ * pg_stat_wal_receiver is not enough: it says `streaming`, with the sender's port, from the moment
+ * it connects, before START_REPLICATION has been accepted (or refused for a missing slot).
+ */
+async function streamsTo(upstream: LocalNode, name: string): Promise<boolean> {
+  const rows = await sql<{ state: string }>(upstream, 'SELECT state FROM pg_stat_replication WHERE application_name = $1', [name]).catch(() => []);
+  return rows.some((row) => row.state === 'streaming');
+}
+
 const slotNames = async (node: LocalNode) => (await sql<{ slot_name: string }>(node, 'SELECT slot_name FROM pg_replication_slots ORDER BY 1')).map((row) => row.slot_name);
 
 beforeAll(async () => {
@@ -46,7 +56,10 @@ afterAll(async () => {
 
 it('streams node3 from node2 through a slot there, and the leader keeps no slot for node3', async () => {
   const [node1, node2, node3] = cluster.nodes;
-  await waitFor(async () => (await streamingFrom(node3)) === node2.pgPort, { timeoutMs: 30_000, description: 'node3 streaming from node2' });
+  await waitFor(async () => (await streamingFrom(node3)) === node2.pgPort && (await streamsTo(node2, 'node3')), {
+    timeoutMs: 30_000,
+    description: 'node3 streaming from node2',
+  });
   expect(await slotNames(node2)).toEqual(['node3']);
   await waitFor(async () => JSON.stringify(await slotNames(node1)) === JSON.stringify(['node2']), { timeoutMs: 10_000, description: 'the leader keeping a slot for node2 only' });
 
@@ -61,7 +74,10 @@ it('streams node3 from node2 through a slot there, and the leader keeps no slot 
 it('re-points node3 to the leader when node2 stops, and the leader makes it a slot', async () => {
   const [node1, node2, node3] = cluster.nodes;
   await node2.stop();
-  await waitFor(async () => (await streamingFrom(node3)) === node1.pgPort, { timeoutMs: 60_000, description: 'node3 streaming from the leader' });
+  await waitFor(async () => (await streamingFrom(node3)) === node1.pgPort && (await streamsTo(node1, 'node3')), {
+    timeoutMs: 60_000,
+    description: 'node3 streaming from the leader',
+  });
   expect(await slotNames(node1)).toContain('node3');
   await sql(node1, 'INSERT INTO cascade_check VALUES (2)');
   await waitFor(async () => (await sql<{ n: string }>(node3, 'SELECT count(*) AS n FROM cascade_check').catch(() => []))[0]?.n === '2', {
