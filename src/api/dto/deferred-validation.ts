@@ -1,49 +1,26 @@
 import type * as ClassValidator from 'class-validator';
+import { deferredPackage } from '../deferred-decorators';
 
 /**
  * class-validator's decorators, applied only when an operation body is first validated.
  *
  * The package, with its phone-number and validator libraries, holds about 7 MiB of an agent's
  * memory, and only the operation endpoints' bodies (switchover, restart, reinitialize...) use it.
- * These stand-ins take the same arguments and remember each application; `loadClassValidator()`
- * loads the package and replays them, in the order they happened (the order decides which check
- * answers first), with the real decorators.
+ * `loadClassValidator()` loads it and replays the decorators applied so far, in their order (the
+ * order decides which check answers first).
  */
-type Deferrable = 'Allow' | 'IsBoolean' | 'IsIn' | 'IsOptional' | 'IsString' | 'Matches' | 'MaxLength' | 'ValidateBy' | 'ValidateIf';
-type PropertyDecoratorOf = (target: object, key: string | symbol) => void;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const classValidator = deferredPackage(() => require('class-validator') as typeof ClassValidator);
 
-const applications: { decorator: Deferrable; args: unknown[]; target: object; key: string | symbol }[] = [];
-let classValidator: typeof ClassValidator | null = null;
+export const loadClassValidator = (): typeof ClassValidator => classValidator.load();
 
-function deferred<Name extends Deferrable>(decorator: Name): (typeof ClassValidator)[Name] {
-  const stand = (...args: unknown[]): PropertyDecoratorOf => (target, key) => {
-    if (classValidator) real(decorator, args)(target, key);
-    else applications.push({ decorator, args, target, key });
-  };
-  return stand as unknown as (typeof ClassValidator)[Name];
-}
-
-function real(decorator: Deferrable, args: unknown[]): PropertyDecoratorOf {
-  return (classValidator![decorator] as (...args: unknown[]) => PropertyDecoratorOf)(...args);
-}
-
-/** The package itself, once every decorator applied so far has been replayed with it. */
-export function loadClassValidator(): typeof ClassValidator {
-  if (!classValidator) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    classValidator = require('class-validator') as typeof ClassValidator;
-    for (const { decorator, args, target, key } of applications.splice(0)) real(decorator, args)(target, key);
-  }
-  return classValidator;
-}
-
-export const Allow = deferred('Allow');
-export const IsBoolean = deferred('IsBoolean');
-export const IsIn = deferred('IsIn');
-export const IsOptional = deferred('IsOptional');
-export const IsString = deferred('IsString');
-export const Matches = deferred('Matches');
-export const MaxLength = deferred('MaxLength');
-export const ValidateBy = deferred('ValidateBy');
-export const ValidateIf = deferred('ValidateIf');
+export const Allow = classValidator.decorator('Allow');
+export const IsBoolean = classValidator.decorator('IsBoolean');
+export const IsIn = classValidator.decorator('IsIn');
+export const IsOptional = classValidator.decorator('IsOptional');
+export const IsString = classValidator.decorator('IsString');
+export const Matches = classValidator.decorator('Matches');
+export const MaxLength = classValidator.decorator('MaxLength');
+export const ValidateBy = classValidator.decorator('ValidateBy');
+export const ValidateIf = classValidator.decorator('ValidateIf');
 export type { ValidationArguments } from 'class-validator';
