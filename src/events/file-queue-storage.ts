@@ -193,13 +193,7 @@ function readJson(file: string): Record<string, unknown> | null {
 /** After close (an agent about to exit): nobody would wait for a background write. */
 function appendDurably(file: string, line: string, warn: Log): void {
   try {
-    const fd = fs.openSync(file, 'a');
-    try {
-      fs.writeSync(fd, line);
-      fs.fdatasyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
+    writeDurablySync(file, 'a', line);
   } catch (error) {
     warn(`event queue: could not persist an event after close: ${(error as Error).message}`);
   }
@@ -220,12 +214,17 @@ async function writeFileAtomically(file: string, content: string, { durable }: {
 
 function writeFileSyncAtomically(file: string, content: string): void {
   const tmp = `${file}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
+  writeDurablySync(tmp, 'w', content);
+  fs.renameSync(tmp, file);
+}
+
+/** Writes (`w`) or appends (`a`) and returns once the data is on disk. */
+function writeDurablySync(file: string, flags: 'a' | 'w', content: string): void {
+  const fd = fs.openSync(file, flags);
   try {
     fs.writeSync(fd, content);
     fs.fdatasyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }
-  fs.renameSync(tmp, file);
 }

@@ -62,17 +62,9 @@ export interface NodeModel {
 export type MemberKey = { running: boolean; primary: boolean; wal: number; timeline: number };
 
 /** What a node reads from the DCS: decided on later, the read is stale. */
-export interface DcsRead {
-  leaderKey: number;
-  sync: ClusterModel['sync'];
-  failover: FailoverModel | null;
-  optime: number;
-  history: [number, number][];
-  pause: boolean;
-  mode: ReplicationMode;
-  ttl: number;
+export type DcsRead = Pick<ClusterModel, 'leaderKey' | 'sync' | 'failover' | 'optime' | 'history' | 'pause' | 'mode' | 'ttl'> & {
   members: (MemberKey | null)[];
-}
+};
 
 export interface FailoverModel {
   leader: number;
