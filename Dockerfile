@@ -11,11 +11,12 @@ COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM node:20-bookworm-slim
+# python3 runs the fence (src/postgresql/fence/fence_main.py), the postmaster's parent and dead man's switch.
 # postgresql-common would create a "main" cluster on install; Stator runs initdb itself, in its own data_dir.
 RUN mkdir -p /etc/postgresql-common/createcluster.d \
  && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/stator.conf \
  && apt-get update \
- && apt-get install -y --no-install-recommends postgresql-15 \
+ && apt-get install -y --no-install-recommends postgresql-15 python3 \
  && rm -rf /var/lib/apt/lists/*
 # initdb takes its encoding from the locale; without one it would pick SQL_ASCII.
 ENV LANG=C.UTF-8 NODE_ENV=production

@@ -3,8 +3,7 @@
  * which lease holds the leader key. Revoking that lease deletes the leader and member keys at once,
  * so the replicas' watch fires without waiting for the lease to expire.
  *
- * Shared by the DCS adapter, which describes its lease, and the fence, which revokes it; this file
- * imports nothing, because the fence runs on Node built-ins alone.
+ * Described by the DCS adapter and sent to the fence, which revokes it (`src/postgresql/fence/fence_revoke.py`).
  */
 export interface TermRelease {
   /** Gateway base URLs (`http://host:2379`), tried in turn. */

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Observable } from 'rxjs';
@@ -13,6 +12,7 @@ import { ConfigurationFiles } from './process/configuration-files';
 import { CustomMethods } from './process/custom-methods';
 import { DataDirectory, InitdbOptions } from './process/data-directory';
 import { FenceLink } from './process/fence-link';
+import { defaultFenceProgram, FenceProgram } from './process/fence-program';
 import { AdapterLog, LocalPostgres, LocalPostgresOptions } from './process/local-postgres';
 import { Postmaster } from './process/postmaster';
 
@@ -22,8 +22,8 @@ export { parseControlData } from './process/data-directory';
 export interface RealPostgresProcessOptions extends LocalPostgresOptions {
   /** Node-local state: fence socket, fence pid, postmaster log, last exit record. */
   stateDir: string;
-  /** The compiled fence program. Default: `fence/fence-main.js` next to this module, or in `dist/` when running from sources. */
-  fenceScript?: string;
+  /** The fence program and its interpreter. Default: `fence/fence_main.py` beside this module, run by Python 3. */
+  fence?: FenceProgram;
   /** Extra initdb options in Patroni's `bootstrap.initdb` form: `'data-checksums'` or `{encoding: 'UTF8'}`. */
   initdbOptions?: InitdbOptions;
   /** `bootstrap.post_bootstrap`: run once after a new cluster's bootstrap, with the superuser's conninfo appended. */
@@ -41,7 +41,7 @@ const MAX_SOCKET_PATH = 107;
 
 /**
  * The PostgresProcess port over the real binaries. The postmaster runs under a fence (see
- * `fence/fence.ts`): a separate detached process that is its parent, reports its exit at once and
+ * `fence/fence_postmaster.py`): a separate detached process that is its parent, reports its exit at once and
  * enforces the primary's dead man's switch even when this agent is gone.
  *
  * When the agent runs as root, every PostgreSQL binary runs as `config.os_user` (spawn uid/gid), and the
@@ -64,7 +64,7 @@ export class RealPostgresProcess implements PostgresProcess {
   constructor(options: RealPostgresProcessOptions) {
     const stateDir = resolve(options.stateDir);
     const paths = fencePaths(stateDir);
-    const fenceScript = options.fenceScript ?? defaultFenceScript();
+    const fence = options.fence ?? defaultFenceProgram();
     if (paths.socket.length > MAX_SOCKET_PATH) {
       throw new Error(`state_dir ${stateDir} is too long for a unix socket path (${paths.socket.length} > ${MAX_SOCKET_PATH})`);
     }
@@ -75,7 +75,7 @@ export class RealPostgresProcess implements PostgresProcess {
     this.customMethods = new CustomMethods(this.local, commands, this.dataDirectory, options.scope ?? '');
     this.configurationFiles = new ConfigurationFiles(this.local, commands);
     this.fenceLink = new FenceLink(paths, options.log);
-    this.postmaster = new Postmaster(this.local, commands, this.fenceLink, { stateDir, paths, fenceScript, log: options.log });
+    this.postmaster = new Postmaster(this.local, commands, this.fenceLink, { stateDir, paths, fence, log: options.log });
   }
 
   // ---------------------------------------------------------------- data directory
@@ -231,9 +231,3 @@ export class RealPostgresProcess implements PostgresProcess {
   }
 }
 
-function defaultFenceScript(): string {
-  const besideUs = join(__dirname, 'fence', 'fence-main.js');
-  if (existsSync(besideUs)) return besideUs;
-  // Running from the TypeScript sources (jest): the fence is a separate Node program, so use the build.
-  return resolve(__dirname, '..', '..', 'dist', 'src', 'postgresql', 'fence', 'fence-main.js');
-}

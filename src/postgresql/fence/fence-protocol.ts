@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import type { TermRelease } from '../../common/term-release';
 
 /**
- * The fence's wire protocol and file layout, shared by the fence program and the agent.
+ * The fence's wire protocol and file layout, as the agent speaks and reads them.
  * Messages are newline-delimited JSON over the unix socket `<state_dir>/fence.sock`.
- * This file must import nothing but Node built-ins and types: the fence runs it on its own.
+ * The fence's side is Python (`fence_postmaster.py`, `fence_channel.py`): a change here is a change there.
  */
 
 export type FenceStopMode = 'smart' | 'fast' | 'immediate';

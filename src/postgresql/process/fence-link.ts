@@ -13,7 +13,7 @@ export type FencePaths = ReturnType<typeof fencePaths>;
 const FENCE_LOSS_SETTLE_MS = 200;
 
 /**
- * This handle's connection to the fence (see `fence/fence.ts`) and the postmaster it runs: which pid
+ * This handle's connection to the fence (see `fence/fence_postmaster.py`) and the postmaster it runs: which pid
  * is ours, and the stream of its exits as the fence reports them.
  */
 export class FenceLink {

@@ -10,6 +10,7 @@ import { LocalConnection, serverAcceptsConnections, toClientConfig } from '../pg
 import { PostmasterExit, StopEscalation, StopMode } from '../postgres.port';
 import { CommandRunner, OsUser } from './commands';
 import { FenceLink, FencePaths } from './fence-link';
+import { fenceCommand, FenceProgram } from './fence-program';
 import { AdapterLog, LocalPostgres } from './local-postgres';
 import { isProcessAlive, livePostmasterFromPidFile, signalQuietly, sleep, waitUntil } from './os-process';
 import { postmasterLogTail, readExitRecord, startFailure } from './postmaster-log';
@@ -26,8 +27,8 @@ export interface PostmasterOptions {
   /** Node-local state: fence socket, fence pid, postmaster log, last exit record. */
   stateDir: string;
   paths: FencePaths;
-  /** The compiled fence program. */
-  fenceScript: string;
+  /** The fence program and its interpreter. */
+  fence: FenceProgram;
   log?: AdapterLog;
 }
 
@@ -95,11 +96,12 @@ export class Postmaster {
     let fenceExited = false;
     let fenceSpawnError: Error | null = null;
     try {
-      const fenceProcess = spawn(process.execPath, [this.options.fenceScript, JSON.stringify(launch)], {
+      const command = fenceCommand(this.options.fence, JSON.stringify(launch));
+      const fenceProcess = spawn(command.file, command.args, {
         detached: true, // own session and process group: the agent's death or its terminal's signals do not reach it
         stdio: ['ignore', logFd, logFd],
         cwd: '/',
-        env: this.commands.childEnv(osUser),
+        env: this.commands.childEnv(osUser, command.env),
       });
       fenceProcess.once('exit', () => (fenceExited = true));
       fenceProcess.once('error', (error) => {
