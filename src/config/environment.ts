@@ -34,6 +34,7 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   // Stator's own: STATOR_FENCE_AGENT_GRACE (PATRONI_ names them too, harmlessly: Patroni has no fence section).
   { name: 'FENCE_AGENT_GRACE', path: 'fence.agent_grace' },
   { name: 'FENCE_RELEASE_LEASE', path: 'fence.release_lease' },
+  { name: 'FENCE_PYTHON', path: 'fence.python' },
   { name: 'POSTGRESQL_LISTEN', path: 'postgresql.listen' },
   { name: 'POSTGRESQL_CONNECT_ADDRESS', path: 'postgresql.connect_address' },
   { name: 'POSTGRESQL_DATA_DIR', path: 'postgresql.data_dir' },

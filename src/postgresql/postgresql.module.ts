@@ -4,6 +4,7 @@ import { LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from '../comm
 import { StatorConfig } from '../config/config.types';
 import { PgQuery } from './pg-query';
 import { PostgresProcess, PostgresQuery } from './postgres.port';
+import { defaultFenceProgram } from './process/fence-program';
 import { RealPostgresProcess } from './real-postgres-process';
 
 /** The PostgreSQL ports: the server's processes and files, and SQL on it. */
@@ -20,6 +21,7 @@ import { RealPostgresProcess } from './real-postgres-process';
           stateDir: config.state_dir,
           initdbOptions: config.bootstrap.initdb,
           postBootstrapCommand: config.bootstrap.post_bootstrap,
+          fence: defaultFenceProgram(config.fence.python),
           log: (level, message) => (level === 'warning' ? logger.warning(message) : logger.info(message)),
         }),
     },

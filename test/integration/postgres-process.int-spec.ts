@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { firstValueFrom, timeout } from 'rxjs';
 import { PgQuery } from '../../src/postgresql/pg-query';
 import { PostgresCommandError, PostmasterExit } from '../../src/postgresql/postgres.port';
+import { defaultFenceProgram } from '../../src/postgresql/process/fence-program';
 import { RealPostgresProcess } from '../../src/postgresql/real-postgres-process';
 import { freePort } from '../helpers/ports';
 import { cleanupPgRoot, makePgTempRoot, PgTestNode, pgTestNode, processAlive } from '../helpers/postgres';
@@ -147,6 +148,14 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       expect(String((failure as Error).message)).toMatch(/shared_buffers/);
       expect(Date.now() - began).toBeLessThan(5000);
       await pg.configure({ role: 'primary', parameters: {} });
+    }, 30_000);
+
+    it('says the fence needs Python 3 when its interpreter cannot be run, and starts nothing', async () => {
+      const withoutPython = new RealPostgresProcess({ name: node.name, config: node.config, stateDir: node.stateDir, fence: defaultFenceProgram('/nonexistent/python3') });
+      await expect(withoutPython.start(START_TIMEOUT_MS)).rejects.toThrow(
+        'the fence runs on Python 3, and /nonexistent/python3 cannot be run (ENOENT): install python3 or set fence.python',
+      );
+      expect(await withoutPython.adopt()).toBeNull();
     }, 30_000);
 
     it('fences the postmaster when the armed deadline passes', async () => {

@@ -41,6 +41,13 @@ describe('the fence section', () => {
     expect(problems({ fence: { agent_grace: value } })).toEqual([problem]);
   });
 
+  it('reads the interpreter that runs the fence, also from STATOR_FENCE_PYTHON, and refuses one that is not a path', () => {
+    expect(load({ fence: { python: '/opt/python3.12/bin/python3' } }).config.fence.python).toBe('/opt/python3.12/bin/python3');
+    expect(load({}, { STATOR_FENCE_PYTHON: '/usr/local/bin/python3' }).config.fence.python).toBe('/usr/local/bin/python3');
+    expect(problems({ fence: { python: 42 } })).toEqual(['fence.python: must be the path of a Python 3 interpreter (at most 4096 characters), got 42']);
+    expect(problems({ fence: { python: ' ' } })).toEqual(['fence.python: must be the path of a Python 3 interpreter (at most 4096 characters), got " "']);
+  });
+
   it('refuses a release_lease that is not a boolean', () => {
     expect(problems({ fence: { release_lease: 'maybe' } })).toEqual(['fence.release_lease: must be true or false, got "maybe"']);
   });

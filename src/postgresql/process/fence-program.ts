@@ -25,14 +25,13 @@ export function fenceCommand(program: FenceProgram, launchJson: string): { file:
 }
 
 /** The fence beside this module in `dist/`, or in the sources beside the TypeScript (jest runs from there too). */
-export function defaultFenceProgram(): FenceProgram {
+export function defaultFenceProgram(interpreter = pythonInterpreter()): FenceProgram {
   const script = [join(__dirname, '..', 'fence', 'fence_main.py'), resolve(__dirname, '..', '..', '..', 'src', 'postgresql', 'fence', 'fence_main.py')].find((path) => existsSync(path));
-  return { interpreter: pythonInterpreter(), script: script ?? join(__dirname, '..', 'fence', 'fence_main.py') };
+  return { interpreter, script: script ?? join(__dirname, '..', 'fence', 'fence_main.py') };
 }
 
-/** `STATOR_FENCE_PYTHON` when set, else Debian's `/usr/bin/python3`, else the first `python3` on PATH. */
+/** Without `fence.python`: Debian's `/usr/bin/python3`, else the first `python3` on PATH. */
 export function pythonInterpreter(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.STATOR_FENCE_PYTHON) return env.STATOR_FENCE_PYTHON;
   const candidates = ['/usr/bin/python3', ...(env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'python3'))];
   return candidates.find(isExecutable) ?? 'python3';
 }

@@ -104,8 +104,11 @@ export class Postmaster {
         env: this.commands.childEnv(osUser, command.env),
       });
       fenceProcess.once('exit', () => (fenceExited = true));
-      fenceProcess.once('error', (error) => {
-        fenceSpawnError = error;
+      fenceProcess.once('error', (error: NodeJS.ErrnoException) => {
+        fenceSpawnError =
+          error.code === 'ENOENT' || error.code === 'EACCES'
+            ? new Error(`the fence runs on Python 3, and ${command.file} cannot be run (${error.code}): install python3 or set fence.python`)
+            : error;
         fenceExited = true;
       });
       fenceProcess.unref();
