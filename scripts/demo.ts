@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ETCD_BINARY } from './lib/etcd';
 import { LocalCluster } from './lib/local-cluster';
+import { pythonInterpreter } from '../src/postgresql/process/fence-program';
 
 /**
  * `npm run demo`: etcd plus N Stator agents with real PostgreSQL on loopback. Prints each node's
@@ -50,16 +51,17 @@ export function parseDemoArgs(argv: string[]): DemoOptions {
   return options;
 }
 
-/** etcd comes from Debian's etcd-server; as root we can install it, otherwise we say what to install. */
-function ensureEtcd(): void {
-  if (existsSync(ETCD_BINARY)) return;
+/** etcd (Debian's etcd-server) and Python 3 for the fence: as root we can install them, otherwise we say what to install. */
+function ensurePackages(): void {
+  const missing = [...(existsSync(ETCD_BINARY) ? [] : ['etcd-server']), ...(existsSync(pythonInterpreter()) ? [] : ['python3'])];
+  if (missing.length === 0) return;
   if (process.getuid?.() === 0) {
-    process.stdout.write('etcd is not installed; installing Debian package etcd-server...\n');
+    process.stdout.write(`installing Debian packages ${missing.join(' ')}...\n`);
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-    execFileSync('apt-get', ['install', '-y', '-qq', 'etcd-server'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
     return;
   }
-  throw new Error(`etcd is not installed at ${ETCD_BINARY}. Install it with: sudo apt-get install -y etcd-server`);
+  throw new Error(`missing: ${missing.join(', ')}. Install with: sudo apt-get install -y ${missing.join(' ')}`);
 }
 
 interface KeptPorts {
@@ -84,7 +86,7 @@ function writeKeptPorts(dir: string, cluster: LocalCluster): void {
 
 async function main(): Promise<void> {
   const options = parseDemoArgs(process.argv.slice(2));
-  ensureEtcd();
+  ensurePackages();
   if (process.getuid?.() === 0) execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
   const baseDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'stator-demo-'));
   // With --data-dir, etcd's data and every port are kept there too: running the demo again restarts the same cluster.
