@@ -1,3 +1,4 @@
+import './load-nest-without-date-data';
 import 'reflect-metadata';
 import { Server as HttpsServer } from 'node:https';
 import { AppModule, fatal, NodeLifecycle } from '../app.module';
