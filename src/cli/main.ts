@@ -1,4 +1,4 @@
-import './load-nest-without-date-data';
+import './load-dependencies-lightly';
 import 'reflect-metadata';
 import { Server as HttpsServer } from 'node:https';
 import { AppModule, fatal, NodeLifecycle } from '../app.module';

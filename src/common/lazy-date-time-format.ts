@@ -4,8 +4,8 @@
  * @nestjs/common's two logger modules each build a formatter when they load, for the timestamp of
  * a line they print only on a warning or an error. Building one makes ICU read its date-pattern
  * data: 4.7 MiB of /usr/bin/node's pages that stay resident in every agent. While those modules
- * load (`whileLoading`), `Intl.DateTimeFormat` is this class; the formatters then read the same
- * ICU data the first time they format, and print the same text.
+ * load, `Intl.DateTimeFormat` is this class (src/cli/load-dependencies-lightly.ts); the formatters
+ * then read the same ICU data the first time they format, and print the same text.
  */
 const RealDateTimeFormat = Intl.DateTimeFormat;
 
@@ -34,16 +34,5 @@ export class LazyDateTimeFormat {
 
   private formatter(): Intl.DateTimeFormat {
     return (this.real ??= new RealDateTimeFormat(this.locales, this.options));
-  }
-}
-
-/** Runs `load` (a `require`) with `Intl.DateTimeFormat` lazy, and puts the real one back after. */
-export function whileLoading<T>(load: () => T): T {
-  const intl = Intl as { DateTimeFormat: unknown };
-  intl.DateTimeFormat = LazyDateTimeFormat;
-  try {
-    return load();
-  } finally {
-    intl.DateTimeFormat = RealDateTimeFormat;
   }
 }
