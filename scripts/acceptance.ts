@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { AGENT_NODE_FLAGS } from '../src/cli/agent-node-flags';
+import { AGENT_ENVIRONMENT, AGENT_NODE_FLAGS } from '../src/cli/agent-node-flags';
 
 /**
  * `npm run acceptance -- <patroni tree> [--features a,b] [--keep]`: Patroni's own behave features,
@@ -105,6 +105,7 @@ function writeShim(work: string): void {
       'import os',
       'import sys',
       "os.environ['STATOR_COMPAT'] = 'patroni'",
+      ...Object.entries(AGENT_ENVIRONMENT).map(([name, value]) => `os.environ[${JSON.stringify(name)}] = ${JSON.stringify(value)}`),
       `os.execv(${JSON.stringify(process.execPath)}, [${[process.execPath, ...AGENT_NODE_FLAGS, stator].map((arg) => JSON.stringify(arg)).join(', ')}] + sys.argv[1:])`,
       '',
     ].join('\n'),

@@ -82,14 +82,15 @@ export interface ModuleCost {
  * holds beyond that is its run-time state (heap growth, compiled code, sockets, buffers).
  */
 export function moduleCosts(repoRoot: string): ModuleCost[] {
-  // In the order the agent loads them (dist/src/cli/main.js pulls in exactly these packages).
+  // In the order the agent loads them (dist/src/cli/main.js pulls in exactly these packages), and as
+  // it loads them: @nestjs/common and pg through src/cli/load-dependencies-lightly.ts.
+  const lightly = JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'));
   const steps: [string, string][] = [
     ['node itself (empty script)', ''],
-    ['reflect-metadata, rxjs', "require('reflect-metadata'); require('rxjs');"],
-    ['@nestjs/common, @nestjs/core', "require('@nestjs/common'); require('@nestjs/core');"],
+    ['@nestjs/common (with rxjs, reflect-metadata), pg: as the agent loads them', `require(${lightly});`],
+    ['@nestjs/core', "require('@nestjs/core');"],
     ['@nestjs/platform-fastify (fastify)', "require('@nestjs/platform-fastify');"],
     ['xstate', "require('xstate');"],
-    ['pg', "require('pg');"],
     ['yaml', "require('yaml');"],
     ['Stator itself (dist/src/cli/main.js, not started)', `require(${JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'main.js'))});`],
   ];

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { EtcdHandle, startEtcd, StartEtcdOptions } from './etcd';
 import { freePort } from './ports';
-import { AGENT_NODE_FLAGS } from '../../src/cli/agent-node-flags';
+import { AGENT_ENVIRONMENT, AGENT_NODE_FLAGS } from '../../src/cli/agent-node-flags';
 import { descendantsOf, isRunningProcess } from '../../src/common/process-tree';
 import { waitFor } from './wait-for';
 
@@ -252,7 +252,7 @@ export class LocalNode {
     const [command, ...args] = [...prefix, process.execPath, ...AGENT_NODE_FLAGS, AGENT, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
-      env: { ...process.env },
+      env: { ...process.env, ...AGENT_ENVIRONMENT },
     });
     if (this.options.echo) {
       const prefix = `[${this.name}] `;

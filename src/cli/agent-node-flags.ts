@@ -10,3 +10,20 @@
  * same 20k requests/s; 1 MiB held 103 MiB but cost a quarter of the throughput.
  */
 export const AGENT_NODE_FLAGS = ['--max-semi-space-size=4'];
+
+/**
+ * The environment every agent starts with, for glibc's malloc, which reads it once before any
+ * JavaScript runs (so the agent cannot set it itself): the same places carry it as the flags, and
+ * the Dockerfile as an `ENV`. At most 2 malloc arenas instead of 8 per core: V8's and libuv's
+ * threads otherwise each take an arena of their own, whose freed memory stays resident. 3-node
+ * cluster, RSS per agent: 1 to 2 MiB less idle and after the health-check load, at the same
+ * requests/s and idle CPU.
+ */
+export const AGENT_ENVIRONMENT: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+
+/** `NAME=value ...` as a shell or `env -S` reads it. */
+export function agentEnvironmentAssignments(): string {
+  return Object.entries(AGENT_ENVIRONMENT)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(' ');
+}

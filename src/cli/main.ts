@@ -1,3 +1,4 @@
+import './load-dependencies-lightly';
 import 'reflect-metadata';
 import { Server as HttpsServer } from 'node:https';
 import { AppModule, fatal, NodeLifecycle } from '../app.module';

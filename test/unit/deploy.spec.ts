@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { HEALTH_PATHS } from '../../src/api/health';
-import { AGENT_NODE_FLAGS } from '../../src/cli/agent-node-flags';
+import { AGENT_NODE_FLAGS, agentEnvironmentAssignments } from '../../src/cli/agent-node-flags';
 import { buildMetrics } from '../../src/api/metrics';
 import { leaderView, NOW } from './api/node-view-fixtures';
 
@@ -39,13 +39,14 @@ describe('deploy/', () => {
     for (const probe of Object.values(probes)) expect(HEALTH_PATHS).toContain(probe.httpGet.path);
   });
 
-  it('starts every agent with the V8 flags that bound its memory under load (shebang, Dockerfile, npm start)', () => {
+  it('starts every agent with the V8 flags and malloc settings that bound its memory (shebang, Dockerfile, npm start)', () => {
     const root = join(__dirname, '..', '..');
     const flags = AGENT_NODE_FLAGS.join(' ');
-    expect(readFileSync(join(root, 'bin', 'stator.js'), 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${flags}`);
+    const environment = agentEnvironmentAssignments();
+    expect(readFileSync(join(root, 'bin', 'stator.js'), 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S ${environment} node ${flags}`);
     const entry = /^ENTRYPOINT (.*)$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
     expect(JSON.parse(entry ?? '[]')).toEqual(['node', ...AGENT_NODE_FLAGS, '/opt/stator/bin/stator.js']);
     const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    expect(scripts.start).toBe(`node ${flags} bin/stator.js`);
+    expect(scripts.start).toBe(`${environment} node ${flags} bin/stator.js`);
   });
 });

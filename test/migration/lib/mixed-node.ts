@@ -5,7 +5,7 @@ import { stringify } from 'yaml';
 import { PG_BIN_DIR } from '../../../bench/lib/cluster';
 import { patroniNodeConfig, pgUser } from '../../../bench/lib/patroni-cluster';
 import { query } from '../../../bench/lib/sql';
-import { AGENT_NODE_FLAGS } from '../../../src/cli/agent-node-flags';
+import { AGENT_ENVIRONMENT, AGENT_NODE_FLAGS } from '../../../src/cli/agent-node-flags';
 import { descendantsOf, isRunningProcess } from '../../../src/common/process-tree';
 import { waitFor } from '../../../scripts/lib/wait-for';
 
@@ -99,7 +99,7 @@ export class MixedNode {
     } else {
       this.child = spawn(process.execPath, [...AGENT_NODE_FLAGS, STATOR, this.configPath], {
         stdio: ['ignore', log, log],
-        env: { ...process.env, STATOR_COMPAT: 'patroni' },
+        env: { ...process.env, ...AGENT_ENVIRONMENT, STATOR_COMPAT: 'patroni' },
       });
     }
     closeSync(log);
