@@ -19,7 +19,7 @@ RUN mkdir -p /etc/postgresql-common/createcluster.d \
  && apt-get install -y --no-install-recommends postgresql-15 python3 \
  && rm -rf /var/lib/apt/lists/*
 # initdb takes its encoding from the locale; without one it would pick SQL_ASCII.
-ENV LANG=C.UTF-8 NODE_ENV=production
+ENV LANG=C.UTF-8 NODE_ENV=production MALLOC_ARENA_MAX=2
 WORKDIR /opt/stator
 COPY --from=build /opt/stator/package.json ./
 COPY --from=build /opt/stator/node_modules ./node_modules
@@ -34,5 +34,5 @@ USER postgres
 EXPOSE 8008 5432
 # No argument: the configuration comes from the PATRONI_* / STATOR_* environment (docs/configuration.md).
 # Mount a file and append its path (`command: [/etc/stator/stator.yml]`) to use one instead.
-# --max-semi-space-size: see src/cli/agent-node-flags.ts.
+# --max-semi-space-size and MALLOC_ARENA_MAX (ENV above): see src/cli/agent-node-flags.ts.
 ENTRYPOINT ["node", "--max-semi-space-size=4", "/opt/stator/bin/stator.js"]

@@ -46,6 +46,8 @@ describe('deploy/', () => {
     expect(readFileSync(join(root, 'bin', 'stator.js'), 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S ${environment} node ${flags}`);
     const entry = /^ENTRYPOINT (.*)$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
     expect(JSON.parse(entry ?? '[]')).toEqual(['node', ...AGENT_NODE_FLAGS, '/opt/stator/bin/stator.js']);
+    const imageEnvironment = /^ENV (.*)$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1].split(' ') ?? [];
+    expect(imageEnvironment).toEqual(expect.arrayContaining(environment.split(' ')));
     const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     expect(scripts.start).toBe(`${environment} node ${flags} bin/stator.js`);
   });
