@@ -1,4 +1,4 @@
-import { DynamicConfig } from '../dcs/dcs.port';
+import { DynamicConfig, Versioned } from '../dcs/dcs.port';
 import { EffectiveDynamicConfig } from './config.types';
 import { readIgnoreSlots, readPermanentSlots } from './slots-config';
 import { readStandbyCluster } from './standby-cluster-config';
@@ -358,4 +358,20 @@ export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
   const text = JSON.stringify(value) ?? String(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+/**
+ * effectiveDynamicConfig of `/config` as read, computed again only when the key's revision or the
+ * bootstrap section (replaced by a reload) changes: the HA cycle reads `/config` every loop_wait, and
+ * a revision names one value. Holds the last result only.
+ */
+export function effectiveConfigOfRevision(): (fromDcs: Versioned<DynamicConfig> | null, bootstrap: DynamicConfig) => EffectiveDynamicConfigResult {
+  let last: { revision: string | null; bootstrap: DynamicConfig; result: EffectiveDynamicConfigResult } | null = null;
+  return (fromDcs, bootstrap) => {
+    const revision = fromDcs?.modRevision ?? null;
+    if (last === null || last.revision !== revision || last.bootstrap !== bootstrap) {
+      last = { revision, bootstrap, result: effectiveDynamicConfig(fromDcs?.value ?? null, bootstrap) };
+    }
+    return last.result;
+  };
 }

@@ -1,8 +1,8 @@
 import { Subscription } from 'rxjs';
 import { Actor, waitFor } from 'xstate';
 import { errorText } from '../common/error-text';
-import { effectiveDynamicConfig } from '../config/dynamic-config';
-import { ClusterView, DynamicConfig } from '../dcs/dcs.port';
+import { effectiveConfigOfRevision } from '../config/dynamic-config';
+import { ClusterView, DynamicConfig, Versioned } from '../dcs/dcs.port';
 import { topLevelState } from '../events/transition-recorder';
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { postgresMachine } from '../postgresql/postgres.machine';
@@ -38,6 +38,7 @@ export class HaNode {
   private wakeUp: (() => void) | null = null;
   private loopDone: Promise<void> | null = null;
   private readonly subscriptions: Subscription[] = [];
+  private readonly effectiveConfig = effectiveConfigOfRevision();
 
   constructor(private readonly deps: HaNodeDeps) {
     this.node = new NodeContext(deps, () => this.wake(), (timeout) => this.restartNow(timeout));
@@ -290,7 +291,7 @@ export class HaNode {
         dcsError = errorText(error);
       }
       // Without a DCS answer the last configuration read stays in force (failsafe mode set through /config included).
-      if (cluster) await this.applyDynamicConfig(cluster.config?.value ?? null);
+      if (cluster) await this.applyDynamicConfig(cluster.config);
 
       // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does,
       // unless failsafe mode may keep this leader (decide() asks the members first).
@@ -374,9 +375,9 @@ export class HaNode {
     }
   }
 
-  private async applyDynamicConfig(fromDcs: DynamicConfig | null): Promise<void> {
+  private async applyDynamicConfig(fromDcs: Versioned<DynamicConfig> | null): Promise<void> {
     const node = this.node;
-    const { config: next, adjustments } = effectiveDynamicConfig(fromDcs, node.config.bootstrap.dcs);
+    const { config: next, adjustments } = this.effectiveConfig(fromDcs, node.config.bootstrap.dcs);
     const explained = adjustments.join('; ');
     if (explained !== this.configAdjustments) {
       this.configAdjustments = explained;

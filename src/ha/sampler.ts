@@ -116,14 +116,19 @@ export class Sampler {
     }
   }
 
-  private schedule(): void {
+  /**
+   * A reading someone else took meanwhile (the HA cycle's, a transition's) counts as this tick's, and
+   * the tick moves to a period after it: no reading is ever older than the period, and while the HA
+   * cycle reads every loop_wait (2 s) an idle server (4 s period) gets no readings of the sampler's own.
+   */
+  private schedule(period = this.interval, delay = period): void {
     if (this.stopped) return;
     this.cancelTimer = this.clock.setTimer(() => {
-      // A reading someone else took meanwhile (the HA cycle's, a transition's) counts as this tick's.
-      const fresh = this.clock.now() - this.takenAt < this.interval / 2;
+      const sinceReading = this.clock.now() - this.takenAt;
+      if (sinceReading < period) return this.schedule(this.interval, Math.max(1, this.interval - sinceReading));
       this.schedule();
-      if (!fresh) void this.take();
-    }, this.interval);
+      void this.take();
+    }, delay);
   }
 
   async take(): Promise<void> {

@@ -5,6 +5,7 @@ import { stringify } from 'yaml';
 import { StatorConfig } from '../../src/config/config.types';
 import { DynamicConfig } from '../../src/dcs/dcs.port';
 import {
+  effectiveConfigOfRevision,
   effectiveDynamicConfig,
   validateDynamicConfigKeys,
 } from '../../src/config/dynamic-config';
@@ -975,6 +976,20 @@ describe('effectiveDynamicConfig', () => {
     expect(clamped).toEqual([expectedTtl, expectedLoopWait, expectedRetry]);
     expect(config.loop_wait + 2 * config.retry_timeout).toBeLessThanOrEqual(config.ttl);
     expect(adjustments).toEqual(expected);
+  });
+});
+
+describe('effectiveConfigOfRevision', () => {
+  it('computes the configuration again only when the revision of /config or the bootstrap section changes', () => {
+    const effective = effectiveConfigOfRevision();
+    const bootstrap: DynamicConfig = { ttl: 30 };
+    const first = effective({ value: { ttl: 20 }, modRevision: '5' }, bootstrap);
+    expect(first.config.ttl).toBe(20);
+    // The same revision is the same value: the HA cycle's next read gets the same object back.
+    expect(effective({ value: { ttl: 20 }, modRevision: '5' }, bootstrap)).toBe(first);
+    expect(effective({ value: { ttl: 25 }, modRevision: '6' }, bootstrap).config.ttl).toBe(25);
+    expect(effective(null, bootstrap).config.ttl).toBe(30);
+    expect(effective(null, { ttl: 40 }).config.ttl).toBe(40);
   });
 });
 

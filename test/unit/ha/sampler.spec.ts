@@ -101,6 +101,28 @@ describe('the sampler reads less often while nothing changes', () => {
     expect(pg.readings.length).toBe(afterCycle);
     sampler.stop();
   });
+
+  it('takes no reading of its own while the HA cycle reads every 2 s, and one a period after the last once the cycle stops reading', async () => {
+    const clock = new ManualClock();
+    const pg = server(clock);
+    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    sampler.start();
+    await pass(clock, 12_000);
+    expect(sampler.intervalMs).toBe(IDLE_SAMPLE_INTERVAL_MS);
+    const cycleReadings: number[] = [];
+    for (let cycle = 0; cycle < 10; cycle++) {
+      await sampler.take();
+      cycleReadings.push(clock.now());
+      await pass(clock, 2000);
+    }
+    expect(pg.readings.slice(-10)).toEqual(cycleReadings);
+    // The cycle stalls (a slow DCS): the sampler reads once the last reading is a period old.
+    const last = pg.readings[pg.readings.length - 1];
+    await pass(clock, 6000);
+    const next = pg.readings[pg.readings.lastIndexOf(last) + 1];
+    expect(next - last).toBe(IDLE_SAMPLE_INTERVAL_MS);
+    sampler.stop();
+  });
 });
 
 describe('the idle period never outlasts half of postgres_unresponsive_timeout', () => {
