@@ -3,13 +3,14 @@
  * `npm start` and the launchers of the local cluster, the benchmark and the tests carry them
  * (test/unit/deploy.spec.ts checks the files).
  *
- * At most 4 MiB per semi-space of the young generation instead of V8's 16: the socket buffers of
+ * At most 2 MiB per semi-space of the young generation instead of V8's 16: the socket buffers of
  * health checks are malloc'ed and freed only when the scavenger collects their Buffer objects, so
  * a large young generation lets glibc's heap fill with freed but resident memory. After 20 s of
  * `wrk -c16` on /primary the leader held 235 MiB RSS with V8's default, 110 MiB with 4 MiB at the
- * same 20k requests/s; 1 MiB held 103 MiB but cost a quarter of the throughput.
+ * same 20k requests/s. 2 MiB holds 4–5 MiB less than 4 (3-node cluster, seconds after start and
+ * after the health-check load) for up to a tenth of the throughput; 1 MiB cost a quarter of it.
  */
-export const AGENT_NODE_FLAGS = ['--max-semi-space-size=4'];
+export const AGENT_NODE_FLAGS = ['--max-semi-space-size=2'];
 
 /**
  * The environment every agent starts with, for glibc's malloc, which reads it once before any
