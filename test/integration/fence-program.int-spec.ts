@@ -1,5 +1,6 @@
 import { ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, openSync, closeSync, readFileSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { startEtcd, EtcdHandle } from '../../scripts/lib/etcd';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -150,7 +151,9 @@ describe('the fence program', () => {
     connection.send({ op: 'arm', deadline: 'soon' } as never);
     connection.send({ op: 'stop', mode: 'gently' } as never);
     connection.send({ op: 'arm', deadline: Date.now() + 100, term: { agentPid: 'me' } } as never);
-    (connection as unknown as { socket: { write(text: string): void } }).socket.write('not json\n[1,2]\n');
+    const raw = createConnection(fence.paths.socket);
+    raw.end('not json\n[1,2]\n');
+    await new Promise((resolve) => raw.once('close', resolve));
     const again = await connect(fence);
     expect(again.connection.hello.pid).toBe(connection.hello.pid);
     const log = readFileSync(join(fence.stateDir, 'fence.log'), 'utf8');
