@@ -152,11 +152,18 @@ describe('the fence program', () => {
     connection.send({ op: 'stop', mode: 'gently' } as never);
     connection.send({ op: 'arm', deadline: Date.now() + 100, term: { agentPid: 'me' } } as never);
     const raw = createConnection(fence.paths.socket);
+    raw.resume();
     raw.end('not json\n[1,2]\n');
     await new Promise((resolve) => raw.once('close', resolve));
     const again = await connect(fence);
     expect(again.connection.hello.pid).toBe(connection.hello.pid);
-    const log = readFileSync(join(fence.stateDir, 'fence.log'), 'utf8');
+    const log = await waitFor(
+      () => {
+        const text = readFileSync(join(fence.stateDir, 'fence.log'), 'utf8');
+        return text.includes('ignored arm with a malformed term') && text.includes('ignored unknown request') ? text : null;
+      },
+      { description: 'the fence to log every request it ignored' },
+    );
     expect(log).toContain('ignored arm without a numeric deadline');
     expect(log).toContain('ignored stop with unknown mode gently');
     expect(log).toContain('ignored arm with a malformed term');
@@ -258,8 +265,15 @@ describe("the fence ending a leader's term", () => {
     const { connection, exit } = await connect(fence);
     const deadline = Date.now() + 60_000;
     connection.send({ op: 'arm', deadline, term: { ...term(leaseId, 60_000), agentPid: goneAgent } });
-    const observer = await connect(fence);
-    expect(observer.connection.hello.deadline).toBe(deadline);
+    // The arm has arrived once a new connection's hello carries its deadline.
+    await waitFor(
+      async () => {
+        const observer = await FenceConnection.connect(fence.paths.socket, 500);
+        await observer.close();
+        return observer.hello.deadline === deadline;
+      },
+      { description: 'the fence to hold the arm' },
+    );
     process.kill(connection.hello.pid, 'SIGKILL');
     expect(await exit).toMatchObject({ signal: 'SIGKILL', requested: false, fenced: false });
     expect(await fence.exited).toBe(0);
