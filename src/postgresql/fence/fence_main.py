@@ -14,12 +14,11 @@ import time
 
 from fence_loop import Loop
 from fence_postmaster import Fence
+from fence_values import iso_utc
 
 
 def log(message):
-    now = time.time()
-    stamp = time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(now)) + '.%03dZ' % (int(now * 1000) % 1000)
-    sys.stderr.write('%s fence[%d] %s\n' % (stamp, os.getpid(), message))
+    sys.stderr.write('%s fence[%d] %s\n' % (iso_utc(int(time.time() * 1000)), os.getpid(), message))
     sys.stderr.flush()
 
 

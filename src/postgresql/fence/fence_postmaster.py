@@ -6,7 +6,6 @@ from any of them sets the deadline. A client going away never disarms the switch
 it exists for. The wire protocol and file layout are those of `fence-protocol.ts`.
 """
 import json
-import math
 import os
 import selectors
 import signal
@@ -14,8 +13,10 @@ import socket
 import time
 
 from fence_channel import Channel
+from fence_spawn import spawn_postmaster
 from fence_process_tree import descendants_of, is_running
 from fence_term import LeaderTermGuard, parse_term
+from fence_values import is_finite_number, iso_utc, js_text
 
 # After the fence's SIGQUIT, how long the postmaster gets before SIGKILL.
 FENCE_KILL_GRACE_MS = 1000
@@ -86,7 +87,7 @@ class Fence:
             return
         # Armed before any agent connects: the postmaster never runs past the lease its agent last knew.
         deadline = self._options.get('deadline')
-        if _is_finite_number(deadline):
+        if is_finite_number(deadline):
             self._deadline = deadline
             self._schedule_deadline()
         self._listen()
@@ -95,28 +96,11 @@ class Fence:
 
     def _spawn_postmaster(self):
         options = self._options
-        program = os.path.join(options['binDir'], 'postgres')
-        args = [program, '-D', options['dataDir']]
+        args = ['-D', options['dataDir']]
         if options.get('configFile'):
             args += ['-c', 'config_file=%s' % options['configFile']]
-        log_fd = os.open(self._paths['postmaster_log'], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        error_read, error_write = os.pipe2(os.O_CLOEXEC)
-        try:
-            pid = os.fork()
-        except OSError as error:
-            os.close(log_fd)
-            os.close(error_read)
-            os.close(error_write)
-            self._report_spawn_failure(str(error))
-            return
-        if pid == 0:
-            _exec_postmaster(program, args, options, log_fd, error_write)
-        os.close(log_fd)
-        os.close(error_write)
-        failure = _read_all(error_read)
-        os.close(error_read)
+        pid, failure = spawn_postmaster(options, args, self._paths['postmaster_log'])
         if failure:
-            os.waitpid(pid, 0)
             self._report_spawn_failure(failure)
             return
         self._postmaster_pid = pid
@@ -203,7 +187,7 @@ class Fence:
         op = request.get('op') if isinstance(request, dict) else None
         if op == 'arm':
             deadline = request.get('deadline')
-            if not _is_finite_number(deadline):
+            if not is_finite_number(deadline):
                 self._log('ignored arm without a numeric deadline')
                 return
             try:
@@ -255,7 +239,7 @@ class Fence:
         if self._fenced or self._exited:
             return
         self._fenced = True
-        self._log('deadline %s passed without a new arm: immediate shutdown of the postmaster' % _iso(self._deadline))
+        self._log('deadline %s passed without a new arm: immediate shutdown of the postmaster' % iso_utc(self._deadline or 0))
         self._signal_postmaster(signal.SIGQUIT)
         self._kill_timer = self._loop.call_later(FENCE_KILL_GRACE_MS, lambda: self._kill_postmaster_tree('postmaster still alive after SIGQUIT'))
 
@@ -295,7 +279,7 @@ class Fence:
 
     def _on_postmaster_exit(self, code, signal_name):
         self._log('postmaster %d exited (code %s, signal %s, requested %s, fenced %s)' % (
-            self._postmaster_pid, _js(code), _js(signal_name), _js(self._requested), _js(self._fenced)))
+            self._postmaster_pid, js_text(code), js_text(signal_name), js_text(self._requested), js_text(self._fenced)))
         exit_event = {'event': 'exit', 'pid': self._postmaster_pid, 'code': code, 'signal': signal_name, 'requested': self._requested, 'fenced': self._fenced}
         self._record_exit(exit_event)
         # Only a postmaster whose every process is gone may let another node promote.
@@ -378,64 +362,8 @@ class Fence:
             probe.close()
 
 
-def _exec_postmaster(program, args, options, log_fd, error_write):
-    """In the forked child: standard streams, directory, identity and signals as a fresh process has them, then exec."""
-    try:
-        devnull = os.open('/dev/null', os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        os.chdir(options['dataDir'])
-        if options.get('gid') is not None:
-            try:
-                os.setgroups([])
-            except OSError:
-                pass
-            os.setgid(options['gid'])
-        if options.get('uid') is not None:
-            os.setuid(options['uid'])
-        # Python ignores SIGPIPE and the fence handles others: the postmaster starts with every default.
-        signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        os.execv(program, args)
-    except BaseException as error:  # noqa: BLE001
-        try:
-            os.write(error_write, ('%s: %s' % (program, error.strerror if isinstance(error, OSError) and error.strerror else error)).encode())
-        finally:
-            os._exit(127)
-
-
-def _read_all(fd):
-    chunks = []
-    while True:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return b''.join(chunks).decode('utf-8', 'replace')
-        chunks.append(chunk)
-
-
 def _remove(path):
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def _is_finite_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _js(value):
-    """How the agent's logs have always spelled these values (JavaScript's)."""
-    if value is None:
-        return 'null'
-    if isinstance(value, bool):
-        return 'true' if value else 'false'
-    return str(value)
-
-
-def _iso(epoch_ms):
-    seconds = (epoch_ms or 0) / 1000.0
-    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(seconds)) + '.%03dZ' % (int(epoch_ms or 0) % 1000)

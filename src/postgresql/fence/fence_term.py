@@ -8,10 +8,10 @@ happens after the dead man's switch fired (a frozen agent), and after a postmast
 gone too. Every step goes to the journal, which the next agent records.
 """
 import json
-import math
 import time
 
 from fence_process_tree import is_running
+from fence_values import is_finite_number
 
 # How long the fence keeps trying to revoke the lease (etcd failing over between members included).
 REVOKE_BUDGET_MS = 3000
@@ -36,7 +36,7 @@ def parse_term(term):
 
 
 def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return is_finite_number(value) and value >= 0
 
 
 class LeaderTermGuard:
