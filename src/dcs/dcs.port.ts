@@ -13,6 +13,13 @@ export interface Dcs {
   read(): Promise<ClusterView>;
 
   /**
+   * The cluster as this node's watch keeps it, without a request, while the adapter can vouch for
+   * it; otherwise a read(). Not linearizable: it may trail the store by the watch's delay, so a node
+   * that acts on its own hold of the leader key reads instead.
+   */
+  readCached(): Promise<ClusterView>;
+
+  /**
    * Emits once per change under the cluster prefix (after the change is applied). A broken or
    * cancelled watch is re-established by the adapter, which then emits `{ key: null }` so the
    * subscriber knows to re-read everything.

@@ -1,4 +1,4 @@
-import { defer, EMPTY, Observable, share, startWith, Subject, takeUntil } from 'rxjs';
+import { EMPTY, Observable, Subject } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Clock } from '../common/clock';
 import type { TermRelease } from '../common/term-release';
@@ -19,7 +19,7 @@ import {
 } from './dcs.port';
 import { EtcdClient, EtcdRequestError, TxnCompare } from './etcd/etcd-client';
 import { EtcdConnection, usesGrpc } from './etcd/etcd-transport';
-import { followPrefix } from './etcd/prefix-watch';
+import { ClusterWatch } from './etcd/cluster-watch';
 import { isTransient, withinDeadline } from './etcd/etcd-types';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), then the cluster's keys and timing. */
@@ -75,9 +75,7 @@ export class EtcdDcs implements Dcs {
   private leaderSeen: { value: string; lease: string; at: number } | null = null;
   private closed = false;
   private readonly closing = new Subject<void>();
-  private readonly sharedChanges: Observable<DcsChange>;
-  /** Whether the shared watch is live: a subscriber joining it then gets a resync of its own. */
-  private watchLive = false;
+  private readonly watch: ClusterWatch;
 
   constructor(private readonly options: EtcdDcsOptions) {
     this.client = new EtcdClient(options);
@@ -85,19 +83,8 @@ export class EtcdDcs implements Dcs {
     this.leaderKey = this.prefix + ClusterKeys.leader;
     this.memberKey = this.prefix + ClusterKeys.member(options.name);
     this.ttlSeconds = options.ttlSeconds;
-    this.sharedChanges = new Observable<DcsChange>((subscriber) => {
-      const unsubscribed = new AbortController();
-      // Closing aborts every subscription (takeUntil below), and with it the watch.
-      const emit = (change: DcsChange) => {
-        if (change.key === null) this.watchLive = true;
-        subscriber.next(change);
-      };
-      void followPrefix(this.client, this.prefix, this.options.retryTimeoutMs, emit, unsubscribed.signal);
-      return () => {
-        this.watchLive = false;
-        unsubscribed.abort();
-      };
-    }).pipe(takeUntil(this.closing), share());
+    // Closing ends every subscription, and with them the watch.
+    this.watch = new ClusterWatch(this.client, this.prefix, options.retryTimeoutMs, options.clock, this.closing);
   }
 
   /** One linearizable range over the cluster prefix. */
@@ -107,20 +94,30 @@ export class EtcdDcs implements Dcs {
     );
     const leader = result.kvs.find((kv) => kv.key === this.leaderKey);
     this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.now() } : null;
+    this.watch.confirmed(result.kvs, result.revision);
     const keys = result.kvs.map((kv) => ({ ...kv, key: kv.key.slice(this.prefix.length) }));
     return parseClusterView(keys, result.revision);
   }
 
   /**
+   * The watch's cache while it can stand in for a read (ClusterWatch): confirmed by a read less
+   * than a ttl ago. Otherwise, or while nobody watches, a read. A replica's idle cycle then sends
+   * no read, as the reference's does; the confirming read bounds how long a watch that died
+   * unnoticed can hide a change.
+   */
+  async readCached(): Promise<ClusterView> {
+    return this.watch.trustedView(this.ttlSeconds * 1000) ?? this.read();
+  }
+
+  /**
    * One prefix watch shared by all subscribers. Once the watch is live, and again after every
-   * re-establishment (etcd restart, compaction, network failure), it emits `{ key: null, type:
-   * 'resync' }`: changes made before that may have been missed, so re-read everything. A frozen
-   * etcd that keeps the connection open is not detected here; the HA loop's periodic read covers it.
+   * re-establishment that may have missed changes (etcd restart, compaction), it emits `{ key:
+   * null, type: 'resync' }`: re-read everything. A watch ended by a silent connection resumes
+   * where it was (ClusterWatch); a frozen etcd is noticed by the HA loop's own requests.
    */
   changes(): Observable<DcsChange> {
     if (this.closed) return EMPTY;
-    // As with a watch of its own, a late subscriber first hears that it may have missed changes.
-    return defer(() => (this.watchLive ? this.sharedChanges.pipe(startWith<DcsChange>({ key: null, type: 'resync' })) : this.sharedChanges));
+    return this.watch.changes();
   }
 
   /**

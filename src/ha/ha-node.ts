@@ -282,7 +282,8 @@ export class HaNode {
       let cluster: ClusterView | null = null;
       let dcsError: string | null = null;
       try {
-        cluster = await dcs.read();
+        // The lock holder reads: its hold is confirmed against the store itself, never against a watch that may trail it.
+        cluster = node.lock.held ? await dcs.read() : await dcs.readCached();
         node.cluster = cluster;
         node.dcsLastSeen = clock.now();
         node.sightings.see(cluster, node.dcsLastSeen);

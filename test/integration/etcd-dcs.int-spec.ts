@@ -150,6 +150,54 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       expect(broken).toMatchObject({ compactRevision: revision });
     });
 
+    const member = (name: string) => ({ conn_url: `postgres://${name}`, api_url: `http://${name}`, state: 'running', role: 'replica', version: '3.0.2' });
+
+    it("answers readCached from its watch: another node's change is there once announced, and etcd frozen within a ttl of the last read is not asked", async () => {
+      const node1 = node('node1');
+      const node2 = node('node2');
+      const changes = await recordChanges(node2);
+      await node1.acquireLeader();
+      await waitFor(() => changes.some((change) => change.key === 'leader'), { description: 'the leader key announced' });
+      etcd.pause();
+      try {
+        const startedAt = performance.now();
+        const view = await node2.readCached();
+        expect(view.leader?.value).toBe('node1');
+        expect(performance.now() - startedAt).toBeLessThan(RETRY_TIMEOUT_MS / 2);
+        await expect(node2.read()).rejects.toThrow(/read cluster/);
+      } finally {
+        etcd.resume();
+      }
+    });
+
+    it('stops answering readCached from the watch once a request fails: it asks etcd, and fails while etcd is frozen, until the watch is back', async () => {
+      const node2 = node('node2');
+      await recordChanges(node2);
+      expect((await node2.readCached()).leader).toBeNull();
+      etcd.pause();
+      try {
+        await expect(node2.touchMember(member('node2'))).rejects.toThrow(/write member key/);
+        await expect(node2.readCached()).rejects.toThrow(/read cluster/);
+      } finally {
+        etcd.resume();
+      }
+      await node('node1').acquireLeader();
+      await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', { description: 'readCached after the thaw' });
+    });
+
+    it('asks etcd again once the last read is a ttl old, even with its watch live', async () => {
+      const node2 = newNode(scope, 'node2', { ttlSeconds: SHORT_TTL_SECONDS });
+      opened.push(node2);
+      await recordChanges(node2);
+      await sleep(SHORT_TTL_SECONDS * 1000 + 100);
+      etcd.pause();
+      try {
+        await expect(node2.readCached()).rejects.toThrow(/read cluster/);
+      } finally {
+        etcd.resume();
+      }
+    });
+
     it('re-establishes the watch after an etcd restart and asks for a re-read', async () => {
       const node1 = node('node1');
       const changes = await recordChanges(node('node2'));

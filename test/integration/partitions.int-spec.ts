@@ -157,7 +157,7 @@ it('the leader cut off for 30 s: it stops acknowledging writes and its postmaste
   expect(roles.slice(becamePrimary + 1).map((event) => `${event.from} -> ${event.to} (${event.cause})`)).toEqual([]);
 
   // At most one rejoin attempt per loop_wait, and no attempt that ran nothing claims a pg_rewind. The old leader's
-  // event log catches up once its watch on etcd is back (a silent watch is resumed on a fresh connection).
+  // event log catches up once its watch on etcd is back (its failed appends end the watch, which resumes on a fresh connection).
   const isRejoin = (event: RecordedEvent) => event.cause === 'TASK_STARTED' && (event.data?.event as { task?: string }).task === 'rejoin';
   let tasks: RecordedEvent[] = [];
   await waitFor(

@@ -7,6 +7,7 @@ import {
   EtcdUnavailableError,
   GRPC_NOT_FOUND,
   GRPC_UNAUTHENTICATED,
+  isTransient,
   RangeOptions,
   RangeResult,
   TxnRequest,
@@ -36,8 +37,12 @@ import {
   responseError,
 } from './etcd-wire';
 
-/** How long a watch may stay silent before it is resumed on a fresh connection (see `watch`). */
-export const WATCH_IDLE_RESTART_MS = 10_000;
+/**
+ * How long a watch may stay silent before it is resumed on a fresh connection (see `watch`): the
+ * backstop for a connection that died unnoticed while this client sent nothing else. A failed
+ * request ends the watches at once; the cluster's watch needs no backstop (ClusterWatch).
+ */
+export const WATCH_IDLE_RESTART_MS = 60_000;
 
 /**
  * A thin etcd v3 client over etcd's gRPC-JSON gateway (HTTP/1.1, JSON, base64 keys and values),
@@ -57,6 +62,9 @@ export class EtcdClient {
    * dependants on a long-lived input signal (nodejs/node#55351), which would grow for months.
    */
   private readonly inFlight = new Set<AbortController>();
+  /** The open watches' streams, ended when a request cannot reach etcd (see watch). */
+  private readonly openWatches = new Set<AbortController>();
+  private readonly failureListeners = new Set<() => void>();
   private closed = false;
 
   constructor(connection: EtcdConnection) {
@@ -66,6 +74,12 @@ export class EtcdClient {
   /** The highest store revision seen in any response header, or null before the first response. */
   get lastSeenRevision(): string | null {
     return this.highestRevision;
+  }
+
+  /** Calls `listener` whenever a request fails to reach etcd (see watch); returns the way to stop. */
+  onRequestFailed(listener: () => void): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
   }
 
   /** Reads one key, or every key under a prefix when `prefix` is set. */
@@ -152,20 +166,29 @@ export class EtcdClient {
    * Streams changes of a key or prefix from `startRevision` (inclusive).
    *
    * The first emission is the `created` response once the server has registered the watch; it
-   * must arrive within `connectTimeoutMs`. After that, a stream silent for WATCH_IDLE_RESTART_MS is
-   * ended too: across a network partition its TCP connection neither fails nor delivers (no RST
-   * comes back, and after the heal the retransmission backoff can hold it for tens of seconds), and
-   * the caller resumes from its last revision on a fresh connection. The observable
+   * must arrive within `connectTimeoutMs`. After that, a stream silent for `restartWhenSilentMs`
+   * (default WATCH_IDLE_RESTART_MS; null: never) is ended too: across a network partition its TCP
+   * connection neither fails nor delivers (no RST comes back, and after the heal the retransmission
+   * backoff can hold it for tens of seconds), and the caller resumes from its last revision on a
+   * fresh connection. The same happens at once when a request of this client fails to reach etcd:
+   * the watch's connection may be just as dead. Watches require an etcd leader: a member cut off
+   * from its cluster ends them ("no leader") instead of leaving them silent. The observable
    * never completes: a cancelled or compacted watch, the end of the stream or a network failure
    * all end it with a WatchBrokenError, after which the caller re-reads and watches again.
    * Unsubscribing aborts the HTTP stream.
    */
-  watch(key: string, options: { prefix?: boolean; startRevision: string }, connectTimeoutMs: number): Observable<WatchResponse> {
+  watch(
+    key: string,
+    options: { prefix?: boolean; startRevision: string; restartWhenSilentMs?: number | null },
+    connectTimeoutMs: number,
+  ): Observable<WatchResponse> {
+    const silenceMs = options.restartWhenSilentMs === undefined ? WATCH_IDLE_RESTART_MS : options.restartWhenSilentMs;
     return new Observable<WatchResponse>((subscriber) => {
       const stream = new AbortController();
       const signal = stream.signal;
       let unsubscribed = false;
       this.inFlight.add(stream);
+      this.openWatches.add(stream);
       if (this.closed) stream.abort(new WatchBrokenError('etcd client closed'));
       const connectDeadline = setTimeout(
         () => stream.abort(new WatchBrokenError(`watch not created within ${connectTimeoutMs} ms`)),
@@ -176,10 +199,11 @@ export class EtcdClient {
       };
       let silence: NodeJS.Timeout | undefined;
       const restartWhenSilent = () => {
+        if (silenceMs === null) return;
         clearTimeout(silence);
         silence = setTimeout(
-          () => stream.abort(new WatchSilentError(`watch silent for ${WATCH_IDLE_RESTART_MS} ms: resuming on a fresh connection`)),
-          WATCH_IDLE_RESTART_MS,
+          () => stream.abort(new WatchSilentError(`watch silent for ${silenceMs} ms: resuming on a fresh connection`)),
+          silenceMs,
         );
       };
       const consume = async (): Promise<never> => {
@@ -211,6 +235,7 @@ export class EtcdClient {
         clearTimeout(connectDeadline);
         clearTimeout(silence);
         this.inFlight.delete(stream);
+        this.openWatches.delete(stream);
         if (!unsubscribed) subscriber.error(asWatchBroken(signal.aborted ? signal.reason : error));
       });
       return () => {
@@ -218,6 +243,7 @@ export class EtcdClient {
         clearTimeout(connectDeadline);
         clearTimeout(silence);
         this.inFlight.delete(stream);
+        this.openWatches.delete(stream);
         stream.abort();
       };
     });
@@ -257,8 +283,9 @@ export class EtcdClient {
       this.noteRevision(parsed.header?.revision);
       return parsed;
     } catch (error) {
-      if (signal.aborted) throw abortError(signal.reason, path, timeoutMs);
-      throw error;
+      const failure = signal.aborted ? abortError(signal.reason, path, timeoutMs) : error;
+      if (isTransient(failure) && !this.closed) this.requestFailed(path);
+      throw failure;
     } finally {
       clearTimeout(deadline);
       this.inFlight.delete(request);
@@ -274,6 +301,12 @@ export class EtcdClient {
       if (error instanceof EtcdAuthenticationError) throw new EtcdRequestError(error.message, GRPC_UNAUTHENTICATED, 401);
       throw error;
     }
+  }
+
+  /** A request could not reach etcd: the open watches resume on fresh connections, and the listeners hear it. */
+  private requestFailed(path: string): void {
+    for (const watch of [...this.openWatches]) watch.abort(new WatchSilentError(`etcd ${path} failed: resuming the watch on a fresh connection`));
+    for (const listener of [...this.failureListeners]) listener();
   }
 
   private noteRevision(revision: string | undefined): void {

@@ -10,6 +10,13 @@ export interface EtcdTls {
   key?: Buffer;
 }
 
+const WATCH_PATH = '/v3/watch';
+/**
+ * gRPC metadata `hasleader: true` through the gateway: etcd then ends a watch with "no leader" once
+ * its member loses the cluster's leader, where it would otherwise stay open and silent.
+ */
+const REQUIRE_LEADER_HEADER = 'grpc-metadata-hasleader';
+
 /**
  * Requests as JSON POSTs to etcd's gRPC-JSON gateway over Node's own HTTP client, on kept-alive
  * connections (TLS client certificates with `https`). The HA loop sends a few requests every
@@ -31,6 +38,7 @@ export class GatewayCarrier implements EtcdCarrier {
     const payload = JSON.stringify(body);
     const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
     if (token) headers.authorization = token;
+    if (path === WATCH_PATH) headers[REQUIRE_LEADER_HEADER] = 'true';
     return new Promise<EtcdAnswer>((resolve, reject) => {
       const sent = this.send(`${url}${path}`, { method: 'POST', headers, agent: this.agent, signal }, (answer) => resolve(answerOf(answer)));
       sent.on('error', reject);

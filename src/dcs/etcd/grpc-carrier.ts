@@ -59,7 +59,11 @@ export class GrpcCarrier implements EtcdCarrier {
     const client = this.clientFor(url);
     const metadata = new grpc.Metadata();
     if (token) metadata.set('token', token);
-    if (path === '/v3/watch') return stream(client.makeBidiStreamRequest(WATCH.path, WATCH.requestSerialize, WATCH.responseDeserialize, metadata), body, signal, 'stream');
+    if (path === '/v3/watch') {
+      // etcd ends the watch ("no leader") once its member loses the cluster's leader, instead of leaving it silent.
+      metadata.set('hasleader', 'true');
+      return stream(client.makeBidiStreamRequest(WATCH.path, WATCH.requestSerialize, WATCH.responseDeserialize, metadata), body, signal, 'stream');
+    }
     if (path === '/v3/lease/keepalive') {
       return stream(client.makeBidiStreamRequest(KEEP_ALIVE.path, KEEP_ALIVE.requestSerialize, KEEP_ALIVE.responseDeserialize, metadata), body, signal, 'first');
     }

@@ -1,45 +1,65 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DcsChange } from '../dcs.port';
 import { EtcdClient, nextRevision, WatchSilentError, watchUntilBroken } from './etcd-client';
+import { KeyValue, WatchEvent } from './etcd-types';
 
 const FIRST_RETRY_DELAY_MS = 100;
 const MAX_RETRY_DELAY_MS = 1000;
 
+/** What a prefix watch tells its owner, in this order: seeded, created, changed..., broken, (seeded,) created... */
+export interface PrefixFollower {
+  /** A fresh start read everything under the prefix, at `revision`; the watch starts right after it. */
+  seeded(kvs: KeyValue[], revision: string): void;
+  /**
+   * The server registered the watch: every later change is delivered. `resync`: it started afresh,
+   * so changes before it may have been missed (a resumed watch missed nothing).
+   */
+  created(resync: boolean): void;
+  changed(events: WatchEvent[]): void;
+  /** Nothing is delivered until the next `created`. */
+  broken(): void;
+}
+
+/** Options of followPrefix: who to tell, when to stop, and whether a silent watch is resumed. */
+export interface FollowOptions {
+  requestTimeoutMs: number;
+  stop: AbortSignal;
+  /** Resume a watch silent this long on a fresh connection (EtcdClient.watch); null: never. */
+  restartWhenSilentMs?: number | null;
+}
+
 /**
- * Keeps one watch of `prefix` running until `stop` fires: learn the current revision, watch from the
- * next one, emit a resync once the watch is live, and start over with a growing pause (max 1 s)
- * whenever the watch breaks or etcd cannot be reached (etcd may have restarted, even without its
- * data). A watch the client ended after a silence resumes after the last change it delivered
- * instead: nothing was missed, and no re-read is needed. Keys are emitted relative to the prefix.
+ * Keeps one watch of `prefix` running until `stop` fires: read the prefix, watch from the next
+ * revision, and start over with a growing pause (max 1 s) whenever the watch breaks or etcd cannot
+ * be reached (etcd may have restarted, even without its data). A watch its client ended (a silence,
+ * a failed request) resumes after the last change it delivered: nothing was missed, no re-read.
  */
-export async function followPrefix(
-  client: EtcdClient,
-  prefix: string,
-  requestTimeoutMs: number,
-  emit: (change: DcsChange) => void,
-  stop: AbortSignal,
-): Promise<void> {
+export async function followPrefix(client: EtcdClient, prefix: string, follower: PrefixFollower, options: FollowOptions): Promise<void> {
+  const { stop, requestTimeoutMs } = options;
   let delay = FIRST_RETRY_DELAY_MS;
   let resumeFrom: string | null = null;
   while (!stop.aborted) {
     try {
       const fresh = resumeFrom === null;
-      resumeFrom ??= nextRevision((await client.range(prefix, { prefix: true, countOnly: true }, requestTimeoutMs)).revision);
-      const watch = client.watch(prefix, { prefix: true, startRevision: resumeFrom }, requestTimeoutMs);
+      if (fresh) {
+        const read = await client.range(prefix, { prefix: true }, requestTimeoutMs);
+        follower.seeded(read.kvs, read.revision);
+        resumeFrom = nextRevision(read.revision);
+      }
+      const watch = client.watch(prefix, { prefix: true, startRevision: resumeFrom!, restartWhenSilentMs: options.restartWhenSilentMs }, requestTimeoutMs);
       await watchUntilBroken(watch, stop, (response) => {
         if (response.created) {
           delay = FIRST_RETRY_DELAY_MS;
-          if (fresh) emit({ key: null, type: 'resync' });
+          follower.created(fresh);
         }
-        for (const event of response.events) {
-          emit({ key: event.kv.key.slice(prefix.length), type: event.type });
-          resumeFrom = nextRevision(event.kv.modRevision);
-        }
+        if (response.events.length === 0) return;
+        follower.changed(response.events);
+        resumeFrom = nextRevision(response.events[response.events.length - 1].kv.modRevision);
       });
     } catch (error) {
       // Only a silence is resumed where it was; anything else is read afresh, with a resync.
       if (!(error instanceof WatchSilentError)) resumeFrom = null;
     }
+    follower.broken();
     if (stop.aborted) return;
     await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
     delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
