@@ -9,6 +9,18 @@ export interface ConnectionGuardOptions {
   maxConnections: number;
   /** A connection that has not started a request this long after opening is closed (Node never times those out). */
   firstRequestTimeoutMs: number;
+  /** From its first byte, a request's headers must have arrived within this (408, then close). */
+  headersTimeoutMs: number;
+  /** From its first byte, a whole request, body included, must have arrived within this (408, then close). */
+  requestTimeoutMs: number;
+  /** How often, while any connection is open, the deadlines are checked: a deadline fires at most this late. */
+  checkIntervalMs: number;
+}
+
+/** Where a connection's current request stands: bytes of it arrived since `since`; `request` once its headers are read. */
+interface Receiving {
+  since: number;
+  request: IncomingMessage | null;
 }
 
 /**
@@ -18,24 +30,58 @@ export interface ConnectionGuardOptions {
  * connection is serving a request is the new one refused. Node's own `maxConnections` would refuse
  * new connections instead, so a client holding idle connections could keep HAProxy's checks out and
  * take the primary out of rotation.
+ *
+ * It also enforces the headers and request timeouts, which Node checks on a timer that runs for as
+ * long as the server listens (four wake-ups a second at a 250 ms interval: most of an idle agent's
+ * wake-ups). Here the timer runs only while a connection is open; the server's own checker is left
+ * at an interval that never comes (see createHttpApp). A request past its deadline is answered as
+ * Node answers it: `clientError` with ERR_HTTP_REQUEST_TIMEOUT.
  */
-export function guardConnections(server: Server, { maxConnections, firstRequestTimeoutMs }: ConnectionGuardOptions): void {
+export function guardConnections(server: Server, options: ConnectionGuardOptions): void {
+  const { maxConnections, firstRequestTimeoutMs } = options;
   const open = new Set<Socket>();
   const serving = new Map<Socket, number>();
   const started = new WeakSet<Socket>();
+  const receiving = new Map<Socket, Receiving>();
+  let checker: NodeJS.Timeout | null = null;
+
+  const awaitNextRequest = (socket: Socket) => {
+    receiving.delete(socket);
+    socket.once('data', () => {
+      if (!receiving.has(socket)) receiving.set(socket, { since: performance.now(), request: null });
+    });
+  };
+  const checkDeadlines = () => {
+    const now = performance.now();
+    for (const [socket, { since, request }] of receiving) {
+      if (request?.complete) continue;
+      const limit = request ? options.requestTimeoutMs : Math.min(options.headersTimeoutMs, options.requestTimeoutMs);
+      if (now - since < limit) continue;
+      receiving.delete(socket);
+      const timeout = Object.assign(new Error('request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
+      if (!server.emit('clientError', timeout, socket)) socket.destroy();
+    }
+  };
 
   // Over TLS, requests carry the decrypted socket, announced on 'secureConnection' (handshakes are bounded by handshakeTimeout).
   server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
     open.add(socket);
+    checker ??= setInterval(checkDeadlines, options.checkIntervalMs).unref();
     const silent = setTimeout(() => {
       if (!started.has(socket)) socket.destroy();
     }, firstRequestTimeoutMs);
     silent.unref();
     socket.once('data', () => started.add(socket));
+    awaitNextRequest(socket);
     socket.once('close', () => {
       clearTimeout(silent);
       open.delete(socket);
       serving.delete(socket);
+      receiving.delete(socket);
+      if (open.size === 0 && checker) {
+        clearInterval(checker);
+        checker = null;
+      }
     });
     if (open.size <= maxConnections) return;
     const idle = [...open].find((other) => other !== socket && !serving.has(other));
@@ -44,10 +90,14 @@ export function guardConnections(server: Server, { maxConnections, firstRequestT
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
     serving.set(socket, (serving.get(socket) ?? 0) + 1);
+    const current = receiving.get(socket);
+    // A pipelined request may have arrived with the previous one's bytes: its clock starts now.
+    receiving.set(socket, { since: current && !current.request ? current.since : performance.now(), request });
     response.once('close', () => {
       const left = (serving.get(socket) ?? 1) - 1;
       if (left > 0) serving.set(socket, left);
       else serving.delete(socket);
+      if (!socket.destroyed && receiving.get(socket)?.request === request) awaitNextRequest(socket);
     });
   });
 }

@@ -19,8 +19,8 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const CONFIG_BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
- * Connection timeouts, each enforced within CONNECTION_CHECK_INTERVAL_MS of being reached (Node checks
- * every 30 s by default, so a 10 s timeout fired after up to 40 s): a new connection gets
+ * Connection timeouts, each enforced within CONNECTION_CHECK_INTERVAL_MS of being reached by
+ * guardConnections (Node checks every 30 s by default, so a 10 s timeout fired after up to 40 s): a new connection gets
  * HEADERS_TIMEOUT_MS to send its headers, REQUEST_TIMEOUT_MS for its whole request, and an idle
  * keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS. Node ignores a headers timeout that is
  * not shorter than the request timeout, and never times out a connection that has sent nothing:
@@ -30,6 +30,8 @@ export const HEADERS_TIMEOUT_MS = 4_000;
 export const REQUEST_TIMEOUT_MS = 5_000;
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 const CONNECTION_CHECK_INTERVAL_MS = 250;
+/** The longest interval a Node timer takes (2^31 - 1 ms, 24.8 days). */
+const NODE_CONNECTION_CHECK_NEVER_MS = 2 ** 31 - 1;
 
 /**
  * Creates the Nest application on Fastify: HTTP/1.1 keep-alive, Content-Length on every answer,
@@ -38,7 +40,8 @@ const CONNECTION_CHECK_INTERVAL_MS = 250;
  */
 export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConfig): Promise<NestFastifyApplication> {
   const https = api ? httpsServerOptions(api.restapi) : null;
-  const timeouts = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: CONNECTION_CHECK_INTERVAL_MS };
+  // guardConnections enforces the headers and request timeouts; Node's own checker would wake the agent four times a second.
+  const timeouts = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: NODE_CONNECTION_CHECK_NEVER_MS };
   const adapter = new FastifyAdapter({
     ...(https ? { https: { ...https, ...timeouts, handshakeTimeout: HEADERS_TIMEOUT_MS } } : { http: timeouts }),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -54,7 +57,13 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
   acceptJsonBodies(adapter.getInstance());
   limitConfigBodies(adapter.getInstance());
   captureFastifyErrors(adapter.getInstance());
-  guardConnections(adapter.getInstance().server, { maxConnections: MAX_CONNECTIONS, firstRequestTimeoutMs: HEADERS_TIMEOUT_MS });
+  guardConnections(adapter.getInstance().server, {
+    maxConnections: MAX_CONNECTIONS,
+    firstRequestTimeoutMs: HEADERS_TIMEOUT_MS,
+    headersTimeoutMs: HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    checkIntervalMs: CONNECTION_CHECK_INTERVAL_MS,
+  });
   if (api) await installApiSecurity(adapter.getInstance(), api, createLogger().warning);
   // bodyParser: false keeps Nest from installing its own JSON and form parsers over ours.
   const app = await NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });

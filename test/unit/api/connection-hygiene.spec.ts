@@ -91,6 +91,37 @@ describe('connection timeouts fire when stated', () => {
     expect(ms).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
   });
 
+  it(`answers headers that dribble in, a line every 500 ms, with 408 ${HEADERS_TIMEOUT_MS} ms after their first byte, within a second`, async () => {
+    const port = await start();
+    const socket = await connect(port);
+    const started = Date.now();
+    socket.write('GET /primary HTTP/1.1\r\nHost: x\r\n');
+    const dribble = setInterval(() => socket.writable && socket.write(`X-Slow-${Date.now()}: 1\r\n`), 500);
+    try {
+      const { ms, sent } = await closedAfter(socket, started);
+      expect(sent).toMatch(/^HTTP\/1.1 408/);
+      expect(ms).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 50);
+      expect(ms).toBeLessThan(HEADERS_TIMEOUT_MS + 1000);
+    } finally {
+      clearInterval(dribble);
+    }
+  });
+
+  it(`counts a kept-alive connection's next request from its own first byte: 408 ${REQUEST_TIMEOUT_MS} ms after it, not after the first request`, async () => {
+    const port = await start();
+    const socket = await connect(port);
+    const closed = closedAfter(socket, 0);
+    socket.write('GET /primary HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise((resolve) => socket.once('data', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const secondAt = Date.now();
+    socket.write('PATCH /config HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ttl":');
+    const { ms, sent } = await closed;
+    expect(sent).toMatch(/\r\n\r\nHTTP\/1.1 408|^HTTP\/1.1 200[\s\S]*HTTP\/1.1 408/);
+    expect(ms - secondAt).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
+    expect(ms - secondAt).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
+  });
+
   // Node advertises `Keep-Alive: timeout=5` and closes a second later, so that a client honouring the header never races the close.
   it(`closes an idle keep-alive connection a second after the advertised ${KEEP_ALIVE_TIMEOUT_MS} ms, within a second`, async () => {
     const port = await start();
