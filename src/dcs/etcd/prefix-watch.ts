@@ -19,7 +19,7 @@ export interface PrefixFollower {
   broken(): void;
 }
 
-/** Options of followPrefix: who to tell, when to stop, and whether a silent watch is resumed. */
+/** Options of followPrefix: the deadline of its requests, when to stop, and whether a silent watch is resumed. */
 export interface FollowOptions {
   requestTimeoutMs: number;
   stop: AbortSignal;
@@ -40,12 +40,9 @@ export async function followPrefix(client: EtcdClient, prefix: string, follower:
   while (!stop.aborted) {
     try {
       const fresh = resumeFrom === null;
-      if (fresh) {
-        const read = await client.range(prefix, { prefix: true }, requestTimeoutMs);
-        follower.seeded(read.kvs, read.revision);
-        resumeFrom = nextRevision(read.revision);
-      }
-      const watch = client.watch(prefix, { prefix: true, startRevision: resumeFrom!, restartWhenSilentMs: options.restartWhenSilentMs }, requestTimeoutMs);
+      const startRevision: string = resumeFrom ?? (await seed(client, prefix, follower, requestTimeoutMs));
+      resumeFrom = startRevision;
+      const watch = client.watch(prefix, { prefix: true, startRevision, restartWhenSilentMs: options.restartWhenSilentMs }, requestTimeoutMs);
       await watchUntilBroken(watch, stop, (response) => {
         if (response.created) {
           delay = FIRST_RETRY_DELAY_MS;
@@ -64,4 +61,11 @@ export async function followPrefix(client: EtcdClient, prefix: string, follower:
     await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
     delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
   }
+}
+
+/** Reads everything under the prefix for the follower; returns the revision the watch starts from. */
+async function seed(client: EtcdClient, prefix: string, follower: PrefixFollower, requestTimeoutMs: number): Promise<string> {
+  const read = await client.range(prefix, { prefix: true }, requestTimeoutMs);
+  follower.seeded(read.kvs, read.revision);
+  return nextRevision(read.revision);
 }
