@@ -170,6 +170,20 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       }
     });
 
+    it("drops both keys of a revoked lease from readCached: the leader key and the member key go in one transaction", async () => {
+      const node1 = node('node1');
+      const node2 = node('node2');
+      await node1.touchMember(member('node1'));
+      await node1.acquireLeader();
+      const changes = await recordChanges(node2);
+      await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', { description: 'the leader in the cache' });
+      await node1.close();
+      await waitFor(() => changes.some((change) => change.key === 'members/node1' && change.type === 'delete'), { description: 'the revoke announced' });
+      const view = await node2.readCached();
+      expect(view.leader).toBeNull();
+      expect(view.members.map((m) => m.name)).toEqual([]);
+    });
+
     it('stops answering readCached from the watch once a request fails: it asks etcd, and fails while etcd is frozen, until the watch is back', async () => {
       const node2 = node('node2');
       await recordChanges(node2);

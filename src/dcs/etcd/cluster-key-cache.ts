@@ -5,7 +5,7 @@ import { compareRevisions, KeyValue, WatchEvent } from './etcd-types';
 /**
  * The cluster's keys as this node last knew them, between reads kept current by the prefix watch
  * (the reference's KVCache). A consistent read replaces the whole state; a watch event applies only
- * when it is newer than the state's revision, so an event that arrives after a read that already
+ * when it is not older than the state's revision, so an event that arrives after a read that already
  * holds it can never undo that read. Events of one watch arrive in revision order.
  */
 export class ClusterKeyCache {
@@ -26,10 +26,15 @@ export class ClusterKeyCache {
     this.parsed = null;
   }
 
-  /** Watch events, in revision order; those the state already holds are skipped. */
+  /**
+   * Watch events, in revision order; those older than the state are skipped. One of the state's own
+   * revision is applied again, which changes nothing (a read at R holds every change made at R), and
+   * must not be skipped: the changes of one transaction share a revision (a revoked lease deletes the
+   * leader key and the member key together).
+   */
   apply(events: WatchEvent[]): void {
     for (const { type, kv } of events) {
-      if (this.revision === null || compareRevisions(kv.modRevision, this.revision) <= 0) continue;
+      if (this.revision === null || compareRevisions(kv.modRevision, this.revision) < 0) continue;
       if (type === 'delete') this.kvs.delete(kv.key);
       else this.kvs.set(kv.key, kv);
       this.revision = kv.modRevision;

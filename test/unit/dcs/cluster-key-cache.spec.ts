@@ -23,7 +23,6 @@ describe('ClusterKeyCache', () => {
   it.each([
     ['a newer put replaces the value', [put('leader', 'node2', 11)], 'node2', '11'],
     ['a newer delete removes the key', [del('leader', 11)], undefined, '11'],
-    ['an event the read already holds changes nothing', [del('leader', 10)], 'node1', '10'],
     ['an older event changes nothing', [put('leader', 'node0', 7)], 'node1', '10'],
     ['events apply in order', [del('leader', 11), put('leader', 'node3', 12)], 'node3', '12'],
   ])('%s', (_case, events, leader, revision) => {
@@ -33,6 +32,23 @@ describe('ClusterKeyCache', () => {
     expect(cache.view()?.leader?.value).toBe(leader);
     expect(cache.view()?.revision).toBe(revision);
     expect(cache.view()?.config?.value).toEqual({ ttl: 30 });
+  });
+
+  it('applies every change of one transaction: a revoked lease takes the leader key and the member key at one revision', () => {
+    const cache = new ClusterKeyCache(PREFIX);
+    cache.replace([kv('leader', 'node1', 9), kv('members/node1', '{"role":"primary"}', 8), kv('members/node2', '{"role":"replica"}', 7)], '10');
+    cache.apply([del('leader', 11), del('members/node1', 11)]);
+    expect(cache.view()?.leader).toBeNull();
+    expect(cache.view()?.members.map((member) => member.name)).toEqual(['node2']);
+  });
+
+  it('changes nothing with an event the read already holds (a late event of the read revision)', () => {
+    const cache = new ClusterKeyCache(PREFIX);
+    // Read at 10, after node1's key was deleted at 10; its delete event arrives afterwards.
+    cache.replace([kv('members/node2', '{"role":"replica"}', 7)], '10');
+    cache.apply([del('members/node1', 10)]);
+    expect(cache.view()?.members.map((member) => member.name)).toEqual(['node2']);
+    expect(cache.view()?.revision).toBe('10');
   });
 
   it('keeps a later state over an older read, and takes a newer read whole', () => {
