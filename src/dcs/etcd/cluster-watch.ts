@@ -76,5 +76,4 @@ export class ClusterWatch {
     if (!this.live || this.clock.now() - this.confirmedAt >= maxAgeMs) return null;
     return this.cache.view();
   }
-
 }
