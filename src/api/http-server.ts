@@ -19,12 +19,12 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const CONFIG_BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
- * Connection timeouts, each enforced within CONNECTION_CHECK_INTERVAL_MS of being reached by
- * guardConnections (Node checks every 30 s by default, so a 10 s timeout fired after up to 40 s): a new connection gets
- * HEADERS_TIMEOUT_MS to send its headers, REQUEST_TIMEOUT_MS for its whole request, and an idle
- * keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS. Node ignores a headers timeout that is
- * not shorter than the request timeout, and never times out a connection that has sent nothing:
- * guardConnections does that.
+ * Connection timeouts: a new connection gets HEADERS_TIMEOUT_MS to send its headers and
+ * REQUEST_TIMEOUT_MS for its whole request, each enforced by guardConnections within
+ * CONNECTION_CHECK_INTERVAL_MS of being reached; an idle keep-alive connection is closed by Node after
+ * KEEP_ALIVE_TIMEOUT_MS. Node's own headers and request timeouts are not used: its checker runs on a
+ * timer for as long as the server listens (every 30 s by default, so a 10 s timeout fired after up
+ * to 40 s; at 250 ms it woke an idle agent four times a second).
  */
 export const HEADERS_TIMEOUT_MS = 4_000;
 export const REQUEST_TIMEOUT_MS = 5_000;
@@ -40,13 +40,12 @@ const NODE_CONNECTION_CHECK_NEVER_MS = 2 ** 31 - 1;
  */
 export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConfig): Promise<NestFastifyApplication> {
   const https = api ? httpsServerOptions(api.restapi) : null;
-  // guardConnections enforces the headers and request timeouts; Node's own checker would wake the agent four times a second.
-  const timeouts = { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: NODE_CONNECTION_CHECK_NEVER_MS };
+  // guardConnections enforces the headers and request timeouts; Node's own checker never runs.
+  const timeouts = { connectionsCheckingInterval: NODE_CONNECTION_CHECK_NEVER_MS };
   const adapter = new FastifyAdapter({
     ...(https ? { https: { ...https, ...timeouts, handshakeTimeout: HEADERS_TIMEOUT_MS } } : { http: timeouts }),
     bodyLimit: BODY_LIMIT_BYTES,
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    requestTimeout: REQUEST_TIMEOUT_MS,
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: answerClientError,
     // A URL the router cannot decode (`/%zz`) is answered before any route or filter: same JSON shape as every error.
