@@ -3,6 +3,7 @@ import type { BenchResults } from './run';
 import { fmt, ratio, spreadRow, table } from './lib/report';
 import { spread } from './lib/util';
 import { HEALTH_TARGETS } from './scenarios/health-checks';
+import { MEMORY_READINGS, STACK_FLOOR_SERVER } from './lib/reference-servers';
 import type { RssReading } from './scenarios/footprint';
 import { FailoverRun, LEADER_FAULTS, LeaderFault } from './scenarios/failover';
 
@@ -56,11 +57,19 @@ export function renderReport(r: BenchResults): string {
   if (r.reference.length) {
     out.push(
       'The same load on servers that only answer a 588-byte JSON document (the size of the status document) on 127.0.0.1, ' +
-        'measured right after the `/primary` pair: the ceiling of each layer of the stack on this machine at that moment.',
+        "measured right after the `/primary` pair, with the agent's Node flags and environment: the ceiling of each layer of the stack on this machine at that moment, " +
+        `and the memory each holds ${MEMORY_READINGS}.`,
       '',
       table(
-        ['server', 'req/s', 'p50 ms', 'p99 ms'],
-        r.reference.map((x) => [x.server, fmt(x.result.requestsPerSecond), fmt(x.result.p50Ms, 2), fmt(x.result.p99Ms, 2)]),
+        ['server', 'req/s', 'p50 ms', 'p99 ms', 'RSS idle MiB', 'RSS after its load MiB'],
+        r.reference.map((x) => [
+          x.server,
+          fmt(x.result.requestsPerSecond),
+          fmt(x.result.p50Ms, 2),
+          fmt(x.result.p99Ms, 2),
+          x.memoryIdle ? fmt(x.memoryIdle.rss / MiB, 1) : '—',
+          x.memoryAfterLoad ? fmt(x.memoryAfterLoad.rss / MiB, 1) : '—',
+        ]),
       ),
       '',
     );
@@ -323,6 +332,14 @@ function targets(r: BenchResults): string {
   const fenceRss = r.rssAfterLoad.filter((x) => x.kind === 'stator' && x.helper).map((x) => x.helper!.rss / MiB);
   if (fenceRss.length) rows.push(['fence ≤ 15 MiB RSS (every node, after load)', `max ${fmt(Math.max(...fenceRss), 1)} MiB`, verdict(Math.max(...fenceRss) <= 15)]);
   rows.push(['RSS ≤ 64 MiB per agent (every agent, idle and after load)', rssAll.length ? `max ${fmt(maxRss, 1)} MiB` : '—', verdict(rssAll.length ? maxRss <= 64 : null)]);
+  const floor = r.reference.find((x) => x.server === STACK_FLOOR_SERVER && x.memoryIdle && x.memoryAfterLoad);
+  if (floor) {
+    rows.push([
+      '↳ the floor: Nest on Fastify with pg and xstate, one controller, no Stator code (RSS idle; after its load)',
+      `${fmt(floor.memoryIdle!.rss / MiB, 1)} MiB; ${fmt(floor.memoryAfterLoad!.rss / MiB, 1)} MiB`,
+      floor.memoryAfterLoad!.rss / MiB > 64 || floor.memoryIdle!.rss / MiB > 64 ? 'over 64 MiB before any Stator code' : 'under 64 MiB',
+    ]);
+  }
   return table(['target', 'Stator measured', 'verdict'], rows);
 }
 

@@ -10,7 +10,7 @@ import { PATRONI_BINARY, PatroniBenchCluster } from './lib/patroni-cluster';
 import { createWriteTable } from './lib/write-probe';
 import { WRK_BINARY } from './lib/wrk';
 import { loadAverage, log, now, sleep } from './lib/util';
-import { healthChecks, HealthCheckRun } from './scenarios/health-checks';
+import { healthChecks, HealthCheckRun, HEALTH_TARGETS } from './scenarios/health-checks';
 import { switchover, SwitchoverRun } from './scenarios/switchover';
 import { pgCrash, PgCrashRun } from './scenarios/pg-crash';
 import { failover, FailoverRun, LEADER_FAULTS, LeaderFault } from './scenarios/failover';
@@ -149,11 +149,15 @@ async function phaseFast(baseDir: string, results: BenchResults): Promise<void> 
     if (existsSync(WRK_BINARY)) {
       // The do-nothing reference servers run right after the /primary pair, in the same conditions.
       results.health = await healthChecks(clusters, SETTINGS.wrkSeconds, async () => {
-        results.reference = await referenceServers(REPO_ROOT, SETTINGS.wrkSeconds).catch((error) => {
+        const leaderLoadRuns = HEALTH_TARGETS.filter((target) => target.on === 'leader').length;
+        results.reference = await referenceServers(REPO_ROOT, SETTINGS.wrkSeconds, leaderLoadRuns).catch((error) => {
           results.errors.push(`reference servers: ${(error as Error).message}`);
           return [];
         });
-        for (const r of results.reference) log(`reference ${r.server}: ${r.result.requestsPerSecond.toFixed(0)} req/s, p50 ${r.result.p50Ms} ms, p99 ${r.result.p99Ms} ms`);
+        for (const r of results.reference) {
+          const rss = `RSS ${((r.memoryIdle?.rss ?? NaN) / 1024).toFixed(1)} MiB idle, ${((r.memoryAfterLoad?.rss ?? NaN) / 1024).toFixed(1)} after its load`;
+          log(`reference ${r.server}: ${r.result.requestsPerSecond.toFixed(0)} req/s, p50 ${r.result.p50Ms} ms, p99 ${r.result.p99Ms} ms; ${rss}`);
+        }
       });
     } else results.notes.push(`wrk is missing (${WRK_BINARY}): health checks not measured`);
   }

@@ -3,21 +3,36 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../scripts/lib/ports';
+import { AGENT_ENVIRONMENT, AGENT_NODE_FLAGS } from '../../src/cli/agent-node-flags';
 import { killPid, trackChild } from './cleanup';
 import { runWrk, WrkResult } from './wrk';
 import { httpCode } from './http';
-import { pollUntil } from './util';
+import { memory, MemoryReading } from './proc';
+import { pollUntil, sleep } from './util';
 
 /**
  * What the same wrk load gives on this machine for servers that do nothing but answer a 588-byte
  * JSON document (the size of Stator's status document) on keep-alive connections: bare
- * `node:http`, bare Fastify, and Nest on Fastify with one controller. They bound what any Node
- * agent built on that stack can reach here, and split Stator's cost between the layers.
+ * `node:http`, bare Fastify, and Nest on Fastify with one controller, the last once more with the
+ * other packages the design requires (pg, xstate) loaded as the agent loads them. They run with the
+ * agent's Node flags and environment, and bound what any Node agent built on that stack can reach
+ * here: requests/s, and the memory it holds before doing anything else.
  */
 export interface ReferenceRun {
   server: string;
   result: WrkResult;
+  /** After IDLE_BEFORE_LOAD_MS of quiet from its first answer (absent in older results). */
+  memoryIdle?: MemoryReading | null;
+  /** Right after the wrk run, as the agents' after-load reading. */
+  memoryAfterLoad?: MemoryReading | null;
 }
+
+/** Quiet time before the idle reading: startup garbage collected (V8's memory reducer starts ~8 s after). */
+const IDLE_BEFORE_LOAD_MS = 15_000;
+export const MEMORY_READINGS = "15 s after its first answer (idle) and right after its load (the floor's: as many wrk runs as the leader gets)";
+
+/** The least any agent of the required stack holds: no Stator code, one route. */
+export const STACK_FLOOR_SERVER = 'Nest on Fastify (one controller) + pg + xstate, loaded as the agent loads them';
 
 const BODY = `{"state":"running","role":"primary","pad":"${'x'.repeat(588 - 44)}"}`;
 
@@ -37,24 +52,30 @@ function scripts(repoRoot: string): [string, string][] {
        app.get('/primary', async () => body);
        app.listen({ port: +process.argv[2], host: '127.0.0.1' });`,
     ],
+    ['Nest on Fastify (one controller)', nestServer(mod, '')],
     [
-      'Nest on Fastify (one controller)',
-      `require(${mod('reflect-metadata')});
-       const { Module, Controller, Get } = require(${mod('@nestjs/common')});
-       const { NestFactory } = require(${mod('@nestjs/core')});
-       const { FastifyAdapter } = require(${mod('@nestjs/platform-fastify')});
-       const body = JSON.parse(${JSON.stringify(BODY)});
-       class C { get() { return body; } }
-       Get('/primary')(C.prototype, 'get', Object.getOwnPropertyDescriptor(C.prototype, 'get'));
-       Controller()(C);
-       class M {}
-       Module({ controllers: [C] })(M);
-       NestFactory.create(M, new FastifyAdapter(), { logger: false }).then((app) => app.listen(+process.argv[2], '127.0.0.1'));`,
+      STACK_FLOOR_SERVER,
+      nestServer(mod, `require(${JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'))}); require(${mod('pg')}); require(${mod('xstate')});`),
     ],
   ];
 }
 
-export async function referenceServers(repoRoot: string, seconds: number): Promise<ReferenceRun[]> {
+function nestServer(mod: (name: string) => string, preload: string): string {
+  return `${preload}
+    require(${mod('reflect-metadata')});
+    const { Module, Controller, Get } = require(${mod('@nestjs/common')});
+    const { NestFactory } = require(${mod('@nestjs/core')});
+    const { FastifyAdapter } = require(${mod('@nestjs/platform-fastify')});
+    const body = JSON.parse(${JSON.stringify(BODY)});
+    class C { get() { return body; } }
+    Get('/primary')(C.prototype, 'get', Object.getOwnPropertyDescriptor(C.prototype, 'get'));
+    Controller()(C);
+    class M {}
+    Module({ controllers: [C] })(M);
+    NestFactory.create(M, new FastifyAdapter(), { logger: false }).then((app) => app.listen(+process.argv[2], '127.0.0.1'));`;
+}
+
+export async function referenceServers(repoRoot: string, seconds: number, leaderLoadRuns: number): Promise<ReferenceRun[]> {
   const dir = mkdtempSync(join(tmpdir(), 'stator-bench-ref-'));
   const runs: ReferenceRun[] = [];
   try {
@@ -62,12 +83,21 @@ export async function referenceServers(repoRoot: string, seconds: number): Promi
       const file = join(dir, 'server.js');
       writeFileSync(file, code);
       const port = await freePort();
-      const child: ChildProcess = spawn(process.execPath, [file, String(port)], { stdio: 'ignore', cwd: repoRoot });
+      const child: ChildProcess = spawn(process.execPath, [...AGENT_NODE_FLAGS, file, String(port)], {
+        stdio: 'ignore',
+        cwd: repoRoot,
+        env: { ...process.env, ...AGENT_ENVIRONMENT },
+      });
       trackChild(child);
       try {
         const up = await pollUntil(async () => (await httpCode(`http://127.0.0.1:${port}/primary`, 500)) === 200, 10_000, 100);
-        if (!up) throw new Error(`${server} did not start`);
-        runs.push({ server, result: { ...(await runWrk(`http://127.0.0.1:${port}/primary`, seconds)), raw: '' } });
+        if (!up || !child.pid) throw new Error(`${server} did not start`);
+        await sleep(IDLE_BEFORE_LOAD_MS);
+        const memoryIdle = memory(child.pid);
+        const result = { ...(await runWrk(`http://127.0.0.1:${port}/primary`, seconds)), raw: '' };
+        // The floor gets as much load as the most loaded agent (the leader: every target but /replica).
+        if (server === STACK_FLOOR_SERVER) for (let run = 1; run < leaderLoadRuns; run++) await runWrk(`http://127.0.0.1:${port}/primary`, seconds);
+        runs.push({ server, result, memoryIdle, memoryAfterLoad: memory(child.pid) });
       } finally {
         if (child.pid && child.exitCode === null) {
           const exited = new Promise((resolve) => child.once('exit', resolve));
