@@ -1,6 +1,6 @@
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
-import { sql } from '../helpers/sql';
+import { isPrimaryServer, sql } from '../helpers/sql';
 import { waitFor } from '../helpers/wait-for';
 
 /**
@@ -61,10 +61,7 @@ async function commitRow(): Promise<void> {
  */
 async function writableLeader(): Promise<LocalNode> {
   const leader = await cluster.waitForLeader(30_000);
-  await waitFor(async () => (await sql<{ writable: boolean }>(leader, 'SELECT NOT pg_is_in_recovery() AS writable').catch(() => []))[0]?.writable === true, {
-    timeoutMs: 30_000,
-    description: `${leader.name} taking writes`,
-  });
+  await waitFor(() => isPrimaryServer(leader), { timeoutMs: 30_000, description: `${leader.name} taking writes` });
   return leader;
 }
 
