@@ -360,14 +360,14 @@ describe('loadConfig', () => {
     it('ignores unsupported keys at every level', () => {
       const { warnings } = load({
         citus: { group: 0 },
-        restapi: { ciphers: 'HIGH' },
+        restapi: { ciphers_of_tomorrow: 'HIGH' },
         etcd3: { srv_suffix: 'a' },
         bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true, recovery_conf: { restore_command: 'cp %p' } } },
         postgresql: { authentication: { superuser: { sslmode: 'require', sslcompression: 1 } } },
       });
       expect(warnings).toEqual([
         'unsupported key citus ignored',
-        'unsupported key restapi.ciphers ignored',
+        'unsupported key restapi.ciphers_of_tomorrow ignored',
         'unsupported key etcd3.srv_suffix ignored',
         'unsupported key postgresql.authentication.superuser.sslcompression ignored',
       ]);
