@@ -65,7 +65,7 @@ export async function main(argv: string[]): Promise<void> {
   // For allowlist_include_members: the members as the node last read them from the DCS (none before it starts).
   const memberApiUrls = () => app.get(HaNode).view().cluster?.members.map((member) => member.data.api_url) ?? [];
   try {
-    app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config, memberApiUrls);
+    app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config, { memberApiUrls, warn: log.warning });
   } catch (error) {
     // A TLS file that cannot be used (wrong keyfile_password, a cipher list OpenSSL rejects): the message names the key.
     if (!(error instanceof Error && error.message.startsWith('restapi.'))) throw error;

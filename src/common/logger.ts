@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { fstatSync, mkdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { compileLogFormat, defaultAsctime, LineRenderer } from './log-format';
 import { DEFAULT_MAX_QUEUE_SIZE, LogQueue } from './log-queue';
@@ -116,8 +116,12 @@ export function createConfiguredLogger(log: LogSettings, fileName: string): Logg
   if ('problem' in render) throw new Error(`log.format: ${render.problem}`); // the loader has checked it
   const level = log.level === 'warning' ? 'WARNING' : (log.level.toUpperCase() as LogLevel);
   const options: LoggerOptions = { tracebackLevel: log.traceback_level, deduplicateHeartbeats: log.deduplicate_heartbeat_logs };
+  if (!log.dir && isRegularFile(STDOUT_FD)) {
+    // Redirected to a file: writes never wait for a reader, so each line is written at once.
+    return createLogger(level, (line) => writeSync(STDOUT_FD, line), render, options);
+  }
   if (!log.dir) {
-    // Standard output (often a pipe to journald or a container runtime) is written off the event loop, bounded.
+    // A pipe to journald or a container runtime, a terminal: written off the event loop, bounded.
     const lostLine = (count: number) =>
       `${render({ level: 'WARNING', levelNumber: ORDER.WARNING, message: `lost ${count} log lines: standard output did not take them in time (log.max_queue_size)`, time: new Date() })}\n`;
     const queue = new LogQueue(STDOUT_FD, log.max_queue_size ?? DEFAULT_MAX_QUEUE_SIZE, lostLine);
@@ -126,6 +130,14 @@ export function createConfiguredLogger(log: LogSettings, fileName: string): Logg
   mkdirSync(log.dir, { recursive: true });
   const file = new RotatingLogFile(join(log.dir, fileName), log.file_size, log.file_num, log.mode);
   return createLogger(level, (line) => file.write(line), render, options);
+}
+
+function isRegularFile(fd: number): boolean {
+  try {
+    return fstatSync(fd).isFile();
+  } catch {
+    return false;
+  }
 }
 
 export const silentLogger: Logger = { debug() {}, info() {}, warning() {}, error() {}, critical() {} };

@@ -8,7 +8,7 @@ import { Controller, Get, Module, Post } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createHttpApp } from '../../../src/api/http-server';
 import { RestApiConfig, StatorConfig } from '../../../src/config/config.types';
-import { MemberApiUrls } from '../../../src/security/member-allowlist';
+import { memberAllowlist, MemberApiUrls } from '../../../src/security/member-allowlist';
 import { PATRONI_REFERENCE_VERSION, STATOR_VERSION } from '../../../src/version';
 import { makeTestCertificates, TestCertificates } from '../../helpers/test-certificates';
 import { removeDir, tmpDir } from '../../helpers/tmp';
@@ -63,7 +63,7 @@ afterEach(async () => {
 });
 
 async function startApi(restapi: Partial<RestApiConfig>, compat: StatorConfig['compat'] = 'stator', members?: MemberApiUrls): Promise<string> {
-  const app = await createHttpApp({ module: TestNodeModule }, { restapi: { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0', ...restapi }, compat }, members);
+  const app = await createHttpApp({ module: TestNodeModule }, { restapi: { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0', ...restapi }, compat }, { memberApiUrls: members });
   openApps.push(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
@@ -220,5 +220,23 @@ describe('restapi.allowlist_include_members', () => {
     expect((await call(url, { method: 'POST', localAddress: '127.0.0.4' })).status).toBe(201);
     expect((await call(url, { method: 'POST', localAddress: '127.0.0.1' })).status).toBe(201);
     expect((await call(url, { method: 'POST', localAddress: '127.0.0.5' })).status).toBe(403);
+  });
+});
+
+describe('allowlist_include_members: a member host that cannot be resolved', () => {
+  it('admits no one through it, says so once, and does not hold the request past the deadline', async () => {
+    const warnings: string[] = [];
+    const neverAnswers = () => new Promise<string[]>(() => undefined);
+    const members = memberAllowlist(() => ['http://db-2.internal:8008/patroni', 'http://127.0.0.1:8008/patroni'], (m) => warnings.push(m), neverAnswers);
+
+    const started = performance.now();
+    const stranger = await members.allows('127.0.0.2');
+    const waited = performance.now() - started;
+    const again = await members.allows('127.0.0.2');
+    const member = await members.allows('::ffff:127.0.0.1');
+
+    expect([stranger, again, member]).toEqual([false, false, true]);
+    expect(waited).toBeLessThan(3_000);
+    expect(warnings).toEqual(['restapi.allowlist_include_members: cannot resolve member host "db-2.internal": no answer within 2000 ms']);
   });
 });
