@@ -211,7 +211,7 @@ function readRestApi(findings: Findings, doc: Mapping): RestApiConfig {
     restapi.authentication_scope = readOneOf(findings, section, 'authentication_scope', path, ['unsafe', 'admin'] as const, 'unsafe');
     const guarded = restapi.authentication || restapi.allowlist?.length || restapi.allowlist_include_members || (restapi.verify_client && restapi.verify_client !== 'none');
     if (restapi.authentication_scope === 'admin' && !guarded) {
-      findings.problem('restapi.authentication_scope', '"admin" requires restapi.authentication, restapi.allowlist or restapi.verify_client');
+      findings.problem('restapi.authentication_scope', '"admin" requires restapi.authentication, restapi.allowlist, restapi.allowlist_include_members or restapi.verify_client');
     }
   }
 

@@ -3,7 +3,6 @@ import { compileLogFormat, DEFAULT_LOG_FORMAT } from '../common/log-format';
 import { LOG_LEVELS, LOG_OPTION_KEYS, readLogOptions } from './log-options-config';
 import { Findings, ignoreUnsupported, isAbsent, Mapping, readOneOf, readSection, readString, readStringList } from './config-readers';
 
-
 /** Patroni's defaults for a log directory: four files of 25 MB. */
 const DEFAULT_FILE_NUM = 4;
 const DEFAULT_FILE_SIZE = 25_000_000;

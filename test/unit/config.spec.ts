@@ -599,7 +599,7 @@ describe('loadConfig', () => {
         'an admin authentication scope with nothing to check',
         { restapi: { authentication_scope: 'admin' } },
         {},
-        'restapi.authentication_scope: "admin" requires restapi.authentication, restapi.allowlist or restapi.verify_client',
+        'restapi.authentication_scope: "admin" requires restapi.authentication, restapi.allowlist, restapi.allowlist_include_members or restapi.verify_client',
       ],
       [
         'verify_client without cafile',

@@ -31,6 +31,9 @@ export const ADMIN_READ_ROUTES: ReadonlySet<string> = new Set([
 
 const PLAIN_TEXT = 'text/plain; charset=utf-8';
 
+/** The route the leader calls on every member in failsafe mode. */
+const FAILSAFE_ROUTE = '/failsafe';
+
 /**
  * Installs the reference's access checks (spec 1.10) on every unsafe request (any method but GET, HEAD and OPTIONS)
  * and, with `authentication_scope: admin`, on the reads of ADMIN_READ_ROUTES,
@@ -63,9 +66,12 @@ export async function installApiSecurity(
   const checksAdminReads = restapi.authentication_scope === 'admin';
   fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     if (SAFE_METHODS.has(request.method) && !(checksAdminReads && ADMIN_READ_ROUTES.has(request.routeOptions.url ?? ''))) return;
-    if (checksAddress) {
+    // As the reference, POST /failsafe skips the members check: the leader calls it while etcd is out of reach, when
+    // the member list may be stale, and a refusal would make it demote.
+    const checksMembers = members !== null && request.routeOptions.url !== FAILSAFE_ROUTE;
+    if (allowlist || checksMembers) {
       const client = request.socket.remoteAddress;
-      const allowed = (allowlist?.allows(client) ?? false) || ((await members?.allows(client)) ?? false);
+      const allowed = (allowlist?.allows(client) ?? false) || (checksMembers && (await members.allows(client)));
       if (!allowed) return reply.code(403).type(PLAIN_TEXT).send('Access is denied');
     }
     if (requiresClientCertificate && !hasVerifiedClientCertificate(request)) {

@@ -32,7 +32,16 @@ class TestNodeController {
   }
 }
 
-@Module({ controllers: [TestNodeController] })
+/** Where the leader calls every member in failsafe mode. */
+@Controller()
+class TestFailsafeController {
+  @Post('failsafe')
+  failsafe(): string {
+    return 'Accepted';
+  }
+}
+
+@Module({ controllers: [TestNodeController, TestFailsafeController] })
 class TestNodeModule {}
 
 interface Answer {
@@ -212,6 +221,15 @@ describe('restapi.allowlist_include_members', () => {
     expect((await call(url, { method: 'POST', localAddress: '127.0.0.2' })).status).toBe(201);
     members = ['http://127.0.0.1:8008/patroni'];
     expect((await call(url, { method: 'POST', localAddress: '127.0.0.2' })).status).toBe(403);
+  });
+
+  it('leaves POST /failsafe to the allowlist alone, as the reference: the leader calls it while etcd is out of reach', async () => {
+    const url = await startApi({ allowlist_include_members: true }, 'stator', () => ['http://127.0.0.1:8008/patroni']);
+    const guarded = await startApi({ allowlist: ['127.0.0.4'], allowlist_include_members: true }, 'stator', () => ['http://127.0.0.2:8008/patroni']);
+
+    expect((await call(url.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.2' })).status).toBe(201);
+    expect((await call(guarded.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.2' })).status).toBe(403);
+    expect((await call(guarded.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.4' })).status).toBe(201);
   });
 
   it('admits the allowlist and the members together, a host name resolved', async () => {
