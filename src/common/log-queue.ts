@@ -10,8 +10,8 @@ const MAX_RETRY_DELAY_MS = 1_000;
  * Log lines on their way to a file descriptor (standard output) without ever blocking the agent: lines wait here and
  * one write at a time, off the event loop, hands them to the kernel. A reader that stops reading (a stuck journald, a
  * paused `docker logs`) fills the pipe; the write then waits, not the HA loop. Once `maxLines` wait, a new line is
- * dropped and counted; when the output takes lines again, the count is written first as a warning line, as Patroni's
- * QueueHandler does. At exit, the lines still waiting are written synchronously, so a last critical line is not lost.
+ * dropped and counted; when the output takes lines again, the count follows the lines that waited as a warning line,
+ * as Patroni's QueueHandler reports its lost records. At exit, the lines still waiting are written synchronously, so a last critical line is not lost.
  */
 export class LogQueue {
   private readonly waiting: Buffer[] = [];
@@ -43,11 +43,6 @@ export class LogQueue {
   /** Lines not yet written, the one being written included. */
   get waitingLines(): number {
     return this.waiting.length;
-  }
-
-  /** Lines dropped and not yet announced. */
-  get dropped(): number {
-    return this.lost;
   }
 
   private writeNext(): void {
