@@ -1,6 +1,6 @@
 import { LogSettings } from '../common/logger';
 import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './dynamic-config';
-import { Findings, isAbsent, Mapping } from './config-readers';
+import { Findings, isAbsent, Mapping, readIntegerInRange } from './config-readers';
 
 /** The `log` keys beyond level, layout and files. */
 export const LOG_OPTION_KEYS = ['static_fields', 'traceback_level', 'deduplicate_heartbeat_logs', 'loggers', 'max_queue_size'] as const;
@@ -36,12 +36,8 @@ export function readLogOptions(findings: Findings, section: Mapping, log: LogSet
     else log.deduplicate_heartbeat_logs = flag;
   }
   if (!isAbsent(section.loggers)) readLoggers(findings, section.loggers);
-  if (!isAbsent(section.max_queue_size)) {
-    const value = section.max_queue_size;
-    const size = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
-    if (typeof size === 'number' && Number.isInteger(size) && size >= 1 && size <= MAX_QUEUE_SIZE) log.max_queue_size = size;
-    else findings.invalid('log.max_queue_size', `must be an integer from 1 to ${MAX_QUEUE_SIZE}`, value);
-  }
+  const queueSize = readIntegerInRange(findings, section, 'max_queue_size', 'log', 1, MAX_QUEUE_SIZE);
+  if (queueSize !== undefined) log.max_queue_size = queueSize;
 }
 
 /** A million waiting lines is some hundred megabytes: beyond that the bound no longer protects the agent's memory. */

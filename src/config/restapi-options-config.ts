@@ -1,6 +1,6 @@
 import { RestApiConfig } from './config.types';
 import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './dynamic-config';
-import { childPath, Findings, isAbsent, Mapping, readOneOf, readString } from './config-readers';
+import { childPath, Findings, isAbsent, Mapping, readIntegerInRange, readOneOf, readString } from './config-readers';
 
 /** The `restapi` keys beyond address, access checks and certificates: TLS details, headers, backlog. */
 export const RESTAPI_OPTION_KEYS = [
@@ -52,7 +52,7 @@ export function readRestApiOptions(findings: Findings, section: Mapping, path: s
     const headers = readHeaders(findings, section, key, path);
     if (headers) restapi[key] = headers;
   }
-  const queueSize = readRequestQueueSize(findings, section, path);
+  const queueSize = readIntegerInRange(findings, section, 'request_queue_size', path, 1, MAX_REQUEST_QUEUE_SIZE);
   if (queueSize !== undefined) restapi.request_queue_size = queueSize;
   if (!isAbsent(section.server_tokens)) {
     restapi.server_tokens = readOneOf(findings, section, 'server_tokens', path, ['original', 'productonly', 'minimal'] as const, 'original');
@@ -83,14 +83,4 @@ function readHeaders(findings: Findings, section: Mapping, key: string, path: st
     else headers[name] = String(raw);
   }
   return headers;
-}
-
-/** An integer, or its digits as text (PATRONI_RESTAPI_REQUEST_QUEUE_SIZE). */
-function readRequestQueueSize(findings: Findings, section: Mapping, path: string): number | undefined {
-  const value = section.request_queue_size;
-  if (isAbsent(value)) return undefined;
-  const number = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
-  if (typeof number === 'number' && Number.isInteger(number) && number >= 1 && number <= MAX_REQUEST_QUEUE_SIZE) return number;
-  findings.invalid(childPath(path, 'request_queue_size'), `must be an integer from 1 to ${MAX_REQUEST_QUEUE_SIZE}`, value);
-  return undefined;
 }

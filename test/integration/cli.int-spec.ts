@@ -19,6 +19,16 @@ describe('the stator command', () => {
   });
   afterAll(() => removeDir(dir));
 
+  /** A configuration from variables alone, pointing nowhere: enough to get past the loader. */
+  const minimalEnvironment = () => ({
+    PATRONI_SCOPE: 'demo',
+    PATRONI_NAME: 'n1',
+    PATRONI_RESTAPI_LISTEN: '127.0.0.1:1',
+    PATRONI_ETCD3_HOSTS: '127.0.0.1:2',
+    PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
+    PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
+  });
+
   it('prints its version', () => {
     const result = stator(['--version']);
     expect(result.status).toBe(0);
@@ -43,12 +53,7 @@ describe('the stator command', () => {
 
   it('refuses an etcd TLS file it cannot read, naming the key', () => {
     const result = stator([], {
-      PATRONI_SCOPE: 'demo',
-      PATRONI_NAME: 'n1',
-      PATRONI_RESTAPI_LISTEN: '127.0.0.1:1',
-      PATRONI_ETCD3_HOSTS: '127.0.0.1:2',
-      PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
-      PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
+      ...minimalEnvironment(),
       PATRONI_ETCD3_PROTOCOL: 'https',
       PATRONI_ETCD3_CACERT: join(dir, 'missing-ca.pem'),
     });
@@ -61,12 +66,7 @@ describe('the stator command', () => {
     const encryptedKey = join(dir, 'node-encrypted.key');
     execFileSync('openssl', ['pkey', '-in', certs.nodeKey, '-aes256', '-passout', 'pass:right', '-out', encryptedKey], { stdio: 'pipe' });
     const result = stator([], {
-      PATRONI_SCOPE: 'demo',
-      PATRONI_NAME: 'n1',
-      PATRONI_RESTAPI_LISTEN: '127.0.0.1:1',
-      PATRONI_ETCD3_HOSTS: '127.0.0.1:2',
-      PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
-      PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
+      ...minimalEnvironment(),
       PATRONI_RESTAPI_CERTFILE: certs.nodeCert,
       PATRONI_RESTAPI_KEYFILE: encryptedKey,
       PATRONI_RESTAPI_KEYFILE_PASSWORD: 'wrong',
