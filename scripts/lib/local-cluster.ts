@@ -44,6 +44,8 @@ export interface LocalClusterOptions {
   etcd3?: Record<string, unknown>;
   /** More keys of each node's `postgresql` section, by node index (from 1), e.g. `callbacks`. */
   postgresql?: (index: number) => Record<string, unknown>;
+  /** More keys of every node's `restapi` section (`server_tokens`, `allowlist_include_members`...). */
+  restapi?: Record<string, unknown>;
   /** Sections of every node's file, replacing the defaults (e.g. `log`). */
   sections?: Record<string, unknown>;
   /** Runs once etcd serves and before any agent starts (users, roles, auth). */
@@ -372,7 +374,7 @@ export class LocalNode {
       scope: this.scope,
       namespace: '/service',
       name: this.name,
-      restapi: { listen: `${listenHost}:${this.apiPort}`, connect_address: `${connectHost}:${this.apiPort}` },
+      restapi: { listen: `${listenHost}:${this.apiPort}`, connect_address: `${connectHost}:${this.apiPort}`, ...o.restapi },
       etcd3: { hosts: o.network?.etcdHosts ?? [this.etcdEndpoint], ...o.etcd3 },
       bootstrap: {
         dcs: {

@@ -1,5 +1,7 @@
 import { STATUS_CODES } from 'node:http';
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Logger, NotFoundException } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Inject, Logger, NotFoundException, Optional } from '@nestjs/common';
+import { logException, Logger as NodeLogger } from '../common/logger';
+import { LOGGER } from '../common/tokens';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** The JSON error body of every API error that is not a plain-text message. */
@@ -64,6 +66,9 @@ const FASTIFY_ERRORS: Record<string, (request: FastifyRequest) => { status: numb
 export class HttpExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('api');
 
+  /** `nodeLogger`: the agent's own, which honours `log.traceback_level`; absent when the API runs without a node. */
+  constructor(@Optional() @Inject(LOGGER) private readonly nodeLogger?: NodeLogger) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const request = http.getRequest<FastifyRequest>();
@@ -87,7 +92,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
       void reply.code(exception.getStatus()).send(normalizedBody(exception.getStatus(), response));
       return;
     }
-    this.logger.error(`${request.method} ${request.url} failed: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`);
+    const failure = `${request.method} ${request.url} failed`;
+    if (this.nodeLogger) logException(this.nodeLogger, failure, exception);
+    else this.logger.error(`${failure}: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`);
     void reply.code(HttpStatus.INTERNAL_SERVER_ERROR).send(errorBody(HttpStatus.INTERNAL_SERVER_ERROR, 'internal error; see the node log'));
   }
 

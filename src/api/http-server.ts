@@ -10,6 +10,8 @@ import { guardConnections, MAX_CONNECTIONS } from './connection-guard';
 import { captureFastifyErrors, errorBody } from './http-exception.filter';
 import { attachOpenApiDocument } from './openapi/openapi.controller';
 import { ApiSecurityConfig, installApiSecurity } from './security/api-security';
+import { answerHeaders, installAnswerHeaders } from './answer-headers';
+import type { MemberApiUrls } from '../security/member-allowlist';
 import { httpsServerOptions } from '../security/tls';
 
 /** Requests larger than this are refused with 413 (the reference has no limit). */
@@ -36,9 +38,17 @@ const NODE_CONNECTION_CHECK_NEVER_MS = 2 ** 31 - 1;
 /**
  * Creates the Nest application on Fastify: HTTP/1.1 keep-alive, Content-Length on every answer,
  * bounded request time, and request bodies read as JSON by `acceptJsonBodies`. With `api` (the node's `restapi` and
- * `compat`): HTTPS when `restapi.certfile` is set, and the access checks of the unsafe requests.
+ * `compat`): HTTPS when `restapi.certfile` is set, the configured answer headers, and the access checks of the unsafe
+ * requests.
  */
-export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConfig): Promise<NestFastifyApplication> {
+export interface HttpAppOptions {
+  /** The members' `api_url`, for `allowlist_include_members`. */
+  memberApiUrls?: MemberApiUrls;
+  /** Where the access checks report what they cannot use (an allowlist entry, a member host that does not resolve). */
+  warn?: (message: string) => void;
+}
+
+export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConfig, options: HttpAppOptions = {}): Promise<NestFastifyApplication> {
   const https = api ? httpsServerOptions(api.restapi) : null;
   // guardConnections enforces the headers and request timeouts; Node's own checker never runs.
   const timeouts = { connectionsCheckingInterval: NODE_CONNECTION_CHECK_NEVER_MS };
@@ -63,7 +73,8 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
     checkIntervalMs: CONNECTION_CHECK_INTERVAL_MS,
   });
-  if (api) await installApiSecurity(adapter.getInstance(), api, createLogger().warning);
+  if (api) installAnswerHeaders(adapter.getInstance(), answerHeaders(api.restapi, api.compat));
+  if (api) await installApiSecurity(adapter.getInstance(), api, options.warn ?? createLogger().warning, options.memberApiUrls);
   // bodyParser: false keeps Nest from installing its own JSON and form parsers over ours.
   const app = await NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });
   attachOpenApiDocument(app);

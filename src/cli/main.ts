@@ -61,7 +61,17 @@ export async function main(argv: string[]): Promise<void> {
 
   // POST /reload and SIGHUP read the same file and environment again; an invalid file keeps the running configuration.
   const reloadConfig = () => loadConfig(argv[0] ?? null, process.env).config;
-  const app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config);
+  let app: Awaited<ReturnType<typeof createHttpApp>>;
+  // For allowlist_include_members: the members as the node last read them from the DCS (none before it starts).
+  const memberApiUrls = () => app.get(HaNode).view().cluster?.members.map((member) => member.data.api_url) ?? [];
+  try {
+    app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config, { memberApiUrls, warn: log.warning });
+  } catch (error) {
+    // A TLS file that cannot be used (wrong keyfile_password, a cipher list OpenSSL rejects): the message names the key.
+    if (!(error instanceof Error && error.message.startsWith('restapi.'))) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
   const lifecycle = app.get(NodeLifecycle);
   const { host, port } = splitListen(config.restapi.listen);
   // Before our own API listens: whatever answers at the member key's address is another agent, even at our address.
@@ -69,7 +79,9 @@ export async function main(argv: string[]): Promise<void> {
     log.critical(`Can't start; there is already a node named '${config.name}' running`);
     process.exit(1);
   }
-  await app.listen(port, host);
+  // request_queue_size: the socket's listen backlog. Unset, Node's 511 rather than Patroni's 5: one thread serves every
+  // connection here, and a burst of health checks during a pause of the event loop must queue, not be dropped.
+  await app.listen({ port, host, ...(config.restapi.request_queue_size ? { backlog: config.restapi.request_queue_size } : {}) });
   log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
   await lifecycle.start();
 

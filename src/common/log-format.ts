@@ -44,7 +44,12 @@ const PLACEHOLDER = /%\((\w{1,32})\)([-+ 0#]{0,4})(\d{0,3})(?:\.(\d{1,3}))?([sdf
 export type LineRenderer = (record: LogRecord) => string;
 
 /** A renderer for `format`, or the problem with it (an unknown placeholder). */
-export function compileLogFormat(format: string | string[], type: 'plain' | 'json', dateformat?: string): LineRenderer | { problem: string } {
+export function compileLogFormat(
+  format: string | string[],
+  type: 'plain' | 'json',
+  dateformat?: string,
+  staticFields: Readonly<Record<string, unknown>> = {},
+): LineRenderer | { problem: string } {
   const fields = Array.isArray(format) ? format : [...format.matchAll(PLACEHOLDER)].filter((m) => m[1]).map((m) => m[1]);
   const unknown = fields.filter((field) => !Object.hasOwn(FIELDS, field));
   if (unknown.length > 0) return { problem: `unknown field ${unknown.join(', ')} (known: ${Object.keys(FIELDS).join(', ')})` };
@@ -55,7 +60,8 @@ export function compileLogFormat(format: string | string[], type: 'plain' | 'jso
   if (type === 'json') {
     return (record) => {
       const asctime = asctimeOf(record.time);
-      return JSON.stringify(Object.fromEntries(fields.map((field) => [field, FIELDS[field](record, asctime)])));
+      // Static fields after the format's, and over a same-named one, as python-json-logger merges them.
+      return JSON.stringify({ ...Object.fromEntries(fields.map((field) => [field, FIELDS[field](record, asctime)])), ...staticFields });
     };
   }
   const text = Array.isArray(format) ? format.map((field) => `%(${field})s`).join(' ') : format;

@@ -122,6 +122,16 @@ export function readStringList(findings: Findings, section: Mapping, key: string
   return items;
 }
 
+/** An integer from `min` to `max`, or its digits as text (as a PATRONI_ variable gives it). */
+export function readIntegerInRange(findings: Findings, section: Mapping, key: string, path: string, min: number, max: number): number | undefined {
+  const value = section[key];
+  if (isAbsent(value)) return undefined;
+  const number = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+  if (typeof number === 'number' && Number.isInteger(number) && number >= min && number <= max) return number;
+  findings.invalid(childPath(path, key), `must be an integer from ${min} to ${max}`, value);
+  return undefined;
+}
+
 export function splitHostPort(value: string): { host: string; port: number } | undefined {
   const match = /^(.*):(\d{1,5})$/.exec(value.trim());
   if (!match) return undefined;

@@ -61,6 +61,19 @@ export interface RestApiConfig {
    * expose configuration and history. Health checks, the status document and /metrics stay open.
    */
   authentication_scope?: 'unsafe' | 'admin';
+  /** Passphrase of an encrypted `keyfile`. */
+  keyfile_password?: string;
+  /** OpenSSL cipher list the HTTPS server accepts (TLS 1.2 and older; TLS 1.3 suites by name). */
+  ciphers?: string;
+  /** Also admit, where the allowlist applies, the hosts of the members' `api_url` in the DCS. */
+  allowlist_include_members?: boolean;
+  /** Headers added to every answer; with HTTPS, `https_extra_headers` are merged over them. */
+  http_extra_headers?: Record<string, string>;
+  https_extra_headers?: Record<string, string>;
+  /** Listen backlog of the API socket (Patroni's default 5). */
+  request_queue_size?: number;
+  /** What the `Server` header says: `original` (none), `productonly` (`Stator`), `minimal` (`Stator/<version>`). */
+  server_tokens?: 'original' | 'productonly' | 'minimal';
 }
 
 export interface PostgresqlConfig {

@@ -22,6 +22,11 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'RESTAPI_VERIFY_CLIENT', path: 'restapi.verify_client' },
   { name: 'RESTAPI_ALLOWLIST', path: 'restapi.allowlist', list: true },
   { name: 'RESTAPI_AUTHENTICATION_SCOPE', path: 'restapi.authentication_scope' },
+  { name: 'RESTAPI_KEYFILE_PASSWORD', path: 'restapi.keyfile_password' },
+  { name: 'RESTAPI_CIPHERS', path: 'restapi.ciphers' },
+  { name: 'RESTAPI_ALLOWLIST_INCLUDE_MEMBERS', path: 'restapi.allowlist_include_members' },
+  { name: 'RESTAPI_REQUEST_QUEUE_SIZE', path: 'restapi.request_queue_size' },
+  { name: 'RESTAPI_SERVER_TOKENS', path: 'restapi.server_tokens' },
   // HOST before HOSTS: when a prefix sets both, HOSTS is applied last and wins, as `hosts` wins over `host` in Patroni.
   { name: 'ETCD3_HOST', path: 'etcd3.host' },
   { name: 'ETCD3_HOSTS', path: 'etcd3.hosts', list: true },
@@ -44,6 +49,9 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'REPLICATION_USERNAME', path: 'postgresql.authentication.replication.username' },
   { name: 'REPLICATION_PASSWORD', path: 'postgresql.authentication.replication.password' },
   { name: 'LOG_LEVEL', path: 'log.level' },
+  { name: 'LOG_TRACEBACK_LEVEL', path: 'log.traceback_level' },
+  { name: 'LOG_MAX_QUEUE_SIZE', path: 'log.max_queue_size' },
+  { name: 'LOG_DEDUPLICATE_HEARTBEAT_LOGS', path: 'log.deduplicate_heartbeat_logs' },
 ];
 
 /** Key path -> the PATRONI_ variable that can set it, for "required (or ...)" hints. */

@@ -27,6 +27,7 @@ import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
 import { readFence } from './fence-config';
 import { readLog } from './log-config';
+import { readRestApiOptions, RESTAPI_OPTION_KEYS } from './restapi-options-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
 
 /** The configuration cannot be used. `problems` has one line per problem: `<key path>: <rule>`. */
@@ -180,6 +181,7 @@ function readRestApi(findings: Findings, doc: Mapping): RestApiConfig {
     'verify_client',
     'allowlist',
     'authentication_scope',
+    ...RESTAPI_OPTION_KEYS,
   ]);
   const listen = readRequiredString(findings, section, 'listen', path);
   if (listen) checkListenAddress(findings, 'restapi.listen', listen, false);
@@ -204,11 +206,12 @@ function readRestApi(findings: Findings, doc: Mapping): RestApiConfig {
   }
   const allowlist = readStringList(findings, section, 'allowlist', path);
   if (allowlist) restapi.allowlist = allowlist;
+  readRestApiOptions(findings, section, path, restapi);
   if (!isAbsent(section.authentication_scope)) {
     restapi.authentication_scope = readOneOf(findings, section, 'authentication_scope', path, ['unsafe', 'admin'] as const, 'unsafe');
-    const guarded = restapi.authentication || restapi.allowlist?.length || (restapi.verify_client && restapi.verify_client !== 'none');
+    const guarded = restapi.authentication || restapi.allowlist?.length || restapi.allowlist_include_members || (restapi.verify_client && restapi.verify_client !== 'none');
     if (restapi.authentication_scope === 'admin' && !guarded) {
-      findings.problem('restapi.authentication_scope', '"admin" requires restapi.authentication, restapi.allowlist or restapi.verify_client');
+      findings.problem('restapi.authentication_scope', '"admin" requires restapi.authentication, restapi.allowlist, restapi.allowlist_include_members or restapi.verify_client');
     }
   }
 

@@ -1,15 +1,7 @@
 import { LogSettings } from '../common/logger';
 import { compileLogFormat, DEFAULT_LOG_FORMAT } from '../common/log-format';
+import { LOG_LEVELS, LOG_OPTION_KEYS, readLogOptions } from './log-options-config';
 import { Findings, ignoreUnsupported, isAbsent, Mapping, readOneOf, readSection, readString, readStringList } from './config-readers';
-
-const LOG_LEVELS: Record<string, LogSettings['level']> = {
-  debug: 'debug',
-  info: 'info',
-  warning: 'warning',
-  warn: 'warning',
-  error: 'error',
-  critical: 'error',
-};
 
 /** Patroni's defaults for a log directory: four files of 25 MB. */
 const DEFAULT_FILE_NUM = 4;
@@ -23,7 +15,7 @@ const DEFAULT_FILE_SIZE = 25_000_000;
 export function readLog(findings: Findings, doc: Mapping): LogSettings {
   const path = 'log';
   const section = readSection(findings, doc, 'log', '');
-  ignoreUnsupported(findings, section, path, ['level', 'type', 'format', 'dateformat', 'dir', 'file_num', 'file_size', 'mode']);
+  ignoreUnsupported(findings, section, path, ['level', 'type', 'format', 'dateformat', 'dir', 'file_num', 'file_size', 'mode', ...LOG_OPTION_KEYS]);
   const log: LogSettings = {
     level: readLevel(findings, section),
     type: readOneOf(findings, section, 'type', path, ['plain', 'json'] as const, 'plain'),
@@ -35,6 +27,7 @@ export function readLog(findings: Findings, doc: Mapping): LogSettings {
   if (format !== undefined) log.format = format;
   const dateformat = readString(findings, section, 'dateformat', path);
   if (dateformat !== undefined) log.dateformat = dateformat;
+  readLogOptions(findings, section, log);
   const compiled = compileLogFormat(log.format, log.type, log.dateformat);
   if ('problem' in compiled) findings.problem('log.format', compiled.problem);
 

@@ -9,7 +9,7 @@ export interface Allowlist {
 /** Resolves a host name to all its addresses; replaceable in tests. */
 export type HostResolver = (host: string) => Promise<string[]>;
 
-const systemResolver: HostResolver = async (host) => (await lookup(host, { all: true })).map((entry) => entry.address);
+export const systemResolver: HostResolver = async (host) => (await lookup(host, { all: true })).map((entry) => entry.address);
 
 /**
  * Builds the allowlist from CIDRs, IPs and host names. Host names are resolved once, here (the reference resolves
@@ -61,7 +61,7 @@ function addAddress(allowed: BlockList, address: string): void {
 }
 
 /** A dual-stack socket reports IPv4 clients as `::ffff:a.b.c.d`; allowlists are written with `a.b.c.d`. */
-function unmapIpv4(address: string): string {
+export function unmapIpv4(address: string): string {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   return mapped ? mapped[1] : address;
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { AgentOptions, ServerOptions } from 'node:https';
+import { createSecureContext } from 'node:tls';
 import { RestApiConfig } from '../config/config.types';
 
 /**
@@ -10,12 +11,34 @@ import { RestApiConfig } from '../config/config.types';
 export function httpsServerOptions(restapi: RestApiConfig): ServerOptions | null {
   if (!restapi.certfile) return null;
   const verifyClient = restapi.verify_client ?? 'none';
-  return {
+  const options: ServerOptions = {
     ...certificateAndKey(restapi.certfile, restapi.keyfile),
+    ...(restapi.keyfile_password !== undefined ? { passphrase: restapi.keyfile_password } : {}),
     ...(restapi.cafile ? { ca: readPem('cafile', restapi.cafile) } : {}),
+    ...(restapi.ciphers ? { ciphers: restapi.ciphers } : {}),
     requestCert: verifyClient !== 'none',
     rejectUnauthorized: verifyClient === 'required',
   };
+  checkSecureContext(options, restapi);
+  return options;
+}
+
+/**
+ * Builds the TLS context once, as the server will, so that a wrong passphrase or a cipher list OpenSSL cannot use is
+ * an error naming the key rather than OpenSSL's words from deep inside the server's start.
+ */
+function checkSecureContext(options: ServerOptions, restapi: RestApiConfig): void {
+  try {
+    createSecureContext(options);
+  } catch (error) {
+    const text = error instanceof Error ? error.message : String(error);
+    if (/cipher/i.test(text) && restapi.ciphers) throw new Error(`restapi.ciphers: OpenSSL accepts none of "${restapi.ciphers}" (${text})`);
+    if (/decrypt|passphrase|PEM|key/i.test(text)) {
+      const hint = restapi.keyfile_password === undefined ? 'is it encrypted? set restapi.keyfile_password' : 'is restapi.keyfile_password right?';
+      throw new Error(`restapi.keyfile: cannot load the private key (${text}); ${hint}`);
+    }
+    throw new Error(`restapi.certfile: cannot use the certificate (${text})`);
+  }
 }
 
 /**
@@ -27,6 +50,7 @@ export function peerTlsOptions(restapi: RestApiConfig): AgentOptions {
   return {
     ...(restapi.cafile ? { ca: readPem('cafile', restapi.cafile) } : {}),
     ...(restapi.certfile && asksForCertificate ? certificateAndKey(restapi.certfile, restapi.keyfile) : {}),
+    ...(restapi.certfile && asksForCertificate && restapi.keyfile_password !== undefined ? { passphrase: restapi.keyfile_password } : {}),
   };
 }
 

@@ -1,8 +1,9 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { STATOR_VERSION } from '../../src/version';
+import { makeTestCertificates } from '../helpers/test-certificates';
 
 const AGENT = join(__dirname, '..', '..', 'bin', 'stator.js');
 
@@ -17,6 +18,16 @@ describe('the stator command', () => {
     dir = tmpDir('stator-cli-');
   });
   afterAll(() => removeDir(dir));
+
+  /** A configuration from variables alone, pointing nowhere: enough to get past the loader. */
+  const minimalEnvironment = () => ({
+    PATRONI_SCOPE: 'demo',
+    PATRONI_NAME: 'n1',
+    PATRONI_RESTAPI_LISTEN: '127.0.0.1:1',
+    PATRONI_ETCD3_HOSTS: '127.0.0.1:2',
+    PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
+    PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
+  });
 
   it('prints its version', () => {
     const result = stator(['--version']);
@@ -42,16 +53,25 @@ describe('the stator command', () => {
 
   it('refuses an etcd TLS file it cannot read, naming the key', () => {
     const result = stator([], {
-      PATRONI_SCOPE: 'demo',
-      PATRONI_NAME: 'n1',
-      PATRONI_RESTAPI_LISTEN: '127.0.0.1:1',
-      PATRONI_ETCD3_HOSTS: '127.0.0.1:2',
-      PATRONI_POSTGRESQL_LISTEN: '127.0.0.1:3',
-      PATRONI_POSTGRESQL_DATA_DIR: join(dir, 'data'),
+      ...minimalEnvironment(),
       PATRONI_ETCD3_PROTOCOL: 'https',
       PATRONI_ETCD3_CACERT: join(dir, 'missing-ca.pem'),
     });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain(`etcd3.cacert: cannot read ${join(dir, 'missing-ca.pem')}`);
+  });
+
+  it('refuses an encrypted API key with the wrong keyfile_password in one line naming the key', () => {
+    const certs = makeTestCertificates(dir);
+    const encryptedKey = join(dir, 'node-encrypted.key');
+    execFileSync('openssl', ['pkey', '-in', certs.nodeKey, '-aes256', '-passout', 'pass:right', '-out', encryptedKey], { stdio: 'pipe' });
+    const result = stator([], {
+      ...minimalEnvironment(),
+      PATRONI_RESTAPI_CERTFILE: certs.nodeCert,
+      PATRONI_RESTAPI_KEYFILE: encryptedKey,
+      PATRONI_RESTAPI_KEYFILE_PASSWORD: 'wrong',
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^restapi\.keyfile: cannot load the private key \(.*\); is restapi\.keyfile_password right\?\n$/);
   });
 });

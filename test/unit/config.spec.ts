@@ -360,14 +360,14 @@ describe('loadConfig', () => {
     it('ignores unsupported keys at every level', () => {
       const { warnings } = load({
         citus: { group: 0 },
-        restapi: { ciphers: 'HIGH' },
+        restapi: { ciphers_of_tomorrow: 'HIGH' },
         etcd3: { srv_suffix: 'a' },
         bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true, recovery_conf: { restore_command: 'cp %p' } } },
         postgresql: { authentication: { superuser: { sslmode: 'require', sslcompression: 1 } } },
       });
       expect(warnings).toEqual([
         'unsupported key citus ignored',
-        'unsupported key restapi.ciphers ignored',
+        'unsupported key restapi.ciphers_of_tomorrow ignored',
         'unsupported key etcd3.srv_suffix ignored',
         'unsupported key postgresql.authentication.superuser.sslcompression ignored',
       ]);
@@ -599,7 +599,7 @@ describe('loadConfig', () => {
         'an admin authentication scope with nothing to check',
         { restapi: { authentication_scope: 'admin' } },
         {},
-        'restapi.authentication_scope: "admin" requires restapi.authentication, restapi.allowlist or restapi.verify_client',
+        'restapi.authentication_scope: "admin" requires restapi.authentication, restapi.allowlist, restapi.allowlist_include_members or restapi.verify_client',
       ],
       [
         'verify_client without cafile',
