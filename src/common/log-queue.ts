@@ -40,6 +40,25 @@ export class LogQueue {
     this.writeNext();
   }
 
+  /**
+   * A line that must not wait behind the event loop (CRITICAL, usually followed by an exit): it and the lines waiting
+   * behind the write in flight are written now. A line handed to the threadpool at exit may never reach the kernel,
+   * and `flushSync` cannot tell, so a last line must never be left there.
+   */
+  writeNow(line: string): void {
+    const rest = Buffer.concat([...this.waiting.splice(this.inFlight), Buffer.from(line)]);
+    let written = 0;
+    try {
+      written = writeSync(this.fd, rest);
+    } catch {
+      // The output would block (a full non-blocking pipe) or failed: the rest waits its turn like any line.
+    }
+    if (written < rest.length) {
+      this.waiting.push(rest.subarray(written));
+      this.writeNext();
+    }
+  }
+
   /** Lines not yet written, the one being written included. */
   get waitingLines(): number {
     return this.waiting.length;

@@ -83,7 +83,7 @@ const defaultLine: LineRenderer = (record) => `${defaultAsctime(record.time)} ${
  */
 export function createLogger(
   minimum: LogLevel = 'INFO',
-  write: (line: string) => void = (l) => process.stdout.write(l),
+  write: (line: string, level: LogLevel) => void = (l) => process.stdout.write(l),
   render: LineRenderer = defaultLine,
   options: LoggerOptions = {},
 ): Logger {
@@ -96,7 +96,7 @@ export function createLogger(
       if (heartbeat && message === lastHeartbeat) return;
       lastHeartbeat = heartbeat ? message : null;
     }
-    write(`${render({ level, levelNumber: ORDER[level], message, time: new Date() })}\n`);
+    write(`${render({ level, levelNumber: ORDER[level], message, time: new Date() })}\n`, level);
   };
   const log = (level: LogLevel) => (message: string) => emit(level, message);
   const exception = (message: string, error: unknown) => {
@@ -125,7 +125,7 @@ export function createConfiguredLogger(log: LogSettings, fileName: string): Logg
     const lostLine = (count: number) =>
       `${render({ level: 'WARNING', levelNumber: ORDER.WARNING, message: `lost ${count} log lines: standard output did not take them in time (log.max_queue_size)`, time: new Date() })}\n`;
     const queue = new LogQueue(STDOUT_FD, log.max_queue_size ?? DEFAULT_MAX_QUEUE_SIZE, lostLine);
-    return createLogger(level, (line) => queue.write(line), render, options);
+    return createLogger(level, (line, lineLevel) => (lineLevel === 'CRITICAL' ? queue.writeNow(line) : queue.write(line)), render, options);
   }
   mkdirSync(log.dir, { recursive: true });
   const file = new RotatingLogFile(join(log.dir, fileName), log.file_size, log.file_num, log.mode);

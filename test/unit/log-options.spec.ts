@@ -173,4 +173,41 @@ describe('log.max_queue_size: standard output that stops taking lines', () => {
     expect(new Set(arrived).size).toBe(arrived.length);
     expect(lost).toBeGreaterThan(0);
   });
+
+  it('writes a CRITICAL line at once, with the lines waiting behind the write in flight, so that an exit right after it loses none', async () => {
+    const fifo = join(dir, 'critical.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = openSync(fifo, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+    const writer = openSync(fifo, 'w');
+    const queue = new LogQueue(writer, 100, (count) => `WARNING: lost ${count} log lines\n`);
+    const buffer = Buffer.alloc(65536);
+    let text = '';
+    const drain = () => {
+      try {
+        const read = readSync(reader, buffer, 0, buffer.length, null);
+        text += buffer.subarray(0, Math.max(0, read)).toString();
+      } catch {
+        // EAGAIN: nothing more for now
+      }
+    };
+    try {
+      queue.write('INFO: one\n'); // handed to the threadpool
+      queue.write('INFO: two\n');
+      queue.write('INFO: three\n');
+      queue.writeNow('CRITICAL: the end\n');
+      drain(); // no turn of the event loop since: what a process.exit() here would leave behind
+      expect(text).toContain('INFO: two\nINFO: three\nCRITICAL: the end\n');
+      await waitFor(
+        () => {
+          drain();
+          return text.includes('INFO: one') && queue.waitingLines === 0;
+        },
+        { timeoutMs: 4_000, description: 'the line that was in flight' },
+      );
+    } finally {
+      closeSync(writer);
+      closeSync(reader);
+    }
+    expect(text.split('\n').filter(Boolean).sort()).toEqual(['CRITICAL: the end', 'INFO: one', 'INFO: three', 'INFO: two']);
+  });
 });
