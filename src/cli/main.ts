@@ -12,6 +12,7 @@ import { createPeerProbe } from '../ha/peer-probe';
 import { httpsServerOptions } from '../security/tls';
 import { ConfigError, loadConfig } from '../config/load-config';
 import { createConfiguredLogger, Logger } from '../common/logger';
+import { createServiceNotifier, takeNotifySocket } from '../common/service-notifier';
 import { STATOR_VERSION } from '../version';
 
 const USAGE = `usage: stator <config.yml>
@@ -23,6 +24,8 @@ PATRONI_* and STATOR_* environment variables override it (see docs/configuration
 
 /** `stator <config.yml>`: starts the agent; exits 1 with one line per problem on a bad configuration. */
 export async function main(argv: string[]): Promise<void> {
+  // Only the agent talks to systemd: no child (PostgreSQL, fence, callbacks) may inherit the socket.
+  const notifySocket = takeNotifySocket(process.env);
   if (argv[0] === 'audit') {
     process.exitCode = await runAudit(argv.slice(1), {
       stdout: (text) => process.stdout.write(text),
@@ -58,6 +61,7 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(1);
   }
   for (const warning of loaded.warnings) log.warning(warning);
+  const notifier = createServiceNotifier(notifySocket, log);
 
   // POST /reload and SIGHUP read the same file and environment again; an invalid file keeps the running configuration.
   const reloadConfig = () => loadConfig(argv[0] ?? null, process.env).config;
@@ -72,6 +76,9 @@ export async function main(argv: string[]): Promise<void> {
   await app.listen(port, host);
   log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
   await lifecycle.start();
+  // Up as for the reference: the API listens and the HA loop runs. A reload is done once the cycle has read the file.
+  app.get(HaNode).watchReloads({ requested: () => void notifier.reloading(), done: () => void notifier.ready() });
+  await notifier.ready();
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -79,8 +86,9 @@ export async function main(argv: string[]): Promise<void> {
     stopping = true;
     log.info(`received ${signal}, shutting down`);
     // Explicit exit: HTTP keep-alive sockets and etcd streams must not keep the process alive.
-    app
-      .close()
+    notifier
+      .stopping()
+      .then(() => app.close())
       .catch((error) => log.error(`shutdown failed: ${String(error)}`))
       .finally(() => process.exit(process.exitCode ?? 0));
   };
