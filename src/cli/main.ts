@@ -14,13 +14,17 @@ import { ConfigError, loadConfig } from '../config/load-config';
 import { createConfiguredLogger, Logger } from '../common/logger';
 import { createServiceNotifier, takeNotifySocket } from '../common/service-notifier';
 import { STATOR_VERSION } from '../version';
+import { VALIDATE_USAGE, validateConfig, wantsValidation } from './validate-config';
 
 const USAGE = `usage: stator <config.yml>
        stator --version
+${VALIDATE_USAGE}
        stator audit <verify|export|replay> ...   (stator audit --help)
 
 Runs the Stator agent for one PostgreSQL node. The configuration file uses Patroni's schema;
-PATRONI_* and STATOR_* environment variables override it (see docs/configuration.md).`;
+PATRONI_* and STATOR_* environment variables override it (see docs/configuration.md).
+--validate-config checks the file (and the environment) and exits 0, or 1 with one line per problem;
+--print also writes the resulting configuration, passwords hidden.`;
 
 /** `stator <config.yml>`: starts the agent; exits 1 with one line per problem on a bad configuration. */
 export async function main(argv: string[]): Promise<void> {
@@ -32,6 +36,10 @@ export async function main(argv: string[]): Promise<void> {
       stderr: (text) => process.stderr.write(text),
       env: process.env,
     });
+    return;
+  }
+  if (wantsValidation(argv)) {
+    process.exitCode = validateConfig(argv, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text), env: process.env });
     return;
   }
   if (argv.includes('--version')) {
