@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { isMapping } from '../config/dynamic-config';
 import { ConfigError, loadConfig } from '../config/load-config';
 
 export const VALIDATE_USAGE = `       stator --validate-config [--print|-p] [--ignore-listen-port|-i] [<config.yml>]`;
@@ -54,7 +55,8 @@ export function validateConfig(argv: string[], io: ValidateIo): number {
 /** A copy in which the value of every key named like `password` (sslpassword, keyfile_password...) is hidden. */
 export function hideSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(hideSecrets);
-  if (value === null || typeof value !== 'object') return value;
+  // Only mappings are walked: a YAML 1.1 timestamp is a Date, printed as it is.
+  if (!isMapping(value)) return value;
   return Object.fromEntries(
     Object.entries(value).map(([key, inner]) => [key, SECRET_KEY.test(key) && inner !== null && typeof inner !== 'object' ? HIDDEN : hideSecrets(inner)]),
   );

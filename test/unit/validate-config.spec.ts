@@ -91,11 +91,13 @@ describe('stator --validate-config', () => {
   });
 
   it('hides nested and listed passwords, and leaves other values alone', () => {
-    expect(hideSecrets({ a: [{ keyfile_password: 'x' }], password: null, b: { PASSWORD: 1 }, port: 5432 })).toEqual({
+    const at = new Date('2026-01-01T00:00:00Z');
+    expect(hideSecrets({ a: [{ keyfile_password: 'x' }], password: null, b: { PASSWORD: 1 }, port: 5432, at })).toEqual({
       a: [{ keyfile_password: '********' }],
       password: null,
       b: { PASSWORD: '********' },
       port: 5432,
+      at,
     });
   });
 });
