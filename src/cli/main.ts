@@ -69,7 +69,8 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(1);
   }
   for (const warning of loaded.warnings) log.warning(warning);
-  const notifier = createServiceNotifier(notifySocket, log);
+  // The fence's interpreter (fence.python) sends the datagrams too: one Python to install.
+  const notifier = createServiceNotifier(notifySocket, log, config.fence.python);
 
   // POST /reload and SIGHUP read the same file and environment again; an invalid file keeps the running configuration.
   const reloadConfig = () => loadConfig(argv[0] ?? null, process.env).config;

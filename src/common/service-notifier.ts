@@ -64,7 +64,7 @@ export const silentNotifier: ServiceNotifier = {
 };
 
 /** A notifier for `socket` (a path, or `@name` in the abstract namespace); silent when there is none. */
-export function createServiceNotifier(socket: string | null, logger: Logger, python = pythonOnPath()): ServiceNotifier {
+export function createServiceNotifier(socket: string | null, logger: Logger, python: string = pythonOnPath()): ServiceNotifier {
   if (socket === null) return silentNotifier;
   if (!socket.startsWith('/') && !socket.startsWith('@')) {
     logger.warning(`NOTIFY_SOCKET=${socket}: only a socket path or an abstract @name is supported; systemd is not notified`);
@@ -137,7 +137,7 @@ class DatagramHelperNotifier implements ServiceNotifier {
   }
 }
 
-/** Debian's `/usr/bin/python3`, else the first `python3` on PATH. */
+/** Debian's `/usr/bin/python3`, else the first `python3` on PATH (as the fence's default). */
 function pythonOnPath(): string {
   const candidates = ['/usr/bin/python3', ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'python3'))];
   return (
