@@ -52,6 +52,8 @@ export interface LocalClusterOptions {
   prepareEtcd?: (etcd: EtcdHandle) => Promise<void> | void;
   /** Nodes on hosts of their own (network namespaces) instead of loopback ports; with it, `etcd` is started by the caller. */
   network?: NodeNetwork;
+  /** More environment for every agent (NOTIFY_SOCKET, ...), not for etcd. */
+  agentEnv?: Record<string, string>;
 }
 
 /** Where each node lives when it is not on loopback: see `NetnsLab`. */
@@ -254,7 +256,7 @@ export class LocalNode {
     const [command, ...args] = [...prefix, process.execPath, ...AGENT_NODE_FLAGS, AGENT, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
-      env: { ...process.env, ...AGENT_ENVIRONMENT },
+      env: { ...process.env, ...AGENT_ENVIRONMENT, ...this.options.agentEnv },
     });
     if (this.options.echo) {
       const prefix = `[${this.name}] `;

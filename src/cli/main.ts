@@ -12,23 +12,34 @@ import { createPeerProbe } from '../ha/peer-probe';
 import { httpsServerOptions } from '../security/tls';
 import { ConfigError, loadConfig } from '../config/load-config';
 import { createConfiguredLogger, Logger } from '../common/logger';
+import { createServiceNotifier, takeNotifySocket } from '../common/service-notifier';
 import { STATOR_VERSION } from '../version';
+import { VALIDATE_USAGE, validateConfig, wantsValidation } from './validate-config';
 
 const USAGE = `usage: stator <config.yml>
        stator --version
+${VALIDATE_USAGE}
        stator audit <verify|export|replay> ...   (stator audit --help)
 
 Runs the Stator agent for one PostgreSQL node. The configuration file uses Patroni's schema;
-PATRONI_* and STATOR_* environment variables override it (see docs/configuration.md).`;
+PATRONI_* and STATOR_* environment variables override it (see docs/configuration.md).
+--validate-config checks the file (and the environment) and exits 0, or 1 with one line per problem;
+--print also writes the resulting configuration, passwords hidden.`;
 
 /** `stator <config.yml>`: starts the agent; exits 1 with one line per problem on a bad configuration. */
 export async function main(argv: string[]): Promise<void> {
+  // Only the agent talks to systemd: no child (PostgreSQL, fence, callbacks) may inherit the socket.
+  const notifySocket = takeNotifySocket(process.env);
   if (argv[0] === 'audit') {
     process.exitCode = await runAudit(argv.slice(1), {
       stdout: (text) => process.stdout.write(text),
       stderr: (text) => process.stderr.write(text),
       env: process.env,
     });
+    return;
+  }
+  if (wantsValidation(argv)) {
+    process.exitCode = validateConfig(argv, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text), env: process.env });
     return;
   }
   if (argv.includes('--version')) {
@@ -58,6 +69,8 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(1);
   }
   for (const warning of loaded.warnings) log.warning(warning);
+  // The fence's interpreter (fence.python) sends the datagrams too: one Python to install.
+  const notifier = createServiceNotifier(notifySocket, log, config.fence.python);
 
   // POST /reload and SIGHUP read the same file and environment again; an invalid file keeps the running configuration.
   const reloadConfig = () => loadConfig(argv[0] ?? null, process.env).config;
@@ -84,6 +97,9 @@ export async function main(argv: string[]): Promise<void> {
   await app.listen({ port, host, ...(config.restapi.request_queue_size ? { backlog: config.restapi.request_queue_size } : {}) });
   log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
   await lifecycle.start();
+  // Up as for the reference: the API listens and the HA loop runs. A reload is done once the cycle has read the file.
+  app.get(HaNode).watchReloads({ requested: () => void notifier.reloading(), done: () => void notifier.ready() });
+  await notifier.ready();
 
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -91,8 +107,9 @@ export async function main(argv: string[]): Promise<void> {
     stopping = true;
     log.info(`received ${signal}, shutting down`);
     // Explicit exit: HTTP keep-alive sockets and etcd streams must not keep the process alive.
-    app
-      .close()
+    notifier
+      .stopping()
+      .then(() => app.close())
       .catch((error) => log.error(`shutdown failed: ${String(error)}`))
       .finally(() => process.exit(process.exitCode ?? 0));
   };

@@ -43,6 +43,8 @@ export interface LoadedConfig {
   config: StatorConfig;
   /** Unsupported keys, ignored settings and clamped values, one line each, for WARNING lines at startup. */
   warnings: string[];
+  /** The file as the environment overrode it, before defaults: what `--validate-config --print` shows. */
+  document: Mapping;
 }
 
 export const DEFAULT_NAMESPACE = '/service';
@@ -77,9 +79,10 @@ export function loadConfig(path: string | null, env: NodeJS.ProcessEnv): LoadedC
   const findings = new Findings(VARIABLE_BY_PATH);
   const doc = path === null ? {} : readConfigFile(path, findings);
   applyEnvironment(doc, env, findings);
+  const document = structuredClone(doc);
   const config = readConfig(doc, findings);
   if (findings.problems.length > 0) throw new ConfigError(findings.problems);
-  return { config, warnings: findings.warnings };
+  return { config, warnings: findings.warnings, document };
 }
 
 function readConfigFile(path: string, findings: Findings): Mapping {

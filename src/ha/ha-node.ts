@@ -23,6 +23,12 @@ import { whileNotSyncStandby } from './sync/leave-sync';
 export type { HaNodeDeps } from './node-context';
 export type { NodeView, ScheduledRestart } from './node-view';
 
+/** Told about reloads (SIGHUP, POST /reload): systemd's RELOADING=1 and READY=1. */
+export interface ReloadWatcher {
+  requested(): void;
+  done(): void;
+}
+
 /**
  * The `ha` actor of the design: one node's HA cycle. It runs every loop_wait (or at once when the
  * DCS watch or a PostgreSQL transition says something changed), reads the cluster, asks the pure
@@ -32,6 +38,7 @@ export class HaNode {
   private readonly node: NodeContext;
   private configAdjustments = '';
   private reloadRequested = false;
+  private readonly reloadWatchers: ReloadWatcher[] = [];
   private lastCycleAt = 0;
   private stopped = false;
   private wakePending = false;
@@ -217,6 +224,12 @@ export class HaNode {
   /** POST /reload: the configuration file is read again at the next cycle, as on SIGHUP. */
   requestReload(): void {
     this.reloadRequested = true;
+    for (const watcher of this.reloadWatchers) watcher.requested();
+  }
+
+  /** Told when a reload is requested and when the cycle has read the file again (systemd's RELOADING=1, READY=1). */
+  watchReloads(watcher: ReloadWatcher): void {
+    this.reloadWatchers.push(watcher);
   }
 
   scheduleRestart(restart: ScheduledRestart): boolean {
@@ -274,6 +287,7 @@ export class HaNode {
       if (this.reloadRequested) {
         this.reloadRequested = false;
         node.reloadLocalConfig();
+        for (const watcher of this.reloadWatchers) watcher.done();
       }
       this.recordFenceJournal();
       if (node.pgState() === 'running') await node.sampler.take();

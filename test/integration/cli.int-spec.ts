@@ -74,4 +74,26 @@ describe('the stator command', () => {
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/^restapi\.keyfile: cannot load the private key \(.*\); is restapi\.keyfile_password right\?\n$/);
   });
+
+  it('validates a configuration without starting: --validate-config exits 0 or 1, --print shows it with passwords hidden', () => {
+    const good = join(dir, 'good.yml');
+    writeFileSync(good, 'scope: demo\nname: n1\nrestapi:\n  listen: 127.0.0.1:1\netcd3:\n  hosts: 127.0.0.1:2\npostgresql:\n  listen: 127.0.0.1:3\n  data_dir: /nowhere\n');
+    const valid = stator(['--validate-config', good]);
+    expect({ status: valid.status, stdout: valid.stdout, stderr: valid.stderr }).toEqual({ status: 0, stdout: '', stderr: '' });
+    const printed = stator(['--validate-config', '--print', good], { PATRONI_SUPERUSER_PASSWORD: 'sup3r' });
+    expect(printed.status).toBe(0);
+    expect(printed.stdout).toContain('scope: demo\n');
+    expect(printed.stdout).toMatch(/superuser:\n\s+password: "?\*{8}"?\n/);
+    expect(printed.stdout).not.toContain('sup3r');
+    const bad = join(dir, 'bad-listen.yml');
+    writeFileSync(bad, 'scope: demo\nname: n1\nrestapi:\n  listen: nowhere\netcd3:\n  hosts: 127.0.0.1:2\npostgresql:\n  listen: 127.0.0.1:3\n  data_dir: /nowhere\n');
+    const invalid = stator(['--validate-config', bad]);
+    expect({ status: invalid.status, stdout: invalid.stdout, stderr: invalid.stderr }).toEqual({ status: 1, stdout: '', stderr: 'restapi.listen: must be host:port, got "nowhere"\n' });
+  });
+
+  it('lists --validate-config in its usage', () => {
+    const result = stator(['--help']);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('stator --validate-config [--print|-p] [--ignore-listen-port|-i] [<config.yml>]');
+  });
 });

@@ -1,11 +1,12 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { HEALTH_PATHS } from '../../src/api/health';
 import { AGENT_NODE_FLAGS, agentEnvironmentAssignments } from '../../src/cli/agent-node-flags';
 import { buildMetrics } from '../../src/api/metrics';
 import { leaderView, NOW } from './api/node-view-fixtures';
+import { removeDir, tmpDir } from '../helpers/tmp';
 
 /** What operators deploy beside Stator (deploy/): checked against the metrics and paths Stator really serves. */
 const DEPLOY = join(__dirname, '..', '..', 'deploy');
@@ -50,5 +51,36 @@ describe('deploy/', () => {
     expect(imageEnvironment).toEqual(expect.arrayContaining(environment.split(' ')));
     const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     expect(scripts.start).toBe(`${environment} node ${flags} bin/stator.js`);
+  });
+
+  describe('the systemd unit (stator.service)', () => {
+    const unit = readFileSync(join(DEPLOY, 'stator.service'), 'utf8');
+    const settings = (key: string) => [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]);
+
+    it('passes systemd-analyze verify without a warning', () => {
+      // verify checks that ExecStart's program exists: the node running this test stands for /usr/bin/node.
+      const dir = tmpDir('stator-unit-');
+      try {
+        writeFileSync(join(dir, 'stator.service'), unit.replace('ExecStart=/usr/bin/node ', `ExecStart=${process.execPath} `));
+        const verify = spawnSync('systemd-analyze', ['verify', join(dir, 'stator.service')], { encoding: 'utf8' });
+        expect({ status: verify.status, output: `${verify.stdout}${verify.stderr}` }).toEqual({ status: 0, output: '' });
+      } finally {
+        removeDir(dir);
+      }
+    });
+
+    it('is a notify service whose reload is SIGHUP and whose stop never kills PostgreSQL', () => {
+      expect(settings('Type')).toEqual(['notify']);
+      expect(settings('NotifyAccess')).toEqual(['all']);
+      expect(settings('ExecReload')).toEqual(['/bin/kill -HUP $MAINPID']);
+      expect(settings('KillMode')).toEqual(['process']);
+      expect(settings('User')).toEqual(['postgres']);
+      expect(settings('Restart')).toEqual(['on-failure']);
+    });
+
+    it('starts the agent with the same node flags and malloc setting as bin/stator.js, on /etc/stator/stator.yml', () => {
+      expect(settings('ExecStart')).toEqual([`/usr/bin/node ${AGENT_NODE_FLAGS.join(' ')} /opt/stator/bin/stator.js /etc/stator/stator.yml`]);
+      expect(settings('Environment')).toEqual(agentEnvironmentAssignments().split(' '));
+    });
   });
 });
