@@ -1,0 +1,72 @@
+import { accessSync, constants as fsConstants } from 'node:fs';
+import { Logger } from '../common/logger';
+import { WatchdogSettings, watchdogTimeoutSeconds, watchdogTimingProblem } from '../config/watchdog-config';
+import { FenceState, FenceWatchdog } from '../postgresql/postgres.port';
+
+/** Whether the agent's user may open `device` for writing (the reference's `is_healthy`: exists and W_OK). */
+export type DeviceCheck = (device: string) => string | null;
+
+export const writableDevice: DeviceCheck = (device) => {
+  try {
+    accessSync(device, fsConstants.W_OK);
+    return null;
+  } catch (error) {
+    return `${device}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+  }
+};
+
+/**
+ * The `watchdog` section as the HA loop applies it: what the leader's fence is asked to hold (each arm pets
+ * it), and, in mode `required`, why this node may not lead (no usable device, unsafe timings, or the fence
+ * could not activate it). The device itself is opened by the fence (`fence_watchdog.py`), never by the agent.
+ */
+export class WatchdogGuard {
+  private lastFailure: string | null = null;
+
+  constructor(
+    /** Read each time: a reload (SIGHUP, POST /reload) may change the section. */
+    private readonly settingsOf: () => WatchdogSettings,
+    private readonly logger: Logger,
+    private readonly checkDevice: DeviceCheck = writableDevice,
+  ) {}
+
+  private get settings(): WatchdogSettings {
+    return this.settingsOf();
+  }
+
+  /** What the fence holds with the next arm; none when off, when not `wanted` (paused...), or with unsafe timings. */
+  request(ttlSeconds: number, loopWaitSeconds: number, wanted: boolean): FenceWatchdog | undefined {
+    if (this.settings.mode === 'off' || !wanted) return undefined;
+    if (watchdogTimingProblem(this.settings, ttlSeconds, loopWaitSeconds)) return undefined;
+    return {
+      driver: this.settings.driver,
+      device: this.settings.device,
+      timeout: watchdogTimeoutSeconds(this.settings, ttlSeconds),
+      required: this.settings.mode === 'required',
+    };
+  }
+
+  /**
+   * Mode `required` only: why this node cannot have its watchdog, or null. Shown as `watchdog_failed` in the
+   * status document; such a node takes no leader lock and is no failover candidate. Each new reason is logged once.
+   */
+  failure(ttlSeconds: number, loopWaitSeconds: number, fence: FenceState): string | null {
+    const failure = this.settings.mode === 'required' ? this.findFailure(ttlSeconds, loopWaitSeconds, fence) : null;
+    if (failure !== this.lastFailure) {
+      if (failure) this.logger.warning(`Watchdog device is not usable: ${failure}`);
+      else if (this.lastFailure) this.logger.info(`watchdog device ${this.settings.device} is usable again`);
+      this.lastFailure = failure;
+    }
+    return failure;
+  }
+
+  private findFailure(ttlSeconds: number, loopWaitSeconds: number, fence: FenceState): string | null {
+    const timing = watchdogTimingProblem(this.settings, ttlSeconds, loopWaitSeconds);
+    if (timing) return timing;
+    const device = this.checkDevice(this.settings.device);
+    if (device) return `cannot open ${device}`;
+    const held = fence.watchdog;
+    if (held?.error && held.device === this.settings.device) return held.error;
+    return null;
+  }
+}
