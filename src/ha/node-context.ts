@@ -133,7 +133,7 @@ export class NodeContext {
       () => this.reconcileRoleWithServer(),
       () => (this.dynamic.postgres_unresponsive_timeout > 0 ? this.dynamic.postgres_unresponsive_timeout * 500 : Infinity),
     );
-    this.watchdog = new WatchdogGuard(() => this.config.watchdog, logger, deps.watchdogDevice);
+    this.watchdog = new WatchdogGuard(() => this.config.watchdog, logger, (type, cause, data) => this.events.recordWatchdog(type, cause, data), deps.watchdogDevice);
     this.lock = new LeaderLock({
       dcs: deps.dcs,
       pg: deps.pg,

@@ -1,7 +1,10 @@
 import { accessSync, constants as fsConstants } from 'node:fs';
 import { Logger } from '../common/logger';
 import { WatchdogSettings, watchdogTimeoutSeconds, watchdogTimingProblem } from '../config/watchdog-config';
-import { FenceState, FenceWatchdog } from '../postgresql/postgres.port';
+import { FenceState, FenceWatchdog, FenceWatchdogState } from '../postgresql/postgres.port';
+
+/** Records a watchdog fact on the node's `watchdog` stream. */
+export type WatchdogRecorder = (type: `watchdog.${string}`, cause: string, data: Record<string, unknown>) => void;
 
 /** Whether the agent's user may open `device` for writing (the reference's `is_healthy`: exists and W_OK). */
 export type DeviceCheck = (device: string) => string | null;
@@ -22,11 +25,13 @@ export const writableDevice: DeviceCheck = (device) => {
  */
 export class WatchdogGuard {
   private lastFailure: string | null = null;
+  private lastHeld: FenceWatchdogState | null = null;
 
   constructor(
     /** Read each time: a reload (SIGHUP, POST /reload) may change the section. */
     private readonly settingsOf: () => WatchdogSettings,
     private readonly logger: Logger,
+    private readonly record: WatchdogRecorder = () => undefined,
     private readonly checkDevice: DeviceCheck = writableDevice,
   ) {}
 
@@ -51,13 +56,35 @@ export class WatchdogGuard {
    * status document; such a node takes no leader lock and is no failover candidate. Each new reason is logged once.
    */
   failure(ttlSeconds: number, loopWaitSeconds: number, fence: FenceState): string | null {
+    this.recordFenceChange(fence.watchdog ?? null);
     const failure = this.settings.mode === 'required' ? this.findFailure(ttlSeconds, loopWaitSeconds, fence) : null;
     if (failure !== this.lastFailure) {
-      if (failure) this.logger.warning(`Watchdog device is not usable: ${failure}`);
-      else if (this.lastFailure) this.logger.info(`watchdog device ${this.settings.device} is usable again`);
+      const device = this.settings.device;
+      if (failure) {
+        this.logger.warning(`Watchdog device is not usable: ${failure}`);
+        this.record('watchdog.unusable', failure, { device, mode: this.settings.mode });
+      } else if (this.lastFailure) {
+        this.logger.info(`watchdog device ${device} is usable again`);
+        this.record('watchdog.usable', `watchdog device ${device} is usable again`, { device, mode: this.settings.mode });
+      }
       this.lastFailure = failure;
     }
     return failure;
+  }
+
+  /** What the fence did with the device since the last cycle, as facts on the node's watchdog stream. */
+  private recordFenceChange(held: FenceWatchdogState | null): void {
+    const before = this.lastHeld;
+    this.lastHeld = held;
+    if (!held || (before && before.running === held.running && before.timeout === held.timeout && before.error === held.error)) return;
+    const data = { device: held.device, timeout: held.timeout };
+    if (held.error) {
+      if (held.error !== before?.error) this.record('watchdog.activation_failed', held.error, data);
+    } else if (held.running) {
+      this.record(before?.running ? 'watchdog.timeout_changed' : 'watchdog.activated', `watchdog set to ${held.timeout} s`, data);
+    } else if (before?.running) {
+      this.record('watchdog.closed', 'magic close: this node no longer leads', data);
+    }
   }
 
   private findFailure(ttlSeconds: number, loopWaitSeconds: number, fence: FenceState): string | null {

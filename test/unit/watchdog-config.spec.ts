@@ -88,7 +88,7 @@ describe('the watchdog as the HA loop applies it', () => {
   function guard(settings: Partial<WatchdogSettings>, deviceProblem: string | null = null) {
     const lines: string[] = [];
     const logger = createLogger('DEBUG', (line) => lines.push(line.trim()));
-    return { guard: new WatchdogGuard(() => ({ ...DEFAULT_WATCHDOG, ...settings }), logger, () => deviceProblem), lines };
+    return { guard: new WatchdogGuard(() => ({ ...DEFAULT_WATCHDOG, ...settings }), logger, undefined, () => deviceProblem), lines };
   }
 
   it('asks the fence for the device with ttl - safety_margin, and for nothing when off, not wanted (paused) or unsafe', () => {
@@ -104,13 +104,20 @@ describe('the watchdog as the HA loop applies it', () => {
   it('in mode required, fails a node whose device cannot be opened, says so once, and recovers when it can', () => {
     let problem: string | null = '/dev/watchdog: ENOENT';
     const lines: string[] = [];
-    const required = new WatchdogGuard(() => ({ ...DEFAULT_WATCHDOG, mode: 'required' }), createLogger('DEBUG', (line) => lines.push(line.trim())), () => problem);
+    const facts: string[] = [];
+    const required = new WatchdogGuard(
+      () => ({ ...DEFAULT_WATCHDOG, mode: 'required' }),
+      createLogger('DEBUG', (line) => lines.push(line.trim())),
+      (type, cause) => facts.push(`${type}: ${cause}`),
+      () => problem,
+    );
     expect(required.failure(30, 10, fence)).toBe('cannot open /dev/watchdog: ENOENT');
     expect(required.failure(30, 10, fence)).toBe('cannot open /dev/watchdog: ENOENT');
     expect(lines.filter((line) => line.includes('WARNING: Watchdog device is not usable: cannot open /dev/watchdog: ENOENT'))).toHaveLength(1);
     problem = null;
     expect(required.failure(30, 10, fence)).toBeNull();
     expect(lines[lines.length - 1]).toMatch(/INFO: watchdog device \/dev\/watchdog is usable again$/);
+    expect(facts).toEqual(['watchdog.unusable: cannot open /dev/watchdog: ENOENT', 'watchdog.usable: watchdog device /dev/watchdog is usable again']);
   });
 
   it('in mode required, fails a node with unsafe timings or whose fence could not activate the device', () => {
@@ -118,6 +125,21 @@ describe('the watchdog as the HA loop applies it', () => {
     expect(required.failure(12, 10, fence)).toBe('Watchdog not supported because leader TTL 12 is less than 2x loop_wait 10');
     const failed = { ...fence, watchdog: { running: false, timeout: null, device: '/dev/watchdog', error: 'WDIOC_SETTIMEOUT on /dev/watchdog failed: Invalid argument' } };
     expect(required.failure(30, 10, failed)).toBe('WDIOC_SETTIMEOUT on /dev/watchdog failed: Invalid argument');
+  });
+
+  it('records what the fence did with the device, once per change, on the node\'s watchdog stream', () => {
+    const facts: string[] = [];
+    const automatic = new WatchdogGuard(() => DEFAULT_WATCHDOG, createLogger('DEBUG', () => undefined), (type, cause) => facts.push(`${type}: ${cause}`), () => null);
+    const held = (running: boolean, timeout: number | null, error: string | null = null) => ({ ...fence, watchdog: { running, timeout, device: '/dev/watchdog', error } });
+    for (const state of [fence, held(true, 25), held(true, 25), held(true, 20), held(false, null), held(false, null, 'WDIOC_SETTIMEOUT failed'), held(false, null, 'WDIOC_SETTIMEOUT failed')]) {
+      automatic.failure(30, 10, state);
+    }
+    expect(facts).toEqual([
+      'watchdog.activated: watchdog set to 25 s',
+      'watchdog.timeout_changed: watchdog set to 20 s',
+      'watchdog.closed: magic close: this node no longer leads',
+      'watchdog.activation_failed: WDIOC_SETTIMEOUT failed',
+    ]);
   });
 
   it('never fails a node in mode automatic: it leads without the watchdog, with the warning the fence logs', () => {

@@ -31,7 +31,6 @@ class WatchdogInfo(ctypes.Structure):
 
 
 WDIOC_GETSUPPORT = _ioc(_READ, 0, ctypes.sizeof(WatchdogInfo))
-WDIOC_KEEPALIVE = _ioc(_READ, 5, ctypes.sizeof(ctypes.c_int))
 WDIOC_SETTIMEOUT = _ioc(_READ_WRITE, 6, ctypes.sizeof(ctypes.c_int))
 WDIOC_GETTIMEOUT = _ioc(_READ, 7, ctypes.sizeof(ctypes.c_int))
 WDIOF_SETTIMEOUT = 0x0080

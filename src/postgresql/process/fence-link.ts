@@ -170,9 +170,12 @@ export class FenceLink {
 
   private onWatchdog(connection: FenceConnection, state: FenceWatchdogState): void {
     if (connection !== this.connection) return;
+    const wasRunning = this.watchdogState?.running === true;
     this.watchdogState = state;
-    if (state.error) this.log?.('warning', `watchdog ${state.device ?? ''}: ${state.error}`);
-    else this.log?.('info', state.running ? `watchdog ${state.device ?? ''} activated with ${state.timeout} second timeout` : `watchdog ${state.device ?? ''} closed`);
+    const device = state.device ?? '';
+    if (state.error) this.log?.('warning', `watchdog ${device} could not be activated: ${state.error}`);
+    else if (!state.running) this.log?.('info', `watchdog ${device} closed with the magic close`);
+    else this.log?.('info', `watchdog ${device} ${wasRunning ? 'updated' : 'activated'} with ${state.timeout} second timeout`);
   }
 
   private onFenceExit(connection: FenceConnection, exit: PostmasterExitEvent): void {
