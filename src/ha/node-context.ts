@@ -1,5 +1,5 @@
 import { Actor, createActor, StateValue, waitFor } from 'xstate';
-import { TimerClock } from '../common/clock';
+import { sleep, TimerClock } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
 import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
@@ -26,7 +26,7 @@ import { Sampler } from './sampler';
 import { readPoolWithdrawal } from './read-pool';
 import { remotePrimary } from './standby-cluster';
 import { SyncReplication } from './sync/sync-replication';
-import { DeviceCheck, WatchdogGuard } from './watchdog-guard';
+import { DeviceCheck, WATCHDOG_ACTIVATION_WAIT_MS, WatchdogGuard } from './watchdog-guard';
 import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
 import { FailsafeState } from './failsafe/failsafe-state';
 import { taskMachine } from './task.machine';
@@ -166,6 +166,12 @@ export class NodeContext {
         if (this.pgState() === 'running') this.postgres.send({ type: 'RECONFIGURE', settings: this.currentSettings() });
       },
     });
+  }
+
+  /** Mode `required`: PostgreSQL is promoted only once the fence holds the watchdog (not while paused, as the reference). */
+  watchdogBeforePromotion(): Promise<void> {
+    if (this.dynamic.pause) return Promise.resolve();
+    return this.watchdog.awaitActivation(() => this.deps.pg.fenceState(), (ms) => sleep(this.deps.clock, ms), WATCHDOG_ACTIVATION_WAIT_MS);
   }
 
   /** Looks at the watchdog once per HA cycle (mode `required`): a node without one may not lead. */

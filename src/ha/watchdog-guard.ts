@@ -3,6 +3,11 @@ import { Logger } from '../common/logger';
 import { WatchdogSettings, watchdogTimeoutSeconds, watchdogTimingProblem } from '../config/watchdog-config';
 import { FenceState, FenceWatchdog, FenceWatchdogState } from '../postgresql/postgres.port';
 
+/** The fence answers an arm within milliseconds: how often a promotion looks whether it did... */
+const ACTIVATION_POLL_MS = 20;
+/** ...and how long it waits before it gives the promotion up (the next cycle decides again). */
+export const WATCHDOG_ACTIVATION_WAIT_MS = 2_000;
+
 /** Records a watchdog fact on the node's `watchdog` stream. */
 export type WatchdogRecorder = (type: `watchdog.${string}`, cause: string, data: Record<string, unknown>) => void;
 
@@ -70,6 +75,22 @@ export class WatchdogGuard {
       this.lastFailure = failure;
     }
     return failure;
+  }
+
+  /**
+   * Mode `required`: resolves once the fence reports the device activated (the arm that took the lock asked for
+   * it), as the reference activates it before it promotes; throws why not, after `timeoutMs` at most.
+   */
+  async awaitActivation(fenceState: () => FenceState, wait: (ms: number) => Promise<void>, timeoutMs: number): Promise<void> {
+    const { mode, device } = this.settings;
+    if (mode !== 'required') return;
+    for (let waited = 0; ; waited += ACTIVATION_POLL_MS) {
+      const held = fenceState().watchdog;
+      if (held?.device === device && held.running) return;
+      if (held?.device === device && held.error) throw new Error(`not promoting: watchdog could not be activated: ${held.error}`);
+      if (waited >= timeoutMs) throw new Error(`not promoting: the fence did not report watchdog ${device} activated within ${timeoutMs} ms`);
+      await wait(ACTIVATION_POLL_MS);
+    }
   }
 
   /** What the fence did with the device since the last cycle, as facts on the node's watchdog stream. */

@@ -116,4 +116,13 @@ describe('watchdog mode required', () => {
     expect(await node2.status()).toMatchObject({ role: 'replica', watchdog_failed: true, cluster_unlocked: true });
     expect(await node2.healthCode('/primary')).toBe(503);
   });
+
+  it('lets the node with a watchdog lead again after a restart: it wins the race and promotes once its fence holds the watchdog', async () => {
+    const since = Date.now();
+    node1.start();
+    expect((await cluster.waitForLeader(60_000)).name).toBe('node1');
+    await waitFor(() => fifo.count('ping', since) >= 1, { description: 'keepalives from the new term' });
+    expect(fifo.records.filter((record) => record.at >= since).map((record) => record.kind).slice(0, 2)).toEqual(['timeout', 'ping']);
+    expect(fifo.lastTimeout()).toBe(12 - SAFETY_MARGIN);
+  });
 });

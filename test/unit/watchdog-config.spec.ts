@@ -142,6 +142,20 @@ describe('the watchdog as the HA loop applies it', () => {
     ]);
   });
 
+  it('in mode required, lets a promotion go on only once the fence reports the device activated', async () => {
+    const { guard: required } = guard({ mode: 'required' });
+    const states = [fence, fence, { ...fence, watchdog: { running: true, timeout: 25, device: '/dev/watchdog', error: null } }];
+    let waited = 0;
+    await required.awaitActivation(() => states[Math.min(waited / 20, 2)], async (ms) => void (waited += ms), 2000);
+    expect(waited).toBe(40);
+    const failed = { ...fence, watchdog: { running: false, timeout: null, device: '/dev/watchdog', error: "can't open watchdog device /dev/watchdog: Permission denied" } };
+    await expect(required.awaitActivation(() => failed, async () => undefined, 2000)).rejects.toThrow(
+      "not promoting: watchdog could not be activated: can't open watchdog device /dev/watchdog: Permission denied",
+    );
+    await expect(required.awaitActivation(() => fence, async () => undefined, 100)).rejects.toThrow('not promoting: the fence did not report watchdog /dev/watchdog activated within 100 ms');
+    await expect(guard({}).guard.awaitActivation(() => fence, async () => undefined, 100)).resolves.toBeUndefined();
+  });
+
   it('never fails a node in mode automatic: it leads without the watchdog, with the warning the fence logs', () => {
     expect(guard({}, '/dev/watchdog: ENOENT').guard.failure(30, 10, fence)).toBeNull();
   });
