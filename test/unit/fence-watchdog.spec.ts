@@ -98,6 +98,13 @@ describe("the fence's Linux watchdog driver", () => {
     expect(outcome.reports).toEqual([expect.objectContaining({ running: false, error: 'a safe watchdog timeout 25 could not be configured: it is 60' })]);
   });
 
+  it('in mode automatic, keeps a device whose fixed timeout is too long, with a warning, as the reference', () => {
+    const outcome = run({ options: WDIOF_MAGICCLOSE, initialTimeout: 60, steps: [wanted(25, false), wanted(25, false)] });
+    expect(outcome.written).toBe('11');
+    expect(outcome.logs[0]).toBe('warning: watchdog timeout 60 seconds does not ensure safe termination within 25 seconds');
+    expect(outcome.reports).toEqual([expect.objectContaining({ running: true, timeout: 60, error: null })]);
+  });
+
   it('reports an ioctl the device refuses, as a warning in mode automatic', () => {
     const outcome = run({ options: WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE, refuseTimeout: true, steps: [wanted(25, false)] });
     expect(outcome.logs).toEqual([expect.stringMatching(/^warning: could not activate .*WDIOC_SETTIMEOUT on .* failed: Invalid argument$/)]);

@@ -189,11 +189,13 @@ class WatchdogKeeper:
             self._activate(wanted)
             return
         try:
-            if wanted['timeout'] != self._timeout:
-                self._device.set_timeout(wanted['timeout'])
+            if wanted['timeout'] != self._wanted['timeout']:
+                # A new ttl or safety_margin: set at this keepalive, which starts the new period.
+                self._wanted = wanted
+                if self._device.can_set_timeout():
+                    self._device.set_timeout(wanted['timeout'])
                 self._timeout = self._device.get_timeout()
                 self._log('%s updated with %s second timeout' % (self._device.describe(), self._timeout))
-                self._wanted = wanted
                 self._changed()
             self._device.keepalive()
         except WatchdogError as error:
@@ -230,7 +232,10 @@ class WatchdogKeeper:
                 device.set_timeout(wanted['timeout'])
             actual = device.get_timeout()
             if actual > wanted['timeout']:
-                raise WatchdogError('a safe watchdog timeout %s could not be configured: it is %s' % (wanted['timeout'], actual))
+                if wanted.get('required'):
+                    raise WatchdogError('a safe watchdog timeout %s could not be configured: it is %s' % (wanted['timeout'], actual))
+                # As the reference in mode automatic: a late reset is better than none.
+                self._log('warning: watchdog timeout %s seconds does not ensure safe termination within %s seconds' % (actual, wanted['timeout']))
             device.keepalive()
         except WatchdogError as error:
             self._failed(device, wanted, error)
