@@ -1,6 +1,6 @@
-import { accessSync, constants as fsConstants } from 'node:fs';
 import { Logger } from '../common/logger';
 import { WatchdogSettings, watchdogTimeoutSeconds, watchdogTimingProblem } from '../config/watchdog-config';
+import { DeviceCheck, writableDevice } from '../postgresql/fence/watchdog-device';
 import { FenceState, FenceWatchdog, FenceWatchdogState } from '../postgresql/postgres.port';
 
 /** The fence answers an arm within milliseconds: how often a promotion looks whether it did... */
@@ -10,18 +10,6 @@ export const WATCHDOG_ACTIVATION_WAIT_MS = 2_000;
 
 /** Records a watchdog fact on the node's `watchdog` stream. */
 export type WatchdogRecorder = (type: `watchdog.${string}`, cause: string, data: Record<string, unknown>) => void;
-
-/** Whether the agent's user may open `device` for writing (the reference's `is_healthy`: exists and W_OK). */
-export type DeviceCheck = (device: string) => string | null;
-
-export const writableDevice: DeviceCheck = (device) => {
-  try {
-    accessSync(device, fsConstants.W_OK);
-    return null;
-  } catch (error) {
-    return `${device}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
-  }
-};
 
 /**
  * The `watchdog` section as the HA loop applies it: what the leader's fence is asked to hold (each arm pets

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from '../../src/config/load-config';
 import { DEFAULT_WATCHDOG, WatchdogSettings, watchdogTimeoutSeconds } from '../../src/config/watchdog-config';
 import { readingFromStatus } from '../../src/ha/peer-probe';
 import { WatchdogGuard } from '../../src/ha/watchdog-guard';
+import { writableDevice } from '../../src/postgresql/fence/watchdog-device';
 import { tmpDir } from '../helpers/tmp';
 
 function writeConfig(watchdogYaml: string): string {
@@ -158,6 +159,14 @@ describe('the watchdog as the HA loop applies it', () => {
 
   it('never fails a node in mode automatic: it leads without the watchdog, with the warning the fence logs', () => {
     expect(guard({}, '/dev/watchdog: ENOENT').guard.failure(30, 10, fence)).toBeNull();
+  });
+
+  it('checks the device with access(2), as the reference, without opening it', () => {
+    const dir = tmpDir('stator-watchdog-device-');
+    const file = join(dir, 'watchdog');
+    writeFileSync(file, '');
+    expect(writableDevice(file)).toBeNull();
+    expect(writableDevice(join(dir, 'none'))).toBe(`${join(dir, 'none')}: ENOENT`);
   });
 
   it("reads a peer's watchdog_failed from its status document", () => {
