@@ -41,6 +41,8 @@ export interface FenceWatchdogState {
   device: string | null;
   /** Why the last activation failed; null once one succeeded. */
   error: string | null;
+  /** Whether the agent asked for it in mode `required` (a failure is then an error, else routine). */
+  required?: boolean;
 }
 
 /** Agent → fence. */

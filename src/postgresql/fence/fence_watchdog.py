@@ -173,6 +173,7 @@ class WatchdogKeeper:
             'timeout': self._timeout if self._device is not None else None,
             'device': self._wanted.get('device') if self._wanted else None,
             'error': self._error,
+            'required': bool(self._wanted and self._wanted.get('required')),
         }
 
     def keep(self, wanted):
@@ -250,7 +251,8 @@ class WatchdogKeeper:
         self._changed()
 
     def _failed(self, device, wanted, error):
-        level = 'error' if wanted.get('required') else 'warning'
+        # As the reference: an error when required; in mode automatic most machines simply have no device.
+        level = 'error' if wanted.get('required') else 'info'
         self._log('%s: could not activate %s: %s' % (level, device.describe(), error))
         try:
             device.close()

@@ -173,7 +173,7 @@ export class FenceLink {
     const wasRunning = this.watchdogState?.running === true;
     this.watchdogState = state;
     const device = state.device ?? '';
-    if (state.error) this.log?.('warning', `watchdog ${device} could not be activated: ${state.error}`);
+    if (state.error) this.log?.(state.required ? 'warning' : 'info', `watchdog ${device} could not be activated: ${state.error}`);
     else if (!state.running) this.log?.('info', `watchdog ${device} closed with the magic close`);
     else this.log?.('info', `watchdog ${device} ${wasRunning ? 'updated' : 'activated'} with ${state.timeout} second timeout`);
   }
