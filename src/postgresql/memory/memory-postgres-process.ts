@@ -248,7 +248,7 @@ export class MemoryPostgresProcess implements PostgresProcess {
   fenceState(): FenceState {
     const postmaster = this.server.postmaster;
     const attached = postmaster !== null && postmaster !== undefined && postmaster.pid === this.attachedPid;
-    return { connected: attached, deadline: attached ? postmaster.fenceDeadline : null, watchdog: null };
+    return { connected: attached, deadline: attached ? postmaster.fenceDeadline : null };
   }
 
   postmasterPid(): number | null {
