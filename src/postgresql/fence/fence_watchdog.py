@@ -48,10 +48,6 @@ class LinuxWatchdog:
         self._fd = None
         self._support = None
 
-    @property
-    def is_open(self):
-        return self._fd is not None
-
     def open(self):
         # O_NONBLOCK: a path that is a FIFO with no reader fails (ENXIO) instead of freezing the fence's loop.
         try:
