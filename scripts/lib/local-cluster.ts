@@ -46,6 +46,11 @@ export interface LocalClusterOptions {
   postgresql?: (index: number) => Record<string, unknown>;
   /** More keys of every node's `restapi` section (`server_tokens`, `allowlist_include_members`...). */
   restapi?: Record<string, unknown>;
+  /**
+   * Each node's `watchdog` section, by node index (from 1). Default `mode: off`: a test or demo cluster never
+   * arms the machine's real /dev/watchdog (a fence killed by a test would reset the machine).
+   */
+  watchdog?: (index: number) => Record<string, unknown>;
   /** Sections of every node's file, replacing the defaults (e.g. `log`). */
   sections?: Record<string, unknown>;
   /** Runs once etcd serves and before any agent starts (users, roles, auth). */
@@ -403,6 +408,7 @@ export class LocalNode {
       tags: o.tags?.[this.index] ?? {},
       compat: o.compat ?? 'stator',
       state_dir: this.stateDir,
+      watchdog: o.watchdog?.(this.index) ?? { mode: 'off' },
       ...o.sections,
     };
   }

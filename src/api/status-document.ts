@@ -74,5 +74,6 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
   }
   document[identity.productKey] = { version: identity.version, scope: identity.scope, name: view.name };
   if (view.scheduledRestart) document.scheduled_restart = publishedRestart(view.scheduledRestart);
+  if (view.watchdogFailed) document.watchdog_failed = true;
   return document;
 }

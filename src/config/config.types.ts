@@ -2,6 +2,7 @@ import type { PermanentSlot, SlotMatcher } from './slots-config';
 import type { StandbyCluster } from './standby-cluster-config';
 import { LogSettings } from '../common/logger';
 import type { FenceSettings } from './fence-config';
+import type { WatchdogSettings } from './watchdog-config';
 import { DynamicConfig } from '../dcs/dcs.port';
 
 /**
@@ -42,6 +43,8 @@ export interface StatorConfig {
   state_dir: string;
   log: LogSettings;
   fence: FenceSettings;
+  /** Patroni's `watchdog`: the hardware watchdog the leader's fence holds. */
+  watchdog: WatchdogSettings;
 }
 
 export interface RestApiConfig {

@@ -26,6 +26,7 @@ import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
 import { readFence } from './fence-config';
+import { readWatchdog } from './watchdog-config';
 import { readLog } from './log-config';
 import { readRestApiOptions, RESTAPI_OPTION_KEYS } from './restapi-options-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
@@ -64,6 +65,7 @@ const TOP_LEVEL_KEYS = [
   'state_dir',
   'log',
   'fence',
+  'watchdog',
 ];
 const BOOLEAN_TAGS = ['nofailover', 'noloadbalance', 'clonefrom', 'nosync'];
 /** Hosts that bind every interface: fine for `listen`, useless as an address for other nodes. */
@@ -121,7 +123,8 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const stateDir = readString(findings, doc, 'state_dir', '') || `${postgresql.data_dir.replace(/\/+$/, '')}.stator`;
   const log = readLog(findings, doc);
   const fence = readFence(findings, doc);
-  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence };
+  const watchdog = readWatchdog(findings, doc);
+  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, watchdog };
 }
 
 /** `scope` and `name` end up in DCS keys (`/<namespace>/<scope>/members/<name>`), so no slashes. */

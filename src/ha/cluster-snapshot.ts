@@ -47,6 +47,8 @@ export interface LocalView {
   lastTask: EndedTask | null;
   /** Epoch ms since when this running replica answers 503 on the replica checks because it is about to be primary (read-pool.ts); null otherwise. */
   readPoolWithdrawnAt: number | null;
+  /** Watchdog mode `required` and none usable: why. Such a node takes no lock and promotes nothing. */
+  watchdogFailed?: string | null;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */
@@ -59,6 +61,8 @@ export interface PeerReading {
   isPrimary?: boolean;
   timeline?: number;
   tags?: Record<string, unknown>;
+  /** `watchdog_failed` in its status document: it requires a watchdog it cannot have, so it is no candidate. */
+  watchdogFailed?: boolean;
 }
 
 /** Everything decide() looks at: pure data, no handles. */

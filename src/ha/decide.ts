@@ -128,7 +128,8 @@ function bootstrap(s: HaSnapshot): Decision {
   const cluster = s.cluster!;
   const leaderName = cluster.leader?.value ?? null;
   if (!leaderName) {
-    if (cluster.initialize === null && !isNoFailover(s.local.tags)) {
+    // Watchdog mode `required` without one: the reference cancels such a bootstrap after initdb; this node never starts it.
+    if (cluster.initialize === null && !isNoFailover(s.local.tags) && !s.local.watchdogFailed) {
       const remote = remotePrimary(s.config.standby_cluster);
       const retry = remote ? standbyBootstrapBackoff(s) : null;
       if (retry) return retry;
@@ -221,9 +222,14 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
       };
     }
     if (remote) return { verdict: `no action. I am (${local.name}), the standby leader with the lock`, actions: [...followRemote(s, remote), { type: 'leaderDuties' }] };
+    if (pgIsPrimary && local.watchdogFailed && !config.pause) {
+      // The lock goes once PostgreSQL is down (the next cycle's release): no other node promotes before then.
+      return { verdict: 'Demoting self because watchdog could not be activated', actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }] };
+    }
     if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
     // Tagged nofailover after it won the race (its promotion interrupted): it hands the lock on instead.
     if (isNoFailover(local.tags)) return { verdict: 'released leader key because I am not allowed to promote (nofailover)', actions: [{ type: 'releaseLock' }] };
+    if (local.watchdogFailed && !config.pause) return { verdict: 'Not promoting self because watchdog could not be activated', actions: [{ type: 'releaseLock' }] };
     return { verdict: 'promoted self to leader because I had the session lock', actions: [promoteAfterDrain(s)] };
   }
   if (pgIsPrimary) {

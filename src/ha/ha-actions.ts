@@ -59,6 +59,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       }
       return runTask('promote', async () => {
         if (action.drainMs > 0 && !(await drainBeforePromotion(node, action.drainMs))) return;
+        await node.watchdogBeforePromotion();
         await promote(node);
       });
     case 'follow':

@@ -182,6 +182,7 @@ export class HaNode {
       activity: node.activity(),
       scheduledRestart: node.scheduler.current,
       failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(this.deps.clock.now(), node.dynamic.ttl),
+      watchdogFailed: node.watchdogFailure !== null,
     };
   }
 
@@ -320,6 +321,7 @@ export class HaNode {
       }
 
       node.trackReadPool(clock.now());
+      node.checkWatchdog();
       let snapshot = snapshotOf(node, cluster, dcsError, clock.now());
       let decision = decide(snapshot);
       for (let step = 0; 'need' in decision && step < 4; step++) {

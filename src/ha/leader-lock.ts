@@ -3,7 +3,7 @@ import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
 import { Dcs } from '../dcs/dcs.port';
 import type { FenceSettings } from '../config/fence-config';
-import { LeaderTerm, PostgresProcess } from '../postgresql/postgres.port';
+import { FenceWatchdog, LeaderTerm, PostgresProcess } from '../postgresql/postgres.port';
 import { leadershipMachine } from './leadership.machine';
 import { NodeEvents } from './node-events';
 
@@ -24,6 +24,8 @@ export interface LeaderLockDeps {
   /** Maintenance mode: PostgreSQL is the operator's, and the fence ends no term on its own. */
   paused: () => boolean;
   fenceSettings: () => FenceSettings;
+  /** The hardware watchdog the fence holds while this node leads (each arm pets it); none: it closes it. */
+  watchdog?: () => FenceWatchdog | undefined;
 }
 
 /**
@@ -124,7 +126,7 @@ export class LeaderLock {
   }
 
   private armFence(): void {
-    this.deps.pg.armFence(this.lockValidUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()), this.termForFence());
+    this.deps.pg.armFence(this.lockValidUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()), this.termForFence(), this.deps.watchdog?.());
   }
 
   /** What lets the fence end this term itself if the agent dies or freezes; none while paused or when it cannot reach the DCS. */

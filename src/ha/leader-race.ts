@@ -59,6 +59,8 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
   if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name)) return { ok: false, reason: 'I am not in the /failsafe key' };
   // Before the candidate's pass, as the reference: a candidate tagged nofailover after the request never leads.
   if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
+  // Watchdog mode `required` without a usable one: not a candidate, a manual failover's included.
+  if (local.watchdogFailed && !config.pause) return { ok: false, reason: `Watchdog device is not usable: ${local.watchdogFailed}` };
   if (failover?.member === local.name) return { ok: true, reason: 'I am the failover candidate' };
   if (config.pause) return { ok: false, reason: 'paused' };
   if (failover?.member) {
@@ -90,7 +92,7 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
       }
       continue;
     }
-    if (isNoFailover(peer.tags)) continue;
+    if (isNoFailover(peer.tags) || peer.watchdogFailed) continue;
     if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
     const peerWal = peer.walPosition ?? 0;
     // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
@@ -142,6 +144,7 @@ export function goodCandidates(s: HaSnapshot, candidate: string | null): PeerRea
       (candidate === null || peer.name === candidate) &&
       peer.reachable &&
       !isNoFailover(peer.tags) &&
+      !peer.watchdogFailed &&
       ownWal - (peer.walPosition ?? 0) <= config.maximum_lag_on_failover &&
       (!config.check_timeline || (peer.timeline ?? 0) >= ownTimeline),
   );

@@ -1,5 +1,5 @@
 import { Actor, createActor, StateValue, waitFor } from 'xstate';
-import { TimerClock } from '../common/clock';
+import { sleep, TimerClock } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
 import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
@@ -26,6 +26,8 @@ import { Sampler } from './sampler';
 import { readPoolWithdrawal } from './read-pool';
 import { remotePrimary } from './standby-cluster';
 import { SyncReplication } from './sync/sync-replication';
+import { DeviceCheck } from '../postgresql/fence/watchdog-device';
+import { WATCHDOG_ACTIVATION_WAIT_MS, WatchdogGuard } from './watchdog-guard';
 import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
 import { FailsafeState } from './failsafe/failsafe-state';
 import { taskMachine } from './task.machine';
@@ -49,6 +51,8 @@ export interface HaNodeDeps {
   reloadConfig?: () => StatorConfig;
   /** Called when the node cannot go on (a failed bootstrap): the process should exit, as the reference does. */
   onFatal?: (reason: string) => void;
+  /** Whether the watchdog device may be opened (default: the agent's user can write it). */
+  watchdogDevice?: DeviceCheck;
 }
 
 /**
@@ -99,6 +103,9 @@ export class NodeContext {
   checkpointAfterPromotePending = false;
   /** Epoch ms since when this running replica answers 503 on the replica checks because it is about to be primary. */
   readPoolWithdrawnAt: number | null = null;
+  readonly watchdog: WatchdogGuard;
+  /** Mode `required`: why this node cannot have its watchdog (it may not lead), as of the last HA cycle. */
+  watchdogFailure: string | null = null;
   /** The parameters PostgreSQL was last configured with, to notice changes. */
   private appliedParameters = '';
 
@@ -127,6 +134,7 @@ export class NodeContext {
       () => this.reconcileRoleWithServer(),
       () => (this.dynamic.postgres_unresponsive_timeout > 0 ? this.dynamic.postgres_unresponsive_timeout * 500 : Infinity),
     );
+    this.watchdog = new WatchdogGuard(() => this.config.watchdog, logger, (type, cause, data) => this.events.recordWatchdog(type, cause, data), deps.watchdogDevice);
     this.lock = new LeaderLock({
       dcs: deps.dcs,
       pg: deps.pg,
@@ -139,6 +147,8 @@ export class NodeContext {
       serverIsPrimary: () => this.sampler.sample?.inRecovery === false || ['stopping', 'stop_failed'].includes(this.pgState()),
       paused: () => this.dynamic.pause,
       fenceSettings: () => this.config.fence,
+      // As the reference: only a primary's term has a watchdog (a standby leader takes no writes), none while paused.
+      watchdog: () => this.watchdog.request(this.dynamic.ttl, this.dynamic.loop_wait, !this.dynamic.pause && remotePrimary(this.dynamic.standby_cluster) === null),
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
     this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings);
@@ -157,6 +167,17 @@ export class NodeContext {
         if (this.pgState() === 'running') this.postgres.send({ type: 'RECONFIGURE', settings: this.currentSettings() });
       },
     });
+  }
+
+  /** Mode `required`: PostgreSQL is promoted only once the fence holds the watchdog (not while paused, as the reference). */
+  watchdogBeforePromotion(): Promise<void> {
+    if (this.dynamic.pause) return Promise.resolve();
+    return this.watchdog.awaitActivation(() => this.deps.pg.fenceState(), (ms) => sleep(this.deps.clock, ms), WATCHDOG_ACTIVATION_WAIT_MS);
+  }
+
+  /** Looks at the watchdog once per HA cycle (mode `required`): a node without one may not lead. */
+  checkWatchdog(): void {
+    this.watchdogFailure = this.watchdog.failure(this.dynamic.ttl, this.dynamic.loop_wait, this.deps.pg.fenceState());
   }
 
   /**

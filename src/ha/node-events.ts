@@ -41,6 +41,11 @@ export class NodeEvents {
     this.recordFact(`node/${this.node}/load-balancer`, type, cause, data);
   }
 
+  /** The watchdog as the fence holds it (activated, closed, failed) and whether this node may lead with it. */
+  recordWatchdog(type: `watchdog.${string}`, cause: string, data: Record<string, unknown> = {}): void {
+    this.recordFact(`node/${this.node}/watchdog`, type, cause, data);
+  }
+
   /** Appends a cluster fact (switchover requested, config changed...) to the event log. */
   recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
     this.recordFact('cluster', type, cause, { ...data, timeline: data.timeline ?? this.timeline() });

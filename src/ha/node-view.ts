@@ -30,6 +30,8 @@ export interface NodeView {
   scheduledRestart: ScheduledRestart | null;
   /** Failsafe mode keeps this leader primary, or this member answered such a leader, within a ttl. */
   failsafeActive: boolean;
+  /** Watchdog mode `required` and none usable: `watchdog_failed` in the status document. */
+  watchdogFailed?: boolean;
 }
 
 /** A restart waiting for its time, with the filters it must still satisfy then. */

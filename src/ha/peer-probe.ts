@@ -57,6 +57,7 @@ export interface PeerStatus {
   timeline?: number;
   tags?: Record<string, unknown>;
   xlog?: { location?: number; received_location?: number; replayed_location?: number };
+  watchdog_failed?: boolean;
 }
 
 /** What a peer's status document says to the leader race. */
@@ -66,7 +67,9 @@ export function readingFromStatus(name: string, status: PeerStatus): PeerReading
   const walPosition = isPrimary
     ? (status.xlog.location ?? 0)
     : Math.max(status.xlog.received_location ?? 0, status.xlog.replayed_location ?? 0);
-  return { name, reachable: true, role: status.role, isPrimary, walPosition, timeline: status.timeline, tags: status.tags };
+  const reading: PeerReading = { name, reachable: true, role: status.role, isPrimary, walPosition, timeline: status.timeline, tags: status.tags };
+  if (status.watchdog_failed === true) reading.watchdogFailed = true;
+  return reading;
 }
 
 /** `GET url` and its JSON body, whatever the status code (a 503 still carries the status document); fails after the timeout. */

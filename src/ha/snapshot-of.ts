@@ -30,6 +30,7 @@ export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsEr
     canCloneWithoutLeader: canCloneWithoutLeader(node.config.postgresql),
     lastTask: lastTaskOf(node),
     readPoolWithdrawnAt: node.readPoolWithdrawnAt,
+    watchdogFailed: node.watchdogFailure,
   };
   return {
     now,

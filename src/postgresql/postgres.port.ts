@@ -2,9 +2,9 @@ import { Observable } from 'rxjs';
 import { BootstrapMethod, CustomMethod } from '../config/config.types';
 import { PermanentSlot, SlotMatcher } from '../config/slots-config';
 import type { TermRelease } from '../common/term-release';
-import type { FenceJournalEntry } from './fence/fence-protocol';
+import type { FenceJournalEntry, FenceWatchdog, FenceWatchdogState } from './fence/fence-protocol';
 
-export type { FenceJournalEntry };
+export type { FenceJournalEntry, FenceWatchdog, FenceWatchdogState };
 
 /** A leader's term as the fence may end it: how to release the lease, and how long a lost agent may take to come back. */
 export interface LeaderTerm {
@@ -133,8 +133,9 @@ export interface PostgresProcess {
    * first instant (a lock holder's start that completes while its agent is frozen or cut off is fenced all the same).
    * With a `term`, the fence also ends the leader's term itself when this agent is gone for `graceMs`, and
    * after its deadline: PostgreSQL stopped and confirmed gone, then the lease revoked.
+   * With a `watchdog`, the fence holds that device open and pets it with this arm; without, it closes it.
    */
-  armFence(deadlineEpochMs: number, term?: LeaderTerm): void;
+  armFence(deadlineEpochMs: number, term?: LeaderTerm, watchdog?: FenceWatchdog): void;
   /**
    * The steps a fence took on its own since the last call (the file is consumed): what the next agent
    * records in the node's log.
@@ -175,6 +176,8 @@ export interface FenceState {
   connected: boolean;
   /** Epoch ms at which the fence stops the postmaster unless re-armed; null when disarmed (or not connected). */
   deadline: number | null;
+  /** The hardware watchdog as the fence last reported it; null or absent when no fence reported one. */
+  watchdog?: FenceWatchdogState | null;
 }
 
 export class PostgresCommandError extends Error {

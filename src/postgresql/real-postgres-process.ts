@@ -6,7 +6,7 @@ import { fencePaths } from './fence/fence-protocol';
 import { Client } from 'pg';
 import { serverAcceptsConnections, toClientConfig } from './pg-query';
 import { BootstrapMethod } from '../config/config.types';
-import { DataDirInfo, FenceJournalEntry, FenceState, LeaderTerm, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
+import { DataDirInfo, FenceJournalEntry, FenceState, FenceWatchdog, LeaderTerm, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
 import { CustomMethods } from './process/custom-methods';
@@ -210,8 +210,8 @@ export class RealPostgresProcess implements PostgresProcess {
     return this.fenceLink.exits();
   }
 
-  armFence(deadlineEpochMs: number, term?: LeaderTerm): void {
-    this.fenceLink.arm(deadlineEpochMs, term && { ...term, agentPid: process.pid });
+  armFence(deadlineEpochMs: number, term?: LeaderTerm, watchdog?: FenceWatchdog): void {
+    this.fenceLink.arm(deadlineEpochMs, term && { ...term, agentPid: process.pid }, watchdog);
   }
 
   takeFenceJournal(): FenceJournalEntry[] {

@@ -148,6 +148,7 @@ describe('loadConfig', () => {
       state_dir: '/var/lib/stator/orders-1',
       log: { level: 'debug', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
       fence: { agent_grace: 5, release_lease: false },
+      watchdog: { mode: 'required', device: '/dev/watchdog1', safety_margin: -1, driver: 'default' },
     };
     expect(config).toEqual(expected);
     expect(warnings).toEqual([]);
@@ -164,7 +165,6 @@ describe('loadConfig', () => {
 
     expect(warnings).toEqual([
       'unsupported key ctl ignored',
-      'unsupported key watchdog ignored',
       'unsupported key bootstrap.pg_hba ignored',
       'unsupported key bootstrap.users ignored',
     ]);
@@ -194,6 +194,7 @@ describe('loadConfig', () => {
       state_dir: '/var/lib/postgresql/15/main.stator',
       log: { level: 'info', type: 'plain', dir: '/var/log/patroni', file_num: 10, file_size: 26214400, format: '%(asctime)s %(levelname)s: %(message)s' },
       fence: { agent_grace: 3, release_lease: true },
+      watchdog: { mode: 'automatic', device: '/dev/watchdog', safety_margin: 5, driver: 'default' },
     });
     // bootstrap.dcs keeps Patroni's keys as written (master_start_timeout, synchronous_mode), defaults first.
     expect(Object.keys(config.bootstrap.dcs)).toEqual([
@@ -247,6 +248,7 @@ describe('loadConfig', () => {
       state_dir: '/var/lib/postgresql/stator/data.stator',
       log: { level: 'info', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
       fence: { agent_grace: 3, release_lease: true },
+      watchdog: { mode: 'automatic', device: '/dev/watchdog', safety_margin: 5, driver: 'default' },
     } satisfies StatorConfig);
   });
 

@@ -67,6 +67,7 @@ export class StatusDocumentDto {
   @ApiPropertyOptional({ type: 'integer', description: 'Stator: seconds since the reading shown.' }) sample_age?: number;
   @ApiProperty({ type: IdentityDto }) stator!: IdentityDto;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'The restart waiting for its time, with its filters.' }) scheduled_restart?: Record<string, unknown>;
+  @ApiPropertyOptional({ example: true, description: 'Watchdog mode required, and no usable watchdog: this node takes no leader lock.' }) watchdog_failed?: boolean;
 }
 
 export class ClusterMemberDto {

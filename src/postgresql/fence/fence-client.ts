@@ -1,5 +1,5 @@
 import { createConnection, Socket } from 'node:net';
-import { createLineParser, FenceEvent, FenceRequest, PostmasterExitEvent } from './fence-protocol';
+import { createLineParser, FenceEvent, FenceRequest, FenceWatchdogState, PostmasterExitEvent } from './fence-protocol';
 
 export type FenceHello = Extract<FenceEvent, { event: 'hello' }>;
 
@@ -8,6 +8,8 @@ export interface FenceConnectionHandlers {
   onExit(exit: PostmasterExitEvent): void;
   /** The socket closed without an exit event and without `close()` (the fence died or was killed). */
   onLost(): void;
+  /** The fence's watchdog changed state (activated, failed, closed). */
+  onWatchdog?(state: FenceWatchdogState): void;
 }
 
 /**
@@ -49,6 +51,9 @@ export class FenceConnection {
           } else if (event.event === 'exit' && connection) {
             connection.sawExit = true;
             connection.deliver((handlers) => handlers.onExit(event));
+          } else if (event.event === 'watchdog' && connection) {
+            const { running, timeout, device, error, required } = event;
+            connection.deliver((handlers) => handlers.onWatchdog?.({ running, timeout, device, error, required }));
           }
         }),
       );

@@ -20,9 +20,34 @@ export interface FenceTerm {
   release: TermRelease;
 }
 
+/**
+ * The hardware watchdog a leader's fence holds open and pets on each arm (`fence_watchdog.py`); an arm
+ * without it, a disarm, or the postmaster's end closes it with the magic 'V'.
+ */
+export interface FenceWatchdog {
+  driver: 'default' | 'testing';
+  device: string;
+  /** Seconds: ttl - safety_margin, as the reference sets it. */
+  timeout: number;
+  /** Mode `required`: a failure to activate is an error, and the agent gives the lock up. */
+  required: boolean;
+}
+
+/** The watchdog as the fence holds it: sent in the hello and on every change. */
+export interface FenceWatchdogState {
+  running: boolean;
+  /** Seconds the device was set to; null while not running. */
+  timeout: number | null;
+  device: string | null;
+  /** Why the last activation failed; null once one succeeded. */
+  error: string | null;
+  /** Whether the agent asked for it in mode `required` (a failure is then an error, else routine). */
+  required?: boolean;
+}
+
 /** Agent → fence. */
 export type FenceRequest =
-  | { op: 'arm'; deadline: number; term?: FenceTerm }
+  | { op: 'arm'; deadline: number; term?: FenceTerm; watchdog?: FenceWatchdog }
   | { op: 'disarm' }
   | { op: 'stop'; mode: FenceStopMode }
   | { op: 'signal'; signal: 'SIGHUP' };
@@ -39,7 +64,10 @@ export type FenceEvent =
       fencePid: number;
       /** The armed deadline (epoch ms), or null when disarmed. */
       deadline: number | null;
+      /** Absent from fences that predate the watchdog. */
+      watchdog?: FenceWatchdogState;
     }
+  | ({ event: 'watchdog' } & FenceWatchdogState)
   | PostmasterExitEvent;
 
 export interface PostmasterExitEvent {

@@ -17,6 +17,7 @@ from fence_spawn import spawn_postmaster
 from fence_process_tree import descendants_of, is_running
 from fence_term import LeaderTermGuard, parse_term
 from fence_values import is_finite_number, iso_utc, js_text
+from fence_watchdog import WatchdogKeeper
 
 # After the fence's SIGQUIT, how long the postmaster gets before SIGKILL.
 FENCE_KILL_GRACE_MS = 1000
@@ -68,6 +69,7 @@ class Fence:
         # Backends and helpers of a postmaster the fence SIGKILLed: they must be gone too before the term ends.
         self._killed_tree = []
         self._term = LeaderTermGuard(loop, self._paths['journal'], log, self._stop_on_own_account)
+        self._watchdog = WatchdogKeeper(log, self._tell_watchdog_state)
 
     @property
     def runs_postmaster(self):
@@ -172,7 +174,7 @@ class Fence:
         )
         self._clients.add(channel)
         self._term.agent_connected()
-        channel.send({'event': 'hello', 'pid': self._postmaster_pid, 'startedAt': self._started_at, 'fencePid': os.getpid(), 'deadline': self._deadline})
+        channel.send({'event': 'hello', 'pid': self._postmaster_pid, 'startedAt': self._started_at, 'fencePid': os.getpid(), 'deadline': self._deadline, 'watchdog': self._watchdog.state()})
 
     def _on_client_closed(self, channel):
         self._clients.discard(channel)
@@ -192,16 +194,19 @@ class Fence:
                 return
             try:
                 term = parse_term(request.get('term'))
+                watchdog = parse_watchdog(request.get('watchdog'))
             except ValueError as error:
-                self._log('ignored arm with a malformed term: %s' % error)
+                self._log('ignored arm with a malformed term or watchdog: %s' % error)
                 return
             self._deadline = deadline
             self._term.hold(term)
             self._schedule_deadline()
+            self._watchdog.keep(watchdog)
         elif op == 'disarm':
             self._deadline = None
             self._term.hold(None)
             self._clear_deadline_timer()
+            self._watchdog.release('disarmed')
         elif op == 'stop':
             signum = STOP_SIGNALS.get(request.get('mode'))
             if signum is None:
@@ -285,6 +290,8 @@ class Fence:
         # Only a postmaster whose every process is gone may let another node promote.
         try:
             self._wait_tree_gone()
+            # Nothing of this postmaster can acknowledge a write any more: the machine need not be reset.
+            self._watchdog.release('postmaster stopped')
             self._term.after_postmaster_exit(exit_event, lambda: self._tell_agents(exit_event))
         except Exception as error:  # noqa: BLE001
             self._log('ending the term failed: %s' % error)
@@ -311,6 +318,10 @@ class Fence:
             os.rename(temporary, self._paths['exit_file'])
         except OSError as error:
             self._log('cannot write %s: %s' % (self._paths['exit_file'], error))
+
+    def _tell_watchdog_state(self, state):
+        for channel in list(self._clients):
+            channel.send(state)
 
     def _tell_agents(self, exit_event):
         """Stops serving and tells every agent connected.
@@ -360,6 +371,16 @@ class Fence:
             return False
         finally:
             probe.close()
+
+
+def parse_watchdog(value):
+    """The `watchdog` of an arm: None, or {driver, device, timeout, required} (fence-protocol.ts FenceWatchdog)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get('driver') not in ('default', 'testing') or not isinstance(value.get('device'), str) \
+            or not is_finite_number(value.get('timeout')) or not value['device']:
+        raise ValueError('watchdog must be {driver, device, timeout, required}')
+    return {'driver': value['driver'], 'device': value['device'], 'timeout': int(value['timeout']), 'required': value.get('required') is True}
 
 
 def _remove(path):

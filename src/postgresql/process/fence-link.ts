@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { Observable, Subject } from 'rxjs';
 import { FenceConnection } from '../fence/fence-client';
-import { FenceJournalEntry, fencePaths, FenceTerm, PostmasterExitEvent } from '../fence/fence-protocol';
+import { FenceJournalEntry, fencePaths, FenceTerm, FenceWatchdog, FenceWatchdogState, PostmasterExitEvent } from '../fence/fence-protocol';
 import { FenceState, PostmasterExit } from '../postgres.port';
 import { AdapterLog } from './local-postgres';
 import { isProcessAlive, waitUntil } from './os-process';
@@ -26,6 +26,8 @@ export class FenceLink {
   private armedTerm = '';
   /** The deadline last armed (null: disarmed), given to the fence of the next postmaster this handle starts. */
   private wantedDeadline: number | null = null;
+  /** The watchdog as the connected fence last reported it. */
+  private watchdogState: FenceWatchdogState | null = null;
 
   constructor(
     private readonly paths: FencePaths,
@@ -66,11 +68,13 @@ export class FenceLink {
     this.pid = connection.hello.pid;
     this.armedDeadline = connection.hello.deadline;
     this.armedTerm = '';
+    this.watchdogState = connection.hello.watchdog ?? null;
     if (previous && previous !== connection) void previous.close();
     // May deliver an exit that came with the hello at once, which clears this.connection again.
     connection.attach({
       onExit: (exit) => this.onFenceExit(connection, exit),
       onLost: () => void this.onFenceLost(connection),
+      onWatchdog: (state) => this.onWatchdog(connection, state),
     });
     return connection;
   }
@@ -78,13 +82,14 @@ export class FenceLink {
   /**
    * Sets the fence's deadline (epoch ms) and the term it guards, if any; remembers the deadline for the next
    * fence when not connected to one (the term, which may hold etcd credentials, goes over the socket only).
+   * Each arm with a `watchdog` pets it: the HA loop's refresh moves the deadline, so every cycle sends one.
    */
-  arm(deadlineEpochMs: number, term?: FenceTerm): void {
+  arm(deadlineEpochMs: number, term?: FenceTerm, watchdog?: FenceWatchdog): void {
     this.wantedDeadline = deadlineEpochMs;
     if (!this.connection) return;
-    const termSent = term ? JSON.stringify(term) : '';
+    const termSent = term || watchdog ? JSON.stringify([term ?? null, watchdog ?? null]) : '';
     if (deadlineEpochMs === this.armedDeadline && termSent === this.armedTerm) return;
-    this.connection.send({ op: 'arm', deadline: deadlineEpochMs, term });
+    this.connection.send({ op: 'arm', deadline: deadlineEpochMs, term, watchdog });
     this.armedDeadline = deadlineEpochMs;
     this.armedTerm = termSent;
   }
@@ -125,7 +130,7 @@ export class FenceLink {
 
   /** Whether a fence is connected, and the deadline it was last given (from memory). */
   state(): FenceState {
-    return { connected: this.connection !== null, deadline: this.connection ? this.armedDeadline : null };
+    return { connected: this.connection !== null, deadline: this.connection ? this.armedDeadline : null, watchdog: this.connection ? this.watchdogState : null };
   }
 
   /** The deadline a fence started now is armed with, if any. */
@@ -161,6 +166,16 @@ export class FenceLink {
       });
     });
     return { exited, cancel: () => subscription?.unsubscribe() };
+  }
+
+  private onWatchdog(connection: FenceConnection, state: FenceWatchdogState): void {
+    if (connection !== this.connection) return;
+    const wasRunning = this.watchdogState?.running === true;
+    this.watchdogState = state;
+    const device = state.device ?? '';
+    if (state.error) this.log?.(state.required ? 'warning' : 'info', `watchdog ${device} could not be activated: ${state.error}`);
+    else if (!state.running) this.log?.('info', `watchdog ${device} closed with the magic close`);
+    else this.log?.('info', `watchdog ${device} ${wasRunning ? 'updated' : 'activated'} with ${state.timeout} second timeout`);
   }
 
   private onFenceExit(connection: FenceConnection, exit: PostmasterExitEvent): void {

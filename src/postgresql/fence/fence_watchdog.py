@@ -1,0 +1,262 @@
+"""The hardware watchdog (Patroni's `watchdog` section), held by the fence while its node leads.
+
+The agent asks for it with each `arm` of a leader's term (`watchdog: {driver, device, timeout, required}`): the
+fence opens the device, sets the timeout, and pets it on every arm, i.e. after every successful lock refresh.
+It closes it with the magic 'V' when an arm comes without it, on `disarm`, and once the postmaster and every
+process it started are gone (stopped on request or by the fence's own deadline). If the fence itself dies or
+freezes, nobody pets the device and the machine resets: the layer under the dead man's switch.
+
+Drivers: `default` is Linux's watchdog API (ioctls through fcntl); `testing` speaks the FIFO protocol of
+Patroni's acceptance harness (`Ctimeout=<s>\\n` instead of the ioctl, '1' keepalive, 'V' magic close).
+"""
+import ctypes
+import fcntl
+import os
+
+
+class WatchdogError(Exception):
+    pass
+
+
+def _ioc(direction, number, size):
+    # Linux's _IOC for the watchdog ioctl type 'W' (include/uapi/linux/watchdog.h).
+    return (direction << 30) | (size << 16) | (ord('W') << 8) | number
+
+
+_READ, _READ_WRITE = 2, 3
+
+
+class WatchdogInfo(ctypes.Structure):
+    _fields_ = [('options', ctypes.c_uint32), ('firmware_version', ctypes.c_uint32), ('identity', ctypes.c_uint8 * 32)]
+
+
+WDIOC_GETSUPPORT = _ioc(_READ, 0, ctypes.sizeof(WatchdogInfo))
+WDIOC_SETTIMEOUT = _ioc(_READ_WRITE, 6, ctypes.sizeof(ctypes.c_int))
+WDIOC_GETTIMEOUT = _ioc(_READ, 7, ctypes.sizeof(ctypes.c_int))
+WDIOF_SETTIMEOUT = 0x0080
+WDIOF_MAGICCLOSE = 0x0100
+
+MAX_TIMEOUT_S = 0xFFFF
+
+
+class LinuxWatchdog:
+    """/dev/watchdog through the kernel's watchdog API."""
+
+    def __init__(self, device, ioctl=fcntl.ioctl):
+        self.device = device
+        self._ioctl_call = ioctl
+        self._fd = None
+        self._support = None
+
+    def open(self):
+        # O_NONBLOCK: a path that is a FIFO with no reader fails (ENXIO) instead of freezing the fence's loop.
+        try:
+            fd = os.open(self.device, os.O_WRONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError as error:
+            raise WatchdogError("can't open watchdog device %s: %s" % (self.device, error.strerror or error))
+        os.set_blocking(fd, True)
+        self._fd = fd
+
+    def _ioctl(self, request, argument, what):
+        if self._fd is None:
+            raise WatchdogError('watchdog device %s is closed' % self.device)
+        try:
+            self._ioctl_call(self._fd, request, argument, True)
+        except OSError as error:
+            raise WatchdogError('%s on %s failed: %s' % (what, self.device, error.strerror or error))
+
+    def support(self):
+        """(options, firmware version, identity) from WDIOC_GETSUPPORT, asked once per open device."""
+        if self._support is None:
+            info = WatchdogInfo()
+            self._ioctl(WDIOC_GETSUPPORT, info, 'WDIOC_GETSUPPORT')
+            identity = bytes(info.identity).split(b'\0', 1)[0].decode('utf-8', 'replace')
+            self._support = (info.options, info.firmware_version, identity)
+        return self._support
+
+    def can_set_timeout(self):
+        return bool(self.support()[0] & WDIOF_SETTIMEOUT)
+
+    def can_be_disabled(self):
+        return bool(self.support()[0] & WDIOF_MAGICCLOSE)
+
+    def set_timeout(self, seconds):
+        if not 0 < seconds < MAX_TIMEOUT_S:
+            raise WatchdogError('invalid watchdog timeout %s: supported values are 1 to %d' % (seconds, MAX_TIMEOUT_S - 1))
+        self._ioctl(WDIOC_SETTIMEOUT, ctypes.c_int(int(seconds)), 'WDIOC_SETTIMEOUT')
+
+    def get_timeout(self):
+        timeout = ctypes.c_int()
+        self._ioctl(WDIOC_GETTIMEOUT, timeout, 'WDIOC_GETTIMEOUT')
+        return timeout.value
+
+    def keepalive(self):
+        self._write(b'1', 'keepalive')
+
+    def close(self):
+        """The magic close: 'V' then close, which stops a device that supports it (WDIOF_MAGICCLOSE)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        self._support = None
+        try:
+            os.write(fd, b'V')
+        except OSError as error:
+            raise WatchdogError('magic close of %s failed: %s' % (self.device, error.strerror or error))
+        finally:
+            os.close(fd)
+
+    def describe(self):
+        identity = 'Linux watchdog device'
+        if self._fd is not None:
+            try:
+                _, firmware, name = self.support()
+                identity = (name or identity) + (' (firmware %d)' % firmware if firmware else '')
+            except WatchdogError:
+                pass
+        return '%s at %s' % (identity, self.device)
+
+    def _write(self, data, what):
+        if self._fd is None:
+            raise WatchdogError('watchdog device %s is closed' % self.device)
+        try:
+            os.write(self._fd, data)
+        except OSError as error:
+            raise WatchdogError('%s on %s failed: %s' % (what, self.device, error.strerror or error))
+
+
+class TestingWatchdog(LinuxWatchdog):
+    """Patroni's acceptance-harness protocol on a FIFO: what would be ioctls are written as text lines."""
+
+    def __init__(self, device):
+        super().__init__(device)
+        self._timeout = 60
+
+    def support(self):
+        return (WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE, 0, 'Watchdog test harness')
+
+    def set_timeout(self, seconds):
+        if not 0 < seconds < MAX_TIMEOUT_S:
+            raise WatchdogError('invalid watchdog timeout %s: supported values are 1 to %d' % (seconds, MAX_TIMEOUT_S - 1))
+        self._write(('Ctimeout=%d\n' % seconds).encode(), 'set timeout')
+        self._timeout = int(seconds)
+
+    def get_timeout(self):
+        return self._timeout
+
+
+def make_device(driver, device):
+    return TestingWatchdog(device) if driver == 'testing' else LinuxWatchdog(device)
+
+
+class WatchdogKeeper:
+    """Which device the fence holds and with what timeout; `report` tells the agents each change of state."""
+
+    def __init__(self, log, report, make=make_device):
+        self._log = log
+        self._report = report
+        self._make = make
+        self._device = None
+        self._wanted = None
+        self._timeout = None
+        # The request that failed to activate: not retried (nor logged again) until the request changes or a new term.
+        self._failed_for = None
+        self._error = None
+
+    def state(self):
+        return {
+            'running': self._device is not None,
+            'timeout': self._timeout if self._device is not None else None,
+            'device': self._wanted.get('device') if self._wanted else None,
+            'error': self._error,
+            'required': bool(self._wanted and self._wanted.get('required')),
+        }
+
+    def keep(self, wanted):
+        """One arm: `wanted` is the agent's request, or None when this term wants no watchdog."""
+        if not wanted:
+            self.release('no longer asked for')
+            return
+        same_device = self._wanted and (wanted['driver'], wanted['device']) == (self._wanted['driver'], self._wanted['device'])
+        if self._device is not None and not same_device:
+            self.release('its device changed')
+        if self._device is None:
+            if self._failed_for == wanted:
+                return
+            self._activate(wanted)
+            return
+        try:
+            if wanted['timeout'] != self._wanted['timeout']:
+                # A new ttl or safety_margin: set at this keepalive, which starts the new period.
+                self._wanted = wanted
+                if self._device.can_set_timeout():
+                    self._device.set_timeout(wanted['timeout'])
+                self._timeout = self._device.get_timeout()
+                self._log('%s updated with %s second timeout' % (self._device.describe(), self._timeout))
+                self._changed()
+            self._device.keepalive()
+        except WatchdogError as error:
+            self._log('error while sending watchdog keepalive: %s' % error)
+
+    def release(self, reason):
+        """Magic close; a device that cannot be stopped is pinged once more and left to fire."""
+        self._failed_for = None
+        device, self._device = self._device, None
+        if device is None:
+            return
+        name = device.describe()
+        try:
+            if not device.can_be_disabled():
+                # As the reference: one last keepalive gives the administrator the whole timeout.
+                device.keepalive()
+                self._log("%s can't be disabled: the system resets in %s seconds" % (name, self._timeout))
+        except WatchdogError as error:
+            self._log('error while disabling the watchdog: %s' % error)
+        try:
+            device.close()
+            self._log('%s closed with the magic close (%s)' % (name, reason))
+        except WatchdogError as error:
+            self._log('error while disabling the watchdog: %s' % error)
+        self._timeout = None
+        self._changed()
+
+    def _activate(self, wanted):
+        self._wanted = wanted
+        device = self._make(wanted['driver'], wanted['device'])
+        try:
+            device.open()
+            if device.can_set_timeout():
+                device.set_timeout(wanted['timeout'])
+            actual = device.get_timeout()
+            if actual > wanted['timeout']:
+                if wanted.get('required'):
+                    raise WatchdogError('a safe watchdog timeout %s could not be configured: it is %s' % (wanted['timeout'], actual))
+                # As the reference in mode automatic: a late reset is better than none.
+                self._log('warning: watchdog timeout %s seconds does not ensure safe termination within %s seconds' % (actual, wanted['timeout']))
+            device.keepalive()
+        except WatchdogError as error:
+            self._failed(device, wanted, error)
+            return
+        self._device = device
+        self._timeout = actual
+        self._error = None
+        self._failed_for = None
+        if not device.can_be_disabled():
+            self._log("%s can't be disabled: it will fire after this node loses the leader key" % device.describe())
+        self._log('%s activated with %s second timeout' % (device.describe(), actual))
+        self._changed()
+
+    def _failed(self, device, wanted, error):
+        # As the reference: an error when required; in mode automatic most machines simply have no device.
+        level = 'error' if wanted.get('required') else 'info'
+        self._log('%s: could not activate %s: %s' % (level, device.describe(), error))
+        try:
+            device.close()
+        except WatchdogError:
+            pass
+        self._failed_for = wanted
+        self._error = str(error)
+        self._changed()
+
+    def _changed(self):
+        self._report(dict(self.state(), event='watchdog'))
