@@ -232,6 +232,8 @@ export function patroniNodeConfig(node: PatroniNodeSettings): Record<string, unk
       ],
     },
     tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
+    // Never the machine's real /dev/watchdog: a bench or test that kills a fence or an agent must not reset the machine.
+    watchdog: { mode: 'off' },
   };
 }
 
