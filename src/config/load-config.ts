@@ -28,6 +28,7 @@ import { readBootstrap } from './bootstrap-config';
 import { readFence } from './fence-config';
 import { readLog } from './log-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
+import { PROGRAM_KEYS, readProgramSettings } from './postgresql-programs-config';
 
 /** The configuration cannot be used. `problems` has one line per problem: `<key path>: <rule>`. */
 export class ConfigError extends Error {
@@ -240,6 +241,7 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     'pgpass',
     'basebackup',
     'create_replica_methods',
+    ...PROGRAM_KEYS,
     ...replicaMethodSections(section),
   ]);
   const listen = readRequiredString(findings, section, 'listen', path);
@@ -259,6 +261,7 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     ...optional('pgpass', readString(findings, section, 'pgpass', path)),
     ...optional('basebackup', readOptionList(findings, section, 'basebackup', path)),
     ...readReplicaMethods(findings, section),
+    ...readProgramSettings(findings, section),
   };
 }
 

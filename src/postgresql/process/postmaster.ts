@@ -69,6 +69,7 @@ export class Postmaster {
     const launch: FenceLaunchOptions = {
       dataDir,
       binDir: resolve(this.local.config.bin_dir),
+      postgres: this.local.binary('postgres'),
       stateDir: this.options.stateDir,
       uid: osUser?.uid,
       gid: osUser?.gid,
