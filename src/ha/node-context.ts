@@ -4,6 +4,7 @@ import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
 import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
+import { pgCtlTimeoutMs } from '../config/postgresql-programs-config';
 import { standbyRecoveryParameters } from '../config/standby-cluster-config';
 import { ClusterView, Dcs } from '../dcs/dcs.port';
 import { EventLog } from '../events/event-log';
@@ -25,6 +26,7 @@ import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { Sampler } from './sampler';
 import { readPoolWithdrawal } from './read-pool';
 import { remotePrimary } from './standby-cluster';
+import { startTimeoutMs } from './postgres-deadlines';
 import { SyncReplication } from './sync/sync-replication';
 import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
 import { FailsafeState } from './failsafe/failsafe-state';
@@ -253,11 +255,22 @@ export class NodeContext {
   }
 
   startRequest(settings: PostgresSettings): StartRequest {
-    return { settings, timeoutMs: this.startTimeoutMs(), at: this.deps.clock.now() };
+    return { settings, timeoutMs: this.startTimeoutMs(settings.role), at: this.deps.clock.now() };
   }
 
-  startTimeoutMs(): number {
-    return Math.max(this.dynamic.primary_start_timeout, 60) * 1000;
+  startTimeoutMs(role: 'primary' | 'replica'): number {
+    return startTimeoutMs(role, this.dynamic, this.pgCtlTimeoutMs());
+  }
+
+  /** `postgresql.pg_ctl_timeout` in ms: the bound of a start, a stop, a promotion. */
+  pgCtlTimeoutMs(): number {
+    return pgCtlTimeoutMs(this.config.postgresql);
+  }
+
+  /** `postgresql.remove_data_directory_on_*`: the local file's value, else the dynamic configuration's. */
+  removesDataDirectoryOn(failure: 'rewind_failure' | 'diverged_timelines'): boolean {
+    const key = `remove_data_directory_on_${failure}` as const;
+    return this.config.postgresql[key] ?? this.dynamic[key];
   }
 
   memberData() {
