@@ -21,6 +21,7 @@ let baseDir: string;
 let wrappers: string;
 let callLog: string;
 let hangFlag: string;
+let rewindFails: string;
 let cluster: LocalCluster;
 
 beforeAll(async () => {
@@ -33,8 +34,10 @@ beforeAll(async () => {
   writeFileSync(callLog, '');
   chmodSync(callLog, 0o666);
   hangFlag = join(wrappers, 'hang');
+  rewindFails = join(wrappers, 'rewind-fails');
   for (const program of PROGRAMS) {
     const hang = program === 'postgres' ? [`[ -e ${hangFlag} ] && [ "$1" = "-D" ] && sleep 12`] : [];
+    if (program === 'pg_rewind') hang.push(`[ -e ${rewindFails} ] && echo "pg_rewind: fatal: made to fail" >&2 && exit 1`);
     writeFileSync(join(wrappers, `${program}.wrapper`), ['#!/bin/sh', `echo "${program} $*" >> ${callLog}`, ...hang, `exec ${join(PG_BIN_DIR, program)} "$@"`, ''].join('\n'));
     chmodSync(join(wrappers, `${program}.wrapper`), 0o755);
   }
@@ -53,6 +56,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (hangFlag) rmSync(hangFlag, { force: true });
+  if (rewindFails) rmSync(rewindFails, { force: true });
   await cluster?.stop();
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
 });
@@ -65,8 +69,8 @@ function calls(): string[] {
   return readFileSync(callLog, 'utf8').trim().split('\n');
 }
 
-async function post(node: LocalNode, path: string, body: unknown): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${node.apiUrl}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+async function post(node: LocalNode, path: string, body: unknown, method = 'POST'): Promise<{ status: number; text: string }> {
+  const response = await fetch(`${node.apiUrl}${path}`, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   return { status: response.status, text: await response.text() };
 }
 
@@ -118,4 +122,33 @@ it('keeps only max_timelines_history entries in /history after switchovers', asy
   const history = JSON.parse(etcdGet('/service/programs/history')) as unknown[][];
   expect(history).toHaveLength(1);
   expect(history[0][0]).toBe(2);
+});
+
+it('keeps the data directory of a former primary whose pg_rewind failed when remove_data_directory_on_rewind_failure is off', async () => {
+  const leader = await cluster.waitForHealthy(90_000);
+  const candidate = cluster.nodes.find((node) => node !== leader)!;
+  const off = { postgresql: { remove_data_directory_on_rewind_failure: false, remove_data_directory_on_diverged_timelines: false } };
+  expect((await post(leader, '/config', off, 'PATCH')).status).toBe(200);
+  const clonesBefore = calls().filter((line) => line.startsWith('pg_basebackup ')).length;
+  const systemBefore = readFileSync(join(leader.dataDir, 'global', 'pg_control')).subarray(0, 8).toString('hex');
+  writeFileSync(rewindFails, '');
+
+  // A power cut of the leader: the other node takes over, and the former primary must rewind when it comes back.
+  await leader.powerCut();
+  await waitFor(async () => (await candidate.healthCode('/primary')) === 200, { timeoutMs: 60_000, description: `${candidate.name} leading` });
+  leader.start();
+  await waitFor(() => readFileSync(leader.logPath, 'utf8').includes('remove_data_directory_on_rewind_failure is off: keeping the data directory'), {
+    timeoutMs: 60_000,
+    description: `${leader.name} refusing to remove its data directory after the failed pg_rewind`,
+  });
+  // pg_rewind ran (and failed); the server is down, not cloned: no pg_basebackup ran, and pg_control is as it was.
+  expect(calls().some((line) => line.startsWith(`pg_rewind --target-pgdata ${leader.dataDir}`))).toBe(true);
+  expect(await leader.healthCode('/replica')).not.toBe(200);
+  expect(calls().filter((line) => line.startsWith('pg_basebackup ')).length).toBe(clonesBefore);
+  expect(readFileSync(join(leader.dataDir, 'global', 'pg_control')).subarray(0, 8).toString('hex')).toBe(systemBefore);
+
+  // Once pg_rewind works again, the rejoin tried after its backoff brings it back as a replica.
+  rmSync(rewindFails, { force: true });
+  await cluster.waitForHealthy(90_000);
+  expect(calls().filter((line) => line.startsWith('pg_basebackup ')).length).toBe(clonesBefore);
 });
