@@ -255,7 +255,9 @@ export class NodeContext {
   }
 
   startRequest(settings: PostgresSettings): StartRequest {
-    return { settings, timeoutMs: this.startTimeoutMs(settings.role), at: this.deps.clock.now() };
+    // A lock holder (a standby leader too) waits as a primary does before its start counts as failed: it gives the lock up then.
+    const waitsAsPrimary = settings.role === 'primary' || this.lock.held;
+    return { settings, timeoutMs: this.startTimeoutMs(waitsAsPrimary ? 'primary' : 'replica'), at: this.deps.clock.now() };
   }
 
   startTimeoutMs(role: 'primary' | 'replica'): number {
