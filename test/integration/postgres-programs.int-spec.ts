@@ -89,6 +89,12 @@ it('bootstraps, clones and starts through the bin_name wrappers, and publishes p
   expect(member1.proxy_url).toBe('postgres://127.0.0.1:6432/postgres');
   const member2 = JSON.parse(etcdGet(`/service/programs/members/${cluster.nodes[1].name}`)) as Record<string, unknown>;
   expect(member2).not.toHaveProperty('proxy_url');
+  // patronictl reads the member keys as ever: each node listed at its own address, not the proxy's.
+  const ctlConfig = join(baseDir, 'patronictl.yml');
+  writeFileSync(ctlConfig, `scope: programs\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`);
+  const table = execFileSync('patronictl', ['-c', ctlConfig, 'list'], { encoding: 'utf8', timeout: 30_000 });
+  const rows = table.split('\n').map((line) => line.split('|').map((cell) => cell.trim())).filter((cells) => cells.length > 3 && /^node\d$/.test(cells[1]));
+  expect(rows.map((cells) => [cells[1], cells[2]])).toEqual(cluster.nodes.map((node) => [node.name, `127.0.0.1:${node.pgPort}`]));
 });
 
 it('gives up a start that hangs after pg_ctl_timeout, and the server comes back once it goes on', async () => {
