@@ -34,26 +34,29 @@ const ACTED_ON = new Set([
   'slots',
   'ignore_slots',
   'standby_cluster',
-]);
-
-/** Refused unless off, with what is missing. */
-const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({});
-
-const STORED_NOT_ACTED_ON = new Set([
   'primary_stop_timeout',
   'master_stop_timeout',
   'max_timelines_history',
 ]);
 
-const POSTGRESQL_ACTED_ON = new Set(['use_pg_rewind', 'use_slots', 'parameters']);
+/** Refused unless off, with what is missing. */
+const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({});
+
+const STORED_NOT_ACTED_ON = new Set<string>([]);
+
+const POSTGRESQL_ACTED_ON = new Set([
+  'use_pg_rewind',
+  'use_slots',
+  'parameters',
+  'remove_data_directory_on_rewind_failure',
+  'remove_data_directory_on_diverged_timelines',
+]);
 const POSTGRESQL_STORED_NOT_ACTED_ON = new Set([
   'pg_hba',
   'pg_ident',
   'recovery_conf',
   'use_unix_socket',
   'use_unix_socket_repl',
-  'remove_data_directory_on_rewind_failure',
-  'remove_data_directory_on_diverged_timelines',
 ]);
 
 export interface ConfigWriteReview {

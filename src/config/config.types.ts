@@ -109,6 +109,16 @@ export interface PostgresqlConfig {
   os_user: string;
   /** Commands run on PostgreSQL events, called with `<action> <role> <scope>` appended. */
   callbacks?: Partial<Record<CallbackAction, string>>;
+  /** Other names for PostgreSQL's programs (`pg_ctl`, `postgres`...): a file in `bin_dir`, or an absolute path. */
+  bin_name?: Partial<Record<'pg_ctl' | 'initdb' | 'pg_controldata' | 'pg_basebackup' | 'postgres' | 'pg_isready' | 'pg_rewind', string>>;
+  /** Seconds a start, stop or promote may take (default 60). */
+  pg_ctl_timeout?: number;
+  /** host:port of a connection pooler or proxy in front of this server, published as the member's `proxy_url`. */
+  proxy_address?: string;
+  /** Whether a failed pg_rewind removes the data directory and clones again (Stator's default: true). */
+  remove_data_directory_on_rewind_failure?: boolean;
+  /** Whether a diverged former primary that may not rewind removes its data and clones again (Stator's default: true). */
+  remove_data_directory_on_diverged_timelines?: boolean;
 }
 
 /** A scalar setting of a method's section, passed to its command as `--key=value`. */
@@ -166,6 +176,17 @@ export interface EffectiveDynamicConfig {
   maximum_lag_on_failover: number;
   check_timeline: boolean;
   primary_start_timeout: number;
+  /**
+   * Seconds a primary's stop may take with synchronous replication on before it escalates (0: Stator's own
+   * deadline, half the ttl for a demotion). `master_stop_timeout` is its old name.
+   */
+  primary_stop_timeout: number;
+  /** At most this many entries are kept in `/history` (0: all). */
+  max_timelines_history: number;
+  /** `postgresql.remove_data_directory_on_rewind_failure` of `/config` (the local file's wins). */
+  remove_data_directory_on_rewind_failure: boolean;
+  /** `postgresql.remove_data_directory_on_diverged_timelines` of `/config` (the local file's wins). */
+  remove_data_directory_on_diverged_timelines: boolean;
   pause: boolean;
   use_pg_rewind: boolean;
   use_slots: boolean;

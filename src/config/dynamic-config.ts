@@ -15,6 +15,11 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   maximum_lag_on_failover: 1048576,
   check_timeline: false,
   primary_start_timeout: 300,
+  primary_stop_timeout: 0,
+  max_timelines_history: 0,
+  /** Patroni: false (a broken former primary waits for a manual reinitialize); Stator clones it again. */
+  remove_data_directory_on_rewind_failure: true,
+  remove_data_directory_on_diverged_timelines: true,
   pause: false,
   use_pg_rewind: true,
   use_slots: true,
@@ -50,6 +55,8 @@ export const TIMING_MINIMUMS = Object.freeze({ ttl: 5, loop_wait: 1, retry_timeo
  * with room to spare. A day is far beyond any HA timing in use, and a value past it is a typo.
  */
 export const MAX_SECONDS = 86_400;
+/** More timelines than a cluster could make in its life; the bound of `max_timelines_history`. */
+const MAX_TIMELINES_HISTORY = 1_000_000;
 /** `member_slots_ttl` may be as long as a month: a member away for maintenance keeps its slot. */
 const MAX_MEMBER_SLOTS_TTL = 30 * 86_400;
 export const TIMING_MAXIMUMS = Object.freeze({ ttl: MAX_SECONDS, loop_wait: MAX_SECONDS, retry_timeout: MAX_SECONDS });
@@ -136,6 +143,22 @@ export function effectiveDynamicConfig(
         'primary_start_timeout',
         source.primary_start_timeout ?? source.master_start_timeout,
         defaults.primary_start_timeout,
+      ),
+      primary_stop_timeout: integer(
+        'primary_stop_timeout',
+        source.primary_stop_timeout ?? source.master_stop_timeout,
+        defaults.primary_stop_timeout,
+      ),
+      max_timelines_history: Math.max(0, integer('max_timelines_history', source.max_timelines_history, defaults.max_timelines_history, MAX_TIMELINES_HISTORY)),
+      remove_data_directory_on_rewind_failure: boolean(
+        'postgresql.remove_data_directory_on_rewind_failure',
+        postgresql.remove_data_directory_on_rewind_failure,
+        defaults.remove_data_directory_on_rewind_failure,
+      ),
+      remove_data_directory_on_diverged_timelines: boolean(
+        'postgresql.remove_data_directory_on_diverged_timelines',
+        postgresql.remove_data_directory_on_diverged_timelines,
+        defaults.remove_data_directory_on_diverged_timelines,
       ),
       pause: boolean('pause', source.pause, defaults.pause),
       use_pg_rewind: boolean('postgresql.use_pg_rewind', postgresql.use_pg_rewind, defaults.use_pg_rewind),
@@ -233,7 +256,7 @@ const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   primary_stop_timeout: seconds(0),
   master_stop_timeout: seconds(0),
   synchronous_node_count: integerBetween(1, 255),
-  max_timelines_history: integerBetween(0, 1_000_000),
+  max_timelines_history: integerBetween(0, MAX_TIMELINES_HISTORY),
   member_slots_ttl: MEMBER_SLOTS_TTL_RULE,
   load_balancer_drain_ms: integerBetween(0, MAX_LOAD_BALANCER_DRAIN_MS),
   check_timeline: booleanRule,
@@ -253,6 +276,8 @@ const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
 const POSTGRESQL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   use_pg_rewind: booleanRule,
   use_slots: booleanRule,
+  remove_data_directory_on_rewind_failure: booleanRule,
+  remove_data_directory_on_diverged_timelines: booleanRule,
   parameters: mappingRule,
 });
 

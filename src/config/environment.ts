@@ -44,6 +44,12 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'POSTGRESQL_CONNECT_ADDRESS', path: 'postgresql.connect_address' },
   { name: 'POSTGRESQL_DATA_DIR', path: 'postgresql.data_dir' },
   { name: 'POSTGRESQL_BIN_DIR', path: 'postgresql.bin_dir' },
+  { name: 'POSTGRESQL_PROXY_ADDRESS', path: 'postgresql.proxy_address' },
+  // Patroni's names keep the program's own case: PATRONI_POSTGRESQL_BIN_pg_ctl.
+  ...['pg_ctl', 'initdb', 'pg_controldata', 'pg_basebackup', 'postgres', 'pg_isready', 'pg_rewind'].map((program) => ({
+    name: `POSTGRESQL_BIN_${program}`,
+    path: `postgresql.bin_name.${program}`,
+  })),
   { name: 'SUPERUSER_USERNAME', path: 'postgresql.authentication.superuser.username' },
   { name: 'SUPERUSER_PASSWORD', path: 'postgresql.authentication.superuser.password' },
   { name: 'REPLICATION_USERNAME', path: 'postgresql.authentication.replication.username' },

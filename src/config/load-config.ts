@@ -30,6 +30,7 @@ import { readWatchdog } from './watchdog-config';
 import { readLog } from './log-config';
 import { readRestApiOptions, RESTAPI_OPTION_KEYS } from './restapi-options-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
+import { PROGRAM_KEYS, readProgramSettings } from './postgresql-programs-config';
 
 /** The configuration cannot be used. `problems` has one line per problem: `<key path>: <rule>`. */
 export class ConfigError extends Error {
@@ -249,6 +250,7 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     'pgpass',
     'basebackup',
     'create_replica_methods',
+    ...PROGRAM_KEYS,
     ...replicaMethodSections(section),
   ]);
   const listen = readRequiredString(findings, section, 'listen', path);
@@ -268,6 +270,7 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     ...optional('pgpass', readString(findings, section, 'pgpass', path)),
     ...optional('basebackup', readOptionList(findings, section, 'basebackup', path)),
     ...readReplicaMethods(findings, section),
+    ...readProgramSettings(findings, section),
   };
 }
 

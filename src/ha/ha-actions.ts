@@ -7,6 +7,7 @@ import { recordSlotChanges, wantedPhysicalSlots } from './leader-duties';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
+import { demoteStopDeadlineMs } from './postgres-deadlines';
 import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
 
 /** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
@@ -74,7 +75,8 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         withdrawPrimaryChecks(node, 'demoting: stops taking writes now');
         // A fast shutdown waits for WAL senders, which hang when the replicas are cut off: past half a ttl it
         // escalates to an immediate shutdown, then SIGKILL (the adapter), well before another node may be promoted.
-        node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: demoteStopTimeoutMs(node.dynamic.ttl) });
+        // With synchronous replication on, `primary_stop_timeout` may shorten that.
+        node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: demoteStopDeadlineMs(node.dynamic) });
         await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
         if (!action.restart) return;
         if (action.upstream) await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
@@ -205,9 +207,4 @@ async function followAfterDemotion(node: NodeContext): Promise<void> {
   const upstream = upstreamOf(leader ?? undefined);
   if (upstream) await rejoin(node, upstream, node.dynamic.use_pg_rewind);
   else await startAsReplica(node, null);
-}
-
-/** How long a demotion's shutdown may take before it escalates: half the ttl, at least a second. */
-export function demoteStopTimeoutMs(ttlSeconds: number): number {
-  return Math.max(1000, Math.min(60_000, ttlSeconds * 500));
 }

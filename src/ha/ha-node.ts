@@ -15,6 +15,7 @@ import { leadershipMachine } from './leadership.machine';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
 import { PeerProbe } from './peer-probe';
+import { shutdownStopDeadlineMs } from './postgres-deadlines';
 import { publishShutdownPosition, reinitialize, restart } from './postgres-procedures';
 import { roleMachine } from './role.machine';
 import { snapshotOf } from './snapshot-of';
@@ -108,7 +109,7 @@ export class HaNode {
     }
     if (adopted) {
       logger.info(`adopting running postmaster ${adopted.pid}`);
-      node.postgres.send({ type: 'ADOPT', timeoutMs: node.startTimeoutMs() });
+      node.postgres.send({ type: 'ADOPT', timeoutMs: node.startTimeoutMs(node.dataDir.standbySignal ? 'replica' : 'primary') });
     }
     node.sampler.start();
     this.loopDone = this.loop();
@@ -131,8 +132,10 @@ export class HaNode {
     for (const subscription of this.subscriptions) subscription.unsubscribe();
     if (stopPostgres && node.isPostmasterUp()) {
       await whileNotSyncStandby(node, async () => {
-        node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: 60_000 });
-        await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: 65_000 }).catch(() => undefined);
+        // A primary with synchronous replication on: `primary_stop_timeout` when set, as the reference's shutdown.
+        const stopMs = shutdownStopDeadlineMs(node.lock.held, node.dynamic, node.pgCtlTimeoutMs());
+        node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: stopMs });
+        await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: stopMs + 5000 }).catch(() => undefined);
       });
       if (node.lock.held) {
         keepMemberKey = await publishShutdownPosition(node);

@@ -26,6 +26,11 @@ export function recordSlotChanges(events: NodeEvents, changes: SlotChanges): voi
   for (const name of changes.dropped) events.recordCluster('slot.dropped', `physical slot ${name} dropped`, { slot: name, type: 'physical' });
 }
 
+/** The newest `maxEntries` of `entries` (0: all), as the reference trims `/history` (`max_timelines_history`). */
+export function newestEntries<T>(entries: T[], maxEntries: number): T[] {
+  return maxEntries > 0 ? entries.slice(-maxEntries) : entries;
+}
+
 /** Optime, history, members' and permanent slots: what the lock holder publishes and keeps each cycle. */
 export class LeaderDuties {
   private publishedStatus = '';
@@ -63,7 +68,7 @@ export class LeaderDuties {
     if (sample.timeline === 1 && !history) await this.dcs.setHistory([]);
     const lastTimeline = history && history.length > 0 ? Number(history[history.length - 1][0]) : 0;
     if (sample.timeline > 1 && (!history || lastTimeline !== sample.timeline - 1)) {
-      await this.dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? []));
+      await this.dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? [], dynamic.max_timelines_history));
     }
     if (dynamic.use_slots) await this.syncMemberSlots(cluster, dynamic, knownSlots);
   }
@@ -101,11 +106,14 @@ export class LeaderDuties {
     }
   }
 
-  /** Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries. */
-  private async readTimelineHistory(timeline: number, stored: HistoryEntry[]): Promise<HistoryEntry[]> {
+  /**
+   * Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries and only the
+   * newest `maxEntries` (`max_timelines_history`, 0: all).
+   */
+  private async readTimelineHistory(timeline: number, stored: HistoryEntry[], maxEntries: number): Promise<HistoryEntry[]> {
     const file = `pg_wal/${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`;
     const rows = await this.query.query<{ content: string }>('SELECT pg_read_file($1) AS content', [file]);
-    const lines = rows[0]?.content.split('\n').filter((line) => /^\d+\t/.test(line)) ?? [];
+    const lines = newestEntries(rows[0]?.content.split('\n').filter((line) => /^\d+\t/.test(line)) ?? [], maxEntries);
     return lines.map((line, index) => {
       const [tl, lsn, ...reason] = line.split('\t');
       const entryTimeline = Number(tl);

@@ -41,6 +41,8 @@ export function memberData(facts: MemberFacts): MemberData {
     version: config.compat === 'patroni' ? PATRONI_REFERENCE_VERSION : facts.version,
     stator_version: facts.version,
   };
+  // A pooler or proxy in front of this server (`postgresql.proxy_address`), where the reference puts it.
+  if (config.postgresql.proxy_address) data.proxy_url = `postgres://${config.postgresql.proxy_address}/postgres`;
   if (Object.keys(facts.tags).length > 0) data.tags = facts.tags;
   if (sample && pgState === 'running') {
     if (Object.keys(sample.pendingRestart).length > 0) {

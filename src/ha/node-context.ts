@@ -4,6 +4,7 @@ import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
 import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
+import { pgCtlTimeoutMs } from '../config/postgresql-programs-config';
 import { standbyRecoveryParameters } from '../config/standby-cluster-config';
 import { ClusterView, Dcs } from '../dcs/dcs.port';
 import { EventLog } from '../events/event-log';
@@ -25,6 +26,7 @@ import { RoleEvent, roleMachine, RoleName } from './role.machine';
 import { Sampler } from './sampler';
 import { readPoolWithdrawal } from './read-pool';
 import { remotePrimary } from './standby-cluster';
+import { startTimeoutMs } from './postgres-deadlines';
 import { SyncReplication } from './sync/sync-replication';
 import { DeviceCheck } from '../postgresql/fence/watchdog-device';
 import { WATCHDOG_ACTIVATION_WAIT_MS, WatchdogGuard } from './watchdog-guard';
@@ -274,11 +276,24 @@ export class NodeContext {
   }
 
   startRequest(settings: PostgresSettings): StartRequest {
-    return { settings, timeoutMs: this.startTimeoutMs(), at: this.deps.clock.now() };
+    // A lock holder (a standby leader too) waits as a primary does before its start counts as failed: it gives the lock up then.
+    const waitsAsPrimary = settings.role === 'primary' || this.lock.held;
+    return { settings, timeoutMs: this.startTimeoutMs(waitsAsPrimary ? 'primary' : 'replica'), at: this.deps.clock.now() };
   }
 
-  startTimeoutMs(): number {
-    return Math.max(this.dynamic.primary_start_timeout, 60) * 1000;
+  startTimeoutMs(role: 'primary' | 'replica'): number {
+    return startTimeoutMs(role, this.dynamic, this.pgCtlTimeoutMs());
+  }
+
+  /** `postgresql.pg_ctl_timeout` in ms: the bound of a start, a stop, a promotion. */
+  pgCtlTimeoutMs(): number {
+    return pgCtlTimeoutMs(this.config.postgresql);
+  }
+
+  /** `postgresql.remove_data_directory_on_*`: the local file's value, else the dynamic configuration's. */
+  removesDataDirectoryOn(failure: 'rewind_failure' | 'diverged_timelines'): boolean {
+    const key = `remove_data_directory_on_${failure}` as const;
+    return this.config.postgresql[key] ?? this.dynamic[key];
   }
 
   memberData() {

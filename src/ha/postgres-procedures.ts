@@ -3,6 +3,7 @@ import { errorText } from '../common/error-text';
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { activeSubstate, NodeContext } from './node-context';
 import { replicaMethodPlan } from './replica-methods';
+import { promoteTimeoutMs } from './postgres-deadlines';
 
 /**
  * The multi-step PostgreSQL procedures of a node: each is a sequence of postgres-machine events
@@ -51,13 +52,14 @@ export async function startAsReplica(node: NodeContext, upstream: UpstreamNode |
 
 /** Stops a running server and waits until it is down. */
 export async function stopServer(node: NodeContext, mode: 'fast' | 'immediate'): Promise<void> {
-  node.postgres.send({ type: 'STOP', mode, timeoutMs: 60_000 });
+  node.postgres.send({ type: 'STOP', mode, timeoutMs: node.pgCtlTimeoutMs() });
   await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
 }
 
 /**
  * A former primary joins the leader: pg_rewind, or a fresh clone when rewind is off or fails.
- * Nothing is removed while the leader does not answer: a dead leader is no reason to lose data.
+ * Nothing is removed while the leader does not answer: a dead leader is no reason to lose data, nor when
+ * `remove_data_directory_on_*` says not to (see removalAfterRewind).
  */
 export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewind: boolean): Promise<void> {
   const { pg, logger } = node.deps;
@@ -78,16 +80,34 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
       // A failed task, so the next try waits a backoff rather than the next cycle.
       throw new Error(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
     }
+    if (!rewound && !removalAfterRewind(node, true)) {
+      // A failed task, retried after a backoff; the data directory stays for an operator (POST /reinitialize).
+      throw new Error(`pg_rewind from ${upstream.name} failed and remove_data_directory_on_rewind_failure is off: keeping the data directory (reinitialize this member to clone it again): ${lastError}`);
+    }
     if (!rewound) logger.warning(`pg_rewind from ${upstream.name} failed, reinitializing: ${lastError}`);
     if (lastOutcome === 'rewound') await pg.checkpointOn(upstream).catch((e) => logger.warning(`checkpoint on ${upstream.name} after pg_rewind failed: ${errorText(e)}`));
   }
-  if (!rewound) {
+  if (!useRewind && !removalAfterRewind(node, false)) {
+    // As the reference: without pg_rewind and without leave to remove the data, start as a replica as it is.
+    logger.warning(`use_pg_rewind and remove_data_directory_on_diverged_timelines are off: starting as a replica of ${upstream.name} without reinitializing`);
+  } else if (!rewound) {
     await removeData(node);
     if (!(await cloneFrom(node, upstream))) throw new Error(`could not clone ${upstream.name} after pg_rewind failed: ${node.postgres.getSnapshot().context.lastError ?? 'every replica method failed'}`);
   }
   await startAsReplica(node, upstream);
   // A failed task, so the next try waits a backoff instead of rewinding again at once.
   if (node.pgState() !== 'running') throw new Error(`PostgreSQL did not start after joining ${upstream.name}: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`);
+}
+
+/**
+ * Whether a former primary that pg_rewind could not bring back (`rewindFailed`), or that may not rewind
+ * (use_pg_rewind off), may have its data directory removed and cloned again: the reference's
+ * `remove_data_directory_on_rewind_failure` (either key, after a failed rewind) and
+ * `remove_data_directory_on_diverged_timelines`. Both default to true in Stator.
+ */
+function removalAfterRewind(node: NodeContext, rewindFailed: boolean): boolean {
+  const onDiverged = node.removesDataDirectoryOn('diverged_timelines');
+  return rewindFailed ? node.removesDataDirectoryOn('rewind_failure') || onDiverged : onDiverged;
 }
 
 /** Removes the data directory (the server is down) and says so to the role machine. */
@@ -104,7 +124,7 @@ export async function reinitialize(node: NodeContext, source: UpstreamNode): Pro
     return;
   }
   if (node.isPostmasterUp()) {
-    node.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: 60_000 });
+    node.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: node.pgCtlTimeoutMs() });
     await node.waitForPostgres((state) => !['running', 'stopping', 'starting'].includes(state));
   }
   await removeData(node);
@@ -123,7 +143,7 @@ export async function promote(node: NodeContext): Promise<void> {
     node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
     await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'reconfiguring', { timeout: 30_000 });
   }
-  node.postgres.send({ type: 'PROMOTE', timeoutMs: node.dynamic.loop_wait * 1000 + 60_000 });
+  node.postgres.send({ type: 'PROMOTE', timeoutMs: promoteTimeoutMs(node.dynamic.loop_wait, node.pgCtlTimeoutMs()) });
   // While PostgreSQL promotes (the write gap waits on nothing else): slots for the other members, the
   // former leader included (its member key may have gone with its lease: the history names it), exist
   // before they reconnect to us, or they retry only after wal_retrieve_retry_interval (5 s); and the

@@ -347,11 +347,10 @@ describe('loadConfig', () => {
       expect(warnings).toEqual([]);
     });
 
-    it('warns about bootstrap.dcs settings Stator does not act on, and still starts', () => {
-      const { warnings } = load({ bootstrap: { dcs: { synchronous_mode: true, failsafe_mode: true, standby_cluster: { host: 'x' }, max_timelines_history: 10 } } });
-      expect(warnings).toEqual([
-        'bootstrap.dcs.max_timelines_history is stored but not acted on yet',
-      ]);
+    it('takes the dynamic keys Stator acts on in bootstrap.dcs without a warning', () => {
+      const dcs = { synchronous_mode: true, failsafe_mode: true, standby_cluster: { host: 'x' }, max_timelines_history: 10, primary_stop_timeout: 5 };
+      const { warnings } = load({ bootstrap: { dcs: { ...dcs, postgresql: { remove_data_directory_on_rewind_failure: false } } } });
+      expect(warnings).toEqual([]);
     });
 
     it('ignores another DCS section next to etcd3 with a warning', () => {
@@ -860,6 +859,10 @@ describe('effectiveDynamicConfig', () => {
         maximum_lag_on_failover: 1048576,
         check_timeline: false,
         primary_start_timeout: 300,
+        primary_stop_timeout: 0,
+        max_timelines_history: 0,
+        remove_data_directory_on_rewind_failure: true,
+        remove_data_directory_on_diverged_timelines: true,
         pause: false,
         use_pg_rewind: true,
         use_slots: true,

@@ -90,6 +90,8 @@ export interface PostmasterExitEvent {
 export interface FenceLaunchOptions {
   dataDir: string;
   binDir: string;
+  /** The `postgres` program to run (`bin_name.postgres`); `<binDir>/postgres` when absent. */
+  postgres?: string;
   stateDir: string;
   /** `-c config_file=...` when set. */
   configFile?: string;

@@ -6,7 +6,7 @@ import signal
 
 def spawn_postmaster(options, args, log_path):
     """Returns (pid, None) once `postgres` runs, or (0, why) when it could not be started."""
-    program = os.path.join(options['binDir'], 'postgres')
+    program = options.get('postgres') or os.path.join(options['binDir'], 'postgres')
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
     error_read, error_write = os.pipe2(os.O_CLOEXEC)
     try:

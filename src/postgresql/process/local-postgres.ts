@@ -1,5 +1,6 @@
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { LibpqOptions, PostgresqlConfig, PostgresRole } from '../../config/config.types';
+import { PgProgram, programPath } from '../../config/postgresql-programs-config';
 import { localConnection, LocalConnection } from '../pg-query';
 
 /** Diagnostics of the adapter (fence lost, escalations). */
@@ -63,8 +64,9 @@ export class LocalPostgres {
     return rewind ?? { ...superuser, password: this.superuserPassword };
   }
 
-  binary(name: string): string {
-    return join(this.config.bin_dir, name);
+  /** Where `program` is: `bin_dir`, or what `bin_name` maps it to (a wrapper, a renamed binary). */
+  binary(program: PgProgram): string {
+    return resolve(programPath(this.config, program));
   }
 
   /** The superuser's connection to this server. */

@@ -49,11 +49,23 @@ export class Postmaster {
    * Spawns the fence (detached, so it outlives this agent), which spawns the postmaster; connects to the
    * fence; then polls `SELECT 1` every ~50 ms until the server accepts connections. Rejects at once when
    * the postmaster exits meanwhile (with the tail of `postgresql.log`), and after `timeoutMs` (the
-   * postmaster is then left running: the caller decides, and `exits()` still reports it).
+   * postmaster is then left running: the caller decides, and `exits()` still reports it). A start after
+   * such a timeout waits for that postmaster again rather than start another (as the reference, whose
+   * next cycle finds the server still starting).
    */
   async start(timeoutMs: number): Promise<{ pid: number }> {
     const deadline = Date.now() + timeoutMs;
     const dataDir = this.local.dataDir;
+    const leftRunning = this.fenceLink.fence?.connected ? this.fenceLink.postmasterPid : null;
+    if (leftRunning !== null) {
+      const exitWatch = this.fenceLink.watchExit(leftRunning);
+      try {
+        await this.waitUntilAccepting(leftRunning, deadline, timeoutMs, exitWatch.exited);
+        return { pid: leftRunning };
+      } finally {
+        exitWatch.cancel();
+      }
+    }
     if (this.fenceLink.fence?.connected) throw new Error(`postgres already runs under this agent's fence (pid ${this.fenceLink.postmasterPid})`);
     const existing = await this.fenceLink.connect(300);
     if (existing && this.fenceLink.fence === existing) {
@@ -69,6 +81,7 @@ export class Postmaster {
     const launch: FenceLaunchOptions = {
       dataDir,
       binDir: resolve(this.local.config.bin_dir),
+      postgres: this.local.binary('postgres'),
       stateDir: this.options.stateDir,
       uid: osUser?.uid,
       gid: osUser?.gid,
@@ -133,13 +146,20 @@ export class Postmaster {
     }
 
     const pid = connection.hello.pid;
+    await this.waitUntilAccepting(pid, deadline, timeoutMs, exited);
+    return { pid };
+  }
+
+  /** Polls until the server accepts connections; rejects when the postmaster exits meanwhile or at the deadline. */
+  private async waitUntilAccepting(pid: number, deadline: number, timeoutMs: number, exited: Promise<PostmasterExit>): Promise<void> {
+    const { paths } = this.options;
     const connectionInfo = this.local.localConnection();
     while (Date.now() < deadline) {
       const ready = await Promise.race([
         serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(1000, deadline - Date.now()))),
         exited,
       ]);
-      if (ready === true) return { pid };
+      if (ready === true) return;
       if (typeof ready === 'object') throw startFailure(ready, paths.postmasterLog);
       const exit = await Promise.race([sleep(READY_POLL_MS), exited]);
       if (exit) throw startFailure(exit, paths.postmasterLog);

@@ -81,11 +81,12 @@ describe('PATCH /config', () => {
     const comment = 'x'.repeat(50_000);
     await dcs.setConfig({ ttl: 30, comment_kept_by_another_tool: comment });
 
-    const answer = await operations.patchConfig(body({ ttl: 40, max_timelines_history: 5 }));
+    const answer = await operations.patchConfig(body({ ttl: 40, postgresql: { use_unix_socket: true } }));
 
-    expect(answer).toMatchObject({ status: 200, warnings: ['max_timelines_history is stored but not acted on yet'] });
-    expect(warnings).toEqual(['PATCH /config: max_timelines_history is stored but not acted on yet']);
-    expect(recorded).toEqual([{ type: 'config.changed', data: { set: { ttl: 40, max_timelines_history: 5 }, removed: [] } }]);
+    const warning = "postgresql.use_unix_socket is stored but not acted on yet (the local file's value is used)";
+    expect(answer).toMatchObject({ status: 200, warnings: [warning] });
+    expect(warnings).toEqual([`PATCH /config: ${warning}`]);
+    expect(recorded).toEqual([{ type: 'config.changed', data: { set: { ttl: 40, postgresql: { use_unix_socket: true } }, removed: [] } }]);
   });
 
   it('refuses 1e20 as ttl with the key and the range, and writes nothing', async () => {
