@@ -45,11 +45,8 @@ const STORED_NOT_ACTED_ON = new Set([
   'max_timelines_history',
 ]);
 
-const POSTGRESQL_ACTED_ON = new Set(['use_pg_rewind', 'use_slots', 'parameters']);
+const POSTGRESQL_ACTED_ON = new Set(['use_pg_rewind', 'use_slots', 'parameters', 'pg_hba', 'pg_ident', 'recovery_conf']);
 const POSTGRESQL_STORED_NOT_ACTED_ON = new Set([
-  'pg_hba',
-  'pg_ident',
-  'recovery_conf',
   'use_unix_socket',
   'use_unix_socket_repl',
   'remove_data_directory_on_rewind_failure',

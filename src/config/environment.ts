@@ -39,6 +39,7 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'POSTGRESQL_CONNECT_ADDRESS', path: 'postgresql.connect_address' },
   { name: 'POSTGRESQL_DATA_DIR', path: 'postgresql.data_dir' },
   { name: 'POSTGRESQL_BIN_DIR', path: 'postgresql.bin_dir' },
+  { name: 'POSTGRESQL_CONFIG_DIR', path: 'postgresql.config_dir' },
   { name: 'SUPERUSER_USERNAME', path: 'postgresql.authentication.superuser.username' },
   { name: 'SUPERUSER_PASSWORD', path: 'postgresql.authentication.superuser.password' },
   { name: 'REPLICATION_USERNAME', path: 'postgresql.authentication.replication.username' },

@@ -25,6 +25,7 @@ import {
 import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
+import { readConfigurationFiles } from './configuration-files-config';
 import { readFence } from './fence-config';
 import { readLog } from './log-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
@@ -233,6 +234,10 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     'authentication',
     'parameters',
     'pg_hba',
+    'pg_ident',
+    'config_dir',
+    'custom_conf',
+    'recovery_conf',
     'os_user',
     'callbacks',
     'use_unix_socket',
@@ -252,6 +257,8 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     authentication: readPostgresUsers(findings, section),
     parameters: readParameters(findings, section),
     pg_hba: readStringList(findings, section, 'pg_hba', path) ?? [],
+    ...optional('pg_ident', readStringList(findings, section, 'pg_ident', path) ?? []),
+    ...readConfigurationFiles(findings, section),
     os_user: readString(findings, section, 'os_user', path) || 'postgres',
     callbacks: readCallbacks(findings, section),
     ...optional('use_unix_socket', readFlag(findings, section, 'use_unix_socket', path)),

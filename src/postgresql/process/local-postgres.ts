@@ -36,6 +36,16 @@ export class LocalPostgres {
     return resolve(this.config.data_dir);
   }
 
+  /** Where postgresql.conf, pg_hba.conf and pg_ident.conf are (`postgresql.config_dir`, else the data directory). */
+  get configDir(): string {
+    return resolve(this.config.config_dir || this.config.data_dir);
+  }
+
+  /** The postgresql.conf PostgreSQL reads. */
+  get configFile(): string {
+    return join(this.configDir, 'postgresql.conf');
+  }
+
   get superuser(): string {
     return this.config.authentication.superuser.username;
   }
