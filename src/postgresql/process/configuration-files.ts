@@ -120,9 +120,10 @@ export class ConfigurationFiles {
     parameters.hba_file = join(this.local.configDir, 'pg_hba.conf');
     parameters.ident_file = this.userIdentFile(settings) ?? join(this.local.configDir, 'pg_ident.conf');
     parameters.recovery_target_timeline = 'latest';
+    // A replica that reached a recovery target (set in an included file, say) would pause, promote or shut down: as Patroni,
+    // none. Written for every role: PostgreSQL flags a restart as pending when a line of these (even unchanged) goes away.
+    Object.assign(parameters, NO_RECOVERY_TARGET);
     if (settings.role === 'primary' && settings.recovery) Object.assign(parameters, settings.recovery);
-    // A replica that reached a recovery target (set in an included file, say) would pause, promote or shut down: as Patroni, none.
-    if (settings.role === 'replica') Object.assign(parameters, NO_RECOVERY_TARGET);
     // An upstream without a host is an archive-only standby cluster's remote: WAL comes by restore_command alone.
     if (settings.role === 'replica' && settings.upstream?.host) {
       parameters.primary_conninfo = formatConninfo({

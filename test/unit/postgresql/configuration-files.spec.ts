@@ -81,7 +81,7 @@ describe('ConfigurationFiles', () => {
     expect(read('data', 'postgresql.conf')).toContain("archive_cleanup_command = 'true'");
     expect(read('data', 'postgresql.conf')).not.toContain('restore_command');
     await write({ role: 'primary', parameters: {} });
-    expect(read('data', 'postgresql.conf')).not.toMatch(/restore_command|recovery_min_apply_delay|recovery_target_time =/);
+    expect(read('data', 'postgresql.conf')).not.toMatch(/restore_command|recovery_min_apply_delay/);
   });
 
   it('writes pg_hba from the settings, else the local lines, else the defaults followed by bootstrap.pg_hba', async () => {
