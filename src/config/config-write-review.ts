@@ -45,10 +45,14 @@ const STORED_NOT_ACTED_ON = new Set([
   'max_timelines_history',
 ]);
 
-const POSTGRESQL_ACTED_ON = new Set(['use_pg_rewind', 'use_slots', 'parameters', 'pg_hba', 'pg_ident', 'recovery_conf']);
+/** `use_unix_socket_repl` changes nothing in Stator, which makes no replication connection to its own server. */
+const POSTGRESQL_ACTED_ON = new Set(['use_pg_rewind', 'use_slots', 'parameters', 'pg_hba', 'pg_ident', 'recovery_conf', 'use_unix_socket_repl']);
+/** Refused through `/config`, with why and what to use instead. */
+const POSTGRESQL_REFUSED: Readonly<Record<string, string>> = Object.freeze({
+  use_unix_socket:
+    "how this agent connects to its own server is node-local in Stator (Patroni documents it only in the local file): set postgresql.use_unix_socket in each node's configuration file",
+});
 const POSTGRESQL_STORED_NOT_ACTED_ON = new Set([
-  'use_unix_socket',
-  'use_unix_socket_repl',
   'remove_data_directory_on_rewind_failure',
   'remove_data_directory_on_diverged_timelines',
 ]);
@@ -78,7 +82,8 @@ export function reviewConfigWrite(written: Record<string, unknown>): ConfigWrite
   if (isMapping(written.postgresql)) {
     for (const [key, value] of Object.entries(written.postgresql)) {
       if (value === null || POSTGRESQL_ACTED_ON.has(key)) continue;
-      if (POSTGRESQL_STORED_NOT_ACTED_ON.has(key)) warnings.push(`postgresql.${key} is stored but not acted on yet (the local file's value is used)`);
+      if (Object.hasOwn(POSTGRESQL_REFUSED, key)) problems.push(`postgresql.${key}: ${POSTGRESQL_REFUSED[key]}`);
+      else if (POSTGRESQL_STORED_NOT_ACTED_ON.has(key)) warnings.push(`postgresql.${key} is stored but not acted on yet (the local file's value is used)`);
       else problems.push(`postgresql.${quoted(key)}: unknown key (Stator acts on ${[...POSTGRESQL_ACTED_ON].join(', ')})`);
     }
   }

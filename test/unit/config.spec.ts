@@ -474,6 +474,12 @@ describe('loadConfig', () => {
       const written = { postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], pg_ident: ['m a b'], recovery_conf: { restore_command: 'cp %p' } } };
       expect(validateDynamicConfigKeys(written)).toEqual([]);
       expect(reviewConfigWrite(written)).toEqual({ problems: [], warnings: [] });
+      // use_unix_socket_repl changes nothing in Stator; use_unix_socket is node-local, refused with where to set it.
+      expect(reviewConfigWrite({ postgresql: { use_unix_socket_repl: true, use_unix_socket: true } })).toEqual({
+        problems: [expect.stringMatching(/^postgresql\.use_unix_socket: how this agent connects to its own server is node-local in Stator .*set postgresql\.use_unix_socket in each node's configuration file$/)],
+        warnings: [],
+      });
+      expect(validateDynamicConfigKeys({ postgresql: { use_unix_socket: 'maybe' } })).toEqual([expect.stringMatching(/^postgresql\.use_unix_socket: must be a boolean/)]);
       expect(effectiveDynamicConfig(written, {}).config).toMatchObject({ pg_hba: ['host all all 0.0.0.0/0 md5'], pg_ident: ['m a b'], recovery_conf: { restore_command: 'cp %p' } });
       expect(validateDynamicConfigKeys({ postgresql: { pg_hba: 'host all all 0.0.0.0/0 md5', pg_ident: ['a\nb'], recovery_conf: { primary_conninfo: 'host=x' } } })).toEqual([
         expect.stringMatching(/^postgresql\.pg_hba: must be a list of strings/),

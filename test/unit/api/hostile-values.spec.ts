@@ -141,9 +141,9 @@ describe('nothing is accepted and then ignored', () => {
   });
 
   it('accepts stored-only Patroni keys with a warning, and refuses unknown ones', () => {
-    expect(reviewConfigWrite({ max_timelines_history: 5, postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], use_unix_socket: true } }).warnings).toEqual([
+    expect(reviewConfigWrite({ max_timelines_history: 5, postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], remove_data_directory_on_rewind_failure: true } }).warnings).toEqual([
       'max_timelines_history is stored but not acted on yet',
-      "postgresql.use_unix_socket is stored but not acted on yet (the local file's value is used)",
+      "postgresql.remove_data_directory_on_rewind_failure is stored but not acted on yet (the local file's value is used)",
     ]);
     expect(reviewConfigWrite({ tll: 30 }).problems).toEqual([expect.stringMatching(/^tll: unknown key/)]);
     expect(reviewConfigWrite({ tll: null }).problems).toEqual([]);
