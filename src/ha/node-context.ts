@@ -258,7 +258,7 @@ export class NodeContext {
     return this.settings('replica', upstream);
   }
 
-  /** Whether the `/config` or local parameters changed since PostgreSQL was last configured. */
+  /** Whether the `/config` or local parameters, pg_hba, pg_ident or recovery_conf changed since PostgreSQL was last configured. */
   parametersChanged(): boolean {
     const files = this.configurationFiles(this.serverRole());
     return JSON.stringify({ parameters: this.parameters(this.followsRemote()), files }) !== this.appliedParameters;
