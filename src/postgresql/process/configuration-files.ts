@@ -50,8 +50,8 @@ export class ConfigurationFiles {
   /**
    * Stator owns postgresql.conf. It includes first the user's `custom_conf`, or else `postgresql.base.conf`: the
    * first time, the postgresql.conf found in the configuration directory (initdb's, or a Debian cluster's) becomes
-   * that file, as with Patroni; with a separate configuration directory and no file there, initdb's file in the
-   * data directory is copied. Then come Stator's defaults, the parameters (which may override the defaults), a
+   * that file, as with Patroni; with a separate configuration directory and no file there, the data directory's base
+   * file or initdb's postgresql.conf is copied. Then come Stator's defaults, the parameters (which may override the defaults), a
    * replica's `recovery_conf`, and the parameters only Stator decides (listen, port, hba_file, the upstream).
    * pg_hba.conf comes from `pg_hba` or a default; pg_ident.conf from `pg_ident`; standby.signal exists iff replica.
    */
@@ -93,10 +93,16 @@ export class ConfigurationFiles {
       await rename(confPath, basePath);
       return;
     }
-    const initdbConf = join(this.local.dataDir, 'postgresql.conf');
-    if (confPath !== initdbConf && existsSync(initdbConf) && !(await readFile(initdbConf, 'utf8')).startsWith(STATOR_CONF_MARKER)) {
-      await copyFile(initdbConf, basePath);
-      await this.commands.chownToOsUser(basePath);
+    if (confPath === join(this.local.dataDir, 'postgresql.conf')) return;
+    // A separate configuration directory: the data directory's base file (a base backup of a node that keeps its files
+    // there), else initdb's own postgresql.conf.
+    const fromDataDir = [join(this.local.dataDir, BASE_CONF), join(this.local.dataDir, 'postgresql.conf')];
+    for (const candidate of fromDataDir) {
+      if (existsSync(candidate) && !(await readFile(candidate, 'utf8')).startsWith(STATOR_CONF_MARKER)) {
+        await copyFile(candidate, basePath);
+        await this.commands.chownToOsUser(basePath);
+        return;
+      }
     }
   }
 

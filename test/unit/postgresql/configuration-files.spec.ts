@@ -62,6 +62,13 @@ describe('ConfigurationFiles', () => {
     expect(read('etc', 'postgresql.base.conf')).toBe("# Debian's file\n");
   });
 
+  it('with a separate config_dir, takes the data directory’s base file (a base backup’s) before its postgresql.conf', async () => {
+    writeFileSync(join(dir, 'data', 'postgresql.conf'), '# Written by Stator: a copy from the primary\n');
+    writeFileSync(join(dir, 'data', 'postgresql.base.conf'), "# the primary's base\n");
+    await files({ config_dir: join(dir, 'etc') }).write({ role: 'replica', upstream, parameters: {} });
+    expect(read('etc', 'postgresql.base.conf')).toBe("# the primary's base\n");
+  });
+
   it('includes custom_conf instead of a base file and leaves initdb’s file alone', async () => {
     const { write } = files({ custom_conf: '/etc/site/custom.conf' });
     await write({ role: 'primary', parameters: {} });
