@@ -51,8 +51,8 @@ export class ConfigurationFiles {
    * Stator owns postgresql.conf. It includes first the user's `custom_conf`, or else `postgresql.base.conf`: the
    * first time, the postgresql.conf found in the configuration directory (initdb's, or a Debian cluster's) becomes
    * that file, as with Patroni; with a separate configuration directory and no file there, the data directory's base
-   * file or initdb's postgresql.conf is copied. Then come Stator's defaults, the parameters (which may override the defaults), a
-   * replica's `recovery_conf`, and the parameters only Stator decides (listen, port, hba_file, the upstream).
+   * file or initdb's postgresql.conf is copied. Then come Stator's defaults, a replica's `recovery_conf`, the
+   * parameters (which may override both), and the parameters only Stator decides (listen, port, hba_file, the upstream).
    * pg_hba.conf comes from `pg_hba` or a default; pg_ident.conf from `pg_ident`; standby.signal exists iff replica.
    */
   async write(settings: PostgresSettings): Promise<void> {
@@ -74,7 +74,7 @@ export class ConfigurationFiles {
     const identLines = settings.pgIdent?.length ? settings.pgIdent : (this.local.config.pg_ident ?? []);
     const identPath = join(configDir, 'pg_ident.conf');
     // As Patroni: the file is written from `pg_ident` when given and left alone otherwise (it must exist, though).
-    if (!this.userIdentFile() && (identLines.length || !existsSync(identPath))) {
+    if (!this.userIdentFile(settings) && (identLines.length || !existsSync(identPath))) {
       await this.commands.writeOwnedFile(identPath, renderLines('postgresql.pg_ident', identLines));
     }
     const standbySignal = join(dataDir, 'standby.signal');
@@ -107,8 +107,8 @@ export class ConfigurationFiles {
   }
 
   /** `ident_file` from the parameters: the user manages that file (Patroni then leaves `pg_ident` unwritten). */
-  private userIdentFile(settings?: PostgresSettings): string | undefined {
-    const given = settings?.parameters.ident_file ?? this.local.config.parameters.ident_file;
+  private userIdentFile(settings: PostgresSettings): string | undefined {
+    const given = settings.parameters.ident_file ?? this.local.config.parameters.ident_file;
     return typeof given === 'string' && given ? resolve(this.local.configDir, given) : undefined;
   }
 
