@@ -231,7 +231,7 @@ export class NodeContext {
     const fromRemote = role === 'replica' && remote !== null && upstream?.name === remote.name;
     const parameters = this.parameters(fromRemote);
     const files = this.configurationFiles(role);
-    this.appliedParameters = JSON.stringify({ parameters, files });
+    this.appliedParameters = this.fingerprint(parameters);
     // The remote primary knows this cluster by the slot standby_cluster names, if any; a member by its own.
     const slotName = fromRemote ? this.dynamic.standby_cluster!.primary_slot_name : role === 'replica' && upstream && this.dynamic.use_slots ? slotNameOf(this.name) : null;
     return { role, upstream, slotName, parameters, ...files };
@@ -260,8 +260,15 @@ export class NodeContext {
 
   /** Whether the `/config` or local parameters, pg_hba, pg_ident or recovery_conf changed since PostgreSQL was last configured. */
   parametersChanged(): boolean {
-    const files = this.configurationFiles(this.serverRole());
-    return JSON.stringify({ parameters: this.parameters(this.followsRemote()), files }) !== this.appliedParameters;
+    return this.fingerprint(this.parameters(this.followsRemote())) !== this.appliedParameters;
+  }
+
+  /**
+   * The inputs whose change makes a reload, the same for every role (recovery_conf included): a role the readings
+   * have not caught up with yet must not look like a change.
+   */
+  private fingerprint(parameters: Record<string, string | number | boolean>): string {
+    return JSON.stringify({ parameters, files: this.configurationFiles('replica') });
   }
 
   private serverRole(): 'primary' | 'replica' {
