@@ -2,7 +2,7 @@ import { DynamicConfig } from '../dcs/dcs.port';
 import { reviewConfigWrite } from './config-write-review';
 import { BootstrapMethod, StatorConfig } from './config.types';
 import { readBootstrapMethod } from './custom-methods-config';
-import { Findings, isAbsent, Mapping, readSection, readString } from './config-readers';
+import { Findings, isAbsent, Mapping, readSection, readString, readStringList } from './config-readers';
 import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, isMapping, isParameterValue, validateDynamicConfigKeys } from './dynamic-config';
 
 /** The `bootstrap` section: the first /config (`bootstrap.dcs`), the bootstrap method and initdb's options. */
@@ -13,7 +13,12 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
   const method = readString(findings, section, 'method', path) || 'initdb';
   const methods: Record<string, BootstrapMethod> = {};
   for (const [key, value] of Object.entries(section)) {
-    if (['dcs', 'method', 'initdb', 'post_bootstrap', 'post_init'].includes(key)) continue;
+    if (['dcs', 'method', 'initdb', 'post_bootstrap', 'post_init', 'pg_hba'].includes(key)) continue;
+    if (key === 'users') {
+      // Patroni 4 only logs an error and creates nobody: a cluster missing its roles must not start quietly.
+      findings.problem('bootstrap.users', 'removed in Patroni 4.0 and not supported: create roles in a bootstrap.post_bootstrap script');
+      continue;
+    }
     // Any other mapping with a `command` is a custom bootstrap method, as in Patroni.
     if (key === method || (isMapping(value) && 'command' in value)) {
       methods[key] = readBootstrapMethod(findings, section, key);
@@ -24,7 +29,15 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
   }
   // `post_init` is the reference's older name for the same script.
   const postBootstrap = readString(findings, section, 'post_bootstrap', path) || readString(findings, section, 'post_init', path) || undefined;
-  return { dcs, method, methods, initdb: readInitdbOptions(findings, section), ...(postBootstrap ? { post_bootstrap: postBootstrap } : {}) };
+  const pgHba = readStringList(findings, section, 'pg_hba', path) ?? [];
+  return {
+    dcs,
+    method,
+    methods,
+    initdb: readInitdbOptions(findings, section),
+    ...(postBootstrap ? { post_bootstrap: postBootstrap } : {}),
+    ...(pgHba.length ? { pg_hba: pgHba } : {}),
+  };
 }
 
 function readBootstrapDcs(findings: Findings, bootstrap: Mapping): DynamicConfig {
@@ -33,7 +46,7 @@ function readBootstrapDcs(findings: Findings, bootstrap: Mapping): DynamicConfig
   findings.problems.push(...problems.map((problem) => `bootstrap.dcs.${problem}`));
   // A Patroni file keeps starting, but what Stator would refuse through /config is said out loud here.
   const review = reviewConfigWrite(section);
-  findings.warnings.push(...[...review.problems, ...review.warnings].map((line) => `bootstrap.dcs.${line}`));
+  findings.warnings.push(...review.problems.map((line) => `bootstrap.dcs.${line}`));
   const dcs = withDynamicDefaults(section);
   if (problems.length === 0) {
     // Patroni clamps a bootstrap section that breaks loop_wait + 2*retry_timeout <= ttl; so do we, but say so.

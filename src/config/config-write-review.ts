@@ -6,10 +6,7 @@ import { standbyClusterProblems } from './standby-cluster-config';
  * What Stator does with each key of a `/config` write (PATCH or PUT body), so that nothing is accepted
  * and then silently ignored:
  * - keys it acts on are accepted;
- * - settings that promise durability or availability it does not provide yet are refused unless they
- *   say "off" (accepting them would let an operator believe writes are synchronous or the primary
- *   survives an etcd outage);
- * - Patroni keys it stores but does not act on yet are accepted with a warning;
+ * - keys that are node-local in Stator are refused, saying where they belong;
  * - any other key is refused as unknown. `null` (a PATCH deletion) is accepted for every key, so junk
  *   written by other tools can be removed.
  */
@@ -39,56 +36,44 @@ const ACTED_ON = new Set([
   'max_timelines_history',
 ]);
 
-/** Refused unless off, with what is missing. */
-const NOT_SUPPORTED_WHEN_ON: Readonly<Record<string, { isOn: (value: unknown) => boolean; missing: string }>> = Object.freeze({});
-
-const STORED_NOT_ACTED_ON = new Set<string>([]);
-
+/** `use_unix_socket_repl` changes nothing in Stator, which makes no replication connection to its own server. */
 const POSTGRESQL_ACTED_ON = new Set([
   'use_pg_rewind',
   'use_slots',
   'parameters',
-  'remove_data_directory_on_rewind_failure',
-  'remove_data_directory_on_diverged_timelines',
-]);
-const POSTGRESQL_STORED_NOT_ACTED_ON = new Set([
   'pg_hba',
   'pg_ident',
   'recovery_conf',
-  'use_unix_socket',
   'use_unix_socket_repl',
+  'remove_data_directory_on_rewind_failure',
+  'remove_data_directory_on_diverged_timelines',
 ]);
+/** Refused through `/config`, with why and what to use instead. */
+const POSTGRESQL_REFUSED: Readonly<Record<string, string>> = Object.freeze({
+  use_unix_socket:
+    "how this agent connects to its own server is node-local in Stator (Patroni documents it only in the local file): set postgresql.use_unix_socket in each node's configuration file",
+});
 
 export interface ConfigWriteReview {
   /** Each makes the write a 400. */
   problems: string[];
-  /** Accepted keys that change nothing yet: sent back with the answer and logged. */
-  warnings: string[];
 }
 
 export function reviewConfigWrite(written: Record<string, unknown>): ConfigWriteReview {
   const problems: string[] = [];
-  const warnings: string[] = [];
   problems.push(...slotsProblems(written.slots), ...standbyClusterProblems(written.standby_cluster));
   for (const [key, value] of Object.entries(written)) {
     if (value === null || ACTED_ON.has(key)) continue;
-    if (Object.hasOwn(NOT_SUPPORTED_WHEN_ON, key)) {
-      const { isOn, missing } = NOT_SUPPORTED_WHEN_ON[key];
-      if (isOn(value)) problems.push(`${key}: ${missing}; remove it or turn it off`);
-    } else if (STORED_NOT_ACTED_ON.has(key)) {
-      warnings.push(`${key} is stored but not acted on yet`);
-    } else {
-      problems.push(`${quoted(key)}: unknown key (Stator acts on ${[...ACTED_ON].join(', ')})`);
-    }
+    problems.push(`${quoted(key)}: unknown key (Stator acts on ${[...ACTED_ON].join(', ')})`);
   }
   if (isMapping(written.postgresql)) {
     for (const [key, value] of Object.entries(written.postgresql)) {
       if (value === null || POSTGRESQL_ACTED_ON.has(key)) continue;
-      if (POSTGRESQL_STORED_NOT_ACTED_ON.has(key)) warnings.push(`postgresql.${key} is stored but not acted on yet (the local file's value is used)`);
+      if (Object.hasOwn(POSTGRESQL_REFUSED, key)) problems.push(`postgresql.${key}: ${POSTGRESQL_REFUSED[key]}`);
       else problems.push(`postgresql.${quoted(key)}: unknown key (Stator acts on ${[...POSTGRESQL_ACTED_ON].join(', ')})`);
     }
   }
-  return { problems, warnings };
+  return { problems };
 }
 
 /** A key as given, shortened and with control characters escaped, so a message can always be printed. */

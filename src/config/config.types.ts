@@ -36,6 +36,8 @@ export interface StatorConfig {
     initdb: Array<string | Record<string, string>>;
     /** Run once after a new cluster's bootstrap, with the superuser's connection string appended. */
     post_bootstrap?: string;
+    /** Lines added after Stator's default pg_hba.conf lines when no `postgresql.pg_hba` is set (local or `/config`). */
+    pg_hba?: string[];
   };
   postgresql: PostgresqlConfig;
   tags: NodeTags;
@@ -105,6 +107,17 @@ export interface PostgresqlConfig {
   replica_methods?: Record<string, CustomMethod>;
   parameters: Record<string, string | number | boolean>;
   pg_hba: string[];
+  /** pg_ident.conf lines, written by Stator when given (here or in `/config`). */
+  pg_ident?: string[];
+  /**
+   * Where postgresql.conf, postgresql.base.conf, pg_hba.conf and pg_ident.conf live (absolute), e.g.
+   * /etc/postgresql/15/main; the data directory when absent. PostgreSQL starts with `config_file` there.
+   */
+  config_dir?: string;
+  /** A file included by postgresql.conf instead of postgresql.base.conf (initdb's file is then left alone). */
+  custom_conf?: string;
+  /** Recovery settings a replica runs with (restore_command, recovery_min_apply_delay...), written into postgresql.conf. */
+  recovery_conf?: Record<string, string | number | boolean>;
   /** OS user that runs PostgreSQL when the agent runs as root. Default `postgres`. */
   os_user: string;
   /** Commands run on PostgreSQL events, called with `<action> <role> <scope>` appended. */
@@ -210,6 +223,11 @@ export interface EffectiveDynamicConfig {
    */
   load_balancer_drain_ms: number;
   parameters: Record<string, string | number | boolean>;
+  /** `postgresql.pg_hba` / `pg_ident` lines of `/config` (empty: not set); a node's local file wins where it sets them. */
+  pg_hba: string[];
+  pg_ident: string[];
+  /** `postgresql.recovery_conf` of `/config`: a replica's extra recovery settings (the local file's win). */
+  recovery_conf: Record<string, string | number | boolean>;
   /** Permanent replication slots (`slots`): kept on the leader and on every replica, their positions shared. */
   slots: PermanentSlot[];
   /** Slots Stator never drops (`ignore_slots`). */

@@ -2,13 +2,14 @@ import { DynamicConfig, Versioned } from '../dcs/dcs.port';
 import { EffectiveDynamicConfig } from './config.types';
 import { readIgnoreSlots, readPermanentSlots } from './slots-config';
 import { readStandbyCluster } from './standby-cluster-config';
+import { configurationFilesProblems, readDynamicConfigurationFiles } from './dynamic-files-config';
 
 /** Rule texts shared with load-config.ts, so both speak of booleans and parameters in the same words. */
 export const BOOLEAN_RULE = 'must be a boolean (true/false, on/off, yes/no)';
 export const PARAMETER_RULE = 'must be a string, number or boolean';
 
 /** Defaults of the dynamic settings (reference-behavior section 5; `use_pg_rewind` is on in Stator, off in Patroni). */
-export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters' | 'slots' | 'ignore_slots' | 'standby_cluster'>> = Object.freeze({
+export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters' | 'slots' | 'ignore_slots' | 'standby_cluster' | 'pg_hba' | 'pg_ident' | 'recovery_conf'>> = Object.freeze({
   ttl: 30,
   loop_wait: 10,
   retry_timeout: 10,
@@ -172,6 +173,7 @@ export function effectiveDynamicConfig(
       member_slots_ttl: memberSlotsTtl(source.member_slots_ttl, origin, adjustments),
       load_balancer_drain_ms: Math.max(0, integer('load_balancer_drain_ms', source.load_balancer_drain_ms, defaults.load_balancer_drain_ms, MAX_LOAD_BALANCER_DRAIN_MS)),
       parameters,
+      ...readDynamicConfigurationFiles(postgresql, origin, parameterProblem, adjustments),
       slots: readPermanentSlots(source.slots, adjustments),
       ignore_slots: readIgnoreSlots(source.ignore_slots),
       standby_cluster: readStandbyCluster(source.standby_cluster, adjustments),
@@ -279,6 +281,8 @@ const POSTGRESQL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   remove_data_directory_on_rewind_failure: booleanRule,
   remove_data_directory_on_diverged_timelines: booleanRule,
   parameters: mappingRule,
+  use_unix_socket: booleanRule,
+  use_unix_socket_repl: booleanRule,
 });
 
 /**
@@ -291,7 +295,7 @@ export function validateDynamicConfigKeys(doc: unknown): string[] {
   const problems = checkKeys(doc, TOP_LEVEL_RULES, '');
   if (isMapping(doc.postgresql)) {
     const postgresql = doc.postgresql;
-    problems.push(...checkKeys(postgresql, POSTGRESQL_RULES, 'postgresql.'));
+    problems.push(...checkKeys(postgresql, POSTGRESQL_RULES, 'postgresql.'), ...configurationFilesProblems(postgresql, parameterProblem));
     if (isMapping(postgresql.parameters)) {
       for (const [name, value] of Object.entries(postgresql.parameters)) {
         // null deletes a parameter in a PATCH.

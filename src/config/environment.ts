@@ -50,6 +50,7 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
     name: `POSTGRESQL_BIN_${program}`,
     path: `postgresql.bin_name.${program}`,
   })),
+  { name: 'POSTGRESQL_CONFIG_DIR', path: 'postgresql.config_dir' },
   { name: 'SUPERUSER_USERNAME', path: 'postgresql.authentication.superuser.username' },
   { name: 'SUPERUSER_PASSWORD', path: 'postgresql.authentication.superuser.password' },
   { name: 'REPLICATION_USERNAME', path: 'postgresql.authentication.replication.username' },

@@ -25,6 +25,7 @@ import {
 import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
+import { readConfigurationFiles } from './configuration-files-config';
 import { readFence } from './fence-config';
 import { readWatchdog } from './watchdog-config';
 import { readLog } from './log-config';
@@ -111,7 +112,9 @@ function readConfigFile(path: string, findings: Findings): Mapping {
 }
 
 function readConfig(doc: Mapping, findings: Findings): StatorConfig {
-  ignoreUnsupported(findings, doc, '', [...TOP_LEVEL_KEYS, ...OTHER_DCS_SECTIONS]);
+  ignoreUnsupported(findings, doc, '', [...TOP_LEVEL_KEYS, ...OTHER_DCS_SECTIONS, 'citus']);
+  // Ignoring it would run a Citus coordinator or worker without the metadata Patroni keeps for it.
+  if (!isAbsent(doc.citus)) findings.problem('citus', 'Citus clusters are not supported by Stator (it does not register workers with the coordinator); remove the section, or run this cluster with Patroni');
   const scope = readIdentifier(findings, doc, 'scope');
   const namespace = normalizeNamespace(readString(findings, doc, 'namespace', '') ?? DEFAULT_NAMESPACE);
   const name = readIdentifier(findings, doc, 'name');
@@ -243,6 +246,10 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     'authentication',
     'parameters',
     'pg_hba',
+    'pg_ident',
+    'config_dir',
+    'custom_conf',
+    'recovery_conf',
     'os_user',
     'callbacks',
     'use_unix_socket',
@@ -263,6 +270,8 @@ function readPostgresql(findings: Findings, doc: Mapping): PostgresqlConfig {
     authentication: readPostgresUsers(findings, section),
     parameters: readParameters(findings, section),
     pg_hba: readStringList(findings, section, 'pg_hba', path) ?? [],
+    ...optional('pg_ident', readStringList(findings, section, 'pg_ident', path) ?? []),
+    ...readConfigurationFiles(findings, section),
     os_user: readString(findings, section, 'os_user', path) || 'postgres',
     callbacks: readCallbacks(findings, section),
     ...optional('use_unix_socket', readFlag(findings, section, 'use_unix_socket', path)),

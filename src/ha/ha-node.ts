@@ -414,7 +414,7 @@ export class HaNode {
     const node = this.node;
     // Without a reading the server's role is unknown, and so is what its settings should say (an adopted primary keeps its synchronous_standby_names).
     if (node.pgState() !== 'running' || node.activity() !== null || node.sampler.sample === null || !node.parametersChanged()) return;
-    this.deps.logger.info('PostgreSQL parameters changed: reloading the configuration');
+    this.deps.logger.info('PostgreSQL parameters, pg_hba, pg_ident or recovery_conf changed: reloading the configuration');
     node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
   }
 }

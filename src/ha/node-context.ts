@@ -253,26 +253,51 @@ export class NodeContext {
     const remote = remotePrimary(this.dynamic.standby_cluster);
     const fromRemote = role === 'replica' && remote !== null && upstream?.name === remote.name;
     const parameters = this.parameters(fromRemote);
-    this.appliedParameters = JSON.stringify(parameters);
+    const files = this.configurationFiles(role);
+    this.appliedParameters = this.fingerprint(parameters);
     // The remote primary knows this cluster by the slot standby_cluster names, if any; a member by its own.
     const slotName = fromRemote ? this.dynamic.standby_cluster!.primary_slot_name : role === 'replica' && upstream && this.dynamic.use_slots ? slotNameOf(this.name) : null;
-    return { role, upstream, slotName, parameters };
+    return { role, upstream, slotName, parameters, ...files };
+  }
+
+  /** pg_hba, pg_ident and a replica's recovery settings: the local file's where it sets them, else `/config`'s (as Patroni). */
+  private configurationFiles(role: 'primary' | 'replica'): Pick<PostgresSettings, 'pgHba' | 'pgIdent' | 'recoveryConf' | 'bootstrapHba'> {
+    const local = this.config.postgresql;
+    const pgHba = local.pg_hba.length ? local.pg_hba : this.dynamic.pg_hba;
+    const pgIdent = local.pg_ident?.length ? local.pg_ident : this.dynamic.pg_ident;
+    const recoveryConf = local.recovery_conf ?? this.dynamic.recovery_conf;
+    return {
+      ...(pgHba.length ? { pgHba } : { bootstrapHba: this.config.bootstrap.pg_hba ?? [] }),
+      pgIdent,
+      ...(role === 'replica' ? { recoveryConf } : {}),
+    };
   }
 
   /** The settings PostgreSQL runs with now: its current role and upstream, the current parameters. */
   currentSettings(): PostgresSettings {
-    const sample = this.sampler.sample;
-    // A stopped server has no reading: its role says what it was.
-    const primary = sample ? !sample.inRecovery : ['primary', 'promoted'].includes(this.roleName());
-    if (primary) return this.settings('primary', null);
+    if (this.serverRole() === 'primary') return this.settings('primary', null);
     const remote = remotePrimary(this.dynamic.standby_cluster);
     const upstream = this.followsRemote() ? remote : upstreamOf(this.cluster?.members.find((m) => m.name === this.upstream));
     return this.settings('replica', upstream);
   }
 
-  /** Whether the `/config` or local parameters changed since PostgreSQL was last configured. */
+  /** Whether the `/config` or local parameters, pg_hba, pg_ident or recovery_conf changed since PostgreSQL was last configured. */
   parametersChanged(): boolean {
-    return JSON.stringify(this.parameters(this.followsRemote())) !== this.appliedParameters;
+    return this.fingerprint(this.parameters(this.followsRemote())) !== this.appliedParameters;
+  }
+
+  /**
+   * The inputs whose change makes a reload, the same for every role (recovery_conf included): a role the readings
+   * have not caught up with yet must not look like a change.
+   */
+  private fingerprint(parameters: Record<string, string | number | boolean>): string {
+    return JSON.stringify({ parameters, files: this.configurationFiles('replica') });
+  }
+
+  private serverRole(): 'primary' | 'replica' {
+    const sample = this.sampler.sample;
+    // A stopped server has no reading: its role says what it was.
+    return (sample ? !sample.inRecovery : ['primary', 'promoted'].includes(this.roleName())) ? 'primary' : 'replica';
   }
 
   startRequest(settings: PostgresSettings): StartRequest {

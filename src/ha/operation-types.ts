@@ -48,7 +48,7 @@ export interface OperationAnswer {
   text: string;
 }
 
-/** A /config write whose keys passed the API's checks, with warnings about keys stored but not acted on. */
+/** A /config write whose keys passed the API's checks, with warnings to send back beside the timing adjustments. */
 export interface ConfigWrite {
   document: DynamicConfig;
   warnings: string[];

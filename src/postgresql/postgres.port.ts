@@ -30,6 +30,14 @@ export interface PostgresSettings {
   parameters: Record<string, string | number | boolean>;
   /** A primary's archive recovery first (a custom bootstrap's `recovery_conf`): these settings and recovery.signal. */
   recovery?: Record<string, string | number | boolean>;
+  /** pg_hba.conf lines (local `postgresql.pg_hba`, else `/config`'s); absent: Stator's default lines, then `bootstrapHba`. */
+  pgHba?: string[];
+  /** `bootstrap.pg_hba`: added after Stator's default lines when no pg_hba is set. */
+  bootstrapHba?: string[];
+  /** pg_ident.conf lines (local, else `/config`'s); absent or empty: the local file's, else an empty file. */
+  pgIdent?: string[];
+  /** A replica's extra recovery settings (`recovery_conf`: restore_command, recovery_min_apply_delay...). */
+  recoveryConf?: Record<string, string | number | boolean>;
 }
 
 /** What the data directory and pg_control say, read without a running server. */

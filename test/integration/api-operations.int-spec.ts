@@ -199,6 +199,23 @@ describe('PATCH and PUT /config', () => {
     expect((json(removed).postgresql as { parameters: Record<string, unknown> }).parameters.work_mem).toBeUndefined();
   });
 
+  it('a cluster-wide pg_hba, pg_ident and recovery_conf reach every node, PostgreSQL reloaded, and go away with null', async () => {
+    const current = await leader();
+    const pgHba = ['local all all trust', 'local replication all trust', 'host all all all scram-sha-256', 'host replication all all scram-sha-256', 'host sameuser all 192.0.2.0/24 scram-sha-256'];
+    const patched = await call(current, 'PATCH', '/config', { postgresql: { pg_hba: pgHba, pg_ident: ['cluster_map someone postgres'], recovery_conf: { recovery_min_apply_delay: '1s' } } });
+    expect(patched.status).toBe(200);
+    const everywhere = async (probe: (node: LocalNode) => Promise<boolean>) => (await Promise.all(cluster.nodes.map(probe))).every(Boolean);
+    const hbaHasMarker = async (node: LocalNode) => (await sql(node, "SELECT 1 FROM pg_hba_file_rules WHERE address = '192.0.2.0'")).length === 1;
+    const identHasMap = async (node: LocalNode) => (await sql(node, "SELECT 1 FROM pg_ident_file_mappings WHERE map_name = 'cluster_map'")).length === 1;
+    await waitFor(() => everywhere(async (node) => (await hbaHasMarker(node)) && (await identHasMap(node))), { timeoutMs: 20_000, description: 'the /config pg_hba and pg_ident on every node' });
+    const delay = async (node: LocalNode) => (await sql<{ delay: string }>(node, "SELECT current_setting('recovery_min_apply_delay') AS delay"))[0].delay;
+    await waitFor(async () => (await Promise.all((await replicas()).map(delay))).every((value) => value === '1s'), { timeoutMs: 20_000, description: 'recovery_min_apply_delay on the replicas' });
+    expect(await delay(current)).toBe('0');
+
+    expect((await call(current, 'PATCH', '/config', { postgresql: { pg_hba: null, pg_ident: null, recovery_conf: null } })).status).toBe(200);
+    await waitFor(() => everywhere(async (node) => !(await hbaHasMarker(node)) && (await delay(node)) === '0'), { timeoutMs: 20_000, description: 'the default pg_hba back on every node' });
+  });
+
   it('replaces the whole configuration with PUT', async () => {
     const current = await leader();
     const config = json(await call(current, 'GET', '/config'));

@@ -10,6 +10,7 @@ import {
   validateDynamicConfigKeys,
 } from '../../src/config/dynamic-config';
 import { ConfigError, loadConfig } from '../../src/config/load-config';
+import { reviewConfigWrite } from '../../src/config/config-write-review';
 
 const FIXTURES = join(__dirname, '../fixtures/config');
 const tempDir = mkdtempSync(join(tmpdir(), 'stator-config-'));
@@ -165,8 +166,6 @@ describe('loadConfig', () => {
 
     expect(warnings).toEqual([
       'unsupported key ctl ignored',
-      'unsupported key bootstrap.pg_hba ignored',
-      'unsupported key bootstrap.users ignored',
     ]);
     expect(config).toMatchObject({
       scope: 'batman',
@@ -179,7 +178,12 @@ describe('loadConfig', () => {
         authentication: { username: 'patroni', password: 'api-secret' },
       },
       etcd3: { hosts: ['10.0.0.21:2379', '10.0.0.22:2379', '10.0.0.23:2379'], protocol: 'http' },
-      bootstrap: { method: 'initdb', methods: {}, initdb: [{ encoding: 'UTF8' }, 'data-checksums'] },
+      bootstrap: {
+        method: 'initdb',
+        methods: {},
+        initdb: [{ encoding: 'UTF8' }, 'data-checksums'],
+        pg_hba: ['host replication replicator 127.0.0.1/32 md5', 'host all all 0.0.0.0/0 md5'],
+      },
       postgresql: {
         data_dir: '/var/lib/postgresql/15/main',
         authentication: {
@@ -353,6 +357,12 @@ describe('loadConfig', () => {
       expect(warnings).toEqual([]);
     });
 
+    it('refuses a citus section, which it would otherwise run without its coordinator metadata', () => {
+      expect(problemsOf(() => load({ citus: { group: 0, database: 'citus' } }))).toEqual([
+        'citus: Citus clusters are not supported by Stator (it does not register workers with the coordinator); remove the section, or run this cluster with Patroni',
+      ]);
+    });
+
     it('ignores another DCS section next to etcd3 with a warning', () => {
       const { warnings } = load({ consul: { host: 'c:8500' } });
       expect(warnings).toEqual(['unsupported key consul ignored (only etcd3 is supported as DCS)']);
@@ -360,14 +370,12 @@ describe('loadConfig', () => {
 
     it('ignores unsupported keys at every level', () => {
       const { warnings } = load({
-        citus: { group: 0 },
         restapi: { ciphers_of_tomorrow: 'HIGH' },
         etcd3: { srv_suffix: 'a' },
         bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true, recovery_conf: { restore_command: 'cp %p' } } },
         postgresql: { authentication: { superuser: { sslmode: 'require', sslcompression: 1 } } },
       });
       expect(warnings).toEqual([
-        'unsupported key citus ignored',
         'unsupported key restapi.ciphers_of_tomorrow ignored',
         'unsupported key etcd3.srv_suffix ignored',
         'unsupported key postgresql.authentication.superuser.sslcompression ignored',
@@ -425,6 +433,70 @@ describe('loadConfig', () => {
         pgpass: '/tmp/pgpass_0',
         basebackup: [{ checkpoint: 'fast' }, 'verbose'],
       });
+    });
+
+    it('reads config_dir, custom_conf, pg_ident, recovery_conf and bootstrap.pg_hba without a warning', () => {
+      const customConf = join(FIXTURES, 'patroni-3-etcd3.yml');
+      const { config, warnings } = load({
+        bootstrap: { pg_hba: ['host all all 10.0.0.0/8 scram-sha-256'] },
+        postgresql: {
+          config_dir: '/etc/postgresql/15/main',
+          custom_conf: customConf,
+          pg_ident: ['omicron bryanh bryan'],
+          recovery_conf: { restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' },
+        },
+      });
+      expect(warnings).toEqual([]);
+      expect(config.bootstrap.pg_hba).toEqual(['host all all 10.0.0.0/8 scram-sha-256']);
+      expect(config.postgresql).toMatchObject({
+        config_dir: '/etc/postgresql/15/main',
+        custom_conf: customConf,
+        pg_ident: ['omicron bryanh bryan'],
+        recovery_conf: { restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' },
+      });
+      expect(loadConfig(null, { ...ENV_ONLY, PATRONI_POSTGRESQL_CONFIG_DIR: '/etc/pg' }).config.postgresql.config_dir).toBe('/etc/pg');
+    });
+
+    it('leaves out the recovery settings Stator decides, with a warning naming each', () => {
+      const { config, warnings } = load({ postgresql: { recovery_conf: { restore_command: 'x', primary_conninfo: 'host=a', recovery_target_time: 'now', standby_mode: 'on' } } });
+      expect(config.postgresql.recovery_conf).toEqual({ restore_command: 'x' });
+      expect(warnings).toEqual([
+        expect.stringMatching(/^postgresql\.recovery_conf\.primary_conninfo ignored: Stator decides it/),
+        expect.stringMatching(/^postgresql\.recovery_conf\.recovery_target_time ignored/),
+        expect.stringMatching(/^postgresql\.recovery_conf\.standby_mode ignored/),
+      ]);
+    });
+
+    it('refuses a missing custom_conf, bad pg_ident and recovery_conf, and bootstrap.users, naming the key and the rule', () => {
+      expect(() => load({ postgresql: { custom_conf: '/nonexistent/custom.conf' } })).toThrow(/postgresql\.custom_conf: \/nonexistent\/custom\.conf is not a readable file/);
+      expect(() => load({ postgresql: { pg_ident: 'map a b' } })).toThrow(/postgresql\.pg_ident: must be a list of strings/);
+      expect(() => load({ postgresql: { recovery_conf: ['restore_command'] } })).toThrow(/postgresql\.recovery_conf: must be a mapping of recovery settings/);
+      expect(() => load({ postgresql: { recovery_conf: { restore_command: 'a\nb' } } })).toThrow(/postgresql\.recovery_conf\.restore_command: must not contain control characters/);
+      expect(() => load({ bootstrap: { users: { admin: { password: 'x' } } } })).toThrow(/bootstrap\.users: removed in Patroni 4\.0 and not supported: create roles in a bootstrap\.post_bootstrap script/);
+    });
+
+    it('accepts pg_hba, pg_ident and recovery_conf in /config and refuses them malformed', () => {
+      const written = { postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], pg_ident: ['m a b'], recovery_conf: { restore_command: 'cp %p' } } };
+      expect(validateDynamicConfigKeys(written)).toEqual([]);
+      expect(reviewConfigWrite(written)).toEqual({ problems: [] });
+      // use_unix_socket_repl changes nothing in Stator; use_unix_socket is node-local, refused with where to set it.
+      expect(reviewConfigWrite({ postgresql: { use_unix_socket_repl: true, use_unix_socket: true } })).toEqual({
+        problems: [expect.stringMatching(/^postgresql\.use_unix_socket: how this agent connects to its own server is node-local in Stator .*set postgresql\.use_unix_socket in each node's configuration file$/)],
+      });
+      expect(validateDynamicConfigKeys({ postgresql: { use_unix_socket: 'maybe' } })).toEqual([expect.stringMatching(/^postgresql\.use_unix_socket: must be a boolean/)]);
+      expect(effectiveDynamicConfig(written, {}).config).toMatchObject({ pg_hba: ['host all all 0.0.0.0/0 md5'], pg_ident: ['m a b'], recovery_conf: { restore_command: 'cp %p' } });
+      expect(validateDynamicConfigKeys({ postgresql: { pg_hba: 'host all all 0.0.0.0/0 md5', pg_ident: ['a\nb'], recovery_conf: { primary_conninfo: 'host=x' } } })).toEqual([
+        expect.stringMatching(/^postgresql\.pg_hba: must be a list of strings/),
+        expect.stringMatching(/^postgresql\.pg_ident: must be a list of strings/),
+        expect.stringMatching(/^postgresql\.recovery_conf\.primary_conninfo: Stator decides it/),
+      ]);
+      // A stored document written by anyone: what cannot be used is left out and said.
+      const { config, adjustments } = effectiveDynamicConfig({ postgresql: { pg_hba: 7, recovery_conf: { recovery_target: 'immediate', restore_command: 'x' } } }, {});
+      expect(config).toMatchObject({ pg_hba: [], recovery_conf: { restore_command: 'x' } });
+      expect(adjustments).toEqual([
+        'postgresql.recovery_conf.recovery_target in the DCS configuration ignored: Stator decides it for a replica',
+        'postgresql.pg_hba in the DCS configuration ignored: must be a list of strings (one line each)',
+      ]);
     });
 
     it('refuses an sslmode libpq does not know and a basebackup option that is not a name, naming the key', () => {
@@ -875,6 +947,9 @@ describe('effectiveDynamicConfig', () => {
         member_slots_ttl: 1800,
         load_balancer_drain_ms: 750,
         parameters: {},
+        pg_hba: [],
+        pg_ident: [],
+        recovery_conf: {},
         slots: [],
         ignore_slots: [],
         standby_cluster: null,

@@ -109,7 +109,7 @@ describe('postgresql.remove_data_directory_on_*', () => {
   });
 
   it('through /config: acted on without a warning, and a non-boolean is refused', () => {
-    expect(reviewConfigWrite({ postgresql: { remove_data_directory_on_rewind_failure: false } })).toEqual({ problems: [], warnings: [] });
+    expect(reviewConfigWrite({ postgresql: { remove_data_directory_on_rewind_failure: false } })).toEqual({ problems: [] });
     expect(validateDynamicConfigKeys({ postgresql: { remove_data_directory_on_diverged_timelines: 'maybe' } })).toEqual([
       'postgresql.remove_data_directory_on_diverged_timelines: must be a boolean (true/false, on/off, yes/no), got "maybe"',
     ]);
@@ -121,7 +121,7 @@ describe('primary_stop_timeout', () => {
 
   it('reads master_stop_timeout as its old name, and /config acts on both without a warning', () => {
     expect(dynamic.primary_stop_timeout).toBe(4);
-    expect(reviewConfigWrite({ primary_stop_timeout: 5, master_stop_timeout: 5 })).toEqual({ problems: [], warnings: [] });
+    expect(reviewConfigWrite({ primary_stop_timeout: 5, master_stop_timeout: 5 })).toEqual({ problems: [] });
   });
 
   it('shortens a demotion stop only with synchronous replication on; 0 keeps half the ttl', () => {

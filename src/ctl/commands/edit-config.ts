@@ -37,7 +37,6 @@ export async function editConfig(ctl: Ctl): Promise<number> {
   const review = reviewConfigWrite(patch);
   const problems = [...validateDynamicConfigKeys(after), ...review.problems];
   if (problems.length > 0) throw new OperationFailed(`the new configuration is not valid, nothing applied:\n${problems.map((problem) => `  ${problem}`).join('\n')}`);
-  for (const warning of review.warnings) ctl.io.stdout(`Warning: ${warning}\n`);
   if (!ctl.line.values.force && !isYes(await ctl.io.prompter.ask('Apply these changes? [y/N]: '))) throw new OperationFailed('Aborting edit-config');
   const answer = await ctl.client.send('PATCH', '/config', patch);
   if (answer.status !== 200) throw new OperationFailed(`the node refused the change: HTTP ${answer.status}: ${bodyMessage(answer.text)}`);

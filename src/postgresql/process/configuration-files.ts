@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { copyFile, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { decidedByStator } from '../../config/dynamic-files-config';
 import { withVersionNames } from '../parameter-renames';
 import { PostgresSettings } from '../postgres.port';
 import { CommandRunner } from './commands';
@@ -9,6 +10,8 @@ import { writePassfile } from './passfile';
 
 /** Marks the postgresql.conf Stator writes, so a later configure knows initdb's own file is already moved aside. */
 const STATOR_CONF_MARKER = '# Written by Stator';
+
+const BASE_CONF = 'postgresql.base.conf';
 
 /** Parameters Stator sets unless the configuration says otherwise. */
 const DEFAULT_PARAMETERS: Record<string, string | number | boolean> = {
@@ -26,6 +29,7 @@ const STATOR_OWNED_PARAMETERS = new Set([
   'data_directory',
   'config_file',
   'hba_file',
+  'ident_file',
   'listen_addresses',
   'port',
   'primary_conninfo',
@@ -33,7 +37,10 @@ const STATOR_OWNED_PARAMETERS = new Set([
   'recovery_target_timeline',
 ]);
 
-/** postgresql.conf, pg_hba.conf and standby.signal in the data directory, as Stator writes them. */
+/**
+ * postgresql.conf, pg_hba.conf and pg_ident.conf in the configuration directory (`postgresql.config_dir`, else the
+ * data directory), and standby.signal in the data directory, as Stator writes them.
+ */
 export class ConfigurationFiles {
   constructor(
     private readonly local: LocalPostgres,
@@ -41,25 +48,35 @@ export class ConfigurationFiles {
   ) {}
 
   /**
-   * Stator owns postgresql.conf. The first time, initdb's file becomes `postgresql.base.conf` (as with
-   * Patroni) and is included first; then come Stator's defaults, `settings.parameters` (which may override
-   * the defaults), and the parameters only Stator decides (listen, port, hba_file, the upstream).
-   * pg_hba.conf comes from `postgresql.pg_hba` or a loopback default; standby.signal exists iff replica.
+   * Stator owns postgresql.conf. It includes first the user's `custom_conf`, or else `postgresql.base.conf`: the
+   * first time, the postgresql.conf found in the configuration directory (initdb's, or a Debian cluster's) becomes
+   * that file, as with Patroni; with a separate configuration directory and no file there, the data directory's base
+   * file or initdb's postgresql.conf is copied. Then come Stator's defaults, a replica's `recovery_conf`, the
+   * parameters (which may override both), and the parameters only Stator decides (listen, port, hba_file, the upstream).
+   * pg_hba.conf comes from `pg_hba` or a default; pg_ident.conf from `pg_ident`; standby.signal exists iff replica.
    */
   async write(settings: PostgresSettings): Promise<void> {
     const dataDir = this.local.dataDir;
-    const confPath = join(dataDir, 'postgresql.conf');
-    const basePath = join(dataDir, 'postgresql.base.conf');
-    if (!existsSync(basePath) && existsSync(confPath)) {
-      const current = await readFile(confPath, 'utf8');
-      if (!current.startsWith(STATOR_CONF_MARKER)) await rename(confPath, basePath);
+    const configDir = this.local.configDir;
+    if (!existsSync(configDir)) {
+      // Parents as /etc/postgresql is (0755: PostgreSQL's user must pass through); the directory itself is that user's.
+      await mkdir(dirname(configDir), { recursive: true, mode: 0o755 });
+      await mkdir(configDir, { mode: 0o700 });
+      await this.commands.chownToOsUser(configDir);
     }
+    if (!this.local.config.custom_conf) await this.keepBaseConf();
     // primary_conninfo names postgresql.pgpass (as Patroni writes it) rather than carrying the password: the file must hold it first.
     if (this.local.config.pgpass && settings.role === 'replica' && settings.upstream?.host) {
       await writePassfile(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword);
     }
-    await this.commands.writeOwnedFile(confPath, this.renderPostgresqlConf(settings));
-    await this.commands.writeOwnedFile(join(dataDir, 'pg_hba.conf'), this.renderHba());
+    await this.commands.writeOwnedFile(this.local.configFile, this.renderPostgresqlConf(settings));
+    await this.commands.writeOwnedFile(join(configDir, 'pg_hba.conf'), this.renderHba(settings));
+    const identLines = settings.pgIdent?.length ? settings.pgIdent : (this.local.config.pg_ident ?? []);
+    const identPath = join(configDir, 'pg_ident.conf');
+    // As Patroni: the file is written from `pg_ident` when given and left alone otherwise (it must exist, though).
+    if (!this.userIdentFile(settings) && (identLines.length || !existsSync(identPath))) {
+      await this.commands.writeOwnedFile(identPath, renderLines('postgresql.pg_ident', identLines));
+    }
     const standbySignal = join(dataDir, 'standby.signal');
     if (settings.role === 'replica') await this.commands.writeOwnedFile(standbySignal, '');
     else await rm(standbySignal, { force: true });
@@ -67,17 +84,51 @@ export class ConfigurationFiles {
     if (settings.role === 'primary' && settings.recovery) await this.commands.writeOwnedFile(join(dataDir, 'recovery.signal'), '');
   }
 
+  /** The first time: the postgresql.conf Stator found becomes postgresql.base.conf (included first). */
+  private async keepBaseConf(): Promise<void> {
+    const basePath = join(this.local.configDir, BASE_CONF);
+    if (existsSync(basePath)) return;
+    const confPath = this.local.configFile;
+    if (existsSync(confPath) && !(await readFile(confPath, 'utf8')).startsWith(STATOR_CONF_MARKER)) {
+      await rename(confPath, basePath);
+      return;
+    }
+    if (confPath === join(this.local.dataDir, 'postgresql.conf')) return;
+    // A separate configuration directory: the data directory's base file (a base backup of a node that keeps its files
+    // there), else initdb's own postgresql.conf.
+    const fromDataDir = [join(this.local.dataDir, BASE_CONF), join(this.local.dataDir, 'postgresql.conf')];
+    for (const candidate of fromDataDir) {
+      if (existsSync(candidate) && !(await readFile(candidate, 'utf8')).startsWith(STATOR_CONF_MARKER)) {
+        await copyFile(candidate, basePath);
+        await this.commands.chownToOsUser(basePath);
+        return;
+      }
+    }
+  }
+
+  /** `ident_file` from the parameters: the user manages that file (Patroni then leaves `pg_ident` unwritten). */
+  private userIdentFile(settings: PostgresSettings): string | undefined {
+    const given = settings.parameters.ident_file ?? this.local.config.parameters.ident_file;
+    return typeof given === 'string' && given ? resolve(this.local.configDir, given) : undefined;
+  }
+
   private renderPostgresqlConf(settings: PostgresSettings): string {
     const { hosts, port } = parseListen(this.local.config.listen);
     const parameters: Record<string, string | number | boolean> = { ...DEFAULT_PARAMETERS };
-    const given = withVersionNames({ ...this.local.config.parameters, ...settings.parameters }, this.majorVersion());
+    // A replica's recovery_conf first: a restore_command in the parameters or standby_cluster's wins, as with Patroni.
+    const recoveryConf = settings.role === 'replica' ? withoutDecided(settings.recoveryConf ?? this.local.config.recovery_conf ?? {}) : {};
+    const given = withVersionNames({ ...recoveryConf, ...this.local.config.parameters, ...settings.parameters }, this.majorVersion());
     for (const [name, value] of Object.entries(given)) {
       if (!STATOR_OWNED_PARAMETERS.has(name)) parameters[name] = value;
     }
     parameters.listen_addresses = hosts.join(',');
     parameters.port = port;
-    parameters.hba_file = join(this.local.dataDir, 'pg_hba.conf');
+    parameters.hba_file = join(this.local.configDir, 'pg_hba.conf');
+    parameters.ident_file = this.userIdentFile(settings) ?? join(this.local.configDir, 'pg_ident.conf');
     parameters.recovery_target_timeline = 'latest';
+    // A replica that reached a recovery target (set in an included file, say) would pause, promote or shut down: as Patroni,
+    // none. Written for every role: PostgreSQL flags a restart as pending when a line of these (even unchanged) goes away.
+    Object.assign(parameters, NO_RECOVERY_TARGET);
     if (settings.role === 'primary' && settings.recovery) Object.assign(parameters, settings.recovery);
     // An upstream without a host is an archive-only standby cluster's remote: WAL comes by restore_command alone.
     if (settings.role === 'replica' && settings.upstream?.host) {
@@ -92,10 +143,12 @@ export class ConfigurationFiles {
       });
       if (settings.slotName) parameters.primary_slot_name = settings.slotName;
     }
+    const customConf = this.local.config.custom_conf;
     const lines = [
-      `${STATOR_CONF_MARKER}: every change here is overwritten. Local settings belong in postgresql.base.conf`,
+      `${STATOR_CONF_MARKER}: every change here is overwritten. Local settings belong in ${customConf ?? BASE_CONF}`,
       '# (included first) or in the postgresql.parameters / dynamic configuration.',
-      "include_if_exists 'postgresql.base.conf'",
+      // The user's own file must be there (checked at start); the base file may not be (a data directory restored without it).
+      customConf ? `include ${formatParameterValue(customConf)}` : `include_if_exists '${BASE_CONF}'`,
     ];
     for (const [name, value] of Object.entries(parameters)) lines.push(`${checkParameterName(name)} = ${formatParameterValue(value)}`);
     return lines.join('\n') + '\n';
@@ -110,18 +163,30 @@ export class ConfigurationFiles {
     }
   }
 
-  private renderHba(): string {
-    const lines = this.local.config.pg_hba?.length
-      ? this.local.config.pg_hba
-      : [
-          'local all all trust',
-          'local replication all trust',
-          // Password (SCRAM) from any address PostgreSQL listens on: replicas in other hosts or containers must reach it.
-          'host all all all scram-sha-256',
-          `host replication ${quoteHbaName(this.local.replicationUser)} all scram-sha-256`,
-        ];
-    return `# Written by Stator from postgresql.pg_hba.\n${lines.join('\n')}\n`;
+  private renderHba(settings: PostgresSettings): string {
+    const given = settings.pgHba?.length ? settings.pgHba : this.local.config.pg_hba;
+    if (given.length) return renderLines('postgresql.pg_hba', given);
+    const defaults = [
+      'local all all trust',
+      'local replication all trust',
+      // Password (SCRAM) from any address PostgreSQL listens on: replicas in other hosts or containers must reach it.
+      'host all all all scram-sha-256',
+      `host replication ${quoteHbaName(this.local.replicationUser)} all scram-sha-256`,
+    ];
+    // bootstrap.pg_hba: Patroni appends it to initdb's file when no pg_hba is set; here, to Stator's default lines.
+    return renderLines('postgresql.pg_hba (default) and bootstrap.pg_hba', [...defaults, ...(settings.bootstrapHba ?? [])]);
   }
+}
+
+/** A file of lines (pg_hba.conf, pg_ident.conf) headed by where they come from. */
+export function renderLines(source: string, lines: readonly string[]): string {
+  return `# Written by Stator from ${source}: every change here is overwritten.\n${lines.map((line) => line.replace(/[\r\n]/g, ' ')).join('\n')}\n`;
+}
+
+const NO_RECOVERY_TARGET = { recovery_target: '', recovery_target_name: '', recovery_target_time: '', recovery_target_xid: '', recovery_target_lsn: '' };
+
+function withoutDecided(settings: Record<string, string | number | boolean>): Record<string, string | number | boolean> {
+  return Object.fromEntries(Object.entries(settings).filter(([name]) => !decidedByStator(name)));
 }
 
 /** `host[,host...]:port` → listen_addresses and port. */

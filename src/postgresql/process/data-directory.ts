@@ -191,7 +191,7 @@ export class DataDirectory {
     const moved = existsSync(signal);
     if (moved) await rename(signal, aside);
     try {
-      const args = ['--single', '-D', this.path, '-c', `config_file=${join(this.path, 'postgresql.conf')}`, 'postgres'];
+      const args = ['--single', '-D', this.path, '-c', `config_file=${this.local.configFile}`, 'postgres'];
       for (let attempt = 1; ; attempt++) {
         const result = await this.commands.run(this.local.binary('postgres'), args, {
           env: { LC_MESSAGES: 'C' },

@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { LibpqOptions, PostgresqlConfig, PostgresRole } from '../../config/config.types';
 import { PgProgram, programPath } from '../../config/postgresql-programs-config';
 import { localConnection, LocalConnection } from '../pg-query';
@@ -35,6 +35,16 @@ export class LocalPostgres {
 
   get dataDir(): string {
     return resolve(this.config.data_dir);
+  }
+
+  /** Where postgresql.conf, pg_hba.conf and pg_ident.conf are (`postgresql.config_dir`, else the data directory). */
+  get configDir(): string {
+    return resolve(this.config.config_dir || this.config.data_dir);
+  }
+
+  /** The postgresql.conf PostgreSQL reads. */
+  get configFile(): string {
+    return join(this.configDir, 'postgresql.conf');
   }
 
   get superuser(): string {

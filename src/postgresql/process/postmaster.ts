@@ -83,6 +83,8 @@ export class Postmaster {
       binDir: resolve(this.local.config.bin_dir),
       postgres: this.local.binary('postgres'),
       stateDir: this.options.stateDir,
+      // postgresql.conf outside the data directory (`postgresql.config_dir`), as Patroni starts it.
+      ...(this.local.configDir !== dataDir ? { configFile: this.local.configFile } : {}),
       uid: osUser?.uid,
       gid: osUser?.gid,
       // A server that starts as a primary (no standby.signal) runs under the deadline its agent armed last.

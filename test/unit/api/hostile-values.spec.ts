@@ -136,14 +136,13 @@ describe('nothing is accepted and then ignored', () => {
   it('refuses settings that promise what Stator does not do yet, unless they say off', () => {
     expect(reviewConfigWrite({ standby_cluster: { host: 'a b' } }).problems).toEqual(['standby_cluster.host: must be a host name or address']);
     expect(reviewConfigWrite({ standby_cluster: { host: 'x', create_replica_methods: [{}] }, slots: { s: { type: 'physical' } } }).problems).toHaveLength(1);
-    expect(reviewConfigWrite({ synchronous_mode: 'quorum', synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 1000, failsafe_mode: 'on' })).toEqual({ problems: [], warnings: [] });
-    expect(reviewConfigWrite({ synchronous_mode: false, failsafe_mode: null, slots: {}, ttl: 30 })).toEqual({ problems: [], warnings: [] });
+    expect(reviewConfigWrite({ synchronous_mode: 'quorum', synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 1000, failsafe_mode: 'on' })).toEqual({ problems: [] });
+    expect(reviewConfigWrite({ synchronous_mode: false, failsafe_mode: null, slots: {}, ttl: 30 })).toEqual({ problems: [] });
   });
 
-  it('accepts stored-only Patroni keys with a warning, and refuses unknown ones', () => {
-    expect(reviewConfigWrite({ max_timelines_history: 5, postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'] } }).warnings).toEqual([
-      "postgresql.pg_hba is stored but not acted on yet (the local file's value is used)",
-    ]);
+  it('accepts every Patroni key it acts on, and refuses node-local and unknown ones', () => {
+    expect(reviewConfigWrite({ max_timelines_history: 5, postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], remove_data_directory_on_rewind_failure: true } })).toEqual({ problems: [] });
+    expect(reviewConfigWrite({ postgresql: { use_unix_socket: true } }).problems).toEqual([expect.stringMatching(/^postgresql.use_unix_socket: .*set postgresql.use_unix_socket in each node's configuration file$/)]);
     expect(reviewConfigWrite({ tll: 30 }).problems).toEqual([expect.stringMatching(/^tll: unknown key/)]);
     expect(reviewConfigWrite({ tll: null }).problems).toEqual([]);
   });

@@ -111,7 +111,7 @@ function baseView(): NodeView {
     pgAnsweredAt: NOW - 500,
     cluster: demoCluster(),
     dcsLastSeen: NOW - 1_000,
-    config: { ...DYNAMIC_CONFIG_DEFAULTS, parameters: {}, slots: [], ignore_slots: [], standby_cluster: null },
+    config: { ...DYNAMIC_CONFIG_DEFAULTS, parameters: {}, slots: [], ignore_slots: [], standby_cluster: null, pg_hba: [], pg_ident: [], recovery_conf: {} },
     lastCycleAt: NOW - 1_000,
     verdict: 'no action. I am (node1), the leader with the lock',
     dataDir: { state: 'initialized', systemIdentifier: '7710492406033019830', standbySignal: false },

@@ -76,17 +76,20 @@ describe('PATCH /config', () => {
     expect((await dcs.read()).config?.value).toEqual({ ttl: 20, loop_wait: 2, retry_timeout: 10 });
   });
 
-  it('records what changed, not the whole document, and warns about keys stored but not acted on', async () => {
+  it('records what changed, not the whole document, and warns about timings it clamps where they act', async () => {
     const { dcs, operations, recorded, warnings } = setup();
     const comment = 'x'.repeat(50_000);
     await dcs.setConfig({ ttl: 30, comment_kept_by_another_tool: comment });
 
-    const answer = await operations.patchConfig(body({ ttl: 40, postgresql: { use_unix_socket: true } }));
+    const answer = await operations.patchConfig(body({ ttl: 20, loop_wait: 2, retry_timeout: 10, postgresql: { use_unix_socket_repl: true } }));
 
-    const warning = "postgresql.use_unix_socket is stored but not acted on yet (the local file's value is used)";
-    expect(answer).toMatchObject({ status: 200, warnings: [warning] });
-    expect(warnings).toEqual([`PATCH /config: ${warning}`]);
-    expect(recorded).toEqual([{ type: 'config.changed', data: { set: { ttl: 40, postgresql: { use_unix_socket: true } }, removed: [] } }]);
+    const clamped = [
+      'loop_wait lowered from 2 to 1 because loop_wait + 2*retry_timeout must be <= ttl (20) (the stored value is kept)',
+      'retry_timeout lowered from 10 to 9 because loop_wait + 2*retry_timeout must be <= ttl (20) (the stored value is kept)',
+    ];
+    expect(answer).toMatchObject({ status: 200, warnings: clamped });
+    expect(warnings).toEqual(clamped.map((warning) => `PATCH /config: ${warning}`));
+    expect(recorded).toEqual([{ type: 'config.changed', data: { set: { ttl: 20, loop_wait: 2, retry_timeout: 10, postgresql: { use_unix_socket_repl: true } }, removed: [] } }]);
   });
 
   it('refuses 1e20 as ttl with the key and the range, and writes nothing', async () => {

@@ -42,9 +42,14 @@ export class SimulatedCluster {
   readonly nodes: SimulatedNode[] = [];
   private readonly dir = mkdtempSync(join(tmpdir(), 'stator-sim-'));
 
-  static async start(count: number, dcs: SimulatedDcsConfig = { ttl: 10, loop_wait: 2, retry_timeout: 3 }): Promise<SimulatedCluster> {
+  /** `postgresql`: more keys of a node's local `postgresql` section, by node name. */
+  static async start(
+    count: number,
+    dcs: SimulatedDcsConfig = { ttl: 10, loop_wait: 2, retry_timeout: 3 },
+    postgresql: (name: string) => Record<string, unknown> = () => ({}),
+  ): Promise<SimulatedCluster> {
     const cluster = new SimulatedCluster();
-    for (let index = 1; index <= count; index++) cluster.add(`node${index}`, dcs);
+    for (let index = 1; index <= count; index++) cluster.add(`node${index}`, dcs, postgresql(`node${index}`));
     for (const node of cluster.nodes) await node.ha.start();
     return cluster;
   }
@@ -127,7 +132,7 @@ export class SimulatedCluster {
     this.backend.put(key, JSON.stringify(current));
   }
 
-  private add(name: string, dcsConfig: SimulatedDcsConfig): void {
+  private add(name: string, dcsConfig: SimulatedDcsConfig, postgresql: Record<string, unknown> = {}): void {
     const server = this.network.addServer({ name });
     const configPath = join(this.dir, `${name}.yml`);
     writeFileSync(
@@ -143,6 +148,7 @@ export class SimulatedCluster {
           connect_address: `${server.host}:${server.port}`,
           data_dir: server.dataDirPath,
           authentication: { superuser: { username: 'postgres', password: 'x' }, replication: { username: 'replicator', password: 'x' } },
+          ...postgresql,
         },
       }),
     );
