@@ -128,6 +128,7 @@ SELECT
   pg_catalog.to_char(pg_catalog.pg_last_xact_replay_timestamp(), 'YYYY-MM-DD HH24:MI:SS.USTZH:TZM') AS replay_timestamp,
   CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_is_wal_replay_paused() ELSE false END AS replay_paused,
   receiver.status AS receiver_status,
+  pg_catalog.current_setting('restore_command') <> '' AS restores_wal,
   receiver.received_tli,
   receiver.written_lsn::text AS written_lsn,
   receiver.latest_end_lsn::text AS latest_end_lsn,
@@ -154,6 +155,13 @@ SELECT
 FROM (SELECT 1) AS one
 LEFT JOIN pg_catalog.pg_stat_wal_receiver AS receiver ON true`;
 
+/** Patroni's replication_state: a replica streaming, or else restoring WAL by restore_command ('in archive recovery'); none for a primary. */
+export function replicationStateOf(inRecovery: boolean, receiverStatus: string | null, restoresWal: boolean): 'streaming' | 'in archive recovery' | null {
+  if (!inRecovery) return null;
+  if (receiverStatus === 'streaming') return 'streaming';
+  return restoresWal ? 'in archive recovery' : null;
+}
+
 interface SampleRow {
   in_recovery: boolean;
   server_version: number;
@@ -165,6 +173,7 @@ interface SampleRow {
   replay_timestamp: string | null;
   replay_paused: boolean;
   receiver_status: string | null;
+  restores_wal: boolean;
   received_tli: number | null;
   written_lsn: string | null;
   latest_end_lsn: string | null;
@@ -232,7 +241,7 @@ export class PgQuery implements PostgresQuery {
       // A promoted primary still answers with its last replayed commit; Patroni shows it for replicas only.
       replayedTimestamp: row.in_recovery ? pythonTimestamp(row.replay_timestamp) : null,
       replayPaused: row.replay_paused,
-      replicationState: row.receiver_status === 'streaming' ? 'streaming' : null,
+      replicationState: replicationStateOf(row.in_recovery, row.receiver_status, row.restores_wal),
       latestEndLsn: row.in_recovery ? lsnOrNull(row.latest_end_lsn) : null,
       replication: row.replication.map((connection) => ({
         ...connection,
