@@ -122,6 +122,7 @@ export function effectiveDynamicConfig(
     }
   }
 
+  const standbyCluster = readStandbyCluster(source.standby_cluster, adjustments);
   return {
     config: {
       ...timing,
@@ -149,9 +150,10 @@ export function effectiveDynamicConfig(
       member_slots_ttl: memberSlotsTtl(source.member_slots_ttl, origin, adjustments),
       load_balancer_drain_ms: Math.max(0, integer('load_balancer_drain_ms', source.load_balancer_drain_ms, defaults.load_balancer_drain_ms, MAX_LOAD_BALANCER_DRAIN_MS)),
       parameters,
-      slots: readPermanentSlots(source.slots, adjustments),
+      standby_cluster: standbyCluster,
+      // A permanent slot's cluster_type keeps it in a primary cluster only, or in a standby cluster only.
+      slots: readPermanentSlots(source.slots, adjustments, standbyCluster !== null),
       ignore_slots: readIgnoreSlots(source.ignore_slots),
-      standby_cluster: readStandbyCluster(source.standby_cluster, adjustments),
     },
     adjustments,
   };

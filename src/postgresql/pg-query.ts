@@ -150,7 +150,7 @@ SELECT
         WHERE f.name = s.name AND NOT f.applied ORDER BY f.seqno DESC LIMIT 1), s.reset_val)))
     FROM pg_catalog.pg_settings s WHERE s.pending_restart), '{}'::json) AS pending_restart,
   COALESCE((
-    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active) ORDER BY slot_name)
+    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active, 'lost', wal_status = 'lost') ORDER BY slot_name)
     FROM pg_catalog.pg_replication_slots WHERE slot_type = 'physical'), '[]'::json) AS physical_slots
 FROM (SELECT 1) AS one
 LEFT JOIN pg_catalog.pg_stat_wal_receiver AS receiver ON true`;
@@ -272,7 +272,7 @@ export class PgQuery implements PostgresQuery {
     if (known && physicalSlotsInOrder(names, keep, known)) return { created: [], dropped: [] };
     // One statement (the leader runs this every cycle): the CTE creates the missing slots, exactly
     // once; the unwanted ones are read from the same snapshot, which the new slots cannot be among.
-    const rows = await this.query<{ change: 'created' | 'unwanted'; slot_name: string }>(
+    const rows = await this.query<{ change: 'created' | 'unwanted' | 'lost'; slot_name: string }>(
       `WITH wanted AS (SELECT pg_catalog.unnest($1::text[]) AS slot_name),
        created AS (
          SELECT (pg_catalog.pg_create_physical_replication_slot(w.slot_name, true)).slot_name
@@ -280,12 +280,16 @@ export class PgQuery implements PostgresQuery {
        SELECT 'created' AS change, slot_name FROM created
        UNION ALL
        SELECT 'unwanted', slot_name FROM pg_catalog.pg_replication_slots
-       WHERE slot_type = 'physical' AND NOT active AND NOT (slot_name = ANY($1::text[]))`,
+       WHERE slot_type = 'physical' AND NOT active AND NOT (slot_name = ANY($1::text[]))
+       UNION ALL
+       SELECT 'lost', slot_name FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = 'physical' AND NOT active AND wal_status = 'lost' AND slot_name = ANY($1::text[])`,
       [names],
     );
     const created = rows.filter((row) => row.change === 'created');
-    const unwanted = rows.filter((row) => row.change === 'unwanted');
+    const unwanted = rows.filter((row) => row.change !== 'created');
     const drop = unwanted.map((slot) => slot.slot_name).filter((name) => !isIgnoredSlot(keep, { name, type: 'physical' }));
+    const lost = rows.filter((row) => row.change === 'lost' && drop.includes(row.slot_name)).map((row) => row.slot_name);
     const dropped =
       drop.length === 0
         ? []
@@ -294,7 +298,18 @@ export class PgQuery implements PostgresQuery {
              WHERE slot_type = 'physical' AND NOT active AND slot_name = ANY($1::text[])`,
             [drop],
           );
-    return { created: created.map((row) => row.slot_name), dropped: dropped.map((row) => row.slot_name) };
+    const droppedNames = dropped.map((row) => row.slot_name);
+    // As Patroni 4.1: a wanted slot whose WAL is lost is useless to its consumer; it starts again from now.
+    const recreate = lost.filter((name) => droppedNames.includes(name));
+    const recreated =
+      recreate.length === 0
+        ? []
+        : await this.query<{ slot_name: string }>('SELECT (pg_catalog.pg_create_physical_replication_slot(n, true)).slot_name FROM pg_catalog.unnest($1::text[]) AS n', [recreate]);
+    return {
+      created: [...created.map((row) => row.slot_name), ...recreated.map((row) => row.slot_name)],
+      dropped: droppedNames,
+      ...(recreate.length > 0 ? { lost: recreate } : {}),
+    };
   }
 
   async physicalSlotPositions(names: string[]): Promise<Record<string, number>> {
