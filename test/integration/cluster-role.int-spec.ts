@@ -10,6 +10,7 @@ import { isPrimaryServer, sql } from '../helpers/sql';
  * `statorctl promote-cluster` and `demote-cluster` as a person runs them, in tmux, on two one-node
  * clusters with their own etcd: `dr` starts as the standby cluster of `main`; promote-cluster makes
  * it writable on its own; demote-cluster makes it main's standby cluster again (rewound onto main).
+ * dr's permanent slot with `cluster_type: standby` follows: kept, dropped on promotion, kept again.
  */
 jest.setTimeout(120_000);
 
@@ -38,6 +39,7 @@ async function waitForText(pattern: RegExp, timeoutMs = 20_000): Promise<void> {
 }
 
 const drNode = (): LocalNode => dr.nodes[0];
+const hasSlot = async (node: LocalNode, name: string) => (await sql(node, 'SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [name]).catch(() => [])).length === 1;
 const count = async (node: LocalNode, n: number) => (await sql<{ n: string }>(node, 'SELECT count(*)::text AS n FROM shipped WHERE n = $1', [n]))[0].n;
 
 beforeAll(async () => {
@@ -54,12 +56,14 @@ beforeAll(async () => {
     ttl: 10,
     loopWait: 2,
     retryTimeout: 4,
-    dcs: { standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr' } },
+    // A permanent slot for dr's own downstream (an archiver), kept only while dr is a standby cluster.
+    dcs: { standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr' }, slots: { standby_archiver: { type: 'physical', cluster_type: 'standby' } } },
   });
   await waitFor(async () => (await drNode().healthCode('/standby-leader')) === 200 && (await count(drNode(), 1).catch(() => '0')) === '1', {
     timeoutMs: 60_000,
     description: 'dr the standby leader of main, holding its row',
   });
+  await waitFor(() => hasSlot(drNode(), 'standby_archiver'), { timeoutMs: 15_000, description: "dr's standby leader keeping the standby-only slot" });
   tmux = `stator-cluster-role-${process.pid}`;
   execFileSync('tmux', ['new-session', '-d', '-s', tmux, '-x', '200', '-y', '50', 'bash --noprofile --norc']);
   execFileSync('tmux', ['set-option', '-t', tmux, 'history-limit', '5000']);
@@ -113,6 +117,8 @@ it('promote-cluster makes the one-node standby cluster writable on its own, afte
   expect(await isPrimaryServer(drNode())).toBe(true);
   await sql(drNode(), 'INSERT INTO shipped VALUES (2)');
   expect(await drNode().healthCode('/primary')).toBe(200);
+  // cluster_type standby: not kept in a primary cluster.
+  await waitFor(async () => !(await hasSlot(drNode(), 'standby_archiver')), { timeoutMs: 15_000, description: 'the standby-only slot dropped once dr is a primary cluster' });
 });
 
 it('demote-cluster makes it the standby cluster of main again: rewound, streaming main\'s rows, read-only', async () => {
@@ -128,4 +134,5 @@ it('demote-cluster makes it the standby cluster of main again: rewound, streamin
   expect(await count(drNode(), 2)).toBe('0');
   expect(await isPrimaryServer(drNode())).toBe(false);
   expect(await drNode().healthCode('/standby-leader')).toBe(200);
+  await waitFor(() => hasSlot(drNode(), 'standby_archiver'), { timeoutMs: 15_000, description: 'the standby-only slot created again in the standby cluster' });
 });
