@@ -210,7 +210,8 @@ export class PgQuery implements PostgresQuery {
     const settings = { statementTimeoutMs: options.statementTimeoutMs ?? 2000, connectTimeoutMs: options.connectTimeoutMs ?? 2000 };
     this.clientConfig = toClientConfig(connection);
     this.main = new SerialConnection(this.clientConfig, settings);
-    this.sampling = new SerialConnection(this.clientConfig, settings);
+    // As Patroni 4.1.4: the monitoring query, run every second, stays out of pg_stat_statements (its GC is costly).
+    this.sampling = new SerialConnection({ ...this.clientConfig, options: '-c pg_stat_statements.track=none' }, settings);
   }
 
   static fromConfig(config: PostgresqlConfig, options?: PgQueryOptions): PgQuery {
