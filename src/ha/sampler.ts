@@ -32,6 +32,9 @@ export class Sampler {
   /** The last reading as text, to tell an idle server from a moving one. */
   private lastFingerprint = '';
   private stopped = false;
+  /** The reading in progress, and the one callers meanwhile wait for after it. */
+  private reading: Promise<void> | null = null;
+  private nextReading: Promise<void> | null = null;
   /** Since when the monitoring query keeps hitting statement_timeout (0: it does not). */
   private timingOutSince = 0;
 
@@ -137,7 +140,24 @@ export class Sampler {
     }, delay);
   }
 
-  async take(): Promise<void> {
+  /**
+   * Reads the server now. Readings never pile up behind a slow server (each may take up to the
+   * statement timeout): a call while one runs waits for it and then for one more reading, shared by
+   * every caller meanwhile, so that the reading it gets started after the call.
+   */
+  take(): Promise<void> {
+    if (!this.reading) {
+      this.reading = this.readOnce().finally(() => (this.reading = null));
+      return this.reading;
+    }
+    this.nextReading ??= this.reading.then(() => {
+      this.nextReading = null;
+      return this.take();
+    });
+    return this.nextReading;
+  }
+
+  private async readOnce(): Promise<void> {
     if (!this.serverRunning()) return;
     try {
       const sample = await this.query.sample();

@@ -166,3 +166,31 @@ describe('a monitoring query cancelled by statement_timeout (Patroni 4.1.4)', ()
     expect(lines[1]).toBe('INFO: the monitoring query answers again after 3 s of statement timeouts');
   });
 });
+
+describe('readings of a slow server do not pile up', () => {
+  it('callers during a reading share one more reading after it, so a waiting HA cycle waits for two at most', async () => {
+    const clock = new ManualClock();
+    let calls = 0;
+    const pending: Array<() => void> = [];
+    const query = {
+      sample: () => {
+        calls++;
+        return new Promise<PostgresSample>((resolve) => pending.push(() => resolve(sampleAt(100 + calls))));
+      },
+    } as unknown as PostgresQuery;
+    const sampler = new Sampler(query, clock, quiet, () => true, () => undefined);
+    const first = sampler.take();
+    const waiting = [sampler.take(), sampler.take(), sampler.take()];
+    expect(calls).toBe(1);
+    pending.shift()!();
+    await first;
+    await Promise.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toBe(2);
+    pending.shift()!();
+    await Promise.all(waiting);
+    expect(calls).toBe(2);
+    // The waiting callers got the reading that started after their call.
+    expect(sampler.sample?.walPosition).toBe(102);
+  });
+});
