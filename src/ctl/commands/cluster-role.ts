@@ -4,6 +4,7 @@ import { UsageError } from '../args';
 import { bodyMessage } from '../client';
 import { ClusterDocument, ClusterMember, Ctl, OperationFailed, readCluster } from '../context';
 import { isYes } from '../prompt';
+import { memberBase, statusPath } from '../target';
 import { renderCluster } from './list';
 
 /** How long statorctl waits for the cluster to reach the new role (patronictl waits without end). */
@@ -72,18 +73,31 @@ async function changeClusterRole(ctl: Ctl, change: Change, standby: Record<strin
   for (;;) {
     latest = await readCluster(ctl.client).catch(() => latest);
     const state = roleChangeState(latest, leader.name, targetRole);
-    if (state.done) {
+    // /cluster names the role the configuration gives; the leader's own status says what its server is.
+    const serverRole = state.done ? await leaderServerRole(ctl, latest) : undefined;
+    if (state.done && serverRole === (targetRole === 'leader' ? 'primary' : 'standby_leader')) {
       ctl.io.stdout(`${stamp()} cluster is successfully ${change}d\n`);
       ctl.io.stdout(renderCluster(ctl, latest, false));
       return 0;
     }
-    ctl.io.stdout(`${stamp()} ${state.progress}\n`);
+    ctl.io.stdout(`${stamp()} ${state.done ? `cluster is unlocked: False, leader role: ${serverRole ?? 'None'}, leader state: running` : state.progress}\n`);
     if (now() >= deadline) {
       ctl.io.stdout(renderCluster(ctl, latest, false));
       throw new OperationFailed(`the cluster did not reach the ${targetRole} role within ${ROLE_CHANGE_LIMIT_MS / 1000} s; the change stays requested (see statorctl list and events)`);
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
+}
+
+/** The role the leader's status document reports for its server (`primary` once it left recovery), or undefined. */
+async function leaderServerRole(ctl: Ctl, cluster: ClusterDocument): Promise<string | undefined> {
+  const leader = leaderMember(cluster);
+  if (!leader?.api_url) return undefined;
+  const status = await ctl.client
+    .forBase(memberBase(leader.api_url))
+    .getJson<{ role?: string }>(statusPath(leader.api_url))
+    .catch(() => null);
+  return status?.role;
 }
 
 /** `demot` / `promot`: patronictl's messages say demotion, promotion. */

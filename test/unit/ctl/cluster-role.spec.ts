@@ -7,6 +7,7 @@ describe('statorctl demote-cluster and promote-cluster against a node API', () =
   let node: FakeNode;
   let leaderRole: 'leader' | 'standby_leader';
   let patchStatus: number;
+  let statusReads: number;
 
   const cluster = () => {
     const document = clusterDocument(node.url);
@@ -17,8 +18,14 @@ describe('statorctl demote-cluster and promote-cluster against a node API', () =
   async function start(initialRole: 'leader' | 'standby_leader', afterPatch: 'leader' | 'standby_leader') {
     leaderRole = initialRole;
     patchStatus = 200;
+    statusReads = 0;
     node = await new FakeNode({
       'GET /cluster': (_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(cluster())),
+      // The leader's server: it leaves recovery one reading after /cluster shows the new role.
+      'GET /stator': (_request, response) => {
+        const role = statusReads++ === 0 ? 'in between' : leaderRole === 'leader' ? 'primary' : 'standby_leader';
+        return json({ role, state: 'running' })(_request, response);
+      },
       'PATCH /config': (request, response) => {
         if (patchStatus !== 200) return json({ message: 'standby_cluster.host: must be a host name or address' }, patchStatus)(request, response);
         leaderRole = afterPatch;
@@ -46,7 +53,7 @@ describe('statorctl demote-cluster and promote-cluster against a node API', () =
     const result = await statorctl(['--api', node.url, 'promote-cluster', '--force']);
     expect(result).toMatchObject({ code: 0, stderr: '', questions: [] });
     expect(node.received.find((r) => r.method === 'PATCH')?.body).toEqual({ standby_cluster: null });
-    expect(result.stdout).toMatch(/cluster is successfully promoted\n/);
+    expect(result.stdout).toMatch(/cluster is unlocked: False, leader role: in between, leader state: running\n.*cluster is successfully promoted\n/);
   });
 
   it('sends nothing when the answer is not yes, or when the cluster is already in the required state', async () => {
