@@ -28,6 +28,7 @@ const ACTED_ON = new Set([
   'failsafe_mode',
   'member_slots_ttl',
   'load_balancer_drain_ms',
+  'primary_race_backoff',
   'slots',
   'ignore_slots',
   'standby_cluster',

@@ -222,6 +222,11 @@ export interface EffectiveDynamicConfig {
    * failover candidate between taking the lock and promoting. Stator's own key.
    */
   load_balancer_drain_ms: number;
+  /**
+   * Seconds a replica postpones the leader race after the leader key expired while WAL still flows
+   * from the primary (its agent frozen, PostgreSQL alive); 0: off (Patroni 4.1's `primary_race_backoff`).
+   */
+  primary_race_backoff: number;
   parameters: Record<string, string | number | boolean>;
   /** `postgresql.pg_hba` / `pg_ident` lines of `/config` (empty: not set); a node's local file wins where it sets them. */
   pg_hba: string[];

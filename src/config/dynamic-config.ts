@@ -34,6 +34,7 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   member_slots_ttl: 1800,
   /** Longer than the shipped HAProxy configuration's 500 ms check interval, with room for a busy machine (README "Load balancers"). */
   load_balancer_drain_ms: 750,
+  primary_race_backoff: 0,
 });
 
 /** A drain past a minute would be a typo: the failover gap grows by it. */
@@ -130,6 +131,7 @@ export function effectiveDynamicConfig(
     }
   }
 
+  const standbyCluster = readStandbyCluster(source.standby_cluster, adjustments);
   return {
     config: {
       ...timing,
@@ -172,11 +174,13 @@ export function effectiveDynamicConfig(
       failsafe_mode: boolean('failsafe_mode', source.failsafe_mode, defaults.failsafe_mode),
       member_slots_ttl: memberSlotsTtl(source.member_slots_ttl, origin, adjustments),
       load_balancer_drain_ms: Math.max(0, integer('load_balancer_drain_ms', source.load_balancer_drain_ms, defaults.load_balancer_drain_ms, MAX_LOAD_BALANCER_DRAIN_MS)),
+      primary_race_backoff: Math.max(0, integer('primary_race_backoff', source.primary_race_backoff, defaults.primary_race_backoff)),
       parameters,
       ...readDynamicConfigurationFiles(postgresql, origin, parameterProblem, adjustments),
-      slots: readPermanentSlots(source.slots, adjustments),
+      standby_cluster: standbyCluster,
+      // A permanent slot's cluster_type keeps it in a primary cluster only, or in a standby cluster only.
+      slots: readPermanentSlots(source.slots, adjustments, standbyCluster !== null),
       ignore_slots: readIgnoreSlots(source.ignore_slots),
-      standby_cluster: readStandbyCluster(source.standby_cluster, adjustments),
     },
     adjustments,
   };
@@ -261,6 +265,7 @@ const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   max_timelines_history: integerBetween(0, MAX_TIMELINES_HISTORY),
   member_slots_ttl: MEMBER_SLOTS_TTL_RULE,
   load_balancer_drain_ms: integerBetween(0, MAX_LOAD_BALANCER_DRAIN_MS),
+  primary_race_backoff: seconds(0),
   check_timeline: booleanRule,
   pause: booleanRule,
   failsafe_mode: booleanRule,

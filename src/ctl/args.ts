@@ -46,6 +46,10 @@ export const OPTIONS = {
   from: { type: 'string' },
   to: { type: 'string' },
   at: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'restore-command': { type: 'string' },
+  'primary-slot-name': { type: 'string' },
 } as const;
 
 export type OptionName = keyof typeof OPTIONS;
@@ -89,6 +93,13 @@ export const COMMANDS: Record<string, CommandSpec> = {
     summary: 'edit the dynamic configuration in $EDITOR (or with -s/-p), show the diff, validate, apply',
   },
   'show-config': { options: [], positionals: 'none', usage: 'show-config', summary: 'print the dynamic configuration' },
+  'demote-cluster': {
+    options: ['host', 'port', 'restore-command', 'primary-slot-name', 'force'],
+    positionals: 'members',
+    usage: 'demote-cluster [CLUSTER] [--host HOST] [--port PORT] [--restore-command CMD] [--primary-slot-name SLOT] [--force]',
+    summary: 'turn the cluster into a standby cluster of a remote primary (or of an archive), with progress',
+  },
+  'promote-cluster': { options: ['force'], positionals: 'members', usage: 'promote-cluster [CLUSTER] [--force]', summary: 'promote a standby cluster: it runs on its own, writable' },
   history: { options: [], positionals: 'none', usage: 'history', summary: 'timeline switches' },
   flush: {
     options: ['force'],

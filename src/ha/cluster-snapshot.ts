@@ -12,6 +12,14 @@ export interface EndedTask {
   failuresInRow: number;
 }
 
+/** What the HA loop remembers for `primary_race_backoff` (primary-race-backoff.ts). */
+export interface RaceBackoffState {
+  /** Epoch ms of the first cycle that found no leader key (0: there is a leader). */
+  noLeaderSince: number;
+  /** This node's WAL position as the previous cycle read it; null before any reading. */
+  previousWalPosition: number | null;
+}
+
 /** What this node knows about itself at the start of an HA cycle. */
 export interface LocalView {
   name: string;
@@ -83,6 +91,8 @@ export interface HaSnapshot {
   failsafeLeader?: string | null;
   /** Outcome of the failsafe round decide() asked for: every member accepted, and until when that holds. */
   failsafeResult?: { accepted: boolean; validUntil: number; refusals: string[] };
+  /** What `primary_race_backoff` looks at (primary-race-backoff.ts). */
+  raceBackoff?: RaceBackoffState;
 }
 
 export function upstreamOf(member: Member | undefined): UpstreamNode | null {

@@ -7,7 +7,7 @@ import { topLevelState } from '../events/transition-recorder';
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { postgresMachine } from '../postgresql/postgres.machine';
 import { UpstreamNode } from '../postgresql/postgres.port';
-import { HaSnapshot, PeerReading } from './cluster-snapshot';
+import { HaSnapshot, PeerReading, RaceBackoffState } from './cluster-snapshot';
 import { decide, Need } from './decide';
 import { FailsafeCall } from './failsafe/failsafe-caller';
 import { executeAction } from './ha-actions';
@@ -41,6 +41,9 @@ export class HaNode {
   private reloadRequested = false;
   private readonly reloadWatchers: ReloadWatcher[] = [];
   private lastCycleAt = 0;
+  /** `primary_race_backoff`'s memory (RaceBackoffState). */
+  private noLeaderSince = 0;
+  private lastCycleWalPosition: number | null = null;
   private stopped = false;
   private wakePending = false;
   private wakeUp: (() => void) | null = null;
@@ -325,7 +328,7 @@ export class HaNode {
 
       node.trackReadPool(clock.now());
       node.checkWatchdog();
-      let snapshot = snapshotOf(node, cluster, dcsError, clock.now());
+      let snapshot: HaSnapshot = { ...snapshotOf(node, cluster, dcsError, clock.now()), raceBackoff: this.raceBackoffState(cluster) };
       let decision = decide(snapshot);
       for (let step = 0; 'need' in decision && step < 4; step++) {
         snapshot = await this.fulfil(decision.need, snapshot);
@@ -346,6 +349,15 @@ export class HaNode {
     } catch (error) {
       logger.error(`HA cycle failed: ${errorText(error)}`);
     }
+  }
+
+  /** For `primary_race_backoff`: since when no leader key is seen, and the WAL position one cycle ago (this cycle's kept for the next). */
+  private raceBackoffState(cluster: ClusterView | null): RaceBackoffState {
+    const now = this.deps.clock.now();
+    if (cluster) this.noLeaderSince = cluster.leader ? 0 : this.noLeaderSince || now;
+    const previousWalPosition = this.lastCycleWalPosition;
+    this.lastCycleWalPosition = this.node.sampler.sample?.walPosition ?? null;
+    return { noLeaderSince: this.noLeaderSince, previousWalPosition };
   }
 
   /** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */

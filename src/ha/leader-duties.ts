@@ -22,8 +22,12 @@ export function wantedPhysicalSlots(memberNames: string[], dynamic: EffectiveDyn
 
 /** Each slot a synchronisation created or dropped, as a fact in the event log. */
 export function recordSlotChanges(events: NodeEvents, changes: SlotChanges): void {
+  for (const name of changes.dropped) {
+    const lost = changes.lost?.includes(name) === true;
+    const message = lost ? `physical slot ${name} dropped because its wal_status was lost, to be created again` : `physical slot ${name} dropped`;
+    events.recordCluster('slot.dropped', message, { slot: name, type: 'physical', ...(lost ? { wal_status: 'lost' } : {}) });
+  }
   for (const name of changes.created) events.recordCluster('slot.created', `physical slot ${name} created`, { slot: name, type: 'physical' });
-  for (const name of changes.dropped) events.recordCluster('slot.dropped', `physical slot ${name} dropped`, { slot: name, type: 'physical' });
 }
 
 /** The newest `maxEntries` of `entries` (0: all), as the reference trims `/history` (`max_timelines_history`). */

@@ -1,6 +1,7 @@
 import { FailoverRequest } from '../dcs/dcs.port';
 import { clusterTimeline, failoverPriority, HaSnapshot, isNoFailover, PeerReading } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
+import { primaryRaceBackoff } from './primary-race-backoff';
 import { promoteAfterDrain } from './read-pool';
 import { followRemote, remotePrimary } from './standby-cluster';
 import { barredBySync, isFormerSyncLeader, quorumVerdict, racePeers } from './sync/sync-eligibility';
@@ -17,6 +18,8 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
     // A leader that reached this node while the DCS was down may still run: no race until its call is a ttl old.
     return { verdict: `following failsafe leader ${s.failsafeLeader}: it reached every member less than ttl ago`, actions: [] };
   }
+  const backoff = primaryRaceBackoff(s, s.raceBackoff);
+  if (backoff) return backoff;
   if (!s.peers && !config.pause && !pgIsPrimary) return { need: 'probePeers' };
   const health = healthiest(s, pgIsPrimary);
   if (health.ok) {

@@ -12,6 +12,9 @@ export const BUSY_SAMPLE_INTERVAL_MS = 1_000;
  */
 export const IDLE_SAMPLE_INTERVAL_MS = 4_000;
 
+/** PostgreSQL's query_canceled: here, the monitoring query ran past statement_timeout. */
+const QUERY_CANCELED = '57014';
+
 /**
  * The `sampler` actor of the design: reads PostgreSQL's status every second while anything moves,
  * less often (up to every 4 s) while every reading equals the last one, and at once after each
@@ -29,6 +32,11 @@ export class Sampler {
   /** The last reading as text, to tell an idle server from a moving one. */
   private lastFingerprint = '';
   private stopped = false;
+  /** The reading in progress, and the one callers meanwhile wait for after it. */
+  private reading: Promise<void> | null = null;
+  private nextReading: Promise<void> | null = null;
+  /** Since when the monitoring query keeps hitting statement_timeout (0: it does not). */
+  private timingOutSince = 0;
 
   constructor(
     private readonly query: PostgresQuery,
@@ -96,6 +104,7 @@ export class Sampler {
   /** The server is not running: its last reading no longer describes it. */
   serverGone(): void {
     this.current = null;
+    this.timingOutSince = 0;
     this.lastFingerprint = '';
     this.speedUp();
   }
@@ -131,7 +140,24 @@ export class Sampler {
     }, delay);
   }
 
-  async take(): Promise<void> {
+  /**
+   * Reads the server now. Readings never pile up behind a slow server (each may take up to the
+   * statement timeout): a call while one runs waits for it and then for one more reading, shared by
+   * every caller meanwhile, so that the reading it gets started after the call.
+   */
+  take(): Promise<void> {
+    if (!this.reading) {
+      this.reading = this.readOnce().finally(() => (this.reading = null));
+      return this.reading;
+    }
+    this.nextReading ??= this.reading.then(() => {
+      this.nextReading = null;
+      return this.take();
+    });
+    return this.nextReading;
+  }
+
+  private async readOnce(): Promise<void> {
     if (!this.serverRunning()) return;
     try {
       const sample = await this.query.sample();
@@ -139,6 +165,10 @@ export class Sampler {
       if (fingerprint !== this.lastFingerprint) this.speedUp();
       else this.interval = Math.max(BUSY_SAMPLE_INTERVAL_MS, Math.min(this.interval * 2, IDLE_SAMPLE_INTERVAL_MS, this.idleCeilingMs()));
       this.lastFingerprint = fingerprint;
+      if (this.timingOutSince !== 0) {
+        this.logger.info(`the monitoring query answers again after ${Math.round((this.clock.now() - this.timingOutSince) / 1000)} s of statement timeouts`);
+        this.timingOutSince = 0;
+      }
       this.current = sample;
       this.takenAt = this.clock.now();
       this.lastAnswerAt = this.takenAt;
@@ -150,6 +180,16 @@ export class Sampler {
       // An error PostgreSQL sent (a SQLSTATE) shows it answers; a timeout or a refused connection does not.
       if (typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code)) {
         this.lastAnswerAt = this.clock.now();
+      }
+      if ((error as { code?: unknown }).code === QUERY_CANCELED && this.current) {
+        // As Patroni 4.1.4: a server too busy to finish the query in time is still the server it was;
+        // the last reading (its role among it) stands, nothing is demoted for a slow answer.
+        if (this.timingOutSince === 0) {
+          this.timingOutSince = this.clock.now();
+          const role = this.current.inRecovery ? 'replica' : 'primary';
+          this.logger.warning(`Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: ${role}`);
+        }
+        return;
       }
       this.logger.debug(`status query failed: ${errorText(error)}`);
     }

@@ -128,6 +128,7 @@ SELECT
   pg_catalog.to_char(pg_catalog.pg_last_xact_replay_timestamp(), 'YYYY-MM-DD HH24:MI:SS.USTZH:TZM') AS replay_timestamp,
   CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_is_wal_replay_paused() ELSE false END AS replay_paused,
   receiver.status AS receiver_status,
+  pg_catalog.current_setting('restore_command') <> '' AS restores_wal,
   receiver.received_tli,
   receiver.written_lsn::text AS written_lsn,
   receiver.latest_end_lsn::text AS latest_end_lsn,
@@ -149,10 +150,17 @@ SELECT
         WHERE f.name = s.name AND NOT f.applied ORDER BY f.seqno DESC LIMIT 1), s.reset_val)))
     FROM pg_catalog.pg_settings s WHERE s.pending_restart), '{}'::json) AS pending_restart,
   COALESCE((
-    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active) ORDER BY slot_name)
+    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active, 'lost', wal_status = 'lost') ORDER BY slot_name)
     FROM pg_catalog.pg_replication_slots WHERE slot_type = 'physical'), '[]'::json) AS physical_slots
 FROM (SELECT 1) AS one
 LEFT JOIN pg_catalog.pg_stat_wal_receiver AS receiver ON true`;
+
+/** Patroni's replication_state: a replica streaming, or else restoring WAL by restore_command ('in archive recovery'); none for a primary. */
+export function replicationStateOf(inRecovery: boolean, receiverStatus: string | null, restoresWal: boolean): 'streaming' | 'in archive recovery' | null {
+  if (!inRecovery) return null;
+  if (receiverStatus === 'streaming') return 'streaming';
+  return restoresWal ? 'in archive recovery' : null;
+}
 
 interface SampleRow {
   in_recovery: boolean;
@@ -165,6 +173,7 @@ interface SampleRow {
   replay_timestamp: string | null;
   replay_paused: boolean;
   receiver_status: string | null;
+  restores_wal: boolean;
   received_tli: number | null;
   written_lsn: string | null;
   latest_end_lsn: string | null;
@@ -201,7 +210,8 @@ export class PgQuery implements PostgresQuery {
     const settings = { statementTimeoutMs: options.statementTimeoutMs ?? 2000, connectTimeoutMs: options.connectTimeoutMs ?? 2000 };
     this.clientConfig = toClientConfig(connection);
     this.main = new SerialConnection(this.clientConfig, settings);
-    this.sampling = new SerialConnection(this.clientConfig, settings);
+    // As Patroni 4.1.4: the monitoring query, run every second, stays out of pg_stat_statements (its GC is costly).
+    this.sampling = new SerialConnection({ ...this.clientConfig, options: '-c pg_stat_statements.track=none' }, settings);
   }
 
   static fromConfig(config: PostgresqlConfig, options?: PgQueryOptions): PgQuery {
@@ -232,7 +242,7 @@ export class PgQuery implements PostgresQuery {
       // A promoted primary still answers with its last replayed commit; Patroni shows it for replicas only.
       replayedTimestamp: row.in_recovery ? pythonTimestamp(row.replay_timestamp) : null,
       replayPaused: row.replay_paused,
-      replicationState: row.receiver_status === 'streaming' ? 'streaming' : null,
+      replicationState: replicationStateOf(row.in_recovery, row.receiver_status, row.restores_wal),
       latestEndLsn: row.in_recovery ? lsnOrNull(row.latest_end_lsn) : null,
       replication: row.replication.map((connection) => ({
         ...connection,
@@ -263,7 +273,7 @@ export class PgQuery implements PostgresQuery {
     if (known && physicalSlotsInOrder(names, keep, known)) return { created: [], dropped: [] };
     // One statement (the leader runs this every cycle): the CTE creates the missing slots, exactly
     // once; the unwanted ones are read from the same snapshot, which the new slots cannot be among.
-    const rows = await this.query<{ change: 'created' | 'unwanted'; slot_name: string }>(
+    const rows = await this.query<{ change: 'created' | 'unwanted' | 'lost'; slot_name: string }>(
       `WITH wanted AS (SELECT pg_catalog.unnest($1::text[]) AS slot_name),
        created AS (
          SELECT (pg_catalog.pg_create_physical_replication_slot(w.slot_name, true)).slot_name
@@ -271,12 +281,16 @@ export class PgQuery implements PostgresQuery {
        SELECT 'created' AS change, slot_name FROM created
        UNION ALL
        SELECT 'unwanted', slot_name FROM pg_catalog.pg_replication_slots
-       WHERE slot_type = 'physical' AND NOT active AND NOT (slot_name = ANY($1::text[]))`,
+       WHERE slot_type = 'physical' AND NOT active AND NOT (slot_name = ANY($1::text[]))
+       UNION ALL
+       SELECT 'lost', slot_name FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = 'physical' AND NOT active AND wal_status = 'lost' AND slot_name = ANY($1::text[])`,
       [names],
     );
     const created = rows.filter((row) => row.change === 'created');
-    const unwanted = rows.filter((row) => row.change === 'unwanted');
+    const unwanted = rows.filter((row) => row.change !== 'created');
     const drop = unwanted.map((slot) => slot.slot_name).filter((name) => !isIgnoredSlot(keep, { name, type: 'physical' }));
+    const lost = rows.filter((row) => row.change === 'lost' && drop.includes(row.slot_name)).map((row) => row.slot_name);
     const dropped =
       drop.length === 0
         ? []
@@ -285,7 +299,18 @@ export class PgQuery implements PostgresQuery {
              WHERE slot_type = 'physical' AND NOT active AND slot_name = ANY($1::text[])`,
             [drop],
           );
-    return { created: created.map((row) => row.slot_name), dropped: dropped.map((row) => row.slot_name) };
+    const droppedNames = dropped.map((row) => row.slot_name);
+    // As Patroni 4.1: a wanted slot whose WAL is lost is useless to its consumer; it starts again from now.
+    const recreate = lost.filter((name) => droppedNames.includes(name));
+    const recreated =
+      recreate.length === 0
+        ? []
+        : await this.query<{ slot_name: string }>('SELECT (pg_catalog.pg_create_physical_replication_slot(n, true)).slot_name FROM pg_catalog.unnest($1::text[]) AS n', [recreate]);
+    return {
+      created: [...created.map((row) => row.slot_name), ...recreated.map((row) => row.slot_name)],
+      dropped: droppedNames,
+      ...(recreate.length > 0 ? { lost: recreate } : {}),
+    };
   }
 
   async physicalSlotPositions(names: string[]): Promise<Record<string, number>> {

@@ -244,12 +244,16 @@ export interface PostgresSample {
 export interface PhysicalSlotState {
   name: string;
   active: boolean;
+  /** wal_status `lost`: the WAL it reserved is gone (max_slot_wal_keep_size), it can never be streamed from again. */
+  lost?: boolean;
 }
 
 /** The slots one synchronisation created and dropped. */
 export interface SlotChanges {
   created: string[];
   dropped: string[];
+  /** Of the dropped, the wanted ones whose wal_status was `lost`: created again, as Patroni 4.1 does. */
+  lost?: string[];
 }
 
 /** SQL against the local server (node-postgres). Every call has a statement timeout. */

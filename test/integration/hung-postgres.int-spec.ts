@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -105,6 +106,36 @@ function startWriter(): { acknowledged: () => number; pause: () => Promise<void>
     },
   };
 }
+
+it('a monitoring query that keeps hitting statement_timeout for longer than the ttl demotes nothing: the cached role stands (Patroni 4.1.4)', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  const timeline = (await leader.status())?.timeline;
+  const logBefore = readFileSync(leader.logPath, 'utf8').length;
+  // The monitoring query reads pg_settings: a transaction holding it locked makes it wait into statement_timeout.
+  const blocker = new Client({ connectionString: leader.connectionString() });
+  blocker.on('error', () => undefined);
+  await blocker.connect();
+  const codes = new Set<number>();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE pg_catalog.pg_settings IN ACCESS EXCLUSIVE MODE');
+    const until = performance.now() + (TTL + 2) * 1000;
+    while (performance.now() < until) {
+      codes.add(await leader.healthCode('/primary'));
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  } finally {
+    await blocker.query('ROLLBACK').catch(() => undefined);
+    await blocker.end().catch(() => undefined);
+  }
+  expect([...codes]).toEqual([200]);
+  const log = readFileSync(leader.logPath, 'utf8').slice(logBefore);
+  expect(log).toContain('Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: primary');
+  expect(log).not.toMatch(/demot/i);
+  const healthy = await cluster.waitForHealthy(10_000);
+  expect(healthy.name).toBe(leader.name);
+  expect((await leader.status())?.timeline).toBe(timeline);
+});
 
 it('a stall shorter than the timeout changes nothing', async () => {
   const leader = await cluster.waitForHealthy(30_000);

@@ -80,3 +80,47 @@ it('still has the permanent slot, at least where it was, on the new leader after
   // The former leader, now a replica, keeps its copy as well.
   await waitFor(async () => 'archiver' in (await slotsOn(old)), { timeoutMs: 20_000, description: `${old.name} keeping archiver as a replica` });
 });
+
+it("takes Patroni's short form and cluster_type, and drops and creates again a permanent slot whose WAL was lost", async () => {
+  const leader = await cluster.waitForLeader(30_000);
+  const patchConfig = async (body: Record<string, unknown>) => {
+    const response = await fetch(`${leader.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect({ status: response.status, body: await response.text() }).toMatchObject({ status: 200 });
+  };
+  // A slot for the standby cluster only, left from before: this primary cluster drops it.
+  await sql(leader, "SELECT pg_create_physical_replication_slot('only_standby', true)");
+  // The slot may keep at most 1 MB of WAL (and no wal_keep_size holds more), so an idle one loses its WAL quickly.
+  await patchConfig({
+    slots: { short_form: 0, lagger: { type: 'physical' }, only_primary: { type: 'physical', cluster_type: 'primary' }, only_standby: { type: 'physical', cluster_type: 'standby' } },
+    postgresql: { parameters: { max_slot_wal_keep_size: '1MB', wal_keep_size: '0' } },
+  });
+  await waitFor(async () => {
+    const slots = await slotsOn(leader);
+    return 'short_form' in slots && 'lagger' in slots && 'only_primary' in slots && !('only_standby' in slots);
+  }, { timeoutMs: 15_000, description: 'the leader keeping short_form, lagger and only_primary, dropping only_standby' });
+  await waitFor(async () => (await sql<{ v: string }>(leader, "SELECT current_setting('max_slot_wal_keep_size') AS v"))[0].v === '1MB', { timeoutMs: 15_000, description: 'max_slot_wal_keep_size reloaded' });
+
+  const lostAt = Date.now();
+  // WAL moves on past what the idle slot may keep; the checkpoint invalidates it (wal_status lost).
+  await sql(leader, 'CREATE TABLE IF NOT EXISTS churn (n int)');
+  for (let round = 0; round < 4; round++) {
+    await sql(leader, 'INSERT INTO churn SELECT generate_series(1, 1000)');
+    await sql(leader, 'SELECT pg_switch_wal()');
+  }
+  await sql(leader, 'CHECKPOINT');
+  let dropped: { message?: string; data?: Record<string, unknown> } | undefined;
+  await waitFor(async () => {
+    const response = await fetch(`${leader.apiUrl}/events?${new URLSearchParams({ type: 'slot.dropped', limit: '1000' }).toString()}`);
+    const events = (await response.json()) as Array<{ at: string; node: string; message?: string; data?: Record<string, unknown> }>;
+    dropped = events.find((event) => event.node === leader.name && event.data?.slot === 'lagger' && Date.parse(event.at) >= lostAt - 1000);
+    return dropped !== undefined;
+  }, { timeoutMs: 20_000, description: 'the leader dropping lagger, whose WAL was lost' });
+  expect(dropped!.data).toMatchObject({ slot: 'lagger', wal_status: 'lost' });
+  // Created again, reserving WAL from now on.
+  await waitFor(async () => {
+    const [row] = await sql<{ wal_status: string | null }>(leader, "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'lagger'");
+    return row?.wal_status === 'reserved';
+  }, { timeoutMs: 15_000, description: 'lagger created again on the leader, its WAL reserved' });
+
+  await patchConfig({ slots: { short_form: null, lagger: null, only_primary: null, only_standby: null }, postgresql: { parameters: { max_slot_wal_keep_size: null, wal_keep_size: null } } });
+});

@@ -185,6 +185,12 @@ it("builds an archive-only standby cluster: its leader restores main's archived 
     timeoutMs: 30_000,
     description: `row ${row} restored from main's archive`,
   });
+  // Promoted (as Patroni's acceptance does, within 10 s): the one-node cluster takes writes on its own.
+  const promotedAt = Date.now();
+  await patchConfig(leader, { standby_cluster: null });
+  await waitFor(async () => (await isPrimaryServer(leader)) && (await leader.healthCode('/primary')) === 200, { timeoutMs: 10_000, description: 'the archive-only standby leader promoted' });
+  process.stdout.write(`archive-only standby cluster promoted in ${((Date.now() - promotedAt) / 1000).toFixed(1)} s\n`);
+  await sql(leader, 'INSERT INTO shipped VALUES (-100)');
   await archiveOnly.stop();
 });
 

@@ -946,6 +946,7 @@ describe('effectiveDynamicConfig', () => {
         failsafe_mode: false,
         member_slots_ttl: 1800,
         load_balancer_drain_ms: 750,
+        primary_race_backoff: 0,
         parameters: {},
         pg_hba: [],
         pg_ident: [],

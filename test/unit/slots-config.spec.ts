@@ -11,9 +11,34 @@ describe('permanent slots and ignore_slots', () => {
       'slots.Bad-Name: a slot name is 1 to 63 lowercase letters, digits or underscores',
       'slots.s1.type: must be physical or logical',
       'slots.cdc.plugin: a logical slot needs its plugin, a name of 1 to 63 letters, digits or _.$-',
-      'slots.s2: must be a mapping (type: physical)',
+      'slots.s2: must be a mapping (type: physical), or 0 for a physical slot',
     ]);
     expect(reviewConfigWrite({ slots: { archiver: { type: 'physical' } }, ignore_slots: [{ name: 'debezium' }] })).toEqual({ problems: [] });
+  });
+
+  it("accepts Patroni's short form (a slot given as 0) and cluster_type primary or standby", () => {
+    // What Patroni's permanent_slots feature posts.
+    expect(reviewConfigWrite({ slots: { test_physical: 0, test_logical: { type: 'logical', database: 'postgres', plugin: 'test_decoding' } } }).problems).toEqual([]);
+    expect(slotsProblems({ dr: { type: 'physical', cluster_type: 'standby' }, main: { cluster_type: 'primary' }, x: 1, y: { cluster_type: 'replica' } })).toEqual([
+      'slots.x: must be a mapping (type: physical), or 0 for a physical slot',
+      'slots.y.cluster_type: must be primary or standby (the kind of cluster the slot is kept in)',
+    ]);
+    expect(effectiveDynamicConfig({ slots: { test_physical: 0, blank: null } }, {}).config.slots).toEqual([
+      { name: 'test_physical', type: 'physical' },
+      { name: 'blank', type: 'physical' },
+    ]);
+  });
+
+  it.each([
+    ['a primary cluster', {}, ['both', 'only_primary']],
+    ['a standby cluster', { standby_cluster: { host: 'dc1.example.net', port: 5432 } }, ['both', 'only_standby']],
+    ['an archive-only standby cluster', { standby_cluster: { restore_command: 'cp /a/%f %p' } }, ['both', 'only_standby']],
+  ])('keeps, in %s, the physical slots whose cluster_type is its own or absent', (_name, extra, kept) => {
+    const slots = { both: { type: 'physical' }, only_primary: { type: 'physical', cluster_type: 'primary' }, only_standby: { type: 'physical', cluster_type: 'standby' } };
+    const { config, adjustments } = effectiveDynamicConfig({ slots, ...extra }, {});
+    expect(config.slots.map((slot) => slot.name)).toEqual(kept);
+    expect(adjustments).toEqual([]);
+    expect(wantedPhysicalSlots(['node2'], config, 'node1')).toEqual(['node2', ...kept]);
   });
 
   it('keeps the usable slots of a stored value and says what it skipped', () => {

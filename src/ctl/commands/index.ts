@@ -1,6 +1,7 @@
 import { CommandLine } from '../args';
 import { bashCompletion, zshCompletion } from '../completion';
 import { Ctl, CtlIo } from '../context';
+import { demoteCluster, promoteCluster } from './cluster-role';
 import { diagnose } from './diagnose';
 import { editConfig } from './edit-config';
 import { audit, events } from './events';
@@ -22,6 +23,8 @@ export const COMMAND_RUNNERS: Record<string, (ctl: Ctl) => Promise<number>> = {
   resume: (ctl) => pauseOrResume(ctl, false),
   'edit-config': editConfig,
   'show-config': showConfig,
+  'demote-cluster': demoteCluster,
+  'promote-cluster': promoteCluster,
   history,
   flush,
   events,

@@ -137,3 +137,60 @@ describe('the idle period never outlasts half of postgres_unresponsive_timeout',
     sampler.stop();
   });
 });
+
+describe('a monitoring query cancelled by statement_timeout (Patroni 4.1.4)', () => {
+  it('keeps the last reading (the cached role), counts the server as answering, and says so once per episode', async () => {
+    const clock = new ManualClock();
+    const lines: string[] = [];
+    const logger = { ...quiet, warning: (line: string) => lines.push(`WARNING: ${line}`), info: (line: string) => lines.push(`INFO: ${line}`) } as unknown as Logger;
+    let failing = false;
+    const query = {
+      sample: async () => {
+        if (failing) throw Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+        return sampleAt(100);
+      },
+    } as unknown as PostgresQuery;
+    const sampler = new Sampler(query, clock, logger, () => true, () => undefined);
+    await sampler.take();
+    failing = true;
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1000);
+      await sampler.take();
+    }
+    expect(sampler.sample?.inRecovery).toBe(false);
+    expect(sampler.answeredAt).toBe(clock.now());
+    expect(lines).toEqual(['WARNING: Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: primary']);
+    failing = false;
+    clock.advance(1000);
+    await sampler.take();
+    expect(lines[1]).toBe('INFO: the monitoring query answers again after 3 s of statement timeouts');
+  });
+});
+
+describe('readings of a slow server do not pile up', () => {
+  it('callers during a reading share one more reading after it, so a waiting HA cycle waits for two at most', async () => {
+    const clock = new ManualClock();
+    let calls = 0;
+    const pending: Array<() => void> = [];
+    const query = {
+      sample: () => {
+        calls++;
+        return new Promise<PostgresSample>((resolve) => pending.push(() => resolve(sampleAt(100 + calls))));
+      },
+    } as unknown as PostgresQuery;
+    const sampler = new Sampler(query, clock, quiet, () => true, () => undefined);
+    const first = sampler.take();
+    const waiting = [sampler.take(), sampler.take(), sampler.take()];
+    expect(calls).toBe(1);
+    pending.shift()!();
+    await first;
+    await Promise.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toBe(2);
+    pending.shift()!();
+    await Promise.all(waiting);
+    expect(calls).toBe(2);
+    // The waiting callers got the reading that started after their call.
+    expect(sampler.sample?.walPosition).toBe(102);
+  });
+});
