@@ -226,10 +226,12 @@ describe('the defects measured in the hostile-input issue, on a real node', () =
     expect(await node.healthCode('/primary')).toBe(200);
   });
 
-  it('accepts a stored-only Patroni key with a Warning header', async () => {
-    const answer = await write('PATCH', '/config', { max_timelines_history: 10 });
-    expect(answer.status).toBe(200);
-    expect(answer.warning).toBe('299 stator "max_timelines_history is stored but not acted on yet"');
+  it('accepts a Patroni key it now acts on without a Warning header, and refuses a node-local one', async () => {
+    const accepted = await write('PATCH', '/config', { max_timelines_history: 10 });
+    expect({ status: accepted.status, warning: accepted.warning }).toEqual({ status: 200, warning: null });
+    const refused = await write('PATCH', '/config', { postgresql: { use_unix_socket: true } });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain("set postgresql.use_unix_socket in each node's configuration file");
   });
 
   it.each(['2030-02-30T10:00:00Z', '2027-02-31T24:00:00Z'])('refuses a switchover scheduled at %s, which is not in the calendar', async (at) => {
