@@ -1,3 +1,4 @@
+import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../../common/logger';
 import { isSuccess, type EtcdAnswer } from './etcd-answer';
@@ -13,6 +14,8 @@ export interface EtcdConnection {
   cert?: string;
   /** Default: `cert` (a PEM file may hold both). */
   key?: string;
+  /** Passphrase of an encrypted `key` (Patroni's `key_password`). */
+  keyPassword?: string;
   /** etcd's RBAC user; every request then carries a token obtained with it. */
   username?: string;
   password?: string;
@@ -20,6 +23,15 @@ export interface EtcdConnection {
   logger?: Pick<Logger, 'info'>;
   /** How requests travel; by default the JSON gateway, or gRPC where the gateway cannot serve (usesGrpc). */
   transport?: 'gateway' | 'grpc';
+}
+
+/** The client key as PEM; an encrypted one decrypted in memory, since the gRPC carrier takes only a plain key. */
+function clientKey(connection: EtcdConnection): Buffer | undefined {
+  const file = connection.key ?? connection.cert;
+  if (!file) return undefined;
+  if (connection.keyPassword === undefined) return readFileSync(file);
+  const key = createPrivateKey({ key: readFileSync(file), format: 'pem', passphrase: connection.keyPassword });
+  return Buffer.from(key.export({ type: 'pkcs8', format: 'pem' }));
 }
 
 /** gRPC's UNAUTHENTICATED, as the gateway maps it to HTTP. */
@@ -61,7 +73,7 @@ export class EtcdTransport {
     this.hosts = connection.hosts.map((host) => host.replace(/^https?:\/\//, '').replace(/\/+$/, ''));
     this.scheme = connection.protocol ?? 'http';
     const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-    const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: read(connection.key ?? connection.cert) } : null;
+    const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: clientKey(connection) } : null;
     this.carrier = usesGrpc(connection) ? grpcCarrier(tls) : new GatewayCarrier(tls);
   }
 
