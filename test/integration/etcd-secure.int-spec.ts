@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEtcd, EtcdHandle } from '../../scripts/lib/etcd';
@@ -57,6 +58,16 @@ describe('etcd over TLS with client certificates', () => {
     await waitFor(() => changes.includes('leader'), { timeoutMs: 5000, description: 'the watch reporting the new leader key' });
     expect(await dcs.releaseLeader()).toBe(true);
     subscription.unsubscribe();
+  });
+
+  it('uses a client key encrypted with a passphrase (etcd3.key_password)', async () => {
+    const encryptedKey = join(dir, 'client-encrypted.key');
+    const pem = createPrivateKey(readFileSync(certificates.clientKey)).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'k3y-pass' });
+    writeFileSync(encryptedKey, pem);
+    const dcs = open({ protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: encryptedKey, keyPassword: 'k3y-pass' }, 'encrypted-key-node');
+    expect(await dcs.acquireLeader()).not.toBeNull();
+    expect((await dcs.read()).leader?.value).toBe('encrypted-key-node');
+    expect(await dcs.releaseLeader()).toBe(true);
   });
 
   it('cannot connect without a client certificate, or with one from another CA, and says why', async () => {
