@@ -17,8 +17,8 @@ export interface EtcdEndpoint {
  * `etcd3.proxy`, else `etcd3.url` (Patroni's order): one `http(s)://[user:password@]host[:port]`
  * endpoint, used instead of `hosts`/`host`. Stator never discovers members from the endpoints it is
  * given, so a proxy (etcd's gRPC proxy or gateway) needs nothing more than a URL does.
+ * Undefined when neither is given; null when the one given is unusable (the problem is recorded).
  */
-/** Undefined when neither is given; null when the one given is unusable (the problem is recorded). */
 export function readEtcdEndpoint(findings: Findings, section: Mapping): EtcdEndpoint | null | undefined {
   const key = section.proxy !== undefined && section.proxy !== null ? 'proxy' : 'url';
   const path = `etcd3.${key}`;
