@@ -22,7 +22,7 @@ export interface StatorConfig {
   restapi: RestApiConfig;
   /** `hosts`: `host:port` entries (port defaults to 2379), from `hosts`, `host` or PATRONI_ETCD3_HOSTS. */
   /** etcd: endpoints, TLS (PEM files) and RBAC user, as Patroni's `etcd3` section. */
-  etcd3: { hosts: string[]; protocol: 'http' | 'https'; cacert?: string; cert?: string; key?: string; username?: string; password?: string };
+  etcd3: { hosts: string[]; protocol: 'http' | 'https'; cacert?: string; cert?: string; key?: string; keyPassword?: string; username?: string; password?: string };
   bootstrap: {
     /**
      * Written to `/config` by the node that bootstraps the cluster: the defaults (ttl, loop_wait, retry_timeout,

@@ -36,6 +36,9 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'ETCD3_CACERT', path: 'etcd3.cacert' },
   { name: 'ETCD3_CERT', path: 'etcd3.cert' },
   { name: 'ETCD3_KEY', path: 'etcd3.key' },
+  { name: 'ETCD3_KEY_PASSWORD', path: 'etcd3.key_password' },
+  { name: 'ETCD3_URL', path: 'etcd3.url' },
+  { name: 'ETCD3_PROXY', path: 'etcd3.proxy' },
   // Stator's own: STATOR_FENCE_AGENT_GRACE (PATRONI_ names them too, harmlessly: Patroni has no fence section).
   { name: 'FENCE_AGENT_GRACE', path: 'fence.agent_grace' },
   { name: 'FENCE_RELEASE_LEASE', path: 'fence.release_lease' },

@@ -1,4 +1,5 @@
 import { StatorConfig } from './config.types';
+import { checkEtcdKeyPassword, readEtcdEndpoint } from './etcd-endpoint-config';
 import { Findings, ignoreUnsupported, isAbsent, isReadableFile, Mapping, readOneOf, readSection, readString, splitHostPort } from './config-readers';
 
 const DEFAULT_ETCD_PORT = 2379;
@@ -23,11 +24,20 @@ export function readDcs(findings: Findings, doc: Mapping): StatorConfig['etcd3']
 function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
   const path = 'etcd3';
   const section = readSection(findings, doc, 'etcd3', '');
-  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'protocol', 'username', 'password', 'cacert', 'cert', 'key']);
-  const etcd3: StatorConfig['etcd3'] = {
-    hosts: readEtcdHosts(findings, section),
-    protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http'),
-  };
+  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'url', 'proxy', 'protocol', 'username', 'password', 'cacert', 'cert', 'key', 'key_password']);
+  const endpoint = readEtcdEndpoint(findings, section);
+  if (endpoint) {
+    // As in Patroni, the URL wins over hosts/host and sets the protocol; say so rather than drop them silently.
+    for (const ignored of ['hosts', 'host', ...(endpoint.key === 'proxy' ? ['url'] : [])]) {
+      if (!isAbsent(section[ignored])) findings.warnings.push(`etcd3.${ignored} ignored: etcd3.${endpoint.key} is set and wins`);
+    }
+    if (!isAbsent(section.protocol) && section.protocol !== endpoint.protocol) findings.warnings.push(`etcd3.protocol ignored: etcd3.${endpoint.key} says ${endpoint.protocol}`);
+  }
+  const etcd3: StatorConfig['etcd3'] = endpoint
+    ? { hosts: [endpoint.host], protocol: endpoint.protocol }
+    : endpoint === null
+      ? { hosts: [], protocol: 'http' }
+      : { hosts: readEtcdHosts(findings, section), protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http') };
   for (const key of ['cacert', 'cert', 'key'] as const) {
     const file = readString(findings, section, key, path);
     if (!file) continue;
@@ -36,8 +46,15 @@ function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
     etcd3[key] = file;
   }
   if (etcd3.key && !etcd3.cert) findings.problem('etcd3.key', 'requires etcd3.cert');
-  const username = readString(findings, section, 'username', path);
-  const password = readString(findings, section, 'password', path, { secret: true });
+  const keyPassword = readString(findings, section, 'key_password', path, { secret: true });
+  if (keyPassword !== undefined) {
+    const keyFile = etcd3.key ?? etcd3.cert;
+    if (!keyFile) findings.problem('etcd3.key_password', 'requires etcd3.key (or etcd3.cert holding the key)');
+    else if (isReadableFile(keyFile)) checkEtcdKeyPassword(findings, keyFile, keyPassword);
+    etcd3.keyPassword = keyPassword;
+  }
+  const username = endpoint?.username ?? readString(findings, section, 'username', path);
+  const password = endpoint?.password ?? readString(findings, section, 'password', path, { secret: true });
   if (username !== undefined && password === undefined) findings.required('etcd3.password');
   if (password !== undefined && username === undefined) findings.required('etcd3.username');
   if (username !== undefined && password !== undefined) Object.assign(etcd3, { username, password });

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { TimerClock } from '../common/clock';
-import { CLOCK, DCS, STATOR_CONFIG } from '../common/tokens';
+import { Logger } from '../common/logger';
+import { CLOCK, DCS, LOGGER, STATOR_CONFIG } from '../common/tokens';
 import { retryTimeoutMs } from '../config/config.module';
 import { StatorConfig } from '../config/config.types';
 import { Dcs } from './dcs.port';
@@ -11,8 +12,8 @@ import { EtcdDcs } from './etcd-dcs';
   providers: [
     {
       provide: DCS,
-      inject: [STATOR_CONFIG, CLOCK],
-      useFactory: (config: StatorConfig, clock: TimerClock): Dcs =>
+      inject: [STATOR_CONFIG, CLOCK, LOGGER],
+      useFactory: (config: StatorConfig, clock: TimerClock, logger: Logger): Dcs =>
         new EtcdDcs({
           ...config.etcd3,
           namespace: config.namespace,
@@ -21,6 +22,7 @@ import { EtcdDcs } from './etcd-dcs';
           ttlSeconds: config.bootstrap.dcs.ttl ?? 30,
           retryTimeoutMs: retryTimeoutMs(config),
           clock,
+          logger,
         }),
     },
   ],

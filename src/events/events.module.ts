@@ -15,8 +15,9 @@ import { EventStore } from './event-store.port';
   providers: [
     {
       provide: EVENT_STORE,
-      inject: [STATOR_CONFIG],
-      useFactory: (config: StatorConfig): EventStore => new EtcdEventStore({ ...config.etcd3, scope: config.scope, requestTimeoutMs: retryTimeoutMs(config) }),
+      inject: [STATOR_CONFIG, LOGGER],
+      useFactory: (config: StatorConfig, logger: Logger): EventStore =>
+        new EtcdEventStore({ ...config.etcd3, scope: config.scope, requestTimeoutMs: retryTimeoutMs(config), logger }),
     },
     {
       provide: EVENT_RECORDER,

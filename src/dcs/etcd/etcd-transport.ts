@@ -1,4 +1,6 @@
+import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { Logger } from '../../common/logger';
 import { isSuccess, type EtcdAnswer } from './etcd-answer';
 import { GatewayCarrier, type EtcdTls } from './gateway-carrier';
 
@@ -12,11 +14,24 @@ export interface EtcdConnection {
   cert?: string;
   /** Default: `cert` (a PEM file may hold both). */
   key?: string;
+  /** Passphrase of an encrypted `key` (Patroni's `key_password`). */
+  keyPassword?: string;
   /** etcd's RBAC user; every request then carries a token obtained with it. */
   username?: string;
   password?: string;
+  /** Where each re-authentication after an expired token is reported (one line each); none by default. */
+  logger?: Pick<Logger, 'info'>;
   /** How requests travel; by default the JSON gateway, or gRPC where the gateway cannot serve (usesGrpc). */
   transport?: 'gateway' | 'grpc';
+}
+
+/** The client key as PEM; an encrypted one decrypted in memory, since the gRPC carrier takes only a plain key. */
+function clientKey(connection: EtcdConnection): Buffer | undefined {
+  const file = connection.key ?? connection.cert;
+  if (!file) return undefined;
+  if (connection.keyPassword === undefined) return readFileSync(file);
+  const key = createPrivateKey({ key: readFileSync(file), format: 'pem', passphrase: connection.keyPassword });
+  return Buffer.from(key.export({ type: 'pkcs8', format: 'pem' }));
 }
 
 /** gRPC's UNAUTHENTICATED, as the gateway maps it to HTTP. */
@@ -50,13 +65,15 @@ export class EtcdTransport {
   /** Index of the host that answered last; requests start there. */
   private preferredHost = 0;
   private token: Promise<string> | null = null;
+  /** The token `token` resolved to, so that only the first request refused with it renews it. */
+  private currentToken: string | null = null;
 
   constructor(private readonly connection: EtcdConnection) {
     if (connection.hosts.length === 0) throw new Error('etcd: at least one host is required');
     this.hosts = connection.hosts.map((host) => host.replace(/^https?:\/\//, '').replace(/\/+$/, ''));
     this.scheme = connection.protocol ?? 'http';
     const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-    const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: read(connection.key ?? connection.cert) } : null;
+    const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: clientKey(connection) } : null;
     this.carrier = usesGrpc(connection) ? grpcCarrier(tls) : new GatewayCarrier(tls);
   }
 
@@ -67,10 +84,23 @@ export class EtcdTransport {
   /** Sends one request; an expired token is renewed and the request sent again, once. */
   async send(path: string, body: unknown, signal: AbortSignal): Promise<EtcdAnswer> {
     if (!this.connection.username) return this.post(path, body, signal, null);
-    const response = await this.post(path, body, signal, await this.authToken(signal));
+    const started = Date.now();
+    const usedToken = await this.authToken(signal);
+    const response = await this.post(path, body, signal, usedToken);
     if (response.status !== HTTP_UNAUTHORIZED) return response;
     await response.discard();
-    this.token = null;
+    const refused = Date.now();
+    // Requests that failed on the same token share one re-authentication (and one log line).
+    if (this.currentToken === usedToken) {
+      this.token = null;
+      this.currentToken = null;
+      const token = await this.authToken(signal);
+      this.connection.logger?.info(
+        `etcd no longer accepted the auth token of user ${this.connection.username} (expired or forgotten by etcd); ` +
+          `re-authenticated in ${Date.now() - refused} ms, the request retried after ${Date.now() - started} ms`,
+      );
+      return this.post(path, body, signal, token);
+    }
     return this.post(path, body, signal, await this.authToken(signal));
   }
 
@@ -103,6 +133,7 @@ export class EtcdTransport {
     if (!isSuccess(response) || !answer.token) {
       throw new EtcdAuthenticationError(`etcd refused user ${name}: ${answer.message ?? answer.error ?? `HTTP ${response.status}`}`);
     }
+    this.currentToken = answer.token;
     return answer.token;
   }
 
