@@ -222,8 +222,14 @@ export class DataDirectory {
     await rm(this.path, { recursive: true, force: true });
   }
 
-  /** Creates the data directory (parents with default modes) owned by the OS user, mode 0700. */
-  /** Creates the data directory when missing, owned by the OS user, mode 0700. */
+  /** Creates the data directory's parent when missing; one this creates is owned by the OS user, who may then create the data directory in it. */
+  async ensureParentExists(): Promise<void> {
+    const parent = dirname(this.path);
+    const created = await mkdir(parent, { recursive: true });
+    if (created) await this.commands.chownToOsUser(parent);
+  }
+
+  /** Creates the data directory when missing (parents with default modes), owned by the OS user, mode 0700. */
   async ensureExists(): Promise<void> {
     await mkdir(dirname(this.path), { recursive: true });
     await mkdir(this.path, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
