@@ -1,4 +1,4 @@
-import { PostgresqlConfig } from '../../../src/config/config.types';
+import { MethodOption, PostgresqlConfig } from '../../../src/config/config.types';
 import { methodFlag } from '../../../src/config/custom-methods-config';
 import { canCloneWithoutLeader, replicaMethodPlan } from '../../../src/ha/replica-methods';
 import { bootstrapArguments, replicaMethodArguments } from '../../../src/postgresql/process/custom-methods';
@@ -30,7 +30,7 @@ describe('replica and bootstrap methods', () => {
     ['maybe', false],
     [undefined, false],
   ])('reads no_leader: %p as %p, as the reference reads YAML and the strings it gets from its own harness', (value, expected) => {
-    const options = value === undefined ? {} : { no_leader: value };
+    const options: Record<string, MethodOption> = value === undefined ? {} : { no_leader: value };
     expect(methodFlag(options, 'no_leader')).toBe(expected);
     const restoreOnly = postgresql({ create_replica_methods: ['restore'], replica_methods: { restore: { command: '/restore.sh', options } } });
     expect(canCloneWithoutLeader(restoreOnly)).toBe(expected);
