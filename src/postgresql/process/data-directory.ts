@@ -79,15 +79,18 @@ export class DataDirectory {
   }
 
   /**
-   * After initdb: the replication role (REPLICATION LOGIN), the `rewind` role when configured (LOGIN and
+   * After initdb or a custom bootstrap: the superuser's password, the replication role (REPLICATION LOGIN), the `rewind` role when configured (LOGIN and
    * EXECUTE on the four functions pg_rewind calls, as the reference grants them), then the
    * `post_bootstrap` script. Statements are built by the server (`format` with %I/%L) and not logged
    * (log_statement off for the session), since they carry passwords.
    */
   async postBootstrap(): Promise<void> {
-    const { superuser, replicationUser, replicationPassword } = this.local;
+    const { superuser, superuserPassword, replicationUser, replicationPassword } = this.local;
     const rewind = this.local.config.authentication.rewind;
     await this.asSuperuser('post-bootstrap (roles)', async (client) => {
+      // A custom bootstrap (a clone, a restored backup) brings the source's roles: the configured superuser's
+      // password is set, as the reference does, or no one could log in with it over TCP.
+      if (superuserPassword !== undefined) await createRole(client, superuser, superuserPassword, 'SUPERUSER LOGIN');
       if (replicationUser !== superuser) await createRole(client, replicationUser, replicationPassword, 'REPLICATION LOGIN');
       if (rewind && rewind.username !== superuser) {
         await createRole(client, rewind.username, rewind.password, 'LOGIN');
