@@ -41,12 +41,11 @@ beforeAll(async () => {
       '  case "$arg" in',
       '    --datadir=*) datadir="${arg#--datadir=}" ;;',
       '    --archive=*) archive="${arg#--archive=}" ;;',
-      '    --role=*) role="${arg#--role=}" ;;',
       '  esac',
       'done',
       `echo "$*" >> ${calls}`,
-      // A replica's restore puts a whole directory in place, as a copy would: it fails where one is left.
-      'if [ "$role" = replica ]; then mkdir "$datadir"; else mkdir -p "$datadir"; fi',
+      // A restore puts a whole directory in place, as a copy would: it fails where one is left.
+      'mkdir "$datadir"',
       'tar -xf "$archive/base.tar" -C "$datadir"',
       'tar -xf "$archive/pg_wal.tar" -C "$datadir/pg_wal"',
       'chmod 700 "$datadir"',

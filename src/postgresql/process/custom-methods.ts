@@ -27,7 +27,8 @@ export class CustomMethods {
   ) {}
 
   async bootstrap(method: BootstrapMethod): Promise<void> {
-    await this.dataDirectory.ensureExists();
+    // As the reference: the data directory is the command's to create (a restore may copy a whole directory into place).
+    await this.dataDirectory.ensureParentExists();
     const args = bootstrapArguments(method, this.scope, this.local.dataDir);
     await this.run('custom bootstrap', method, args, {});
     await this.expectCluster('custom bootstrap');
