@@ -41,6 +41,14 @@ export function methodSectionNames(postgresql: Mapping): string[] {
   return [...new Set([...listed, ...withCommand])].filter((name) => name !== 'basebackup');
 }
 
+/**
+ * A replica method's flag (`no_leader`, `keep_data`) as the reference reads it: YAML `true`, or a value
+ * like `'1'`, `on`, `yes` (the harness's `no_leader: '1'`). Anything else, `'false'` included, is off.
+ */
+export function methodFlag(options: Record<string, MethodOption>, key: string): boolean {
+  return parsePatroniBoolean(options[key]) === true;
+}
+
 /** `bootstrap.<name>`: the command, its arguments, and the recovery the first start runs. */
 export function readBootstrapMethod(findings: Findings, bootstrap: Mapping, name: string): BootstrapMethod {
   const path = `bootstrap.${name}`;

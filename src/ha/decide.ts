@@ -89,6 +89,12 @@ function withPrefix(prefix: HaAction[], decision: Decision): Decision {
   return { verdict: decision.verdict, actions: [...prefix, ...decision.actions] };
 }
 
+/**
+ * A leader that lost the DCS (reference demote 'offline'): stopped, then started again read-only with no
+ * upstream, so it serves reads and cannot take writes nor diverge; it follows a leader once the DCS answers.
+ */
+const OFFLINE_DEMOTE: HaAction = { type: 'demote', mode: 'fast', restart: true, upstream: null };
+
 function dcsUnreachable(s: HaSnapshot): Decision {
   const pgIsPrimary = s.local.pgState === 'running' && s.local.sample !== null && !s.local.sample.inRecovery;
   if (!s.config.pause && pgIsPrimary) {
@@ -96,7 +102,7 @@ function dcsUnreachable(s: HaSnapshot): Decision {
     if (failsafe) return failsafe;
     return {
       verdict: 'demoted self because DCS is not accessible and I was a leader',
-      actions: [{ type: 'demote', mode: 'fast', restart: false, upstream: null }],
+      actions: [OFFLINE_DEMOTE],
     };
   }
   return { verdict: 'DCS is not accessible', actions: [] };
@@ -119,7 +125,7 @@ function failsafeWhileDcsDown(s: HaSnapshot): Decision | null {
   }
   return {
     verdict: 'demoted self because DCS is not accessible and I was a leader',
-    actions: [{ type: 'demote', mode: 'fast', restart: false, upstream: null }],
+    actions: [OFFLINE_DEMOTE],
     notes: s.failsafeResult.refusals,
   };
 }

@@ -1,4 +1,5 @@
 import { PostgresqlConfig } from '../config/config.types';
+import { methodFlag } from '../config/custom-methods-config';
 import { ReplicaMethod } from '../postgresql/postgres.port';
 
 /** One way to build this replica: pg_basebackup, or a custom method by name. */
@@ -15,7 +16,7 @@ export function replicaMethodPlan(postgresql: PostgresqlConfig, hasSource: boole
     const custom = name === 'basebackup' ? undefined : postgresql.replica_methods?.[name];
     return custom ? { name, method: { name, ...custom } } : { name: 'basebackup' };
   });
-  return hasSource ? steps : steps.filter((step) => 'method' in step && step.method.options.no_leader === true);
+  return hasSource ? steps : steps.filter((step) => 'method' in step && methodFlag(step.method.options, 'no_leader'));
 }
 
 /** A custom method restores without any member to copy (`no_leader`): a node may bootstrap while no leader runs. */

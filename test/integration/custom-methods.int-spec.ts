@@ -44,7 +44,8 @@ beforeAll(async () => {
       '  esac',
       'done',
       `echo "$*" >> ${calls}`,
-      'mkdir -p "$datadir"',
+      // A restore puts a whole directory in place, as a copy would: it fails where one is left.
+      'mkdir "$datadir"',
       'tar -xf "$archive/base.tar" -C "$datadir"',
       'tar -xf "$archive/pg_wal.tar" -C "$datadir/pg_wal"',
       'chmod 700 "$datadir"',
@@ -80,7 +81,7 @@ it('bootstraps a new cluster from a backup archive by bootstrap.method, and buil
     baseDir: join(baseDir, 'restored'),
     scope: 'restored',
     bootstrap: { method: 'restore', restore: { command: restoreScript, archive } },
-    postgresql: () => ({ create_replica_methods: ['restore', 'basebackup'], restore: { command: restoreScript, archive, no_leader: true } }),
+    postgresql: () => ({ create_replica_methods: ['restore', 'basebackup'], restore: { command: restoreScript, archive, no_leader: '1' } }),
   });
   clusters.push(restored);
   const leader = await restored.waitForHealthy(90_000);
@@ -95,8 +96,8 @@ it('bootstraps a new cluster from a backup archive by bootstrap.method, and buil
   // Both came from the script, called with the reference's arguments.
   const called = readFileSync(calls, 'utf8').trim().split('\n');
   expect(called).toContain(`--scope=restored --datadir=${leader.dataDir} --archive=${archive}`);
-  // With or without a leader yet (no_leader): a connection string to it, or an empty one.
-  expect(called.some((line) => line.startsWith(`--archive=${archive} --no_leader=True --scope=restored --role=replica --datadir=${replica.dataDir} --connstring=`))).toBe(true);
+  // With or without a leader yet (no_leader, given as the reference's harness gives it): a connection string to it, or an empty one.
+  expect(called.some((line) => line.startsWith(`--archive=${archive} --no_leader=1 --scope=restored --role=replica --datadir=${replica.dataDir} --connstring=`))).toBe(true);
   const events = (await (await fetch(`${replica.apiUrl}/events?type=replica.created`)).json()) as Array<{ node: string; data: Record<string, unknown> }>;
   expect(events.find((event) => event.node === replica.name)?.data).toMatchObject({ method: 'restore', exitCode: 0 });
 });

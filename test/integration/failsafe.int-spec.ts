@@ -48,6 +48,11 @@ it('etcd frozen with one replica agent gone: the primary demotes, and no node ru
     await waitFor(async () => !(await isPrimaryServer(leader)), { timeoutMs: 30_000, description: 'the leader no longer a primary' });
     const demotedAfter = Date.now() - frozenAt;
     expect(demotedAfter).toBeLessThan(15_000);
+    // As the reference's offline demote: back up read-only (in recovery, no upstream) while etcd stays frozen.
+    await waitFor(async () => (await sql<{ recovery: boolean }>(leader, 'SELECT pg_is_in_recovery() AS recovery').catch(() => []))[0]?.recovery === true, {
+      timeoutMs: 15_000,
+      description: 'the former leader running read-only while etcd is frozen',
+    });
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     for (const node of cluster.nodes) expect(await isPrimaryServer(node)).toBe(false);
   } finally {

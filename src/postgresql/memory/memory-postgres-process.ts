@@ -12,6 +12,7 @@ import {
   UpstreamNode,
 } from '../postgres.port';
 import { BootstrapMethod } from '../../config/config.types';
+import { methodFlag } from '../../config/custom-methods-config';
 import { MemoryPostgresServer } from './memory-postgres';
 import { CHECKPOINT_RECORD_BYTES, MemoryCluster } from './memory-state';
 import { divergencePoint } from './wal-history';
@@ -84,7 +85,7 @@ export class MemoryPostgresProcess implements PostgresProcess {
   /** A custom replica method stands in for a restore: it copies `source` as pg_basebackup would (a backup of it). */
   async createReplicaWith(method: ReplicaMethod, source: UpstreamNode | null): Promise<void> {
     this.replicaMethodsRun.push(method.name);
-    if (method.options.keep_data !== true) {
+    if (!methodFlag(method.options, 'keep_data')) {
       this.server.cluster = null;
       this.server.dataDir = 'empty';
     }

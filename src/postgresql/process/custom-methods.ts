@@ -2,6 +2,7 @@ import { chmod, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { splitCommandLine } from '../../common/command-line';
 import { BootstrapMethod, CustomMethod, MethodOption } from '../../config/config.types';
+import { methodFlag } from '../../config/custom-methods-config';
 import { PostgresCommandError, ReplicaMethod, UpstreamNode } from '../postgres.port';
 import { CommandRunner, tail } from './commands';
 import { formatConninfo } from './configuration-files';
@@ -26,7 +27,8 @@ export class CustomMethods {
   ) {}
 
   async bootstrap(method: BootstrapMethod): Promise<void> {
-    await this.dataDirectory.ensureExists();
+    // As the reference: the data directory is the command's to create (a restore may copy a whole directory into place).
+    await this.dataDirectory.ensureParentExists();
     const args = bootstrapArguments(method, this.scope, this.local.dataDir);
     await this.run('custom bootstrap', method, args, {});
     await this.expectCluster('custom bootstrap');
@@ -40,9 +42,11 @@ export class CustomMethods {
   }
 
   async createReplica(method: ReplicaMethod, source: UpstreamNode | null): Promise<void> {
-    const keepData = method.options.keep_data === true;
-    if (!keepData) await this.dataDirectory.empty();
-    await this.dataDirectory.ensureExists();
+    const keepData = methodFlag(method.options, 'keep_data');
+    // As the reference: the method finds no data directory (a restore may copy a whole directory into place),
+    // unless keep_data leaves it as it is.
+    if (keepData) await this.dataDirectory.ensureExists();
+    else await this.removeDataDirectory();
     let env: Record<string, string> = {};
     let connstring = '';
     if (source) {
@@ -55,9 +59,15 @@ export class CustomMethods {
       await this.run(`replica method ${method.name}`, method, args, env);
       await this.expectCluster(`replica method ${method.name}`);
     } catch (error) {
-      if (!keepData) await this.dataDirectory.empty();
+      if (!keepData) await this.removeDataDirectory();
       throw error;
     }
+  }
+
+  /** The data directory removed, its parent left in place (the method, run as the OS user, creates it). */
+  private async removeDataDirectory(): Promise<void> {
+    await this.dataDirectory.remove(null);
+    await this.dataDirectory.ensureParentExists();
   }
 
   private async run(what: string, method: CustomMethod, args: string[], env: Record<string, string>): Promise<void> {

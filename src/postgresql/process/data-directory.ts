@@ -79,15 +79,18 @@ export class DataDirectory {
   }
 
   /**
-   * After initdb: the replication role (REPLICATION LOGIN), the `rewind` role when configured (LOGIN and
+   * After initdb or a custom bootstrap: the superuser's password, the replication role (REPLICATION LOGIN), the `rewind` role when configured (LOGIN and
    * EXECUTE on the four functions pg_rewind calls, as the reference grants them), then the
    * `post_bootstrap` script. Statements are built by the server (`format` with %I/%L) and not logged
    * (log_statement off for the session), since they carry passwords.
    */
   async postBootstrap(): Promise<void> {
-    const { superuser, replicationUser, replicationPassword } = this.local;
+    const { superuser, superuserPassword, replicationUser, replicationPassword } = this.local;
     const rewind = this.local.config.authentication.rewind;
     await this.asSuperuser('post-bootstrap (roles)', async (client) => {
+      // A custom bootstrap (a clone, a restored backup) brings the source's roles: the configured superuser's
+      // password is set, as the reference does, or no one could log in with it over TCP.
+      if (superuserPassword !== undefined) await createRole(client, superuser, superuserPassword, 'SUPERUSER LOGIN');
       if (replicationUser !== superuser) await createRole(client, replicationUser, replicationPassword, 'REPLICATION LOGIN');
       if (rewind && rewind.username !== superuser) {
         await createRole(client, rewind.username, rewind.password, 'LOGIN');
@@ -222,8 +225,14 @@ export class DataDirectory {
     await rm(this.path, { recursive: true, force: true });
   }
 
-  /** Creates the data directory (parents with default modes) owned by the OS user, mode 0700. */
-  /** Creates the data directory when missing, owned by the OS user, mode 0700. */
+  /** Creates the data directory's parent when missing; one this creates is owned by the OS user, who may then create the data directory in it. */
+  async ensureParentExists(): Promise<void> {
+    const parent = dirname(this.path);
+    const created = await mkdir(parent, { recursive: true });
+    if (created) await this.commands.chownToOsUser(parent);
+  }
+
+  /** Creates the data directory when missing (parents with default modes), owned by the OS user, mode 0700. */
   async ensureExists(): Promise<void> {
     await mkdir(dirname(this.path), { recursive: true });
     await mkdir(this.path, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {

@@ -156,6 +156,17 @@ describe('decide() on a cluster snapshot', () => {
     expect(result).toMatchObject(expected);
   });
 
+  it.each([
+    ['without failsafe mode', { cluster: null, dcsError: 'timeout', local: { sample: primarySample(), role: 'primary' as const } }],
+    [
+      'with failsafe mode, a member not answering',
+      { cluster: null, config: { failsafe_mode: true }, failsafeMembers: { n1: 'http://a', n2: 'http://b' }, failsafeResult: { accepted: false, validUntil: 1, refusals: ['n2'] }, local: { sample: primarySample(), role: 'primary' as const, leadership: 'leader' as const } },
+    ],
+  ])('a primary that lost the DCS %s restarts read-only with no upstream (the reference\'s offline demote)', (_case, input) => {
+    const decision = decide(snapshot(input));
+    expect('actions' in decision && decision.actions).toEqual([{ type: 'demote', mode: 'fast', restart: true, upstream: null }]);
+  });
+
   it('a demoting primary follows the new leader after the restart', () => {
     const decision = decide(snapshot({ cluster: cluster({ leader: leaderKey('n2') }), local: { sample: primarySample(), role: 'primary' } }));
     expect(decision).toEqual({

@@ -1,4 +1,5 @@
-import { PostgresqlConfig } from '../../../src/config/config.types';
+import { MethodOption, PostgresqlConfig } from '../../../src/config/config.types';
+import { methodFlag } from '../../../src/config/custom-methods-config';
 import { canCloneWithoutLeader, replicaMethodPlan } from '../../../src/ha/replica-methods';
 import { bootstrapArguments, replicaMethodArguments } from '../../../src/postgresql/process/custom-methods';
 
@@ -15,6 +16,24 @@ describe('replica and bootstrap methods', () => {
     expect(replicaMethodPlan(both, false).map((step) => step.name)).toEqual(['restore']);
     expect(canCloneWithoutLeader(both)).toBe(true);
     expect(canCloneWithoutLeader(postgresql({ create_replica_methods: ['basebackup'] }))).toBe(false);
+  });
+
+  it.each([
+    [true, true],
+    ['1', true],
+    ['on', true],
+    ['yes', true],
+    [1, true],
+    [false, false],
+    ['0', false],
+    ['false', false],
+    ['maybe', false],
+    [undefined, false],
+  ])('reads no_leader: %p as %p, as the reference reads YAML and the strings it gets from its own harness', (value, expected) => {
+    const options: Record<string, MethodOption> = value === undefined ? {} : { no_leader: value };
+    expect(methodFlag(options, 'no_leader')).toBe(expected);
+    const restoreOnly = postgresql({ create_replica_methods: ['restore'], replica_methods: { restore: { command: '/restore.sh', options } } });
+    expect(canCloneWithoutLeader(restoreOnly)).toBe(expected);
   });
 
   it('passes the section keys, then --scope, --role, --datadir and --connstring, booleans spelled as Python does', () => {
