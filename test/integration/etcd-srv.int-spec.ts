@@ -1,7 +1,9 @@
 import { EtcdClient } from '../../src/dcs/etcd/etcd-client';
-import { dnsResolver, withSrvEndpoints } from '../../src/dcs/etcd/etcd-srv-discovery';
-import { DnsServerHandle, startDnsServer } from '../helpers/dns-server';
+import { dnsResolver, srvRediscovery, withSrvEndpoints } from '../../src/dcs/etcd/etcd-srv-discovery';
+import { DnsServerHandle, DnsZone, startDnsServer } from '../helpers/dns-server';
 import { EtcdHandle, startEtcd } from '../helpers/etcd';
+import { freePort } from '../helpers/ports';
+import { waitFor } from '../helpers/wait-for';
 
 jest.setTimeout(30_000);
 
@@ -11,18 +13,20 @@ const TIMEOUT_MS = 2000;
 describe('etcd3.srv against a DNS server and etcd', () => {
   let etcd: EtcdHandle;
   let dns: DnsServerHandle;
+  let zone: DnsZone;
   const lines: string[] = [];
   const log = { info: (line: string) => lines.push(`INFO ${line}`), warning: (line: string) => lines.push(`WARNING ${line}`) };
 
   beforeAll(async () => {
     etcd = await startEtcd();
-    dns = await startDnsServer({
+    zone = {
       srv: {
         // Peer records come later in Patroni's order and are never read; a wrong port there would show.
         '_etcd-client-prod._tcp.stator.test': [`localhost:${etcd.clientPort}`],
         '_etcd-server-prod._tcp.stator.test': [`localhost:${etcd.peerPort}`],
       },
-    });
+    };
+    dns = await startDnsServer(zone);
   });
   afterAll(async () => {
     await dns?.close();
@@ -74,6 +78,25 @@ describe('etcd3.srv against a DNS server and etcd', () => {
       expect(silent.questions).toContain('SRV _etcd._tcp.stator.test');
     } finally {
       await silent.close();
+    }
+  });
+
+  it('asks DNS again when every etcd host failed, and carries on with the hosts it names now', async () => {
+    const options = { resolver: dnsResolver(TIMEOUT_MS, [dns.address]), timeoutMs: TIMEOUT_MS };
+    // etcd was announced on a port where nothing listens now (it moved while the agent ran).
+    const deadPort = await freePort();
+    zone.srv['_etcd-client._tcp.moved.test'] = [`localhost:${deadPort}`];
+    const etcd3 = await withSrvEndpoints({ hosts: [], protocol: 'http' as const, srv: 'moved.test' }, log, options);
+    zone.srv['_etcd-client._tcp.moved.test'] = [`localhost:${etcd.clientPort}`];
+    const client = new EtcdClient({ ...etcd3, rediscoverHosts: srvRediscovery(etcd3, log, options) });
+    try {
+      await expect(client.put('/service/srv-test/moved', 'first', {}, TIMEOUT_MS)).rejects.toThrow(`no etcd host reachable (http://localhost:${deadPort})`);
+      await waitFor(() => client.put('/service/srv-test/moved', 'after DNS again', {}, TIMEOUT_MS), { timeoutMs: 10_000, description: 'a put through the hosts SRV names now' });
+      const read = await client.range('/service/srv-test/moved', {}, TIMEOUT_MS);
+      expect(read.kvs.map((kv) => kv.value)).toEqual(['after DNS again']);
+      expect(lines).toContain(`INFO etcd3.srv: every etcd host failed; _etcd-client._tcp.moved.test names etcd at http://localhost:${etcd.clientPort}`);
+    } finally {
+      client.close();
     }
   });
 });

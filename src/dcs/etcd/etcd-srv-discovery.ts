@@ -111,3 +111,31 @@ export async function withSrvEndpoints<T extends SrvConfigured>(
   }
   throw new Error(`etcd3.srv: no etcd client SRV record for ${etcd3.srv} (tried ${tried})${why}, and no etcd3.hosts, host or url to fall back on`);
 }
+
+/**
+ * For `etcd3.srv`: what the etcd transport asks when every host failed (Patroni then resolves the
+ * SRV records again). Hosts of the protocol chosen at start, or undefined to keep the current ones;
+ * one log line either way. Undefined without `srv`.
+ */
+export function srvRediscovery(
+  etcd3: SrvConfigured,
+  log: { info(message: string): void; warning(message: string): void },
+  options: { resolver?: SrvResolver; timeoutMs?: number } = {},
+): (() => Promise<string[] | undefined>) | undefined {
+  const { srv, srvSuffix } = etcd3;
+  if (!srv) return undefined;
+  return async () => {
+    const failures: string[] = [];
+    const found = await discoverEtcdBySrv(srv, srvSuffix, { ...options, onFailure: (name, reason) => failures.push(`${name}: ${reason}`) });
+    if (!found) {
+      log.warning(`etcd3.srv: every etcd host failed and no etcd client SRV record for ${srv} answers${failures.length ? ` (${failures.join('; ')})` : ''}; keeping the hosts it has`);
+      return undefined;
+    }
+    if (found.protocol !== etcd3.protocol) {
+      log.warning(`etcd3.srv: every etcd host failed; ${found.record} now names ${found.protocol} endpoints, but the protocol is chosen at start (${etcd3.protocol}): restart the agent`);
+      return undefined;
+    }
+    log.info(`etcd3.srv: every etcd host failed; ${found.record} names etcd at ${found.protocol}://${found.hosts.join(',')}`);
+    return found.hosts;
+  };
+}
