@@ -15,8 +15,8 @@ export interface SrvDiscovery {
 /**
  * The client record kinds in Patroni's order: `-ssl` means https. Patroni then tries `-server-ssl`
  * and `-server` (peer records) and asks each peer's `/members` for client URLs; Stator does not:
- * that unauthenticated peer call (with certificate checks off in Patroni) is the only reason to
- * reach etcd's peer port, and every etcd cluster announced in DNS publishes client records too.
+ * that call goes to etcd's peer port with certificate checks off, so whoever answers there would
+ * name the DCS. etcd's own clients (etcdctl --discovery-srv, etcd gateway) read client records too.
  */
 export const CLIENT_RECORD_KINDS = ['-client-ssl', '-client', '-ssl', ''] as const;
 
