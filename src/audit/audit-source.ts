@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config/load-config';
+import { withSrvEndpoints } from '../dcs/etcd/etcd-srv-discovery';
 import { EtcdConnection } from '../dcs/etcd/etcd-transport';
 import { EtcdEventStore } from '../events/etcd-event-store';
 import { RecordedEvent } from '../events/event';
@@ -43,7 +44,7 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
     if (source.events.length === 0) throw new SourceError(`${source.description}: no events`);
     return { events: source.events, lines: source.events.map((_, index) => index + 1), description: source.description, checkpoint: null };
   }
-  const { connection, scope } = source.kind === 'etcd' ? { connection: { hosts: source.hosts }, scope: source.scope } : etcdOfConfig(source.path, env);
+  const { connection, scope } = source.kind === 'etcd' ? { connection: { hosts: source.hosts }, scope: source.scope } : await etcdOfConfig(source.path, env);
   const description = `etcd ${connection.hosts.join(',')}, scope ${scope}`;
   const store = new EtcdEventStore({ ...connection, scope, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
   let events: RecordedEvent[];
@@ -64,13 +65,19 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
 }
 
 /** etcd as the node reaches it (endpoints, TLS, user) and the scope. */
-function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): { connection: EtcdConnection; scope: string } {
+async function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): Promise<{ connection: EtcdConnection; scope: string }> {
+  let config;
   try {
-    const { config } = loadConfig(path, env);
-    return { connection: config.etcd3, scope: config.scope };
+    config = loadConfig(path, env).config;
   } catch (error) {
     if (error instanceof ConfigError) throw new SourceError(`${path}: ${error.problems.join('; ')}`);
     throw error;
+  }
+  try {
+    // etcd3.srv: etcd as the agent finds it; the description names the hosts used.
+    return { connection: await withSrvEndpoints(config.etcd3, { info: () => undefined, warning: () => undefined }), scope: config.scope };
+  } catch (error) {
+    throw new SourceError(`${path}: ${(error as Error).message}`);
   }
 }
 

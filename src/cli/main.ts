@@ -6,6 +6,7 @@ import { runAudit } from '../audit/audit-cli';
 import { createHttpApp, splitListen } from '../api/http-server';
 import { DCS } from '../common/tokens';
 import { Dcs } from '../dcs/dcs.port';
+import { withSrvEndpoints } from '../dcs/etcd/etcd-srv-discovery';
 import { HaNode } from '../ha/ha-node';
 import { namesakeIsRunning } from '../ha/namesake';
 import { createPeerProbe } from '../ha/peer-probe';
@@ -69,6 +70,13 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(1);
   }
   for (const warning of loaded.warnings) log.warning(warning);
+  try {
+    // etcd3.srv: the endpoints come from DNS, once, before anything reaches etcd (every question has a deadline).
+    config.etcd3 = await withSrvEndpoints(config.etcd3, log);
+  } catch (error) {
+    log.critical((error as Error).message);
+    process.exit(1);
+  }
   // The fence's interpreter (fence.python) sends the datagrams too: one Python to install.
   const notifier = createServiceNotifier(notifySocket, log, config.fence.python);
 

@@ -21,8 +21,8 @@ export interface StatorConfig {
   compat: 'stator' | 'patroni';
   restapi: RestApiConfig;
   /** `hosts`: `host:port` entries (port defaults to 2379), from `hosts`, `host` or PATRONI_ETCD3_HOSTS. */
-  /** etcd: endpoints, TLS (PEM files) and RBAC user, as Patroni's `etcd3` section. */
-  etcd3: { hosts: string[]; protocol: 'http' | 'https'; cacert?: string; cert?: string; key?: string; keyPassword?: string; username?: string; password?: string };
+  /** etcd: endpoints, TLS (PEM files) and RBAC user, as Patroni's `etcd3` section. `srv` (and `srvSuffix`): the DNS domain whose SRV records name the endpoints, found at start; `hosts` is then the fallback. */
+  etcd3: { hosts: string[]; protocol: 'http' | 'https'; srv?: string; srvSuffix?: string; cacert?: string; cert?: string; key?: string; keyPassword?: string; username?: string; password?: string };
   bootstrap: {
     /**
      * Written to `/config` by the node that bootstraps the cluster: the defaults (ttl, loop_wait, retry_timeout,

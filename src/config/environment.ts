@@ -39,6 +39,8 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'ETCD3_KEY_PASSWORD', path: 'etcd3.key_password' },
   { name: 'ETCD3_URL', path: 'etcd3.url' },
   { name: 'ETCD3_PROXY', path: 'etcd3.proxy' },
+  { name: 'ETCD3_SRV', path: 'etcd3.srv' },
+  { name: 'ETCD3_SRV_SUFFIX', path: 'etcd3.srv_suffix' },
   // Stator's own: STATOR_FENCE_AGENT_GRACE (PATRONI_ names them too, harmlessly: Patroni has no fence section).
   { name: 'FENCE_AGENT_GRACE', path: 'fence.agent_grace' },
   { name: 'FENCE_RELEASE_LEASE', path: 'fence.release_lease' },

@@ -24,8 +24,9 @@ export function readDcs(findings: Findings, doc: Mapping): StatorConfig['etcd3']
 function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
   const path = 'etcd3';
   const section = readSection(findings, doc, 'etcd3', '');
-  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'url', 'proxy', 'protocol', 'username', 'password', 'cacert', 'cert', 'key', 'key_password']);
+  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'url', 'proxy', 'srv', 'srv_suffix', 'protocol', 'username', 'password', 'cacert', 'cert', 'key', 'key_password']);
   const endpoint = readEtcdEndpoint(findings, section);
+  const srv = readEtcdSrv(findings, section, endpoint?.key === 'proxy');
   if (endpoint) {
     // As in Patroni, the URL wins over hosts/host and sets the protocol; say so rather than drop them silently.
     for (const ignored of ['hosts', 'host', ...(endpoint.key === 'proxy' ? ['url'] : [])]) {
@@ -37,11 +38,13 @@ function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
     ? { hosts: [endpoint.host], protocol: endpoint.protocol }
     : endpoint === null
       ? { hosts: [], protocol: 'http' }
-      : { hosts: readEtcdHosts(findings, section), protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http') };
+      : { hosts: readEtcdHosts(findings, section, !isAbsent(section.srv)), protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http') };
+  if (srv) Object.assign(etcd3, srv);
   for (const key of ['cacert', 'cert', 'key'] as const) {
     const file = readString(findings, section, key, path);
     if (!file) continue;
-    if (etcd3.protocol !== 'https') findings.problem(`etcd3.${key}`, 'requires etcd3.protocol: https');
+    // With srv, the records decide the protocol at start (`-ssl` ones mean https).
+    if (etcd3.protocol !== 'https' && !srv) findings.problem(`etcd3.${key}`, 'requires etcd3.protocol: https');
     else if (!isReadableFile(file)) findings.problem(`etcd3.${key}`, `cannot read ${file}`);
     etcd3[key] = file;
   }
@@ -61,8 +64,36 @@ function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
   return etcd3;
 }
 
-/** `hosts` (a list, or a comma-separated string) wins over `host`, as in Patroni; the port defaults to 2379. */
-function readEtcdHosts(findings: Findings, section: Mapping): string[] {
+/**
+ * `srv` (a DNS domain) and `srv_suffix`: the etcd endpoints come from SRV records at start, and
+ * `hosts`/`host`/`url` are the fallback when they name none, as in Patroni. `proxy` wins over `srv`.
+ */
+function readEtcdSrv(findings: Findings, section: Mapping, proxyWins: boolean): { srv: string; srvSuffix?: string } | undefined {
+  const srv = readString(findings, section, 'srv', 'etcd3');
+  const suffix = readString(findings, section, 'srv_suffix', 'etcd3');
+  if (srv === undefined) {
+    if (suffix !== undefined) findings.warnings.push('etcd3.srv_suffix ignored: etcd3.srv is not set');
+    return undefined;
+  }
+  if (proxyWins) {
+    findings.warnings.push('etcd3.srv ignored: etcd3.proxy is set and wins');
+    return undefined;
+  }
+  let valid = true;
+  if (!/^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9])?\.?$/.test(srv) || srv.includes('..')) {
+    findings.problem('etcd3.srv', `must be a DNS domain such as example.com (its _etcd-client._tcp SRV records name etcd), got "${srv}"`);
+    valid = false;
+  }
+  if (suffix !== undefined && !/^[A-Za-z0-9_-]+$/.test(suffix)) {
+    findings.problem('etcd3.srv_suffix', `must be letters, digits, - or _ (as etcd's --discovery-srv-name), got "${suffix}"`);
+    valid = false;
+  }
+  if (!valid) return undefined;
+  return suffix ? { srv: srv.replace(/\.$/, ''), srvSuffix: suffix } : { srv: srv.replace(/\.$/, '') };
+}
+
+/** `hosts` (a list, or a comma-separated string) wins over `host`, as in Patroni; the port defaults to 2379. Optional with `srv`. */
+function readEtcdHosts(findings: Findings, section: Mapping, optional = false): string[] {
   const key = isAbsent(section.hosts) ? 'host' : 'hosts';
   const path = `etcd3.${key}`;
   const value = section[key];
@@ -75,7 +106,7 @@ function readEtcdHosts(findings: Findings, section: Mapping): string[] {
     return [];
   }
   if (entries.length === 0) {
-    findings.required('etcd3.hosts');
+    if (!optional) findings.required('etcd3.hosts');
     return [];
   }
   const hosts: string[] = [];

@@ -6,6 +6,7 @@ import { readDcs } from '../config/etcd-config';
 import { DEFAULT_NAMESPACE } from '../config/load-config';
 import { systemClock } from '../common/clock';
 import { EtcdDcs } from '../dcs/etcd-dcs';
+import { withSrvEndpoints } from '../dcs/etcd/etcd-srv-discovery';
 import { credentialsOf, UsageError, Values } from './args';
 import { ApiClient, Connection, UnreachableError } from './client';
 
@@ -103,8 +104,11 @@ async function targetOfFile(path: string, values: Values, auth: string | undefin
   const namespace = typeof doc.namespace === 'string' ? doc.namespace : DEFAULT_NAMESPACE;
   const urls: string[] = [];
   let etcdNote = '';
-  if (findings.problems.length === 0 && etcd3.hosts.length > 0) {
+  if (findings.problems.length === 0 && (etcd3.hosts.length > 0 || etcd3.srv)) {
     try {
+      // etcd3.srv: as the agent finds etcd; a fallback to hosts is no news to a statorctl user.
+      const found = await withSrvEndpoints(etcd3, { info: () => undefined, warning: () => undefined });
+      Object.assign(etcd3, found);
       urls.push(...(await memberUrlsFromEtcd(etcd3, namespace.replace(/\/+$/, '') || '', scope, timeoutMs)));
     } catch (error) {
       etcdNote = `; etcd: ${(error as Error).message}`;

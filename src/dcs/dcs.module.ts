@@ -4,6 +4,7 @@ import { Logger } from '../common/logger';
 import { CLOCK, DCS, LOGGER, STATOR_CONFIG } from '../common/tokens';
 import { retryTimeoutMs } from '../config/config.module';
 import { StatorConfig } from '../config/config.types';
+import { srvRediscovery } from './etcd/etcd-srv-discovery';
 import { Dcs } from './dcs.port';
 import { EtcdDcs } from './etcd-dcs';
 
@@ -16,6 +17,7 @@ import { EtcdDcs } from './etcd-dcs';
       useFactory: (config: StatorConfig, clock: TimerClock, logger: Logger): Dcs =>
         new EtcdDcs({
           ...config.etcd3,
+          rediscoverHosts: srvRediscovery(config.etcd3, logger),
           namespace: config.namespace,
           scope: config.scope,
           name: config.name,

@@ -4,6 +4,7 @@ import { Logger } from '../common/logger';
 import { CLOCK, EVENT_LOG, EVENT_RECORDER, EVENT_STORE, LOGGER, STATOR_CONFIG } from '../common/tokens';
 import { retryTimeoutMs } from '../config/config.module';
 import { StatorConfig } from '../config/config.types';
+import { srvRediscovery } from '../dcs/etcd/etcd-srv-discovery';
 import { EtcdEventStore } from './etcd-event-store';
 import { EventLog } from './event-log';
 import { EventRecorder } from './event-recorder';
@@ -17,7 +18,7 @@ import { EventStore } from './event-store.port';
       provide: EVENT_STORE,
       inject: [STATOR_CONFIG, LOGGER],
       useFactory: (config: StatorConfig, logger: Logger): EventStore =>
-        new EtcdEventStore({ ...config.etcd3, scope: config.scope, requestTimeoutMs: retryTimeoutMs(config), logger }),
+        new EtcdEventStore({ ...config.etcd3, rediscoverHosts: srvRediscovery(config.etcd3, logger), scope: config.scope, requestTimeoutMs: retryTimeoutMs(config), logger }),
     },
     {
       provide: EVENT_RECORDER,

@@ -371,13 +371,13 @@ describe('loadConfig', () => {
     it('ignores unsupported keys at every level', () => {
       const { warnings } = load({
         restapi: { ciphers_of_tomorrow: 'HIGH' },
-        etcd3: { srv_suffix: 'a' },
+        etcd3: { discovery_of_tomorrow: 'a' },
         bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true, recovery_conf: { restore_command: 'cp %p' } } },
         postgresql: { authentication: { superuser: { sslmode: 'require', sslcompression: 1 } } },
       });
       expect(warnings).toEqual([
         'unsupported key restapi.ciphers_of_tomorrow ignored',
-        'unsupported key etcd3.srv_suffix ignored',
+        'unsupported key etcd3.discovery_of_tomorrow ignored',
         'unsupported key postgresql.authentication.superuser.sslcompression ignored',
       ]);
     });

@@ -23,7 +23,16 @@ export interface EtcdConnection {
   logger?: Pick<Logger, 'info'>;
   /** How requests travel; by default the JSON gateway, or gRPC where the gateway cannot serve (usesGrpc). */
   transport?: 'gateway' | 'grpc';
+  /**
+   * Asked for other hosts when every host failed (etcd3.srv asks DNS again, as Patroni does): the
+   * hosts to use from then on, or undefined to keep them. Asked in the background, never twice at
+   * once, and less often each time it brings nothing new (REDISCOVERY_MIN_MS doubling to _MAX_MS).
+   */
+  rediscoverHosts?: () => Promise<string[] | undefined>;
 }
+
+const REDISCOVERY_MIN_MS = 5_000;
+const REDISCOVERY_MAX_MS = 300_000;
 
 /** The client key as PEM; an encrypted one decrypted in memory, since the gRPC carrier takes only a plain key. */
 function clientKey(connection: EtcdConnection): Buffer | undefined {
@@ -59,7 +68,7 @@ export interface EtcdCarrier {
  * the gateway refuses those (see GATEWAY_REFUSES_CLIENT_CERTIFICATES), so they go over gRPC.
  */
 export class EtcdTransport {
-  private readonly hosts: string[];
+  private hosts: string[];
   private readonly scheme: 'http' | 'https';
   private readonly carrier: EtcdCarrier;
   /** Index of the host that answered last; requests start there. */
@@ -67,10 +76,13 @@ export class EtcdTransport {
   private token: Promise<string> | null = null;
   /** The token `token` resolved to, so that only the first request refused with it renews it. */
   private currentToken: string | null = null;
+  private rediscovering = false;
+  private rediscoveryNotBefore = 0;
+  private rediscoveryIntervalMs = REDISCOVERY_MIN_MS;
 
   constructor(private readonly connection: EtcdConnection) {
     if (connection.hosts.length === 0) throw new Error('etcd: at least one host is required');
-    this.hosts = connection.hosts.map((host) => host.replace(/^https?:\/\//, '').replace(/\/+$/, ''));
+    this.hosts = withoutScheme(connection.hosts);
     this.scheme = connection.protocol ?? 'http';
     const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
     const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: clientKey(connection) } : null;
@@ -158,8 +170,36 @@ export class EtcdTransport {
         lastError = error;
       }
     }
-    throw new EtcdHostsUnreachable(`no etcd host reachable (${this.endpoints}): ${causeOf(lastError)}`);
+    const endpoints = this.endpoints;
+    this.rediscoverInBackground();
+    throw new EtcdHostsUnreachable(`no etcd host reachable (${endpoints}): ${causeOf(lastError)}`);
   }
+
+  /** The caller's deadline is not spent waiting for DNS: new hosts serve the next request. */
+  private rediscoverInBackground(): void {
+    const rediscover = this.connection.rediscoverHosts;
+    if (!rediscover || this.rediscovering || Date.now() < this.rediscoveryNotBefore) return;
+    this.rediscovering = true;
+    let changed = false;
+    rediscover()
+      .then((hosts) => {
+        const next = hosts && hosts.length > 0 ? withoutScheme(hosts) : undefined;
+        if (!next || next.join(',') === this.hosts.join(',')) return;
+        this.hosts = next;
+        this.preferredHost = 0;
+        changed = true;
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.rediscoveryIntervalMs = changed ? REDISCOVERY_MIN_MS : Math.min(this.rediscoveryIntervalMs * 2, REDISCOVERY_MAX_MS);
+        this.rediscoveryNotBefore = Date.now() + this.rediscoveryIntervalMs;
+        this.rediscovering = false;
+      });
+  }
+}
+
+function withoutScheme(hosts: string[]): string[] {
+  return hosts.map((host) => host.replace(/^https?:\/\//, '').replace(/\/+$/, ''));
 }
 
 /** What etcd's gateway answers, in plain text, to any request with a client certificate once RBAC is on. */
