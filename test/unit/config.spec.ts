@@ -11,6 +11,7 @@ import {
 } from '../../src/config/dynamic-config';
 import { ConfigError, loadConfig } from '../../src/config/load-config';
 import { reviewConfigWrite } from '../../src/config/config-write-review';
+import { problemsOf } from '../helpers/config-problems';
 
 const FIXTURES = join(__dirname, '../fixtures/config');
 const tempDir = mkdtempSync(join(tmpdir(), 'stator-config-'));
@@ -51,16 +52,6 @@ function isDoc(value: unknown): value is Doc {
 
 function load(overrides: Doc = {}, env: NodeJS.ProcessEnv = {}) {
   return loadConfig(writeConfigFile(stringify(withBase(overrides), { version: '1.1' })), env);
-}
-
-function problemsOf(action: () => unknown): string[] {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 /** The environment that alone makes a valid configuration (`loadConfig(null, ...)`). */

@@ -2,8 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ConfigError, loadConfig } from '../../src/config/load-config';
+import { loadConfig } from '../../src/config/load-config';
 import { discoverEtcdBySrv, SrvResolver, withSrvEndpoints } from '../../src/dcs/etcd/etcd-srv-discovery';
+import { problemsOf } from '../helpers/config-problems';
 
 const tempDir = mkdtempSync(join(tmpdir(), 'stator-etcd-srv-'));
 afterAll(() => rmSync(tempDir, { recursive: true, force: true }));
@@ -14,16 +15,6 @@ function load(etcd3: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
   const doc = { scope: 'demo', name: 'n1', restapi: { listen: '127.0.0.1:8008' }, etcd3, postgresql: { listen: '127.0.0.1:5432', data_dir: '/data/n1' } };
   writeFileSync(path, stringify(doc));
   return loadConfig(path, env);
-}
-
-function problemsOf(action: () => unknown): string[] {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 /** A DNS zone as a map of SRV name -> targets; other names are NXDOMAIN; the questions asked are recorded. */

@@ -1,8 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ConfigError, loadConfig } from '../../src/config/load-config';
+import { loadConfig } from '../../src/config/load-config';
 import { removeDir, tmpDir } from '../helpers/tmp';
+import { problemsOf } from '../helpers/config-problems';
 
 /** Reading the `restapi` and `log` keys Patroni 4.1 has beyond the basics: values, defaults, refusals. */
 
@@ -25,16 +26,6 @@ function load(sections: { restapi?: Record<string, unknown>; log?: Record<string
   const file = join(dir, `config-${++written}.yml`);
   writeFileSync(file, stringify({ ...BASE, restapi: { ...BASE.restapi, ...sections.restapi }, log: sections.log }, { version: '1.1' }));
   return loadConfig(file, env);
-}
-
-function problemsOf(action: () => unknown): string[] {
-  try {
-    action();
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 describe('restapi keys', () => {
