@@ -2,20 +2,12 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
-import { loadConfig } from '../../src/config/load-config';
 import { problemsOf } from '../helpers/config-problems';
+import { etcd3ConfigLoader } from '../helpers/etcd3-config';
 
+const load = etcd3ConfigLoader();
 const tempDir = mkdtempSync(join(tmpdir(), 'stator-etcd-endpoint-'));
 afterAll(() => rmSync(tempDir, { recursive: true, force: true }));
-
-let filesWritten = 0;
-function load(etcd3: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
-  const path = join(tempDir, `config-${++filesWritten}.yml`);
-  const doc = { scope: 'demo', name: 'n1', restapi: { listen: '127.0.0.1:8008' }, etcd3, postgresql: { listen: '127.0.0.1:5432', data_dir: '/data/n1' } };
-  writeFileSync(path, stringify(doc));
-  return loadConfig(path, env);
-}
 
 describe('etcd3.url and etcd3.proxy', () => {
   it('reads the endpoint, its protocol and default port from the URL', () => {

@@ -1,21 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { stringify } from 'yaml';
-import { loadConfig } from '../../src/config/load-config';
 import { discoverEtcdBySrv, SrvResolver, withSrvEndpoints } from '../../src/dcs/etcd/etcd-srv-discovery';
 import { problemsOf } from '../helpers/config-problems';
+import { etcd3ConfigLoader } from '../helpers/etcd3-config';
 
-const tempDir = mkdtempSync(join(tmpdir(), 'stator-etcd-srv-'));
-afterAll(() => rmSync(tempDir, { recursive: true, force: true }));
-
-let filesWritten = 0;
-function load(etcd3: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
-  const path = join(tempDir, `config-${++filesWritten}.yml`);
-  const doc = { scope: 'demo', name: 'n1', restapi: { listen: '127.0.0.1:8008' }, etcd3, postgresql: { listen: '127.0.0.1:5432', data_dir: '/data/n1' } };
-  writeFileSync(path, stringify(doc));
-  return loadConfig(path, env);
-}
+const load = etcd3ConfigLoader();
 
 /** A DNS zone as a map of SRV name -> targets; other names are NXDOMAIN; the questions asked are recorded. */
 function zone(records: Record<string, string[]>): SrvResolver & { asked: string[] } {
