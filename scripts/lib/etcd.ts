@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, fetch } from 'undici';
 import { freePort } from './ports';
@@ -18,8 +18,12 @@ export interface EtcdHandle {
   dataDir: string;
   /** Kills etcd by PID and removes its directory. */
   stop(): Promise<void>;
-  /** SIGSTOP: etcd keeps its sockets open but answers nothing. */
-  pause(): void;
+  /**
+   * SIGSTOP: etcd keeps its sockets open but answers nothing. Resolves once every etcd thread is
+   * stopped: the kernel stops the other threads only after one of them has run the signal, and on
+   * a busy machine they go on answering requests meanwhile.
+   */
+  pause(): Promise<void>;
   /** SIGCONT. */
   resume(): void;
   /**
@@ -27,6 +31,22 @@ export interface EtcdHandle {
    * or with `empty` comes back as a new, empty etcd (a lost etcd replaced on the same address).
    */
   restart(options?: { empty?: boolean }): Promise<void>;
+}
+
+/** SIGSTOP to `pid`; resolves once all its threads have stopped (see EtcdHandle.pause). */
+export async function freezeProcess(pid: number): Promise<void> {
+  process.kill(pid, 'SIGSTOP');
+  await waitFor(() => everyThreadStopped(pid), { timeoutMs: 5000, intervalMs: 2, description: `every thread of process ${pid} stopped` });
+}
+
+/** True once every thread of `pid` is in the stopped state (`T` in /proc/<pid>/task/<tid>/stat). */
+function everyThreadStopped(pid: number): boolean {
+  const tasks = `/proc/${pid}/task`;
+  return readdirSync(tasks).every((tid) => {
+    const stat = readFileSync(`${tasks}/${tid}/stat`, 'utf8');
+    // The state follows the command name, which is in parentheses and may itself hold any character.
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
+  });
 }
 
 /** PEM files for an etcd serving clients over TLS: its certificate and key, and the CA its clients' certificates must chain to. */
@@ -108,9 +128,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHan
       await kill();
       if (!options.keepIn) removeDir(dir);
     },
-    pause() {
-      process.kill(child.pid!, 'SIGSTOP');
-    },
+    pause: () => freezeProcess(child.pid!),
     resume() {
       process.kill(child.pid!, 'SIGCONT');
     },

@@ -1,7 +1,7 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdHandle } from './etcd';
+import { EtcdHandle, freezeProcess } from './etcd';
 import { NodeNetwork } from './local-cluster';
 import { waitFor } from './wait-for';
 
@@ -243,7 +243,7 @@ export class NetnsLab {
         return children[0].pid!;
       },
       stop: async () => signalAll('SIGKILL'),
-      pause: () => signalAll('SIGSTOP'),
+      pause: async () => void (await Promise.all(children.map((child) => freezeProcess(child.pid!)))),
       resume: () => signalAll('SIGCONT'),
       restart: async () => {
         throw new Error('restart of the namespace etcd cluster is not supported');

@@ -198,7 +198,7 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
 
   it('demotes the leader while etcd is down for longer than ttl, and heals with one leader after', async () => {
     const leader = await cluster.waitForLeader(10_000);
-    cluster.etcd.pause();
+    await cluster.etcd.pause();
     const pausedAt = Date.now();
     await waitFor(async () => !(await canWrite(leader, 'during outage')), { timeoutMs: TTL * 1000, description: 'the leader stops accepting writes' });
     timings.etcdOutageDemoteMs = Date.now() - pausedAt;

@@ -90,7 +90,7 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       // not cost them their deadlines (AbortSignal.timeout() inside AbortSignal.any() is collected
       // with its timer: nodejs/node#57736), so one runs 100 ms into the freeze.
       async cutOff() {
-        etcd.pause();
+        await etcd.pause();
         const gc = setTimeout(collectGarbage, 100);
         return async () => {
           clearTimeout(gc);
@@ -158,7 +158,7 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       const changes = await recordChanges(node2);
       await node1.acquireLeader();
       await waitFor(() => changes.some((change) => change.key === 'leader'), { description: 'the leader key announced' });
-      etcd.pause();
+      await etcd.pause();
       try {
         const startedAt = performance.now();
         const view = await node2.readCached();
@@ -188,7 +188,7 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       const node2 = node('node2');
       await recordChanges(node2);
       expect((await node2.readCached()).leader).toBeNull();
-      etcd.pause();
+      await etcd.pause();
       try {
         await expect(node2.touchMember(member('node2'))).rejects.toThrow(/write member key/);
         await expect(node2.readCached()).rejects.toThrow(/read cluster/);
@@ -204,7 +204,7 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       opened.push(node2);
       await recordChanges(node2);
       await sleep(SHORT_TTL_SECONDS * 1000 + 100);
-      etcd.pause();
+      await etcd.pause();
       try {
         await expect(node2.readCached()).rejects.toThrow(/read cluster/);
       } finally {

@@ -342,7 +342,7 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     });
     try {
       await recorder.start();
-      etcd.pause();
+      await etcd.pause();
       try {
         recorder.record(event('node/node1/postgres', 'starting'));
         recorder.record(event('cluster', 'node1'));

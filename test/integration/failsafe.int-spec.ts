@@ -42,7 +42,7 @@ it('etcd frozen with one replica agent gone: the primary demotes, and no node ru
   await waitFor(async () => Object.keys((await failsafeKey(leader)) ?? {}).length === 3, { timeoutMs: 10_000, description: "the leader's own view of /failsafe naming all three" });
   const gone = cluster.nodes.find((node) => node !== leader)!;
   await gone.killAgent();
-  cluster.etcd.pause();
+  await cluster.etcd.pause();
   const frozenAt = Date.now();
   try {
     await waitFor(async () => !(await isPrimaryServer(leader)), { timeoutMs: 30_000, description: 'the leader no longer a primary' });
@@ -65,7 +65,7 @@ it('etcd frozen with one replica agent gone: the primary demotes, and no node ru
 it('etcd frozen for 25 s: the primary keeps acknowledging writes while both replicas answer it', async () => {
   const leader = await cluster.waitForHealthy(30_000);
   await sql(leader, 'CREATE TABLE IF NOT EXISTS failsafe_rows (id int)');
-  cluster.etcd.pause();
+  await cluster.etcd.pause();
   const started = Date.now();
   let written = 0;
   try {

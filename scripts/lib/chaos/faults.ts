@@ -82,7 +82,7 @@ export const FAULTS: Fault[] = [
   {
     name: 'SIGSTOP of etcd for 8 s',
     async inject(cluster) {
-      cluster.etcd.pause();
+      await cluster.etcd.pause();
       await sleep(8000);
       cluster.etcd.resume();
     },
