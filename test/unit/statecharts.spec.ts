@@ -52,12 +52,13 @@ const isWithin = (inner: string, outer: string) => inner.startsWith(`${outer}__`
 const machines = Object.entries(MACHINES);
 
 describe('statecharts/', () => {
+  // Laying out the postgres machine is seconds of CPU work (elkjs), stretched past jest's 5 s by a loaded machine.
   it.each(machines)('holds the current definition, diagram, layout and SVG of the %s machine (run `npm run statecharts` after a change)', async (name, machine) => {
     const expected = { ...statechartFiles(name, machine), ...(await drawnStatechartFiles(name, machine)) };
     // Compared file by file as booleans: a failing comparison would print a whole SVG.
     const stale = Object.entries(expected).filter(([file, content]) => committed(file) !== content).map(([file]) => file);
     expect(stale).toEqual([]);
-  });
+  }, 60_000);
 
   it.each(machines)('lays out the %s machine with no two state boxes overlapping (containers hold their states)', (name) => {
     const boxes = layoutOf(name).states.map((state) => ({ ...state, name: state.id }));
