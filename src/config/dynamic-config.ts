@@ -32,7 +32,7 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   maximum_lag_on_syncnode: -1,
   failsafe_mode: false,
   member_slots_ttl: 1800,
-  /** Longer than the shipped HAProxy configuration's 500 ms check interval, with room for a busy machine (README "Load balancers"). */
+  /** Longer than the shipped HAProxy configuration's 500 ms check interval, with room for a busy machine (docs/load-balancers.md). */
   load_balancer_drain_ms: 750,
   primary_race_backoff: 0,
 });

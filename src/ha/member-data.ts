@@ -27,7 +27,7 @@ export interface MemberFacts {
  * The member key's value, as the reference writes it. `version` is what a Patroni peer compares with
  * Patroni releases: with `compat: patroni` the reference release Stator implements, so peers take the
  * current paths (checkpoint_after_promote, no `/optime/leader`); natively Stator's own version, which a
- * Patroni peer would read as a pre-1.5.6 Patroni (see README, "Migrating from Patroni"). `stator_version`
+ * Patroni peer would read as a pre-1.5.6 Patroni (see docs/migration.md). `stator_version`
  * says which agent wrote the key, in both modes.
  */
 export function memberData(facts: MemberFacts): MemberData {

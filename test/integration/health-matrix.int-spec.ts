@@ -11,7 +11,7 @@ import { sql } from '../helpers/sql';
  * replica (node3) and a nofailover replica (node4).
  *
  * Expected codes are Patroni 3.0.2's (shared/oracle/patroni-3.0.2: status-matrix.md, tags.jsonl,
- * lag.jsonl, pause.jsonl), except for the deliberate deviations of README.md and
+ * lag.jsonl, pause.jsonl), except for the deliberate deviations of docs/deviations.md and
  * shared/design/architecture.md, each marked DEVIATION below:
  * - exact paths (a trailing slash tolerated): `/xprimaryx`, `/primary/extra`, `/PRIMARY`, `/nope`...
  *   → 404 JSON where Patroni matches substrings (200 or 503) or answers 503;
@@ -94,9 +94,9 @@ interface Row {
 const row = (path: string, codes: Row['codes'], body: BodyKind, source: string, mentions?: string): Row => ({ path, codes, body, source, mentions });
 const H = 'status-matrix.md';
 const T = 'tags.jsonl';
-const EXACT = 'DEVIATION exact paths (README, architecture.md)';
-const VERBS = 'DEVIATION HEAD/OPTIONS = GET (README, architecture.md)';
-const LAG = 'DEVIATION unparsable lag → 400 (README, architecture.md)';
+const EXACT = 'DEVIATION exact paths (docs/deviations.md)';
+const VERBS = 'DEVIATION HEAD/OPTIONS = GET (docs/deviations.md)';
+const LAG = 'DEVIATION unparsable lag → 400 (docs/deviations.md)';
 const NOLB = 'noloadbalance tag: tags-002..004, 015, 016 (503), tags-005/006 (health, readiness 200)';
 const NOFO = 'nofailover tag: tags-018..023, 031, 032 (200)';
 

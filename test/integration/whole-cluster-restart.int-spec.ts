@@ -55,7 +55,7 @@ async function commitRow(): Promise<void> {
 
 /**
  * The node answering 200 on /primary, once its server takes writes: a new lock holder answers 200
- * while it drains before promoting (README, Load balancers), and its replicas may already stream
+ * while it drains before promoting (docs/load-balancers.md), and its replicas may already stream
  * from it, so a write right after the cluster looks healthy can meet a read-only server (seen in CI
  * after a power cut that lost etcd, when the most advanced node was a replica).
  */
