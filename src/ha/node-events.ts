@@ -51,9 +51,9 @@ export class NodeEvents {
     this.recordFact('cluster', type, cause, { ...data, timeline: data.timeline ?? this.timeline() });
   }
 
-  /** A fact, not a machine transition: no from and to. */
+  /** A fact, not a machine transition: no from and to. Its time in UTC, as every transition's (one format in every event table). */
   private recordFact(stream: string, type: string, cause: string, data: Record<string, unknown>, at = this.clock.now()): void {
-    this.sink.record({ stream, type, at: isoWithOffset(at), node: this.node, from: null, to: null, cause, data });
+    this.sink.record({ stream, type, at: new Date(at).toISOString(), node: this.node, from: null, to: null, cause, data });
   }
 }
 
