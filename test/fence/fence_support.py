@@ -19,7 +19,10 @@ sys.path.insert(0, str(FENCE_DIR))
 
 from fence_loop import Loop  # noqa: E402
 from fence_postmaster import Fence  # noqa: E402
-from fence_protocol import LaunchOptions  # noqa: E402
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fence_protocol import LaunchOptions
 
 # Far beyond any test's own wait: a fence that never ends fails the test instead of hanging it.
 RUN_LIMIT_MS = 15000
