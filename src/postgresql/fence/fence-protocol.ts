@@ -4,7 +4,8 @@ import type { TermRelease } from '../../common/term-release';
 /**
  * The fence's wire protocol and file layout, as the agent speaks and reads them.
  * Messages are newline-delimited JSON over the unix socket `<state_dir>/fence.sock`.
- * The fence's side is Python (`fence_postmaster.py`, `fence_channel.py`): a change here is a change there.
+ * Defined once in `fence-protocol.json`: test/unit/fence-protocol-schema.spec.ts fails when these types differ
+ * from it, as test/fence/test_protocol_schema.py does for the fence's side (`fence_protocol.py`, in Python).
  */
 
 export type FenceStopMode = 'smart' | 'fast' | 'immediate';

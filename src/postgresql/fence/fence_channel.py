@@ -2,20 +2,36 @@
 
 A frozen agent stops reading; its messages then wait in this channel's buffer, not in a blocked send.
 """
+from __future__ import annotations
+
 import json
 import selectors
 import socket
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from fence_loop import Loop
 
 # An agent's messages are a few hundred bytes: a line longer than this is not an agent's.
 MAX_LINE_BYTES = 1 << 20
 
 
-def encode(message):
+def encode(message: Mapping[str, object]) -> bytes:
     return (json.dumps(message, separators=(',', ':')) + '\n').encode()
 
 
 class Channel:
-    def __init__(self, loop, sock, on_message, on_bad_line, on_close):
+    def __init__(
+        self,
+        loop: Loop,
+        sock: socket.socket,
+        on_message: Callable[[object], None],
+        on_bad_line: Callable[[str], None],
+        on_close: Callable[[Channel], None],
+    ) -> None:
         self._loop = loop
         self._sock = sock
         self._on_message = on_message
@@ -30,13 +46,13 @@ class Channel:
         sock.setblocking(False)
         loop.selector.register(sock, self._watching, self._ready)
 
-    def send(self, message):
+    def send(self, message: Mapping[str, object]) -> None:
         if self.closed or self._ending:
             return
         self._outgoing += encode(message)
         self._flush()
 
-    def end(self, message):
+    def end(self, message: Mapping[str, object]) -> None:
         """Sends a last message, then closes this side for writing; the agent closes its side once it has read it."""
         if self.closed or self._ending:
             return
@@ -44,7 +60,7 @@ class Channel:
         self._ending = True
         self._flush()
 
-    def close(self):
+    def close(self) -> None:
         if self.closed:
             return
         self.closed = True
@@ -52,13 +68,13 @@ class Channel:
         self._sock.close()
         self._on_close(self)
 
-    def _ready(self, mask):
+    def _ready(self, mask: int) -> None:
         if mask & selectors.EVENT_WRITE:
             self._flush()
         if mask & selectors.EVENT_READ and not self.closed:
             self._read()
 
-    def _read(self):
+    def _read(self) -> None:
         try:
             data = self._sock.recv(65536)
         except (BlockingIOError, InterruptedError):
@@ -82,16 +98,16 @@ class Channel:
             self._on_bad_line('%d bytes without a newline: disconnected' % len(self._received))
             self.close()
 
-    def _deliver(self, line):
+    def _deliver(self, line: bytes) -> None:
         text = line.decode('utf-8', 'replace')
         try:
-            message = json.loads(text)
+            message: object = json.loads(text)
         except ValueError:
             self._on_bad_line(text[:200])
             return
         self._on_message(message)
 
-    def _flush(self):
+    def _flush(self) -> None:
         if self.closed:
             return
         if self._outgoing:
@@ -113,3 +129,24 @@ class Channel:
         if wanted != self._watching:
             self._watching = wanted
             self._loop.selector.modify(self._sock, wanted, self._ready)
+
+
+def another_fence_answers(socket_path: str) -> bool:
+    """True when a live fence greets us on the socket (one that is already exiting hangs up without a hello)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(socket_path)
+        received = b''
+        until = time.monotonic() + 1.0
+        while b'\n' not in received and time.monotonic() < until:
+            chunk = probe.recv(4096)
+            if not chunk:
+                return False
+            received += chunk
+        hello: object = json.loads(received.split(b'\n', 1)[0])
+        return isinstance(hello, dict) and hello.get('event') == 'hello'
+    except (OSError, ValueError):
+        return False
+    finally:
+        probe.close()

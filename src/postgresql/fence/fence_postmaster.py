@@ -3,8 +3,10 @@
 It runs as a process of its own (spawned detached by the agent), so it keeps counting down while the agent
 is dead, frozen or cut off. Agents talk to it over a unix socket; any number may connect, and the last `arm`
 from any of them sets the deadline. A client going away never disarms the switch: that is exactly the case
-it exists for. The wire protocol and file layout are those of `fence-protocol.ts`.
+it exists for. The wire protocol and file layout are defined in `fence-protocol.json`.
 """
+from __future__ import annotations
+
 import json
 import os
 import selectors
@@ -12,12 +14,19 @@ import signal
 import socket
 import time
 
-from fence_channel import Channel
+from fence_channel import Channel, another_fence_answers
 from fence_spawn import spawn_postmaster
 from fence_process_tree import descendants_of, is_running
 from fence_term import LeaderTermGuard, parse_term
 from fence_values import is_finite_number, iso_utc, js_text
-from fence_watchdog import WatchdogKeeper
+from fence_watchdog import WatchdogKeeper, parse_watchdog
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fence_loop import Loop, Timer
+    from fence_protocol import ExitEvent, HelloEvent, LaunchOptions, WatchdogEvent
 
 # After the fence's SIGQUIT, how long the postmaster gets before SIGKILL.
 FENCE_KILL_GRACE_MS = 1000
@@ -28,60 +37,64 @@ OWN_FAST_STOP_MS = 1500
 # How long the processes of a SIGKILLed postmaster get to be reaped before the fence gives up waiting.
 TREE_GONE_WAIT_S = 2.0
 # The signal the postmaster expects for each shutdown mode.
-STOP_SIGNALS = {'smart': signal.SIGTERM, 'fast': signal.SIGINT, 'immediate': signal.SIGQUIT}
+STOP_SIGNALS: dict[str, signal.Signals] = {
+    'smart': signal.SIGTERM, 'fast': signal.SIGINT, 'immediate': signal.SIGQUIT,
+}
 
 
-def fence_paths(state_dir):
+def fence_paths(state_dir: str) -> dict[str, str]:
     join = os.path.join
     return {
         'socket': join(state_dir, 'fence.sock'),
-        'pid_file': join(state_dir, 'fence.pid'),
-        'exit_file': join(state_dir, 'postmaster-exit.json'),
-        'postmaster_log': join(state_dir, 'postgresql.log'),
+        'pidFile': join(state_dir, 'fence.pid'),
+        'exitFile': join(state_dir, 'postmaster-exit.json'),
+        'postmasterLog': join(state_dir, 'postgresql.log'),
         'journal': join(state_dir, 'fence-journal.jsonl'),
     }
 
 
-def now_ms():
+def now_ms() -> int:
     return int(time.time() * 1000)
 
 
 class Fence:
-    def __init__(self, loop, options, log, on_done):
+    def __init__(
+        self, loop: Loop, options: LaunchOptions, log: Callable[[str], None], on_done: Callable[[int], None]
+    ) -> None:
         self._loop = loop
         self._options = options
         self._log = log
         # Called once everything is reported; the program exits there.
         self._on_done = on_done
         self._paths = fence_paths(options['stateDir'])
-        self._clients = set()
-        self._server = None
+        self._clients: set[Channel] = set()
+        self._server: socket.socket | None = None
         self._postmaster_pid = 0
         self._started_at = 0
-        self._deadline = None
-        self._deadline_timer = None
-        self._kill_timer = None
+        self._deadline: float | None = None
+        self._deadline_timer: Timer | None = None
+        self._kill_timer: Timer | None = None
         self._requested = False
         self._fenced = False
         self._exited = False
         self._finished = False
         self._told = False
         # Backends and helpers of a postmaster the fence SIGKILLed: they must be gone too before the term ends.
-        self._killed_tree = []
+        self._killed_tree: list[int] = []
         self._term = LeaderTermGuard(loop, self._paths['journal'], log, self._stop_on_own_account)
         self._watchdog = WatchdogKeeper(log, self._tell_watchdog_state)
 
     @property
-    def runs_postmaster(self):
+    def runs_postmaster(self) -> bool:
         return bool(self._postmaster_pid) and not self._exited
 
-    def start(self):
-        if self._another_fence_answers():
+    def start(self) -> None:
+        if another_fence_answers(self._paths['socket']):
             # Two fences on one data directory would be two postmasters; the second one must not start.
             self._log('another fence already answers on %s; not starting' % self._paths['socket'])
             self._on_done(2)
             return
-        with open(self._paths['pid_file'], 'w') as pid_file:
+        with open(self._paths['pidFile'], 'w') as pid_file:
             pid_file.write('%d\n' % os.getpid())
         self._loop.on_signal(signal.SIGCHLD, self._reap)
         self._spawn_postmaster()
@@ -96,12 +109,12 @@ class Fence:
 
     # ------------------------------------------------------------ the postmaster
 
-    def _spawn_postmaster(self):
+    def _spawn_postmaster(self) -> None:
         options = self._options
         args = ['-D', options['dataDir']]
         if options.get('configFile'):
             args += ['-c', 'config_file=%s' % options['configFile']]
-        pid, failure = spawn_postmaster(options, args, self._paths['postmaster_log'])
+        pid, failure = spawn_postmaster(options, args, self._paths['postmasterLog'])
         if failure:
             self._report_spawn_failure(failure)
             return
@@ -109,15 +122,18 @@ class Fence:
         self._started_at = now_ms()
         self._log('postmaster started, pid %d' % pid)
 
-    def _report_spawn_failure(self, error):
+    def _report_spawn_failure(self, error: str) -> None:
         self._log('cannot start postgres: %s' % error)
         if self._exited:
             return
-        exit_event = {'event': 'exit', 'pid': 0, 'code': None, 'signal': None, 'requested': False, 'fenced': False, 'error': error}
+        exit_event: ExitEvent = {
+            'event': 'exit', 'pid': 0, 'code': None, 'signal': None, 'requested': False, 'fenced': False,
+            'error': error,
+        }
         self._record_exit(exit_event)
         self._finish(exit_event)
 
-    def _reap(self):
+    def _reap(self) -> None:
         if not self._postmaster_pid or self._exited:
             return
         try:
@@ -132,7 +148,7 @@ class Fence:
             code, signal_name = os.waitstatus_to_exitcode(status), None
         self._on_postmaster_exit(code, signal_name)
 
-    def _signal_postmaster(self, signum):
+    def _signal_postmaster(self, signum: signal.Signals) -> None:
         if not self._postmaster_pid or self._exited:
             return
         try:
@@ -142,7 +158,7 @@ class Fence:
 
     # ------------------------------------------------------------ agents
 
-    def _listen(self):
+    def _listen(self) -> None:
         path = self._paths['socket']
         _remove(path)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -154,7 +170,9 @@ class Fence:
         self._loop.selector.register(server, selectors.EVENT_READ, self._accept)
         self._log('listening on %s' % path)
 
-    def _accept(self, _mask):
+    def _accept(self, _mask: int) -> None:
+        if self._server is None:
+            return
         try:
             sock, _ = self._server.accept()
         except (BlockingIOError, InterruptedError):
@@ -174,27 +192,32 @@ class Fence:
         )
         self._clients.add(channel)
         self._term.agent_connected()
-        channel.send({'event': 'hello', 'pid': self._postmaster_pid, 'startedAt': self._started_at, 'fencePid': os.getpid(), 'deadline': self._deadline, 'watchdog': self._watchdog.state()})
+        hello: HelloEvent = {
+            'event': 'hello', 'pid': self._postmaster_pid, 'startedAt': self._started_at, 'fencePid': os.getpid(),
+            'deadline': self._deadline, 'watchdog': self._watchdog.state(),
+        }
+        channel.send(hello)
 
-    def _on_client_closed(self, channel):
+    def _on_client_closed(self, channel: Channel) -> None:
         self._clients.discard(channel)
         if not self._clients and not self._exited:
             self._term.agents_gone()
         if self._finished and not self._clients:
             self._on_done(0)
 
-    def _on_request(self, request):
+    def _on_request(self, request: object) -> None:
         if self._exited:
             return
-        op = request.get('op') if isinstance(request, dict) else None
+        fields: dict[str, object] = request if isinstance(request, dict) else {}
+        op = fields.get('op')
         if op == 'arm':
-            deadline = request.get('deadline')
+            deadline = fields.get('deadline')
             if not is_finite_number(deadline):
                 self._log('ignored arm without a numeric deadline')
                 return
             try:
-                term = parse_term(request.get('term'))
-                watchdog = parse_watchdog(request.get('watchdog'))
+                term = parse_term(fields.get('term'))
+                watchdog = parse_watchdog(fields.get('watchdog'))
             except ValueError as error:
                 self._log('ignored arm with a malformed term or watchdog: %s' % error)
                 return
@@ -208,22 +231,23 @@ class Fence:
             self._clear_deadline_timer()
             self._watchdog.release('disarmed')
         elif op == 'stop':
-            signum = STOP_SIGNALS.get(request.get('mode'))
+            mode = fields.get('mode')
+            signum = STOP_SIGNALS.get(mode) if isinstance(mode, str) else None
             if signum is None:
-                self._log('ignored stop with unknown mode %s' % request.get('mode'))
+                self._log('ignored stop with unknown mode %s' % mode)
                 return
             self._requested = True
-            self._log('stop requested (%s)' % request['mode'])
+            self._log('stop requested (%s)' % mode)
             self._signal_postmaster(signum)
         elif op == 'signal':
-            if request.get('signal') == 'SIGHUP':
+            if fields.get('signal') == 'SIGHUP':
                 self._signal_postmaster(signal.SIGHUP)
         else:
             self._log('ignored unknown request %s' % json.dumps(request, separators=(',', ':'))[:200])
 
     # ------------------------------------------------------------ the dead man's switch
 
-    def _schedule_deadline(self):
+    def _schedule_deadline(self) -> None:
         """One timer set to the deadline itself; re-checked on firing because timers may wake a little early."""
         self._clear_deadline_timer()
         if self._deadline is None or self._exited:
@@ -234,35 +258,42 @@ class Fence:
             return
         self._deadline_timer = self._loop.call_later(remaining, self._schedule_deadline)
 
-    def _clear_deadline_timer(self):
+    def _clear_deadline_timer(self) -> None:
         if self._deadline_timer:
             self._deadline_timer.cancel()
         self._deadline_timer = None
 
-    def _fence_now(self):
+    def _fence_now(self) -> None:
         """The dead man's switch fires: immediate shutdown now, SIGKILL if that is not enough."""
         if self._fenced or self._exited:
             return
         self._fenced = True
-        self._log('deadline %s passed without a new arm: immediate shutdown of the postmaster' % iso_utc(self._deadline or 0))
+        self._log('deadline %s passed without a new arm: immediate shutdown of the postmaster'
+                  % iso_utc(self._deadline or 0))
         self._signal_postmaster(signal.SIGQUIT)
-        self._kill_timer = self._loop.call_later(FENCE_KILL_GRACE_MS, lambda: self._kill_postmaster_tree('postmaster still alive after SIGQUIT'))
+        self._kill_after_grace()
 
-    def _stop_on_own_account(self, reason):
-        """The leader's agent is gone: fast shutdown (its WAL senders hand the replicas every commit), then immediate, then SIGKILL."""
+    def _stop_on_own_account(self, reason: str) -> None:
+        """The leader's agent is gone: fast shutdown (its WAL senders hand the replicas every commit), then
+        immediate, then SIGKILL."""
         if self._exited:
             return
         self._log('%s: fast shutdown of the postmaster' % reason)
         self._signal_postmaster(signal.SIGINT)
 
-        def escalate():
+        def escalate() -> None:
             self._log('postmaster still alive %d ms after SIGINT: immediate shutdown' % OWN_FAST_STOP_MS)
             self._signal_postmaster(signal.SIGQUIT)
-            self._kill_timer = self._loop.call_later(FENCE_KILL_GRACE_MS, lambda: self._kill_postmaster_tree('postmaster still alive after SIGQUIT'))
+            self._kill_after_grace()
 
         self._kill_timer = self._loop.call_later(OWN_FAST_STOP_MS, escalate)
 
-    def _kill_postmaster_tree(self, reason):
+    def _kill_after_grace(self) -> None:
+        """SIGKILL of the whole tree if the postmaster outlives its SIGQUIT by FENCE_KILL_GRACE_MS."""
+        self._kill_timer = self._loop.call_later(
+            FENCE_KILL_GRACE_MS, lambda: self._kill_postmaster_tree('postmaster still alive after SIGQUIT'))
+
+    def _kill_postmaster_tree(self, reason: str) -> None:
         """SIGKILL of the postmaster and of every process it started: orphaned backends must not serve on."""
         if self._exited or not self._postmaster_pid:
             return
@@ -275,17 +306,21 @@ class Fence:
             except OSError:
                 pass  # already gone
 
-    def stop_postmaster_fast(self, reason):
-        """Fast shutdown for the fence's own reasons (it was told to stop, or it failed); never leaves the postmaster unfenced."""
+    def stop_postmaster_fast(self, reason: str) -> None:
+        """Fast shutdown for the fence's own reasons (it was told to stop, or it failed).
+
+        Never leaves the postmaster unfenced.
+        """
         self._log('%s: fast shutdown of the postmaster' % reason)
         self._signal_postmaster(signal.SIGINT)
 
     # ------------------------------------------------------------ the exit
 
-    def _on_postmaster_exit(self, code, signal_name):
+    def _on_postmaster_exit(self, code: int | None, signal_name: str | None) -> None:
         self._log('postmaster %d exited (code %s, signal %s, requested %s, fenced %s)' % (
             self._postmaster_pid, js_text(code), js_text(signal_name), js_text(self._requested), js_text(self._fenced)))
-        exit_event = {'event': 'exit', 'pid': self._postmaster_pid, 'code': code, 'signal': signal_name, 'requested': self._requested, 'fenced': self._fenced}
+        exit_event: ExitEvent = {'event': 'exit', 'pid': self._postmaster_pid, 'code': code, 'signal': signal_name,
+                                 'requested': self._requested, 'fenced': self._fenced}
         self._record_exit(exit_event)
         # Only a postmaster whose every process is gone may let another node promote.
         try:
@@ -297,7 +332,7 @@ class Fence:
             self._log('ending the term failed: %s' % error)
         self._finish(exit_event)
 
-    def _wait_tree_gone(self):
+    def _wait_tree_gone(self) -> None:
         until = time.monotonic() + TREE_GONE_WAIT_S
         while any(is_running(pid) for pid in self._killed_tree):
             if time.monotonic() >= until:
@@ -305,25 +340,25 @@ class Fence:
                 raise RuntimeError('processes %s outlived SIGKILL' % ', '.join(alive))
             time.sleep(0.01)
 
-    def _record_exit(self, exit_event):
+    def _record_exit(self, exit_event: ExitEvent) -> None:
         """The exit goes to its file at once: it must survive even if the fence dies before telling anyone."""
         self._exited = True
         self._clear_deadline_timer()
         if self._kill_timer:
             self._kill_timer.cancel()
         try:
-            temporary = self._paths['exit_file'] + '.tmp'
+            temporary = self._paths['exitFile'] + '.tmp'
             with open(temporary, 'w') as record:
                 record.write(json.dumps(dict(exit_event, at=now_ms()), separators=(',', ':')) + '\n')
-            os.rename(temporary, self._paths['exit_file'])
+            os.rename(temporary, self._paths['exitFile'])
         except OSError as error:
-            self._log('cannot write %s: %s' % (self._paths['exit_file'], error))
+            self._log('cannot write %s: %s' % (self._paths['exitFile'], error))
 
-    def _tell_watchdog_state(self, state):
+    def _tell_watchdog_state(self, state: WatchdogEvent) -> None:
         for channel in list(self._clients):
             channel.send(state)
 
-    def _tell_agents(self, exit_event):
+    def _tell_agents(self, exit_event: ExitEvent) -> None:
         """Stops serving and tells every agent connected.
 
         Done as soon as the exit is known (a live agent restarts PostgreSQL at once, under a new fence whose
@@ -337,11 +372,11 @@ class Fence:
             self._server.close()
             self._server = None
         _remove(self._paths['socket'])
-        _remove(self._paths['pid_file'])
+        _remove(self._paths['pidFile'])
         for channel in list(self._clients):
             channel.end(exit_event)
 
-    def _finish(self, exit_event):
+    def _finish(self, exit_event: ExitEvent) -> None:
         """Tells agents if not done yet, then exits once they have read it (or after EXIT_FLUSH_MS)."""
         if self._finished:
             return
@@ -352,38 +387,8 @@ class Fence:
             return
         self._loop.call_later(EXIT_FLUSH_MS, lambda: self._on_done(0))
 
-    def _another_fence_answers(self):
-        """True when a live fence greets us on the socket (one that is already exiting hangs up without a hello)."""
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        probe.settimeout(1.0)
-        try:
-            probe.connect(self._paths['socket'])
-            received = b''
-            until = time.monotonic() + 1.0
-            while b'\n' not in received and time.monotonic() < until:
-                chunk = probe.recv(4096)
-                if not chunk:
-                    return False
-                received += chunk
-            hello = json.loads(received.split(b'\n', 1)[0])
-            return isinstance(hello, dict) and hello.get('event') == 'hello'
-        except (OSError, ValueError):
-            return False
-        finally:
-            probe.close()
 
-
-def parse_watchdog(value):
-    """The `watchdog` of an arm: None, or {driver, device, timeout, required} (fence-protocol.ts FenceWatchdog)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict) or value.get('driver') not in ('default', 'testing') or not isinstance(value.get('device'), str) \
-            or not is_finite_number(value.get('timeout')) or not value['device']:
-        raise ValueError('watchdog must be {driver, device, timeout, required}')
-    return {'driver': value['driver'], 'device': value['device'], 'timeout': int(value['timeout']), 'required': value.get('required') is True}
-
-
-def _remove(path):
+def _remove(path: str) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:

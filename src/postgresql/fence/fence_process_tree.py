@@ -1,8 +1,10 @@
 """Processes as /proc shows them: whether one still runs, and which ones descend from another."""
+from __future__ import annotations
+
 import os
 
 
-def _stat(pid):
+def _stat(pid: int) -> tuple[str, int] | None:
     """(state letter, parent pid) of a process, or None once it is gone."""
     try:
         with open('/proc/%d/stat' % pid, 'rb') as stat_file:
@@ -14,15 +16,15 @@ def _stat(pid):
     return fields[0].decode(), int(fields[1])
 
 
-def is_running(pid):
+def is_running(pid: int) -> bool:
     """Whether the process exists and is not a zombie (a zombie has exited; only its reaping is left)."""
     stat = _stat(pid)
     return stat is not None and stat[0] != 'Z'
 
 
-def descendants_of(root):
+def descendants_of(root: int) -> list[int]:
     """Every process descended from `root` (children, their children...), read from /proc once."""
-    children = {}
+    children: dict[int, list[int]] = {}
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue

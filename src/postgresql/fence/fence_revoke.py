@@ -4,21 +4,29 @@ Imported only when the fence ends a term: the HTTP and TLS modules would cost ev
 moment that rarely comes. Revoking deletes the leader key and the member key attached to it, so every
 replica's watch fires at once. A lease that is already gone counts as revoked: the term ended either way.
 """
+from __future__ import annotations
+
 import http.client
 import json
 import ssl
 import time
 from urllib.parse import urlsplit
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from fence_protocol import TermRelease, TermReleaseAuth, TermReleaseTls
+
 # One request's deadline; the fence tries each endpoint in turn within its overall budget.
 REQUEST_TIMEOUT_S = 1.0
 
 
-def revoke_lease(release, budget_ms):
+def revoke_lease(release: TermRelease, budget_ms: float) -> tuple[bool, str]:
     """Returns (revoked, detail)."""
     deadline = time.monotonic() + budget_ms / 1000.0
     lease_id = str(release.get('leaseId'))
-    failures = []
+    failures: list[str] = []
     while time.monotonic() < deadline:
         for endpoint in release.get('endpoints') or []:
             if time.monotonic() >= deadline:
@@ -38,20 +46,27 @@ def revoke_lease(release, budget_ms):
     return False, 'lease %s not revoked within %d ms: %s' % (lease_id, budget_ms, '; '.join(failures[-3:]))
 
 
-def _authenticate(endpoint, auth, release):
-    status, body = _post(endpoint, '/v3/auth/authenticate', {'name': auth.get('username'), 'password': auth.get('password')}, release, None)
-    token = json.loads(body).get('token') if status == 200 else None
-    if not token:
+def _authenticate(endpoint: str, auth: TermReleaseAuth, release: TermRelease) -> str:
+    credentials = {'name': auth.get('username'), 'password': auth.get('password')}
+    status, body = _post(endpoint, '/v3/auth/authenticate', credentials, release, None)
+    answer: object = json.loads(body) if status == 200 else None
+    token = answer.get('token') if isinstance(answer, dict) else None
+    if not isinstance(token, str) or not token:
         raise RuntimeError('etcd refused user %s: HTTP %d' % (auth.get('username'), status))
     return token
 
 
-def _post(endpoint, path, body, release, token):
+def _post(
+    endpoint: str, path: str, body: Mapping[str, object], release: TermRelease, token: str | None
+) -> tuple[int, str]:
     url = urlsplit(endpoint)
+    host = url.hostname or ''
+    connection: http.client.HTTPConnection
     if url.scheme == 'https':
-        connection = http.client.HTTPSConnection(url.hostname, url.port or 443, timeout=REQUEST_TIMEOUT_S, context=_tls_context(release.get('tls') or {}))
+        tls_context = _tls_context(release.get('tls') or {})
+        connection = http.client.HTTPSConnection(host, url.port or 443, timeout=REQUEST_TIMEOUT_S, context=tls_context)
     else:
-        connection = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=REQUEST_TIMEOUT_S)
+        connection = http.client.HTTPConnection(host, url.port or 80, timeout=REQUEST_TIMEOUT_S)
     headers = {'content-type': 'application/json'}
     if token:
         headers['authorization'] = token
@@ -63,8 +78,9 @@ def _post(endpoint, path, body, release, token):
         connection.close()
 
 
-def _tls_context(tls):
+def _tls_context(tls: TermReleaseTls) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=tls.get('cacert'))
-    if tls.get('cert'):
-        context.load_cert_chain(tls['cert'], tls.get('key'))
+    cert = tls.get('cert')
+    if cert:
+        context.load_cert_chain(cert, tls.get('key'))
     return context

@@ -1,10 +1,18 @@
 """The postmaster's start: fork, then in the child standard streams, directory, identity and signals as a
 fresh process has them, and exec. A failure before exec comes back through a close-on-exec pipe."""
+from __future__ import annotations
+
 import os
 import signal
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
 
-def spawn_postmaster(options, args, log_path):
+    from fence_protocol import LaunchOptions
+
+
+def spawn_postmaster(options: LaunchOptions, args: list[str], log_path: str) -> tuple[int, str | None]:
     """Returns (pid, None) once `postgres` runs, or (0, why) when it could not be started."""
     program = options.get('postgres') or os.path.join(options['binDir'], 'postgres')
     log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
@@ -27,21 +35,23 @@ def spawn_postmaster(options, args, log_path):
     return pid, None
 
 
-def _exec_in_child(program, argv, options, log_fd, error_write):
+def _exec_in_child(program: str, argv: list[str], options: LaunchOptions, log_fd: int, error_write: int) -> NoReturn:
     try:
         devnull = os.open('/dev/null', os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.chdir(options['dataDir'])
-        if options.get('gid') is not None:
+        gid = options.get('gid')
+        if gid is not None:
             try:
                 os.setgroups([])
             except OSError:
                 pass
-            os.setgid(options['gid'])
-        if options.get('uid') is not None:
-            os.setuid(options['uid'])
+            os.setgid(gid)
+        uid = options.get('uid')
+        if uid is not None:
+            os.setuid(uid)
         # Python ignores SIGPIPE and the fence handles others: the postmaster starts with every default.
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -50,13 +60,14 @@ def _exec_in_child(program, argv, options, log_fd, error_write):
         os.execv(program, argv)
     except BaseException as error:  # noqa: BLE001
         try:
-            os.write(error_write, ('%s: %s' % (program, error.strerror if isinstance(error, OSError) and error.strerror else error)).encode())
+            why = error.strerror if isinstance(error, OSError) and error.strerror else error
+            os.write(error_write, ('%s: %s' % (program, why)).encode())
         finally:
             os._exit(127)
 
 
-def _read_all(fd):
-    chunks = []
+def _read_all(fd: int) -> str:
+    chunks: list[bytes] = []
     while True:
         chunk = os.read(fd, 4096)
         if not chunk:

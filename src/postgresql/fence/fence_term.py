@@ -7,11 +7,20 @@ lease is revoked, so the replicas' watch fires at once instead of waiting for th
 happens after the dead man's switch fired (a frozen agent), and after a postmaster death while the agent is
 gone too. Every step goes to the journal, which the next agent records.
 """
+from __future__ import annotations
+
 import json
 import time
 
 from fence_process_tree import is_running
 from fence_values import is_finite_number
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fence_loop import Loop, Timer
+    from fence_protocol import ExitEvent, FenceTerm, JournalEntry, JournalStep
 
 # How long the fence keeps trying to revoke the lease (etcd failing over between members included).
 REVOKE_BUDGET_MS = 3000
@@ -19,70 +28,76 @@ REVOKE_BUDGET_MS = 3000
 AGENT_SETTLE_S = 0.3
 
 
-def parse_term(term):
+def parse_term(term: object) -> FenceTerm | None:
     """The term of an `arm` request, checked field by field; None when absent; ValueError when malformed."""
     if term is None:
         return None
     release = term.get('release') if isinstance(term, dict) else None
     if not (
-        isinstance(release, dict)
+        isinstance(term, dict)
+        and isinstance(release, dict)
         and _is_number(term.get('agentPid'))
         and _is_number(term.get('graceMs'))
         and isinstance(release.get('endpoints'), list)
         and isinstance(release.get('leaseId'), str)
     ):
         raise ValueError('a term needs agentPid, graceMs, release.endpoints and release.leaseId')
-    return term
+    # The release goes on as the agent sent it: its optional tls and auth are read with .get() where used.
+    return {'agentPid': term['agentPid'], 'graceMs': term['graceMs'], 'release': term['release']}
 
 
-def _is_number(value):
+def _is_number(value: object) -> bool:
     return is_finite_number(value) and value >= 0
 
 
 class LeaderTermGuard:
-    def __init__(self, loop, journal_path, log, stop_postmaster):
+    def __init__(
+        self, loop: Loop, journal_path: str, log: Callable[[str], None], stop_postmaster: Callable[[str], None]
+    ) -> None:
         self._loop = loop
         self._journal_path = journal_path
         self._log = log
         # Stops the postmaster (with escalation) on the fence's own account.
         self._stop_postmaster = stop_postmaster
-        self._term = None
-        self._grace_timer = None
+        self._term: FenceTerm | None = None
+        self._grace_timer: Timer | None = None
         self._agent_lost = False
         # The grace ran out: the stop that follows is the fence's own decision.
         self._ending_term = False
 
-    def hold(self, term):
+    def hold(self, term: FenceTerm | None) -> None:
         """The agent's latest arm: a term to guard, or none (paused, or not the lock holder)."""
         self._term = term
         if term is None:
             self._cancel_grace()
 
-    def agent_connected(self):
+    def agent_connected(self) -> None:
         if not self._agent_lost or self._ending_term:
             return
         self._agent_lost = False
         self._cancel_grace()
         self._journal('agent_back', 'an agent connected again within the grace period: nothing was stopped')
 
-    def agents_gone(self):
+    def agents_gone(self) -> None:
         """The last agent connection closed."""
         term = self._term
         if term is None or self._ending_term or self._grace_timer:
             return
         self._agent_lost = True
         grace_ms = term['graceMs']
-        self._journal('agent_lost', 'agent %s disconnected; PostgreSQL stops in %s ms unless an agent connects' % (term['agentPid'], _ms(grace_ms)))
+        self._journal('agent_lost', 'agent %s disconnected; PostgreSQL stops in %s ms unless an agent connects'
+                      % (term['agentPid'], _ms(grace_ms)))
 
-        def grace_over():
+        def grace_over() -> None:
             self._grace_timer = None
             self._ending_term = True
-            self._journal('stopping_postgres', "no agent within %s ms: stopping PostgreSQL to end the leader's term" % _ms(grace_ms))
+            self._journal('stopping_postgres',
+                          "no agent within %s ms: stopping PostgreSQL to end the leader's term" % _ms(grace_ms))
             self._stop_postmaster("the leader's agent is gone")
 
         self._grace_timer = self._loop.call_later(grace_ms, grace_over)
 
-    def after_postmaster_exit(self, exit_event, tell_agents):
+    def after_postmaster_exit(self, exit_event: ExitEvent, tell_agents: Callable[[], None]) -> None:
         """Called once the postmaster has exited (and every process it left was killed).
 
         When the fence itself ended the term (grace or deadline), the lease is revoked before agents are
@@ -102,7 +117,8 @@ class LeaderTermGuard:
             tell_agents()
             if exit_event['requested'] or not _agent_gone(int(term['agentPid'])):
                 return
-        why = 'after the grace period' if self._ending_term else 'at the fence deadline' if exit_event['fenced'] else 'on its own, with its agent gone'
+        why = ('after the grace period' if self._ending_term else 'at the fence deadline' if exit_event['fenced']
+               else 'on its own, with its agent gone')
         self._journal('postgres_stopped', 'the postmaster is gone (%s); ending the term' % why)
         from fence_revoke import revoke_lease
 
@@ -110,14 +126,14 @@ class LeaderTermGuard:
         self._journal('lease_revoked' if revoked else 'lease_revoke_failed', detail)
         tell_agents()
 
-    def _cancel_grace(self):
+    def _cancel_grace(self) -> None:
         if self._grace_timer:
             self._grace_timer.cancel()
         self._grace_timer = None
 
-    def _journal(self, step, detail):
+    def _journal(self, step: JournalStep, detail: str) -> None:
         self._log('%s: %s' % (step, detail))
-        entry = {'at': int(time.time() * 1000), 'step': step, 'detail': detail}
+        entry: JournalEntry = {'at': int(time.time() * 1000), 'step': step, 'detail': detail}
         try:
             with open(self._journal_path, 'a') as journal:
                 journal.write(json.dumps(entry, separators=(',', ':')) + '\n')
@@ -125,12 +141,15 @@ class LeaderTermGuard:
             self._log('cannot write %s: %s' % (self._journal_path, error))
 
 
-def _ms(value):
+def _ms(value: float) -> float:
     return int(value) if float(value).is_integer() else value
 
 
-def _agent_gone(agent_pid):
-    """True once the agent process is gone (a zombie counts), waiting a moment for one killed together with its postmaster."""
+def _agent_gone(agent_pid: int) -> bool:
+    """True once the agent process is gone (a zombie counts).
+
+    Waits a moment for one killed together with its postmaster.
+    """
     settle_until = time.monotonic() + AGENT_SETTLE_S
     while is_running(agent_pid):
         if time.monotonic() >= settle_until:

@@ -9,16 +9,29 @@ freezes, nobody pets the device and the machine resets: the layer under the dead
 Drivers: `default` is Linux's watchdog API (ioctls through fcntl); `testing` speaks the FIFO protocol of
 Patroni's acceptance harness (`Ctimeout=<s>\\n` instead of the ioctl, '1' keepalive, 'V' magic close).
 """
+from __future__ import annotations
+
 import ctypes
 import fcntl
 import os
+
+from fence_values import is_finite_number
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fence_protocol import FenceWatchdog, FenceWatchdogState, WatchdogEvent
+
+    # fcntl.ioctl(fd, request, mutable buffer, mutate_flag), or a stand-in for it in tests.
+    Ioctl = Callable[..., object]
 
 
 class WatchdogError(Exception):
     pass
 
 
-def _ioc(direction, number, size):
+def _ioc(direction: int, number: int, size: int) -> int:
     # Linux's _IOC for the watchdog ioctl type 'W' (include/uapi/linux/watchdog.h).
     return (direction << 30) | (size << 16) | (ord('W') << 8) | number
 
@@ -39,16 +52,21 @@ WDIOF_MAGICCLOSE = 0x0100
 MAX_TIMEOUT_S = 0xFFFF
 
 
+def _check_timeout(seconds: float) -> None:
+    if not 0 < seconds < MAX_TIMEOUT_S:
+        raise WatchdogError('invalid watchdog timeout %s: supported values are 1 to %d' % (seconds, MAX_TIMEOUT_S - 1))
+
+
 class LinuxWatchdog:
     """/dev/watchdog through the kernel's watchdog API."""
 
-    def __init__(self, device, ioctl=fcntl.ioctl):
+    def __init__(self, device: str, ioctl: Ioctl = fcntl.ioctl) -> None:
         self.device = device
         self._ioctl_call = ioctl
-        self._fd = None
-        self._support = None
+        self._fd: int | None = None
+        self._support: tuple[int, int, str] | None = None
 
-    def open(self):
+    def open(self) -> None:
         # O_NONBLOCK: a path that is a FIFO with no reader fails (ENXIO) instead of freezing the fence's loop.
         try:
             fd = os.open(self.device, os.O_WRONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -57,7 +75,7 @@ class LinuxWatchdog:
         os.set_blocking(fd, True)
         self._fd = fd
 
-    def _ioctl(self, request, argument, what):
+    def _ioctl(self, request: int, argument: ctypes.Structure | ctypes.c_int, what: str) -> None:
         if self._fd is None:
             raise WatchdogError('watchdog device %s is closed' % self.device)
         try:
@@ -65,7 +83,7 @@ class LinuxWatchdog:
         except OSError as error:
             raise WatchdogError('%s on %s failed: %s' % (what, self.device, error.strerror or error))
 
-    def support(self):
+    def support(self) -> tuple[int, int, str]:
         """(options, firmware version, identity) from WDIOC_GETSUPPORT, asked once per open device."""
         if self._support is None:
             info = WatchdogInfo()
@@ -74,26 +92,25 @@ class LinuxWatchdog:
             self._support = (info.options, info.firmware_version, identity)
         return self._support
 
-    def can_set_timeout(self):
+    def can_set_timeout(self) -> bool:
         return bool(self.support()[0] & WDIOF_SETTIMEOUT)
 
-    def can_be_disabled(self):
+    def can_be_disabled(self) -> bool:
         return bool(self.support()[0] & WDIOF_MAGICCLOSE)
 
-    def set_timeout(self, seconds):
-        if not 0 < seconds < MAX_TIMEOUT_S:
-            raise WatchdogError('invalid watchdog timeout %s: supported values are 1 to %d' % (seconds, MAX_TIMEOUT_S - 1))
+    def set_timeout(self, seconds: float) -> None:
+        _check_timeout(seconds)
         self._ioctl(WDIOC_SETTIMEOUT, ctypes.c_int(int(seconds)), 'WDIOC_SETTIMEOUT')
 
-    def get_timeout(self):
+    def get_timeout(self) -> int:
         timeout = ctypes.c_int()
         self._ioctl(WDIOC_GETTIMEOUT, timeout, 'WDIOC_GETTIMEOUT')
         return timeout.value
 
-    def keepalive(self):
+    def keepalive(self) -> None:
         self._write(b'1', 'keepalive')
 
-    def close(self):
+    def close(self) -> None:
         """The magic close: 'V' then close, which stops a device that supports it (WDIOF_MAGICCLOSE)."""
         if self._fd is None:
             return
@@ -106,7 +123,7 @@ class LinuxWatchdog:
         finally:
             os.close(fd)
 
-    def describe(self):
+    def describe(self) -> str:
         identity = 'Linux watchdog device'
         if self._fd is not None:
             try:
@@ -116,7 +133,7 @@ class LinuxWatchdog:
                 pass
         return '%s at %s' % (identity, self.device)
 
-    def _write(self, data, what):
+    def _write(self, data: bytes, what: str) -> None:
         if self._fd is None:
             raise WatchdogError('watchdog device %s is closed' % self.device)
         try:
@@ -128,42 +145,46 @@ class LinuxWatchdog:
 class TestingWatchdog(LinuxWatchdog):
     """Patroni's acceptance-harness protocol on a FIFO: what would be ioctls are written as text lines."""
 
-    def __init__(self, device):
+    def __init__(self, device: str) -> None:
         super().__init__(device)
         self._timeout = 60
 
-    def support(self):
+    def support(self) -> tuple[int, int, str]:
         return (WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE, 0, 'Watchdog test harness')
 
-    def set_timeout(self, seconds):
-        if not 0 < seconds < MAX_TIMEOUT_S:
-            raise WatchdogError('invalid watchdog timeout %s: supported values are 1 to %d' % (seconds, MAX_TIMEOUT_S - 1))
+    def set_timeout(self, seconds: float) -> None:
+        _check_timeout(seconds)
         self._write(('Ctimeout=%d\n' % seconds).encode(), 'set timeout')
         self._timeout = int(seconds)
 
-    def get_timeout(self):
+    def get_timeout(self) -> int:
         return self._timeout
 
 
-def make_device(driver, device):
+def make_device(driver: str, device: str) -> LinuxWatchdog:
     return TestingWatchdog(device) if driver == 'testing' else LinuxWatchdog(device)
 
 
 class WatchdogKeeper:
     """Which device the fence holds and with what timeout; `report` tells the agents each change of state."""
 
-    def __init__(self, log, report, make=make_device):
+    def __init__(
+        self,
+        log: Callable[[str], None],
+        report: Callable[[WatchdogEvent], None],
+        make: Callable[[str, str], LinuxWatchdog] = make_device,
+    ) -> None:
         self._log = log
         self._report = report
         self._make = make
-        self._device = None
-        self._wanted = None
-        self._timeout = None
+        self._device: LinuxWatchdog | None = None
+        self._wanted: FenceWatchdog | None = None
+        self._timeout: int | None = None
         # The request that failed to activate: not retried (nor logged again) until the request changes or a new term.
-        self._failed_for = None
-        self._error = None
+        self._failed_for: FenceWatchdog | None = None
+        self._error: str | None = None
 
-    def state(self):
+    def state(self) -> FenceWatchdogState:
         return {
             'running': self._device is not None,
             'timeout': self._timeout if self._device is not None else None,
@@ -172,12 +193,13 @@ class WatchdogKeeper:
             'required': bool(self._wanted and self._wanted.get('required')),
         }
 
-    def keep(self, wanted):
+    def keep(self, wanted: FenceWatchdog | None) -> None:
         """One arm: `wanted` is the agent's request, or None when this term wants no watchdog."""
         if not wanted:
             self.release('no longer asked for')
             return
-        same_device = self._wanted and (wanted['driver'], wanted['device']) == (self._wanted['driver'], self._wanted['device'])
+        held = self._wanted
+        same_device = held and (wanted['driver'], wanted['device']) == (held['driver'], held['device'])
         if self._device is not None and not same_device:
             self.release('its device changed')
         if self._device is None:
@@ -186,7 +208,7 @@ class WatchdogKeeper:
             self._activate(wanted)
             return
         try:
-            if wanted['timeout'] != self._wanted['timeout']:
+            if self._wanted is None or wanted['timeout'] != self._wanted['timeout']:
                 # A new ttl or safety_margin: set at this keepalive, which starts the new period.
                 self._wanted = wanted
                 if self._device.can_set_timeout():
@@ -198,7 +220,7 @@ class WatchdogKeeper:
         except WatchdogError as error:
             self._log('error while sending watchdog keepalive: %s' % error)
 
-    def release(self, reason):
+    def release(self, reason: str) -> None:
         """Magic close; a device that cannot be stopped is pinged once more and left to fire."""
         self._failed_for = None
         device, self._device = self._device, None
@@ -220,7 +242,7 @@ class WatchdogKeeper:
         self._timeout = None
         self._changed()
 
-    def _activate(self, wanted):
+    def _activate(self, wanted: FenceWatchdog) -> None:
         self._wanted = wanted
         device = self._make(wanted['driver'], wanted['device'])
         try:
@@ -230,9 +252,11 @@ class WatchdogKeeper:
             actual = device.get_timeout()
             if actual > wanted['timeout']:
                 if wanted.get('required'):
-                    raise WatchdogError('a safe watchdog timeout %s could not be configured: it is %s' % (wanted['timeout'], actual))
+                    raise WatchdogError('a safe watchdog timeout %s could not be configured: it is %s'
+                                        % (wanted['timeout'], actual))
                 # As the reference in mode automatic: a late reset is better than none.
-                self._log('warning: watchdog timeout %s seconds does not ensure safe termination within %s seconds' % (actual, wanted['timeout']))
+                self._log('warning: watchdog timeout %s seconds does not ensure safe termination within %s seconds'
+                          % (actual, wanted['timeout']))
             device.keepalive()
         except WatchdogError as error:
             self._failed(device, wanted, error)
@@ -246,7 +270,7 @@ class WatchdogKeeper:
         self._log('%s activated with %s second timeout' % (device.describe(), actual))
         self._changed()
 
-    def _failed(self, device, wanted, error):
+    def _failed(self, device: LinuxWatchdog, wanted: FenceWatchdog, error: WatchdogError) -> None:
         # As the reference: an error when required; in mode automatic most machines simply have no device.
         level = 'error' if wanted.get('required') else 'info'
         self._log('%s: could not activate %s: %s' % (level, device.describe(), error))
@@ -258,5 +282,21 @@ class WatchdogKeeper:
         self._error = str(error)
         self._changed()
 
-    def _changed(self):
-        self._report(dict(self.state(), event='watchdog'))
+    def _changed(self) -> None:
+        state = self.state()
+        self._report({'event': 'watchdog', 'running': state['running'], 'timeout': state['timeout'],
+                      'device': state['device'], 'error': state['error'], 'required': state['required']})
+
+
+def parse_watchdog(value: object) -> FenceWatchdog | None:
+    """The `watchdog` of an arm: None, or {driver, device, timeout, required} (FenceWatchdog in fence-protocol.json)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get('driver') not in ('default', 'testing') \
+            or not isinstance(value.get('device'), str) or not value['device'] \
+            or not is_finite_number(value.get('timeout')):
+        raise ValueError('watchdog must be {driver, device, timeout, required}')
+    return {
+        'driver': value['driver'], 'device': value['device'], 'timeout': int(value['timeout']),
+        'required': value.get('required') is True,
+    }
