@@ -1,4 +1,8 @@
-/** The message of anything thrown, for a log line or a verdict. */
+/** The message of anything thrown, for a log line or a verdict; with its cause's when it has one (a socket error under a fetch failure). */
 export function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  if (error instanceof Error) {
+    const cause = (error as Error & { cause?: unknown }).cause;
+    return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
+  }
+  return String(error);
 }

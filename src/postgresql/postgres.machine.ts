@@ -1,4 +1,5 @@
 import { assign, fromPromise, setup } from 'xstate';
+import { errorText } from '../common/error-text';
 import { BootstrapMethod } from '../config/config.types';
 import { PostgresProcess, PostgresSettings, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
 
@@ -85,7 +86,6 @@ const AFTER_POSTMASTER_DOWN = {
   STOP: { target: 'stopped' },
 } as const;
 
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 export const postgresMachine = setup({
   types: {

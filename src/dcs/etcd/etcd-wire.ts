@@ -1,3 +1,4 @@
+import { errorText } from '../../common/error-text';
 import type { EtcdAnswer } from './etcd-answer';
 import { EtcdError, EtcdRequestError, EtcdUnavailableError, KeyValue, RangeOptions, TxnCompare, TxnOperation, WatchBrokenError } from './etcd-types';
 import { explainPlainAnswer } from './etcd-transport';
@@ -163,10 +164,3 @@ export function asWatchBroken(error: unknown): WatchBrokenError {
   return error instanceof WatchBrokenError ? error : new WatchBrokenError(`watch failed: ${errorText(error)}`);
 }
 
-export function errorText(error: unknown): string {
-  if (error instanceof Error) {
-    const cause = (error as Error & { cause?: unknown }).cause;
-    return cause instanceof Error ? `${error.message}: ${cause.message}` : error.message;
-  }
-  return String(error);
-}
