@@ -1,4 +1,4 @@
-import { DynamicConfig } from '../dcs/dcs.port';
+import { DynamicConfig } from './config.types';
 import { reviewConfigWrite } from './config-write-review';
 import { BootstrapMethod, StatorConfig } from './config.types';
 import { readBootstrapMethod } from './custom-methods-config';

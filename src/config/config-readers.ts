@@ -1,5 +1,5 @@
 import { accessSync, constants as fsConstants } from 'node:fs';
-import { describeValue, isMapping } from './dynamic-config';
+import { describeValue, isMapping } from './config-values';
 
 /**
  * The configuration loader's building blocks: where problems and warnings are collected, and

@@ -3,7 +3,6 @@ import type { StandbyCluster } from './standby-cluster-config';
 import { LogSettings } from '../common/logger';
 import type { FenceSettings } from './fence-config';
 import type { WatchdogSettings } from './watchdog-config';
-import { DynamicConfig } from '../dcs/dcs.port';
 
 /**
  * The local configuration file, in Patroni's schema (only the keys Stator supports).
@@ -239,4 +238,25 @@ export interface EffectiveDynamicConfig {
   ignore_slots: SlotMatcher[];
   /** The remote primary this whole cluster replicates from (`standby_cluster`), or null. */
   standby_cluster: StandbyCluster | null;
+}
+
+/** The `/config` document. Unknown keys are kept as they are. */
+export interface DynamicConfig {
+  ttl?: number;
+  loop_wait?: number;
+  retry_timeout?: number;
+  maximum_lag_on_failover?: number;
+  check_timeline?: boolean;
+  primary_start_timeout?: number;
+  postgres_unresponsive_timeout?: number;
+  /** Stator's own: see EffectiveDynamicConfig. */
+  load_balancer_drain_ms?: number;
+  pause?: boolean;
+  postgresql?: {
+    use_pg_rewind?: boolean;
+    use_slots?: boolean;
+    parameters?: Record<string, string | number | boolean>;
+    [extra: string]: unknown;
+  };
+  [extra: string]: unknown;
 }

@@ -1,11 +1,12 @@
-import { DynamicConfig, Versioned } from '../dcs/dcs.port';
-import { EffectiveDynamicConfig } from './config.types';
+import { DynamicConfig, EffectiveDynamicConfig } from './config.types';
 import { readIgnoreSlots, readPermanentSlots } from './slots-config';
 import { readStandbyCluster } from './standby-cluster-config';
 import { configurationFilesProblems, readDynamicConfigurationFiles } from './dynamic-files-config';
+import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './config-values';
+
+export { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean };
 
 /** Rule texts shared with load-config.ts, so both speak of booleans and parameters in the same words. */
-export const BOOLEAN_RULE = 'must be a boolean (true/false, on/off, yes/no)';
 export const PARAMETER_RULE = 'must be a string, number or boolean';
 
 /** Defaults of the dynamic settings (reference-behavior section 5; `use_pg_rewind` is on in Stator, off in Patroni). */
@@ -326,18 +327,6 @@ function checkKeys(doc: Record<string, unknown>, rules: Readonly<Record<string, 
 
 // ---- Value helpers, also used by load-config.ts ----
 
-/**
- * Patroni's `parse_bool`: real booleans, and case-insensitive on/off, true/false, yes/no, 1/0 (also as numbers).
- * Undefined when the value is none of these.
- */
-export function parsePatroniBoolean(value: unknown): boolean | undefined {
-  if (typeof value === 'boolean') return value;
-  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
-  const text = String(value).trim().toLowerCase();
-  if (['on', 'true', 'yes', '1'].includes(text)) return true;
-  if (['off', 'false', 'no', '0'].includes(text)) return false;
-  return undefined;
-}
 
 /** Patroni's `int(value)` for DCS documents: integers, and strings holding one. */
 const SECONDS_PER_UNIT: Readonly<Record<string, number>> = Object.freeze({ ms: 0.001, s: 1, min: 60, h: 3600, d: 86_400 });
@@ -357,9 +346,6 @@ function toInteger(value: unknown): number | undefined {
   return undefined;
 }
 
-export function isMapping(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date);
-}
 
 /** A server parameter's name as PostgreSQL spells them (`work_mem`, `auto_explain.log_min_duration`). */
 const PARAMETER_NAME = /^[A-Za-z_][A-Za-z0-9_.$]{0,62}$/;
@@ -387,19 +373,12 @@ export function isParameterValue(value: unknown): value is string | number | boo
   return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
 }
 
-/** A value as it would appear in JSON, shortened, for "got ..." in messages. */
-export function describeValue(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
-}
-
 /**
  * effectiveDynamicConfig of `/config` as read, computed again only when the key's revision or the
  * bootstrap section (replaced by a reload) changes: the HA cycle reads `/config` every loop_wait, and
  * a revision names one value. Holds the last result only.
  */
-export function effectiveConfigOfRevision(): (fromDcs: Versioned<DynamicConfig> | null, bootstrap: DynamicConfig) => EffectiveDynamicConfigResult {
+export function effectiveConfigOfRevision(): (fromDcs: { value: DynamicConfig; modRevision: string } | null, bootstrap: DynamicConfig) => EffectiveDynamicConfigResult {
   let last: { revision: string | null; bootstrap: DynamicConfig; result: EffectiveDynamicConfigResult } | null = null;
   return (fromDcs, bootstrap) => {
     const revision = fromDcs?.modRevision ?? null;

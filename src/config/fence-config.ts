@@ -1,5 +1,5 @@
 import { Findings, ignoreUnsupported, isAbsent, Mapping, readSection } from './config-readers';
-import { parsePatroniBoolean } from './dynamic-config';
+import { parsePatroniBoolean } from './config-values';
 
 /** Stator's own `fence` section: how the fence beside the postmaster ends a dead leader's term. */
 export interface FenceSettings {

@@ -1,5 +1,6 @@
 import { Observable } from 'rxjs';
 import type { TermRelease } from '../common/term-release';
+import type { DynamicConfig } from '../config/config.types';
 
 /**
  * The distributed configuration store, in Patroni's model and key layout under
@@ -147,26 +148,8 @@ export interface MemberData {
   [extra: string]: unknown;
 }
 
-/** The `/config` document. Unknown keys are kept as they are. */
-export interface DynamicConfig {
-  ttl?: number;
-  loop_wait?: number;
-  retry_timeout?: number;
-  maximum_lag_on_failover?: number;
-  check_timeline?: boolean;
-  primary_start_timeout?: number;
-  postgres_unresponsive_timeout?: number;
-  /** Stator's own: see EffectiveDynamicConfig. */
-  load_balancer_drain_ms?: number;
-  pause?: boolean;
-  postgresql?: {
-    use_pg_rewind?: boolean;
-    use_slots?: boolean;
-    parameters?: Record<string, string | number | boolean>;
-    [extra: string]: unknown;
-  };
-  [extra: string]: unknown;
-}
+// The `/config` document is the configuration's type (config/config.types.ts); the DCS stores it as it is.
+export type { DynamicConfig };
 
 /** `/failover`: `{}` means no request. */
 export interface FailoverRequest {

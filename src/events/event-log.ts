@@ -1,39 +1,15 @@
 import { Observable, Subject, Subscription } from 'rxjs';
 import { evolveAll, initialProjections, rebuildProjections, type ServedProjections } from '../projections/served-projections';
 import { RecordedEvent } from './event';
-import { EventCursor, readPage } from './event-page';
+import { readPage } from './event-page';
+import { CachedEvent, EventPage, EventPageRequest, EventQuery, matchesQuery } from './event-query';
 import { EventStore } from './event-store.port';
 import { LogCheckpoint } from './log-checkpoint';
 import { readInStoreOrder } from './store-order-reader';
 
 // The fold lives in src/projections/served-projections.ts (pure, shared with the page's time travel).
 export { evolveAll, initialProjections, rebuildProjections };
-export type { ServedProjections };
-
-export interface EventQuery {
-  stream?: string;
-  node?: string;
-  type?: string;
-  /** With `stream`: only events with seq >= fromSeq. */
-  fromSeq?: number;
-  /** Only events at or after this instant (epoch ms). */
-  since?: number;
-  limit?: number;
-}
-
-/** One page of `GET /events`: the events, oldest first, and where the page of older ones starts (null: none). */
-export interface EventPage {
-  events: RecordedEvent[];
-  next: EventCursor | null;
-}
-
-export interface EventPageRequest extends EventQuery {
-  limit: number;
-  /** Only events older than this cursor (from a previous page's `next`). */
-  before?: EventCursor;
-  /** The page's JSON stays within this many bytes (its oldest events are left for the next page). */
-  maxBytes: number;
-}
+export type { CachedEvent, EventPage, EventPageRequest, EventQuery, ServedProjections };
 
 export interface EventLogOptions {
   /** The cache keeps at most this many recent events (default MAX_CACHED_EVENTS)... */
@@ -48,11 +24,6 @@ export const MAX_CACHED_BYTES = 16 * 1024 * 1024;
 /** The cache array is compacted once this many evicted slots have piled up at its front. */
 const COMPACT_AFTER = 1024;
 
-/** A cached event and the size of its JSON. */
-export interface CachedEvent {
-  event: RecordedEvent;
-  bytes: number;
-}
 
 /**
  * The cluster's event log as this node sees it: the stored log read once at start, in bounded
@@ -234,15 +205,3 @@ export class EventLog {
     }
   }
 }
-
-/** The filters of EventQuery other than `limit`. */
-export function matchesQuery(event: RecordedEvent, filter: EventQuery): boolean {
-  return (
-    (filter.stream === undefined || event.stream === filter.stream) &&
-    (filter.node === undefined || event.node === filter.node) &&
-    (filter.type === undefined || event.type === filter.type) &&
-    (filter.fromSeq === undefined || event.seq >= filter.fromSeq) &&
-    (filter.since === undefined || Date.parse(event.at) >= filter.since)
-  );
-}
-

@@ -1,14 +1,9 @@
 import { RecordedEvent } from './event';
-import type { CachedEvent, EventPage, EventPageRequest } from './event-log';
-import { matchesQuery } from './event-log';
+import type { CachedEvent, EventCursor, EventPage, EventPageRequest } from './event-query';
+import { matchesQuery } from './event-query';
 import { EventStore, StreamRange } from './event-store.port';
 
-/**
- * Where a page of older events starts: per stream, the seq below which its events are still to
- * come. A stream absent from it has nothing more to give (or did not exist yet when the first page
- * was answered), so a cursor never brings newer events back.
- */
-export type EventCursor = Record<string, number>;
+export type { EventCursor };
 
 /** What readPage needs of the log. */
 export interface PageSource {

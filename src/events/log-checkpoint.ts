@@ -1,4 +1,4 @@
-import type { ServedProjections } from './event-log';
+import type { ServedProjections } from '../projections/served-projections';
 
 /** The last event retention removed from one stream: the retained chain continues with `prev` = `hash`. */
 export interface StreamCheckpoint {

@@ -1,4 +1,4 @@
-import { RecordedEvent } from '../events/event';
+import { RecordedEvent } from '../common/recorded-event';
 import { Projection } from './projection';
 
 export interface MemberProjection {

@@ -1,5 +1,5 @@
 import { HistoryEntry } from '../dcs/dcs.port';
-import { RecordedEvent } from '../events/event';
+import { RecordedEvent } from '../common/recorded-event';
 import { Projection } from './projection';
 
 /**

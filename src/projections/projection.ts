@@ -1,4 +1,4 @@
-import { RecordedEvent } from '../events/event';
+import { RecordedEvent } from '../common/recorded-event';
 
 /**
  * A projection is a pure fold over recorded events: `evolve(state, event)` from `initial()`.

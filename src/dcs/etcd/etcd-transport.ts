@@ -2,7 +2,8 @@ import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Logger } from '../../common/logger';
 import { isSuccess, type EtcdAnswer } from './etcd-answer';
-import { GatewayCarrier, type EtcdTls } from './gateway-carrier';
+import type { EtcdCarrier, EtcdTls } from './etcd-carrier';
+import { GatewayCarrier } from './gateway-carrier';
 
 /** How to reach etcd: its client endpoints, TLS and RBAC credentials (Patroni's `etcd3` section). */
 export interface EtcdConnection {
@@ -45,16 +46,6 @@ function clientKey(connection: EtcdConnection): Buffer | undefined {
 
 /** gRPC's UNAUTHENTICATED, as the gateway maps it to HTTP. */
 const HTTP_UNAUTHORIZED = 401;
-
-/**
- * How requests reach one etcd host: etcd's JSON gateway over HTTP/1.1, or etcd's gRPC API. Either
- * answers with the gateway's JSON (HTTP status, base64 bytes, decimal int64, enum names), so the
- * client above reads both the same way. A failed connection throws; an etcd error is an answer.
- */
-export interface EtcdCarrier {
-  request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<EtcdAnswer>;
-  close(): void;
-}
 
 /**
  * One request to etcd, with failover between hosts, over TLS when configured and with an auth

@@ -1,14 +1,7 @@
 import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { EtcdAnswer } from './etcd-answer';
-import type { EtcdCarrier } from './etcd-transport';
-
-/** TLS material for etcd's client port, read from the `etcd3` section's PEM files. */
-export interface EtcdTls {
-  ca?: Buffer;
-  cert?: Buffer;
-  key?: Buffer;
-}
+import type { EtcdCarrier, EtcdTls } from './etcd-carrier';
 
 const WATCH_PATH = '/v3/watch';
 /**

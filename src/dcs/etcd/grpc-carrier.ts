@@ -4,8 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import { fromJSON } from '@grpc/proto-loader';
 import { ETCD_GRPC_SCHEMA } from './etcd-grpc-schema';
 import { jsonAnswer, streamAnswer, type EtcdAnswer } from './etcd-answer';
-import type { EtcdCarrier } from './etcd-transport';
-import type { EtcdTls } from './gateway-carrier';
+import type { EtcdCarrier, EtcdTls } from './etcd-carrier';
 
 /** Messages as the gateway writes them: field names as in the proto, int64 as decimal strings, bytes as base64. */
 const definition = fromJSON(ETCD_GRPC_SCHEMA, { keepCase: true, longs: String, enums: String, bytes: String, defaults: false, oneofs: false });
