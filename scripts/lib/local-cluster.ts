@@ -392,6 +392,7 @@ export class LocalNode {
           ...o.dcs,
           postgresql: withDefaultPostgresql(o.dcs?.postgresql),
         },
+        ...(added.initdb && { initdb: added.initdb }),
         ...o.bootstrap,
       },
       postgresql: {
@@ -403,6 +404,7 @@ export class LocalNode {
           replication: { username: 'replicator', password: 'replicator-secret' },
         },
         parameters: { unix_socket_directories: this.dir },
+        ...(added.basebackup && { basebackup: added.basebackup }),
         ...o.postgresql?.(this.index),
       },
       tags: o.tags?.[this.index] ?? {},
@@ -414,10 +416,30 @@ export class LocalNode {
   }
 }
 
+/**
+ * What the process starting clusters adds beneath each caller's own settings: the test suite turns off every wait
+ * for the disk (test/helpers/cluster-defaults.ts); the demo, bench and chaos runs add nothing.
+ */
+export interface AddedClusterDefaults {
+  /** PostgreSQL parameters (`bootstrap.dcs.postgresql.parameters`), e.g. `fsync: off`. */
+  parameters?: Record<string, unknown>;
+  /** `bootstrap.initdb` options, e.g. `no-sync`. */
+  initdb?: Array<string | Record<string, string>>;
+  /** `postgresql.basebackup` options, e.g. `no-sync`. */
+  basebackup?: Array<string | Record<string, string>>;
+}
+
+const added: AddedClusterDefaults = {};
+
+/** Applies to every cluster this process starts from now on. */
+export function addClusterDefaults(defaults: AddedClusterDefaults): void {
+  Object.assign(added, defaults);
+}
+
 /** `bootstrap.dcs.postgresql`: a caller's keys and parameters merged over the small defaults every test cluster runs with. */
 function withDefaultPostgresql(given: unknown): Record<string, unknown> {
   const extra = (given ?? {}) as Record<string, unknown>;
-  const parameters = { max_connections: 50, shared_buffers: '32MB', ...(extra.parameters as Record<string, unknown> | undefined) };
+  const parameters = { max_connections: 50, shared_buffers: '32MB', ...added.parameters, ...(extra.parameters as Record<string, unknown> | undefined) };
   return { use_pg_rewind: true, use_slots: true, ...extra, parameters };
 }
 

@@ -43,7 +43,7 @@ export async function makePgTempRoot(prefix = 'stator-pg-'): Promise<string> {
 
 /**
  * A PostgresqlConfig for a node listening on 127.0.0.1:`port`, with test credentials and settings that
- * make tests quick (no fsync: nothing here must survive an OS crash).
+ * make tests quick (no fsync, and no sync after a clone: nothing here must survive an OS crash).
  */
 export function pgTestNode(root: string, name: string, port: number, parameters: PostgresqlConfig['parameters'] = {}): PgTestNode {
   const dataDir = join(root, name, 'data');
@@ -59,6 +59,7 @@ export function pgTestNode(root: string, name: string, port: number, parameters:
       bin_dir: PG_BIN_DIR,
       authentication: { superuser: { ...TEST_SUPERUSER }, replication: { ...TEST_REPLICATION_USER } },
       parameters: { fsync: false, max_connections: 20, shared_buffers: '16MB', ...parameters },
+      basebackup: ['no-sync'],
       pg_hba: [],
       os_user: PG_OS_USER,
     },

@@ -200,10 +200,20 @@ export class MixedNode {
     }
   }
 
-  /** The reference's patroni.yml, as the bench writes it; Stator reads the same file. */
+  /**
+   * The reference's patroni.yml, as the bench writes it (Stator reads the same file), without waits for the disk:
+   * no fsync by the server, none after initdb or a clone. Nothing here must survive an OS crash (a kill -9 leaves
+   * the page cache), and the machine's other jobs share the disk.
+   */
   private config(): Record<string, unknown> {
     const { scope, etcdEndpoint, apiPort, pgPort, timing } = this.settings;
-    return patroniNodeConfig({ scope, name: this.name, dir: this.dir, dataDir: this.dataDir, etcdEndpoint, apiPort, pgPort, timing });
+    const config = patroniNodeConfig({ scope, name: this.name, dir: this.dir, dataDir: this.dataDir, etcdEndpoint, apiPort, pgPort, timing });
+    const bootstrap = config.bootstrap as { initdb: unknown[] };
+    const postgresql = config.postgresql as { basebackup: unknown[]; parameters: Record<string, unknown> };
+    bootstrap.initdb = [...bootstrap.initdb, 'no-sync'];
+    postgresql.basebackup = [...postgresql.basebackup, 'no-sync'];
+    postgresql.parameters = { ...postgresql.parameters, fsync: 'off' };
+    return config;
   }
 
   /** Rewrites the node's tags in its patroni.yml (read by the next agent started, or on reload). */

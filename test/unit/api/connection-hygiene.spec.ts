@@ -36,14 +36,15 @@ class TestRoutesModule {}
 
 jest.setTimeout(15_000);
 
-let app: NestFastifyApplication | null = null;
-afterEach(async () => {
-  await app?.close();
-  app = null;
+// Each test has a server of its own, so the timeout tests, which mostly wait, run side by side (it.concurrent).
+const apps = new Set<NestFastifyApplication>();
+afterAll(async () => {
+  await Promise.all([...apps].map((app) => app.close()));
 });
 
 async function start(restapi: Partial<RestApiConfig> = {}): Promise<number> {
-  app = await createHttpApp({ module: TestRoutesModule }, { restapi: { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0', ...restapi }, compat: 'stator' });
+  const app = await createHttpApp({ module: TestRoutesModule }, { restapi: { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0', ...restapi }, compat: 'stator' });
+  apps.add(app);
   await app.listen(0, '127.0.0.1');
   return (app.getHttpServer().address() as AddressInfo).port;
 }
@@ -72,7 +73,7 @@ async function get(port: number, path: string, headers: Record<string, string> =
 }
 
 describe('connection timeouts fire when stated', () => {
-  it(`closes a connection that sends nothing after ${HEADERS_TIMEOUT_MS} ms, within a second`, async () => {
+  it.concurrent(`closes a connection that sends nothing after ${HEADERS_TIMEOUT_MS} ms, within a second`, async () => {
     const port = await start();
     const started = Date.now();
     const socket = await connect(port);
@@ -81,7 +82,7 @@ describe('connection timeouts fire when stated', () => {
     expect(ms).toBeLessThan(HEADERS_TIMEOUT_MS + 1000);
   });
 
-  it(`answers a body shorter than its Content-Length with 408 after ${REQUEST_TIMEOUT_MS} ms, within a second`, async () => {
+  it.concurrent(`answers a body shorter than its Content-Length with 408 after ${REQUEST_TIMEOUT_MS} ms, within a second`, async () => {
     const port = await start();
     const socket = await connect(port);
     const started = Date.now();
@@ -91,7 +92,7 @@ describe('connection timeouts fire when stated', () => {
     expect(ms).toBeLessThan(REQUEST_TIMEOUT_MS + 1000);
   });
 
-  it(`answers headers that dribble in, a line every 500 ms, with 408 ${HEADERS_TIMEOUT_MS} ms after their first byte, within a second`, async () => {
+  it.concurrent(`answers headers that dribble in, a line every 500 ms, with 408 ${HEADERS_TIMEOUT_MS} ms after their first byte, within a second`, async () => {
     const port = await start();
     const socket = await connect(port);
     const started = Date.now();
@@ -107,7 +108,7 @@ describe('connection timeouts fire when stated', () => {
     }
   });
 
-  it(`counts a kept-alive connection's next request from its own first byte: 408 ${REQUEST_TIMEOUT_MS} ms after it, not after the first request`, async () => {
+  it.concurrent(`counts a kept-alive connection's next request from its own first byte: 408 ${REQUEST_TIMEOUT_MS} ms after it, not after the first request`, async () => {
     const port = await start();
     const socket = await connect(port);
     const closed = closedAfter(socket, 0);
@@ -123,7 +124,7 @@ describe('connection timeouts fire when stated', () => {
   });
 
   // Node advertises `Keep-Alive: timeout=5` and closes a second later, so that a client honouring the header never races the close.
-  it(`closes an idle keep-alive connection a second after the advertised ${KEEP_ALIVE_TIMEOUT_MS} ms, within a second`, async () => {
+  it.concurrent(`closes an idle keep-alive connection a second after the advertised ${KEEP_ALIVE_TIMEOUT_MS} ms, within a second`, async () => {
     const port = await start();
     const socket = await connect(port);
     const closed = closedAfter(socket, 0);
