@@ -392,11 +392,15 @@ export class HaNode {
 
   /** Runs a multi-step PostgreSQL action in the background; the loop reports it as in progress. */
   private runTask(name: string, work: () => Promise<void>): void {
-    // The task outlives the cycle that starts it: its DCS calls have their own retry_timeout each.
-    void outsideDcsBudget(() => this.runTaskAndWait(name, work));
+    void this.runTaskAndWait(name, work);
   }
 
-  private async runTaskAndWait(name: string, work: () => Promise<void>): Promise<void> {
+  /** A task may outlive the cycle that starts it (a scheduled restart too): its DCS calls have their own retry_timeout each. */
+  private runTaskAndWait(name: string, work: () => Promise<void>): Promise<void> {
+    return outsideDcsBudget(() => this.performTask(name, work));
+  }
+
+  private async performTask(name: string, work: () => Promise<void>): Promise<void> {
     const { task } = this.node;
     task.send({ type: 'TASK_STARTED', task: name });
     try {
