@@ -44,7 +44,6 @@ interface OwnLease {
   refreshSentAt: number;
 }
 
-
 /**
  * The Dcs port on etcd v3 (through the gRPC-JSON gateway), in Patroni's key layout and lease
  * model (reference-behavior 2.3): one lease per node with TTL = ttl, granted lazily and re-granted
@@ -52,8 +51,8 @@ interface OwnLease {
  *
  * Every call retries transient failures (unreachable host, timeout, no etcd leader) with a delay
  * of 100 ms doubling to at most 1 s, and rejects with a DcsError once `retryTimeoutMs` has passed
- * since the call started, or once its HA cycle's DcsBudget is spent. Reads are linearizable, so a partitioned etcd member cannot serve a
- * stale view.
+ * since the call started, or once its HA cycle's DcsBudget is spent. Reads are linearizable, so a
+ * partitioned etcd member cannot serve a stale view.
  */
 export class EtcdDcs implements Dcs {
   private readonly client: EtcdClient;
