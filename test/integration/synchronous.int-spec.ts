@@ -216,7 +216,7 @@ it('primary_stop_timeout: a switchover whose fast shutdown hangs on a frozen rep
   await patchConfig(leader, { primary_stop_timeout: 1 });
   await waitFor(() => leaderLogSince(patchedAt).split('the leader with the lock').length > 2, { timeoutMs: 10_000, description: 'two cycles of the leader after the PATCH' });
   // A fast shutdown waits until every WAL sender's standby confirmed the shutdown checkpoint: a frozen one never does
-  // (until wal_sender_timeout, 60 s). Without primary_stop_timeout the demotion would escalate after half the ttl (5 s).
+  // (until wal_sender_timeout, 60 s). Without primary_stop_timeout a switchover's stop waits pg_ctl_timeout (60 s), past the API's 20 s.
   const frozenServer = [frozen.postmasterPid()!, ...descendantsOf(frozen.postmasterPid()!)];
   for (const pid of frozenServer) process.kill(pid, 'SIGSTOP');
   try {
