@@ -70,7 +70,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       return;
     case 'demote':
       // Failsafe mode kept the lock through the DCS failure until the members were asked; now it goes.
-      if (!snapshot.cluster && node.lock.held) node.lock.lost(`DCS is not accessible: ${snapshot.dcsError}`);
+      if ((!snapshot.cluster || snapshot.lockResult === 'dcs_unreachable') && node.lock.held) {
+        node.lock.lost(`DCS is not accessible: ${snapshot.dcsError ?? 'the leader lock refresh got no answer'}`);
+      }
       return runTask('demote', async () => {
         withdrawPrimaryChecks(node, 'demoting: stops taking writes now');
         // A fast shutdown waits for WAL senders, which hang when the replicas are cut off: past half a ttl it

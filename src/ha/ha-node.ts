@@ -367,7 +367,7 @@ export class HaNode {
     const node = this.node;
     switch (need) {
       case 'refreshLock':
-        return { ...snapshot, lockResult: await node.lock.refresh() };
+        return { ...snapshot, lockResult: await node.lock.refresh(node.dynamic.failsafe_mode && node.sampler.sample?.inRecovery === false) };
       case 'acquireLock': {
         const lockResult = await node.lock.acquire();
         // A new term decides synchronous_standby_names afresh; until then the value in force stays.
