@@ -59,6 +59,8 @@ export interface LocalClusterOptions {
   network?: NodeNetwork;
   /** More environment for every agent (NOTIFY_SOCKET, ...), not for etcd. */
   agentEnv?: Record<string, string>;
+  /** Command prefix of every agent on loopback, e.g. `unshare --mount ...` for a resolv.conf of its own. */
+  agentPrefix?: string[];
 }
 
 /** Where each node lives when it is not on loopback: see `NetnsLab`. */
@@ -257,7 +259,7 @@ export class LocalNode {
 
   start(): void {
     const log = openSync(this.logPath, 'a');
-    const prefix = this.options.network?.prefix(this.index) ?? [];
+    const prefix = this.options.network?.prefix(this.index) ?? this.options.agentPrefix ?? [];
     const [command, ...args] = [...prefix, process.execPath, ...AGENT_NODE_FLAGS, AGENT, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],

@@ -66,6 +66,8 @@ export interface Dcs {
 
   /** Re-grants the lease with a new TTL (seconds), e.g. after `ttl` changed in `/config`. */
   setTtl(ttlSeconds: number): Promise<void>;
+  /** The deadline of every later call, retries included, e.g. after `retry_timeout` changed in `/config`. */
+  setRetryTimeout(retryTimeoutMs: number): void;
 
   /**
    * Stops watches and revokes own lease (member key and, if held, leader key go with it). With

@@ -1,5 +1,4 @@
 import { EMPTY, Observable, Subject } from 'rxjs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Clock } from '../common/clock';
 import type { TermRelease } from '../common/term-release';
 import { ClusterKeys, clusterPrefix, parseClusterView } from './cluster-view';
@@ -17,10 +16,12 @@ import {
   Revision,
   SyncState,
 } from './dcs.port';
-import { EtcdClient, EtcdRequestError, TxnCompare } from './etcd/etcd-client';
+import { EtcdClient, TxnCompare } from './etcd/etcd-client';
 import { EtcdConnection, usesGrpc } from './etcd/etcd-transport';
 import { ClusterWatch } from './etcd/cluster-watch';
-import { isTransient, withinDeadline } from './etcd/etcd-types';
+import { currentDcsBudget } from './dcs-budget';
+import { withinDeadline } from './etcd/etcd-types';
+import { MIN_ATTEMPT_MS, RemainingMs, retryTransient } from './etcd/etcd-retry';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), then the cluster's keys and timing. */
 export interface EtcdDcsOptions extends EtcdConnection {
@@ -43,13 +44,6 @@ interface OwnLease {
   refreshSentAt: number;
 }
 
-type RemainingMs = () => number;
-
-const FIRST_RETRY_DELAY_MS = 100;
-const MAX_RETRY_DELAY_MS = 1000;
-/** Below this there is no point in sending another request before the deadline. */
-const MIN_ATTEMPT_MS = 20;
-
 /**
  * The Dcs port on etcd v3 (through the gRPC-JSON gateway), in Patroni's key layout and lease
  * model (reference-behavior 2.3): one lease per node with TTL = ttl, granted lazily and re-granted
@@ -57,8 +51,8 @@ const MIN_ATTEMPT_MS = 20;
  *
  * Every call retries transient failures (unreachable host, timeout, no etcd leader) with a delay
  * of 100 ms doubling to at most 1 s, and rejects with a DcsError once `retryTimeoutMs` has passed
- * since the call started. Reads are linearizable, so a partitioned etcd member cannot serve a
- * stale view.
+ * since the call started, or once its HA cycle's DcsBudget is spent. Reads are linearizable, so a
+ * partitioned etcd member cannot serve a stale view.
  */
 export class EtcdDcs implements Dcs {
   private readonly client: EtcdClient;
@@ -73,6 +67,8 @@ export class EtcdDcs implements Dcs {
   private lastMemberWrite: { value: string; leaseId: string } | null = null;
   /** The leader key as the last read found it, until the next refresh consumes it (see refreshLeader). */
   private leaderSeen: { value: string; lease: string; at: number } | null = null;
+  /** `retry_timeout` in ms: from the configuration file at start, then from `/config` (setRetryTimeout). */
+  private retryTimeoutMs: number;
   private closed = false;
   private readonly closing = new Subject<void>();
   private readonly watch: ClusterWatch;
@@ -83,6 +79,7 @@ export class EtcdDcs implements Dcs {
     this.leaderKey = this.prefix + ClusterKeys.leader;
     this.memberKey = this.prefix + ClusterKeys.member(options.name);
     this.ttlSeconds = options.ttlSeconds;
+    this.retryTimeoutMs = options.retryTimeoutMs;
     // Closing ends every subscription, and with them the watch.
     this.watch = new ClusterWatch(this.client, this.prefix, options.retryTimeoutMs, options.clock, this.closing);
   }
@@ -274,6 +271,11 @@ export class EtcdDcs implements Dcs {
     await this.withRetry('grant lease', (remaining) => this.grantLease(remaining()));
   }
 
+  /** The deadline of every later call, e.g. after `retry_timeout` changed in `/config`. */
+  setRetryTimeout(retryTimeoutMs: number): void {
+    this.retryTimeoutMs = retryTimeoutMs;
+  }
+
   /**
    * Revokes the lease (one attempt within retryTimeout; if that fails the lease expires by itself),
    * completes change subscribers and aborts everything in flight.
@@ -284,7 +286,7 @@ export class EtcdDcs implements Dcs {
     this.closing.next();
     const lease = this.lease;
     this.lease = null;
-    if (lease && !keepLease) await this.client.leaseRevoke(lease.id, this.options.retryTimeoutMs).catch(() => undefined);
+    if (lease && !keepLease) await this.client.leaseRevoke(lease.id, this.retryTimeoutMs).catch(() => undefined);
     this.client.close();
   }
 
@@ -359,36 +361,27 @@ export class EtcdDcs implements Dcs {
     return lease;
   }
 
+  private readonly retryHooks = {
+    leaseLost: () => (this.lease = null), // expired or revoked under us: re-grant on the next attempt
+    closed: () => this.closed,
+  };
+
   /**
    * Runs `attempt` until it succeeds, a non-transient error occurs, or retryTimeoutMs has passed
-   * since the call started. `remaining()` gives each request the time left of that deadline.
+   * since the call started. `remaining()` gives each request the time left of that deadline. Within
+   * an HA cycle the deadline is also bounded by what the cycle's DcsBudget has left: the cycle's
+   * calls share one retry_timeout, and a call is not sent at all once that is spent.
    */
   private async withRetry<T>(operation: string, attempt: (remaining: RemainingMs) => Promise<T>): Promise<T> {
     if (this.closed) throw new DcsError(`${operation}: the DCS client is closed`);
-    const deadline = performance.now() + this.options.retryTimeoutMs;
-    const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
-    let delay = FIRST_RETRY_DELAY_MS;
-    for (;;) {
-      try {
-        return await attempt(remaining);
-      } catch (error) {
-        if (error instanceof EtcdRequestError && error.isLeaseNotFound) {
-          this.lease = null; // expired or revoked under us: re-grant on the next attempt
-        } else if (!isTransient(error) || this.closed) {
-          throw new DcsError(`${operation}: ${(error as Error).message}`, { cause: error });
-        }
-        const pause = Math.min(delay, deadline - performance.now() - MIN_ATTEMPT_MS);
-        if (pause < 0) {
-          throw new DcsError(`${operation}: failed within ${this.options.retryTimeoutMs} ms: ${(error as Error).message}`, {
-            cause: error,
-          });
-        }
-        await sleep(pause);
-        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
-      }
+    const budget = currentDcsBudget();
+    if (!budget) return retryTransient(this.retryTimeoutMs, operation, attempt, this.retryHooks);
+    const allowedMs = Math.min(this.retryTimeoutMs, budget.remainingMs());
+    if (allowedMs < MIN_ATTEMPT_MS) {
+      throw new DcsError(`${operation}: not sent, this HA cycle already waited its retry_timeout (${budget.limitMs} ms) for the DCS`);
     }
+    return budget.charge(() => retryTransient(allowedMs, operation, attempt, this.retryHooks));
   }
-
 }
 
 /** The compare of a compare-and-set: `'absent'` means the key must not exist. */

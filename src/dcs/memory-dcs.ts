@@ -281,6 +281,9 @@ export class MemoryDcs implements Dcs {
     this.lease = { id: this.backend.grantLease(ttlSeconds), refreshedAt: this.backend.clock.now() };
   }
 
+  /** Calls answer at once or never: there is no deadline to change. */
+  setRetryTimeout(): void {}
+
   /** Revokes the lease (its keys go with it) unless `keepLease`, and completes change subscribers. */
   async close({ keepLease = false }: { keepLease?: boolean } = {}): Promise<void> {
     if (this.closed) return;

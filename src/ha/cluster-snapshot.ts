@@ -82,7 +82,8 @@ export interface HaSnapshot {
   dcsError: string | null;
   local: LocalView;
   /** Outcome of the lock operation decide() asked for in this cycle. */
-  lockResult?: 'acquired' | 'not_acquired' | 'refreshed' | 'refresh_failed';
+  /** `dcs_unreachable`: the refresh got no answer and failsafe mode may keep the lock (LeaderLock.refresh). */
+  lockResult?: 'acquired' | 'not_acquired' | 'refreshed' | 'refresh_failed' | 'dcs_unreachable';
   initializeResult?: 'won' | 'lost';
   peers?: PeerReading[];
   /** `/failsafe` as last read from the DCS: the members a leader must reach while the DCS is down. */

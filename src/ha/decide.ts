@@ -203,6 +203,8 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
     return { verdict: 'removed leader lock because postgres is not running as primary', actions: [{ type: 'releaseLock' }] };
   }
   if (!s.lockResult) return { need: 'refreshLock' };
+  // The read answered but the refresh did not: the DCS went away within the cycle, and failsafe mode decides.
+  if (s.lockResult === 'dcs_unreachable') return dcsUnreachable(s);
   const remote = remotePrimary(config.standby_cluster);
   if (s.lockResult === 'refreshed') {
     const failover = pendingFailover(s);

@@ -7,7 +7,7 @@ import { recordSlotChanges, wantedPhysicalSlots } from './leader-duties';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
-import { demoteStopDeadlineMs } from './postgres-deadlines';
+import { demoteStopDeadlineMs, primaryStopTimeoutMs } from './postgres-deadlines';
 import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
 
 /** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
@@ -70,7 +70,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       return;
     case 'demote':
       // Failsafe mode kept the lock through the DCS failure until the members were asked; now it goes.
-      if (!snapshot.cluster && node.lock.held) node.lock.lost(`DCS is not accessible: ${snapshot.dcsError}`);
+      if ((!snapshot.cluster || snapshot.lockResult === 'dcs_unreachable') && node.lock.held) {
+        node.lock.lost(`DCS is not accessible: ${snapshot.dcsError ?? 'the leader lock refresh got no answer'}`);
+      }
       return runTask('demote', async () => {
         withdrawPrimaryChecks(node, 'demoting: stops taking writes now');
         // A fast shutdown waits for WAL senders, which hang when the replicas are cut off: past half a ttl it
@@ -153,7 +155,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         withdrawPrimaryChecks(node, 'switchover: demoting after the drain');
         // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
         await query.checkpoint().catch(() => undefined);
-        await stopServer(node, 'fast');
+        // As the reference's switchover: with synchronous replication on, `primary_stop_timeout` bounds the stop
+        // (a WAL sender waiting for a standby that does not answer holds a fast shutdown), then it escalates.
+        await stopServer(node, 'fast', primaryStopTimeoutMs(node.dynamic) ?? node.pgCtlTimeoutMs());
         await node.lock.release('switchover: demoting myself');
         // Paused, no HA cycle starts PostgreSQL again: as the reference, the demotion itself follows the new leader.
         if (node.dynamic.pause) await followAfterDemotion(node);

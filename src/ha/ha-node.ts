@@ -2,6 +2,7 @@ import { Subscription } from 'rxjs';
 import { Actor, waitFor } from 'xstate';
 import { errorText } from '../common/error-text';
 import { effectiveConfigOfRevision } from '../config/dynamic-config';
+import { DcsBudget, outsideDcsBudget, withinDcsBudget } from '../dcs/dcs-budget';
 import { ClusterView, DynamicConfig, Versioned } from '../dcs/dcs.port';
 import { topLevelState } from '../events/transition-recorder';
 import { PostgresStateName } from '../postgresql/postgres-states';
@@ -266,7 +267,8 @@ export class HaNode {
     while (!this.stopped) {
       const startedAt = clock.now();
       this.wakePending = false;
-      await this.cycle();
+      // The cycle's DCS calls share one retry_timeout: with the DCS down a cycle costs about that, as the reference's.
+      await withinDcsBudget(new DcsBudget(this.node.dynamic.retry_timeout * 1000), () => this.cycle());
       if (this.stopped) break;
       const wait = startedAt + this.node.dynamic.loop_wait * 1000 - clock.now();
       if (wait <= 0) {
@@ -365,7 +367,7 @@ export class HaNode {
     const node = this.node;
     switch (need) {
       case 'refreshLock':
-        return { ...snapshot, lockResult: await node.lock.refresh() };
+        return { ...snapshot, lockResult: await node.lock.refresh(node.dynamic.failsafe_mode && node.sampler.sample?.inRecovery === false) };
       case 'acquireLock': {
         const lockResult = await node.lock.acquire();
         // A new term decides synchronous_standby_names afresh; until then the value in force stays.
@@ -393,7 +395,12 @@ export class HaNode {
     void this.runTaskAndWait(name, work);
   }
 
-  private async runTaskAndWait(name: string, work: () => Promise<void>): Promise<void> {
+  /** A task may outlive the cycle that starts it (a scheduled restart too): its DCS calls have their own retry_timeout each. */
+  private runTaskAndWait(name: string, work: () => Promise<void>): Promise<void> {
+    return outsideDcsBudget(() => this.performTask(name, work));
+  }
+
+  private async performTask(name: string, work: () => Promise<void>): Promise<void> {
     const { task } = this.node;
     task.send({ type: 'TASK_STARTED', task: name });
     try {
@@ -416,6 +423,7 @@ export class HaNode {
       for (const adjustment of adjustments) this.deps.logger.warning(adjustment);
     }
     const ttlChanged = next.ttl !== node.dynamic.ttl;
+    this.deps.dcs.setRetryTimeout(next.retry_timeout * 1000);
     if (next.pause !== node.dynamic.pause) node.postgres.send({ type: 'SET_PAUSE', paused: next.pause });
     node.dynamic = next;
     if (ttlChanged) await this.deps.dcs.setTtl(next.ttl).catch(() => undefined);

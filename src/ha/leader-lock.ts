@@ -47,11 +47,19 @@ export class LeaderLock {
     return this.deps.leadership.getSnapshot().value === 'leader';
   }
 
-  async refresh(): Promise<'refreshed' | 'refresh_failed'> {
+  /**
+   * With `keepWhenUnanswered` (failsafe mode may keep this leader), a refresh the DCS did not answer
+   * leaves the lock held and says `dcs_unreachable`: as the reference, whose failed refresh raises the
+   * DCS error that sends the cycle to its failsafe check. A key that is no longer ours is lost either way.
+   */
+  async refresh(keepWhenUnanswered = false): Promise<'refreshed' | 'refresh_failed' | 'dcs_unreachable'> {
+    let unanswered = false;
     const lease = await this.deps.dcs.refreshLeader().catch((e) => {
       this.deps.logger.warning(`failed to refresh leader lock: ${errorText(e)}`);
+      unanswered = true;
       return null;
     });
+    if (unanswered && keepWhenUnanswered) return 'dcs_unreachable';
     if (lease) {
       if (this.held) this.deps.leadership.send({ type: 'LOCK_REFRESHED', validUntil: lease.validUntil });
       else this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason: 'leader key still held by this node', validUntil: lease.validUntil });

@@ -51,8 +51,8 @@ export async function startAsReplica(node: NodeContext, upstream: UpstreamNode |
 }
 
 /** Stops a running server and waits until it is down. */
-export async function stopServer(node: NodeContext, mode: 'fast' | 'immediate'): Promise<void> {
-  node.postgres.send({ type: 'STOP', mode, timeoutMs: node.pgCtlTimeoutMs() });
+export async function stopServer(node: NodeContext, mode: 'fast' | 'immediate', timeoutMs = node.pgCtlTimeoutMs()): Promise<void> {
+  node.postgres.send({ type: 'STOP', mode, timeoutMs });
   await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
 }
 

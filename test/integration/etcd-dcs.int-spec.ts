@@ -5,6 +5,7 @@ import { lastValueFrom, Subscription } from 'rxjs';
 import { systemClock } from '../../src/common/clock';
 import { DcsChange } from '../../src/dcs/dcs.port';
 import { EtcdClient, WatchBrokenError } from '../../src/dcs/etcd/etcd-client';
+import { DcsBudget, withinDcsBudget } from '../../src/dcs/dcs-budget';
 import { EtcdDcs } from '../../src/dcs/etcd-dcs';
 import { DcsContractFixture, describeDcsContract } from '../contracts/dcs.contract';
 import { EtcdHandle, startEtcd } from '../helpers/etcd';
@@ -207,6 +208,32 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       await etcd.pause();
       try {
         await expect(node2.readCached()).rejects.toThrow(/read cluster/);
+      } finally {
+        etcd.resume();
+      }
+    });
+
+    it("with etcd frozen, one HA cycle's calls wait one retry_timeout together: the first waits it out, the next are refused at once", async () => {
+      const node1 = node('node1');
+      expect(await node1.acquireLeader()).not.toBeNull();
+      // As after a PATCH of retry_timeout: each call alone may now wait 2 s; the cycle's budget is 1.5 s.
+      node1.setRetryTimeout(2 * RETRY_TIMEOUT_MS);
+      const cycleBudgetMs = 1.5 * RETRY_TIMEOUT_MS;
+      await etcd.pause();
+      try {
+        const cycleStartedAt = performance.now();
+        await withinDcsBudget(new DcsBudget(cycleBudgetMs), async () => {
+          await expect(node1.read()).rejects.toThrow(`read cluster: failed within ${cycleBudgetMs} ms`);
+          await expect(node1.refreshLeader()).rejects.toThrow(`refresh leader lock: not sent, this HA cycle already waited its retry_timeout (${cycleBudgetMs} ms)`);
+          await expect(node1.touchMember(member('node1'))).rejects.toThrow(/write member key: not sent/);
+        });
+        const cycleMs = performance.now() - cycleStartedAt;
+        expect(cycleMs).toBeGreaterThanOrEqual(cycleBudgetMs - 50);
+        expect(cycleMs).toBeLessThan(cycleBudgetMs + 500);
+        // Outside a cycle (an API request, a background task) a call has the changed retry_timeout of its own.
+        const callStartedAt = performance.now();
+        await expect(node1.read()).rejects.toThrow(`read cluster: failed within ${2 * RETRY_TIMEOUT_MS} ms`);
+        expect(performance.now() - callStartedAt).toBeGreaterThanOrEqual(2 * RETRY_TIMEOUT_MS - 50);
       } finally {
         etcd.resume();
       }

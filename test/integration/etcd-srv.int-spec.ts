@@ -1,3 +1,7 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LocalCluster } from '../../scripts/lib/local-cluster';
+import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { EtcdClient } from '../../src/dcs/etcd/etcd-client';
 import { dnsResolver, srvRediscovery, withSrvEndpoints } from '../../src/dcs/etcd/etcd-srv-discovery';
 import { DnsServerHandle, DnsZone, startDnsServer } from '../helpers/dns-server';
@@ -99,4 +103,42 @@ describe('etcd3.srv against a DNS server and etcd', () => {
       client.close();
     }
   });
+
+  it('starts an agent whose etcd3 section is only srv: it finds etcd through DNS and becomes the leader', async () => {
+    const baseDir = tmpDir('stator-srv-agent-');
+    // The agent asks the system resolver, as Patroni does: it runs in a mount namespace whose /etc/resolv.conf names this DNS server.
+    const resolvConf = join(baseDir, 'resolv.conf');
+    writeFileSync(resolvConf, `nameserver ${dns.address}\n`);
+    let cluster: LocalCluster | undefined;
+    let clusterEtcdPort = 0;
+    try {
+      cluster = await LocalCluster.start({
+        nodes: 1,
+        baseDir,
+        ttl: 10,
+        loopWait: 2,
+        retryTimeout: 3,
+        prepareEtcd: (clusterEtcd) => {
+          clusterEtcdPort = clusterEtcd.clientPort;
+          zone.srv['_etcd-client._tcp.agent.test'] = [`localhost:${clusterEtcd.clientPort}`];
+        },
+        sections: { etcd3: { srv: 'agent.test' } },
+        agentPrefix: ['unshare', '--mount', 'sh', '-c', 'mount --bind "$0" /etc/resolv.conf && exec "$@"', resolvConf],
+      });
+      const leader = await cluster.waitForLeader(60_000);
+      expect(leader.name).toBe('node1');
+      expect(readFileSync(leader.logPath, 'utf8')).toContain(`INFO: etcd3.srv: _etcd-client._tcp.agent.test names etcd at http://localhost:${clusterEtcdPort}`);
+      expect(dns.questions).toContain('SRV _etcd-client._tcp.agent.test');
+      const direct = new EtcdClient({ hosts: [cluster.etcd.endpoint] });
+      try {
+        const read = await direct.range(`/service/${cluster.scope}/leader`, {}, TIMEOUT_MS);
+        expect(read.kvs.map((kv) => kv.value)).toEqual(['node1']);
+      } finally {
+        direct.close();
+      }
+    } finally {
+      await cluster?.stop();
+      if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
+    }
+  }, 90_000);
 });

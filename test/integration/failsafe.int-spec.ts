@@ -1,4 +1,5 @@
-import { LocalCluster } from '../../scripts/lib/local-cluster';
+import { readFileSync, statSync } from 'node:fs';
+import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
 import { isPrimaryServer, sql } from '../helpers/sql';
@@ -6,7 +7,8 @@ import { isPrimaryServer, sql } from '../helpers/sql';
 /**
  * DCS failsafe mode on a real 3-node cluster (PostgreSQL 15, etcd), ttl 10, loop_wait 2: etcd frozen
  * for longer than two ttls. While both replicas' agents answer, the primary keeps accepting writes;
- * with one replica's agent gone, it demotes as without the mode, and nobody else promotes.
+ * with one replica's agent gone, it demotes as without the mode, and nobody else promotes. With
+ * retry_timeout below loop_wait, the frozen etcd costs each cycle one retry_timeout and the cycles keep loop_wait's cadence.
  */
 jest.setTimeout(240_000);
 
@@ -62,9 +64,24 @@ it('etcd frozen with one replica agent gone: the primary demotes, and no node ru
   await cluster.waitForHealthy(90_000);
 });
 
-it('etcd frozen for 25 s: the primary keeps acknowledging writes while both replicas answer it', async () => {
+/** The agent's log lines written since `offset` (a byte count taken with logSize). */
+const logSince = (node: LocalNode, offset: number) => readFileSync(node.logPath).subarray(offset).toString('utf8').split('\n').filter(Boolean);
+const logSize = (node: LocalNode) => statSync(node.logPath).size;
+/** The log's `2026-11-27 22:39:27,017` stamp in ms; only differences between stamps are used. */
+const stampMs = (line: string) => Date.parse(`${line.slice(0, 10)}T${line.slice(11, 23).replace(',', '.')}Z`);
+
+it('etcd frozen for 25 s: the primary keeps acknowledging writes while both replicas answer it, deciding every loop_wait', async () => {
   const leader = await cluster.waitForHealthy(30_000);
   await sql(leader, 'CREATE TABLE IF NOT EXISTS failsafe_rows (id int)');
+  // retry_timeout 3 -> 1 through /config: a cycle with etcd frozen now fails its read after 1 s and keeps loop_wait's cadence.
+  const patchedAt = logSize(leader);
+  const patch = await fetch(`${leader.apiUrl}/config`, { method: 'PATCH', body: JSON.stringify({ retry_timeout: 1 }), headers: { 'content-type': 'application/json' } });
+  expect(patch.status).toBe(200);
+  await waitFor(() => logSince(leader, patchedAt).filter((line) => line.includes('the leader with the lock')).length >= 2, {
+    timeoutMs: 10_000,
+    description: 'two cycles of the leader after the PATCH',
+  });
+  const frozenAt = logSize(leader);
   await cluster.etcd.pause();
   const started = Date.now();
   let written = 0;
@@ -82,6 +99,12 @@ it('etcd frozen for 25 s: the primary keeps acknowledging writes while both repl
   } finally {
     cluster.etcd.resume();
   }
+  const decisions = logSince(leader, frozenAt).filter((line) => line.includes('continue to run as a leader because failsafe mode is enabled'));
+  const gaps = decisions.slice(1).map((line, i) => stampMs(line) - stampMs(decisions[i]));
+  // Each call waiting its own retry_timeout (the configuration file's 3 s, not /config's 1 s) made every cycle 3 s and "Loop time exceeded".
+  expect(logSince(leader, frozenAt).filter((line) => line.includes('Loop time exceeded'))).toEqual([]);
+  expect(decisions.length).toBeGreaterThanOrEqual(10);
+  expect(gaps.filter((gap) => gap > 2_800)).toEqual([]);
   expect(written).toBeGreaterThan(30);
   const after = await cluster.waitForHealthy(60_000);
   expect(after.name).toBe(leader.name);

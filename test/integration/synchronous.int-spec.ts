@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { descendantsOf } from '../../src/common/process-tree';
 import { sql } from '../helpers/sql';
 
 /**
@@ -203,6 +204,35 @@ it('an agent restarted beside its running primary never relaxes synchronous_stan
   watching = false;
   await watcher;
   expect([...seen]).toEqual([before]);
+});
+
+it('primary_stop_timeout: a switchover whose fast shutdown hangs on a frozen replica stops the primary immediately after it', async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby' });
+  const candidate = cluster.node((await syncKey())!.sync_standby!);
+  const frozen = cluster.nodes.find((node) => node !== leader && node !== candidate)!;
+  const patchedAt = statSync(leader.logPath).size;
+  const leaderLogSince = (offset: number) => readFileSync(leader.logPath).subarray(offset).toString('utf8');
+  await patchConfig(leader, { primary_stop_timeout: 1 });
+  await waitFor(() => leaderLogSince(patchedAt).split('the leader with the lock').length > 2, { timeoutMs: 10_000, description: 'two cycles of the leader after the PATCH' });
+  // A fast shutdown waits until every WAL sender's standby confirmed the shutdown checkpoint: a frozen one never does
+  // (until wal_sender_timeout, 60 s). Without primary_stop_timeout a switchover's stop waits pg_ctl_timeout (60 s), past the API's 20 s.
+  const frozenServer = [frozen.postmasterPid()!, ...descendantsOf(frozen.postmasterPid()!)];
+  for (const pid of frozenServer) process.kill(pid, 'SIGSTOP');
+  try {
+    const switchover = await fetch(`${leader.apiUrl}/switchover`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
+    });
+    expect({ status: switchover.status, text: await switchover.text() }).toEqual({ status: 200, text: `Successfully switched over to "${candidate.name}"` });
+    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, { timeoutMs: 30_000, description: `${candidate.name} the new primary` });
+    expect(leaderLogSince(patchedAt)).toContain('postgres did not stop (fast) within 1000 ms: immediate shutdown');
+  } finally {
+    for (const pid of frozenServer) process.kill(pid, 'SIGCONT');
+  }
+  await patchConfig(candidate, { primary_stop_timeout: null });
+  await cluster.waitForHealthy(60_000);
 });
 
 it('turning the mode off deletes /sync and gives the user setting back', async () => {
