@@ -59,6 +59,8 @@ export interface LocalClusterOptions {
   network?: NodeNetwork;
   /** More environment for every agent (NOTIFY_SOCKET, ...), not for etcd. */
   agentEnv?: Record<string, string>;
+  /** The program that runs the agent instead of this checkout's bin/stator.js, e.g. an installed `/usr/bin/stator`. */
+  agentProgram?: string;
 }
 
 /** Where each node lives when it is not on loopback: see `NetnsLab`. */
@@ -258,7 +260,8 @@ export class LocalNode {
   start(): void {
     const log = openSync(this.logPath, 'a');
     const prefix = this.options.network?.prefix(this.index) ?? [];
-    const [command, ...args] = [...prefix, process.execPath, ...AGENT_NODE_FLAGS, AGENT, this.configPath];
+    const agent = this.options.agentProgram ? [this.options.agentProgram] : [process.execPath, ...AGENT_NODE_FLAGS, AGENT];
+    const [command, ...args] = [...prefix, ...agent, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
       env: { ...process.env, ...AGENT_ENVIRONMENT, ...this.options.agentEnv },
