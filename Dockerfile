@@ -1,6 +1,6 @@
-# The Stator agent with Debian's PostgreSQL 15, as used by docker-compose.yml.
+# The Stator agent with Debian's PostgreSQL 15, as used by docker-compose.yml, on Node 24 (an LTS line CI tests).
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /opt/stator
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -10,7 +10,7 @@ COPY scripts ./scripts
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # python3 runs the fence (src/postgresql/fence/fence_main.py), the postmaster's parent and dead man's switch.
 # postgresql-common would create a "main" cluster on install; Stator runs initdb itself, in its own data_dir.
 RUN mkdir -p /etc/postgresql-common/createcluster.d \

@@ -61,6 +61,8 @@ export interface LocalClusterOptions {
   agentEnv?: Record<string, string>;
   /** Command prefix of every agent on loopback, e.g. `unshare --mount ...` for a resolv.conf of its own. */
   agentPrefix?: string[];
+  /** The program that runs the agent instead of this checkout's bin/stator.js, e.g. an installed `/usr/bin/stator`. */
+  agentProgram?: string;
 }
 
 /** Where each node lives when it is not on loopback: see `NetnsLab`. */
@@ -260,7 +262,8 @@ export class LocalNode {
   start(): void {
     const log = openSync(this.logPath, 'a');
     const prefix = this.options.network?.prefix(this.index) ?? this.options.agentPrefix ?? [];
-    const [command, ...args] = [...prefix, process.execPath, ...AGENT_NODE_FLAGS, AGENT, this.configPath];
+    const agent = this.options.agentProgram ? [this.options.agentProgram] : [process.execPath, ...AGENT_NODE_FLAGS, AGENT];
+    const [command, ...args] = [...prefix, ...agent, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
       env: { ...process.env, ...AGENT_ENVIRONMENT, ...this.options.agentEnv },

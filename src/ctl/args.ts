@@ -147,6 +147,8 @@ export interface CommandLine {
  * @throws UsageError naming the flag or argument at fault.
  */
 export function parseCommandLine(argv: string[]): CommandLine {
+  // `statorctl --version`, as `stator --version` (and what a package's smoke test runs): the `version` command.
+  if (argv.length === 1 && argv[0] === '--version') return { command: 'version', args: [], values: {} as Values, format: 'table', timeoutMs: 10_000 };
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });

@@ -7,6 +7,7 @@ import { AGENT_NODE_FLAGS, agentEnvironmentAssignments } from '../../src/cli/age
 import { buildMetrics } from '../../src/api/metrics';
 import { leaderView, NOW } from './api/node-view-fixtures';
 import { removeDir, tmpDir } from '../helpers/tmp';
+import { agentWrapper } from '../../scripts/lib/debian-package';
 
 /** What operators deploy beside Stator (deploy/): checked against the metrics and paths Stator really serves. */
 const DEPLOY = join(__dirname, '..', '..', 'deploy');
@@ -58,10 +59,12 @@ describe('deploy/', () => {
     const settings = (key: string) => [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]);
 
     it('passes systemd-analyze verify without a warning', () => {
-      // verify checks that ExecStart's program exists: the node running this test stands for /usr/bin/node.
+      // verify checks that ExecStart's program exists: the package's wrapper, written here, stands for /usr/bin/stator
+      // (test/integration/debian-package.int-spec.ts verifies the installed unit).
       const dir = tmpDir('stator-unit-');
       try {
-        writeFileSync(join(dir, 'stator.service'), unit.replace('ExecStart=/usr/bin/node ', `ExecStart=${process.execPath} `));
+        writeFileSync(join(dir, 'stator'), agentWrapper(), { mode: 0o755 });
+        writeFileSync(join(dir, 'stator.service'), unit.replace('ExecStart=/usr/bin/stator ', `ExecStart=${join(dir, 'stator')} `));
         const verify = spawnSync('systemd-analyze', ['verify', join(dir, 'stator.service')], { encoding: 'utf8' });
         expect({ status: verify.status, output: `${verify.stdout}${verify.stderr}` }).toEqual({ status: 0, output: '' });
       } finally {
@@ -78,9 +81,9 @@ describe('deploy/', () => {
       expect(settings('Restart')).toEqual(['on-failure']);
     });
 
-    it('starts the agent with the same node flags and malloc setting as bin/stator.js, on /etc/stator/stator.yml', () => {
-      expect(settings('ExecStart')).toEqual([`/usr/bin/node ${AGENT_NODE_FLAGS.join(' ')} /opt/stator/bin/stator.js /etc/stator/stator.yml`]);
-      expect(settings('Environment')).toEqual(agentEnvironmentAssignments().split(' '));
+    it('starts /usr/bin/stator (the package wrapper), with the same node flags and malloc setting as bin/stator.js, on /etc/stator/stator.yml', () => {
+      expect(settings('ExecStart')).toEqual(['/usr/bin/stator /etc/stator/stator.yml']);
+      expect(agentWrapper()).toContain(`exec env ${agentEnvironmentAssignments()} "\${STATOR_NODE:-/usr/bin/node}" ${AGENT_NODE_FLAGS.join(' ')} /usr/lib/stator/bin/stator.js "$@"`);
     });
   });
 });

@@ -16,6 +16,13 @@ describe('statorctl command line', () => {
     expect(parseCommandLine(['edit-config', '-s', 'ttl=20', '-p', 'work_mem=8MB', '-p', 'a=b']).values).toMatchObject({ set: ['ttl=20'], pg: ['work_mem=8MB', 'a=b'] });
   });
 
+  it('prints its version for --version alone, as for the version command', async () => {
+    const result = await statorctl(['--version']);
+    expect(result).toMatchObject({ code: 0, stdout: (await statorctl(['version'])).stdout });
+    expect(result.stdout).toMatch(/^statorctl \d+\.\d+\.\d+\n$/);
+    expect(() => parseCommandLine(['list', '--version'])).toThrow('unknown flag --version');
+  });
+
   it.each([
     [['list', '--bogus'], 'unknown flag --bogus'],
     [['lsit'], "unknown command 'lsit'"],
