@@ -11,7 +11,7 @@ const FENCED_FAILOVER_GAP_TARGET_MS = 3000;
 export function renderLbReport(r: LbResults): string {
   const out: string[] = [];
   const columns = columnsOf(r);
-  out.push(`# Load balancers: Stator vs Patroni through HAProxy, ${r.date}`, '');
+  out.push(r.pgbouncer ? `# Load balancers: Stator through PgBouncer and HAProxy, ${r.date}` : `# Load balancers: Stator vs Patroni through HAProxy, ${r.date}`, '');
   out.push(
     `\`npm run lb-bench\`, ${fmt(r.durationS / 60, 1)} min. ${r.environment.machine}; Node ${r.environment.node}; Stator ${r.environment.stator}; ` +
       `${r.environment.patroni}; ${r.environment.etcd}; ${r.environment.postgresql}; HAProxy ${r.environment.haproxy}. Load average at start: ${r.environment.loadAtStart} ` +

@@ -41,6 +41,8 @@ export class LbTraffic {
     private readonly primaryPort: number,
     private readonly replicaPort: number,
     private readonly runTag: string,
+    /** The writer goes through PgBouncer, which refuses a statement_timeout startup parameter. */
+    private readonly writerViaPooler = false,
   ) {
     this.loops = [this.writeLoop(), this.readLoop()];
   }
@@ -79,8 +81,12 @@ export class LbTraffic {
   private async writeLoop(): Promise<void> {
     while (this.running) {
       const tag = `${this.runTag}-${++this.seq}`;
-      const rows = await once<{ port: number }>(this.primaryPort, `INSERT INTO ${LB_TABLE} (tag) VALUES ($1) RETURNING inet_server_port() AS port`, [tag], (message) =>
-        this.writeErrors.set(message, (this.writeErrors.get(message) ?? 0) + 1),
+      const rows = await once<{ port: number }>(
+        this.primaryPort,
+        `INSERT INTO ${LB_TABLE} (tag) VALUES ($1) RETURNING inet_server_port() AS port`,
+        [tag],
+        (message) => this.writeErrors.set(message, (this.writeErrors.get(message) ?? 0) + 1),
+        !this.writerViaPooler,
       );
       if (rows) this.acked.push({ tag, at: now(), port: rows[0].port });
       else this.failedWrites++;
@@ -101,8 +107,8 @@ export class LbTraffic {
 }
 
 /** One statement on a new connection; null on any failure (told to `failed`). */
-async function once<T>(port: number, text: string, values: unknown[], failed?: (message: string) => void): Promise<T[] | null> {
-  const client = pgClient(port);
+async function once<T>(port: number, text: string, values: unknown[], failed?: (message: string) => void, serverTimeout = true): Promise<T[] | null> {
+  const client = pgClient(port, 1000, serverTimeout);
   try {
     await client.connect();
     const result = await client.query(text, values);

@@ -76,7 +76,7 @@ async function settled(target: LbTarget, leader: BenchNode): Promise<void> {
 async function prepare(target: LbTarget, tag: string): Promise<{ leader: BenchNode; traffic: LbTraffic }> {
   const { leader } = await waitHealthy(target.cluster, 120_000);
   await settled(target, leader);
-  const traffic = new LbTraffic(target.pgbouncerPort ?? target.haproxy.primaryPort, target.haproxy.replicaPort, tag);
+  const traffic = new LbTraffic(target.pgbouncerPort ?? target.haproxy.primaryPort, target.haproxy.replicaPort, tag, target.pgbouncerPort !== undefined);
   if ((await traffic.waitForAck(now(), leader.pgPort, 10_000)) === null) {
     await traffic.stop();
     throw new Error(`${target.cluster.label}: no write through ${target.pgbouncerPort ? 'PgBouncer and ' : ''}HAProxy`);
