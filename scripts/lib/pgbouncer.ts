@@ -73,10 +73,15 @@ export class LocalPgbouncer {
     const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`pgbouncer exited (${code}); see ${local.dir}/pgbouncer.log`))));
     exited.catch(() => undefined);
     const bouncer = new LocalPgbouncer(child, local.listenPort, local.dir);
-    await Promise.race([
-      exited,
-      waitFor(() => readFileSync(join(local.dir, 'pgbouncer.log'), 'utf8').includes('process up'), { timeoutMs: 10_000, description: 'pgbouncer listening' }),
-    ]);
+    try {
+      await Promise.race([
+        exited,
+        waitFor(() => readFileSync(join(local.dir, 'pgbouncer.log'), 'utf8').includes('process up'), { timeoutMs: 10_000, description: 'pgbouncer listening' }),
+      ]);
+    } catch (error) {
+      await bouncer.stop(); // a PgBouncer that never came up must not outlive the caller
+      throw error;
+    }
     return bouncer;
   }
 
