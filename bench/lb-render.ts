@@ -11,7 +11,7 @@ const FENCED_FAILOVER_GAP_TARGET_MS = 3000;
 export function renderLbReport(r: LbResults): string {
   const out: string[] = [];
   const columns = columnsOf(r);
-  out.push(`# Load balancers: Stator vs Patroni through HAProxy, ${r.date}`, '');
+  out.push(r.pgbouncer ? `# Load balancers: Stator through PgBouncer and HAProxy, ${r.date}` : `# Load balancers: Stator vs Patroni through HAProxy, ${r.date}`, '');
   out.push(
     `\`npm run lb-bench\`, ${fmt(r.durationS / 60, 1)} min. ${r.environment.machine}; Node ${r.environment.node}; Stator ${r.environment.stator}; ` +
       `${r.environment.patroni}; ${r.environment.etcd}; ${r.environment.postgresql}; HAProxy ${r.environment.haproxy}. Load average at start: ${r.environment.loadAtStart} ` +
@@ -23,6 +23,13 @@ export function renderLbReport(r: LbResults): string {
       'and postmaster at a random moment of the HA loop, then the agent is started again. Runs alternate between the clusters; min / **median** / max.',
     '',
   );
+  if (r.pgbouncer) {
+    out.push(
+      'With `--pgbouncer`: the writer connects to PgBouncer (the shipped deploy/pgbouncer.ini, Debian\'s PgBouncer as the postgres OS user), which sends every ' +
+        'statement through HAProxy\'s primary port; "write gap" and "failed writes" are what that client saw.',
+      '',
+    );
+  }
   out.push('## Targets (Stator, shipped configuration)', '', targets(r), '');
   out.push('## Side by side', '', table(['measurement', ...columns.map((c) => c.title)], rows(r, columns)), '');
   for (const [event, runs] of [['switchover', r.switchovers], ['failover', r.failovers]] as const) {
@@ -45,13 +52,15 @@ interface Column {
 
 function columnsOf(r: LbResults): Column[] {
   const all = [...r.switchovers, ...r.failovers];
-  const seen = [...new Set(all.map((x) => `${x.kind}/${x.flavour}`))].sort((a, b) => (a.startsWith('stator') ? -1 : b.startsWith('stator') ? 1 : a.localeCompare(b)));
+  const key = (run: LbRun) => `${run.kind}/${run.flavour}${run.viaPgbouncer ? '+pgbouncer' : ''}`;
+  const seen = [...new Set(all.map(key))].sort((a, b) => (a.startsWith('stator') ? -1 : b.startsWith('stator') ? 1 : a.localeCompare(b)));
   const titles: Record<string, string> = {
     'stator/stator': 'Stator, shipped config',
+    'stator/stator+pgbouncer': 'Stator, shipped configs, writer through PgBouncer',
     'patroni/patroni-documented': "Patroni 3.0.2, Patroni's documented config",
     'patroni/stator': "Patroni 3.0.2, Stator's shipped config",
   };
-  return seen.map((key) => ({ title: titles[key] ?? key, pick: (run) => `${run.kind}/${run.flavour}` === key }));
+  return seen.map((column) => ({ title: titles[column] ?? column, pick: (run) => key(run) === column }));
 }
 
 function rows(r: LbResults, columns: Column[]): string[][] {
@@ -69,12 +78,14 @@ function rows(r: LbResults, columns: Column[]): string[][] {
     ['switchover: **write gap through HAProxy**, ms', ...cells(so, (x) => x.gapMs)],
     ['switchover: **reads routed to a primary** through the replica port, per switchover', ...cells(so, (x) => x.misroutedReads)],
     ['↳ in all', ...total(so, (x) => x.misroutedReads)],
+    ['switchover: writes that failed (the client got an error)', ...total(so, (x) => x.failedWrites ?? 0)],
     ['switchover: **acknowledged writes lost**', ...total(so, (x) => x.lost)],
     ['failover: another node answers 200 on /primary, ms from the kill', ...cells(fo, (x) => x.primaryMs)],
     ['failover: first write on the new leader through HAProxy, ms', ...cells(fo, (x) => x.firstWriteOnNewMs)],
     ['failover: **write gap through HAProxy**, ms', ...cells(fo, (x) => x.gapMs)],
     ['failover: **reads routed to a primary** through the replica port, per failover', ...cells(fo, (x) => x.misroutedReads)],
     ['↳ in all', ...total(fo, (x) => x.misroutedReads)],
+    ['failover: writes that failed (the client got an error)', ...total(fo, (x) => x.failedWrites ?? 0)],
     ['failover: acknowledged writes lost (asynchronous replication: not a target)', ...total(fo, (x) => x.lost)],
     ['failover: killed agent restarted → cluster healthy, ms', ...cells(fo, (x) => x.rejoinMs)],
   ];
@@ -101,9 +112,10 @@ function targets(r: LbResults): string {
 function detail(run: LbRun): string {
   const misrouted = run.misroutedReads ? ` (${run.misroutedOn.join(', ')})` : '';
   const rejoin = Number.isFinite(run.rejoinMs) ? `, rejoined ${fmt(run.rejoinMs)} ms` : '';
+  const errors = run.writeErrors?.length ? ` (${run.writeErrors.join('; ')})` : '';
   return (
     `${run.event} ${run.kind}/${run.flavour} ${run.from}→${run.to}: /primary 200 +${fmt(run.primaryMs)} ms, first write on it +${fmt(run.firstWriteOnNewMs)} ms, ` +
-    `write gap ${fmt(run.gapMs)} ms (from +${fmt(run.gapStartMs)} ms), reads on a primary ${run.misroutedReads} of ${run.reads}${misrouted}, failed reads ${run.failedReads}, ` +
+    `write gap ${fmt(run.gapMs)} ms (from +${fmt(run.gapStartMs)} ms), reads on a primary ${run.misroutedReads} of ${run.reads}${misrouted}, failed reads ${run.failedReads}, failed writes ${run.failedWrites ?? 0}${errors}, ` +
     `writes lost ${run.lost} of ${run.acknowledged}${rejoin}, load ${run.loadBefore}`
   );
 }

@@ -9,6 +9,9 @@ import { httpPatch } from './lib/http';
 import { createLbTable } from './lib/lb-traffic';
 import { PatroniBenchCluster } from './lib/patroni-cluster';
 import { loadAverage, log, now } from './lib/util';
+import { LocalPgbouncer, PGBOUNCER_BINARY } from '../scripts/lib/pgbouncer';
+import { freePort } from '../scripts/lib/ports';
+import { PG_PASSWORD } from './lib/cluster';
 import { renderLbReport } from './lb-render';
 import { environment, findRepoRoot, preflight } from './run';
 import { lbFailover, LbRun, lbSwitchover, LbTarget } from './scenarios/load-balancer';
@@ -23,7 +26,9 @@ const REPO_ROOT = findRepoRoot(__dirname);
 const RUNS = Number(process.env.LB_RUNS ?? 10);
 const PATRONI_RUNS = Number(process.env.LB_PATRONI_RUNS ?? RUNS);
 const PATRONI_TUNED = process.env.LB_PATRONI_TUNED === '1';
-const WANT_PATRONI = process.env.BENCH_PATRONI !== '0';
+/** `--pgbouncer`: Stator alone, the writer through PgBouncer (deploy/pgbouncer.ini) in front of HAProxy's primary port. */
+const VIA_PGBOUNCER = process.argv.includes('--pgbouncer');
+const WANT_PATRONI = process.env.BENCH_PATRONI !== '0' && !VIA_PGBOUNCER;
 /** For measuring the default: load_balancer_drain_ms set on the Stator cluster through PATCH /config. */
 const STATOR_DRAIN_MS = process.env.LB_STATOR_DRAIN_MS;
 /** `switchover`, `failover` or both (default), comma-separated. */
@@ -41,6 +46,8 @@ export interface LbResults {
   timing: Timing;
   environment: Record<string, string>;
   targets: string[];
+  /** The writer went through PgBouncer in front of HAProxy's primary port. */
+  pgbouncer: boolean;
   switchovers: LbRun[];
   failovers: LbRun[];
   errors: string[];
@@ -50,6 +57,7 @@ const started = now();
 
 async function main(): Promise<void> {
   if (!existsSync(HAPROXY_BINARY)) throw new Error(`HAProxy is missing (${HAPROXY_BINARY}): apt-get install haproxy`);
+  if (VIA_PGBOUNCER && !existsSync(PGBOUNCER_BINARY)) throw new Error(`PgBouncer is missing (${PGBOUNCER_BINARY}): apt-get install pgbouncer`);
   const notes: string[] = [];
   const patroni = WANT_PATRONI && preflight(notes);
   for (const note of notes) log(note);
@@ -60,8 +68,9 @@ async function main(): Promise<void> {
     runs: { stator: RUNS, patroni: patroni ? PATRONI_RUNS : 0 },
     statorDrainMs: STATOR_DRAIN_MS !== undefined ? Number(STATOR_DRAIN_MS) : 750,
     timing: LB_TIMING,
-    environment: { ...environment(patroni), haproxy: HAPROXY_BINARY },
+    environment: { ...environment(patroni), haproxy: HAPROXY_BINARY, ...(VIA_PGBOUNCER ? { pgbouncer: PGBOUNCER_BINARY } : {}) },
     targets: [],
+    pgbouncer: VIA_PGBOUNCER,
     switchovers: [],
     failovers: [],
     errors: [],
@@ -88,7 +97,9 @@ async function main(): Promise<void> {
       }
       const flavours: HaproxyFlavour[] = cluster.kind === 'stator' ? ['stator'] : PATRONI_TUNED ? ['patroni-documented', 'stator'] : ['patroni-documented'];
       for (const flavour of flavours) {
-        targets.push({ cluster, haproxy: await BenchHaproxy.start(cluster, flavour, baseDir), runs: cluster.kind === 'stator' ? RUNS : PATRONI_RUNS });
+        const haproxy = await BenchHaproxy.start(cluster, flavour, baseDir);
+        const pgbouncerPort = VIA_PGBOUNCER ? await startPgbouncer(baseDir, haproxy.primaryPort) : undefined;
+        targets.push({ cluster, haproxy, pgbouncerPort, runs: cluster.kind === 'stator' ? RUNS : PATRONI_RUNS });
       }
     }
     results.targets = targets.map((t) => `${t.cluster.kind} with ${t.haproxy.flavour} HAProxy configuration (${t.haproxy.configPath.split('/').pop()})`);
@@ -108,7 +119,7 @@ async function main(): Promise<void> {
   results.durationS = (now() - started) / 1000;
   const dir = join(REPO_ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const name = `${results.date}-load-balancers${process.env.LB_RESULTS_SUFFIX ?? ''}`;
+  const name = `${results.date}-load-balancers${VIA_PGBOUNCER ? '-pgbouncer' : ''}${process.env.LB_RESULTS_SUFFIX ?? ''}`;
   const report = renderLbReport(results);
   writeFileSync(join(dir, `${name}.md`), report);
   writeFileSync(join(dir, `${name}.json`), JSON.stringify(results, null, 1) + '\n');
@@ -117,6 +128,15 @@ async function main(): Promise<void> {
   if (failed || results.errors.length) log(`node directories and logs kept in ${baseDir}`);
   else rmSync(baseDir, { recursive: true, force: true });
   process.exitCode = failed ? 1 : 0;
+}
+
+/** PgBouncer from the shipped ini in front of `upstreamPort`, as the postgres OS user, stopped by PID with the rest. */
+async function startPgbouncer(baseDir: string, upstreamPort: number): Promise<number> {
+  const dir = join(baseDir, 'pgbouncer');
+  mkdirSync(dir);
+  const bouncer = await LocalPgbouncer.start({ dir, listenPort: await freePort(), upstreamPort, user: 'postgres', password: PG_PASSWORD });
+  track({ label: 'pgbouncer', stop: () => bouncer.stop(), pids: () => (bouncer.pid ? [bouncer.pid] : []) });
+  return bouncer.port;
 }
 
 /** Run i of every target, alternating which goes first, while the time budget lasts. */

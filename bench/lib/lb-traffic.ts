@@ -30,14 +30,19 @@ export class LbTraffic {
   reads = 0;
   failedReads = 0;
   failedWrites = 0;
+  /** What the writer's failed statements said, and how often. */
+  readonly writeErrors = new Map<string, number>();
   private running = true;
   private seq = 0;
   private readonly loops: Promise<void>[];
 
+  /** `primaryPort`: where the writer connects (HAProxy's primary port, or PgBouncer in front of it). */
   constructor(
     private readonly primaryPort: number,
     private readonly replicaPort: number,
     private readonly runTag: string,
+    /** The writer goes through PgBouncer, which refuses a statement_timeout startup parameter. */
+    private readonly writerViaPooler = false,
   ) {
     this.loops = [this.writeLoop(), this.readLoop()];
   }
@@ -76,7 +81,13 @@ export class LbTraffic {
   private async writeLoop(): Promise<void> {
     while (this.running) {
       const tag = `${this.runTag}-${++this.seq}`;
-      const rows = await once<{ port: number }>(this.primaryPort, `INSERT INTO ${LB_TABLE} (tag) VALUES ($1) RETURNING inet_server_port() AS port`, [tag]);
+      const rows = await once<{ port: number }>(
+        this.primaryPort,
+        `INSERT INTO ${LB_TABLE} (tag) VALUES ($1) RETURNING inet_server_port() AS port`,
+        [tag],
+        (message) => this.writeErrors.set(message, (this.writeErrors.get(message) ?? 0) + 1),
+        !this.writerViaPooler,
+      );
       if (rows) this.acked.push({ tag, at: now(), port: rows[0].port });
       else this.failedWrites++;
       await sleep(LB_WRITE_INTERVAL_MS);
@@ -95,14 +106,15 @@ export class LbTraffic {
   }
 }
 
-/** One statement on a new connection; null on any failure. */
-async function once<T>(port: number, text: string, values: unknown[]): Promise<T[] | null> {
-  const client = pgClient(port);
+/** One statement on a new connection; null on any failure (told to `failed`). */
+async function once<T>(port: number, text: string, values: unknown[], failed?: (message: string) => void, serverTimeout = true): Promise<T[] | null> {
+  const client = pgClient(port, 1000, serverTimeout);
   try {
     await client.connect();
     const result = await client.query(text, values);
     return result.rows as T[];
-  } catch {
+  } catch (error) {
+    failed?.((error as Error).message);
     return null;
   } finally {
     await client.end().catch(() => undefined);

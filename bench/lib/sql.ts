@@ -1,7 +1,8 @@
 import { Client } from 'pg';
 import { PG_PASSWORD } from './cluster';
 
-export function pgClient(port: number, timeoutMs = 1000): Client {
+/** `serverTimeout: false` for a pooler, which refuses `statement_timeout` as a startup parameter (the client-side query_timeout stays). */
+export function pgClient(port: number, timeoutMs = 1000, serverTimeout = true): Client {
   const client = new Client({
     host: '127.0.0.1',
     port,
@@ -11,7 +12,7 @@ export function pgClient(port: number, timeoutMs = 1000): Client {
     application_name: 'stator-bench',
     connectionTimeoutMillis: timeoutMs,
     query_timeout: timeoutMs,
-    statement_timeout: timeoutMs,
+    ...(serverTimeout ? { statement_timeout: timeoutMs } : {}),
   });
   client.on('error', () => undefined); // a dying server must not crash the benchmark
   return client;

@@ -12,11 +12,15 @@ import { loadAverage, log, now, pollUntil, sleep } from '../lib/util';
 export interface LbTarget {
   cluster: BenchCluster;
   haproxy: BenchHaproxy;
+  /** PgBouncer's port in front of HAProxy's primary port, when the writer goes through it. */
+  pgbouncerPort?: number;
 }
 
 export interface LbRun {
   kind: string;
   flavour: HaproxyFlavour;
+  /** The writer went through PgBouncer (deploy/pgbouncer.ini) in front of HAProxy's primary port. */
+  viaPgbouncer: boolean;
   event: 'switchover' | 'failover';
   from: string;
   to: string;
@@ -32,6 +36,9 @@ export interface LbRun {
   misroutedOn: string[];
   reads: number;
   failedReads: number;
+  /** Writes that failed, and what the client was told ("message ×count"). */
+  failedWrites: number;
+  writeErrors: string[];
   acknowledged: number;
   /** Acknowledged writes the new leader does not hold once the cluster is healthy again. */
   lost: number;
@@ -69,10 +76,10 @@ async function settled(target: LbTarget, leader: BenchNode): Promise<void> {
 async function prepare(target: LbTarget, tag: string): Promise<{ leader: BenchNode; traffic: LbTraffic }> {
   const { leader } = await waitHealthy(target.cluster, 120_000);
   await settled(target, leader);
-  const traffic = new LbTraffic(target.haproxy.primaryPort, target.haproxy.replicaPort, tag);
+  const traffic = new LbTraffic(target.pgbouncerPort ?? target.haproxy.primaryPort, target.haproxy.replicaPort, tag, target.pgbouncerPort !== undefined);
   if ((await traffic.waitForAck(now(), leader.pgPort, 10_000)) === null) {
     await traffic.stop();
-    throw new Error(`${target.cluster.label}: no write through HAProxy`);
+    throw new Error(`${target.cluster.label}: no write through ${target.pgbouncerPort ? 'PgBouncer and ' : ''}HAProxy`);
   }
   await sleep(500);
   return { leader, traffic };
@@ -163,6 +170,7 @@ async function finish(
   const run: LbRun = {
     kind: cluster.kind,
     flavour: target.haproxy.flavour,
+    viaPgbouncer: target.pgbouncerPort !== undefined,
     event,
     from: from.name,
     to: to.name,
@@ -174,6 +182,8 @@ async function finish(
     misroutedOn: traffic.misrouted.map((r) => `${portName.get(r.port) ?? r.port}@+${Math.round(r.at - t0)}ms`),
     reads: traffic.reads,
     failedReads: traffic.failedReads,
+    failedWrites: traffic.failedWrites,
+    writeErrors: [...traffic.writeErrors].map(([message, count]) => `${message} ×${count}`),
     acknowledged: traffic.acked.length,
     lost: traffic.acked.filter((w) => !present.has(w.tag)).length,
     rejoinMs: at.rejoinMs,
@@ -181,8 +191,8 @@ async function finish(
     moments: cluster.kind === 'stator' ? await statorMoments(cluster, t0, at.until) : [],
   };
   log(
-    `${run.kind}/${run.flavour} ${event} ${run.from}→${run.to}: /primary 200 +${run.primaryMs.toFixed(0)} ms, first write on it +${run.firstWriteOnNewMs.toFixed(0)} ms, ` +
-      `write gap ${run.gapMs.toFixed(0)} ms, misrouted reads ${run.misroutedReads} of ${run.reads}, lost ${run.lost} of ${run.acknowledged}, load ${run.loadBefore}`,
+    `${run.kind}/${run.flavour}${run.viaPgbouncer ? '+pgbouncer' : ''} ${event} ${run.from}→${run.to}: /primary 200 +${run.primaryMs.toFixed(0)} ms, first write on it +${run.firstWriteOnNewMs.toFixed(0)} ms, ` +
+      `write gap ${run.gapMs.toFixed(0)} ms, misrouted reads ${run.misroutedReads} of ${run.reads}, failed writes ${run.failedWrites}, lost ${run.lost} of ${run.acknowledged}, load ${run.loadBefore}`,
   );
   return run;
 }
