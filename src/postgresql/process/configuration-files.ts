@@ -4,8 +4,9 @@ import { dirname, join, resolve } from 'node:path';
 import { decidedByStator } from '../../config/dynamic-files-config';
 import { withVersionNames } from '../parameter-renames';
 import { PostgresSettings } from '../postgres.port';
+import { withoutRecoveryParameters } from './auto-conf';
 import { CommandRunner } from './commands';
-import { LocalPostgres } from './local-postgres';
+import { AdapterLog, LocalPostgres } from './local-postgres';
 import { writePassfile } from './passfile';
 
 /** Marks the postgresql.conf Stator writes, so a later configure knows initdb's own file is already moved aside. */
@@ -45,6 +46,7 @@ export class ConfigurationFiles {
   constructor(
     private readonly local: LocalPostgres,
     private readonly commands: CommandRunner,
+    private readonly log?: AdapterLog,
   ) {}
 
   /**
@@ -54,6 +56,8 @@ export class ConfigurationFiles {
    * file or initdb's postgresql.conf is copied. Then come Stator's defaults, a replica's `recovery_conf`, the
    * parameters (which may override both), and the parameters only Stator decides (listen, port, hba_file, the upstream).
    * pg_hba.conf comes from `pg_hba` or a default; pg_ident.conf from `pg_ident`; standby.signal exists iff replica.
+   * Recovery settings in postgresql.auto.conf (a restore's restore_command) are removed, as Patroni does, unless a
+   * custom bootstrap keeps its own recovery (`keep_existing_recovery_conf`).
    */
   async write(settings: PostgresSettings): Promise<void> {
     const dataDir = this.local.dataDir;
@@ -70,6 +74,7 @@ export class ConfigurationFiles {
       await writePassfile(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword);
     }
     await this.commands.writeOwnedFile(this.local.configFile, this.renderPostgresqlConf(settings));
+    if (!settings.keepExistingRecoveryConf) await this.removeAutoConfRecovery();
     await this.commands.writeOwnedFile(join(configDir, 'pg_hba.conf'), this.renderHba(settings));
     const identLines = settings.pgIdent?.length ? settings.pgIdent : (this.local.config.pg_ident ?? []);
     const identPath = join(configDir, 'pg_ident.conf');
@@ -82,6 +87,16 @@ export class ConfigurationFiles {
     else await rm(standbySignal, { force: true });
     // PostgreSQL removes recovery.signal itself once the recovery ends.
     if (settings.role === 'primary' && settings.recovery) await this.commands.writeOwnedFile(join(dataDir, 'recovery.signal'), '');
+  }
+
+  /** PostgreSQL reads postgresql.auto.conf last: a recovery setting left there would override the one Stator writes. */
+  private async removeAutoConfRecovery(): Promise<void> {
+    const path = join(this.local.dataDir, 'postgresql.auto.conf');
+    if (!existsSync(path)) return;
+    const sanitized = withoutRecoveryParameters(await readFile(path, 'utf8'));
+    if (!sanitized) return;
+    await this.commands.writeOwnedFile(path, sanitized.text);
+    this.log?.('info', `removed ${sanitized.removed.join(', ')} from ${path}: Stator writes the recovery settings into postgresql.conf`);
   }
 
   /** The first time: the postgresql.conf Stator found becomes postgresql.base.conf (included first). */
