@@ -130,6 +130,11 @@ async function eventsOf(node: LocalNode, type: string): Promise<StatorEvent[]> {
   return ((await (await fetch(`${node.apiUrl}/events?type=${type}`)).json()) as StatorEvent[]).filter((event) => event.node === node.name);
 }
 
+async function reinitialize(node: LocalNode): Promise<void> {
+  const answer = await fetch(`${node.apiUrl}/reinitialize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  expect(answer.status).toBe(200);
+}
+
 async function rowsOn(node: LocalNode): Promise<number> {
   return Number((await sql<{ rows: string }>(node, 'SELECT count(*) AS rows FROM orders'))[0].rows);
 }
@@ -152,8 +157,15 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
   expect((await eventsOf(replica, 'replica.method_failed')).map((event) => event.data.method)).toContain('pgbackrest');
   expect((await eventsOf(replica, 'replica.created')).map((event) => event.data.method)).toEqual(['basebackup']);
 
-  // A stanza and a full backup holding 100 rows, from the leader.
+  // Reinitialized while there is still no backup: the restore fails on the kept data directory, which goes before pg_basebackup.
   await sql(leader, 'CREATE TABLE orders AS SELECT generate_series(1, 100) AS id');
+  await reinitialize(replica);
+  await waitFor(async () => (await eventsOf(replica, 'replica.created')).length === 2, { timeoutMs: 60_000, description: `${replica.name} rebuilt` });
+  expect((await eventsOf(replica, 'replica.created')).map((event) => event.data.method)).toEqual(['basebackup', 'basebackup']);
+  expect((await eventsOf(replica, 'replica.method_failed')).map((event) => event.data.method)).toEqual(['pgbackrest', 'pgbackrest']);
+  await main.waitForStreaming([replica.name], 30_000);
+
+  // A stanza and a full backup holding 100 rows, from the leader.
   await pgbackrest(leader, 'stanza-create');
   await pgbackrest(leader, 'backup', '--type=full');
   const info = JSON.parse(await pgbackrest(leader, 'info', '--output=json')) as Array<{ backup: unknown[]; archive: Array<{ max: string | null }> }>;
@@ -163,8 +175,7 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
 
   // All at once: the replica built again, now by pgBackRest; a new cluster from the backup; a standby cluster on the archive.
   const reinitialized = (async () => {
-    const answer = await fetch(`${replica.apiUrl}/reinitialize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-    expect(answer.status).toBe(200);
+    await reinitialize(replica);
     await waitFor(async () => (await eventsOf(replica, 'replica.created')).some((event) => event.data.method === 'pgbackrest'), {
       timeoutMs: 60_000,
       description: `${replica.name} rebuilt by pgbackrest`,
@@ -174,6 +185,10 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
   const restored = startCluster('restored', 1, 'stator-restore.yml');
   const standby = startCluster('standby', 1, 'stator-standby.yml');
   await reinitialized;
+
+  // A delta restore: the reinitialized member kept its data directory for it (keep_data), as with Patroni.
+  const restoreLog = readFileSync(join(replica.dir, 'pgbackrest-log', `${STANZA}-restore.log`), 'utf8');
+  expect(restoreLog).toContain(`remove invalid files/links/paths from '${replica.dataDir}'`);
 
   // The replica: restored, then streaming; pgBackRest's restore_command in postgresql.auto.conf removed, the example's in force.
   await sql(leader, 'INSERT INTO orders VALUES (101)');
