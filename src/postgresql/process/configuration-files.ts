@@ -93,10 +93,15 @@ export class ConfigurationFiles {
   private async removeAutoConfRecovery(): Promise<void> {
     const path = join(this.local.dataDir, 'postgresql.auto.conf');
     if (!existsSync(path)) return;
-    const sanitized = withoutRecoveryParameters(await readFile(path, 'utf8'));
-    if (!sanitized) return;
-    await this.commands.writeOwnedFile(path, sanitized.text);
-    this.log?.('info', `removed ${sanitized.removed.join(', ')} from ${path}: Stator writes the recovery settings into postgresql.conf`);
+    try {
+      const sanitized = withoutRecoveryParameters(await readFile(path, 'utf8'));
+      if (!sanitized) return;
+      await this.commands.writeOwnedFile(path, sanitized.text);
+      this.log?.('info', `removed ${sanitized.removed.join(', ')} from ${path}: Stator writes the recovery settings into postgresql.conf`);
+    } catch (error) {
+      // As the reference: the server still starts; what the file sets is what PostgreSQL will use.
+      this.log?.('warning', `could not remove the recovery settings from ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   /** The first time: the postgresql.conf Stator found becomes postgresql.base.conf (included first). */
