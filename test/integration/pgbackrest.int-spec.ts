@@ -182,9 +182,11 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
     });
     await main.waitForStreaming([replica.name], 30_000);
   })();
-  const restored = startCluster('restored', 1, 'stator-restore.yml');
-  const standby = startCluster('standby', 1, 'stator-standby.yml');
-  await reinitialized;
+  const starts = [startCluster('restored', 1, 'stator-restore.yml'), startCluster('standby', 1, 'stator-standby.yml')];
+  // Every start settled before a failure ends the test, so that afterAll stops every cluster started.
+  const settled = await Promise.allSettled([reinitialized, ...starts]);
+  for (const outcome of settled) if (outcome.status === 'rejected') throw outcome.reason;
+  const [restored, standby] = await Promise.all(starts);
 
   // A delta restore: the reinitialized member kept its data directory for it (keep_data), as with Patroni.
   const restoreLog = readFileSync(join(replica.dir, 'pgbackrest-log', `${STANZA}-restore.log`), 'utf8');
@@ -197,7 +199,7 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
   expect(await show(replica, 'restore_command')).toBe(`/usr/bin/pgbackrest --config=${join(replica.dir, 'pgbackrest.conf')} --stanza=main archive-get %f "%p"`);
 
   // The new cluster: the backup's system, every row archived, its own timeline, and both bootstrap events name pgbackrest.
-  const restoredLeader = await (await restored).waitForLeader(90_000);
+  const restoredLeader = await restored.waitForLeader(90_000);
   expect((await sql<{ id: string }>(restoredLeader, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0].id).toBe(systemId);
   expect(await rowsOn(restoredLeader)).toBeGreaterThanOrEqual(100);
   expect((await restoredLeader.status())?.timeline).toBe(2);
@@ -207,7 +209,7 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
   }
 
   // The standby cluster: built by pgBackRest without any leader, then each WAL file the primary archives is replayed.
-  const standbyLeader = (await standby).nodes[0];
+  const standbyLeader = standby.nodes[0];
   await waitFor(async () => (await standbyLeader.healthCode('/standby-leader')) === 200, { timeoutMs: 60_000, description: 'the standby leader' });
   expect((await eventsOf(standbyLeader, 'replica.created')).map((event) => event.data.method)).toEqual(['pgbackrest']);
   expect(await show(standbyLeader, 'primary_conninfo')).toBe('');
