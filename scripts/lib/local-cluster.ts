@@ -40,6 +40,8 @@ export interface LocalClusterOptions {
   echo?: boolean;
   /** How the cluster's etcd is started (TLS, extra flags). */
   etcd?: StartEtcdOptions;
+  /** An etcd already serving, shared by several clusters (each its own scope): used instead of starting one, and left running by stop(). */
+  sharedEtcd?: EtcdHandle;
   /** Extra keys of every node's `etcd3` section (protocol, cacert, cert, key, username, password). */
   etcd3?: Record<string, unknown>;
   /** More keys of each node's `postgresql` section, by node index (from 1), e.g. `callbacks`. */
@@ -89,6 +91,7 @@ export class LocalCluster {
     readonly etcd: EtcdHandle,
     readonly nodes: LocalNode[],
     readonly scope: string,
+    private readonly etcdShared = false,
   ) {}
 
   static async start(options: LocalClusterOptions): Promise<LocalCluster> {
@@ -96,7 +99,7 @@ export class LocalCluster {
     mkdirSync(options.baseDir, { recursive: true });
     // PostgreSQL runs as its own OS user, which must be able to reach the node directories.
     chmodSync(options.baseDir, 0o755);
-    const etcd = options.network?.etcd ?? (await startEtcd(options.etcd));
+    const etcd = options.network?.etcd ?? options.sharedEtcd ?? (await startEtcd(options.etcd));
     await options.prepareEtcd?.(etcd);
     const nodes: LocalNode[] = [];
     for (let index = 0; index < options.nodes; index++) {
@@ -110,7 +113,7 @@ export class LocalCluster {
       const pgPort = kept?.pg ?? (options.pgPort ? options.pgPort + index : await freePort());
       nodes.push(new LocalNode(index + 1, scope, options, etcd.endpoint, apiPort, pgPort));
     }
-    const cluster = new LocalCluster(etcd, nodes, scope);
+    const cluster = new LocalCluster(etcd, nodes, scope, Boolean(options.sharedEtcd));
     for (const node of nodes) node.start();
     return cluster;
   }
@@ -194,7 +197,7 @@ export class LocalCluster {
 
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((node) => node.stop()));
-    await this.etcd.stop();
+    if (!this.etcdShared) await this.etcd.stop();
   }
 
   /** A power cut: every agent, fence, postmaster, backend and etcd dies by SIGKILL at once; nothing is cleaned up. */

@@ -25,10 +25,14 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     case 'initdb':
       node.bootstrapping = true;
       node.sendRole({ type: 'BOOTSTRAP_STARTED' });
-      node.events.recordCluster('cluster.bootstrap_started', 'won the initialize race');
+      node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: bootstrapping by ${config.bootstrap.method}`, { method: config.bootstrap.method });
       if (config.bootstrap.method !== 'initdb') {
         const method = config.bootstrap.methods[config.bootstrap.method];
-        const settings = { ...node.settings('primary', null), ...(method.recovery_conf ? { recovery: method.recovery_conf } : {}) };
+        const settings = {
+          ...node.settings('primary', null),
+          ...(method.recovery_conf ? { recovery: method.recovery_conf } : {}),
+          ...(method.keep_existing_recovery_conf ? { keepExistingRecoveryConf: true } : {}),
+        };
         node.postgres.send({ type: 'CUSTOM_BOOTSTRAP', method, start: node.startRequest(settings) });
       } else {
         node.postgres.send({ type: 'INITDB' });
@@ -112,7 +116,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         await dcs.initialize(sysid, false);
         if (!snapshot.cluster?.config) await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent');
         await node.lock.force('initialized a new cluster');
-        node.events.recordCluster('cluster.initialized', 'initialized a new cluster', { system_identifier: sysid });
+        node.events.recordCluster('cluster.initialized', 'initialized a new cluster', { system_identifier: sysid, method: config.bootstrap.method });
         node.bootstrapping = false;
       });
     case 'abandonBootstrap':
@@ -179,6 +183,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
 
 /** Gives the initialize key back, removes the half-made cluster and stops the agent. */
 async function abandonBootstrap(node: NodeContext, reason: string): Promise<void> {
+  node.events.recordCluster('cluster.bootstrap_failed', reason, { method: node.deps.config.bootstrap.method });
   await node.deps.dcs.cancelInitialization();
   node.bootstrapping = false;
   if (node.isPostmasterUp()) await stopServer(node, 'immediate');

@@ -1,5 +1,6 @@
 import { waitFor } from 'xstate';
 import { errorText } from '../common/error-text';
+import { methodFlag } from '../config/custom-methods-config';
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { activeSubstate, NodeContext } from './node-context';
 import { replicaMethodPlan } from './replica-methods';
@@ -19,7 +20,10 @@ import { promoteTimeoutMs } from './postgres-deadlines';
  */
 export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, methods?: string[] | null): Promise<boolean> {
   const { clock, logger } = node.deps;
+  let keptDataLeft = false;
   for (const step of replicaMethodPlan(node.config.postgresql, source !== null, methods ?? node.config.postgresql.create_replica_methods)) {
+    // pg_basebackup needs an empty directory: what a failed keep_data method left there goes first, as with Patroni.
+    if (keptDataLeft && !('method' in step)) await removeData(node);
     const startedAt = clock.now();
     node.postgres.send({ type: 'CLONE', source, ...('method' in step ? { method: step.method } : {}), at: startedAt });
     await node.waitForPostgres((state) => state !== 'creating_replica');
@@ -32,6 +36,7 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
       node.sendRole({ type: 'CLONE_COMPLETED' });
       return true;
     }
+    keptDataLeft = 'method' in step && methodFlag(step.method.options, 'keep_data');
     logger.error(`Error creating replica using method ${step.name}: ${lastError}`);
     node.events.recordCluster('replica.method_failed', `replica method ${step.name} failed`, { ...attempt, exitCode: lastExitCode, error: lastError });
   }
@@ -117,7 +122,10 @@ export async function removeData(node: NodeContext): Promise<void> {
   node.sendRole({ type: 'DATA_REMOVED' });
 }
 
-/** Throws the data directory away and clones it again from `source` (POST /reinitialize). */
+/**
+ * Throws the data directory away and clones it again from `source` (POST /reinitialize). As with Patroni, a first
+ * replica method with `keep_data` (`pgbackrest --delta restore`) is given the directory as it is, to copy only what differs.
+ */
 export async function reinitialize(node: NodeContext, source: UpstreamNode): Promise<void> {
   if (!(await node.deps.pg.upstreamReachable(source))) {
     node.deps.logger.warning(`not reinitializing: ${source.name} does not accept connections`);
@@ -127,7 +135,8 @@ export async function reinitialize(node: NodeContext, source: UpstreamNode): Pro
     node.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: node.pgCtlTimeoutMs() });
     await node.waitForPostgres((state) => !['running', 'stopping', 'starting'].includes(state));
   }
-  await removeData(node);
+  const [first] = replicaMethodPlan(node.config.postgresql, true);
+  if (!(first && 'method' in first && methodFlag(first.method.options, 'keep_data'))) await removeData(node);
   if (await cloneFrom(node, source)) await startAsReplica(node, source);
 }
 

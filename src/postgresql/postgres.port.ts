@@ -30,6 +30,8 @@ export interface PostgresSettings {
   parameters: Record<string, string | number | boolean>;
   /** A primary's archive recovery first (a custom bootstrap's `recovery_conf`): these settings and recovery.signal. */
   recovery?: Record<string, string | number | boolean>;
+  /** A custom bootstrap's `keep_existing_recovery_conf`: its recovery settings in postgresql.auto.conf stay for the first start. */
+  keepExistingRecoveryConf?: boolean;
   /** pg_hba.conf lines (local `postgresql.pg_hba`, else `/config`'s); absent: Stator's default lines, then `bootstrapHba`. */
   pgHba?: string[];
   /** `bootstrap.pg_hba`: added after Stator's default lines when no pg_hba is set. */

@@ -4,8 +4,10 @@ import { dirname, join, resolve } from 'node:path';
 import { decidedByStator } from '../../config/dynamic-files-config';
 import { withVersionNames } from '../parameter-renames';
 import { PostgresSettings } from '../postgres.port';
+import { withoutRecoveryParameters } from './auto-conf';
+import { hotStandbyFloor, raisedToFloor } from './hot-standby-floor';
 import { CommandRunner } from './commands';
-import { LocalPostgres } from './local-postgres';
+import { AdapterLog, LocalPostgres } from './local-postgres';
 import { writePassfile } from './passfile';
 
 /** Marks the postgresql.conf Stator writes, so a later configure knows initdb's own file is already moved aside. */
@@ -45,6 +47,7 @@ export class ConfigurationFiles {
   constructor(
     private readonly local: LocalPostgres,
     private readonly commands: CommandRunner,
+    private readonly log?: AdapterLog,
   ) {}
 
   /**
@@ -54,6 +57,8 @@ export class ConfigurationFiles {
    * file or initdb's postgresql.conf is copied. Then come Stator's defaults, a replica's `recovery_conf`, the
    * parameters (which may override both), and the parameters only Stator decides (listen, port, hba_file, the upstream).
    * pg_hba.conf comes from `pg_hba` or a default; pg_ident.conf from `pg_ident`; standby.signal exists iff replica.
+   * Recovery settings in postgresql.auto.conf (a restore's restore_command) are removed, as Patroni does, unless a
+   * custom bootstrap keeps its own recovery (`keep_existing_recovery_conf`).
    */
   async write(settings: PostgresSettings): Promise<void> {
     const dataDir = this.local.dataDir;
@@ -69,7 +74,10 @@ export class ConfigurationFiles {
     if (this.local.config.pgpass && settings.role === 'replica' && settings.upstream?.host) {
       await writePassfile(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword);
     }
-    await this.commands.writeOwnedFile(this.local.configFile, this.renderPostgresqlConf(settings));
+    const conf = this.renderPostgresqlConf(settings, await this.recoveryFloor(settings));
+    await this.commands.writeOwnedFile(this.local.configFile, conf.text);
+    if (conf.raised.length) this.log?.('info', `raised to the primary's values in pg_control, which recovery needs: ${conf.raised.join(', ')}`);
+    if (!settings.keepExistingRecoveryConf) await this.removeAutoConfRecovery();
     await this.commands.writeOwnedFile(join(configDir, 'pg_hba.conf'), this.renderHba(settings));
     const identLines = settings.pgIdent?.length ? settings.pgIdent : (this.local.config.pg_ident ?? []);
     const identPath = join(configDir, 'pg_ident.conf');
@@ -82,6 +90,32 @@ export class ConfigurationFiles {
     else await rm(standbySignal, { force: true });
     // PostgreSQL removes recovery.signal itself once the recovery ends.
     if (settings.role === 'primary' && settings.recovery) await this.commands.writeOwnedFile(join(dataDir, 'recovery.signal'), '');
+  }
+
+  /**
+   * For a server that will run recovery (a replica, a custom bootstrap's first start), the settings it must not have
+   * lower than the primary that wrote its WAL, from pg_control (see hot-standby-floor.ts); none for a primary.
+   */
+  private async recoveryFloor(settings: PostgresSettings): Promise<Record<string, number>> {
+    const recovering = settings.role === 'replica' || Boolean(settings.recovery) || Boolean(settings.keepExistingRecoveryConf);
+    if (!recovering || !existsSync(join(this.local.dataDir, 'global', 'pg_control'))) return {};
+    const result = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], { env: { LC_ALL: 'C' }, allowFailure: true });
+    return result.code === 0 ? hotStandbyFloor(result.stdout) : {};
+  }
+
+  /** PostgreSQL reads postgresql.auto.conf last: a recovery setting left there would override the one Stator writes. */
+  private async removeAutoConfRecovery(): Promise<void> {
+    const path = join(this.local.dataDir, 'postgresql.auto.conf');
+    if (!existsSync(path)) return;
+    try {
+      const sanitized = withoutRecoveryParameters(await readFile(path, 'utf8'));
+      if (!sanitized) return;
+      await this.commands.writeOwnedFile(path, sanitized.text);
+      this.log?.('info', `removed ${sanitized.removed.join(', ')} from ${path}: Stator writes the recovery settings into postgresql.conf`);
+    } catch (error) {
+      // As the reference: the server still starts; what the file sets is what PostgreSQL will use.
+      this.log?.('warning', `could not remove the recovery settings from ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   /** The first time: the postgresql.conf Stator found becomes postgresql.base.conf (included first). */
@@ -112,7 +146,7 @@ export class ConfigurationFiles {
     return typeof given === 'string' && given ? resolve(this.local.configDir, given) : undefined;
   }
 
-  private renderPostgresqlConf(settings: PostgresSettings): string {
+  private renderPostgresqlConf(settings: PostgresSettings, floor: Record<string, number> = {}): { text: string; raised: string[] } {
     const { hosts, port } = parseListen(this.local.config.listen);
     const parameters: Record<string, string | number | boolean> = { ...DEFAULT_PARAMETERS };
     // A replica's recovery_conf first: a restore_command in the parameters or standby_cluster's wins, as with Patroni.
@@ -121,6 +155,8 @@ export class ConfigurationFiles {
     for (const [name, value] of Object.entries(given)) {
       if (!STATOR_OWNED_PARAMETERS.has(name)) parameters[name] = value;
     }
+    const { parameters: atFloor, raised } = raisedToFloor(parameters, floor);
+    Object.assign(parameters, atFloor);
     parameters.listen_addresses = hosts.join(',');
     parameters.port = port;
     parameters.hba_file = join(this.local.configDir, 'pg_hba.conf');
@@ -151,7 +187,7 @@ export class ConfigurationFiles {
       customConf ? `include ${formatParameterValue(customConf)}` : `include_if_exists '${BASE_CONF}'`,
     ];
     for (const [name, value] of Object.entries(parameters)) lines.push(`${checkParameterName(name)} = ${formatParameterValue(value)}`);
-    return lines.join('\n') + '\n';
+    return { text: lines.join('\n') + '\n', raised };
   }
 
   /** The data directory's PostgreSQL major version (its PG_VERSION file); 15, the version installed here, before initdb. */
