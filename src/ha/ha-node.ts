@@ -2,6 +2,7 @@ import { Subscription } from 'rxjs';
 import { Actor, waitFor } from 'xstate';
 import { errorText } from '../common/error-text';
 import { effectiveConfigOfRevision } from '../config/dynamic-config';
+import { DynamicConfigCache } from './dynamic-config-cache';
 import { ClusterView, DynamicConfig, Versioned } from '../dcs/dcs.port';
 import { topLevelState } from '../events/transition-recorder';
 import { PostgresStateName } from '../postgresql/postgres-states';
@@ -50,9 +51,11 @@ export class HaNode {
   private loopDone: Promise<void> | null = null;
   private readonly subscriptions: Subscription[] = [];
   private readonly effectiveConfig = effectiveConfigOfRevision();
+  private readonly configCache: DynamicConfigCache;
 
   constructor(private readonly deps: HaNodeDeps) {
     this.node = new NodeContext(deps, () => this.wake(), (timeout) => this.restartNow(timeout));
+    this.configCache = new DynamicConfigCache(deps.pg, deps.logger);
   }
 
   get postgres(): Actor<typeof postgresMachine> {
@@ -313,7 +316,11 @@ export class HaNode {
         dcsError = errorText(error);
       }
       // Without a DCS answer the last configuration read stays in force (failsafe mode set through /config included).
-      if (cluster) await this.applyDynamicConfig(cluster.config);
+      if (cluster) {
+        await this.applyDynamicConfig(cluster.config);
+        const dataDirReady = node.busy === null && (node.isPostmasterUp() || node.dataDir?.state === 'initialized');
+        await this.configCache.keep(cluster.config?.value ?? node.config.bootstrap.dcs, dataDirReady);
+      }
 
       // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does,
       // unless failsafe mode may keep this leader (decide() asks the members first).

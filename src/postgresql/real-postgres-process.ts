@@ -36,6 +36,9 @@ export interface RealPostgresProcessOptions extends LocalPostgresOptions {
   commandDeadlinesMs?: Partial<Record<CommandDeadline, number>>;
 }
 
+/** Patroni's name for its cache of the dynamic configuration in the data directory; tools and scripts expect it there. */
+const DYNAMIC_CONFIG_CACHE = 'patroni.dynamic.json';
+
 /** The longest unix socket path Linux accepts (sun_path is 108 bytes with the terminating NUL). */
 const MAX_SOCKET_PATH = 107;
 
@@ -228,6 +231,10 @@ export class RealPostgresProcess implements PostgresProcess {
 
   async detach(): Promise<void> {
     return this.fenceLink.detach();
+  }
+
+  async saveDynamicConfigCache(config: Record<string, unknown>): Promise<void> {
+    await this.commands.writeOwnedFile(join(this.local.dataDir, DYNAMIC_CONFIG_CACHE), JSON.stringify(config));
   }
 }
 

@@ -37,6 +37,8 @@ export class MemoryPostgresProcess implements PostgresProcess {
   readonly bootstrapCommands: string[] = [];
   /** The custom replica methods `createReplicaWith` ran, oldest first. */
   readonly replicaMethodsRun: string[] = [];
+  /** What `saveDynamicConfigCache` wrote last. */
+  savedDynamicConfig: Record<string, unknown> | null = null;
 
   constructor(readonly server: MemoryPostgresServer) {
     server.exits.subscribe((exit) => {
@@ -271,6 +273,12 @@ export class MemoryPostgresProcess implements PostgresProcess {
 
   async copyLogicalSlot(): Promise<void> {
     throw new Error('logical slots are not simulated by the in-memory PostgreSQL');
+  }
+
+  async saveDynamicConfigCache(config: Record<string, unknown>): Promise<void> {
+    this.server.tick();
+    if (!this.server.cluster) throw new Error(`${this.server.dataDirPath} holds no cluster`);
+    this.savedDynamicConfig = structuredClone(config);
   }
 
   async detach(): Promise<void> {
