@@ -76,7 +76,7 @@ export class RealPostgresProcess implements PostgresProcess {
     this.commands = commands;
     this.dataDirectory = new DataDirectory(this.local, commands, options.initdbOptions, options.postBootstrapCommand);
     this.customMethods = new CustomMethods(this.local, commands, this.dataDirectory, options.scope ?? '');
-    this.configurationFiles = new ConfigurationFiles(this.local, commands);
+    this.configurationFiles = new ConfigurationFiles(this.local, commands, options.log);
     this.fenceLink = new FenceLink(paths, options.log);
     this.postmaster = new Postmaster(this.local, commands, this.fenceLink, { stateDir, paths, fence, log: options.log });
   }

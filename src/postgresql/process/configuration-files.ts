@@ -4,8 +4,9 @@ import { dirname, join, resolve } from 'node:path';
 import { decidedByStator } from '../../config/dynamic-files-config';
 import { withVersionNames } from '../parameter-renames';
 import { PostgresSettings } from '../postgres.port';
+import { controlDataMinimums, raisedSettingLine, raiseToControlData } from '../hot-standby-minimums';
 import { CommandRunner } from './commands';
-import { LocalPostgres } from './local-postgres';
+import { AdapterLog, LocalPostgres } from './local-postgres';
 import { writePassfile } from './passfile';
 
 /** Marks the postgresql.conf Stator writes, so a later configure knows initdb's own file is already moved aside. */
@@ -42,9 +43,13 @@ const STATOR_OWNED_PARAMETERS = new Set([
  * data directory), and standby.signal in the data directory, as Stator writes them.
  */
 export class ConfigurationFiles {
+  /** The settings last raised to pg_control's values, so the log says it once per change. */
+  private raisedLogged = '';
+
   constructor(
     private readonly local: LocalPostgres,
     private readonly commands: CommandRunner,
+    private readonly log?: AdapterLog,
   ) {}
 
   /**
@@ -69,7 +74,9 @@ export class ConfigurationFiles {
     if (this.local.config.pgpass && settings.role === 'replica' && settings.upstream?.host) {
       await writePassfile(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword);
     }
-    await this.commands.writeOwnedFile(this.local.configFile, this.renderPostgresqlConf(settings));
+    const inRecovery = settings.role === 'replica' || Boolean(settings.recovery);
+    const minimums = inRecovery ? await this.controlDataMinimums() : {};
+    await this.commands.writeOwnedFile(this.local.configFile, this.renderPostgresqlConf(settings, minimums));
     await this.commands.writeOwnedFile(join(configDir, 'pg_hba.conf'), this.renderHba(settings));
     const identLines = settings.pgIdent?.length ? settings.pgIdent : (this.local.config.pg_ident ?? []);
     const identPath = join(configDir, 'pg_ident.conf');
@@ -112,7 +119,14 @@ export class ConfigurationFiles {
     return typeof given === 'string' && given ? resolve(this.local.configDir, given) : undefined;
   }
 
-  private renderPostgresqlConf(settings: PostgresSettings): string {
+  /** What pg_control says the WAL's primary ran with; nothing before the data directory holds a cluster. */
+  private async controlDataMinimums(): Promise<Record<string, number>> {
+    if (!existsSync(join(this.local.dataDir, 'global', 'pg_control'))) return {};
+    const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], { env: { LC_ALL: 'C' } });
+    return controlDataMinimums(stdout);
+  }
+
+  private renderPostgresqlConf(settings: PostgresSettings, controlMinimums: Record<string, number>): string {
     const { hosts, port } = parseListen(this.local.config.listen);
     const parameters: Record<string, string | number | boolean> = { ...DEFAULT_PARAMETERS };
     // A replica's recovery_conf first: a restore_command in the parameters or standby_cluster's wins, as with Patroni.
@@ -121,6 +135,10 @@ export class ConfigurationFiles {
     for (const [name, value] of Object.entries(given)) {
       if (!STATOR_OWNED_PARAMETERS.has(name)) parameters[name] = value;
     }
+    const raised = raiseToControlData(parameters, controlMinimums);
+    const raisedText = raised.map(raisedSettingLine).join('\n');
+    if (raisedText !== this.raisedLogged) for (const setting of raised) this.log?.('info', raisedSettingLine(setting));
+    this.raisedLogged = raisedText;
     parameters.listen_addresses = hosts.join(',');
     parameters.port = port;
     parameters.hba_file = join(this.local.configDir, 'pg_hba.conf');
