@@ -121,7 +121,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       return;
     }
     case 'writeConfig':
-      await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent').catch(() => false);
+      await dcs.setConfig(node.configWithoutDcs(), 'absent').catch(() => false);
       return;
     case 'clearFailover': {
       const cleared = await dcs.setFailover({}).catch(() => false);

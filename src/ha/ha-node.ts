@@ -2,7 +2,6 @@ import { Subscription } from 'rxjs';
 import { Actor, waitFor } from 'xstate';
 import { errorText } from '../common/error-text';
 import { effectiveConfigOfRevision } from '../config/dynamic-config';
-import { DynamicConfigCache } from './dynamic-config-cache';
 import { ClusterView, DynamicConfig, Versioned } from '../dcs/dcs.port';
 import { topLevelState } from '../events/transition-recorder';
 import { PostgresStateName } from '../postgresql/postgres-states';
@@ -51,11 +50,9 @@ export class HaNode {
   private loopDone: Promise<void> | null = null;
   private readonly subscriptions: Subscription[] = [];
   private readonly effectiveConfig = effectiveConfigOfRevision();
-  private readonly configCache: DynamicConfigCache;
 
   constructor(private readonly deps: HaNodeDeps) {
     this.node = new NodeContext(deps, () => this.wake(), (timeout) => this.restartNow(timeout));
-    this.configCache = new DynamicConfigCache(deps.pg, deps.logger);
   }
 
   get postgres(): Actor<typeof postgresMachine> {
@@ -108,6 +105,7 @@ export class HaNode {
     });
 
     node.dataDir = await pg.inspectDataDir();
+    if (node.dataDir.state === 'initialized') await node.configCache.load();
     const adopted = node.dataDir.state === 'initialized' ? await pg.adopt().catch(() => null) : null;
     if (node.dataDir.state === 'initialized') {
       if (node.dataDir.standbySignal) node.sendRole({ type: 'DETECTED_REPLICA' });
@@ -319,7 +317,7 @@ export class HaNode {
       if (cluster) {
         await this.applyDynamicConfig(cluster.config);
         const dataDirReady = node.busy === null && (node.isPostmasterUp() || node.dataDir?.state === 'initialized');
-        await this.configCache.keep(cluster.config?.value ?? node.config.bootstrap.dcs, dataDirReady);
+        await node.configCache.keep(cluster.config?.value ?? null, node.config.bootstrap.dcs, dataDirReady);
       }
 
       // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does,
@@ -416,7 +414,7 @@ export class HaNode {
 
   private async applyDynamicConfig(fromDcs: Versioned<DynamicConfig> | null): Promise<void> {
     const node = this.node;
-    const { config: next, adjustments } = this.effectiveConfig(fromDcs, node.config.bootstrap.dcs);
+    const { config: next, adjustments } = this.effectiveConfig(fromDcs, node.configWithoutDcs());
     const explained = adjustments.join('; ');
     if (explained !== this.configAdjustments) {
       this.configAdjustments = explained;

@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Observable } from 'rxjs';
 import { formatLsn, parseLsn } from '../common/lsn';
@@ -235,6 +236,14 @@ export class RealPostgresProcess implements PostgresProcess {
 
   async saveDynamicConfigCache(config: Record<string, unknown>): Promise<void> {
     await this.commands.writeOwnedFile(join(this.local.dataDir, DYNAMIC_CONFIG_CACHE), JSON.stringify(config));
+  }
+
+  async readDynamicConfigCache(): Promise<Record<string, unknown> | null> {
+    const file = join(this.local.dataDir, DYNAMIC_CONFIG_CACHE);
+    if (!existsSync(file)) return null;
+    const parsed: unknown = JSON.parse(await readFile(file, 'utf8'));
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`${file} holds no JSON mapping`);
+    return parsed as Record<string, unknown>;
   }
 }
 

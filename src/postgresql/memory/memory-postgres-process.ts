@@ -281,6 +281,11 @@ export class MemoryPostgresProcess implements PostgresProcess {
     this.savedDynamicConfig = structuredClone(config);
   }
 
+  async readDynamicConfigCache(): Promise<Record<string, unknown> | null> {
+    this.server.tick();
+    return this.server.cluster && this.savedDynamicConfig ? structuredClone(this.savedDynamicConfig) : null;
+  }
+
   async detach(): Promise<void> {
     this.wantedDeadline = null;
     this.attachedPid = null;
