@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { errorText } from '../../common/error-text';
 import { decidedByStator } from '../../config/dynamic-files-config';
 import { withVersionNames } from '../parameter-renames';
 import { PostgresSettings } from '../postgres.port';
@@ -122,8 +123,14 @@ export class ConfigurationFiles {
   /** What pg_control says the WAL's primary ran with; nothing before the data directory holds a cluster. */
   private async controlDataMinimums(): Promise<Record<string, number>> {
     if (!existsSync(join(this.local.dataDir, 'global', 'pg_control'))) return {};
-    const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], { env: { LC_ALL: 'C' } });
-    return controlDataMinimums(stdout);
+    try {
+      const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], { env: { LC_ALL: 'C' } });
+      return controlDataMinimums(stdout);
+    } catch (error) {
+      // The configured values are written; if they are too low, PostgreSQL's own start error says which.
+      this.log?.('warning', `pg_controldata failed, writing the configured max_connections and the like unchanged: ${errorText(error)}`);
+      return {};
+    }
   }
 
   private renderPostgresqlConf(settings: PostgresSettings, controlMinimums: Record<string, number>): string {
