@@ -133,7 +133,7 @@ export class ConfigurationFiles {
     }
   }
 
-  private renderPostgresqlConf(settings: PostgresSettings, controlMinimums: Record<string, number>): string {
+  private renderPostgresqlConf(settings: PostgresSettings, controlMinimums: Record<string, number> = {}): string {
     const { hosts, port } = parseListen(this.local.config.listen);
     const parameters: Record<string, string | number | boolean> = { ...DEFAULT_PARAMETERS };
     // A replica's recovery_conf first: a restore_command in the parameters or standby_cluster's wins, as with Patroni.
