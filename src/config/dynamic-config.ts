@@ -133,6 +133,7 @@ export function effectiveDynamicConfig(
   }
 
   const standbyCluster = readStandbyCluster(source.standby_cluster, adjustments);
+  const synchronousMode = source.synchronous_mode === 'quorum' ? 'quorum' : boolean('synchronous_mode', source.synchronous_mode, false) ? 'on' : 'off';
   return {
     config: {
       ...timing,
@@ -168,7 +169,9 @@ export function effectiveDynamicConfig(
       use_pg_rewind: boolean('postgresql.use_pg_rewind', postgresql.use_pg_rewind, defaults.use_pg_rewind),
       use_slots: boolean('postgresql.use_slots', postgresql.use_slots, defaults.use_slots),
       postgres_unresponsive_timeout: integer('postgres_unresponsive_timeout', source.postgres_unresponsive_timeout, unresponsiveDefault(timing.ttl)),
-      synchronous_mode: source.synchronous_mode === 'quorum' ? 'quorum' : boolean('synchronous_mode', source.synchronous_mode, false) ? 'on' : 'off',
+      // As Patroni: a standby cluster has no synchronous replication (its leader acknowledges nothing to clients), so the
+      // setting waits, stored, until the cluster is promoted.
+      synchronous_mode: standbyCluster !== null ? 'off' : synchronousMode,
       synchronous_mode_strict: boolean('synchronous_mode_strict', source.synchronous_mode_strict, defaults.synchronous_mode_strict),
       synchronous_node_count: Math.max(1, integer('synchronous_node_count', source.synchronous_node_count, defaults.synchronous_node_count, 255)),
       maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),

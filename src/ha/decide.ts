@@ -65,7 +65,8 @@ export function decide(s: HaSnapshot): Decision {
   if (local.pgState !== 'running' || !local.sample) return { verdict: 'waiting for PostgreSQL status', actions: adopt };
 
   if (!leaderName) return withPrefix(adopt, unhealthyCluster(s, pgIsPrimary));
-  if (iHoldLeaderKey) return leaderCycle(s, pgIsPrimary);
+  // As Patroni: whoever holds the lock publishes the configuration it runs with when the DCS holds none.
+  if (iHoldLeaderKey) return withPrefix(cluster.config ? [] : [{ type: 'writeConfig' }], leaderCycle(s, pgIsPrimary));
   return followLeader(s, leaderName, pgIsPrimary);
 }
 

@@ -34,6 +34,8 @@ export type HaAction =
   | { type: 'finishBootstrap' }
   | { type: 'abandonBootstrap' }
   | { type: 'writeInitialize' }
+  /** The lock holder finds no `/config` (a cluster adopted from an existing data directory): it writes its own. */
+  | { type: 'writeConfig' }
   /** Clears `/failover`; `fate` says what became of a scheduled request, for the schedule timeline. */
   | { type: 'clearFailover'; fate?: 'skipped' | 'expired' }
   /** Publish optime and history, keep members' slots: what the lock holder does each cycle. */

@@ -126,6 +126,9 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       if (sysid) await dcs.initialize(sysid, true).catch(() => false);
       return;
     }
+    case 'writeConfig':
+      await dcs.setConfig(node.configWithoutDcs(), 'absent').catch(() => false);
+      return;
     case 'clearFailover': {
       const cleared = await dcs.setFailover({}).catch(() => false);
       const request = snapshot.cluster?.failover?.value;

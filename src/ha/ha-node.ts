@@ -106,6 +106,7 @@ export class HaNode {
     });
 
     node.dataDir = await pg.inspectDataDir();
+    if (node.dataDir.state === 'initialized') await node.configCache.load();
     const adopted = node.dataDir.state === 'initialized' ? await pg.adopt().catch(() => null) : null;
     if (node.dataDir.state === 'initialized') {
       if (node.dataDir.standbySignal) node.sendRole({ type: 'DETECTED_REPLICA' });
@@ -315,7 +316,11 @@ export class HaNode {
         dcsError = errorText(error);
       }
       // Without a DCS answer the last configuration read stays in force (failsafe mode set through /config included).
-      if (cluster) await this.applyDynamicConfig(cluster.config);
+      if (cluster) {
+        await this.applyDynamicConfig(cluster.config);
+        const dataDirReady = node.busy === null && (node.isPostmasterUp() || node.dataDir?.state === 'initialized');
+        await node.configCache.keep(cluster.config?.value ?? null, node.config.bootstrap.dcs, dataDirReady);
+      }
 
       // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does,
       // unless failsafe mode may keep this leader (decide() asks the members first).
@@ -416,7 +421,7 @@ export class HaNode {
 
   private async applyDynamicConfig(fromDcs: Versioned<DynamicConfig> | null): Promise<void> {
     const node = this.node;
-    const { config: next, adjustments } = this.effectiveConfig(fromDcs, node.config.bootstrap.dcs);
+    const { config: next, adjustments } = this.effectiveConfig(fromDcs, node.configWithoutDcs());
     const explained = adjustments.join('; ');
     if (explained !== this.configAdjustments) {
       this.configAdjustments = explained;

@@ -6,13 +6,14 @@ import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
 import { pgCtlTimeoutMs } from '../config/postgresql-programs-config';
 import { standbyRecoveryParameters } from '../config/standby-cluster-config';
-import { ClusterView, Dcs } from '../dcs/dcs.port';
+import { ClusterView, Dcs, DynamicConfig } from '../dcs/dcs.port';
 import { EventLog } from '../events/event-log';
 import { EventSink, topLevelState, transitionRecorder } from '../events/transition-recorder';
 import { LONG_ACTION_STATES, PostgresStateName } from '../postgresql/postgres-states';
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
+import { DynamicConfigCache } from './dynamic-config-cache';
 import { LeaderDuties, slotNameOf } from './leader-duties';
 import { MemberAgents } from './member-agents';
 import { MemberSightings } from './member-sightings';
@@ -85,6 +86,8 @@ export class NodeContext {
   /** DCS failsafe mode: this leader's accepted rounds, or the leader this member accepted. */
   readonly failsafe = new FailsafeState();
   private readonly callFailsafe: FailsafeCaller;
+  /** `patroni.dynamic.json`: the configuration in force, kept in the data directory. */
+  readonly configCache: DynamicConfigCache;
   /** `/failsafe` as last read or written by this node: what it holds to if the DCS fails right after a write. */
   knownFailsafeMembers: Record<string, string> | null = null;
 
@@ -119,6 +122,7 @@ export class NodeContext {
     this.tags = effectiveTags(config.tags);
     for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
     this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
+    this.configCache = new DynamicConfigCache(deps.pg, logger);
     this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi);
     this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi);
     this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
@@ -198,6 +202,11 @@ export class NodeContext {
       this.readPoolWithdrawnAt = null;
       if (inPool) this.events.recordLoadBalancer('load_balancer.replica_checks_restored', 'no longer about to be primary');
     }
+  }
+
+  /** What this node runs with, and a lock holder publishes, when the DCS holds no `/config`: Patroni's cached copy, else `bootstrap.dcs`. */
+  configWithoutDcs(): DynamicConfig {
+    return this.configCache.withoutDcs(this.config.bootstrap.dcs) as DynamicConfig;
   }
 
   /** The multi-step procedure running in the background (`clone`, `switchover`...), null when none. */

@@ -199,6 +199,7 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
     case 'wakeAt':
     case 'serveDownstreams':
     case 'writeInitialize':
+    case 'writeConfig':
       return;
     default:
       throw new Error(`the model does not carry out ${action.type}`);

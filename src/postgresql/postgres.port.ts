@@ -116,6 +116,10 @@ export interface PostgresProcess {
   /** Single-user mode start and clean exit, so pg_control says `shut down` (needed by pg_rewind after a crash). */
   crashRecovery(): Promise<void>;
   removeDataDir(): Promise<void>;
+  /** Writes the dynamic configuration into the data directory's `patroni.dynamic.json`, as Patroni caches it there. */
+  saveDynamicConfigCache(config: Record<string, unknown>): Promise<void>;
+  /** The data directory's `patroni.dynamic.json`, null when there is none; throws when it holds no JSON mapping. */
+  readDynamicConfigCache(): Promise<Record<string, unknown> | null>;
   /** Writes postgresql.conf, pg_hba.conf and standby.signal (or removes it) for `settings`. */
   configure(settings: PostgresSettings): Promise<void>;
   /**

@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Observable } from 'rxjs';
 import { formatLsn, parseLsn } from '../common/lsn';
@@ -35,6 +36,9 @@ export interface RealPostgresProcessOptions extends LocalPostgresOptions {
   /** Shorter command deadlines than COMMAND_DEADLINES_MS (tests). */
   commandDeadlinesMs?: Partial<Record<CommandDeadline, number>>;
 }
+
+/** Patroni's name for its cache of the dynamic configuration in the data directory; tools and scripts expect it there. */
+const DYNAMIC_CONFIG_CACHE = 'patroni.dynamic.json';
 
 /** The longest unix socket path Linux accepts (sun_path is 108 bytes with the terminating NUL). */
 const MAX_SOCKET_PATH = 107;
@@ -228,6 +232,18 @@ export class RealPostgresProcess implements PostgresProcess {
 
   async detach(): Promise<void> {
     return this.fenceLink.detach();
+  }
+
+  async saveDynamicConfigCache(config: Record<string, unknown>): Promise<void> {
+    await this.commands.writeOwnedFile(join(this.local.dataDir, DYNAMIC_CONFIG_CACHE), JSON.stringify(config));
+  }
+
+  async readDynamicConfigCache(): Promise<Record<string, unknown> | null> {
+    const file = join(this.local.dataDir, DYNAMIC_CONFIG_CACHE);
+    if (!existsSync(file)) return null;
+    const parsed: unknown = JSON.parse(await readFile(file, 'utf8'));
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`${file} holds no JSON mapping`);
+    return parsed as Record<string, unknown>;
   }
 }
 

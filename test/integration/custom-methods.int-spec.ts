@@ -66,7 +66,8 @@ async function rowsOn(node: LocalNode): Promise<number> {
 
 it('bootstraps a new cluster from a backup archive by bootstrap.method, and builds its replica by a custom replica method', async () => {
   // The cluster whose backup is restored: 100 rows, then a tar-format base backup with its WAL.
-  const source = await LocalCluster.start({ nodes: 1, baseDir: join(baseDir, 'source'), scope: 'source' });
+  // More connections than the restored clusters' configuration (50): an archive recovery must run with the backup's.
+  const source = await LocalCluster.start({ nodes: 1, baseDir: join(baseDir, 'source'), scope: 'source', dcs: { postgresql: { parameters: { max_connections: 120 } } } });
   clusters.push(source);
   const sourceLeader = await source.waitForLeader(60_000);
   await sql(sourceLeader, 'CREATE TABLE orders AS SELECT generate_series(1, 100) AS id');
@@ -118,5 +119,7 @@ it('runs the recovery of a custom bootstrap with recovery_conf, and leads on the
   const leader = await pitr.waitForLeader(90_000);
   expect(await rowsOn(leader)).toBe(100);
   expect((await leader.status())?.timeline).toBe(2);
+  // A hot standby refuses to start below its primary's max_connections: the recovery ran with pg_control's value, as Patroni's.
+  expect((await sql<{ max_connections: string }>(leader, 'SHOW max_connections'))[0].max_connections).toBe('120');
   expect(readFileSync(walRequests, 'utf8')).toMatch(/^0000000/m);
 });

@@ -1,4 +1,5 @@
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -64,6 +65,16 @@ async function drHasEveryRow(): Promise<void> {
   }
 }
 
+/** What the node's `patroni.dynamic.json` (Patroni's cache of /config in the data directory) says, null before it exists. */
+function cachedConfig(node: LocalNode): Record<string, unknown> | null {
+  const file = join(node.dataDir, 'patroni.dynamic.json');
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : null;
+}
+
+function etcdctl(cluster: LocalCluster, ...args: string[]): string {
+  return execFileSync('etcdctl', [`--endpoints=${cluster.etcd.endpoint}`, ...args], { env: { ...process.env, ETCDCTL_API: '3' } }).toString();
+}
+
 async function eventsOf(node: LocalNode, query: Record<string, string>): Promise<RecordedEvent[]> {
   const response = await fetch(`${node.apiUrl}/events?${new URLSearchParams({ limit: '1000', ...query }).toString()}`);
   return (await response.json()) as RecordedEvent[];
@@ -119,7 +130,11 @@ beforeAll(async () => {
     baseDir: `${baseDir}/dr`,
     scope: 'dr',
     ...TIMING,
-    dcs: { standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr', create_replica_methods: ['copy_remote', 'basebackup'] } },
+    dcs: {
+      standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort, primary_slot_name: 'dr', create_replica_methods: ['copy_remote', 'basebackup'] },
+      // As in Patroni's own standby_cluster feature: a standby cluster ignores it until it is promoted (a switchover still works).
+      synchronous_mode: true,
+    },
     postgresql: () => ({ copy_remote: { command: script } }),
   });
 });
@@ -162,6 +177,11 @@ it("builds the standby cluster from main's primary: a standby leader streaming f
   const [call] = readFileSync(calls, 'utf8').trim().split('\n');
   expect(call).toMatch(new RegExp(`^--scope=dr --role=replica --datadir=\\S+ --connstring=.*port=${mainLeader.pgPort}`));
   expect(cluster.find((event) => event.type === 'replica.created')?.data).toMatchObject({ method: 'copy_remote', source: `remote 127.0.0.1:${mainLeader.pgPort}` });
+
+  // Each member keeps /config in its data directory, where Patroni's tools and runbooks look for it.
+  for (const node of dr.nodes) {
+    await waitFor(async () => (cachedConfig(node)?.standby_cluster as { host?: string } | undefined)?.host === '127.0.0.1', { timeoutMs: 10_000, description: `${node.name}'s patroni.dynamic.json naming main` });
+  }
 });
 
 it("builds an archive-only standby cluster: its leader restores main's archived WAL, with no connection to main", async () => {
@@ -197,7 +217,8 @@ it("builds an archive-only standby cluster: its leader restores main's archived 
 it('moves the standby leader by a switchover inside the standby cluster, still streaming from main', async () => {
   const old = await standbyLeader();
   const candidate = dr.nodes.find((node) => node !== old)!;
-  const response = await fetch(`${old.apiUrl}/switchover`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ leader: old.name, candidate: candidate.name }) });
+  // No candidate named, as `patronictl switchover --force` asks: dr's synchronous_mode must not narrow the choice to a /sync standby.
+  const response = await fetch(`${old.apiUrl}/switchover`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ leader: old.name }) });
   expect({ status: response.status, body: await response.text() }).toMatchObject({ status: 200 });
   await waitFor(async () => (await candidate.healthCode('/standby-leader')) === 200 && (await old.healthCode('/replica')) === 200, {
     timeoutMs: 60_000,
@@ -216,6 +237,14 @@ it('fails the standby leader over inside the standby cluster when it is lost', a
   lost.start();
   await waitFor(async () => (await lost.healthCode('/replica')) === 200, { timeoutMs: 60_000, description: `${lost.name} back as a replica of the standby leader` });
   await drHasEveryRow();
+});
+
+it('writes /config again when the standby leader finds none in the DCS (a cluster adopted from an existing data directory)', async () => {
+  await standbyLeader();
+  etcdctl(dr, 'del', '/service/dr/config');
+  await waitFor(async () => etcdctl(dr, 'get', '--print-value-only', '/service/dr/config').includes('"standby_cluster"'), { timeoutMs: 20_000, description: "dr's /config written again by its standby leader" });
+  const config = (await (await fetch(`${dr.nodes[0].apiUrl}/config`)).json()) as Record<string, unknown>;
+  expect(config).toMatchObject({ standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort }, synchronous_mode: true });
 });
 
 it('follows main to its new primary when standby_cluster names it', async () => {
@@ -241,6 +270,7 @@ it('promotes the standby cluster when standby_cluster is removed: its leader tak
   await sql(leader, 'INSERT INTO shipped VALUES (-1)');
   await waitFor(async () => (await rowsOn(replica).catch(() => -1)) === before + 1, { timeoutMs: 30_000, description: `${replica.name} of dr streaming from its promoted leader` });
   expect(await leader.healthCode('/standby-leader')).toBe(503);
+  await waitFor(async () => cachedConfig(leader) !== null && !('standby_cluster' in cachedConfig(leader)!), { timeoutMs: 10_000, description: `${leader.name}'s patroni.dynamic.json without standby_cluster` });
   // main goes on by itself, without dr's row.
   expect(await rowsOn(mainLeader)).toBe(written);
 });

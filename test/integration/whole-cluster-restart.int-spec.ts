@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { isPrimaryServer, sql } from '../helpers/sql';
@@ -144,9 +146,21 @@ it('comes back after a switchover and then a power cut that also lost etcd: the 
   expect(await answer).toBe(200);
   await cluster.waitForStreaming(others(to), 60_000);
   await commitRow();
+  // An edit-config change, which every member keeps in its patroni.dynamic.json as Patroni does...
+  const patched = await fetch(`${to.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ maximum_lag_on_failover: 2097152 }) });
+  expect(patched.status).toBe(200);
+  for (const node of cluster.nodes) {
+    await waitFor(async () => existsSync(join(node.dataDir, 'patroni.dynamic.json')) && readFileSync(join(node.dataDir, 'patroni.dynamic.json'), 'utf8').includes('"maximum_lag_on_failover":2097152'), {
+      timeoutMs: 10_000,
+      description: `${node.name}'s patroni.dynamic.json with the change`,
+    });
+  }
   await cluster.powerCut();
   await cluster.restartAll({ emptyEtcd: true });
   const healthyMs = await expectHealthyWithEveryRow();
+  // ...survives the loss of etcd: the new leader publishes that copy, not bootstrap.dcs.
+  const leader = await cluster.waitForLeader(10_000);
+  expect(await (await fetch(`${leader.apiUrl}/config`)).json()).toMatchObject({ maximum_lag_on_failover: 2097152 });
   console.log(`power cut, etcd empty: healthy ${Math.round(healthyMs)} ms after the restart`);
 });
 

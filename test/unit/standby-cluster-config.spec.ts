@@ -1,3 +1,4 @@
+import { effectiveDynamicConfig } from '../../src/config/dynamic-config';
 import { readStandbyCluster, standbyClusterProblems, standbyRecoveryParameters } from '../../src/config/standby-cluster-config';
 
 describe('standby_cluster in the dynamic configuration', () => {
@@ -20,6 +21,15 @@ describe('standby_cluster in the dynamic configuration', () => {
     expect(readStandbyCluster(null, [])).toBeNull();
     expect(standbyClusterProblems(null)).toEqual([]);
     expect(standbyClusterProblems({})).toEqual([]);
+  });
+
+  it('turns synchronous mode off while the cluster is a standby cluster, and on again once it is promoted, as Patroni', () => {
+    for (const mode of [true, 'quorum'] as const) {
+      expect(effectiveDynamicConfig({ synchronous_mode: mode, standby_cluster: { host: 'dc1-primary' } }, {}).config.synchronous_mode).toBe('off');
+      expect(effectiveDynamicConfig({ synchronous_mode: mode, standby_cluster: { restore_command: 'cp /archive/%f %p' } }, {}).config.synchronous_mode).toBe('off');
+    }
+    expect(effectiveDynamicConfig({ synchronous_mode: true, standby_cluster: null }, {}).config.synchronous_mode).toBe('on');
+    expect(effectiveDynamicConfig({ synchronous_mode: 'quorum', standby_cluster: {} }, {}).config.synchronous_mode).toBe('quorum');
   });
 
   it('refuses what it cannot act on, naming the key and the rule', () => {

@@ -37,6 +37,8 @@ export class MemoryPostgresProcess implements PostgresProcess {
   readonly bootstrapCommands: string[] = [];
   /** The custom replica methods `createReplicaWith` ran, oldest first. */
   readonly replicaMethodsRun: string[] = [];
+  /** What `saveDynamicConfigCache` wrote last. */
+  savedDynamicConfig: Record<string, unknown> | null = null;
 
   constructor(readonly server: MemoryPostgresServer) {
     server.exits.subscribe((exit) => {
@@ -271,6 +273,17 @@ export class MemoryPostgresProcess implements PostgresProcess {
 
   async copyLogicalSlot(): Promise<void> {
     throw new Error('logical slots are not simulated by the in-memory PostgreSQL');
+  }
+
+  async saveDynamicConfigCache(config: Record<string, unknown>): Promise<void> {
+    this.server.tick();
+    if (!this.server.cluster) throw new Error(`${this.server.dataDirPath} holds no cluster`);
+    this.savedDynamicConfig = structuredClone(config);
+  }
+
+  async readDynamicConfigCache(): Promise<Record<string, unknown> | null> {
+    this.server.tick();
+    return this.server.cluster && this.savedDynamicConfig ? structuredClone(this.savedDynamicConfig) : null;
   }
 
   async detach(): Promise<void> {

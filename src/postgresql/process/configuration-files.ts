@@ -1,11 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { copyFile, mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { errorText } from '../../common/error-text';
 import { decidedByStator } from '../../config/dynamic-files-config';
 import { withVersionNames } from '../parameter-renames';
 import { PostgresSettings } from '../postgres.port';
 import { withoutRecoveryParameters } from './auto-conf';
-import { hotStandbyFloor, raisedToFloor } from './hot-standby-floor';
+import { controlDataMinimums, raisedSettingLine, raiseToControlData } from '../hot-standby-minimums';
 import { CommandRunner } from './commands';
 import { AdapterLog, LocalPostgres } from './local-postgres';
 import { writePassfile } from './passfile';
@@ -44,6 +45,9 @@ const STATOR_OWNED_PARAMETERS = new Set([
  * data directory), and standby.signal in the data directory, as Stator writes them.
  */
 export class ConfigurationFiles {
+  /** The settings last raised to pg_control's values, so the log says it once per change. */
+  private raisedLogged = '';
+
   constructor(
     private readonly local: LocalPostgres,
     private readonly commands: CommandRunner,
@@ -74,9 +78,9 @@ export class ConfigurationFiles {
     if (this.local.config.pgpass && settings.role === 'replica' && settings.upstream?.host) {
       await writePassfile(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword);
     }
-    const conf = this.renderPostgresqlConf(settings, await this.recoveryFloor(settings));
-    await this.commands.writeOwnedFile(this.local.configFile, conf.text);
-    if (conf.raised.length) this.log?.('info', `raised to the primary's values in pg_control, which recovery needs: ${conf.raised.join(', ')}`);
+    const inRecovery = settings.role === 'replica' || Boolean(settings.recovery) || Boolean(settings.keepExistingRecoveryConf);
+    const minimums = inRecovery ? await this.controlDataMinimums() : {};
+    await this.commands.writeOwnedFile(this.local.configFile, this.renderPostgresqlConf(settings, minimums));
     if (!settings.keepExistingRecoveryConf) await this.removeAutoConfRecovery();
     await this.commands.writeOwnedFile(join(configDir, 'pg_hba.conf'), this.renderHba(settings));
     const identLines = settings.pgIdent?.length ? settings.pgIdent : (this.local.config.pg_ident ?? []);
@@ -92,16 +96,6 @@ export class ConfigurationFiles {
     if (settings.role === 'primary' && settings.recovery) await this.commands.writeOwnedFile(join(dataDir, 'recovery.signal'), '');
   }
 
-  /**
-   * For a server that will run recovery (a replica, a custom bootstrap's first start), the settings it must not have
-   * lower than the primary that wrote its WAL, from pg_control (see hot-standby-floor.ts); none for a primary.
-   */
-  private async recoveryFloor(settings: PostgresSettings): Promise<Record<string, number>> {
-    const recovering = settings.role === 'replica' || Boolean(settings.recovery) || Boolean(settings.keepExistingRecoveryConf);
-    if (!recovering || !existsSync(join(this.local.dataDir, 'global', 'pg_control'))) return {};
-    const result = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], { env: { LC_ALL: 'C' }, allowFailure: true });
-    return result.code === 0 ? hotStandbyFloor(result.stdout) : {};
-  }
 
   /** PostgreSQL reads postgresql.auto.conf last: a recovery setting left there would override the one Stator writes. */
   private async removeAutoConfRecovery(): Promise<void> {
@@ -146,7 +140,20 @@ export class ConfigurationFiles {
     return typeof given === 'string' && given ? resolve(this.local.configDir, given) : undefined;
   }
 
-  private renderPostgresqlConf(settings: PostgresSettings, floor: Record<string, number> = {}): { text: string; raised: string[] } {
+  /** What pg_control says the WAL's primary ran with; nothing before the data directory holds a cluster. */
+  private async controlDataMinimums(): Promise<Record<string, number>> {
+    if (!existsSync(join(this.local.dataDir, 'global', 'pg_control'))) return {};
+    try {
+      const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], { env: { LC_ALL: 'C' } });
+      return controlDataMinimums(stdout);
+    } catch (error) {
+      // The configured values are written; if they are too low, PostgreSQL's own start error says which.
+      this.log?.('warning', `pg_controldata failed, writing the configured max_connections and the like unchanged: ${errorText(error)}`);
+      return {};
+    }
+  }
+
+  private renderPostgresqlConf(settings: PostgresSettings, controlMinimums: Record<string, number> = {}): string {
     const { hosts, port } = parseListen(this.local.config.listen);
     const parameters: Record<string, string | number | boolean> = { ...DEFAULT_PARAMETERS };
     // A replica's recovery_conf first: a restore_command in the parameters or standby_cluster's wins, as with Patroni.
@@ -155,8 +162,10 @@ export class ConfigurationFiles {
     for (const [name, value] of Object.entries(given)) {
       if (!STATOR_OWNED_PARAMETERS.has(name)) parameters[name] = value;
     }
-    const { parameters: atFloor, raised } = raisedToFloor(parameters, floor);
-    Object.assign(parameters, atFloor);
+    const raised = raiseToControlData(parameters, controlMinimums);
+    const raisedText = raised.map(raisedSettingLine).join('\n');
+    if (raisedText !== this.raisedLogged) for (const setting of raised) this.log?.('info', raisedSettingLine(setting));
+    this.raisedLogged = raisedText;
     parameters.listen_addresses = hosts.join(',');
     parameters.port = port;
     parameters.hba_file = join(this.local.configDir, 'pg_hba.conf');
@@ -187,7 +196,7 @@ export class ConfigurationFiles {
       customConf ? `include ${formatParameterValue(customConf)}` : `include_if_exists '${BASE_CONF}'`,
     ];
     for (const [name, value] of Object.entries(parameters)) lines.push(`${checkParameterName(name)} = ${formatParameterValue(value)}`);
-    return { text: lines.join('\n') + '\n', raised };
+    return lines.join('\n') + '\n';
   }
 
   /** The data directory's PostgreSQL major version (its PG_VERSION file); 15, the version installed here, before initdb. */

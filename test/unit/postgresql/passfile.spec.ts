@@ -54,7 +54,7 @@ describe('postgresql.pgpass', () => {
     const pgpass = join(dir, 'pgpass-conninfo');
     const settings = { role: 'replica' as const, upstream: { name: 'n2', host: '127.0.0.1', port: 5433 }, parameters: {} };
     const withFile = new ConfigurationFiles(local(pgpass), commands(pgpass));
-    const render = (files: ConfigurationFiles) => (files as unknown as { renderPostgresqlConf(s: unknown): { text: string } }).renderPostgresqlConf(settings).text;
+    const render = (files: ConfigurationFiles) => (files as unknown as { renderPostgresqlConf(s: unknown): string }).renderPostgresqlConf(settings);
     const conninfo = (text: string) => text.split('\n').find((line) => line.startsWith('primary_conninfo')) ?? '';
     expect(conninfo(render(withFile))).toContain(`passfile=${pgpass}`);
     expect(conninfo(render(withFile))).not.toContain('password');
