@@ -13,7 +13,8 @@ import { LONG_ACTION_STATES, PostgresStateName } from '../postgresql/postgres-st
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
-import { LeaderDuties, slotNameOf } from './leader-duties';
+import { LeaderDuties } from './leader-duties';
+import { slotNameOf } from './slot-plan';
 import { MemberAgents } from './member-agents';
 import { MemberSightings } from './member-sightings';
 import { LeaderLock } from './leader-lock';
@@ -153,7 +154,7 @@ export class NodeContext {
       watchdog: () => this.watchdog.request(this.dynamic.ttl, this.dynamic.loop_wait, !this.dynamic.pause && remotePrimary(this.dynamic.standby_cluster) === null),
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
-    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings);
+    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings, () => this.tags, logger);
     this.sync = new SyncReplication({
       name: this.name,
       dcs: deps.dcs,
