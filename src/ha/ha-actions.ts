@@ -5,6 +5,7 @@ import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
 import { keepSlots } from './slot-keeper';
 import { planSlots } from './slot-plan';
+import { failsafeView } from './failsafe/failsafe-view';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
@@ -138,11 +139,12 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       // A replica keeps the other members' slots and the permanent ones too, at the leader's
       // positions, so that whichever node is promoted already holds the WAL its consumers need.
       const { dynamic } = node;
-      const cluster = snapshot.cluster;
+      // While the DCS is down: the last view read, at the positions the failsafe leader sent.
+      const cluster = snapshot.cluster ?? failsafeView(node.cluster, node.failsafe.leaderAccepted(snapshot.now, dynamic.ttl));
       if (!cluster) return;
       const plan = planSlots({ self: { name: node.name, tags: node.tags }, isLeader: false, cluster, dynamic });
       await keepSlots({ query, events: node.events, logger }, plan, dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS), cluster.leader !== null);
-      if (plan.logical.length > 0) await keepLogicalSlotCopies(node, snapshot, plan.logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
+      if (plan.logical.length > 0) await keepLogicalSlotCopies(node, snapshot, cluster, plan.logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
       return;
     }
     case 'demoteGraceful': {

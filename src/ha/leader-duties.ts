@@ -77,6 +77,12 @@ export class LeaderDuties {
     return everySlot || permanent.has(own) ? { ...positions, [own]: walPosition } : positions;
   }
 
+  /** The positions `/status` would carry now, from the last view read: what a failsafe call sends while the DCS is down. */
+  async slotPositions(cluster: ClusterView, dynamic: EffectiveDynamicConfig, walPosition: number): Promise<Record<string, number>> {
+    const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
+    return this.publishedPositions(this.plan(cluster, dynamic, departed), dynamic, walPosition);
+  }
+
   private plan(cluster: ClusterView, dynamic: EffectiveDynamicConfig, departed: string[]): SlotPlan {
     return planSlots({ self: { name: this.name, tags: this.tags() }, isLeader: true, cluster, dynamic, departed });
   }

@@ -358,7 +358,11 @@ export class NodeContext {
     const startedAt = this.deps.clock.now();
     const { conn_url, api_url } = this.memberData();
     const others = Object.entries(members).filter(([name]) => name !== this.name);
-    const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, { name: this.name, conn_url, api_url })) })));
+    // The slot positions go with the call, so that the replicas keep their copies in step meanwhile (as the reference).
+    const sample = this.sampler.sample;
+    const slots = sample && this.cluster ? await this.leaderDuties.slotPositions(this.cluster, this.dynamic, sample.walPosition).catch(() => undefined) : undefined;
+    const call = { name: this.name, conn_url, api_url, ...(slots && Object.keys(slots).length > 0 ? { slots } : {}) };
+    const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, call)) })));
     const refusals = answers.filter((answer) => !answer.accepted).map((answer) => `failsafe call to ${answer.name} not accepted: ${answer.answer}`);
     if (refusals.length === 0) this.failsafe.roundAccepted(startedAt);
     else this.failsafe.leaderEnded();
