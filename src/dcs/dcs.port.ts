@@ -65,6 +65,8 @@ export interface Dcs {
 
   /** Re-grants the lease with a new TTL (seconds), e.g. after `ttl` changed in `/config`. */
   setTtl(ttlSeconds: number): Promise<void>;
+  /** How long each call retries from now on (seconds), after `retry_timeout` changed in `/config`, as Patroni applies it. */
+  setRetryTimeout(retryTimeoutSeconds: number): void;
 
   /**
    * Stops watches and revokes own lease (member key and, if held, leader key go with it). With

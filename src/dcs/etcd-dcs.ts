@@ -77,7 +77,11 @@ export class EtcdDcs implements Dcs {
   private readonly closing = new Subject<void>();
   private readonly watch: ClusterWatch;
 
+  /** Each call's retry budget: `retry_timeout`, as the dynamic configuration sets it now. */
+  private retryTimeoutMs: number;
+
   constructor(private readonly options: EtcdDcsOptions) {
+    this.retryTimeoutMs = options.retryTimeoutMs;
     this.client = new EtcdClient(options);
     this.prefix = clusterPrefix(options.namespace, options.scope);
     this.leaderKey = this.prefix + ClusterKeys.leader;
@@ -267,6 +271,10 @@ export class EtcdDcs implements Dcs {
    * Grants a new lease with the new TTL (no-op when unchanged). The old lease is not revoked, so
    * `leader` and the member key stay until the next refresh and touch move them onto the new one.
    */
+  setRetryTimeout(retryTimeoutSeconds: number): void {
+    this.retryTimeoutMs = retryTimeoutSeconds * 1000;
+  }
+
   async setTtl(ttlSeconds: number): Promise<void> {
     if (ttlSeconds === this.ttlSeconds) return;
     this.ttlSeconds = ttlSeconds;
@@ -284,7 +292,7 @@ export class EtcdDcs implements Dcs {
     this.closing.next();
     const lease = this.lease;
     this.lease = null;
-    if (lease && !keepLease) await this.client.leaseRevoke(lease.id, this.options.retryTimeoutMs).catch(() => undefined);
+    if (lease && !keepLease) await this.client.leaseRevoke(lease.id, this.retryTimeoutMs).catch(() => undefined);
     this.client.close();
   }
 
@@ -365,7 +373,7 @@ export class EtcdDcs implements Dcs {
    */
   private async withRetry<T>(operation: string, attempt: (remaining: RemainingMs) => Promise<T>): Promise<T> {
     if (this.closed) throw new DcsError(`${operation}: the DCS client is closed`);
-    const deadline = performance.now() + this.options.retryTimeoutMs;
+    const deadline = performance.now() + this.retryTimeoutMs;
     const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
     let delay = FIRST_RETRY_DELAY_MS;
     for (;;) {
@@ -379,7 +387,7 @@ export class EtcdDcs implements Dcs {
         }
         const pause = Math.min(delay, deadline - performance.now() - MIN_ATTEMPT_MS);
         if (pause < 0) {
-          throw new DcsError(`${operation}: failed within ${this.options.retryTimeoutMs} ms: ${(error as Error).message}`, {
+          throw new DcsError(`${operation}: failed within ${this.retryTimeoutMs} ms: ${(error as Error).message}`, {
             cause: error,
           });
         }

@@ -419,6 +419,7 @@ export class HaNode {
     if (next.pause !== node.dynamic.pause) node.postgres.send({ type: 'SET_PAUSE', paused: next.pause });
     node.dynamic = next;
     if (ttlChanged) await this.deps.dcs.setTtl(next.ttl).catch(() => undefined);
+    this.deps.dcs.setRetryTimeout(next.retry_timeout);
   }
 
   /** A changed parameter set reaches a running server by a reload; pending_restart tells the rest. */

@@ -6,7 +6,8 @@ import { isPrimaryServer, sql } from '../helpers/sql';
 /**
  * DCS failsafe mode on a real 3-node cluster (PostgreSQL 15, etcd), ttl 10, loop_wait 2: etcd frozen
  * for longer than two ttls. While both replicas' agents answer, the primary keeps accepting writes;
- * with one replica's agent gone, it demotes as without the mode, and nobody else promotes.
+ * with one replica's agent gone, it demotes as without the mode, and nobody else promotes. Meanwhile the replicas keep
+ * their copies of a permanent slot at the positions the leader's failsafe calls carry.
  */
 jest.setTimeout(240_000);
 
@@ -15,7 +16,7 @@ let baseDir: string;
 
 beforeAll(async () => {
   baseDir = tmpDir('stator-failsafe-');
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { failsafe_mode: true } });
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { failsafe_mode: true, slots: { fs_archiver: 0 } } });
   await cluster.waitForHealthy(90_000);
 });
 
@@ -62,7 +63,7 @@ it('etcd frozen with one replica agent gone: the primary demotes, and no node ru
   await cluster.waitForHealthy(90_000);
 });
 
-it('etcd frozen for 25 s: the primary keeps acknowledging writes while both replicas answer it', async () => {
+it('etcd frozen for 25 s: the primary keeps acknowledging writes while both replicas answer it, and they keep the slots in step', async () => {
   const leader = await cluster.waitForHealthy(30_000);
   await sql(leader, 'CREATE TABLE IF NOT EXISTS failsafe_rows (id int)');
   await cluster.etcd.pause();
@@ -74,6 +75,16 @@ it('etcd frozen for 25 s: the primary keeps acknowledging writes while both repl
       written++;
       expect(await leader.healthCode('/primary')).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    // The archiver consumes WAL while etcd is frozen: the leader's failsafe calls carry the slot's new position, and
+    // each replica advances its copy to it (no /status can be written meanwhile).
+    const target = (await sql<{ lsn: string }>(leader, 'SELECT pg_current_wal_lsn()::text AS lsn'))[0].lsn;
+    await sql(leader, "SELECT pg_replication_slot_advance('fs_archiver', $1::pg_lsn)", [target]);
+    for (const replica of cluster.nodes.filter((node) => node !== leader)) {
+      await waitFor(async () => {
+        const [copy] = await sql<{ reached: boolean }>(replica, "SELECT restart_lsn >= $1::pg_lsn AS reached FROM pg_replication_slots WHERE slot_name = 'fs_archiver'", [target]);
+        return copy?.reached === true;
+      }, { timeoutMs: 15_000, description: `${replica.name}'s fs_archiver copy advanced to ${target} while etcd is frozen` });
     }
     const status = (await leader.status())!;
     expect(status.failsafe_mode_is_active).toBe(true);
