@@ -89,8 +89,8 @@ export class LeaderDuties {
 
   /**
    * At promotion: the slots of every member (and of those that left less than `member_slots_ttl`
-   * ago) and the permanent ones, before the first replica connects. Checked every cycle rather than
-   * cached: pg_rewind and reclones drop slots behind the agent's back.
+   * ago) and the permanent ones, before the first replica connects. From then on `perform` keeps
+   * them each cycle: pg_rewind and reclones drop slots behind the agent's back.
    */
   async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig): Promise<void> {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
