@@ -65,7 +65,15 @@ export function parseReinitialize(body: ValidatedBody<ReinitializeBody>): Reinit
 /** Length limits of a failsafe call's fields: a member name and two URLs. */
 const FAILSAFE_FIELD_LIMITS = { name: 256, conn_url: 2048, api_url: 2048 } as const;
 
-/** POST /failsafe: `name`, `conn_url` and `api_url` as strings (other fields, such as `slots`, are ignored as the reference ignores them). */
+/** The most slot positions a failsafe call carries: as many as the dynamic configuration's `slots` allows, plus members. */
+const FAILSAFE_MAX_SLOTS = 512;
+
+/**
+ * POST /failsafe: `name`, `conn_url` and `api_url` as strings, and the leader's slot positions
+ * (`slots`, as Patroni 4.1 sends them), which replicas advance their copies to while the DCS is
+ * down. Entries of `slots` that are not a slot name with a WAL position are left out, as is a
+ * `slots` that is not a mapping: the call itself is still accepted, as the reference accepts it.
+ */
 export function parseFailsafeCall(body: Record<string, unknown>): FailsafeCall {
   const call: Record<string, string> = {};
   for (const [field, limit] of Object.entries(FAILSAFE_FIELD_LIMITS)) {
@@ -75,5 +83,10 @@ export function parseFailsafeCall(body: Record<string, unknown>): FailsafeCall {
     }
     call[field] = value;
   }
-  return call as unknown as FailsafeCall;
+  const slots = body.slots;
+  if (typeof slots !== 'object' || slots === null || Array.isArray(slots)) return call as unknown as FailsafeCall;
+  const positions = Object.entries(slots)
+    .filter(([name, lsn]) => /^[a-z0-9_]{1,63}$/.test(name) && typeof lsn === 'number' && Number.isSafeInteger(lsn) && lsn >= 0)
+    .slice(0, FAILSAFE_MAX_SLOTS);
+  return { ...(call as unknown as FailsafeCall), slots: Object.fromEntries(positions) as Record<string, number> };
 }

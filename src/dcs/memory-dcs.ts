@@ -274,6 +274,7 @@ export class MemoryDcs implements Dcs {
   }
 
   /** Grants a new lease with the new TTL; keys move onto it with the next refresh and touch. */
+  /** The in-memory store answers at once or not at all: no retries to bound. */
   async setTtl(ttlSeconds: number): Promise<void> {
     this.ready('grant lease');
     if (ttlSeconds === this.ttlSeconds) return;

@@ -106,7 +106,9 @@ function dcsUnreachable(s: HaSnapshot): Decision {
       actions: [OFFLINE_DEMOTE],
     };
   }
-  return { verdict: 'DCS is not accessible', actions: [] };
+  // A replica that accepted a failsafe leader keeps its slots in step with the positions it sent (as the reference).
+  const keepSlots: HaAction[] = s.config.use_slots && s.failsafeLeader && s.failsafeLeader !== s.local.name ? [{ type: 'serveDownstreams', members: [] }] : [];
+  return { verdict: 'DCS is not accessible', actions: keepSlots };
 }
 
 /**

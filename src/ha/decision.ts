@@ -16,7 +16,7 @@ export type HaAction =
   | { type: 'promote'; drainMs: number }
   /** Point a running replica at a new upstream (primary_conninfo + reload). */
   | { type: 'follow'; upstream: UpstreamNode }
-  /** Keep physical slots on this replica for exactly these members, which cascade from it. */
+  /** Keep this replica's slots as slot-plan.ts plans them; `members`: those that cascade from it (what the verdict tells). */
   | { type: 'serveDownstreams'; members: string[] }
   /** Stop a primary that must not be one; restart it read-only following `upstream` unless `restart` is false. */
   | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }

@@ -3,7 +3,9 @@ import { errorText } from '../common/error-text';
 import { DynamicConfig } from '../dcs/dcs.port';
 import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
-import { recordSlotChanges, wantedPhysicalSlots } from './leader-duties';
+import { keepSlots } from './slot-keeper';
+import { planSlots } from './slot-plan';
+import { failsafeView } from './failsafe/failsafe-view';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
@@ -137,21 +139,21 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     }
     case 'leaderDuties': {
       const sample = node.sampler.sample;
-      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic, node.sampler.physicalSlotsReadWithin(SLOTS_READING_MAX_AGE_MS));
+      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS));
       await node.publishFailsafe(snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
       if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
     }
     case 'serveDownstreams': {
-      // A replica keeps the permanent slots too, at the leader's positions, so they survive a failover.
+      // A replica keeps the other members' slots and the permanent ones too, at the leader's
+      // positions, so that whichever node is promoted already holds the WAL its consumers need.
       const { dynamic } = node;
-      const known = node.sampler.physicalSlotsReadWithin(SLOTS_READING_MAX_AGE_MS);
-      recordSlotChanges(node.events, await query.syncPhysicalSlots(wantedPhysicalSlots(action.members, dynamic, node.name), dynamic.ignore_slots, known));
-      const published = snapshot.cluster?.status?.value.slots ?? {};
-      const physical = dynamic.slots.filter((slot) => slot.type === 'physical' && typeof published[slot.name] === 'number');
-      await query.advanceSlots(Object.fromEntries(physical.map((slot) => [slot.name, published[slot.name]]))).catch((e) => logger.warning(`advancing permanent slots failed: ${errorText(e)}`));
-      const logical = dynamic.slots.filter((slot) => slot.type === 'logical');
-      if (logical.length > 0) await keepLogicalSlotCopies(node, snapshot, logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
+      // While the DCS is down: the last view read, at the positions the failsafe leader sent.
+      const cluster = snapshot.cluster ?? failsafeView(node.cluster, node.failsafe.leaderAccepted(snapshot.now, dynamic.ttl));
+      if (!cluster) return;
+      const plan = planSlots({ self: { name: node.name, tags: node.tags }, isLeader: false, cluster, dynamic });
+      await keepSlots({ query, events: node.events, logger }, plan, dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS), cluster.leader !== null);
+      if (plan.logical.length > 0) await keepLogicalSlotCopies(node, snapshot, cluster, plan.logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
       return;
     }
     case 'demoteGraceful': {

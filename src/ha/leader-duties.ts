@@ -4,31 +4,12 @@ import { errorText } from '../common/error-text';
 import { EffectiveDynamicConfig } from '../config/config.types';
 import { PermanentSlot } from '../config/slots-config';
 import { ClusterView, Dcs, HistoryEntry, LeaderStatus } from '../dcs/dcs.port';
-import { PhysicalSlotState, PostgresQuery, PostgresSample, SlotChanges } from '../postgresql/postgres.port';
-import { downstreamMembers } from './cascade';
+import { Logger } from '../common/logger';
+import { PostgresQuery, PostgresSample, SlotReading } from '../postgresql/postgres.port';
+import { keepSlots } from './slot-keeper';
+import { planSlots, retainedSlots, SlotPlan, slotNameOf } from './slot-plan';
 import { MemberSightings } from './member-sightings';
 import { isoWithOffset, NodeEvents } from './node-events';
-
-/** Slot names as Patroni derives them from member names. */
-export function slotNameOf(memberName: string): string {
-  return memberName.toLowerCase().replace(/[^a-z0-9_]/g, '_');
-}
-
-/** The physical slots a node keeps: one per member streaming from it, and the permanent ones (never its own name). */
-export function wantedPhysicalSlots(memberNames: string[], dynamic: EffectiveDynamicConfig, ownName: string): string[] {
-  const permanent = dynamic.slots.filter((slot) => slot.type === 'physical').map((slot) => slot.name);
-  return [...new Set([...memberNames.map(slotNameOf), ...permanent])].filter((name) => name !== slotNameOf(ownName));
-}
-
-/** Each slot a synchronisation created or dropped, as a fact in the event log. */
-export function recordSlotChanges(events: NodeEvents, changes: SlotChanges): void {
-  for (const name of changes.dropped) {
-    const lost = changes.lost?.includes(name) === true;
-    const message = lost ? `physical slot ${name} dropped because its wal_status was lost, to be created again` : `physical slot ${name} dropped`;
-    events.recordCluster('slot.dropped', message, { slot: name, type: 'physical', ...(lost ? { wal_status: 'lost' } : {}) });
-  }
-  for (const name of changes.created) events.recordCluster('slot.created', `physical slot ${name} created`, { slot: name, type: 'physical' });
-}
 
 /** The newest `maxEntries` of `entries` (0: all), as the reference trims `/history` (`max_timelines_history`). */
 export function newestEntries<T>(entries: T[], maxEntries: number): T[] {
@@ -48,22 +29,23 @@ export class LeaderDuties {
     private readonly clock: Clock,
     private readonly events: NodeEvents,
     private readonly sightings: MemberSightings,
+    private readonly tags: () => Record<string, unknown>,
+    private readonly logger: Logger,
   ) {}
 
-  /** `knownSlots`: the physical slots as this cycle's reading found them (see PostgresQuery.syncPhysicalSlots). */
-  async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig, knownSlots?: PhysicalSlotState[]): Promise<void> {
+  /** `reading`: the slots as this cycle's reading found them (see PostgresQuery.syncPhysicalSlots). */
+  async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig, reading: SlotReading = {}): Promise<void> {
     if (!cluster || !sample) return;
-    // The permanent slots' positions go with the optime, so that replicas keep their copies in step;
-    // a failed reading never holds the optime back. A logical slot's position is where its consumer confirmed.
-    const permanent = dynamic.use_slots ? dynamic.slots : [];
-    const physical = permanent.filter((slot) => slot.type === 'physical').map((slot) => slot.name);
-    const logical = permanent.filter((slot) => slot.type === 'logical');
-    if (logical.length > 0 && !sample.inRecovery) await this.keepLogicalSlots(logical);
-    const slots = {
-      ...(physical.length > 0 ? await this.query.physicalSlotPositions(physical).catch(() => ({})) : {}),
-      ...(logical.length > 0 ? await this.query.logicalSlotPositions(logical.map((slot) => slot.name)).catch(() => ({})) : {}),
-    };
-    const status: LeaderStatus = { optime: sample.walPosition, ...(Object.keys(slots).length > 0 ? { slots } : {}) };
+    const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
+    const plan = this.plan(cluster, dynamic, departed);
+    if (plan.logical.length > 0 && !sample.inRecovery) await this.keepLogicalSlots(plan.logical);
+    // The slots' positions go with the optime, so that every replica keeps its copies in step; a
+    // failed reading never holds the optime back. A logical slot's position is where its consumer confirmed.
+    const status: LeaderStatus = { optime: sample.walPosition };
+    const slots = await this.publishedPositions(plan, dynamic, sample.walPosition);
+    if (Object.keys(slots).length > 0) status.slots = slots;
+    const retain = retainedSlots(cluster, this.name, dynamic, departed);
+    if (retain) status.retain_slots = retain;
     if (JSON.stringify(status) !== this.publishedStatus) {
       await this.dcs.setStatus(status);
       this.publishedStatus = JSON.stringify(status);
@@ -74,21 +56,45 @@ export class LeaderDuties {
     if (sample.timeline > 1 && (!history || lastTimeline !== sample.timeline - 1)) {
       await this.dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? [], dynamic.max_timelines_history));
     }
-    if (dynamic.use_slots) await this.syncMemberSlots(cluster, dynamic, knownSlots);
+    if (dynamic.use_slots) await keepSlots({ query: this.query, events: this.events, logger: this.logger }, plan, dynamic, reading, !sample.inRecovery);
   }
 
   /**
-   * One physical slot per member that streams from the leader (not those cascading from a replica),
-   * per member that left less than `member_slots_ttl` ago, and per permanent physical slot; none for
-   * other members, unless `ignore_slots` covers it. Checked every cycle rather than cached: pg_rewind
-   * and reclones drop slots behind the agent's back (the cycle's own reading of them, `knownSlots`,
-   * spares the statement while they are in order).
+   * Where this leader's slots stand, for `/status`: with `member_slots_ttl` every slot it keeps and
+   * its own name at its WAL position (so that each replica moves its copies of the members' slots
+   * forward, as Patroni 4.1); with 0, the permanent slots only.
    */
-  async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig, knownSlots?: PhysicalSlotState[]): Promise<void> {
+  private async publishedPositions(plan: SlotPlan, dynamic: EffectiveDynamicConfig, walPosition: number): Promise<Record<string, number>> {
+    if (!dynamic.use_slots) return {};
+    const permanent = new Set(dynamic.slots.map((slot) => slot.name));
+    const own = slotNameOf(this.name);
+    const everySlot = dynamic.member_slots_ttl > 0;
+    const physical = plan.physical.map((slot) => slot.name).filter((name) => everySlot || permanent.has(name));
+    const positions = {
+      ...(physical.length > 0 ? await this.query.physicalSlotPositions(physical).catch(() => ({})) : {}),
+      ...(plan.logical.length > 0 ? await this.query.logicalSlotPositions(plan.logical.map((slot) => slot.name)).catch(() => ({})) : {}),
+    };
+    return everySlot || permanent.has(own) ? { ...positions, [own]: walPosition } : positions;
+  }
+
+  /** The positions `/status` would carry now, from the last view read: what a failsafe call sends while the DCS is down. */
+  async slotPositions(cluster: ClusterView, dynamic: EffectiveDynamicConfig, walPosition: number): Promise<Record<string, number>> {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
-    const members = [...downstreamMembers(cluster, this.name, true), ...departed];
-    const changes = await this.query.syncPhysicalSlots(wantedPhysicalSlots(members, dynamic, this.name), dynamic.ignore_slots, knownSlots);
-    recordSlotChanges(this.events, changes);
+    return this.publishedPositions(this.plan(cluster, dynamic, departed), dynamic, walPosition);
+  }
+
+  private plan(cluster: ClusterView, dynamic: EffectiveDynamicConfig, departed: string[]): SlotPlan {
+    return planSlots({ self: { name: this.name, tags: this.tags() }, isLeader: true, cluster, dynamic, departed });
+  }
+
+  /**
+   * At promotion: the slots of every member (and of those that left less than `member_slots_ttl`
+   * ago) and the permanent ones, before the first replica connects. From then on `perform` keeps
+   * them each cycle: pg_rewind and reclones drop slots behind the agent's back.
+   */
+  async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig): Promise<void> {
+    const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
+    await keepSlots({ query: this.query, events: this.events, logger: this.logger }, this.plan(cluster, dynamic, departed), dynamic, {}, false);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { errorText } from '../common/error-text';
 import { PermanentSlot } from '../config/slots-config';
+import { ClusterView } from '../dcs/dcs.port';
 import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { NodeContext } from './node-context';
 import { restart } from './postgres-procedures';
@@ -16,16 +17,15 @@ type TaskRunner = (name: string, work: () => Promise<void>) => void;
  * leader publishes (where its consumer confirmed), so the new leader's slot resumes there: changes
  * after it may come again, as logical decoding promises, but none is lost.
  */
-export async function keepLogicalSlotCopies(node: NodeContext, snapshot: HaSnapshot, slots: PermanentSlot[], runTask: TaskRunner): Promise<void> {
+export async function keepLogicalSlotCopies(node: NodeContext, snapshot: HaSnapshot, cluster: ClusterView, slots: PermanentSlot[], runTask: TaskRunner): Promise<void> {
   const { query, pg, logger } = node.deps;
-  const cluster = snapshot.cluster;
-  if (!cluster) return;
   const published = cluster.status?.value.slots ?? {};
   const here = await query.logicalSlotPositions(slots.map((slot) => slot.name));
   const leader = upstreamOf(cluster.members.find((member) => member.name === cluster.leader?.value));
   // Only a slot the leader has published exists there to copy.
   const missing = slots.filter((slot) => !(slot.name in here) && typeof published[slot.name] === 'number');
-  if (missing.length > 0 && leader) {
+  // While the DCS is down (`cluster` is then the failsafe leader's view) copies are only advanced, as the reference does.
+  if (missing.length > 0 && leader && snapshot.cluster) {
     // A copy that could not be made (the slot needs WAL this replica lacks) is tried again after a growing pause.
     if (failedTaskRetryAt(snapshot.local.lastTask, 'copy_logical_slots', snapshot.now, snapshot.config.loop_wait) !== null) return;
     runTask('copy_logical_slots', async () => {

@@ -14,7 +14,8 @@ import { postgresActors, postgresMachine, StartRequest } from '../postgresql/pos
 import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
 import { DynamicConfigCache } from './dynamic-config-cache';
-import { LeaderDuties, slotNameOf } from './leader-duties';
+import { LeaderDuties } from './leader-duties';
+import { slotNameOf } from './slot-plan';
 import { MemberAgents } from './member-agents';
 import { MemberSightings } from './member-sightings';
 import { LeaderLock } from './leader-lock';
@@ -157,7 +158,7 @@ export class NodeContext {
       watchdog: () => this.watchdog.request(this.dynamic.ttl, this.dynamic.loop_wait, !this.dynamic.pause && remotePrimary(this.dynamic.standby_cluster) === null),
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
-    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings);
+    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings, () => this.tags, logger);
     this.sync = new SyncReplication({
       name: this.name,
       dcs: deps.dcs,
@@ -366,7 +367,11 @@ export class NodeContext {
     const startedAt = this.deps.clock.now();
     const { conn_url, api_url } = this.memberData();
     const others = Object.entries(members).filter(([name]) => name !== this.name);
-    const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, { name: this.name, conn_url, api_url })) })));
+    // The slot positions go with the call, so that the replicas keep their copies in step meanwhile (as the reference).
+    const sample = this.sampler.sample;
+    const slots = sample && this.cluster ? await this.leaderDuties.slotPositions(this.cluster, this.dynamic, sample.walPosition).catch(() => undefined) : undefined;
+    const call = { name: this.name, conn_url, api_url, ...(slots && Object.keys(slots).length > 0 ? { slots } : {}) };
+    const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, call)) })));
     const refusals = answers.filter((answer) => !answer.accepted).map((answer) => `failsafe call to ${answer.name} not accepted: ${answer.answer}`);
     if (refusals.length === 0) this.failsafe.roundAccepted(startedAt);
     else this.failsafe.leaderEnded();

@@ -1,7 +1,7 @@
 import { TimerClock } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
-import { PhysicalSlotState, PostgresQuery, PostgresSample } from '../postgresql/postgres.port';
+import { PostgresQuery, PostgresSample, SlotReading } from '../postgresql/postgres.port';
 
 /** While readings change, and after any transition: every second. */
 export const BUSY_SAMPLE_INTERVAL_MS = 1_000;
@@ -62,11 +62,12 @@ export class Sampler {
   }
 
   /**
-   * The physical slots as a reading of the last `maxAgeMs` found them, else undefined. The HA cycle
-   * reads right before it keeps the slots, so it need not ask PostgreSQL again when they are in order.
+   * The slots as a reading of the last `maxAgeMs` found them, else nothing. The HA cycle reads right
+   * before it keeps the slots, so it need not ask PostgreSQL again when they are in order.
    */
-  physicalSlotsReadWithin(maxAgeMs: number): PhysicalSlotState[] | undefined {
-    return this.current && this.clock.now() - this.takenAt <= maxAgeMs ? this.current.physicalSlots : undefined;
+  slotsReadWithin(maxAgeMs: number): SlotReading {
+    if (!this.current || this.clock.now() - this.takenAt > maxAgeMs) return {};
+    return { physical: this.current.physicalSlots, logical: this.current.logicalSlots };
   }
 
   /** Epoch ms when PostgreSQL last answered anything: a reading, or an error it sent. */

@@ -4,7 +4,7 @@ import { LibpqOptions, PostgresqlConfig } from '../config/config.types';
 import { clientSsl } from './libpq-ssl';
 import { formatLsn, parseLsn } from '../common/lsn';
 import { isIgnoredSlot, PermanentSlot, SlotMatcher } from '../config/slots-config';
-import { PhysicalSlotState, PostgresQuery, PostgresSample, ReplicationConnection, SlotChanges } from './postgres.port';
+import { LogicalSlotState, PhysicalSlotState, PostgresQuery, PostgresSample, ReplicationConnection, SlotChanges } from './postgres.port';
 import { physicalSlotsInOrder } from './physical-slots';
 
 /** Where to reach a server: TCP, or a unix socket directory as `host`. */
@@ -150,8 +150,12 @@ SELECT
         WHERE f.name = s.name AND NOT f.applied ORDER BY f.seqno DESC LIMIT 1), s.reset_val)))
     FROM pg_catalog.pg_settings s WHERE s.pending_restart), '{}'::json) AS pending_restart,
   COALESCE((
-    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active, 'lost', wal_status = 'lost') ORDER BY slot_name)
-    FROM pg_catalog.pg_replication_slots WHERE slot_type = 'physical'), '[]'::json) AS physical_slots
+    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active, 'lost', wal_status = 'lost',
+      'xmin', xmin IS NOT NULL, 'restart_lsn', restart_lsn::text) ORDER BY slot_name)
+    FROM pg_catalog.pg_replication_slots WHERE slot_type = 'physical'), '[]'::json) AS physical_slots,
+  COALESCE((
+    SELECT pg_catalog.json_agg(pg_catalog.json_build_object('name', slot_name, 'active', active, 'database', database, 'plugin', plugin) ORDER BY slot_name)
+    FROM pg_catalog.pg_replication_slots WHERE slot_type = 'logical'), '[]'::json) AS logical_slots
 FROM (SELECT 1) AS one
 LEFT JOIN pg_catalog.pg_stat_wal_receiver AS receiver ON true`;
 
@@ -183,7 +187,8 @@ interface SampleRow {
   synchronous_standby_names: string;
   synchronous_commit: string;
   pending_restart: Record<string, { old_value: string; new_value: string }>;
-  physical_slots: PhysicalSlotState[];
+  physical_slots: (Omit<PhysicalSlotState, 'restartLsn'> & { restart_lsn: string | null })[];
+  logical_slots: LogicalSlotState[];
 }
 
 /** Python's `str(datetime)` drops a zero microsecond part; Patroni's timestamps do too. */
@@ -254,7 +259,8 @@ export class PgQuery implements PostgresQuery {
       synchronousCommit: row.synchronous_commit,
       systemIdentifier: row.system_identifier,
       pendingRestart: row.pending_restart,
-      physicalSlots: row.physical_slots,
+      physicalSlots: row.physical_slots.map(({ restart_lsn, ...slot }) => ({ ...slot, restartLsn: lsnOrNull(restart_lsn) })),
+      logicalSlots: row.logical_slots,
     };
   }
 
@@ -325,9 +331,19 @@ export class PgQuery implements PostgresQuery {
       `SELECT pg_catalog.pg_replication_slot_advance(s.slot_name, w.lsn)
        FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::pg_lsn[])) AS w(slot_name, lsn)
        JOIN pg_catalog.pg_replication_slots s ON s.slot_name = w.slot_name
-       WHERE NOT s.active AND s.restart_lsn IS NOT NULL AND s.restart_lsn < w.lsn`,
+       WHERE NOT s.active AND s.xmin IS NULL AND s.restart_lsn IS NOT NULL AND s.restart_lsn < w.lsn`,
       [names, names.map((name) => formatLsn(positions[name]))],
     );
+  }
+
+  async dropIdleSlots(names: string[], type: 'physical' | 'logical', holdingXmin = false): Promise<string[]> {
+    if (names.length === 0) return [];
+    const rows = await this.query<{ slot_name: string }>(
+      `SELECT slot_name, pg_catalog.pg_drop_replication_slot(slot_name) FROM pg_catalog.pg_replication_slots
+       WHERE slot_type = $2 AND NOT active AND slot_name = ANY($1::text[]) AND (NOT $3 OR xmin IS NOT NULL)`,
+      [names, type, holdingXmin],
+    );
+    return rows.map((row) => row.slot_name);
   }
 
   async oldestWalPosition(): Promise<number> {

@@ -245,6 +245,8 @@ export interface PostgresSample {
   pendingRestart: Record<string, { old_value: string; new_value: string }>;
   /** The physical replication slots, and whether a standby streams from each (absent: not read). */
   physicalSlots?: PhysicalSlotState[];
+  /** The logical replication slots (absent: not read). */
+  logicalSlots?: LogicalSlotState[];
 }
 
 export interface PhysicalSlotState {
@@ -252,6 +254,22 @@ export interface PhysicalSlotState {
   active: boolean;
   /** wal_status `lost`: the WAL it reserved is gone (max_slot_wal_keep_size), it can never be streamed from again. */
   lost?: boolean;
+  /** Whether it holds an xmin (hot_standby_feedback of a standby that streamed from it). */
+  xmin?: boolean;
+  restartLsn?: number | null;
+}
+
+/** The slots as one reading found them; a kind absent was not read. */
+export interface SlotReading {
+  physical?: PhysicalSlotState[];
+  logical?: LogicalSlotState[];
+}
+
+export interface LogicalSlotState {
+  name: string;
+  active: boolean;
+  database: string;
+  plugin: string;
 }
 
 /** The slots one synchronisation created and dropped. */
@@ -276,9 +294,14 @@ export interface PostgresQuery {
   physicalSlotPositions(names: string[]): Promise<Record<string, number>>;
   /**
    * Moves each of these slots forward to its position (pg_replication_slot_advance; on a standby no
-   * further than its replay). A slot already there, or missing, is left alone.
+   * further than its replay). A slot already there, missing, in use or holding an xmin is left alone.
    */
   advanceSlots(positions: Record<string, number>): Promise<void>;
+  /**
+   * Drops those of these slots of this type that nothing streams from (with `holdingXmin`: only
+   * those that hold an xmin); says which it dropped. A slot in use is left for a later call.
+   */
+  dropIdleSlots(names: string[], type: 'physical' | 'logical', holdingXmin?: boolean): Promise<string[]>;
   /** Where the oldest WAL segment this server still holds begins (pg_wal), whatever its timeline. */
   oldestWalPosition(): Promise<number>;
   /** `confirmed_flush_lsn` of each of these logical slots that exists here. */

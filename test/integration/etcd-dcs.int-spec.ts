@@ -200,6 +200,19 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', { description: 'readCached after the thaw' });
     });
 
+    it('gives up a write within the retry_timeout set last (the dynamic configuration changed it), not the one it started with', async () => {
+      const node1 = node('node1');
+      node1.setRetryTimeout(500);
+      await etcd.pause();
+      const started = performance.now();
+      try {
+        await expect(node1.setStatus({ optime: 1 })).rejects.toThrow(/write status: failed within 500 ms/);
+      } finally {
+        etcd.resume();
+      }
+      expect(performance.now() - started).toBeLessThan(RETRY_TIMEOUT_MS);
+    });
+
     it('asks etcd again once the last read is a ttl old, even with its watch live', async () => {
       const node2 = newNode(scope, 'node2', { ttlSeconds: SHORT_TTL_SECONDS });
       opened.push(node2);

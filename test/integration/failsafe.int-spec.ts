@@ -9,6 +9,7 @@ import { isPrimaryServer, sql } from '../helpers/sql';
  * for longer than two ttls. While both replicas' agents answer, the primary keeps accepting writes;
  * with one replica's agent gone, it demotes as without the mode, and nobody else promotes. With
  * retry_timeout below loop_wait, the frozen etcd costs each cycle one retry_timeout and the cycles keep loop_wait's cadence.
+ * Meanwhile the replicas keep their copies of a permanent slot at the positions the leader's failsafe calls carry.
  */
 jest.setTimeout(240_000);
 
@@ -17,7 +18,7 @@ let baseDir: string;
 
 beforeAll(async () => {
   baseDir = tmpDir('stator-failsafe-');
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { failsafe_mode: true } });
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { failsafe_mode: true, slots: { fs_archiver: 0 } } });
   await cluster.waitForHealthy(90_000);
 });
 
@@ -35,6 +36,29 @@ const failsafeKey = async (node = cluster.nodes[0]) => {
 it('publishes every member in /failsafe', async () => {
   await waitFor(async () => Object.keys((await failsafeKey()) ?? {}).length === 3, { timeoutMs: 20_000, description: 'GET /failsafe naming the three members' });
   expect(Object.keys((await failsafeKey())!).sort()).toEqual(['node1', 'node2', 'node3']);
+});
+
+it("etcd frozen: the replicas advance their copies of a permanent slot to the positions the leader's failsafe calls carry", async () => {
+  const leader = await cluster.waitForHealthy(30_000);
+  await waitFor(async () => Object.keys((await failsafeKey(leader)) ?? {}).length === 3, { timeoutMs: 10_000, description: "the leader's own view of /failsafe naming all three" });
+  await sql(leader, 'CREATE TABLE IF NOT EXISTS archived (n int)');
+  await cluster.etcd.pause();
+  try {
+    // The archiver consumes WAL while no /status can be written: only the failsafe calls carry the slot's new position.
+    await sql(leader, 'INSERT INTO archived SELECT generate_series(1, 1000)');
+    const target = (await sql<{ lsn: string }>(leader, 'SELECT pg_current_wal_lsn()::text AS lsn'))[0].lsn;
+    await sql(leader, "SELECT pg_replication_slot_advance('fs_archiver', $1::pg_lsn)", [target]);
+    for (const replica of cluster.nodes.filter((node) => node !== leader)) {
+      await waitFor(async () => {
+        const [copy] = await sql<{ reached: boolean }>(replica, "SELECT restart_lsn >= $1::pg_lsn AS reached FROM pg_replication_slots WHERE slot_name = 'fs_archiver'", [target]);
+        return copy?.reached === true;
+      }, { timeoutMs: 15_000, description: `${replica.name}'s fs_archiver copy advanced to ${target} while etcd is frozen` });
+    }
+    expect(await isPrimaryServer(leader)).toBe(true);
+  } finally {
+    cluster.etcd.resume();
+  }
+  await cluster.waitForHealthy(60_000);
 });
 
 it('etcd frozen with one replica agent gone: the primary demotes, and no node runs as primary until etcd is back', async () => {

@@ -126,3 +126,21 @@ it('a pg_recvlogical consumer goes on from the new leader after a failover witho
   const slotEvents = events.filter((event) => event.type.startsWith('slot.') && event.data?.type === 'logical').map((event) => `${event.type} ${event.node}`);
   expect(slotEvents).toEqual(expect.arrayContaining([`slot.created ${leader.name}`, `slot.copied ${replicas[0].name}`, `slot.copied ${replicas[1].name}`]));
 });
+
+it('drops a logical slot that is neither permanent nor in ignore_slots, and keeps the ignored one', async () => {
+  const leader = await cluster.waitForLeader(30_000);
+  const since = Date.now();
+  const patch = await fetch(`${leader.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ignore_slots: [{ name: 'tool_slot', plugin: 'test_decoding' }] }) });
+  expect(patch.status).toBe(200);
+  await waitFor(async () => {
+    const response = await fetch(`${leader.apiUrl}/config`);
+    return JSON.stringify(await response.json()).includes('tool_slot');
+  }, { timeoutMs: 10_000, description: 'ignore_slots stored' });
+  await sql(leader, "SELECT pg_create_logical_replication_slot('tool_slot', 'test_decoding'), pg_create_logical_replication_slot('stray_slot', 'test_decoding')");
+  const logicalSlots = async () => (await sql<{ slot_name: string }>(leader, "SELECT slot_name FROM pg_replication_slots WHERE slot_type = 'logical' ORDER BY slot_name")).map((row) => row.slot_name);
+  await waitFor(async () => !(await logicalSlots()).includes('stray_slot'), { timeoutMs: 15_000, description: 'the leader dropping stray_slot' });
+  expect(await logicalSlots()).toEqual(['cdc', 'tool_slot']);
+  const events = (await (await fetch(`${leader.apiUrl}/events?${new URLSearchParams({ type: 'slot.dropped', limit: '1000' }).toString()}`)).json()) as RecordedEvent[];
+  const drops = events.filter((event) => event.node === leader.name && event.data?.type === 'logical' && Date.parse(event.at) >= since - 1000);
+  expect(drops.map((event) => event.data?.slot)).toEqual(['stray_slot']);
+});

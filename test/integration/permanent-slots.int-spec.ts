@@ -9,7 +9,7 @@ import { sql } from '../helpers/sql';
  * to them, so that after a switchover the new leader already holds the slot, near where the consumer
  * left it. Slots that `ignore_slots` covers are never dropped; other unknown physical slots are.
  */
-jest.setTimeout(180_000);
+jest.setTimeout(240_000);
 
 let cluster: LocalCluster;
 let baseDir: string;
@@ -123,4 +123,58 @@ it("takes Patroni's short form and cluster_type, and drops and creates again a p
   }, { timeoutMs: 15_000, description: 'lagger created again on the leader, its WAL reserved' });
 
   await patchConfig({ slots: { short_form: null, lagger: null, only_primary: null, only_standby: null }, postgresql: { parameters: { max_slot_wal_keep_size: null, wal_keep_size: null } } });
+});
+
+/** `/status` as the leader wrote it in etcd. */
+async function statusKey(): Promise<{ optime?: number; slots?: Record<string, number>; retain_slots?: string[] }> {
+  const response = await fetch(`http://${cluster.etcd.endpoint}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key: Buffer.from(`/service/${cluster.scope}/status`).toString('base64') }),
+  });
+  const body = (await response.json()) as { kvs?: Array<{ value: string }> };
+  return body.kvs?.[0] ? JSON.parse(Buffer.from(body.kvs[0].value, 'base64').toString()) : {};
+}
+
+const slotOf = (node: LocalNode) => node.name.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+
+it("keeps every other member's slot on each replica, advanced to the leader's published position, and lists them in /status", async () => {
+  const leader = await cluster.waitForLeader(30_000);
+  const replicas = cluster.nodes.filter((node) => node !== leader);
+  await cluster.waitForStreaming(replicas.map((node) => node.name), 60_000);
+  // /status: every member's slot (the leader's own at its WAL position) and retain_slots, as Patroni 4.1 writes them.
+  await waitFor(async () => {
+    const status = await statusKey();
+    return cluster.nodes.every((node) => typeof status.slots?.[slotOf(node)] === 'number') && cluster.nodes.every((node) => status.retain_slots?.includes(slotOf(node)));
+  }, { timeoutMs: 15_000, description: "/status listing every member's slot and retain_slots" });
+
+  await sql(leader, 'CREATE TABLE IF NOT EXISTS moving AS SELECT generate_series(1, 20000) AS n');
+  const target = (await sql<{ lsn: string }>(leader, 'SELECT pg_current_wal_lsn()::text AS lsn'))[0].lsn;
+  for (const replica of replicas) {
+    const other = replicas.find((node) => node !== replica)!;
+    await waitFor(async () => {
+      const slots = await slotsOn(replica);
+      const copy = slots[slotOf(other)];
+      return slotOf(leader) in slots && copy !== undefined && copy !== null && (await lsnDistance(leader, copy, target)) <= 0;
+    }, { timeoutMs: 20_000, description: `${replica.name} keeping ${slotOf(leader)} and its copy of ${slotOf(other)} advanced to ${target}` });
+  }
+});
+
+it('resets, on a former leader, the slots that hold an xmin from hot_standby_feedback but nothing streams from any more', async () => {
+  const old = await cluster.waitForLeader(30_000);
+  const patch = await fetch(`${old.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ postgresql: { parameters: { hot_standby_feedback: 'on' } } }) });
+  expect(patch.status).toBe(200);
+  const xminOf = async (node: LocalNode, slot: string) =>
+    (await sql<{ xmin: string | null }>(node, 'SELECT xmin::text FROM pg_replication_slots WHERE slot_name = $1', [slot]))[0]?.xmin;
+  const candidate = cluster.nodes.find((node) => node !== old)!;
+  await waitFor(async () => Boolean(await xminOf(old, slotOf(candidate))), { timeoutMs: 20_000, description: `${candidate.name}'s slot on ${old.name} holding an xmin` });
+
+  const since = Date.now();
+  const response = await fetch(`${old.apiUrl}/switchover`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ leader: old.name, candidate: candidate.name }) });
+  expect(response.status).toBe(200);
+  await cluster.waitForLeader(30_000, [old.name]);
+  await cluster.waitForStreaming([old.name], 60_000);
+  // The new leader no longer streams from old: old's copy of its slot is created again, without an xmin.
+  await waitFor(async () => (await xminOf(old, slotOf(candidate))) === null, { timeoutMs: 20_000, description: `${slotOf(candidate)} on ${old.name} without an xmin` });
+  const events = (await (await fetch(`${old.apiUrl}/events?${new URLSearchParams({ type: 'slot.dropped', limit: '1000' }).toString()}`)).json()) as Array<{ at: string; node: string; data?: Record<string, unknown> }>;
+  expect(events.find((event) => event.node === old.name && event.data?.slot === slotOf(candidate) && Date.parse(event.at) >= since - 1000)?.data).toMatchObject({ xmin: true });
 });

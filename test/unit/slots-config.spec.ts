@@ -1,7 +1,10 @@
 import { effectiveDynamicConfig } from '../../src/config/dynamic-config';
 import { reviewConfigWrite } from '../../src/config/config-write-review';
 import { isIgnoredSlot, readIgnoreSlots, slotsProblems } from '../../src/config/slots-config';
-import { wantedPhysicalSlots } from '../../src/ha/leader-duties';
+import { planSlots } from '../../src/ha/slot-plan';
+import { cluster, member } from './ha/snapshot-factory';
+
+const twoMembers = cluster({ members: [member('node1'), member('node2')] });
 
 /** `slots` and `ignore_slots` as the dynamic configuration gives them. */
 describe('permanent slots and ignore_slots', () => {
@@ -38,7 +41,7 @@ describe('permanent slots and ignore_slots', () => {
     const { config, adjustments } = effectiveDynamicConfig({ slots, ...extra }, {});
     expect(config.slots.map((slot) => slot.name)).toEqual(kept);
     expect(adjustments).toEqual([]);
-    expect(wantedPhysicalSlots(['node2'], config, 'node1')).toEqual(['node2', ...kept]);
+    expect(planSlots({ self: { name: 'node1', tags: {} }, isLeader: true, cluster: twoMembers, dynamic: config }).physical.map((slot) => slot.name)).toEqual(['node2', ...kept]);
   });
 
   it('keeps the usable slots of a stored value and says what it skipped', () => {
@@ -56,8 +59,9 @@ describe('permanent slots and ignore_slots', () => {
     expect(isIgnoredSlot(matchers, { name: 'other', type: 'physical' })).toBe(false);
   });
 
-  it('keeps one slot per downstream member and each permanent physical slot, never one named after the node itself', () => {
+  it('keeps one slot per other member and each permanent physical slot, never one named after the node itself', () => {
     const { config } = effectiveDynamicConfig({ slots: { archiver: { type: 'physical' }, node1: { type: 'physical' } } }, {});
-    expect(wantedPhysicalSlots(['node2', 'Node-3'], config, 'node1')).toEqual(['node2', 'node_3', 'archiver']);
+    const view = cluster({ members: [member('node1'), member('node2'), member('Node-3')] });
+    expect(planSlots({ self: { name: 'node1', tags: {} }, isLeader: true, cluster: view, dynamic: config }).physical.map((slot) => slot.name)).toEqual(['node2', 'node_3', 'archiver']);
   });
 });

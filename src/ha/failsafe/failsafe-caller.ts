@@ -11,6 +11,8 @@ export interface FailsafeCall {
   name: string;
   conn_url: string;
   api_url: string;
+  /** The leader's slot positions, as in `/status`: replicas keep their copies in step while the DCS is down. */
+  slots?: Record<string, number>;
 }
 
 /** `POST /failsafe` to one member: true when it answered 200 `Accepted`. */

@@ -87,6 +87,16 @@ export class MemoryPostgresQuery implements PostgresQuery {
     await this.connected('query');
   }
 
+  /** The in-memory server's slots hold no xmin and no logical slot exists: only idle physical slots are dropped. */
+  async dropIdleSlots(names: string[], type: 'physical' | 'logical', holdingXmin = false): Promise<string[]> {
+    const { cluster } = await this.connected('query');
+    if (type === 'logical' || holdingXmin) return [];
+    const inUse = new Set(this.server.network.downstreamsOf(this.server).map((replica) => replica.postmaster?.slotName));
+    const dropped = names.filter((name) => cluster.slots.has(name) && !inUse.has(name));
+    for (const name of dropped) cluster.slots.delete(name);
+    return dropped;
+  }
+
   async oldestWalPosition(): Promise<number> {
     await this.connected('query');
     return 0;

@@ -1,4 +1,5 @@
 import {
+  parseFailsafeCall,
   parseReinitialize as reinitializeFrom,
   parseRestart as restartFrom,
   parseSwitchover as switchoverFrom,
@@ -7,6 +8,27 @@ import {
   switchoverBody,
 } from '../../../src/api/operation-requests';
 import { refusal } from './refusal';
+import { failsafeView } from '../../../src/ha/failsafe/failsafe-view';
+import { cluster, leaderKey } from '../ha/snapshot-factory';
+
+describe('POST /failsafe bodies', () => {
+  const call = { name: 'n1', conn_url: 'postgres://h/postgres', api_url: 'http://h:8008/patroni' };
+
+  it("keeps the leader's slot positions, leaving out what is not a slot name with a WAL position", () => {
+    expect(parseFailsafeCall({ ...call, slots: { n2: 100, test_physical: 0, 'Bad-Name': 5, cdc: '7', neg: -1, huge: 2 ** 60 } })).toEqual({ ...call, slots: { n2: 100, test_physical: 0 } });
+    expect(parseFailsafeCall({ ...call, slots: 'junk' })).toEqual(call);
+    expect(parseFailsafeCall(call)).toEqual(call);
+  });
+
+  it('gives a replica the last view read with the failsafe leader and its positions in place of /status', () => {
+    const last = cluster({ leader: leaderKey('n2'), status: { value: { optime: 10, slots: { n1: 5 }, retain_slots: ['n1'] }, modRevision: '4' } });
+    const view = failsafeView(last, { ...call, slots: { n2: 100 } })!;
+    expect(view.leader?.value).toBe('n1');
+    expect(view.status?.value).toEqual({ optime: 10, slots: { n2: 100 }, retain_slots: ['n1'] });
+    expect(failsafeView(last, call)).toBeNull();
+    expect(failsafeView(null, { ...call, slots: {} })).toBeNull();
+  });
+});
 import { mergeConfig } from '../../../src/ha/node-operations';
 import { restartDue, restartFilterMismatch, versionNumber } from '../../../src/ha/scheduled-restart';
 
