@@ -5,7 +5,7 @@ import { Observable } from 'rxjs';
 import { formatLsn, parseLsn } from '../common/lsn';
 import { fencePaths } from './fence/fence-protocol';
 import { Client } from 'pg';
-import { serverAcceptsConnections, toClientConfig } from './pg-query';
+import { serverAcceptsConnections, toClientConfig } from './local-connection';
 import { BootstrapMethod } from '../config/config.types';
 import { DataDirInfo, FenceJournalEntry, FenceState, FenceWatchdog, LeaderTerm, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
 import { CommandDeadline, CommandRunner } from './process/commands';

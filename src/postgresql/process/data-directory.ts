@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
-import { toClientConfig } from '../pg-query';
+import { toClientConfig } from '../local-connection';
 import { splitCommandLine } from '../../common/command-line';
 import { parseLsn } from '../../common/lsn';
 import { DataDirInfo, PostgresCommandError, UpstreamNode } from '../postgres.port';

@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { LibpqOptions, PostgresqlConfig, PostgresRole } from '../../config/config.types';
 import { PgProgram, programPath } from '../../config/postgresql-programs-config';
-import { localConnection, LocalConnection } from '../pg-query';
+import { localConnection, LocalConnection } from '../local-connection';
 
 /** Diagnostics of the adapter (fence lost, escalations). */
 export type AdapterLog = (level: 'info' | 'warning', message: string) => void;

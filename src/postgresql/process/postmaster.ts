@@ -6,7 +6,7 @@ import { Client } from 'pg';
 import { descendantsOf, isRunningProcess } from '../../common/process-tree';
 import { FenceConnection } from '../fence/fence-client';
 import { FenceLaunchOptions, STOP_SIGNALS } from '../fence/fence-protocol';
-import { LocalConnection, serverAcceptsConnections, toClientConfig } from '../pg-query';
+import { LocalConnection, serverAcceptsConnections, toClientConfig } from '../local-connection';
 import { PostmasterExit, StopEscalation, StopMode } from '../postgres.port';
 import { CommandRunner, OsUser } from './commands';
 import { FenceLink, FencePaths } from './fence-link';
