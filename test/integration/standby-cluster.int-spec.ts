@@ -243,7 +243,14 @@ it('writes /config again when the standby leader finds none in the DCS (a cluste
   await standbyLeader();
   etcdctl(dr, 'del', '/service/dr/config');
   await waitFor(async () => etcdctl(dr, 'get', '--print-value-only', '/service/dr/config').includes('"standby_cluster"'), { timeoutMs: 20_000, description: "dr's /config written again by its standby leader" });
-  const config = (await (await fetch(`${dr.nodes[0].apiUrl}/config`)).json()) as Record<string, unknown>;
+  // The API serves /config from the node's view of the DCS, which the watch brings up to date moments later.
+  const config = await waitFor(
+    async () => {
+      const answer = await fetch(`${dr.nodes[0].apiUrl}/config`);
+      return answer.status === 200 ? ((await answer.json()) as Record<string, unknown>) : null;
+    },
+    { timeoutMs: 10_000, description: `${dr.nodes[0].name} serving the rewritten /config` },
+  );
   expect(config).toMatchObject({ standby_cluster: { host: '127.0.0.1', port: mainLeader.pgPort }, synchronous_mode: true });
 });
 
