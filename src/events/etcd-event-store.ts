@@ -14,6 +14,7 @@ import { NewEvent, RecordedEvent } from './event';
 import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict, StreamRange } from './event-store.port';
 import { ChainHead, chainEvents } from './hash-chain';
 import { CheckpointConflict, LogCheckpoint } from './log-checkpoint';
+import { Backoff } from '../common/backoff';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), and the cluster whose events are stored. */
 export interface EtcdEventStoreOptions extends EtcdConnection {
@@ -30,8 +31,6 @@ const SEQ_DIGITS = 12;
 const HEADS = 'heads';
 /** The key (not a folder) of the LogCheckpoint retention writes. */
 const CHECKPOINT = 'checkpoint';
-const FIRST_RETRY_DELAY_MS = 100;
-const MAX_RETRY_DELAY_MS = 1000;
 
 /**
  * EventStore on etcd v3 under its own prefix `/stator-events/<scope>/`, outside the cluster
@@ -208,7 +207,7 @@ export class EtcdEventStore implements EventStore {
   /** Keeps a prefix watch running until `stop`, resuming after the last delivered revision whenever it breaks. */
   private async followEvents(from: string | null, stop: AbortSignal, emit: (event: RecordedEvent) => void): Promise<void> {
     let resumeFrom = from;
-    let delay = FIRST_RETRY_DELAY_MS;
+    const backoff = new Backoff();
     while (!stop.aborted) {
       try {
         resumeFrom ??= nextRevision(
@@ -216,7 +215,7 @@ export class EtcdEventStore implements EventStore {
         );
         const watch = this.client.watch(this.prefix, { prefix: true, startRevision: resumeFrom }, this.options.requestTimeoutMs);
         await watchUntilBroken(watch, stop, (response) => {
-          delay = FIRST_RETRY_DELAY_MS;
+          backoff.reset();
           for (const { type, kv } of response.events) {
             const event = type === 'put' && this.isEventKey(kv.key) ? parseEvent(kv.value) : null;
             if (event) emit(event);
@@ -227,8 +226,7 @@ export class EtcdEventStore implements EventStore {
         // Compacted: what is left starts at the compaction revision. Otherwise retry from where we were.
         if (error instanceof WatchBrokenError && error.compactRevision) resumeFrom = error.compactRevision;
       }
-      await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
-      delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+      await sleep(backoff.next(), undefined, { signal: stop }).catch(() => undefined);
     }
   }
 

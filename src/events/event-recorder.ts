@@ -7,6 +7,7 @@ import { boundEvent } from './event-bounds';
 import { EventStore, ExpectedVersionConflict } from './event-store.port';
 import { FileQueueStorage, QUEUE_FILE } from './file-queue-storage';
 import { LocalEvent, QueueStorage } from './queue-storage.port';
+import { Backoff } from '../common/backoff';
 
 export { QUEUE_FILE };
 export type { LocalEvent };
@@ -32,8 +33,6 @@ export interface EventQueueState {
 }
 
 const MAX_BATCH = 50;
-const FIRST_RETRY_DELAY_MS = 100;
-const MAX_RETRY_DELAY_MS = 1000;
 /** How far back a possibly-applied cluster append is looked for, beyond our own events (other nodes append too). */
 const CLUSTER_TAIL_MARGIN = 100;
 
@@ -198,11 +197,11 @@ export class EventRecorder {
   }
 
   private async drain(): Promise<void> {
-    let delay = FIRST_RETRY_DELAY_MS;
+    const backoff = new Backoff();
     while (this.queue.length > 0 && !this.stopped) {
       try {
         await this.flushNext();
-        delay = FIRST_RETRY_DELAY_MS;
+        backoff.reset();
         if (this.storeDownSince !== null) {
           const downForMs = this.options.clock.now() - this.storeDownSince;
           this.logger.log(`event store reachable again after ${downForMs} ms; ${this.queue.length} events still queued`);
@@ -213,8 +212,7 @@ export class EventRecorder {
           this.storeDownSince = this.options.clock.now();
           this.logger.warn(`event store unavailable, events wait in the local queue (${this.options.queueDir}): ${(error as Error).message}`);
         }
-        await sleep(delay, undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
-        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+        await sleep(backoff.next(), undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
       }
     }
     if (this.queue.length === 0) {

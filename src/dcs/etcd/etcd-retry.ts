@@ -3,12 +3,11 @@ import { performance } from 'node:perf_hooks';
 import { DcsError } from '../dcs.port';
 import { EtcdRequestError } from './etcd-client';
 import { isTransient } from './etcd-types';
+import { Backoff } from '../../common/backoff';
 
 /** The time left of the current call's deadline, in ms (at least 1). */
 export type RemainingMs = () => number;
 
-const FIRST_RETRY_DELAY_MS = 100;
-const MAX_RETRY_DELAY_MS = 1000;
 /** Below this there is no point in sending another request before the deadline. */
 export const MIN_ATTEMPT_MS = 20;
 
@@ -30,17 +29,16 @@ export async function retryTransient<T>(
 ): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
-  let delay = FIRST_RETRY_DELAY_MS;
+  const backoff = new Backoff();
   for (;;) {
     try {
       return await attempt(remaining);
     } catch (error) {
       if (error instanceof EtcdRequestError && error.isLeaseNotFound) hooks.leaseLost();
       else if (!isTransient(error) || hooks.closed()) throw new DcsError(`${operation}: ${(error as Error).message}`, { cause: error });
-      const pause = Math.min(delay, deadline - performance.now() - MIN_ATTEMPT_MS);
+      const pause = Math.min(backoff.next(), deadline - performance.now() - MIN_ATTEMPT_MS);
       if (pause < 0) throw new DcsError(`${operation}: failed within ${timeoutMs} ms: ${(error as Error).message}`, { cause: error });
       await sleep(pause);
-      delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
     }
   }
 }

@@ -1,9 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EtcdClient, nextRevision, WatchSilentError, watchUntilBroken } from './etcd-client';
 import { KeyValue, WatchEvent } from './etcd-types';
-
-const FIRST_RETRY_DELAY_MS = 100;
-const MAX_RETRY_DELAY_MS = 1000;
+import { Backoff } from '../../common/backoff';
 
 /** What a prefix watch tells its owner, in this order: seeded, created, changed..., broken, (seeded,) created... */
 export interface PrefixFollower {
@@ -35,7 +33,7 @@ export interface FollowOptions {
  */
 export async function followPrefix(client: EtcdClient, prefix: string, follower: PrefixFollower, options: FollowOptions): Promise<void> {
   const { stop, requestTimeoutMs } = options;
-  let delay = FIRST_RETRY_DELAY_MS;
+  const backoff = new Backoff();
   let resumeFrom: string | null = null;
   while (!stop.aborted) {
     try {
@@ -45,7 +43,7 @@ export async function followPrefix(client: EtcdClient, prefix: string, follower:
       const watch = client.watch(prefix, { prefix: true, startRevision, restartWhenSilentMs: options.restartWhenSilentMs }, requestTimeoutMs);
       await watchUntilBroken(watch, stop, (response) => {
         if (response.created) {
-          delay = FIRST_RETRY_DELAY_MS;
+          backoff.reset();
           follower.created(fresh);
         }
         if (response.events.length === 0) return;
@@ -58,8 +56,7 @@ export async function followPrefix(client: EtcdClient, prefix: string, follower:
     }
     follower.broken();
     if (stop.aborted) return;
-    await sleep(delay, undefined, { signal: stop }).catch(() => undefined);
-    delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
+    await sleep(backoff.next(), undefined, { signal: stop }).catch(() => undefined);
   }
 }
 
