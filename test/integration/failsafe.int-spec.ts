@@ -63,9 +63,16 @@ it("etcd frozen: the replicas advance their copies of a permanent slot to the po
 
 it('etcd frozen with one replica agent gone: the primary demotes, and no node runs as primary until etcd is back', async () => {
   const leader = await cluster.waitForHealthy(30_000);
-  // First of the outages: /failsafe still names every member (a frozen etcd expires every lease, and the key is then
-  // rebuilt as member keys come back, so a later outage could find a member missing from it).
-  await waitFor(async () => Object.keys((await failsafeKey(leader)) ?? {}).length === 3, { timeoutMs: 10_000, description: "the leader's own view of /failsafe naming all three" });
+  // The leader calls the members its last read of /failsafe named, and rewrites the key from the member keys it
+  // reads. An earlier outage expired every lease; until each member key is back, the leader's next cycle would
+  // leave that member out of /failsafe, and not call it. So: every member key in the leader's view, and the key naming all three.
+  await waitFor(
+    async () => {
+      const members = ((await (await fetch(`${leader.apiUrl}/cluster`)).json()) as { members?: unknown[] }).members ?? [];
+      return members.length === 3 && Object.keys((await failsafeKey(leader)) ?? {}).length === 3;
+    },
+    { timeoutMs: 20_000, description: "the leader's view holding every member key and /failsafe naming all three" },
+  );
   const gone = cluster.nodes.find((node) => node !== leader)!;
   await gone.killAgent();
   await cluster.etcd.pause();
