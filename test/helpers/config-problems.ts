@@ -10,3 +10,14 @@ export function problemsOf(action: () => unknown): string[] {
   }
   throw new Error('expected a ConfigError');
 }
+
+/** The problems of the ConfigError `action` throws, or none when it loads. */
+export function problemsIfAny(action: () => unknown): string[] {
+  try {
+    action();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}

@@ -1,9 +1,10 @@
 import { stringify } from 'yaml';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config/load-config';
+import { loadConfig } from '../../src/config/load-config';
 import { effectiveDynamicConfig, toSeconds, validateDynamicConfigKeys } from '../../src/config/dynamic-config';
 import { tmpDir } from '../helpers/tmp';
+import { problemsIfAny } from '../helpers/config-problems';
 
 /** A minimal valid file plus `extra`. */
 function load(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
@@ -13,15 +14,7 @@ function load(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
   return loadConfig(path, env);
 }
 
-function problems(extra: Record<string, unknown>): string[] {
-  try {
-    load(extra);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-}
+const problems = (extra: Record<string, unknown>) => problemsIfAny(() => load(extra));
 
 describe('the fence section', () => {
   it('defaults to a 3 s agent grace with the lease released by the fence', () => {

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config/load-config';
+import { loadConfig } from '../../src/config/load-config';
 import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../../src/config/dynamic-config';
 import { reviewConfigWrite } from '../../src/config/config-write-review';
 import { pgCtlTimeoutMs, programPath } from '../../src/config/postgresql-programs-config';
@@ -9,6 +9,7 @@ import { memberData, MemberFacts } from '../../src/ha/member-data';
 import { newestEntries } from '../../src/ha/leader-duties';
 import { demoteStopDeadlineMs, promoteTimeoutMs, shutdownStopDeadlineMs, startTimeoutMs } from '../../src/ha/postgres-deadlines';
 import { HistoryEntry } from '../../src/dcs/dcs.port';
+import { problemsIfAny } from '../helpers/config-problems';
 
 /** postgresql.bin_name, pg_ctl_timeout, proxy_address, remove_data_directory_on_*; primary_stop_timeout, max_timelines_history. */
 const BASE_ENV: NodeJS.ProcessEnv = {
@@ -24,15 +25,7 @@ function loadWith(env: NodeJS.ProcessEnv) {
   return loadConfig(null, { ...BASE_ENV, ...env });
 }
 
-function problemsOf(env: NodeJS.ProcessEnv): string[] {
-  try {
-    loadWith(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-}
+const problemsOf = (env: NodeJS.ProcessEnv) => problemsIfAny(() => loadWith(env));
 
 describe('postgresql.bin_name', () => {
   it('maps each program from the environment, as PATRONI_POSTGRESQL_BIN_<program>, without a warning', () => {

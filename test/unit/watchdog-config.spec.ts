@@ -2,12 +2,13 @@ import { stringify } from 'yaml';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createLogger } from '../../src/common/logger';
-import { ConfigError, loadConfig } from '../../src/config/load-config';
+import { loadConfig } from '../../src/config/load-config';
 import { DEFAULT_WATCHDOG, WatchdogSettings, watchdogTimeoutSeconds } from '../../src/config/watchdog-config';
 import { readingFromStatus } from '../../src/ha/peer-probe';
 import { WatchdogGuard } from '../../src/ha/watchdog-guard';
 import { writableDevice } from '../../src/postgresql/fence/watchdog-device';
 import { tmpDir } from '../helpers/tmp';
+import { problemsIfAny } from '../helpers/config-problems';
 
 function writeConfig(watchdogYaml: string): string {
   const path = join(tmpDir('stator-watchdog-config-'), 'stator.yml');
@@ -20,15 +21,7 @@ function load(watchdogYaml: string) {
   return loadConfig(writeConfig(watchdogYaml), {});
 }
 
-function problems(watchdogYaml: string): string[] {
-  try {
-    load(watchdogYaml);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-}
+const problems = (watchdogYaml: string) => problemsIfAny(() => load(watchdogYaml));
 
 describe('the watchdog section', () => {
   it("defaults to Patroni's: automatic, /dev/watchdog, a 5 s safety margin, the Linux driver; no warning", () => {
