@@ -11,7 +11,11 @@ import { performance } from 'node:perf_hooks';
 export class DcsBudget {
   private spentMs = 0;
 
-  constructor(readonly limitMs: number) {}
+  /** `now` is a monotonic clock in milliseconds; tests pass one they move by hand. */
+  constructor(
+    readonly limitMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   remainingMs(): number {
     return Math.max(0, this.limitMs - this.spentMs);
@@ -19,11 +23,11 @@ export class DcsBudget {
 
   /** Runs one DCS call and charges the time it took, answered or not. */
   async charge<T>(call: () => Promise<T>): Promise<T> {
-    const startedAt = performance.now();
+    const startedAt = this.now();
     try {
       return await call();
     } finally {
-      this.spentMs += performance.now() - startedAt;
+      this.spentMs += this.now() - startedAt;
     }
   }
 }

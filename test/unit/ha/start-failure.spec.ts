@@ -26,9 +26,11 @@ describe('why PostgreSQL failed to start, read from its log', () => {
   });
 
   it('reads a long log in time linear in its length', () => {
-    const started = performance.now();
+    // CPU time, not wall time: on a loaded machine the wall clock also counts other processes.
+    const started = process.cpuUsage();
     classifyStartFailure('x'.repeat(200_000) + ' could not bind');
-    expect(performance.now() - started).toBeLessThan(200);
+    const used = process.cpuUsage(started);
+    expect((used.user + used.system) / 1000).toBeLessThan(200);
   });
 });
 
