@@ -1,6 +1,7 @@
 import type { PermanentSlot, SlotMatcher } from './slots-config';
 import type { StandbyCluster } from './standby-cluster-config';
 import { LogSettings } from '../common/logger';
+import type { EventLogSettings } from './event-log-config';
 import type { FenceSettings } from './fence-config';
 import type { WatchdogSettings } from './watchdog-config';
 
@@ -44,6 +45,8 @@ export interface StatorConfig {
   state_dir: string;
   log: LogSettings;
   fence: FenceSettings;
+  /** Stator's own: the event log's share of etcd (retention, quota guard). */
+  event_log: EventLogSettings;
   /** Patroni's `watchdog`: the hardware watchdog the leader's fence holds. */
   watchdog: WatchdogSettings;
 }

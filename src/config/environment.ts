@@ -45,6 +45,7 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'FENCE_AGENT_GRACE', path: 'fence.agent_grace' },
   { name: 'FENCE_RELEASE_LEASE', path: 'fence.release_lease' },
   { name: 'FENCE_PYTHON', path: 'fence.python' },
+  ...['max_age', 'max_events_per_stream', 'max_bytes', 'etcd_quota_bytes', 'etcd_quota_share'].map((key) => ({ name: `EVENT_LOG_${key.toUpperCase()}`, path: `event_log.${key}` })),
   { name: 'POSTGRESQL_LISTEN', path: 'postgresql.listen' },
   { name: 'POSTGRESQL_CONNECT_ADDRESS', path: 'postgresql.connect_address' },
   { name: 'POSTGRESQL_DATA_DIR', path: 'postgresql.data_dir' },

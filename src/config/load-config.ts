@@ -26,6 +26,7 @@ import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
 import { readConfigurationFiles } from './configuration-files-config';
+import { readEventLog } from './event-log-config';
 import { readFence } from './fence-config';
 import { readWatchdog } from './watchdog-config';
 import { readLog } from './log-config';
@@ -67,6 +68,7 @@ const TOP_LEVEL_KEYS = [
   'state_dir',
   'log',
   'fence',
+  'event_log',
   'watchdog',
 ];
 const BOOLEAN_TAGS = ['nofailover', 'noloadbalance', 'clonefrom', 'nosync'];
@@ -128,7 +130,8 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const log = readLog(findings, doc);
   const fence = readFence(findings, doc);
   const watchdog = readWatchdog(findings, doc);
-  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, watchdog };
+  const eventLog = readEventLog(findings, doc);
+  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, event_log: eventLog, watchdog };
 }
 
 /** `scope` and `name` end up in DCS keys (`/<namespace>/<scope>/members/<name>`), so no slashes. */

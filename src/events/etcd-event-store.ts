@@ -15,12 +15,15 @@ import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, Expe
 import { ChainHead, chainEvents } from './hash-chain';
 import { CheckpointConflict, LogCheckpoint } from './log-checkpoint';
 import { Backoff } from '../common/backoff';
+import { EtcdQuotaGuard, EtcdQuotaLimit } from './etcd-quota-guard';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), and the cluster whose events are stored. */
 export interface EtcdEventStoreOptions extends EtcdConnection {
   scope: string;
   /** Deadline of each etcd request. The store does not retry unreachable etcd: the caller (EventRecorder) does. */
   requestTimeoutMs: number;
+  /** Appends are refused (EtcdQuotaReached) while etcd's database is past this share of its quota. */
+  quota?: EtcdQuotaLimit;
 }
 
 /** etcd's default `--max-txn-ops` is 128: one put per event plus the head. */
@@ -54,9 +57,16 @@ export class EtcdEventStore implements EventStore {
   private readonly lifetime = new AbortController();
   /** The head each stream had after our last append or read of it, so a writer's next append is one txn. */
   private readonly knownHeads = new Map<string, StoredHead>();
+  private readonly quotaGuard: EtcdQuotaGuard | null;
 
   constructor(private readonly options: EtcdEventStoreOptions) {
     this.client = new EtcdClient(options);
+    this.quotaGuard = options.quota
+      ? new EtcdQuotaGuard(options.quota, async () => {
+          const { dbSize, dbSizeInUse } = await this.client.status(options.requestTimeoutMs);
+          return dbSizeInUse || dbSize;
+        })
+      : null;
     this.prefix = `/stator-events/${options.scope}/`;
     this.headsPrefix = `${this.prefix}${HEADS}/`;
     this.checkpointKey = `${this.prefix}${CHECKPOINT}`;
@@ -76,6 +86,7 @@ export class EtcdEventStore implements EventStore {
     if (events.length > MAX_EVENTS_PER_APPEND) {
       throw new Error(`append to ${stream}: ${events.length} events exceed ${MAX_EVENTS_PER_APPEND} per append`);
     }
+    await this.quotaGuard?.check();
     const known = this.knownHeads.get(stream);
     let head = known && (expectedVersion === 'any' || known.seq === expectedVersion) ? known : await this.readHead(stream);
     for (let attempt = 1; ; attempt++) {

@@ -1,17 +1,24 @@
 import { Clock } from '../common/clock';
+import { DEFAULT_EVENT_LOG } from '../config/event-log-config';
+import { RecordedEvent } from './event';
 import { evolveAll, initialProjections, ServedProjections } from './event-log';
 import { EventStore } from './event-store.port';
 import { CheckpointConflict, LogCheckpoint, StreamCheckpoint } from './log-checkpoint';
-import { readInStoreOrder } from './store-order-reader';
+import { readInStoreOrder, readNewestFirst } from './store-order-reader';
 
-/** How long the stored log keeps events, by age and by count per stream. */
+/** How long the stored log keeps events: by age, by count per stream, and by the bytes of the whole log. */
 export interface RetentionPolicy {
   maxAgeMs: number;
   maxEventsPerStream: number;
+  /** The log's stored size (the events' JSON, as etcd holds them) after a cut. */
+  maxBytes: number;
 }
 
-const DAY_MS = 24 * 60 * 60_000;
-export const DEFAULT_RETENTION: RetentionPolicy = { maxAgeMs: 30 * DAY_MS, maxEventsPerStream: 100_000 };
+export const DEFAULT_RETENTION: RetentionPolicy = {
+  maxAgeMs: DEFAULT_EVENT_LOG.max_age * 1000,
+  maxEventsPerStream: DEFAULT_EVENT_LOG.max_events_per_stream,
+  maxBytes: DEFAULT_EVENT_LOG.max_bytes,
+};
 /** Every 6 hours (the first run at a random moment within the first period, so nodes do not run together). */
 const DEFAULT_INTERVAL_MS = 6 * 60 * 60_000;
 /** One run gives up after this long; what it did not remove waits for the next run. */
@@ -37,7 +44,8 @@ export interface RetentionOutcome {
 /**
  * Keeps the stored event log within its retention policy. A run finds the cut: the longest
  * prefix in store order whose events are older than `maxAgeMs`, extended so that no stream keeps
- * more than `maxEventsPerStream` events. It folds the projections over the removed events onto
+ * more than `maxEventsPerStream` events and the rest of the log fits in `maxBytes` (a first pass
+ * reads the newest events, as far as `maxBytes` reaches, to find where that is). It folds the projections over the removed events onto
  * the previous checkpoint's (reading only as far as the cut, in bounded batches), writes the new checkpoint
  * with compare-and-set (so when two nodes run at once, one cuts and the other finds a conflict and
  * does nothing), then the store removes the covered events.
@@ -92,6 +100,7 @@ export class EventRetention {
       const kept = seq - (checkpoint?.streams[stream]?.seq ?? 0);
       if (kept > this.policy.maxEventsPerStream) dueByCount.set(stream, seq - this.policy.maxEventsPerStream);
     }
+    for (const [stream, seq] of await this.dueByBytes(checkpoint, deadline)) dueByCount.set(stream, Math.max(seq, dueByCount.get(stream) ?? 0));
     const oldestKept = this.options.clock.now() - this.policy.maxAgeMs;
     let agePrefixEnded = false;
     let state: ServedProjections = { ...initialProjections(), ...checkpoint?.projections };
@@ -129,6 +138,33 @@ export class EventRetention {
     return { removed };
   }
 
+  /**
+   * By bytes: per stream, the seqs up to this one go, so that the newest events that fit in
+   * `maxBytes` stay. Reads the newest events only, as far as the budget reaches.
+   */
+  private async dueByBytes(checkpoint: LogCheckpoint | null, deadline: AbortSignal): Promise<Map<string, number>> {
+    const due = new Map<string, number>();
+    const oldestKept = new Map<string, number>();
+    const heads = await this.options.store.streamHeads();
+    let keptBytes = 0;
+    await readNewestFirst(this.options.store, checkpoint, (batch) => {
+      for (const event of batch) {
+        keptBytes += storedBytes(event);
+        if (keptBytes > this.policy.maxBytes) {
+          // This event and every older one go: in each stream, what comes before its oldest kept event.
+          for (const { stream, seq } of heads) {
+            const lastDue = oldestKept.has(stream) ? oldestKept.get(stream)! - 1 : seq;
+            if (lastDue > (checkpoint?.streams[stream]?.seq ?? 0)) due.set(stream, lastDue);
+          }
+          return false;
+        }
+        oldestKept.set(event.stream, event.seq);
+      }
+      return !deadline.aborted;
+    });
+    return due;
+  }
+
   /** An earlier run may have stopped before removing everything its checkpoint covers: the last covered key tells. */
   private async finishEarlierRemoval(checkpoint: LogCheckpoint | null, deadline: AbortSignal): Promise<void> {
     if (!checkpoint) return;
@@ -143,4 +179,9 @@ export class EventRetention {
     const total = streams.reduce((sum, [, n]) => sum + n, 0);
     this.logger.log(`event log retention removed ${total} events from ${streams.length} streams, after a checkpoint`);
   }
+}
+
+/** An event's size as the store holds it: its JSON. */
+function storedBytes(event: RecordedEvent): number {
+  return Buffer.byteLength(JSON.stringify(event), 'utf8');
 }

@@ -18,7 +18,14 @@ import { EventStore } from './event-store.port';
       provide: EVENT_STORE,
       inject: [STATOR_CONFIG, LOGGER],
       useFactory: (config: StatorConfig, logger: Logger): EventStore =>
-        new EtcdEventStore({ ...config.etcd3, rediscoverHosts: srvRediscovery(config.etcd3, logger), scope: config.scope, requestTimeoutMs: retryTimeoutMs(config), logger }),
+        new EtcdEventStore({
+          ...config.etcd3,
+          rediscoverHosts: srvRediscovery(config.etcd3, logger),
+          scope: config.scope,
+          requestTimeoutMs: retryTimeoutMs(config),
+          logger,
+          quota: { quotaBytes: config.event_log.etcd_quota_bytes, share: config.event_log.etcd_quota_share },
+        }),
     },
     {
       provide: EVENT_RECORDER,
@@ -29,8 +36,14 @@ import { EventStore } from './event-store.port';
     { provide: EVENT_LOG, inject: [EVENT_STORE], useFactory: (store: EventStore) => new EventLog(store) },
     {
       provide: EventRetention,
-      inject: [EVENT_STORE, CLOCK, LOGGER],
-      useFactory: (store: EventStore, clock: TimerClock, logger: Logger) => new EventRetention({ store, clock, logger: { warn: logger.warning, log: logger.info } }),
+      inject: [EVENT_STORE, STATOR_CONFIG, CLOCK, LOGGER],
+      useFactory: (store: EventStore, { event_log: settings }: StatorConfig, clock: TimerClock, logger: Logger) =>
+        new EventRetention({
+          store,
+          clock,
+          policy: { maxAgeMs: settings.max_age * 1000, maxEventsPerStream: settings.max_events_per_stream, maxBytes: settings.max_bytes },
+          logger: { warn: logger.warning, log: logger.info },
+        }),
     },
   ],
   exports: [EVENT_STORE, EVENT_RECORDER, EVENT_LOG, EventRetention],

@@ -47,3 +47,41 @@ export async function readInStoreOrder(
     if ((await onBatch(handed)) === false) return;
   }
 }
+
+/**
+ * Reads the stored log (down to the checkpoint) newest first, a bounded batch at a time: the mirror
+ * of readInStoreOrder. A stream that has older events beyond its range may have unread events
+ * between older ones of the batch, so the batch is handed over only down to the oldest event read
+ * of such a stream, and the rest is read again in the next round. `onBatch` may return false to stop.
+ */
+export async function readNewestFirst(
+  store: EventStore,
+  checkpoint: LogCheckpoint | null,
+  onBatch: (events: RecordedEvent[]) => boolean | void | Promise<boolean | void>,
+  eventsPerRound = EVENTS_PER_ROUND,
+): Promise<void> {
+  const first = new Map<string, number>();
+  const next = new Map<string, number>();
+  for (const { stream, seq } of await store.streamHeads()) {
+    const firstKept = (checkpoint?.streams[stream]?.seq ?? 0) + 1;
+    if (seq >= firstKept) {
+      first.set(stream, firstKept);
+      next.set(stream, seq);
+    }
+  }
+  while (next.size > 0) {
+    const perStream = Math.max(1, Math.floor(eventsPerRound / next.size));
+    const ranges: StreamRange[] = [...next].map(([stream, toSeq]) => ({ stream, fromSeq: Math.max(first.get(stream)!, toSeq - perStream + 1), toSeq }));
+    const batch = await store.readRanges(ranges);
+    let complete = 0;
+    for (const range of ranges) {
+      const oldestRead = batch.findIndex((event) => event.stream === range.stream);
+      if (oldestRead < 0) next.set(range.stream, range.fromSeq - 1);
+      else if (range.fromSeq > first.get(range.stream)!) complete = Math.max(complete, oldestRead);
+    }
+    const handed = batch.slice(complete).reverse();
+    for (const event of handed) next.set(event.stream, Math.min(next.get(event.stream)!, event.seq - 1));
+    for (const [stream, seq] of next) if (seq < first.get(stream)!) next.delete(stream);
+    if ((await onBatch(handed)) === false) return;
+  }
+}

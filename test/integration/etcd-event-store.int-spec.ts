@@ -329,6 +329,28 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     return Number(((await response.json()) as { dbSize?: string }).dbSize ?? 0);
   }
 
+  it("refuses appends while etcd's database is past the event log's share of its quota, and writes nothing", async () => {
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    try {
+      const { dbSize, dbSizeInUse } = await raw.status(2000);
+      expect(dbSizeInUse).toBeGreaterThan(0);
+      expect(dbSize).toBeGreaterThanOrEqual(dbSizeInUse);
+      // A quota of which 40% is less than etcd holds already, then one of which 40% is far more.
+      const full = new EtcdEventStore({ hosts: [etcd.endpoint], scope, requestTimeoutMs: 2000, quota: { quotaBytes: 2 * dbSizeInUse, share: 0.4 } });
+      opened.push(full);
+      await expect(full.append('cluster', [event('cluster', 'refused')], 'any')).rejects.toThrow(
+        /^etcd's database holds [\d.]+ MiB, over 40% of its [\d.]+ MiB quota \(event_log.etcd_quota_share, event_log.etcd_quota_bytes\)/,
+      );
+      expect(await newStore().read()).toEqual([]);
+      const roomy = new EtcdEventStore({ hosts: [etcd.endpoint], scope, requestTimeoutMs: 2000, quota: { quotaBytes: 100 * dbSizeInUse, share: 0.4 } });
+      opened.push(roomy);
+      await roomy.append('cluster', [event('cluster', 'stored')], 'any');
+      expect(summary(await newStore().read())).toEqual(['cluster#1:stored']);
+    } finally {
+      raw.close();
+    }
+  });
+
   it('recorder: queues events while etcd is frozen and flushes them in order when it is back', async () => {
     const queueDir = tmpDir('stator-queue-');
     const store = newStore(300);

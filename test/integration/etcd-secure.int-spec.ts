@@ -8,6 +8,7 @@ import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
 import { systemClock } from '../../src/common/clock';
 import { EtcdDcs, EtcdDcsOptions } from '../../src/dcs/etcd-dcs';
+import { EtcdClient } from '../../src/dcs/etcd/etcd-client';
 import { enableEtcdAuth } from '../helpers/etcd-auth';
 import { makeTestCertificates, TestCertificates } from '../helpers/test-certificates';
 
@@ -114,6 +115,17 @@ describe('etcd checking client certificates and users at once', () => {
       username: name,
       password,
     });
+
+  it("reads etcd's database size over gRPC as a plain user (the event log's quota guard)", async () => {
+    const client = new EtcdClient({ hosts: [etcd.endpoint], protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey, username: user.name, password: user.password });
+    try {
+      const { dbSize, dbSizeInUse } = await client.status(3000);
+      expect(dbSizeInUse).toBeGreaterThan(0);
+      expect(dbSize).toBeGreaterThanOrEqual(dbSizeInUse);
+    } finally {
+      client.close();
+    }
+  });
 
   it('takes the leader lock, reads and watches over gRPC, renewing the token as etcd expires it', async () => {
     const dcs = withUser(user.name, user.password);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { StatorConfig } from '../../src/config/config.types';
+import { DEFAULT_EVENT_LOG } from '../../src/config/event-log-config';
 import { DynamicConfig } from '../../src/dcs/dcs.port';
 import {
   effectiveConfigOfRevision,
@@ -140,6 +141,7 @@ describe('loadConfig', () => {
       state_dir: '/var/lib/stator/orders-1',
       log: { level: 'debug', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
       fence: { agent_grace: 5, release_lease: false },
+      event_log: { max_age: 604_800, max_events_per_stream: 20_000, max_bytes: 4 * 1024 * 1024, etcd_quota_bytes: 8 * 1024 ** 3, etcd_quota_share: 0.25 },
       watchdog: { mode: 'required', device: '/dev/watchdog1', safety_margin: -1, driver: 'default' },
     };
     expect(config).toEqual(expected);
@@ -189,6 +191,7 @@ describe('loadConfig', () => {
       state_dir: '/var/lib/postgresql/15/main.stator',
       log: { level: 'info', type: 'plain', dir: '/var/log/patroni', file_num: 10, file_size: 26214400, format: '%(asctime)s %(levelname)s: %(message)s' },
       fence: { agent_grace: 3, release_lease: true },
+      event_log: DEFAULT_EVENT_LOG,
       watchdog: { mode: 'automatic', device: '/dev/watchdog', safety_margin: 5, driver: 'default' },
     });
     // bootstrap.dcs keeps Patroni's keys as written (master_start_timeout, synchronous_mode), defaults first.
@@ -243,6 +246,7 @@ describe('loadConfig', () => {
       state_dir: '/var/lib/postgresql/stator/data.stator',
       log: { level: 'info', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
       fence: { agent_grace: 3, release_lease: true },
+      event_log: DEFAULT_EVENT_LOG,
       watchdog: { mode: 'automatic', device: '/dev/watchdog', safety_margin: 5, driver: 'default' },
     } satisfies StatorConfig);
   });

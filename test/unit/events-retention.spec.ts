@@ -55,6 +55,22 @@ describe('event log retention', () => {
     expect(await retention(store, clock, { maxAgeMs: 30 * DAY }).runOnce()).toEqual({ removed: {} });
   });
 
+  it('cuts the oldest events in store order until the rest of the log fits in maxBytes, and only those', async () => {
+    const { store, original } = await storeWithSyntheticLog();
+    const bytes = (events: RecordedEvent[]) => events.reduce((sum, event) => sum + Buffer.byteLength(JSON.stringify(event)), 0);
+    const budget = Math.floor(bytes(original) / 3);
+    const clock = new ManualClock(Date.parse(original[0].at));
+
+    await retention(store, clock, { maxBytes: budget }).runOnce();
+
+    const kept = await store.read();
+    expect(bytes(kept)).toBeLessThanOrEqual(budget);
+    expect(kept).toEqual(original.slice(original.length - kept.length));
+    // One more event would not have fitted: the cut is the shortest prefix that makes the rest fit.
+    expect(bytes(original.slice(original.length - kept.length - 1))).toBeGreaterThan(budget);
+    expect(await retention(store, clock, { maxBytes: budget }).runOnce()).toEqual({ removed: {} });
+  });
+
   it('leaves the projections as a rebuild of the whole log gives them, for an agent started after the cut', async () => {
     const { store, original } = await storeWithSyntheticLog();
     await retention(store, new ManualClock(), { maxEventsPerStream: 1 }).runOnce();
@@ -69,26 +85,35 @@ describe('event log retention', () => {
     }
   });
 
-  it('reads the log only as far as the cut, in bounded batches', async () => {
+  it('reads the newest events as far as maxBytes reaches and the rest only as far as the cut, in bounded batches', async () => {
     const store = new MemoryEventStore();
     const start = Date.parse('2026-01-01T00:00:00Z');
     for (let i = 0; i < 6000; i++) {
       const stream = ['cluster', 'node/node1/ha', 'node/node2/ha'][i % 3];
       await store.append(stream, [{ stream, type: 'ha.verdict', at: new Date(start + i * 1000).toISOString(), node: 'node1', from: null, to: null, cause: 'test', data: { verdict: `v${i}` } }], 'any');
     }
-    let eventsRead = 0;
+    const reads: number[] = [];
     const readRanges = store.readRanges.bind(store);
     store.readRanges = async (ranges) => {
       const events = await readRanges(ranges);
-      eventsRead += events.length;
+      reads.push(events.length);
       return events;
     };
-    // The first 100 events are more than 30 days old.
-    const outcome = await retention(store, new ManualClock(start + 100_000 + 30 * DAY), { maxAgeMs: 30 * DAY }).runOnce();
+    const eventBytes = Buffer.byteLength(JSON.stringify((await store.read())[5999]));
+    // The first 100 events are more than 30 days old; 1,000 events' worth of bytes is far less than the log.
+    const outcome = await retention(store, new ManualClock(start + 100_000 + 30 * DAY), { maxAgeMs: 30 * DAY, maxBytes: 1000 * eventBytes }).runOnce();
+    const removed = Object.values(outcome.removed).reduce((a, b) => a + b, 0);
 
-    expect(Object.values(outcome.removed).reduce((a, b) => a + b, 0)).toBe(100);
-    expect(eventsRead).toBeLessThanOrEqual(2000);
-    expect((await store.read())[0].data).toEqual({ verdict: 'v100' });
+    expect(removed).toBeGreaterThanOrEqual(4990);
+    expect(removed).toBeLessThanOrEqual(5010);
+    // The newest-first pass stops in its first round; the cut pass reads the removed events and at most one round more.
+    expect(reads.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2000 + removed + 2000);
+    expect(Math.max(...reads)).toBeLessThanOrEqual(2000);
+
+    // Once the log fits, a run reads it newest first (at most maxBytes) and removes nothing.
+    reads.length = 0;
+    expect(await retention(store, new ManualClock(start + 100_000 + 30 * DAY), { maxAgeMs: 30 * DAY, maxBytes: 1000 * eventBytes }).runOnce()).toEqual({ removed: {} });
+    expect(reads.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1010 + 2000);
   });
 
   it('cuts once when two nodes run at the same time: the other finds the checkpoint changed', async () => {

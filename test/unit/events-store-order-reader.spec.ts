@@ -1,6 +1,6 @@
 import { NewEvent, RecordedEvent } from '../../src/events/event';
 import { MemoryEventStore } from '../../src/events/memory-event-store';
-import { readInStoreOrder } from '../../src/events/store-order-reader';
+import { readInStoreOrder, readNewestFirst } from '../../src/events/store-order-reader';
 
 /** A deterministic pseudo-random sequence, so a failure can be replayed. */
 function random(seed: number): () => number {
@@ -50,6 +50,38 @@ describe('readInStoreOrder', () => {
 
     let batches = 0;
     await readInStoreOrder(store, null, () => ++batches < 2, 10);
+    expect(batches).toBe(2);
+  });
+});
+
+describe('readNewestFirst', () => {
+  it.each([
+    [1, 3, 200, 7],
+    [2, 10, 500, 25],
+    [3, 5, 300, 1],
+    [4, 1, 50, 4],
+  ])('hands over every event once, newest first, a bounded batch at a time (seed %i, %i streams, %i events, %i per round)', async (seed, streams, count, perRound) => {
+    const store = await interleavedStore(seed, streams, count);
+    const batches: RecordedEvent[][] = [];
+
+    await readNewestFirst(store, null, (batch) => void batches.push(batch), perRound);
+
+    expect(names(batches.flat())).toEqual(names(await store.read()).reverse());
+    const activeStreams = new Set((await store.read()).map((event) => event.stream)).size;
+    batches.forEach((batch) => expect(batch.length).toBeLessThanOrEqual(Math.max(perRound, activeStreams)));
+  });
+
+  it('stops at the checkpoint and when asked', async () => {
+    const store = await interleavedStore(6, 4, 100);
+    const all = await store.read();
+    const checkpoint = { cutAt: '', projections: {} as never, streams: Object.fromEntries([...new Set(all.map((e) => e.stream))].map((stream) => [stream, { seq: 3, hash: '', at: '' }])) };
+    const handed: RecordedEvent[] = [];
+
+    await readNewestFirst(store, checkpoint, (batch) => void handed.push(...batch), 10);
+    expect(names(handed)).toEqual(names(all.filter((event) => event.seq > 3)).reverse());
+
+    let batches = 0;
+    await readNewestFirst(store, null, () => ++batches < 2, 10);
     expect(batches).toBe(2);
   });
 });

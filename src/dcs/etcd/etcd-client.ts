@@ -153,6 +153,12 @@ export class EtcdClient {
     return Number(response.result?.TTL ?? 0);
   }
 
+  /** The answering member's database size in bytes: as allocated on disk (what etcd's quota counts), and in use. */
+  async status(timeoutMs: number): Promise<{ dbSize: number; dbSizeInUse: number }> {
+    const response = await this.call<RawResponse & { dbSize?: string; dbSizeInUse?: string }>('/v3/maintenance/status', {}, timeoutMs);
+    return { dbSize: Number(response.dbSize ?? 0), dbSizeInUse: Number(response.dbSizeInUse ?? 0) };
+  }
+
   /** Revokes a lease, deleting every key attached to it. An unknown lease is not an error. */
   async leaseRevoke(leaseId: string, timeoutMs: number): Promise<void> {
     try {

@@ -49,6 +49,7 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
           },
         },
         Auth: { methods: { Authenticate: unary('AuthenticateRequest', 'AuthenticateResponse') } },
+        Maintenance: { methods: { Status: unary('StatusRequest', 'StatusResponse') } },
 
         ResponseHeader: { fields: { cluster_id: field('uint64', 1), member_id: field('uint64', 2), revision: field('int64', 3), raft_term: field('uint64', 4) } },
         RangeRequest: {
@@ -129,6 +130,8 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
         LeaseKeepAliveResponse: { fields: { header, ID: field('int64', 2), TTL: field('int64', 3) } },
         AuthenticateRequest: { fields: { name: field('string', 1), password: field('string', 2) } },
         AuthenticateResponse: { fields: { header, token: field('string', 2) } },
+        StatusRequest: { fields: {} },
+        StatusResponse: { fields: { header, version: field('string', 2), dbSize: field('int64', 3), dbSizeInUse: field('int64', 9) } },
       },
     },
   },

@@ -21,6 +21,7 @@ const UNARY: Record<string, Method> = {
   '/v3/lease/grant': method('Lease', 'LeaseGrant'),
   '/v3/lease/revoke': method('Lease', 'LeaseRevoke'),
   '/v3/auth/authenticate': method('Auth', 'Authenticate'),
+  '/v3/maintenance/status': method('Maintenance', 'Status'),
 };
 const WATCH = method('Watch', 'Watch');
 const KEEP_ALIVE = method('Lease', 'LeaseKeepAlive');
