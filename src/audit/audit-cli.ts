@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { DEFAULT_NAMESPACE, normalizeNamespace } from '../config/load-config';
 import { AuditLog, AuditSource, loadAuditLog, SourceError } from './audit-source';
 import { clusterAt, clusterAtJson, formatClusterAt, removedUpTo } from './cluster-at';
 import { exportLines, TimeRange } from './export';
@@ -10,6 +11,7 @@ export const AUDIT_USAGE = `usage: stator audit verify <source> [--api http://ho
 
 source, one of:
   --etcd host:port[,host:port] --scope NAME   the event store in etcd
+      [--namespace /service]                   the cluster's namespace, if not the default
   --config stator.yml                          etcd3.hosts and scope of a node's configuration
   --file events.jsonl                          an export
 
@@ -37,6 +39,7 @@ class UsageError extends Error {}
 const OPTIONS = {
   etcd: { type: 'string' },
   scope: { type: 'string' },
+  namespace: { type: 'string' },
   config: { type: 'string' },
   file: { type: 'string' },
   api: { type: 'string' },
@@ -53,7 +56,7 @@ const COMMAND_OPTIONS: Record<string, string[]> = {
   export: ['from', 'to'],
   replay: ['at', 'json'],
 };
-const SOURCE_OPTIONS = ['etcd', 'scope', 'config', 'file'];
+const SOURCE_OPTIONS = ['etcd', 'scope', 'namespace', 'config', 'file'];
 
 type ParsedOptions = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
 
@@ -153,12 +156,13 @@ function sourceOf(options: ParsedOptions): AuditSource {
     throw new UsageError(given.length === 0 ? 'a source is needed: --etcd with --scope, --config or --file' : `one source only, got --${given.join(' and --')}`);
   }
   if (options.scope !== undefined && options.etcd === undefined) throw new UsageError('--scope goes with --etcd');
+  if (options.namespace !== undefined && options.etcd === undefined) throw new UsageError('--namespace goes with --etcd');
   if (options.config !== undefined) return { kind: 'config', path: options.config };
   if (options.file !== undefined) return { kind: 'file', path: options.file };
   const hosts = options.etcd!.split(',').map((host) => host.trim()).filter(Boolean);
   if (hosts.length === 0) throw new UsageError('--etcd needs host:port');
   if (!options.scope) throw new UsageError('--etcd needs --scope NAME');
-  return { kind: 'etcd', hosts, scope: options.scope };
+  return { kind: 'etcd', hosts, scope: options.scope, namespace: normalizeNamespace(options.namespace ?? DEFAULT_NAMESPACE) };
 }
 
 function apiUrl(value: string): string {

@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, loadConfig } from '../config/load-config';
+import { ConfigError, DEFAULT_NAMESPACE, loadConfig } from '../config/load-config';
 import { withSrvEndpoints } from '../dcs/etcd/etcd-srv-discovery';
 import { EtcdConnection } from '../dcs/etcd/etcd-transport';
-import { EtcdEventStore } from '../events/etcd-event-store';
+import { EtcdEventStore, eventLogPrefix } from '../events/etcd-event-store';
 import { RecordedEvent } from '../events/event';
 import { coveredByCheckpoint, LogCheckpoint } from '../events/log-checkpoint';
 
 /** Where `stator audit` reads the event log. */
 export type AuditSource =
-  | { kind: 'etcd'; hosts: string[]; scope: string }
+  | { kind: 'etcd'; hosts: string[]; scope: string; namespace: string }
   | { kind: 'config'; path: string }
   | { kind: 'file'; path: string }
   /** Events already read by the caller (statorctl reads them through a node's `GET /events`), in store order. */
@@ -44,9 +44,10 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
     if (source.events.length === 0) throw new SourceError(`${source.description}: no events`);
     return { events: source.events, lines: source.events.map((_, index) => index + 1), description: source.description, checkpoint: null };
   }
-  const { connection, scope } = source.kind === 'etcd' ? { connection: { hosts: source.hosts }, scope: source.scope } : await etcdOfConfig(source.path, env);
-  const description = `etcd ${connection.hosts.join(',')}, scope ${scope}`;
-  const store = new EtcdEventStore({ ...connection, scope, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
+  const { connection, scope, namespace } =
+    source.kind === 'etcd' ? { connection: { hosts: source.hosts }, scope: source.scope, namespace: source.namespace } : await etcdOfConfig(source.path, env);
+  const description = `etcd ${connection.hosts.join(',')}, scope ${scope}${namespace === DEFAULT_NAMESPACE ? '' : `, namespace ${namespace}`}`;
+  const store = new EtcdEventStore({ ...connection, scope, namespace, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
   let events: RecordedEvent[];
   let checkpoint: LogCheckpoint | null;
   try {
@@ -60,12 +61,12 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
     await store.close();
   }
   // An empty log is almost always a wrong scope or endpoint; auditing it would prove nothing.
-  if (events.length === 0) throw new SourceError(`${description}: no events stored under /stator-events/${scope}/`);
+  if (events.length === 0) throw new SourceError(`${description}: no events stored under ${eventLogPrefix(namespace, scope)}`);
   return { events, lines: events.map((_, index) => index + 1 + (checkpoint ? 1 : 0)), description, checkpoint };
 }
 
 /** etcd as the node reaches it (endpoints, TLS, user) and the scope. */
-async function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): Promise<{ connection: EtcdConnection; scope: string }> {
+async function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): Promise<{ connection: EtcdConnection; scope: string; namespace: string }> {
   let config;
   try {
     config = loadConfig(path, env).config;
@@ -75,7 +76,7 @@ async function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): Promise<{ con
   }
   try {
     // etcd3.srv: etcd as the agent finds it; the description names the hosts used.
-    return { connection: await withSrvEndpoints(config.etcd3, { info: () => undefined, warning: () => undefined }), scope: config.scope };
+    return { connection: await withSrvEndpoints(config.etcd3, { info: () => undefined, warning: () => undefined }), scope: config.scope, namespace: config.namespace };
   } catch (error) {
     throw new SourceError(`${path}: ${(error as Error).message}`);
   }

@@ -142,7 +142,7 @@ function readIdentifier(findings: Findings, doc: Mapping, key: 'scope' | 'name')
 }
 
 /** Leading slash, no trailing slash, no doubled slashes; `/` (the root) becomes ''. */
-function normalizeNamespace(namespace: string): string {
+export function normalizeNamespace(namespace: string): string {
   const inner = namespace.trim().replace(/\/+/g, '/').replace(/^\/|\/$/g, '');
   return inner === '' ? '' : `/${inner}`;
 }

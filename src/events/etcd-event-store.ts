@@ -20,10 +20,25 @@ import { EtcdQuotaGuard, EtcdQuotaLimit } from './etcd-quota-guard';
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), and the cluster whose events are stored. */
 export interface EtcdEventStoreOptions extends EtcdConnection {
   scope: string;
+  /** The cluster's `namespace` as the configuration normalizes it (default `/service`). */
+  namespace?: string;
   /** Deadline of each etcd request. The store does not retry unreachable etcd: the caller (EventRecorder) does. */
   requestTimeoutMs: number;
   /** Appends are refused (EtcdQuotaReached) while etcd's database is past this share of its quota. */
   quota?: EtcdQuotaLimit;
+}
+
+const DEFAULT_EVENTS_NAMESPACE = '/service';
+
+/**
+ * Where a cluster's events live: `/stator-events/<scope>/` in the default namespace (`/service`), as
+ * always; in another one `/stator-events-ns/<namespace, URI-encoded>/<scope>/`, so that clusters of the
+ * same scope in two namespaces (staging and production on one etcd) keep two logs, and no prefix is
+ * inside another (neither `/stator-events/` nor a namespace nested in another).
+ */
+export function eventLogPrefix(namespace: string, scope: string): string {
+  if (namespace === DEFAULT_EVENTS_NAMESPACE) return `/stator-events/${scope}/`;
+  return `/stator-events-ns/${encodeURIComponent(namespace)}/${scope}/`;
 }
 
 /** etcd's default `--max-txn-ops` is 128: one put per event plus the head. */
@@ -36,8 +51,8 @@ const HEADS = 'heads';
 const CHECKPOINT = 'checkpoint';
 
 /**
- * EventStore on etcd v3 under its own prefix `/stator-events/<scope>/`, outside the cluster
- * prefix so DCS range reads never fetch events.
+ * EventStore on etcd v3 under its own prefix (eventLogPrefix: `/stator-events/<scope>/` in the
+ * default namespace), outside the cluster prefix so DCS range reads never fetch events.
  *
  * Layout: `<prefix><stream>/<seq, 12 digits>` = JSON of the RecordedEvent, and
  * `<prefix>heads/<stream>` = `{"seq":N,"hash":"..."}`, the stream's last seq and hash, written in
@@ -67,7 +82,7 @@ export class EtcdEventStore implements EventStore {
           return dbSizeInUse || dbSize;
         })
       : null;
-    this.prefix = `/stator-events/${options.scope}/`;
+    this.prefix = eventLogPrefix(options.namespace ?? DEFAULT_EVENTS_NAMESPACE, options.scope);
     this.headsPrefix = `${this.prefix}${HEADS}/`;
     this.checkpointKey = `${this.prefix}${CHECKPOINT}`;
   }

@@ -22,6 +22,7 @@ import { EventStore } from './event-store.port';
           ...config.etcd3,
           rediscoverHosts: srvRediscovery(config.etcd3, logger),
           scope: config.scope,
+          namespace: config.namespace,
           requestTimeoutMs: retryTimeoutMs(config),
           logger,
           quota: { quotaBytes: config.event_log.etcd_quota_bytes, share: config.event_log.etcd_quota_share },

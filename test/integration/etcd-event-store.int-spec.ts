@@ -110,6 +110,30 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     }
   });
 
+  it('keeps the logs of one scope in two namespaces apart (staging and production on one etcd)', async () => {
+    const production = newStore();
+    const staging = new EtcdEventStore({ hosts: [etcd.endpoint], scope, namespace: '/staging/eu', requestTimeoutMs: 2000 });
+    opened.push(staging);
+    await production.append('cluster', [event('cluster', 'production-leader')], 'any');
+    await staging.append('cluster', [event('cluster', 'staging-leader')], 'any');
+    expect(summary(await production.read())).toEqual(['cluster#1:production-leader']);
+    expect(summary(await staging.read())).toEqual(['cluster#1:staging-leader']);
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    try {
+      expect((await raw.range(`/stator-events-ns/%2Fstaging%2Feu/${scope}/`, { prefix: true }, 1000)).kvs.map((kv) => kv.key)).toEqual([
+        `/stator-events-ns/%2Fstaging%2Feu/${scope}/cluster/000000000001`,
+        `/stator-events-ns/%2Fstaging%2Feu/${scope}/heads/cluster`,
+      ]);
+    } finally {
+      raw.close();
+    }
+    const output: string[] = [];
+    const io = { stdout: (text: string) => output.push(text), stderr: (text: string) => output.push(text), env: {} };
+    expect(await runAudit(['export', '--etcd', etcd.endpoint, '--scope', scope, '--namespace', 'staging/eu/'], io)).toBe(0);
+    expect(output.join('')).toContain('"to":"staging-leader"');
+    expect(output.join('')).not.toContain('production-leader');
+  });
+
   it('chains every stream across appends, writers and store instances', async () => {
     const [first, second] = [newStore(), newStore()];
     await first.append('node/node1/postgres', [event('node/node1/postgres', 'a'), event('node/node1/postgres', 'b')], 0);

@@ -192,6 +192,7 @@ describe('stator audit', () => {
       [['verify', '--file', 'a', '--config', 'b'], 'one source only, got --config and --file'],
       [['verify', '--etcd', '127.0.0.1:2379'], '--etcd needs --scope NAME'],
       [['verify', '--file', 'a', '--scope', 's'], '--scope goes with --etcd'],
+      [['verify', '--config', 'a', '--namespace', '/staging'], '--namespace goes with --etcd'],
       [['export', '--file', 'a', '--api', 'http://x'], 'export does not take --api'],
       [['replay', '--file', 'a'], 'replay needs --at ISO'],
       [['replay', '--file', 'a', '--at', 'yesterday'], "--at: not an ISO 8601 time: 'yesterday'"],
