@@ -86,7 +86,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.stop();
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
-  // eslint-disable-next-line no-console
   console.log(`measured: ${JSON.stringify(timings)}`);
 });
 
