@@ -260,7 +260,6 @@ export function renderReport(r: BenchResults): string {
 function targets(r: BenchResults): string {
   const rows: string[][] = [];
   const verdict = (ok: boolean | null) => (ok === null ? 'not measured' : ok ? '**met**' : '**missed**');
-  const finite = (values: number[]) => values.filter(Number.isFinite);
 
   for (const target of HEALTH_TARGETS) {
     const s = r.health.find((h) => h.kind === 'stator' && h.target === target.key);

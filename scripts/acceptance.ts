@@ -72,7 +72,7 @@ async function run(tree: string, features: string[], keep: boolean): Promise<voi
  * process started from the work directory goes before the next feature, as on behave's fresh CI machine.
  */
 function killLeftovers(work: string): void {
-  let pids: number[] = [];
+  let pids: number[];
   try {
     pids = execFileSync('pgrep', ['-f', work], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
   } catch {

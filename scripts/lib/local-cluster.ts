@@ -171,7 +171,7 @@ export class LocalCluster {
       );
     } catch (error) {
       const tails = this.nodes.map((node) => `--- ${node.name} (${JSON.stringify(node.lastVerdicts(12))})`);
-      throw new Error(`${(error as Error).message}\n${tails.join('\n')}`);
+      throw new Error(`${(error as Error).message}\n${tails.join('\n')}`, { cause: error });
     }
     return leader!;
   }
@@ -191,7 +191,7 @@ export class LocalCluster {
     } catch (error) {
       // What each waiting node last said, so a failure in CI can be understood without its files.
       const tails = names.map((name) => `--- ${name} (${JSON.stringify(this.node(name).lastVerdicts(12))})`);
-      throw new Error(`${(error as Error).message}\n${tails.join('\n')}`);
+      throw new Error(`${(error as Error).message}\n${tails.join('\n')}`, { cause: error });
     }
   }
 

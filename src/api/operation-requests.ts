@@ -1,37 +1,42 @@
 /**
- * From validated operation bodies (dto/operation-bodies.dto.ts) to the node's typed requests, with the
- * reference's remaining checks in its order and with its texts (reference-behavior 1.7-1.9). Pure:
- * the pause flag and the time come from the caller.
+ * Every operation body's checks, in one place: each endpoint's body pipe (its shape, its DTO's field rules in
+ * dto/operation-bodies.dto.ts, its unknown keys), then the mapping to the node's typed request with the reference's
+ * remaining checks in its order and with its texts (reference-behavior 1.7-1.9). Pure: the pause flag and the time
+ * come from the caller. The controller checks nothing itself. PATCH/PUT /config have theirs in dto/config-body.pipe.ts.
  */
+import { PipeTransform } from '@nestjs/common';
 import { OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from '../ha/operation-types';
-import { OperationBodyPipe, ValidatedBody } from './dto/operation-body.pipe';
+import { objectBody, OperationBodyPipe, ValidatedBody } from './dto/operation-body.pipe';
 import { ReinitializeBody, RestartBody, SwitchoverBody } from './dto/operation-bodies.dto';
 import { readSchedule, readTimeoutSeconds } from './request-values';
 import { FailsafeCall } from '../ha/failsafe/failsafe-caller';
 
 /** Body pipes of the operation endpoints, with the reference's order for unknown keys. */
-export const switchoverBody = new OperationBodyPipe(SwitchoverBody, { kind: 'left-to-mapping' }, true);
+export const switchoverBody = new OperationBodyPipe(SwitchoverBody, { unknownKeys: { kind: 'left-to-mapping' }, required: true, aliases: ['member'] });
 export const restartBody = new OperationBodyPipe(RestartBody, {
-  kind: 'in-body-order',
-  message: (key) => `Unknown filter for the scheduled restart: ${key}`,
+  unknownKeys: { kind: 'in-body-order', message: (key) => `Unknown filter for the scheduled restart: ${key}` },
 });
 export const reinitializeBody = new OperationBodyPipe(ReinitializeBody, {
-  kind: 'first',
-  message: (keys) => `Unknown field: ${keys.join(', ')} (accepted: force, from_leader)`,
+  unknownKeys: { kind: 'first', message: (keys, accepted) => `Unknown field: ${keys.join(', ')} (accepted: ${accepted.join(', ')})` },
+  aliases: ['from-leader'],
 });
+/** POST /reload: no field is read, but a body that is sent must be a JSON object. */
+export const reloadBody = { transform: (raw: unknown): void => void objectBody(raw, true) } satisfies PipeTransform<unknown, void>;
+/** POST /failsafe: a failsafe leader's call (parseFailsafeCall). */
+export const failsafeBody = { transform: (raw: unknown): FailsafeCall => parseFailsafeCall(objectBody(raw, false)) } satisfies PipeTransform<unknown, FailsafeCall>;
 
 /** '' and null mean "not given", as in the reference. */
 const given = (value: string | null | undefined): string | undefined => (value === null || value === '' ? undefined : value);
 
 /** POST /switchover and POST /failover up to the point where the cluster must be read (checks 1-6). */
 export function parseSwitchover(kind: 'switchover' | 'failover', body: ValidatedBody<SwitchoverBody>, paused: boolean, now: number): SwitchoverRequest {
-  const { fields, unknownKeys } = body;
+  const { fields, unknownKeys, acceptedKeys } = body;
   const leader = given(fields.leader);
   const candidate = given(fields.candidate) ?? given(fields.member);
   const scheduledText = given(fields.scheduled_at);
   if (kind === 'failover' && !candidate) throw new OperationRefused(400, 'Failover could be performed only to a specific candidate');
   if (kind === 'switchover' && !leader) throw new OperationRefused(400, 'Switchover could be performed only from a specific leader');
-  if (unknownKeys.length > 0) throw new OperationRefused(400, `Unknown field: ${unknownKeys.join(', ')} (accepted: leader, candidate, scheduled_at)`);
+  if (unknownKeys.length > 0) throw new OperationRefused(400, `Unknown field: ${unknownKeys.join(', ')} (accepted: ${acceptedKeys.join(', ')})`);
   if (scheduledText && kind === 'failover') throw new OperationRefused(400, "Failover can't be scheduled");
   if (scheduledText && paused) throw new OperationRefused(400, "Can't schedule switchover in the paused state");
   const scheduledAt = scheduledText ? readSchedule(scheduledText, 'switchover', now) : undefined;

@@ -4,11 +4,12 @@ import type { FastifyReply } from 'fastify';
 import { NodeOperations } from '../ha/node-operations';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused } from '../ha/operation-types';
 import { ConfigBodyPipe } from './dto/config-body.pipe';
-import { objectBody, ValidatedBody } from './dto/operation-body.pipe';
+import { ValidatedBody } from './dto/operation-body.pipe';
 import { ReinitializeBody, RestartBody, SwitchoverBody } from './dto/operation-bodies.dto';
 import { DynamicConfigDto } from './dto/read-documents.dto';
 import { AccessRefusals, BodyRefusals, ErrorAnswers, JsonAnswer, TextAnswer } from './openapi/api-answers';
-import { parseFailsafeCall, parseReinitialize, parseRestart, parseSwitchover, reinitializeBody, restartBody, switchoverBody } from './operation-requests';
+import { FailsafeCall } from '../ha/failsafe/failsafe-caller';
+import { failsafeBody, parseReinitialize, parseRestart, parseSwitchover, reinitializeBody, reloadBody, restartBody, switchoverBody } from './operation-requests';
 
 const PLAIN_TEXT = 'text/plain; charset=utf-8';
 
@@ -36,7 +37,7 @@ function answerConfig(reply: FastifyReply, answer: ConfigAnswer): void {
   void reply.code(answer.status).send(answer.body);
 }
 
-/** The operation endpoints of spec 4.7-4.11 and PATCH/PUT /config (4.6). Bodies are validated by their DTO pipes first. */
+/** The operation endpoints of spec 4.7-4.11 and PATCH/PUT /config (4.6). Each body is checked by its pipe (operation-requests.ts, dto/config-body.pipe.ts) first. */
 @ApiTags('operations')
 @Controller()
 @UseFilters(OperationRefusedFilter)
@@ -105,8 +106,7 @@ export class OperationsController {
   @ApiOperation({ summary: 'Re-read the configuration file, as SIGHUP (spec 4.10)' })
   @TextAnswer(202, 'reload scheduled')
   @BodyRefusals('1 MiB', 'Request body must be a JSON object')
-  reload(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
-    objectBody(body, true);
+  reload(@Body(reloadBody) _body: void, @Res() reply: FastifyReply): Promise<void> {
     return answerText(reply, () => this.operations.reload());
   }
 
@@ -117,8 +117,8 @@ export class OperationsController {
   @TextAnswer(500, 'Running as a leader')
   @TextAnswer(502, 'failsafe mode is not enabled')
   @BodyRefusals('1 MiB', 'Request body must be a JSON object')
-  failsafe(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
-    return answerText(reply, () => this.operations.acceptFailsafe(parseFailsafeCall(objectBody(body, false))));
+  failsafe(@Body(failsafeBody) call: FailsafeCall, @Res() reply: FastifyReply): Promise<void> {
+    return answerText(reply, () => this.operations.acceptFailsafe(call));
   }
 
   @Post('reinitialize')

@@ -11,5 +11,7 @@ import { withPropertyReplaced } from '../common/while-loading';
  *   streams): 10 MiB of RSS in every agent, which never uses it. pg then takes Node's sockets, as
  *   it does when the check says "not Cloudflare".
  */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- each must load while the property is replaced
 withPropertyReplaced(Intl, 'DateTimeFormat', LazyDateTimeFormat, () => require('@nestjs/common'));
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- each must load while the property is replaced
 withPropertyReplaced(globalThis, 'Response', undefined, () => require('pg'));

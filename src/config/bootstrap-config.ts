@@ -5,6 +5,9 @@ import { readBootstrapMethod } from './custom-methods-config';
 import { Findings, isAbsent, Mapping, readSection, readString, readStringList } from './config-readers';
 import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, isMapping, isParameterValue, validateDynamicConfigKeys } from './dynamic-config';
 
+/** The keys of `bootstrap` that Stator reads; any other names a custom bootstrap method's section. */
+const BOOTSTRAP_KEYS = ['dcs', 'method', 'initdb', 'post_bootstrap', 'post_init', 'pg_hba'];
+
 /** The `bootstrap` section: the first /config (`bootstrap.dcs`), the bootstrap method and initdb's options. */
 export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['bootstrap'] {
   const path = 'bootstrap';
@@ -13,7 +16,7 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
   const method = readString(findings, section, 'method', path) || 'initdb';
   const methods: Record<string, BootstrapMethod> = {};
   for (const [key, value] of Object.entries(section)) {
-    if (['dcs', 'method', 'initdb', 'post_bootstrap', 'post_init', 'pg_hba'].includes(key)) continue;
+    if (BOOTSTRAP_KEYS.includes(key)) continue;
     if (key === 'users') {
       // Patroni 4 only logs an error and creates nobody: a cluster missing its roles must not start quietly.
       findings.problem('bootstrap.users', 'removed in Patroni 4.0 and not supported: create roles in a bootstrap.post_bootstrap script');

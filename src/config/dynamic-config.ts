@@ -367,6 +367,7 @@ export function parameterProblem(name: string, value: unknown): string | null {
   if (typeof value === 'number' && !Number.isFinite(value)) return 'must be a finite number';
   if (typeof value === 'string') {
     if (value.length > MAX_PARAMETER_VALUE_LENGTH) return `must be at most ${MAX_PARAMETER_VALUE_LENGTH} characters`;
+    // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
     if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters (a line break would end the setting)';
   }
   return null;

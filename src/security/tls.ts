@@ -32,12 +32,12 @@ function checkSecureContext(options: ServerOptions, restapi: RestApiConfig): voi
     createSecureContext(options);
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error);
-    if (/cipher/i.test(text) && restapi.ciphers) throw new Error(`restapi.ciphers: OpenSSL accepts none of "${restapi.ciphers}" (${text})`);
+    if (/cipher/i.test(text) && restapi.ciphers) throw new Error(`restapi.ciphers: OpenSSL accepts none of "${restapi.ciphers}" (${text})`, { cause: error });
     if (/decrypt|passphrase|PEM|key/i.test(text)) {
       const hint = restapi.keyfile_password === undefined ? 'is it encrypted? set restapi.keyfile_password' : 'is restapi.keyfile_password right?';
-      throw new Error(`restapi.keyfile: cannot load the private key (${text}); ${hint}`);
+      throw new Error(`restapi.keyfile: cannot load the private key (${text}); ${hint}`, { cause: error });
     }
-    throw new Error(`restapi.certfile: cannot use the certificate (${text})`);
+    throw new Error(`restapi.certfile: cannot use the certificate (${text})`, { cause: error });
   }
 }
 
@@ -64,6 +64,6 @@ function readPem(key: 'certfile' | 'keyfile' | 'cafile', path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new Error(`restapi.${key}: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`restapi.${key}: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { killLeaderAndWait } from '../helpers/kill-leader';
 import { systemClock } from '../../src/common/clock';
 import { EtcdEventStore } from '../../src/events/etcd-event-store';
 import { EventRetention } from '../../src/events/event-retention';
@@ -82,10 +83,7 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   // leader below and rewind against it instead of waiting for the failover.
   for (const replica of cluster.nodes.filter((n) => n !== second)) await sql(replica, 'CHECKPOINT');
 
-  const postmaster = second.postmasterPid()!;
-  await second.killAgent();
-  process.kill(postmaster, 'SIGKILL');
-  const third = await cluster.waitForLeader(30_000, [second.name]);
+  const { newLeader: third } = await killLeaderAndWait(cluster, second, { timeoutMs: 30_000 });
   second.start();
   await waitForFollowers(third, switchedTimeline);
 
@@ -113,6 +111,10 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   } finally {
     await store.close();
   }
+  // /history before the retention cut below, read now: the audit runs that follow block this process's event loop
+  // for seconds, past the agent's 5 s keep-alive, and fetch would then send on a connection the agent has closed.
+  const historyBefore = await (await fetch(`${third.apiUrl}/history`)).json();
+  expect(historyBefore).toHaveLength(2); // the switchover's and the failover's timelines; the cut removes the facts of at least the first
 
   const verified = audit('verify', '--etcd', cluster.etcd.endpoint, '--scope', cluster.scope, '--api', third.apiUrl);
   expect(verified).toMatchObject({ status: 0, stderr: '' });
@@ -159,8 +161,6 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
 
   // Retention cuts the log to 3 events per stream: the retained log still verifies, served
   // projections included, and an agent started after the cut serves the same history.
-  const historyBefore = await (await fetch(`${third.apiUrl}/history`)).json();
-  expect(historyBefore).toHaveLength(2); // the switchover's and the failover's timelines; the cut removes the facts of at least the first
   const cutting = new EtcdEventStore({ hosts: [cluster.etcd.endpoint], scope: cluster.scope, requestTimeoutMs: 5000 });
   try {
     const outcome = await new EventRetention({ store: cutting, clock: systemClock, policy: { maxEventsPerStream: 3 } }).runOnce();

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { LocalCluster, LocalNode, isAlive } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { killAgentAndPostmaster } from '../helpers/kill-leader';
 import { DEFAULT_AGENT_GRACE_SECONDS } from '../../src/config/fence-config';
 import { RecordedEvent } from '../../src/events/event';
 import { fenceSafetyMarginMs } from '../../src/ha/leader-lock';
@@ -86,18 +87,15 @@ beforeAll(async () => {
 afterAll(async () => {
   await cluster?.stop();
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
-  // eslint-disable-next-line no-console
   console.log(`measured: ${JSON.stringify(timings)}`);
 });
 
 describe('the fence ends a dead leader term', () => {
   it('after kill -9 of the leader agent and postmaster, a replica accepts writes within 3 s (ttl 10)', async () => {
     const oldLeader = await cluster.waitForLeader(10_000);
-    const postmaster = oldLeader.postmasterPid()!;
     const takeover = watchTakeover(oldLeader, 20_000);
     const killedAt = Date.now();
-    await oldLeader.killAgent();
-    process.kill(postmaster, 'SIGKILL');
+    await killAgentAndPostmaster(oldLeader);
     const { lastOldWriteAt, firstNewWriteAt, newLeader } = await takeover();
     expect(newLeader).not.toBeNull();
     timings.agentAndPostmasterKilledToWritesMs = firstNewWriteAt - killedAt;

@@ -7,6 +7,7 @@ import { LocalCluster } from '../../scripts/lib/local-cluster';
 import { freePort } from '../../scripts/lib/ports';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { killLeaderAndWait } from '../helpers/kill-leader';
 
 /**
  * Debian's HAProxy in front of a real 3-node cluster, configured by the same template as the
@@ -169,13 +170,7 @@ it('fails over through HAProxy when the leader agent and postmaster are killed: 
   const load = traffic();
   const { acknowledged } = load;
   await waitFor(() => acknowledged.length >= 5, { timeoutMs: 10_000, description: 'writes through HAProxy before the failover' });
-  const agent = leader.pid;
-  const postmaster = leader.postmasterPid();
-  expect(agent && postmaster).toBeTruthy();
-  const killedAt = Date.now();
-  process.kill(agent!, 'SIGKILL');
-  process.kill(postmaster!, 'SIGKILL');
-  const newLeader = await cluster.waitForLeader(20_000, [leader.name]);
+  const { newLeader, killedAt } = await killLeaderAndWait(cluster, leader, { timeoutMs: 20_000 });
   await waitFor(() => acknowledged.some((write) => write.port === newLeader.pgPort), { timeoutMs: 10_000, description: 'a write acknowledged by the new leader' });
   await load.stop();
 

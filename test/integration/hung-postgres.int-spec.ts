@@ -175,7 +175,7 @@ it('a hung leader stops answering 200 within the timeout + 1 s, is killed, and a
   const processes = serverProcesses(leader);
   const hungAt = performance.now();
   signalAll(processes, 'SIGSTOP');
-  let acknowledged: number[] = [];
+  let acknowledged: number[];
   try {
     await waitFor(async () => (await leader.healthCode('/primary')) !== 200, { timeoutMs: 15_000, intervalMs: 50, description: `${leader.name} leaving /primary` });
     const primaryGoneMs = performance.now() - hungAt;

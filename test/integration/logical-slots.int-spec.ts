@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { killLeaderAndWait } from '../helpers/kill-leader';
 import { RecordedEvent } from '../../src/events/event';
 import { isPrimaryServer, sql } from '../helpers/sql';
 
@@ -108,8 +109,7 @@ it('a pg_recvlogical consumer goes on from the new leader after a failover witho
   for (const replica of replicas) {
     await waitFor(async () => Number((await sql<{ n: string }>(replica, 'SELECT count(*)::text AS n FROM shipped'))[0].n) === n + 10, { timeoutMs: 20_000, description: `${replica.name} replaying row ${n + 10}` });
   }
-  await leader.powerCut();
-  const newLeader = await cluster.waitForLeader(60_000, [leader.name]);
+  const { newLeader } = await killLeaderAndWait(cluster, leader, { loss: 'power-cut', timeoutMs: 60_000 });
   // /primary answers 200 from the lock holder as the reference does, before its promotion ends: writes wait for it.
   await waitFor(() => isPrimaryServer(newLeader), { timeoutMs: 30_000, description: `${newLeader.name} promoted` });
 

@@ -8,6 +8,7 @@ import { LocalPgbouncer } from '../../scripts/lib/pgbouncer';
 import { freePort } from '../../scripts/lib/ports';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { killLeaderAndWait } from '../helpers/kill-leader';
 
 /**
  * Debian's PgBouncer, run from the shipped deploy/pgbouncer.ini as the postgres OS user, in front of
@@ -172,13 +173,7 @@ it('fails over through PgBouncer when the leader agent and postmaster are killed
   await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 30_000);
   const load = writer('failover');
   await waitFor(() => load.acknowledged.length >= 5, { timeoutMs: 15_000, description: 'writes through PgBouncer before the failover' });
-  const agent = leader.pid;
-  const postmaster = leader.postmasterPid();
-  expect(agent && postmaster).toBeTruthy();
-  const killedAt = Date.now();
-  process.kill(agent!, 'SIGKILL');
-  process.kill(postmaster!, 'SIGKILL');
-  const newLeader = await cluster.waitForLeader(20_000, [leader.name]);
+  const { newLeader, killedAt } = await killLeaderAndWait(cluster, leader, { timeoutMs: 20_000 });
   await waitFor(() => load.acknowledged.some((write) => write.port === newLeader.pgPort), { timeoutMs: 15_000, description: 'a write through PgBouncer acknowledged by the new leader' });
   await load.stop();
 

@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { killLeaderAndWait } from '../helpers/kill-leader';
 import { makeTestCertificates, TestCertificates } from '../helpers/test-certificates';
 
 /**
@@ -134,8 +135,7 @@ it('switches over, and a power-cut leader rejoins through pg_rewind as the rewin
   await waitFor(async () => (await cluster.waitForHealthy(60_000)).name === candidate.name, { timeoutMs: 60_000, description: `${candidate.name} leading` });
 
   // A former primary stopped hard rejoins through pg_rewind (which finds nothing to do or rewinds): it connects as the rewind role.
-  await candidate.powerCut();
-  await cluster.waitForLeader(60_000, [candidate.name]);
+  await killLeaderAndWait(cluster, candidate, { loss: 'power-cut', timeoutMs: 60_000 });
   candidate.start();
   const leader = await cluster.waitForHealthy(90_000);
   expect(leader.name).toBe(first.name);

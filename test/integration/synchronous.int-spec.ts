@@ -5,6 +5,7 @@ import { Client } from 'pg';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { killLeaderAndWait } from '../helpers/kill-leader';
 import { descendantsOf } from '../../src/common/process-tree';
 import { sql } from '../helpers/sql';
 
@@ -174,8 +175,7 @@ it('kill -9 of the leader agent and postmaster: the synchronous standby takes ov
     await insertRow(leader, 'sync_rows', id);
     acknowledged++;
   }
-  await leader.powerCut();
-  const newLeader = await cluster.waitForLeader(60_000, [leader.name]);
+  const { newLeader } = await killLeaderAndWait(cluster, leader, { loss: 'power-cut', timeoutMs: 60_000 });
   expect(newLeader.name).toBe(standby.name);
   const [row] = await sql<{ n: string }>(newLeader, 'SELECT count(*) AS n FROM sync_rows WHERE id >= 100');
   expect(Number(row.n)).toBe(acknowledged);
@@ -320,8 +320,7 @@ describe('quorum commit', () => {
     const leader = await cluster.waitForHealthy(30_000);
     await sql(leader, 'CREATE TABLE IF NOT EXISTS quorum_rows (id int)');
     for (let id = 0; id < 50; id++) await insertRow(leader, 'quorum_rows', id);
-    await leader.powerCut();
-    const newLeader = await cluster.waitForLeader(60_000, [leader.name]);
+    const { newLeader } = await killLeaderAndWait(cluster, leader, { loss: 'power-cut', timeoutMs: 60_000 });
     const [row] = await sql<{ n: string }>(newLeader, 'SELECT count(*) AS n FROM quorum_rows');
     expect(row.n).toBe('50');
     leader.start();

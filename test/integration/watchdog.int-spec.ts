@@ -83,7 +83,6 @@ describe('watchdog mode required', () => {
     const gaps = pings.slice(1).map((ping, i) => ping.at - pings[i].at);
     // One per HA cycle: never as long apart as the watchdog's timeout.
     expect(Math.max(...gaps)).toBeLessThan((TTL - SAFETY_MARGIN) * 1000);
-    // eslint-disable-next-line no-console
     console.log(`measured: keepalive gaps ${JSON.stringify(gaps)} ms (loop_wait ${LOOP_WAIT} s, timeout ${TTL - SAFETY_MARGIN} s)`);
     expect(fifo.count('magic_close')).toBe(0);
     expect(agentLog(node1)).toMatch(/watchdog .*watchdog\.node1\.fifo activated with 5 second timeout/);

@@ -81,7 +81,7 @@ async function expectHealthyWithEveryRow(): Promise<number> {
       });
     } catch (error) {
       // What each server holds and where it streams from, so a failure in CI can be understood without its files.
-      throw new Error(`${(error as Error).message}\n${(await Promise.all(cluster.nodes.map(describeServer))).join('\n')}`);
+      throw new Error(`${(error as Error).message}\n${(await Promise.all(cluster.nodes.map(describeServer))).join('\n')}`, { cause: error });
     }
   }
   return healthyMs;

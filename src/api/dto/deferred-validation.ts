@@ -9,7 +9,7 @@ import { deferredPackage } from '../deferred-decorators';
  * `loadClassValidator()` loads it and replays the decorators applied so far, in their order (the
  * order decides which check answers first).
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, not at start (see above)
 const classValidator = deferredPackage(() => require('class-validator') as typeof ClassValidator);
 
 export const loadClassValidator = (): typeof ClassValidator => classValidator.load();

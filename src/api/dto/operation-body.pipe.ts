@@ -4,13 +4,28 @@ import { OperationRefused } from '../../ha/operation-types';
 
 type DtoClass<T> = new () => T;
 
-/** How a body's unknown keys are answered: after the typed checks (the mapping decides), each in body order, or all at once first. */
-export type UnknownKeyPolicy = { kind: 'left-to-mapping' } | { kind: 'in-body-order'; message: (key: string) => string } | { kind: 'first'; message: (keys: string[]) => string };
+/**
+ * How a body's unknown keys are answered: after the typed checks (the mapping decides), each in body order, or all at
+ * once first. `accepted` is the DTO's keys without their older spellings, for the answer's "(accepted: ...)".
+ */
+export type UnknownKeyPolicy =
+  | { kind: 'left-to-mapping' }
+  | { kind: 'in-body-order'; message: (key: string) => string }
+  | { kind: 'first'; message: (keys: string[], accepted: string[]) => string };
 
-/** A body that passed its DTO's checks: the typed fields, and the keys the DTO does not declare. */
+/** What the pipe knows of its body beyond the DTO: the policy for unknown keys, whether a body is required, older spellings. */
+export interface BodyOptions {
+  unknownKeys: UnknownKeyPolicy;
+  required?: boolean;
+  /** Keys the DTO declares for an older spelling (`member` for `candidate`): accepted, and left out of "(accepted: ...)". */
+  aliases?: readonly string[];
+}
+
+/** A body that passed its DTO's checks: the typed fields, the keys the DTO does not declare, and the ones it accepts. */
 export interface ValidatedBody<T> {
   fields: T;
   unknownKeys: string[];
+  acceptedKeys: string[];
 }
 
 /**
@@ -22,24 +37,27 @@ export interface ValidatedBody<T> {
  * No body (or an empty one) is an empty DTO; the endpoint decides whether it needed one.
  */
 export class OperationBodyPipe<T extends object> implements PipeTransform<unknown, ValidatedBody<T>> {
-  /** The DTO's keys, read from class-validator's metadata on the first body (class-validator loads then). */
+  /** The DTO's keys in declaration order, read from class-validator's metadata on the first body (class-validator loads then). */
   private declaredKeys: ReadonlySet<string> | null = null;
+  private readonly unknownKeys: UnknownKeyPolicy;
 
   constructor(
     private readonly dto: DtoClass<T>,
-    private readonly unknownKeys: UnknownKeyPolicy,
-    private readonly required = false,
-  ) {}
+    private readonly options: BodyOptions,
+  ) {
+    this.unknownKeys = options.unknownKeys;
+  }
 
   transform(raw: unknown): ValidatedBody<T> {
     // Before class-validator loads (about 100 ms, once): a body that is not an object needs none of it.
-    const body = objectBody(raw, !this.required);
+    const body = objectBody(raw, !this.options.required);
     const { getMetadataStorage, validateSync } = loadClassValidator();
     this.declaredKeys ??= new Set(getMetadataStorage().getTargetValidationMetadatas(this.dto, '', true, false).map((m) => m.propertyName));
     const declared = this.declaredKeys;
+    const acceptedKeys = [...declared].filter((key) => !this.options.aliases?.includes(key));
     const keys = Object.keys(body);
     const unknown = keys.filter((key) => !declared.has(key));
-    if (unknown.length > 0 && this.unknownKeys.kind === 'first') throw new OperationRefused(400, this.unknownKeys.message(unknown));
+    if (unknown.length > 0 && this.unknownKeys.kind === 'first') throw new OperationRefused(400, this.unknownKeys.message(unknown, acceptedKeys));
 
     const fields = new this.dto() as Record<string, unknown>;
     for (const key of keys) if (declared.has(key)) fields[key] = body[key];
@@ -52,7 +70,7 @@ export class OperationBodyPipe<T extends object> implements PipeTransform<unknow
       if (problems.has(key)) throw new OperationRefused(400, problems.get(key)!);
       if (this.unknownKeys.kind === 'in-body-order' && !declared.has(key)) throw new OperationRefused(400, this.unknownKeys.message(key));
     }
-    return { fields: fields as T, unknownKeys: unknown };
+    return { fields: fields as T, unknownKeys: unknown, acceptedKeys };
   }
 }
 

@@ -8,7 +8,7 @@ import { deferredPackage } from '../deferred-decorators';
  * `GET /openapi.json` reads what its decorators record. `loadSwagger()` loads it and replays the
  * decorators applied so far, so the document is the one the package would have built.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, not at start (see above)
 const swagger = deferredPackage(() => require('@nestjs/swagger') as typeof Swagger);
 
 export const loadSwagger = (): typeof Swagger => swagger.load();

@@ -218,7 +218,7 @@ export function usesGrpc(connection: EtcdConnection): boolean {
  * gateway serves every other configuration.
  */
 function grpcCarrier(tls: EtcdTls | null): EtcdCarrier {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, not at start (see above)
   const { GrpcCarrier } = require('./grpc-carrier') as typeof import('./grpc-carrier');
   return new GrpcCarrier(tls);
 }

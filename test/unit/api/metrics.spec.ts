@@ -14,7 +14,7 @@ function promtoolCheck(text: string): { code: number; output: string } {
     return { code: 0, output };
   } catch (error) {
     const failure = error as { status?: number | null; code?: string; stdout?: string; stderr?: string };
-    if (failure.code === 'ENOENT') throw new Error('promtool is not installed (Debian package "prometheus" provides /usr/bin/promtool)');
+    if (failure.code === 'ENOENT') throw new Error('promtool is not installed (Debian package "prometheus" provides /usr/bin/promtool)', { cause: error });
     return { code: failure.status ?? -1, output: `${failure.stdout ?? ''}${failure.stderr ?? ''}` };
   }
 }

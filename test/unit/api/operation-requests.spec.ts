@@ -1,9 +1,11 @@
 import {
+  failsafeBody,
   parseFailsafeCall,
   parseReinitialize as reinitializeFrom,
   parseRestart as restartFrom,
   parseSwitchover as switchoverFrom,
   reinitializeBody,
+  reloadBody,
   restartBody,
   switchoverBody,
 } from '../../../src/api/operation-requests';
@@ -13,6 +15,13 @@ import { cluster, leaderKey } from '../ha/snapshot-factory';
 
 describe('POST /failsafe bodies', () => {
   const call = { name: 'n1', conn_url: 'postgres://h/postgres', api_url: 'http://h:8008/patroni' };
+
+  it('are checked by their pipe before the handler: a JSON object with the three fields', () => {
+    expect(failsafeBody.transform(call)).toEqual(call);
+    expect(refusal(() => failsafeBody.transform(undefined))).toEqual({ status: 400, text: 'Request body must be a JSON object' });
+    expect(refusal(() => failsafeBody.transform([call]))).toEqual({ status: 400, text: 'Request body must be a JSON object' });
+    expect(refusal(() => failsafeBody.transform({ ...call, api_url: 7 }))).toEqual({ status: 400, text: 'api_url: must be a non-empty string of at most 2048 characters' });
+  });
 
   it("keeps the leader's slot positions, leaving out what is not a slot name with a WAL position", () => {
     expect(parseFailsafeCall({ ...call, slots: { n2: 100, test_physical: 0, 'Bad-Name': 5, cdc: '7', neg: -1, huge: 2 ** 60 } })).toEqual({ ...call, slots: { n2: 100, test_physical: 0 } });
@@ -39,6 +48,14 @@ const parseSwitchover = (kind: 'switchover' | 'failover', body: unknown, paused:
   switchoverFrom(kind, switchoverBody.transform(body), paused, at);
 const parseRestart = (body: unknown, paused: boolean, at: number) => restartFrom(restartBody.transform(body), paused, at);
 const parseReinitialize = (body: unknown) => reinitializeFrom(reinitializeBody.transform(body));
+
+describe('POST /reload bodies', () => {
+  it('may be absent or any JSON object (no field is read), and nothing else', () => {
+    expect(refusal(() => reloadBody.transform(undefined))).toBeNull();
+    expect(refusal(() => reloadBody.transform({ anything: 1 }))).toBeNull();
+    expect(refusal(() => reloadBody.transform('now'))).toEqual({ status: 400, text: 'Request body must be a JSON object' });
+  });
+});
 
 describe('POST /switchover and /failover bodies (reference 1.7, checks in order)', () => {
   it.each([
