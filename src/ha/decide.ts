@@ -316,8 +316,12 @@ function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decis
   if (failover.leader && failover.leader !== local.name) return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);
   if (config.pause && !failover.member) return cleanUp(`${kind} is possible only to a specific candidate in a paused state`);
   if (!s.peers) return { need: 'probePeers' };
-  const candidates = goodCandidates(s, failover.member ?? null).length;
-  if (candidates === 0 || !quorumAllowsCandidates(s, candidates, Boolean(failover.member))) return cleanUp(`${kind}: no healthy members found, ${kind} is not possible`);
+  // A switchover to a site waits for nobody else: the leader steps down only if a member of that site can take over.
+  const site = failover.member ? undefined : failover.site;
+  const candidates = goodCandidates(s, failover.member ?? null, site).length;
+  if (candidates === 0 || !quorumAllowsCandidates(s, candidates, Boolean(failover.member))) {
+    return cleanUp(`${kind}: no healthy members found${site ? ` in site ${site}` : ''}, ${kind} is not possible`);
+  }
   return { verdict: `${kind}: demoting myself`, actions: [{ type: 'demoteGraceful' }] };
 }
 

@@ -210,7 +210,8 @@ export async function publishShutdownPosition(node: NodeContext): Promise<boolea
   if (checkpoint === undefined) return false;
   node.leaving = true;
   try {
-    await dcs.setStatus({ optime: checkpoint });
+    // The site stays in /status: the members racing next prefer the stopped leader's site (docs/sites.md).
+    await dcs.setStatus({ optime: checkpoint, ...(node.config.site ? { current_site: node.config.site } : {}) });
     await dcs.touchMember(node.memberData());
     logger.info(`published the shutdown checkpoint at ${checkpoint} on timeline ${node.dataDir!.timeline}`);
     return true;
