@@ -31,7 +31,7 @@ export function parseSwitchover(kind: 'switchover' | 'failover', body: Validated
   const scheduledText = given(fields.scheduled_at);
   if (kind === 'failover' && !candidate) throw new OperationRefused(400, 'Failover could be performed only to a specific candidate');
   if (kind === 'switchover' && !leader) throw new OperationRefused(400, 'Switchover could be performed only from a specific leader');
-  if (unknownKeys.length > 0) throw new OperationRefused(400, `Unknown field: ${unknownKeys.join(', ')} (accepted: leader, candidate, scheduled_at)`);
+  if (unknownKeys.length > 0) throw new OperationRefused(400, `Unknown field: ${unknownKeys.join(', ')} (accepted: leader, candidate, scheduled_at, site)`);
   if (scheduledText && kind === 'failover') throw new OperationRefused(400, "Failover can't be scheduled");
   if (scheduledText && paused) throw new OperationRefused(400, "Can't schedule switchover in the paused state");
   const scheduledAt = scheduledText ? readSchedule(scheduledText, 'switchover', now) : undefined;
@@ -39,7 +39,8 @@ export function parseSwitchover(kind: 'switchover' | 'failover', body: Validated
   // A failover that names the leader is a switchover from here on (reference 1.7).
   const effectiveKind = kind === 'failover' && leader ? 'switchover' : kind;
   if (leader && candidate && leader === candidate) throw new OperationRefused(400, 'Switchover target and source are the same');
-  return { kind: effectiveKind, leader, candidate, scheduledAt };
+  const site = given(fields.site);
+  return { kind: effectiveKind, leader, candidate, scheduledAt, ...(site ? { site } : {}) };
 }
 
 /** POST /restart: the filters, the timeout in seconds and the schedule (reference 1.8). */
