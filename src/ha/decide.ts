@@ -2,8 +2,9 @@ import { FailoverRequest } from '../dcs/dcs.port';
 import { LONG_ACTION_STATES, POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { downstreamMembers, nodeToFollow } from './cascade';
-import { HaSnapshot, isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
+import { cloneMember } from './clone-source';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
 import { promoteAfterDrain } from './read-pool';
 import { recover, rejoinBackoff } from './recover';
@@ -177,13 +178,10 @@ function cloneAfterBackoff(s: HaSnapshot, source: UpstreamNode | null, verdict: 
   return { verdict, actions: [{ type: 'clone', source }] };
 }
 
-/** A running member tagged `clonefrom`, else the leader. */
+/** A running member tagged `clonefrom` (of this node's site first), else the leader (clone-source.ts). */
 function cloneSource(s: HaSnapshot, leaderName: string): UpstreamNode | null {
   const members = s.cluster!.members;
-  const clonefrom = members.find(
-    (m) => m.name !== s.local.name && isTruthyTag(m.data.tags?.clonefrom) && m.data.state === 'running',
-  );
-  return upstreamOf(clonefrom) ?? upstreamOf(members.find((m) => m.name === leaderName));
+  return upstreamOf(cloneMember(members, s.local.name, leaderName, s.local.site)) ?? upstreamOf(members.find((m) => m.name === leaderName));
 }
 
 function continueBootstrap(s: HaSnapshot, pgIsPrimary: boolean): Decision {

@@ -1,8 +1,9 @@
 import { Clock } from '../common/clock';
 import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../config/dynamic-config';
 import { ClusterView, Dcs, DynamicConfig, FailoverRequest, Member } from '../dcs/dcs.port';
+import { cloneMember } from './clone-source';
 import { configChange } from './config-change';
-import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
+import { isNoFailover, upstreamOf } from './cluster-snapshot';
 import { HaNode } from './ha-node';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
 import { restartFilterMismatch } from './scheduled-restart';
@@ -117,10 +118,8 @@ export class NodeOperations {
     if (leader === view.name) return { status: 503, text: 'I am the leader, can not reinitialize' };
     // No retry loop exists to interrupt: `force` cannot cut a running action short, so both wait for it.
     if (view.activity) return { status: 503, text: `${view.activity} already in progress${force ? '; try again when it has ended' : ''}` };
-    const clonefrom = fromLeader
-      ? undefined
-      : cluster.members.find((m) => m.name !== view.name && isTruthyTag(m.data.tags?.clonefrom) && m.data.state === 'running');
-    const source = upstreamOf(clonefrom ?? cluster.members.find((m) => m.name === leader));
+    const leaderMember = cluster.members.find((m) => m.name === leader);
+    const source = upstreamOf(fromLeader ? leaderMember : (cloneMember(cluster.members, view.name, leader, view.site) ?? leaderMember));
     if (!source) return { status: 503, text: `leader ${leader} has no member key to clone from` };
     this.node.recordCluster('node.reinitialize', 'POST /reinitialize', { node: view.name, source: source.name });
     this.node.startReinitialize(source);

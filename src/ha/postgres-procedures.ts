@@ -31,6 +31,8 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
     const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.now() - startedAt };
     if (lastOutcome === 'cloned') {
       logger.info(`replica has been created using ${step.name}`);
+      // Patroni's line, which its site-aware acceptance scenario looks for.
+      if (source) logger.info(`bootstrapped from ${source.name === node.cluster?.leader?.value ? 'leader' : 'replica'} '${source.name}'`);
       node.events.recordCluster('replica.created', `replica created using ${step.name}`, { ...attempt, exitCode: 0 });
       node.dataDir = await node.deps.pg.inspectDataDir();
       node.sendRole({ type: 'CLONE_COMPLETED' });
