@@ -89,6 +89,7 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
     return { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` };
   }
   const equals: PeerReading[] = [];
+  const behind: PeerReading[] = [];
   for (const peer of racePeers(s)) {
     if (peer.name === local.name || peer.name === failover?.leader) continue;
     if (!peer.reachable) {
@@ -103,9 +104,12 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
     // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
     if (ownWal < peerWal && !isFormerSyncLeader(s, peer.name)) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
     if (ownWal === peerWal && peerWal > 0) equals.push(peer);
+    else if (peerWal > 0 && peerWal < ownWal) behind.push(peer);
   }
   // Among the members as far along as this one, the preferred site goes first, then failover_priority.
-  const sites = siteChoice({ ownSite: local.site, failover, currentSite: siteOf(cluster!.status?.value.current_site) }, equals);
+  const noLeaderSince = s.raceBackoff?.noLeaderSince ?? 0;
+  const readingsMayTrail = noLeaderSince > 0 && s.now - noLeaderSince < config.loop_wait * 1000;
+  const sites = siteChoice({ ownSite: local.site, failover, currentSite: siteOf(cluster!.status?.value.current_site), behind, readingsMayTrail }, equals);
   if ('defer' in sites) return { ok: false, reason: sites.defer };
   const ownPriority = failoverPriority(local.tags);
   for (const peer of sites.rivals) {

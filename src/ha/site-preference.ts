@@ -21,12 +21,26 @@ export interface SiteRace {
   failover: FailoverRequest | null;
   /** `current_site` in `/status`: where the last leader ran. */
   currentSite?: string;
+  /**
+   * Peers that may promote but whose last reading is behind this node's WAL position, and whether the leader
+   * key went away less than loop_wait ago. A peer's status document shows its agent's latest reading (taken at
+   * the start of each HA cycle, not at each request as Patroni's does): in that window a member of the preferred
+   * site may show a position from before the leader's last WAL although it has it. A node of another site waits
+   * for that window to end rather than cross sites on such a reading; after it the reading is taken as it is.
+   */
+  behind?: PeerReading[];
+  readingsMayTrail?: boolean;
 }
 
 /** `equals`: reachable peers that may promote, in recovery, at this node's WAL position (above 0). */
 export function siteChoice(race: SiteRace, equals: PeerReading[]): SiteChoice {
   const { ownSite, failover, currentSite } = race;
   const action = failoverActionName(failover);
+  const preferred = failover?.site ?? currentSite;
+  const trailing = race.readingsMayTrail ? (race.behind ?? []).find((peer) => peer.site === preferred) : undefined;
+  if (preferred && trailing && ownSite !== preferred && !equals.some((peer) => peer.site === preferred)) {
+    return { defer: `${trailing.name} of the ${failover?.site ? 'requested' : 'current'} site ${preferred} shows a wal position behind mine: waiting for its next reading before a cross-site ${action}` };
+  }
   if (failover?.site) {
     const inSite = equals.filter((peer) => peer.site === failover.site);
     if (inSite.length > 0 && ownSite !== failover.site) {

@@ -30,6 +30,8 @@ function outcome(decision: Decision): string {
 }
 
 const DEFERS = 'following a different leader because i am not the healthiest node';
+/** The snapshot factory's time. */
+const NOW = Date.parse('2026-01-01T00:00:00Z');
 
 describe('the leader race with sites (Patroni site awareness)', () => {
   const rows: Array<[string, SnapshotOverrides, string]> = [
@@ -42,6 +44,9 @@ describe('the leader race with sites (Patroni site awareness)', () => {
     ['with nobody left in the current site the race crosses sites, by priority', race('dc2', 4, [peer('n2', 'dc2', 3)], 'dc1'), 'acquireLock'],
     ['... and the lower priority defers', race('dc2', 3, [peer('n3', 'dc2', 4)], 'dc1'), `${DEFERS} | n3 has equally tolerable WAL position and priority 4, while this node has priority 3`],
     ['a member of the current site that is behind does not hold the race', race('dc2', 1, [peer('n4', 'dc1', 1, 40_000_000)], 'dc1'), 'acquireLock'],
+    ['... unless the leader key went away less than loop_wait ago: its reading may trail', { ...race('dc2', 1, [peer('n4', 'dc1', 1, 40_000_000)], 'dc1'), raceBackoff: { noLeaderSince: NOW - 1_000, previousWalPosition: null } }, `${DEFERS} | n4 of the current site dc1 shows a wal position behind mine: waiting for its next reading before a cross-site failover`],
+    ['... and after loop_wait it is taken as it is', { ...race('dc2', 1, [peer('n4', 'dc1', 1, 40_000_000)], 'dc1'), raceBackoff: { noLeaderSince: NOW - 10_001, previousWalPosition: null } }, 'acquireLock'],
+    ['... and a member of the current site never waits for it', { ...race('dc1', 1, [peer('n4', 'dc1', 1, 40_000_000)], 'dc1'), raceBackoff: { noLeaderSince: NOW - 1_000, previousWalPosition: null } }, 'acquireLock'],
     ['nor one that does not answer', race('dc2', 1, [{ name: 'n4', reachable: false, site: 'dc1' }], 'dc1'), 'acquireLock'],
     ['nor one tagged nofailover', race('dc2', 1, [{ ...peer('n4', 'dc1'), tags: { nofailover: true } }], 'dc1'), 'acquireLock'],
     ['a member of another site that is ahead still wins: no acknowledged WAL is given up for a site', race('dc1', 1, [peer('n3', 'dc2', 1, 60_000_000)], 'dc1'), `${DEFERS} | Wal position of n3 is ahead of my wal position`],
