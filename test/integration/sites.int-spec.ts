@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parse, stringify } from 'yaml';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
@@ -116,4 +117,19 @@ it('fails over within the leader\'s site despite a higher priority elsewhere, an
   expect(crossed.name).toBe('node3');
   expect(readFileSync(node3.logPath, 'utf8').slice(node3LogStart)).toContain('No members in the current site dc1. Performing cross-site failover');
   process.stdout.write(`sites: ${first.name} stopped -> ${other.name} (dc1) leads in ${(localMs / 1000).toFixed(1)} s; ${other.name} stopped -> node3 (dc2) leads in ${(crossMs / 1000).toFixed(1)} s\n`);
+});
+
+it('keeps the site it started with when a reload reads another one, and says so', async () => {
+  const node3 = cluster.node('node3');
+  const file = parse(readFileSync(node3.configPath, 'utf8')) as Record<string, unknown>;
+  writeFileSync(node3.configPath, stringify({ ...file, site: 'dc9' }));
+  const logStart = readFileSync(node3.logPath, 'utf8').length;
+  expect((await fetch(`${node3.apiUrl}/reload`, { method: 'POST' })).status).toBe(202);
+  await waitFor(() => readFileSync(node3.logPath, 'utf8').slice(logStart).includes('site changed from dc2 to dc9 in the file: it takes effect at the next start'), {
+    timeoutMs: 20_000,
+    description: 'the warning about the site',
+  });
+  expect((await node3.status())?.site).toBe('dc2');
+  expect(etcdJson('members/node3').site).toBe('dc2');
+  expect(etcdJson('status').current_site).toBe('dc2');
 });
