@@ -36,6 +36,8 @@ export interface LocalClusterOptions {
   compat?: 'stator' | 'patroni';
   /** Per-node tags, by node index (from 1). */
   tags?: Record<number, Record<string, unknown>>;
+  /** Per-node `site`, by node index (from 1); none when absent. */
+  sites?: Record<number, string>;
   /** Where agent output goes: a log file per node (default), or also this process's stdout. */
   echo?: boolean;
   /** How the cluster's etcd is started (TLS, extra flags). */
@@ -416,6 +418,7 @@ export class LocalNode {
         ...o.postgresql?.(this.index),
       },
       tags: o.tags?.[this.index] ?? {},
+      ...(o.sites?.[this.index] ? { site: o.sites[this.index] } : {}),
       compat: o.compat ?? 'stator',
       state_dir: this.stateDir,
       watchdog: o.watchdog?.(this.index) ?? { mode: 'off' },

@@ -6,7 +6,7 @@ import { ClusterView, DynamicConfig, Member, MemberData } from '../dcs/dcs.port'
 export type ClusterMemberRole = 'leader' | 'standby_leader' | 'sync_standby' | 'quorum_standby' | 'replica';
 
 /** Member-key fields copied into the member object when present, in the reference's order. */
-const OPTIONAL_MEMBER_FIELDS = ['timeline', 'pending_restart', 'pending_restart_reason', 'scheduled_restart', 'tags'] as const;
+const OPTIONAL_MEMBER_FIELDS = ['timeline', 'pending_restart', 'pending_restart_reason', 'scheduled_restart', 'tags', 'site'] as const;
 
 /** Non-leaders' positions: the member-key field, and the names of the position and lag in the member object. */
 const POSITIONS = [
@@ -35,6 +35,7 @@ export function buildClusterDocument(cluster: ClusterView, scope: string): Recor
     const switchover: Record<string, string> = { at: pythonIsoformat(failover.scheduled_at) };
     if (failover.leader) switchover.from = failover.leader;
     if (failover.member) switchover.to = failover.member;
+    else if (failover.site) switchover.to = `site ${failover.site}`;
     document.scheduled_switchover = switchover;
   }
   document.scope = scope;

@@ -44,7 +44,8 @@ export function parseSwitchover(kind: 'switchover' | 'failover', body: Validated
   // A failover that names the leader is a switchover from here on (reference 1.7).
   const effectiveKind = kind === 'failover' && leader ? 'switchover' : kind;
   if (leader && candidate && leader === candidate) throw new OperationRefused(400, 'Switchover target and source are the same');
-  return { kind: effectiveKind, leader, candidate, scheduledAt };
+  const site = given(fields.site);
+  return { kind: effectiveKind, leader, candidate, scheduledAt, ...(site ? { site } : {}) };
 }
 
 /** POST /restart: the filters, the timeout in seconds and the schedule (reference 1.8). */

@@ -73,6 +73,7 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
     document.sample_age = Math.floor((now - view.sampleAt) / 1000);
   }
   document[identity.productKey] = { version: identity.version, scope: identity.scope, name: view.name };
+  if (view.site) document.site = view.site;
   if (view.scheduledRestart) document.scheduled_restart = publishedRestart(view.scheduledRestart);
   if (view.watchdogFailed) document.watchdog_failed = true;
   return document;

@@ -17,6 +17,11 @@ export interface StatorConfig {
    */
   namespace: string;
   name: string;
+  /**
+   * The data centre, zone or region this node runs in (Patroni's unreleased `site`): published in the member key,
+   * preferred by failover and cloning (docs/sites.md). Read at start only: a reload keeps the running value.
+   */
+  site?: string;
   /** `stator` (default) or `patroni`: which identifiers the API speaks. */
   compat: 'stator' | 'patroni';
   restapi: RestApiConfig;

@@ -12,6 +12,7 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'COMPAT', path: 'compat' },
   { name: 'NAMESPACE', path: 'namespace' },
   { name: 'NAME', path: 'name' },
+  { name: 'SITE', path: 'site' },
   { name: 'RESTAPI_LISTEN', path: 'restapi.listen' },
   { name: 'RESTAPI_CONNECT_ADDRESS', path: 'restapi.connect_address' },
   { name: 'RESTAPI_USERNAME', path: 'restapi.authentication.username' },

@@ -59,6 +59,7 @@ const TOP_LEVEL_KEYS = [
   'scope',
   'namespace',
   'name',
+  'site',
   'compat',
   'restapi',
   'etcd3',
@@ -120,6 +121,7 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const scope = readIdentifier(findings, doc, 'scope');
   const namespace = normalizeNamespace(readString(findings, doc, 'namespace', '') ?? DEFAULT_NAMESPACE);
   const name = readIdentifier(findings, doc, 'name');
+  const site = readSite(findings, doc);
   const compat = readOneOf(findings, doc, 'compat', '', ['stator', 'patroni'] as const, 'stator');
   const restapi = readRestApi(findings, doc);
   const etcd3 = readDcs(findings, doc);
@@ -131,7 +133,7 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const fence = readFence(findings, doc);
   const watchdog = readWatchdog(findings, doc);
   const eventLog = readEventLog(findings, doc);
-  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, event_log: eventLog, watchdog };
+  return { scope, namespace, name, ...(site !== undefined ? { site } : {}), compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, event_log: eventLog, watchdog };
 }
 
 /** `scope` and `name` end up in DCS keys (`/<namespace>/<scope>/members/<name>`), so no slashes. */
@@ -139,6 +141,14 @@ function readIdentifier(findings: Findings, doc: Mapping, key: 'scope' | 'name')
   const value = readRequiredString(findings, doc, key, '');
   if (value.includes('/')) findings.invalid(key, 'must not contain "/"', value);
   return value;
+}
+
+/** `site`: optional, but never empty (Patroni's rule: "Site value can't be empty"); surrounding spaces are dropped. */
+function readSite(findings: Findings, doc: Mapping): string | undefined {
+  const value = readString(findings, doc, 'site', '');
+  if (value === undefined) return undefined;
+  if (value.trim() === '') findings.invalid('site', "can't be empty", value);
+  return value.trim();
 }
 
 /** Leading slash, no trailing slash, no doubled slashes; `/` (the root) becomes ''. */

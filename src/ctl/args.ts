@@ -30,6 +30,7 @@ export const OPTIONS = {
   leader: { type: 'string' },
   primary: { type: 'string' },
   candidate: { type: 'string' },
+  site: { type: 'string' },
   scheduled: { type: 'string' },
   force: { type: 'boolean' },
   role: { type: 'string' },
@@ -67,15 +68,15 @@ export interface CommandSpec {
 }
 
 export const COMMANDS: Record<string, CommandSpec> = {
-  list: { options: ['watch', 'interval'], positionals: 'none', usage: 'list [--watch] [-w SECONDS]', summary: 'members with role, state, timeline, lag, pending restart, tags' },
+  list: { options: ['watch', 'interval', 'site'], positionals: 'none', usage: 'list [--watch] [-w SECONDS] [--site SITE]', summary: 'members with site, role, state, timeline, lag, pending restart, tags' },
   topology: { options: ['watch', 'interval'], positionals: 'none', usage: 'topology [--watch] [-w SECONDS]', summary: 'the members as a replication tree' },
   switchover: {
-    options: ['leader', 'primary', 'candidate', 'scheduled', 'force'],
+    options: ['leader', 'primary', 'candidate', 'site', 'scheduled', 'force'],
     positionals: 'none',
-    usage: 'switchover [--leader NAME] [--candidate NAME] [--scheduled TIME|now] [--force]',
+    usage: 'switchover [--leader NAME] [--candidate NAME | --site SITE] [--scheduled TIME|now] [--force]',
     summary: 'planned change of leader, with progress',
   },
-  failover: { options: ['candidate', 'force'], positionals: 'none', usage: 'failover [--candidate NAME] [--force]', summary: 'forced change of leader, with progress' },
+  failover: { options: ['candidate', 'site', 'force'], positionals: 'none', usage: 'failover [--candidate NAME | --site SITE] [--force]', summary: 'forced change of leader, with progress' },
   restart: {
     options: ['role', 'pending', 'scheduled', 'force'],
     positionals: 'members',

@@ -39,6 +39,7 @@ export interface ClusterMember {
   timeline?: number;
   lag?: number | string;
   tags?: Record<string, unknown>;
+  site?: string;
   pending_restart?: boolean;
   scheduled_restart?: Record<string, unknown>;
   [extra: string]: unknown;

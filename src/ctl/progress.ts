@@ -22,7 +22,7 @@ export function describeEvent(event: RecordedEvent): string | null {
   const cause = (data.event ?? {}) as Record<string, unknown>;
   switch (event.type) {
     case 'switchover.requested':
-      return `switchover requested: ${String(data.leader ?? 'the leader')} -> ${String(data.member ?? 'any eligible member')}`;
+      return `switchover requested: ${String(data.leader ?? 'the leader')} -> ${String(data.member ?? (data.site ? `a member of site ${String(data.site)}` : 'any eligible member'))}`;
     case 'switchover.scheduled':
       return `switchover scheduled`;
     case 'switchover.executed':

@@ -137,7 +137,7 @@ function parseFailover(value: string): FailoverRequest {
   }
   if (!isObject(parsed)) return {};
   const request: FailoverRequest = {};
-  for (const field of ['leader', 'member', 'scheduled_at'] as const) {
+  for (const field of ['leader', 'member', 'scheduled_at', 'site'] as const) {
     if (typeof parsed[field] === 'string') request[field] = parsed[field];
   }
   return request;

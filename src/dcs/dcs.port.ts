@@ -137,6 +137,8 @@ export interface MemberData {
   version: string;
   /** Stator's own version: present only in keys Stator wrote. */
   stator_version?: string;
+  /** The member's `site` setting (Patroni's unreleased site awareness), absent when it has none. */
+  site?: string;
   tags?: Record<string, unknown>;
   pending_restart?: boolean;
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
@@ -158,6 +160,8 @@ export interface FailoverRequest {
   leader?: string;
   member?: string;
   scheduled_at?: string;
+  /** A switchover to any member of this site (Patroni's site awareness); only without `member`. */
+  site?: string;
 }
 
 /** `/history` entry: [timeline, lsn, reason, iso timestamp, new leader]. */
@@ -175,4 +179,6 @@ export interface LeaderStatus {
   optime?: number;
   slots?: Record<string, number>;
   retain_slots?: string[];
+  /** The leader's site, as Patroni's site-aware branch writes it: failover prefers a member of this site. */
+  current_site?: string;
 }

@@ -57,6 +57,8 @@ export interface LocalView {
   readPoolWithdrawnAt: number | null;
   /** Watchdog mode `required` and none usable: why. Such a node takes no lock and promotes nothing. */
   watchdogFailed?: string | null;
+  /** This node's `site` setting, absent when it has none. */
+  site?: string;
 }
 
 /** A peer's status document as read over its API during the leader race (2 s timeout). */
@@ -71,6 +73,8 @@ export interface PeerReading {
   tags?: Record<string, unknown>;
   /** `watchdog_failed` in its status document: it requires a watchdog it cannot have, so it is no candidate. */
   watchdogFailed?: boolean;
+  /** `site` in its status document (Patroni's site awareness), absent when it has none. */
+  site?: string;
 }
 
 /** Everything decide() looks at: pure data, no handles. */

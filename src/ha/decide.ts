@@ -2,8 +2,9 @@ import { FailoverRequest } from '../dcs/dcs.port';
 import { LONG_ACTION_STATES, POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { downstreamMembers, nodeToFollow } from './cascade';
-import { HaSnapshot, isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
+import { cloneMember } from './clone-source';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
 import { promoteAfterDrain } from './read-pool';
 import { recover, rejoinBackoff } from './recover';
@@ -177,13 +178,10 @@ function cloneAfterBackoff(s: HaSnapshot, source: UpstreamNode | null, verdict: 
   return { verdict, actions: [{ type: 'clone', source }] };
 }
 
-/** A running member tagged `clonefrom`, else the leader. */
+/** A running member tagged `clonefrom` (of this node's site first), else the leader (clone-source.ts). */
 function cloneSource(s: HaSnapshot, leaderName: string): UpstreamNode | null {
   const members = s.cluster!.members;
-  const clonefrom = members.find(
-    (m) => m.name !== s.local.name && isTruthyTag(m.data.tags?.clonefrom) && m.data.state === 'running',
-  );
-  return upstreamOf(clonefrom) ?? upstreamOf(members.find((m) => m.name === leaderName));
+  return upstreamOf(cloneMember(members, s.local.name, leaderName, s.local.site)) ?? upstreamOf(members.find((m) => m.name === leaderName));
 }
 
 function continueBootstrap(s: HaSnapshot, pgIsPrimary: boolean): Decision {
@@ -316,8 +314,12 @@ function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decis
   if (failover.leader && failover.leader !== local.name) return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);
   if (config.pause && !failover.member) return cleanUp(`${kind} is possible only to a specific candidate in a paused state`);
   if (!s.peers) return { need: 'probePeers' };
-  const candidates = goodCandidates(s, failover.member ?? null).length;
-  if (candidates === 0 || !quorumAllowsCandidates(s, candidates, Boolean(failover.member))) return cleanUp(`${kind}: no healthy members found, ${kind} is not possible`);
+  // A switchover to a site waits for nobody else: the leader steps down only if a member of that site can take over.
+  const site = failover.member ? undefined : failover.site;
+  const candidates = goodCandidates(s, failover.member ?? null, site).length;
+  if (candidates === 0 || !quorumAllowsCandidates(s, candidates, Boolean(failover.member))) {
+    return cleanUp(`${kind}: no healthy members found${site ? ` in site ${site}` : ''}, ${kind} is not possible`);
+  }
   return { verdict: `${kind}: demoting myself`, actions: [{ type: 'demoteGraceful' }] };
 }
 

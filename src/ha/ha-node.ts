@@ -191,6 +191,7 @@ export class HaNode {
       scheduledRestart: node.scheduler.current,
       failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(this.deps.clock.now(), node.dynamic.ttl),
       watchdogFailed: node.watchdogFailure !== null,
+      ...(node.config.site ? { site: node.config.site } : {}),
     };
   }
 

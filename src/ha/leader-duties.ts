@@ -31,6 +31,8 @@ export class LeaderDuties {
     private readonly sightings: MemberSightings,
     private readonly tags: () => Record<string, unknown>,
     private readonly logger: Logger,
+    /** This node's `site` setting: `current_site` in `/status` while it leads. */
+    private readonly site?: string,
   ) {}
 
   /** `reading`: the slots as this cycle's reading found them (see PostgresQuery.syncPhysicalSlots). */
@@ -46,6 +48,7 @@ export class LeaderDuties {
     if (Object.keys(slots).length > 0) status.slots = slots;
     const retain = retainedSlots(cluster, this.name, dynamic, departed);
     if (retain) status.retain_slots = retain;
+    if (this.site) status.current_site = this.site;
     if (JSON.stringify(status) !== this.publishedStatus) {
       await this.dcs.setStatus(status);
       this.publishedStatus = JSON.stringify(status);

@@ -4,6 +4,7 @@ import { Decision, HaAction } from './decision';
 import { primaryRaceBackoff } from './primary-race-backoff';
 import { promoteAfterDrain } from './read-pool';
 import { followRemote, remotePrimary } from './standby-cluster';
+import { siteChoice } from './site-preference';
 import { barredBySync, isFormerSyncLeader, quorumVerdict, racePeers } from './sync/sync-eligibility';
 
 /**
@@ -24,12 +25,13 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
   const health = healthiest(s, pgIsPrimary);
   if (health.ok) {
     if (!s.lockResult) return { need: 'acquireLock' };
+    const notes = health.note ? { notes: [health.note] } : {};
     if (s.lockResult === 'acquired') {
       const cleanup: HaAction[] = cluster!.failover && Object.keys(cluster!.failover.value).length > 0 ? [{ type: 'clearFailover' }] : [];
-      if (pgIsPrimary) return { verdict: 'acquired session lock as a leader', actions: [...cleanup, { type: 'leaderDuties' }] };
+      if (pgIsPrimary) return { verdict: 'acquired session lock as a leader', actions: [...cleanup, { type: 'leaderDuties' }], ...notes };
       const remote = remotePrimary(config.standby_cluster);
-      if (remote) return { verdict: 'promoted self to a standby leader by acquiring session lock', actions: [...cleanup, ...followRemote(s, remote)] };
-      return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, promoteAfterDrain(s)] };
+      if (remote) return { verdict: 'promoted self to a standby leader by acquiring session lock', actions: [...cleanup, ...followRemote(s, remote)], ...notes };
+      return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, promoteAfterDrain(s)], ...notes };
     }
     return { verdict: 'following new leader after trying and failing to obtain lock', actions: [] };
   }
@@ -45,7 +47,7 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
 }
 
 /** `_is_healthiest_node` and its preconditions (reference 3.5). */
-function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason: string } {
+function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason: string; note?: string } {
   const { local, cluster, config } = s;
   const timeline = clusterTimeline(cluster!);
   const ownTimeline = local.sample?.timeline ?? 0;
@@ -86,7 +88,8 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
   if (config.check_timeline && ownTimeline < timeline) {
     return { ok: false, reason: `my timeline ${ownTimeline} is behind the cluster timeline ${timeline}` };
   }
-  const ownPriority = failoverPriority(local.tags);
+  const equals: PeerReading[] = [];
+  const behind: PeerReading[] = [];
   for (const peer of racePeers(s)) {
     if (peer.name === local.name || peer.name === failover?.leader) continue;
     if (!peer.reachable) {
@@ -100,16 +103,31 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
     const peerWal = peer.walPosition ?? 0;
     // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
     if (ownWal < peerWal && !isFormerSyncLeader(s, peer.name)) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
-    if (ownWal < peerWal) continue;
+    if (ownWal === peerWal && peerWal > 0) equals.push(peer);
+    else if (peerWal > 0 && peerWal < ownWal) behind.push(peer);
+  }
+  // Among the members as far along as this one, the preferred site goes first, then failover_priority.
+  const noLeaderSince = s.raceBackoff?.noLeaderSince ?? 0;
+  const readingsMayTrail = noLeaderSince > 0 && s.now - noLeaderSince < config.loop_wait * 1000;
+  const sites = siteChoice({ ownSite: local.site, failover, currentSite: siteOf(cluster!.status?.value.current_site), behind, readingsMayTrail }, equals);
+  if ('defer' in sites) return { ok: false, reason: sites.defer };
+  const ownPriority = failoverPriority(local.tags);
+  for (const peer of sites.rivals) {
     const peerPriority = failoverPriority(peer.tags);
-    if (ownWal === peerWal && ownPriority < peerPriority) {
+    if (ownPriority < peerPriority) {
       return {
         ok: false,
         reason: `${peer.name} has equally tolerable WAL position and priority ${peerPriority}, while this node has priority ${ownPriority}`,
       };
     }
   }
-  return quorumVerdict(s, ownWal) ?? { ok: true, reason: 'healthiest' };
+  const verdict = quorumVerdict(s, ownWal) ?? { ok: true, reason: 'healthiest' };
+  return sites.note ? { ...verdict, note: sites.note } : verdict;
+}
+
+/** `current_site` as a site name: anything but a non-empty string means none. */
+function siteOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 /**
@@ -129,13 +147,16 @@ function publishedAhead(s: HaSnapshot, name: string, ownWal: number, ownTimeline
 /** The `/failover` request that is due now: null when there is none or it is scheduled later. */
 export function pendingFailover(s: HaSnapshot): FailoverRequest | null {
   const value = s.cluster?.failover?.value;
-  if (!value || (!value.leader && !value.member)) return null;
+  if (!value || (!value.leader && !value.member && !value.site)) return null;
   if (value.scheduled_at && Date.parse(value.scheduled_at) > s.now) return null;
   return value;
 }
 
-/** Members that could take over from this node (reference `is_failover_possible`). */
-export function goodCandidates(s: HaSnapshot, candidate: string | null): PeerReading[] {
+/**
+ * Members that could take over from this node (reference `is_failover_possible`); `site`: only members of
+ * that site (a switchover to a site: the leader steps down only if one of them can take over).
+ */
+export function goodCandidates(s: HaSnapshot, candidate: string | null, site?: string): PeerReading[] {
   const { local, config } = s;
   const ownWal = local.sample?.walPosition ?? 0;
   const ownTimeline = local.sample?.timeline ?? 0;
@@ -145,6 +166,7 @@ export function goodCandidates(s: HaSnapshot, candidate: string | null): PeerRea
       peer.name !== local.name &&
       !barredBySync(s, peer.name, failover) &&
       (candidate === null || peer.name === candidate) &&
+      (site === undefined || peer.site === site) &&
       peer.reachable &&
       !isNoFailover(peer.tags) &&
       !peer.watchdogFailed &&

@@ -41,6 +41,7 @@ export function memberData(facts: MemberFacts): MemberData {
     version: config.compat === 'patroni' ? PATRONI_REFERENCE_VERSION : facts.version,
     stator_version: facts.version,
   };
+  if (config.site) data.site = config.site;
   // A pooler or proxy in front of this server (`postgresql.proxy_address`), where the reference puts it.
   if (config.postgresql.proxy_address) data.proxy_url = `postgres://${config.postgresql.proxy_address}/postgres`;
   if (Object.keys(facts.tags).length > 0) data.tags = facts.tags;

@@ -158,7 +158,7 @@ export class NodeContext {
       watchdog: () => this.watchdog.request(this.dynamic.ttl, this.dynamic.loop_wait, !this.dynamic.pause && remotePrimary(this.dynamic.standby_cluster) === null),
     });
     this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake, restartNow });
-    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings, () => this.tags, logger);
+    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings, () => this.tags, logger, this.config.site);
     this.sync = new SyncReplication({
       name: this.name,
       dcs: deps.dcs,
@@ -399,7 +399,11 @@ export class NodeContext {
   reloadLocalConfig(): void {
     if (!this.deps.reloadConfig) return;
     try {
-      this.config = this.deps.reloadConfig();
+      const reloaded = this.deps.reloadConfig();
+      // As Patroni's branch: the site is read at start only (members and /status must not change sites under a running leader).
+      if (reloaded.site !== this.config.site) this.deps.logger.warning(`site changed from ${this.config.site ?? '(none)'} to ${reloaded.site ?? '(none)'} in the file: it takes effect at the next start`);
+      this.config = { ...reloaded, site: this.config.site };
+      if (this.config.site === undefined) delete this.config.site;
       this.tags = effectiveTags(this.config.tags);
       for (const conflict of tagConflicts(this.config.tags)) this.deps.logger.warning(conflict);
       this.deps.logger.info('configuration reloaded');

@@ -1,8 +1,9 @@
 import { Clock } from '../common/clock';
 import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../config/dynamic-config';
-import { ClusterView, Dcs, DynamicConfig, FailoverRequest } from '../dcs/dcs.port';
+import { ClusterView, Dcs, DynamicConfig, FailoverRequest, Member } from '../dcs/dcs.port';
+import { cloneMember } from './clone-source';
 import { configChange } from './config-change';
-import { isNoFailover, isTruthyTag, upstreamOf } from './cluster-snapshot';
+import { isNoFailover, upstreamOf } from './cluster-snapshot';
 import { HaNode } from './ha-node';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
 import { restartFilterMismatch } from './scheduled-restart';
@@ -31,6 +32,8 @@ export class NodeOperations {
   async switchover(request: SwitchoverRequest, path: 'switchover' | 'failover'): Promise<OperationAnswer> {
     const view = this.node.view();
     const cluster = await this.readCluster();
+    const misplaced = candidateOutsideSite(request, cluster);
+    if (misplaced) throw new OperationRefused(412, misplaced);
     if (!request.scheduledAt) {
       const problem = await this.infeasibility(request, cluster);
       if (problem) throw new OperationRefused(412, problem);
@@ -39,6 +42,7 @@ export class NodeOperations {
     if (request.leader) value.leader = request.leader;
     if (request.candidate) value.member = request.candidate;
     if (request.scheduledAt) value.scheduled_at = request.scheduledAt.text;
+    if (request.site && !request.candidate) value.site = request.site;
     const written = await this.dcs.setFailover(value).catch(() => false);
     if (!written) throw new OperationRefused(503, 'failed to write failover key into DCS');
     this.node.recordCluster(request.scheduledAt ? 'switchover.scheduled' : `${request.kind}.requested`, `POST /${path}`, { ...value });
@@ -114,10 +118,8 @@ export class NodeOperations {
     if (leader === view.name) return { status: 503, text: 'I am the leader, can not reinitialize' };
     // No retry loop exists to interrupt: `force` cannot cut a running action short, so both wait for it.
     if (view.activity) return { status: 503, text: `${view.activity} already in progress${force ? '; try again when it has ended' : ''}` };
-    const clonefrom = fromLeader
-      ? undefined
-      : cluster.members.find((m) => m.name !== view.name && isTruthyTag(m.data.tags?.clonefrom) && m.data.state === 'running');
-    const source = upstreamOf(clonefrom ?? cluster.members.find((m) => m.name === leader));
+    const leaderMember = cluster.members.find((m) => m.name === leader);
+    const source = upstreamOf(fromLeader ? leaderMember : (cloneMember(cluster.members, view.name, leader, view.site) ?? leaderMember));
     if (!source) return { status: 503, text: `leader ${leader} has no member key to clone from` };
     this.node.recordCluster('node.reinitialize', 'POST /reinitialize', { node: view.name, source: source.name });
     this.node.startReinitialize(source);
@@ -181,7 +183,7 @@ export class NodeOperations {
     const action = request.kind;
     const leader = cluster.leader?.value ?? null;
     if (request.leader && request.leader !== leader) return 'leader name does not match';
-    let pool = cluster.members.filter((m) => m.name !== leader && m.data.api_url);
+    let pool: Member[];
     // Priority synchronous mode: a switchover goes only to a standby `/sync` names (spec 4.8 rule 6).
     const syncOnly = this.node.view().config.synchronous_mode === 'on';
     const sync = cluster.sync?.value;
@@ -190,11 +192,17 @@ export class NodeOperations {
       const candidate = cluster.members.find((m) => m.name === request.candidate);
       if (!candidate) return 'candidate does not exists';
       pool = [candidate];
-    } else if (syncOnly) {
-      pool = cluster.members.filter((m) => syncNames(sync, m.name));
-      if (pool.length === 0) return `${action} is not possible: can not find sync_standby`;
-    } else if (pool.length === 0) {
-      return `${action} is not possible: cluster does not have members except leader`;
+    } else {
+      // A site narrows the members first, as Patroni's branch: then the sync and leader rules apply within it.
+      const members = request.site ? cluster.members.filter((m) => m.data.site === request.site) : cluster.members;
+      if (request.site && members.length === 0) return `${action} is not possible: can not find members in site ${request.site}`;
+      if (syncOnly) {
+        pool = members.filter((m) => syncNames(sync, m.name));
+        if (pool.length === 0) return `${action} is not possible: can not find sync_standby`;
+      } else {
+        pool = members.filter((m) => m.name !== leader && m.data.api_url);
+        if (pool.length === 0) return `${action} is not possible: cluster does not have members except leader`;
+      }
     }
     const readings = await Promise.all(pool.map((m) => this.node.probePeer(m.name, m.data.api_url)));
     if (!readings.some((r) => r.reachable && !isNoFailover(r.tags))) return `${action} is not possible: no good candidates have been found`;
@@ -228,7 +236,7 @@ export class NodeOperations {
             status: 200,
             text: !asked || asked === leader ? `Successfully ${past} to "${leader}"` : `${capitalize(past)} to "${leader}" instead of "${asked}"`,
           });
-        } else if (!cluster.failover || (!cluster.failover.value.leader && !cluster.failover.value.member)) {
+        } else if (!cluster.failover || (!cluster.failover.value.leader && !cluster.failover.value.member && !cluster.failover.value.site)) {
           finish({ status: 503, text: `${verb} failed` });
         }
       };
@@ -242,6 +250,14 @@ export class NodeOperations {
       );
     });
   }
+}
+
+/** A candidate named together with a site must be of that site (Patroni's branch ignores the site then; a mismatch is refused here). */
+function candidateOutsideSite(request: SwitchoverRequest, cluster: ClusterView): string | null {
+  if (!request.site || !request.candidate) return null;
+  const candidate = cluster.members.find((m) => m.name === request.candidate);
+  if (!candidate || candidate.data.site === request.site) return null;
+  return `site: candidate ${request.candidate} is not in site ${request.site} (its site: ${candidate.data.site ?? 'not set'})`;
 }
 
 function capitalize(text: string): string {

@@ -32,6 +32,8 @@ export interface NodeView {
   failsafeActive: boolean;
   /** Watchdog mode `required` and none usable: `watchdog_failed` in the status document. */
   watchdogFailed?: boolean;
+  /** The node's `site` setting, when it has one (`site` in the status document, as Patroni's branch). */
+  site?: string;
 }
 
 /** A restart waiting for its time, with the filters it must still satisfy then. */

@@ -26,6 +26,8 @@ export interface SwitchoverRequest {
   leader?: string;
   candidate?: string;
   scheduledAt?: ScheduledInstant;
+  /** A site: without a candidate, any member of it may take over; with one, the candidate must be of it. */
+  site?: string;
 }
 
 export interface RestartRequest {

@@ -58,6 +58,7 @@ export interface PeerStatus {
   tags?: Record<string, unknown>;
   xlog?: { location?: number; received_location?: number; replayed_location?: number };
   watchdog_failed?: boolean;
+  site?: string;
 }
 
 /** What a peer's status document says to the leader race. */
@@ -69,6 +70,7 @@ export function readingFromStatus(name: string, status: PeerStatus): PeerReading
     : Math.max(status.xlog.received_location ?? 0, status.xlog.replayed_location ?? 0);
   const reading: PeerReading = { name, reachable: true, role: status.role, isPrimary, walPosition, timeline: status.timeline, tags: status.tags };
   if (status.watchdog_failed === true) reading.watchdogFailed = true;
+  if (typeof status.site === 'string' && status.site !== '') reading.site = status.site;
   return reading;
 }
 

@@ -31,6 +31,8 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
     const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.now() - startedAt };
     if (lastOutcome === 'cloned') {
       logger.info(`replica has been created using ${step.name}`);
+      // Patroni's line, which its site-aware acceptance scenario looks for.
+      if (source) logger.info(`bootstrapped from ${source.name === node.cluster?.leader?.value ? 'leader' : 'replica'} '${source.name}'`);
       node.events.recordCluster('replica.created', `replica created using ${step.name}`, { ...attempt, exitCode: 0 });
       node.dataDir = await node.deps.pg.inspectDataDir();
       node.sendRole({ type: 'CLONE_COMPLETED' });
@@ -210,7 +212,8 @@ export async function publishShutdownPosition(node: NodeContext): Promise<boolea
   if (checkpoint === undefined) return false;
   node.leaving = true;
   try {
-    await dcs.setStatus({ optime: checkpoint });
+    // The site stays in /status: the members racing next prefer the stopped leader's site (docs/sites.md).
+    await dcs.setStatus({ optime: checkpoint, ...(node.config.site ? { current_site: node.config.site } : {}) });
     await dcs.touchMember(node.memberData());
     logger.info(`published the shutdown checkpoint at ${checkpoint} on timeline ${node.dataDir!.timeline}`);
     return true;

@@ -8,13 +8,13 @@ import { Decision } from './decision';
  * first saw the key gone, as long as its WAL position moved since the previous cycle. During the first
  * loop_wait of that window it holds back whatever it sees, as Patroni does: the key may have expired
  * just after the primary's last heartbeat. Not in a paused or standby cluster, nor while a manual
- * failover names a candidate. Returns null when the race goes ahead.
+ * failover names a candidate or a site. Returns null when the race goes ahead.
  */
 export function primaryRaceBackoff(s: HaSnapshot, race: RaceBackoffState | undefined): Decision | null {
   const { config, local } = s;
   const backoffMs = config.primary_race_backoff * 1000;
   if (backoffMs <= 0 || !race || race.noLeaderSince === 0 || race.previousWalPosition === null) return null;
-  if (config.pause || config.standby_cluster !== null || s.cluster?.failover?.value.member) return null;
+  if (config.pause || config.standby_cluster !== null || s.cluster?.failover?.value.member || s.cluster?.failover?.value.site) return null;
   const timeLeftMs = race.noLeaderSince + backoffMs - s.now;
   const sample = local.sample;
   const walMoved = sample !== null && sample.inRecovery && sample.replicationState === 'streaming' && sample.walPosition > race.previousWalPosition;

@@ -31,6 +31,7 @@ export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsEr
     lastTask: lastTaskOf(node),
     readPoolWithdrawnAt: node.readPoolWithdrawnAt,
     watchdogFailed: node.watchdogFailure,
+    ...(node.config.site ? { site: node.config.site } : {}),
   };
   return {
     now,

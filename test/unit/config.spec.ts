@@ -583,6 +583,12 @@ describe('loadConfig', () => {
       expect(read(config)).toEqual(expected);
     });
 
+    it('reads site from the file or PATRONI_SITE, and has none by default', () => {
+      expect(load({ site: 'dc1' }).config.site).toBe('dc1');
+      expect(load({ site: 'dc1' }, { PATRONI_SITE: 'dc2' }).config.site).toBe('dc2');
+      expect(load().config).not.toHaveProperty('site');
+    });
+
     it('ignores empty variables, as Patroni does', () => {
       const { config } = loadConfig(fileConfig(), { PATRONI_NAME: '', STATOR_SCOPE: '' });
       expect(config).toMatchObject({ name: 'n1', scope: 'demo' });
@@ -628,6 +634,8 @@ describe('loadConfig', () => {
       ['a missing scope', { scope: undefined }, {}, 'scope: required (or PATRONI_SCOPE)'],
       ['a missing name', { name: '' }, {}, 'name: required (or PATRONI_NAME)'],
       ['a slash in the name', { name: 'a/b' }, {}, 'name: must not contain "/", got "a/b"'],
+      ['an empty site', { site: ' ' }, {}, `site: can't be empty, got " "`],
+      ['a site that is not a string', { site: ['dc1'] }, {}, 'site: must be a string, got ["dc1"]'],
       ['a bad compat', { compat: 'consul' }, {}, 'compat: must be one of stator, patroni, got "consul"'],
       ['a missing restapi.listen', { restapi: undefined }, {}, 'restapi.listen: required (or PATRONI_RESTAPI_LISTEN)'],
       ['a section that is not a mapping', { tags: 'x' }, {}, 'tags: must be a mapping, got "x"'],

@@ -23,6 +23,8 @@ export class SwitchoverBody {
   @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('member')) @IsString(mustBeString('member')) member?: string;
   @ApiPropertyOptional({ example: '2030-01-01T12:00:00+00:00', description: 'ISO 8601 with an offset: schedules the switchover.' })
   @IsOptional() @IsString(mustBeString('scheduled_at')) scheduled_at?: string;
+  @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH, example: 'dc2', description: 'Hand over to a member of this site (without candidate), or check that the candidate is in it.' })
+  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('site')) @IsString(mustBeString('site')) site?: string;
 }
 
 const POSTGRES_ROLES = ['primary', 'standby_leader', 'replica'] as const;

@@ -66,6 +66,7 @@ export class StatusDocumentDto {
   @ApiPropertyOptional({ enum: [true], description: 'Stator: PostgreSQL stopped answering the sampler.' }) postgres_unresponsive?: boolean;
   @ApiPropertyOptional({ type: 'integer', description: 'Stator: seconds since the reading shown.' }) sample_age?: number;
   @ApiProperty({ type: IdentityDto }) stator!: IdentityDto;
+  @ApiPropertyOptional({ example: 'dc1', description: "The node's site setting (docs/sites.md), when it has one." }) site?: string;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'The restart waiting for its time, with its filters.' }) scheduled_restart?: Record<string, unknown>;
   @ApiPropertyOptional({ example: true, description: 'Watchdog mode required, and no usable watchdog: this node takes no leader lock.' }) watchdog_failed?: boolean;
 }
@@ -79,6 +80,7 @@ export class ClusterMemberDto {
   @ApiPropertyOptional({ type: 'integer' }) port?: number;
   @ApiPropertyOptional({ type: 'integer' }) timeline?: number;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) tags?: Record<string, unknown>;
+  @ApiPropertyOptional({ example: 'dc1', description: "The member's site, when it has one." }) site?: string;
   @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }], description: 'Bytes behind the leader.' }) lag?: number | string;
   @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }] }) receive_lag?: number | string;
   @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }] }) replay_lag?: number | string;
@@ -90,7 +92,7 @@ export class ClusterMemberDto {
 export class ScheduledSwitchoverDto {
   @ApiProperty({ example: '2030-01-01T12:00:00+00:00' }) at!: string;
   @ApiPropertyOptional() from?: string;
-  @ApiPropertyOptional() to?: string;
+  @ApiPropertyOptional({ description: 'The candidate, or `site <name>` for a switchover to a site.' }) to?: string;
 }
 
 /** Spec 2.2: `GET /cluster`. */

@@ -21,6 +21,7 @@ type Kind = 'switchover' | 'failover';
 export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
   const { values } = ctl.line;
   const now = ctl.io.now ?? Date.now;
+  if (values.site !== undefined && values.candidate !== undefined) throw new UsageError('--candidate and --site are mutually exclusive options');
   const cluster = await readCluster(ctl.client);
   const leader = leaderOf(cluster);
   if (kind === 'switchover' && !leader) throw new OperationFailed(`This cluster has no leader: a switchover needs one (use failover)`);
@@ -38,14 +39,17 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
     if (from !== leader) throw new OperationFailed(`Member ${from} is not the leader of cluster ${cluster.scope}`);
   }
 
-  const candidates = eligible(cluster, leader);
+  // --site (Patroni's branch): the candidates are that site's; a switchover without one goes to any member of it.
+  const site = values.site;
+  if (site !== undefined && !cluster.members.some((member) => member.site === site)) throw new OperationFailed(`Site ${site} does not exist in cluster ${cluster.scope}`);
+  const candidates = eligible(cluster, leader, site);
   let candidate = values.candidate;
   if (candidate === undefined && !force) candidate = (await ask(`Candidate ${pythonList(candidates)} []: `)) || undefined;
   if (kind === 'failover' && !candidate) throw new OperationFailed('Failover could be performed only to a specific candidate');
   if (kind === 'switchover' && !candidate && candidates.length === 0) throw new OperationFailed('No candidates found to switchover to');
   if (candidate && candidate === leader) throw new OperationFailed(`Member ${candidate} is already the leader of cluster ${cluster.scope}`);
   if (candidate && !candidates.includes(candidate)) {
-    throw new OperationFailed(`Member ${candidate} does not exist in cluster ${cluster.scope} or is tagged as nofailover`);
+    throw new OperationFailed(`Member ${candidate} does not exist in ${site ? `site ${site} of ` : ''}cluster ${cluster.scope} or is tagged as nofailover`);
   }
 
   let scheduledAt: string | undefined;
@@ -59,7 +63,7 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
   }
 
   if (!force) {
-    const demoting = leader ? `, demoting current leader ${leader}` : '';
+    const demoting = (leader ? `, demoting current leader ${leader}` : '') + siteChange(cluster, leader, candidate, site);
     const question = scheduledAt
       ? `Are you sure you want to schedule switchover of cluster ${cluster.scope} at ${scheduledAt}${demoting}? [y/N]: `
       : `Are you sure you want to ${kind} cluster ${cluster.scope}${demoting}? [y/N]: `;
@@ -68,6 +72,7 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
 
   const body: Record<string, string> = kind === 'switchover' ? { leader: from! } : {};
   if (candidate) body.candidate = candidate;
+  if (site && kind === 'switchover') body.site = site;
   if (scheduledAt) body.scheduled_at = scheduledAt;
 
   if (scheduledAt) {
@@ -136,12 +141,19 @@ async function settledCluster(ctl: Ctl, oldLeader: string | undefined, timelineB
   }
 }
 
-/** The members that may take over: not the leader, not tagged nofailover. */
-export function eligible(cluster: ClusterDocument, leader: string | undefined): string[] {
+/** The members that may take over: not the leader, not tagged nofailover, of `site` when one is given. */
+export function eligible(cluster: ClusterDocument, leader: string | undefined, site?: string): string[] {
   return cluster.members
-    .filter((member) => member.name !== leader && !isTrue(member.tags?.nofailover))
+    .filter((member) => member.name !== leader && !isTrue(member.tags?.nofailover) && (site === undefined || member.site === site))
     .map((member) => member.name)
     .sort();
+}
+
+/** ` in site dc1 and switching to site dc2` when the handover leaves the leader's site, as Patroni's branch asks. */
+function siteChange(cluster: ClusterDocument, leader: string | undefined, candidate: string | undefined, site: string | undefined): string {
+  const currentSite = cluster.members.find((member) => member.name === leader)?.site;
+  const targetSite = candidate ? cluster.members.find((member) => member.name === candidate)?.site : site;
+  return currentSite && targetSite && currentSite !== targetSite ? ` in site ${currentSite} and switching to site ${targetSite}` : '';
 }
 
 function isTrue(value: unknown): boolean {

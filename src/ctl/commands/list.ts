@@ -8,6 +8,7 @@ const ROLE_NAMES: Record<string, string> = { leader: 'Leader', replica: 'Replica
 export function memberRow(cluster: ClusterDocument, member: ClusterMember, depth = 0): Record<string, unknown> {
   const row: Record<string, unknown> = {
     Cluster: cluster.scope,
+    ...(siteColumnShown(cluster) ? { Site: member.site ?? '' } : {}),
     Member: member.name,
     Host: member.host === undefined ? '' : member.port === undefined ? member.host : `${member.host}:${member.port}`,
     Role: ROLE_NAMES[member.role] ?? member.role,
@@ -23,12 +24,23 @@ export function memberRow(cluster: ClusterDocument, member: ClusterMember, depth
 
 const COLUMNS = ['Member', 'Host', 'Role', 'State', 'TL', 'Lag in MB', 'Pending restart', 'Tags'];
 
+/** The sites of the members (none counts as one), as Patroni's branch: a Site column when they differ, else the title says it. */
+function sitesOf(cluster: ClusterDocument): Set<string | undefined> {
+  return new Set(cluster.members.map((member) => member.site || undefined));
+}
+
+function siteColumnShown(cluster: ClusterDocument): boolean {
+  return sitesOf(cluster).size > 1;
+}
+
 /** The members as a table with patronictl's title line and the maintenance / schedule notes under it. */
 export function clusterTable(cluster: ClusterDocument, rows: Record<string, unknown>[]): string {
+  const sites = [...sitesOf(cluster)];
+  const columns = siteColumnShown(cluster) ? ['Site', ...COLUMNS] : COLUMNS;
   const table: Table = {
-    title: `Cluster: ${cluster.scope}`,
-    columns: COLUMNS,
-    rows: rows.map((row) => COLUMNS.map((column) => (column === 'Tags' ? tagsCell(row.Tags) : cell(row[column])))),
+    title: `${sites.length === 1 && sites[0] ? `Site: ${sites[0]}, ` : ''}Cluster: ${cluster.scope}`,
+    columns,
+    rows: rows.map((row) => columns.map((column) => (column === 'Tags' ? tagsCell(row.Tags) : cell(row[column])))),
     right: ['TL', 'Lag in MB'],
   };
   let text = renderTable(table);
@@ -68,10 +80,12 @@ export function topologyOrder(cluster: ClusterDocument): Array<{ member: Cluster
   return ordered;
 }
 
-/** The output of `list` (topology: indented tree) in the chosen format. */
-export function renderCluster(ctl: Ctl, cluster: ClusterDocument, topology: boolean): string {
+/** The output of `list` (topology: indented tree) in the chosen format; `site`: only that site's members. */
+export function renderCluster(ctl: Ctl, cluster: ClusterDocument, topology: boolean, site?: string): string {
   const entries = topology ? topologyOrder(cluster) : [...cluster.members].sort((a, b) => a.name.localeCompare(b.name)).map((member) => ({ member, depth: 0 }));
-  const rows = entries.map(({ member, depth }) => memberRow(cluster, member, depth));
+  // The columns and the title still follow the whole cluster, as Patroni's branch.
+  const shown = site === undefined ? entries : entries.filter(({ member }) => member.site === site);
+  const rows = shown.map(({ member, depth }) => memberRow(cluster, member, depth));
   return ctl.line.format === 'table' ? clusterTable(cluster, rows) : renderData(rows, ctl.line.format);
 }
 
@@ -79,7 +93,7 @@ export function renderCluster(ctl: Ctl, cluster: ClusterDocument, topology: bool
 export async function list(ctl: Ctl, topology: boolean): Promise<number> {
   const interval = intervalOf(ctl.line.values.interval);
   if (!ctl.line.values.watch) {
-    ctl.io.stdout(renderCluster(ctl, await readCluster(ctl.client), topology));
+    ctl.io.stdout(renderCluster(ctl, await readCluster(ctl.client), topology, ctl.line.values.site));
     return 0;
   }
   const now = ctl.io.now ?? Date.now;
@@ -88,7 +102,7 @@ export async function list(ctl: Ctl, topology: boolean): Promise<number> {
   while (!stop) {
     let text: string;
     try {
-      text = renderCluster(ctl, await readCluster(ctl.client), topology);
+      text = renderCluster(ctl, await readCluster(ctl.client), topology, ctl.line.values.site);
     } catch (error) {
       text = `${(error as Error).message}\n`;
     }

@@ -5,12 +5,13 @@ import { quorumModeActive, syncNames, syncQuorumOf, synchronousModeActive } from
 /**
  * Who may take over in synchronous mode (spec 4.8 rule 6, reference `is_healthiest_node` and
  * `get_failover_candidates`): only members `/sync` names (its leader included), so that a promoted
- * node holds every acknowledged commit. A manual failover (no leader named) may pick anyone. In
+ * node holds every acknowledged commit. A manual failover (no leader nor site named) may pick anyone. In
  * quorum mode anyone may race, but must hear from enough `/sync` members (see quorumVerdict).
  */
 export function barredBySync(s: HaSnapshot, name: string, failover: FailoverRequest | null): boolean {
   if (!synchronousModeActive(s.config, s.cluster) || quorumModeActive(s.config, s.cluster)) return false;
-  if (failover && !failover.leader) return false;
+  // A switchover to a site keeps the rule, as Patroni's branch does for a site without a leader named.
+  if (failover && !failover.leader && !failover.site) return false;
   return !syncNames(s.cluster!.sync!.value, name, true);
 }
 

@@ -122,7 +122,7 @@ describe('keys are looked up as own properties only', () => {
     expect(validateDynamicConfigKeys({ [key]: 1 })).toEqual([]);
     expect(refusal(() => parseSwitchover('switchover', switchoverBody.transform({ leader: 'n1', [key]: 'x' }), false, NOW))).toEqual({
       status: 400,
-      text: `Unknown field: ${key} (accepted: leader, candidate, scheduled_at)`,
+      text: `Unknown field: ${key} (accepted: leader, candidate, scheduled_at, site)`,
     });
     expect(refusal(() => restartBody.transform({ [key]: 'x' }))).toEqual({ status: 400, text: `Unknown filter for the scheduled restart: ${key}` });
     expect(refusal(() => reinitializeBody.transform({ [key]: true }))).toEqual({ status: 400, text: `Unknown field: ${key} (accepted: force, from_leader)` });

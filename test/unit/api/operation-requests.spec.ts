@@ -70,7 +70,10 @@ describe('POST /switchover and /failover bodies (reference 1.7, checks in order)
     ['switchover', { leader: 'n1' }, true, 400, 'Switchover is possible only to a specific candidate in a paused state'],
     ['switchover', { leader: 'n1', candidate: 'n1' }, false, 400, 'Switchover target and source are the same'],
     ['switchover', { leader: 7 }, false, 400, 'leader: must be a string'],
-    ['switchover', { leader: 'n1', bogus: 1 }, false, 400, 'Unknown field: bogus (accepted: leader, candidate, scheduled_at)'],
+    ['switchover', { leader: 'n1', bogus: 1 }, false, 400, 'Unknown field: bogus (accepted: leader, candidate, scheduled_at, site)'],
+    ['switchover', { leader: 'n1', site: 2 }, false, 400, 'site: must be a string'],
+    ['switchover', { leader: 'n1', site: 'dc2' }, true, 400, 'Switchover is possible only to a specific candidate in a paused state'],
+    ['failover', { site: 'dc2' }, false, 400, 'Failover could be performed only to a specific candidate'],
     ['switchover', [1, 2], false, 400, 'Request body must be a JSON object'],
   ] as const)('%s %j (paused %s) → %i %s', (kind, body, paused, status, text) => {
     expect(refusal(() => parseSwitchover(kind, body, paused, now))).toEqual({ status, text });
@@ -83,6 +86,11 @@ describe('POST /switchover and /failover bodies (reference 1.7, checks in order)
       candidate: 'n2',
       scheduledAt: { at: Date.parse('2026-06-01T14:00:00Z'), text: '2026-06-01T16:00:00+02:00' },
     });
+  });
+
+  it('carries a site, and drops an empty one', () => {
+    expect(parseSwitchover('switchover', { leader: 'n1', site: 'dc2' }, false, now)).toEqual({ kind: 'switchover', leader: 'n1', site: 'dc2' });
+    expect(parseSwitchover('switchover', { leader: 'n1', site: '' }, false, now)).toEqual({ kind: 'switchover', leader: 'n1' });
   });
 
   it('treats a failover that names the leader as a switchover', () => {

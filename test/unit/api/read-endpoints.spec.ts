@@ -150,6 +150,18 @@ describe('GET /cluster', () => {
     expect(Object.keys(document)).toEqual(['members', 'pause', 'scheduled_switchover', 'scope']);
   });
 
+  it("shows each member's site, and a switchover to a site as Patroni's branch does", async () => {
+    const cluster = view.cluster!;
+    cluster.members = cluster.members.map((member) => ({ ...member, data: { ...member.data, site: member.name === 'node3' ? 'dc2' : 'dc1' } }));
+    cluster.failover = { value: { leader: 'node1', site: 'dc2', scheduled_at: '2026-11-21T06:00Z' }, modRevision: '6' };
+
+    const document = (await request('GET', '/cluster')).json() as Record<string, unknown> & { members: Array<Record<string, unknown>> };
+
+    expect(document.members.map((member) => member.site)).toEqual(['dc1', 'dc1', 'dc2']);
+    expect(Object.keys(document.members[0]).slice(-1)).toEqual(['site']);
+    expect(document.scheduled_switchover).toEqual({ at: '2026-11-21T06:00:00+00:00', from: 'node1', to: 'site dc2' });
+  });
+
   it('reports positions a member key does not carry as "unknown"', async () => {
     view.cluster!.members = view.cluster!.members.map((member) =>
       member.name === 'node3' ? { ...member, data: { ...member.data, receive_lsn: undefined, replay_lsn: undefined, xlog_location: undefined } } : member,
@@ -346,5 +358,16 @@ describe('health endpoints next to the new routes', () => {
     expect((await request('OPTIONS', '/leader')).statusCode).toBe(200);
     expect((await request('GET', '/stator')).json()).toMatchObject({ state: 'running', role: 'primary' });
     expect((await request('GET', '/replica?lag=abc')).statusCode).toBe(400);
+  });
+});
+
+describe('the status document of a node with a site', () => {
+  it('carries site after the identity object, as Patroni\'s branch does, and none without one', async () => {
+    expect((await request('GET', '/stator')).json()).not.toHaveProperty('site');
+    view = { ...leaderView(), site: 'dc1' };
+    const document = (await request('GET', '/stator')).json() as Record<string, unknown>;
+    expect(document.site).toBe('dc1');
+    const keys = Object.keys(document);
+    expect(keys[keys.indexOf('stator') + 1]).toBe('site');
   });
 });

@@ -66,7 +66,7 @@ describe('statorctl command line', () => {
   });
 
   it('prints help and completion scripts without a cluster', async () => {
-    expect((await statorctl(['--help'])).stdout).toContain('switchover [--leader NAME] [--candidate NAME] [--scheduled TIME|now] [--force]');
+    expect((await statorctl(['--help'])).stdout).toContain('switchover [--leader NAME] [--candidate NAME | --site SITE] [--scheduled TIME|now] [--force]');
     const bash = await statorctl(['completion', 'bash']);
     expect(bash.code).toBe(0);
     expect(bash.stdout).toContain('complete -F _statorctl statorctl');

@@ -15,6 +15,7 @@ describe('progress phases', () => {
     [{ type: 'postgres.transition', node: 'node1', from: 'running.idle', to: 'running.reconfiguring' }, null],
     [{ type: 'role.transition', node: 'node2', from: 'replica', to: 'replica' }, null],
     [{ type: 'leader.promoted', node: 'node2', data: { timeline: 3 } }, 'node2 promoted, timeline 3'],
+    [{ type: 'switchover.requested', data: { leader: 'node1', site: 'dc2' } }, 'switchover requested: node1 -> a member of site dc2'],
     [{ type: 'ha.verdict', data: { verdict: 'no action' } }, null],
   ])('%j → %j', (over, line) => {
     expect(describeEvent(event(over))).toBe(line);
