@@ -137,6 +137,8 @@ export interface MemberData {
   version: string;
   /** Stator's own version: present only in keys Stator wrote. */
   stator_version?: string;
+  /** The runtime of the Stator agent that wrote the key (`node 24.21.0`). */
+  stator_runtime?: string;
   tags?: Record<string, unknown>;
   pending_restart?: boolean;
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;

@@ -13,6 +13,7 @@ import { decide, Need } from './decide';
 import { FailsafeCall } from './failsafe/failsafe-caller';
 import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
+import { describeAgent } from './member-agents';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
 import { PeerProbe } from './peer-probe';
@@ -311,7 +312,7 @@ export class HaNode {
         node.cluster = cluster;
         node.dcsLastSeen = clock.now();
         node.sightings.see(cluster, node.dcsLastSeen);
-        for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${change.agent}`, { ...change });
+        for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, { ...change });
       } catch (error) {
         dcsError = errorText(error);
       }
