@@ -345,12 +345,14 @@ export class HaNode {
       if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
 
       if (cluster && !node.dynamic.pause && node.activity() === null) node.scheduler.evaluate(this.view(), node.dynamic.loop_wait);
-      this.applyChangedParameters();
 
       for (const note of decision.notes ?? []) logger.info(note);
       logger.info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
       for (const action of decision.actions) await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
+      // After the actions: a reload sent first would make the postgres machine drop a `follow` action's own
+      // reconfiguration sent while it runs (the replica then keeps the old upstream, or none).
+      this.applyChangedParameters();
 
       if (cluster) await dcs.touchMember(node.memberData()).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
       node.lock.keepFence();
@@ -440,6 +442,9 @@ export class HaNode {
     const node = this.node;
     // Without a reading the server's role is unknown, and so is what its settings should say (an adopted primary keeps its synchronous_standby_names).
     if (node.pgState() !== 'running' || node.activity() !== null || node.sampler.sample === null || !node.parametersChanged()) return;
+    // A replica whose upstream this agent does not know yet (a running server it adopted) would lose its
+    // primary_conninfo: the change waits until a cycle points it at its leader, which applies it too.
+    if (node.sampler.sample.inRecovery && node.upstream === null) return;
     this.deps.logger.info('PostgreSQL parameters, pg_hba, pg_ident or recovery_conf changed: reloading the configuration');
     node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
   }
