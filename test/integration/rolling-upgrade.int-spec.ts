@@ -1,9 +1,9 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
-import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
+import { isAlive, LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { sql } from '../helpers/sql';
 import { waitFor } from '../helpers/wait-for';
@@ -13,7 +13,8 @@ import { waitFor } from '../helpers/wait-for';
  * agent stopped (SIGTERM, as `systemctl restart` sends) and started on the new build, `statorctl resume`.
  * The new build here is the same code on another Node line (.ci/run installs 24 and 26 under
  * /opt/stator-node). A writer inserts into the leader every 50 ms on one connection throughout. Then the
- * same without the pause, to show what it costs: restarting the leader's agent hands the leader on.
+ * same without the pause, to show what it costs: restarting the leader's agent hands the leader on. Last,
+ * what a paused leader's agent that does not come back costs: its fence stops PostgreSQL at the lease's end.
  * Agents run from `dist/`: run `npm run build` first.
  */
 jest.setTimeout(180_000);
@@ -251,4 +252,21 @@ it("unpaused, the replicas' agents restart with their PostgreSQL, and the leader
   expect(reconnects).toBeGreaterThan(0);
   expect(replicaGapMs).toBeLessThan(1000);
   await expectEveryRowEverywhere(writer.acknowledged.map((write) => write.n));
+});
+
+it("paused, a leader's agent that stays away past its lease: the fence stops PostgreSQL while the leader key still names it", async () => {
+  const leader = await cluster.waitForHealthy(60_000);
+  await statorctl('pause', '--wait');
+  const postmaster = leader.postmasterPid()!;
+  const stoppedAt = performance.now();
+  await leader.stopAgent();
+  expect(isAlive(postmaster)).toBe(true); // paused: the agent left it running
+  await waitFor(() => !isAlive(postmaster), { timeoutMs: 40_000, description: `${leader.name}'s fence stopping PostgreSQL at the lease's end` });
+  const stoppedAfterMs = performance.now() - stoppedAt;
+  // Before the key expires: no primary outlives its leader key, which a resume would let a replica take.
+  expect(await leaderKey()).toMatchObject({ holder: leader.name });
+  expect(stoppedAfterMs).toBeLessThan(30_000);
+  expect(readFileSync(join(leader.stateDir, 'fence.log'), 'utf8')).toMatch(/passed without a new arm: immediate shutdown of the postmaster/);
+  expect(await cluster.primaries()).toEqual([]);
+  console.log(`paused, the leader's agent away: its fence stopped PostgreSQL ${Math.round(stoppedAfterMs)} ms after the agent's stop (ttl 30 s)`);
 });
