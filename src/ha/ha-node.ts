@@ -350,8 +350,9 @@ export class HaNode {
       logger.info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
       for (const action of decision.actions) await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
-      // After the actions: a reload sent first would make the postgres machine drop a `follow` action's own
-      // reconfiguration sent while it runs (the replica then keeps the old upstream, or none).
+      // After the actions, and only when the postgres machine is idle: sent first, a reload would race a `follow`
+      // action's own reconfiguration (the machine starts the second while the first still writes its files, and the
+      // file without an upstream could be the one PostgreSQL reads: seen after an agent restart beside its replica).
       this.applyChangedParameters();
 
       if (cluster) await dcs.touchMember(node.memberData()).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
