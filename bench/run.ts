@@ -36,7 +36,8 @@ const FAULTS: LeaderFault[] = process.env.BENCH_FAULTS
 export const SETTINGS = {
   quick: QUICK,
   wrkSeconds: QUICK ? 3 : 10,
-  idleSeconds: QUICK ? 15 : 60,
+  /** BENCH_IDLE_S: a longer idle window (the per-Node-line footprint in docs/install-and-operate.md uses 120). */
+  idleSeconds: Number(process.env.BENCH_IDLE_S ?? (QUICK ? 15 : 60)),
   switchoverRuns: QUICK ? 1 : 5,
   crashRuns: QUICK ? 1 : 3,
   failoverRuns: Number(process.env.BENCH_FAILOVER_RUNS ?? (QUICK ? 1 : 3)),

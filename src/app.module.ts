@@ -84,9 +84,13 @@ export class NodeLifecycle implements OnApplicationShutdown {
   /**
    * Patroni's shutdown: stop PostgreSQL (unless paused), release the lock, leave the cluster. A leader
    * that published its shutdown position leaves its member key to expire, so the next race sees it.
+   * Paused, nothing is stopped or released: the keys live out their ttl (Patroni: "Leader key is not
+   * deleted and Postgresql is not stopped due paused state"), so an agent restarted within it (a rolling
+   * upgrade) finds its leader key and member key still there and takes them over.
    */
   async onApplicationShutdown(): Promise<void> {
     const paused = this.node.view().config.pause;
+    if (paused) this.logger.info('Leader key is not deleted and PostgreSQL is not stopped due paused state');
     const { keepMemberKey } = await this.node.stop(!paused);
     this.callbacks.stop();
     await this.query.close().catch(() => undefined);
@@ -94,7 +98,7 @@ export class NodeLifecycle implements OnApplicationShutdown {
     await this.retention.stop();
     await this.recorder.stop();
     this.eventLog.stop();
-    await this.dcs.close({ keepLease: keepMemberKey }).catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
+    await this.dcs.close({ keepLease: keepMemberKey || paused }).catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
   }
 }
 

@@ -264,10 +264,11 @@ export class LocalNode {
     return `postgresql://postgres:${encodeURIComponent(this.options.pgPassword ?? 'postgres')}@${this.clientHost}:${this.pgPort}/${database}`;
   }
 
-  start(): void {
+  /** Starts the agent; `nodeBinary`: on another Node than this process's (a rolling upgrade onto another line). */
+  start(nodeBinary = process.execPath): void {
     const log = openSync(this.logPath, 'a');
     const prefix = this.options.network?.prefix(this.index) ?? this.options.agentPrefix ?? [];
-    const agent = this.options.agentProgram ? [this.options.agentProgram] : [process.execPath, ...AGENT_NODE_FLAGS, AGENT];
+    const agent = this.options.agentProgram ? [this.options.agentProgram] : [nodeBinary, ...AGENT_NODE_FLAGS, AGENT];
     const [command, ...args] = [...prefix, ...agent, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
@@ -363,15 +364,7 @@ export class LocalNode {
 
   /** SIGTERM (the agent stops PostgreSQL), SIGKILL after 30 s; then any postmaster or fence left is killed by PID. */
   async stop(): Promise<void> {
-    const child = this.child;
-    if (child && this.pid) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      process.kill(child.pid!, 'SIGCONT');
-      process.kill(child.pid!, 'SIGTERM');
-      const timer = setTimeout(() => this.pid && process.kill(child.pid!, 'SIGKILL'), 30_000);
-      await exited;
-      clearTimeout(timer);
-    }
+    await this.stopAgent();
     for (const pid of [this.fencePid(), this.postmasterPid()]) {
       if (pid && isAlive(pid)) {
         try {
@@ -381,6 +374,18 @@ export class LocalNode {
         }
       }
     }
+  }
+
+  /** SIGTERM of the agent alone (SIGKILL after 30 s), as `systemctl stop` does: it stops PostgreSQL unless paused. */
+  async stopAgent(): Promise<void> {
+    const child = this.child;
+    if (!child || !this.pid) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(child.pid!, 'SIGCONT');
+    process.kill(child.pid!, 'SIGTERM');
+    const timer = setTimeout(() => this.pid && process.kill(child.pid!, 'SIGKILL'), 30_000);
+    await exited;
+    clearTimeout(timer);
   }
 
   private config(): Record<string, unknown> {

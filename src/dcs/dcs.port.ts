@@ -139,6 +139,8 @@ export interface MemberData {
   stator_version?: string;
   /** The member's `site` setting (Patroni's unreleased site awareness), absent when it has none. */
   site?: string;
+  /** The runtime of the Stator agent that wrote the key (`node 24.21.0`). */
+  stator_runtime?: string;
   tags?: Record<string, unknown>;
   pending_restart?: boolean;
   pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;

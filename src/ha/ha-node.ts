@@ -13,6 +13,7 @@ import { decide, Need } from './decide';
 import { FailsafeCall } from './failsafe/failsafe-caller';
 import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
+import { describeAgent } from './member-agents';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
 import { PeerProbe } from './peer-probe';
@@ -312,7 +313,7 @@ export class HaNode {
         node.cluster = cluster;
         node.dcsLastSeen = clock.now();
         node.sightings.see(cluster, node.dcsLastSeen);
-        for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${change.agent}`, { ...change });
+        for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, { ...change });
       } catch (error) {
         dcsError = errorText(error);
       }
@@ -345,12 +346,15 @@ export class HaNode {
       if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
 
       if (cluster && !node.dynamic.pause && node.activity() === null) node.scheduler.evaluate(this.view(), node.dynamic.loop_wait);
-      this.applyChangedParameters();
 
       for (const note of decision.notes ?? []) logger.info(note);
       logger.info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
       for (const action of decision.actions) await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
+      // After the actions, and only when the postgres machine is idle: sent first, a reload would race a `follow`
+      // action's own reconfiguration (the machine starts the second while the first still writes its files, and the
+      // file without an upstream could be the one PostgreSQL reads: seen after an agent restart beside its replica).
+      this.applyChangedParameters();
 
       if (cluster) await dcs.touchMember(node.memberData()).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
       node.lock.keepFence();
@@ -440,6 +444,9 @@ export class HaNode {
     const node = this.node;
     // Without a reading the server's role is unknown, and so is what its settings should say (an adopted primary keeps its synchronous_standby_names).
     if (node.pgState() !== 'running' || node.activity() !== null || node.sampler.sample === null || !node.parametersChanged()) return;
+    // A replica whose upstream this agent does not know yet (a running server it adopted) would lose its
+    // primary_conninfo: the change waits until a cycle points it at its leader, which applies it too.
+    if (node.sampler.sample.inRecovery && node.upstream === null) return;
     this.deps.logger.info('PostgreSQL parameters, pg_hba, pg_ident or recovery_conf changed: reloading the configuration');
     node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
   }

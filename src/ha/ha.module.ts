@@ -10,7 +10,7 @@ import { EventRecorder } from '../events/event-recorder';
 import { EventsModule } from '../events/events.module';
 import { PostgresqlModule } from '../postgresql/postgresql.module';
 import { PostgresProcess, PostgresQuery } from '../postgresql/postgres.port';
-import { STATOR_VERSION } from '../version';
+import { STATOR_RUNTIME, STATOR_VERSION } from '../version';
 import { HaNode } from './ha-node';
 import { NODE_DIAGNOSTICS, nodeDiagnosticsSource } from './node-diagnostics';
 
@@ -41,7 +41,7 @@ export class HaModule {
             eventLog: EventLog,
             clock: TimerClock,
             logger: Logger,
-          ) => new HaNode({ config, dcs, pg, query, events, eventLog, clock, logger, version: STATOR_VERSION, reloadConfig, onFatal }),
+          ) => new HaNode({ config, dcs, pg, query, events, eventLog, clock, logger, version: STATOR_VERSION, runtime: STATOR_RUNTIME, reloadConfig, onFatal }),
         },
         {
           provide: NODE_DIAGNOSTICS,

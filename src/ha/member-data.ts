@@ -11,6 +11,8 @@ export interface MemberFacts {
   config: StatorConfig;
   /** Stator's own version. */
   version: string;
+  /** The runtime the agent runs on (`node 24.21.0`). */
+  runtime?: string;
   pgState: PostgresStateName;
   role: RoleName;
   sample: PostgresSample | null;
@@ -28,7 +30,7 @@ export interface MemberFacts {
  * Patroni releases: with `compat: patroni` the reference release Stator implements, so peers take the
  * current paths (checkpoint_after_promote, no `/optime/leader`); natively Stator's own version, which a
  * Patroni peer would read as a pre-1.5.6 Patroni (see docs/migration.md). `stator_version`
- * says which agent wrote the key, in both modes.
+ * says which agent wrote the key, in both modes, and `stator_runtime` what it runs on.
  */
 export function memberData(facts: MemberFacts): MemberData {
   const { config, sample, pgState } = facts;
@@ -42,6 +44,7 @@ export function memberData(facts: MemberFacts): MemberData {
     stator_version: facts.version,
   };
   if (config.site) data.site = config.site;
+  if (facts.runtime) data.stator_runtime = facts.runtime;
   // A pooler or proxy in front of this server (`postgresql.proxy_address`), where the reference puts it.
   if (config.postgresql.proxy_address) data.proxy_url = `postgres://${config.postgresql.proxy_address}/postgres`;
   if (Object.keys(facts.tags).length > 0) data.tags = facts.tags;

@@ -46,6 +46,8 @@ export interface HaNodeDeps {
   clock: TimerClock;
   logger: Logger;
   version: string;
+  /** The agent's runtime (`node 24.21.0`), published in the member key. */
+  runtime?: string;
   probePeer?: PeerProbe;
   /** How this leader calls members' `POST /failsafe` while the DCS is down. */
   callFailsafe?: FailsafeCaller;
@@ -335,6 +337,7 @@ export class NodeContext {
     return memberData({
       config: this.config,
       version: this.deps.version,
+      runtime: this.deps.runtime,
       pgState: this.pgState(),
       role: this.roleName(),
       sample: this.sampler.sample,

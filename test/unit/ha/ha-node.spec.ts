@@ -79,6 +79,25 @@ describe('HaNode on simulated time', () => {
     expect(cluster.leaderKey()).toBe(leader);
   });
 
+  it.each([false, true])('an agent restarted beside its running replica (paused: %s) keeps it streaming from the leader, never restarting it', async (paused) => {
+    const leader = cluster.healthy()!;
+    const replica = cluster.nodes.find((node) => node.name !== leader)!;
+    if (paused) {
+      cluster.patchConfig({ pause: true });
+      await cluster.runUntil(() => cluster.nodes.every((node) => node.ha.view().config.pause), 10_000, 'every node paused');
+    }
+    const postmaster = replica.server.pid;
+    await cluster.restartAgent(replica.name);
+    // Several cycles: the first ones adopt the server and read its state; a reload then must not drop its upstream.
+    await cluster.run(10_000);
+    expect({ streaming: replica.server.isStreaming, pid: replica.server.pid }).toEqual({ streaming: true, pid: postmaster });
+    // One reconfiguration, pointing it at the leader: not a reload without an upstream racing it (which, on a real
+    // server, could leave the file without primary_conninfo and the replica not streaming for good).
+    const restarted = cluster.node(replica.name).log;
+    expect(restarted.filter((line) => /reloading the configuration/.test(line))).toEqual([]);
+    expect(cluster.leaderKey()).toBe(leader);
+  });
+
   it('a scheduled restart runs at its time on simulated time, and is recorded as executed', async () => {
     const replica = cluster.nodes.find((node) => node.name !== cluster.healthy())!;
     const pidBefore = replica.server.pid;

@@ -69,6 +69,13 @@ describe('memberData', () => {
       expect(data.stator_version).toBe('0.1.0');
     });
 
+    it('names the runtime the agent runs on when it is known, after stator_version', () => {
+      const data = memberData(facts({ runtime: 'node 24.21.0' }));
+      expect(data.stator_runtime).toBe('node 24.21.0');
+      expect(Object.keys(data).slice(4, 7)).toEqual(['version', 'stator_version', 'stator_runtime']);
+      expect(memberData(facts({})).stator_runtime).toBeUndefined();
+    });
+
     it('keeps the reference key order: version and stator_version right after role', () => {
       const data = memberData(facts({ config: { ...config, compat: 'patroni' } }));
       expect(Object.keys(data).slice(0, 6)).toEqual(['conn_url', 'api_url', 'state', 'role', 'version', 'stator_version']);

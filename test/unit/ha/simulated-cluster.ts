@@ -41,6 +41,8 @@ export class SimulatedCluster {
   readonly network = new MemoryPostgresNetwork(this.clock);
   readonly nodes: SimulatedNode[] = [];
   private readonly dir = mkdtempSync(join(tmpdir(), 'stator-sim-'));
+  private readonly dcsConfigs = new Map<string, SimulatedDcsConfig>();
+  private readonly postgresqlSections = new Map<string, Record<string, unknown>>();
 
   /** `postgresql`: more keys of a node's local `postgresql` section, by node name. */
   static async start(
@@ -98,6 +100,17 @@ export class SimulatedCluster {
     await node.ha.stop(false);
   }
 
+  /** The agent stops (SIGTERM, PostgreSQL left running, as when paused) and a new one starts beside the same server. */
+  async restartAgent(name: string): Promise<void> {
+    const index = this.nodes.findIndex((node) => node.name === name);
+    const old = this.nodes[index];
+    old.alive = false;
+    await old.ha.stop(false);
+    await old.dcs.close({ keepLease: true });
+    this.nodes[index] = this.agent(name, old.server, this.dcsConfigs.get(name)!, this.postgresqlSections.get(name)!);
+    await this.nodes[index].ha.start();
+  }
+
   async stop(): Promise<void> {
     // A cycle may be waiting on simulated time (a reload to take effect): time goes on until every loop ended.
     let stopped = false;
@@ -133,7 +146,13 @@ export class SimulatedCluster {
   }
 
   private add(name: string, dcsConfig: SimulatedDcsConfig, postgresql: Record<string, unknown> = {}): void {
-    const server = this.network.addServer({ name });
+    this.dcsConfigs.set(name, dcsConfig);
+    this.postgresqlSections.set(name, postgresql);
+    this.nodes.push(this.agent(name, this.network.addServer({ name }), dcsConfig, postgresql));
+  }
+
+  /** A new agent for `server`, with its own DCS client and records. */
+  private agent(name: string, server: MemoryPostgresServer, dcsConfig: SimulatedDcsConfig, postgresql: Record<string, unknown>): SimulatedNode {
     const configPath = join(this.dir, `${name}.yml`);
     writeFileSync(
       configPath,
@@ -169,7 +188,7 @@ export class SimulatedCluster {
       probePeer: async (peer) => this.probe(peer),
       callFailsafe: async (apiUrl, call) => this.callFailsafe(apiUrl, call),
     });
-    this.nodes.push({ name, ha, server, dcs, events, log, alive: true });
+    return { name, ha, server, dcs, events, log, alive: true };
   }
 
   /** What a peer's REST API would answer: nothing from a dead agent. */
