@@ -5,6 +5,7 @@ import { UpstreamNode } from '../postgresql/postgres.port';
 import { activeSubstate, NodeContext } from './node-context';
 import { replicaMethodPlan } from './replica-methods';
 import { promoteTimeoutMs } from './postgres-deadlines';
+import { mayRemoveDataAfterFailedRewind, startFailureSummary } from './start-failure';
 
 /**
  * The multi-step PostgreSQL procedures of a node: each is a sequence of postgres-machine events
@@ -84,6 +85,14 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
     if (!rewound && !(await pg.upstreamReachable(upstream))) {
       // A failed task, so the next try waits a backoff rather than the next cycle.
       throw new Error(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
+    }
+    if (!rewound && !mayRemoveDataAfterFailedRewind(lastError)) {
+      // A failed task, retried after a backoff: once space is freed the same rewind succeeds.
+      node.events.recordCluster('rejoin.deferred', `pg_rewind from ${upstream.name} failed for want of space: keeping the data directory, trying again after a backoff`, {
+        source: upstream.name,
+        error: startFailureSummary(lastError),
+      });
+      throw new Error(`pg_rewind from ${upstream.name} failed for want of space; keeping the data directory: ${lastError}`);
     }
     if (!rewound && !removalAfterRewind(node, true)) {
       // A failed task, retried after a backoff; the data directory stays for an operator (POST /reinitialize).
