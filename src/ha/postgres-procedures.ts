@@ -25,11 +25,11 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
   for (const step of replicaMethodPlan(node.config.postgresql, source !== null, methods ?? node.config.postgresql.create_replica_methods)) {
     // pg_basebackup needs an empty directory: what a failed keep_data method left there goes first, as with Patroni.
     if (keptDataLeft && !('method' in step)) await removeData(node);
-    const startedAt = clock.now();
+    const startedAt = clock.monotonic();
     node.postgres.send({ type: 'CLONE', source, ...('method' in step ? { method: step.method } : {}), at: startedAt });
     await node.waitForPostgres((state) => state !== 'creating_replica');
     const { lastOutcome, lastError, lastExitCode } = node.postgres.getSnapshot().context;
-    const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.now() - startedAt };
+    const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.monotonic() - startedAt };
     if (lastOutcome === 'cloned') {
       logger.info(`replica has been created using ${step.name}`);
       node.events.recordCluster('replica.created', `replica created using ${step.name}`, { ...attempt, exitCode: 0 });
