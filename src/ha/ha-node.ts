@@ -186,9 +186,9 @@ export class HaNode {
       sampleAt: wallTimeOf(this.deps.clock, node.sampler.sampleAt),
       pgAnsweredAt: wallTimeOf(this.deps.clock, node.sampler.answeredAt),
       cluster: node.cluster,
-      dcsLastSeen: node.dcsLastSeen,
+      dcsLastSeen: wallTimeOf(this.deps.clock, node.dcsLastSeen),
       config: node.dynamic,
-      lastCycleAt: this.lastCycleAt,
+      lastCycleAt: wallTimeOf(this.deps.clock, this.lastCycleAt),
       verdict: node.events.verdict,
       dataDir: node.dataDir,
       tags: node.tags,
@@ -222,7 +222,7 @@ export class HaNode {
   async refreshClusterView(): Promise<ClusterView> {
     const cluster = await this.deps.dcs.read();
     this.node.cluster = cluster;
-    this.node.dcsLastSeen = this.deps.clock.now();
+    this.node.dcsLastSeen = this.deps.clock.monotonic();
     return cluster;
   }
 
@@ -299,7 +299,7 @@ export class HaNode {
     const { dcs, logger, clock } = this.deps;
     const node = this.node;
     try {
-      this.lastCycleAt = clock.now();
+      this.lastCycleAt = clock.monotonic();
       if (this.reloadRequested) {
         this.reloadRequested = false;
         node.reloadLocalConfig();
@@ -315,8 +315,8 @@ export class HaNode {
         // The lock holder reads: its hold is confirmed against the store itself, never against a watch that may trail it.
         cluster = node.lock.held ? await dcs.read() : await dcs.readCached();
         node.cluster = cluster;
-        node.dcsLastSeen = clock.now();
-        node.sightings.see(cluster, node.dcsLastSeen);
+        node.dcsLastSeen = clock.monotonic();
+        node.sightings.see(cluster, clock.now());
         for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${change.agent}`, { ...change });
       } catch (error) {
         dcsError = errorText(error);

@@ -97,6 +97,7 @@ export class NodeContext {
   tags: Record<string, unknown>;
   dynamic: EffectiveDynamicConfig;
   cluster: ClusterView | null = null;
+  /** When the DCS last answered a read, on the monotonic clock (0: never). */
   dcsLastSeen = 0;
   dataDir: DataDirInfo | null = null;
   /** The agent is stopping: its last member key outlives it by a ttl. */
