@@ -63,6 +63,8 @@ export interface LocalClusterOptions {
   network?: NodeNetwork;
   /** More environment for every agent (NOTIFY_SOCKET, ...), not for etcd. */
   agentEnv?: Record<string, string>;
+  /** Environment of one node's agent on top of `agentEnv` (one node's clock under libfaketime, say). */
+  agentEnvFor?: (index: number) => Record<string, string>;
   /** Command prefix of every agent on loopback, e.g. `unshare --mount ...` for a resolv.conf of its own. */
   agentPrefix?: string[];
   /** The program that runs the agent instead of this checkout's bin/stator.js, e.g. an installed `/usr/bin/stator`. */
@@ -272,7 +274,7 @@ export class LocalNode {
     const [command, ...args] = [...prefix, ...agent, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
-      env: { ...process.env, ...AGENT_ENVIRONMENT, ...this.options.agentEnv },
+      env: { ...process.env, ...AGENT_ENVIRONMENT, ...this.options.agentEnv, ...this.options.agentEnvFor?.(this.index) },
     });
     if (this.options.echo) {
       const prefix = `[${this.name}] `;

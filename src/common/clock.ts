@@ -2,7 +2,7 @@ import { timerDelay } from './timers';
 
 /** Time source. Decisions take time from here so tests can control it. */
 export interface Clock {
-  /** Milliseconds since the epoch. */
+  /** Milliseconds since the epoch: the wall clock, which an operator or NTP may move either way. */
   now(): number;
 }
 
@@ -11,17 +11,32 @@ export interface Clock {
  * operations, the load balancer's drain) go through it, so tests run them without waiting.
  */
 export interface TimerClock extends Clock {
+  /**
+   * Milliseconds from an arbitrary origin that only ever move forward at the pace of real time:
+   * every duration (a lease's age, a deadline, a backoff, a silence) is measured on it, so a jump
+   * of the wall clock neither ends a lease early nor stretches a wait. Timers run on it too.
+   */
+  monotonic(): number;
   /** Calls `callback` once, `ms` from now; the returned function cancels it. */
   setTimer(callback: () => void, ms: number): () => void;
 }
 
 export const systemClock: TimerClock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimer: (callback, ms) => {
     const timer = setTimeout(callback, timerDelay(ms));
     return () => clearTimeout(timer);
   },
 };
+
+/**
+ * A monotonic instant as the wall-clock time it corresponds to, read now: what decisions that compare
+ * with the wall clock (scheduled actions) and the API's epoch fields see. 0 stays 0 ("never").
+ */
+export function wallTimeOf(clock: TimerClock, monotonicAt: number): number {
+  return monotonicAt === 0 ? 0 : clock.now() - (clock.monotonic() - monotonicAt);
+}
 
 /** Resolves `ms` from now on `clock`. */
 export function sleep(clock: TimerClock, ms: number): Promise<void> {
@@ -39,19 +54,29 @@ export function every(clock: TimerClock, ms: number, callback: () => void): () =
   return () => cancel();
 }
 
-/** A clock tests move by hand; timers fire in order as it passes them. */
+/**
+ * A clock tests move by hand; timers fire in order as it passes them. Its monotonic reading starts
+ * equal to its wall reading and stays so until `jumpWall` moves the wall clock alone.
+ */
 export class ManualClock implements TimerClock {
   private timers: { at: number; seq: number; callback: () => void }[] = [];
   private seq = 0;
+  private elapsed: number;
 
-  constructor(private current = Date.parse('2026-01-01T00:00:00Z')) {}
+  constructor(private current = Date.parse('2026-01-01T00:00:00Z')) {
+    this.elapsed = current;
+  }
 
   now(): number {
     return this.current;
   }
 
+  monotonic(): number {
+    return this.elapsed;
+  }
+
   setTimer(callback: () => void, ms: number): () => void {
-    const timer = { at: this.current + Math.max(0, ms), seq: this.seq++, callback };
+    const timer = { at: this.elapsed + Math.max(0, ms), seq: this.seq++, callback };
     this.timers.push(timer);
     return () => {
       this.timers = this.timers.filter((t) => t !== timer);
@@ -60,13 +85,20 @@ export class ManualClock implements TimerClock {
 
   /** Moves time forward by `ms`, firing each timer due on the way at its own time. */
   advance(ms: number): void {
-    const until = this.current + ms;
+    const until = this.elapsed + ms;
     for (let next = this.nextDue(until); next; next = this.nextDue(until)) {
       this.timers = this.timers.filter((t) => t !== next);
-      this.current = Math.max(this.current, next.at);
+      this.current += Math.max(0, next.at - this.elapsed);
+      this.elapsed = Math.max(this.elapsed, next.at);
       next.callback();
     }
-    this.current = until;
+    this.current += until - this.elapsed;
+    this.elapsed = until;
+  }
+
+  /** Sets the wall clock forward (positive) or back (negative) by `ms`, as an operator or NTP may: no time passes, no timer fires. */
+  jumpWall(ms: number): void {
+    this.current += ms;
   }
 
   /** Timers not fired yet. */

@@ -85,8 +85,9 @@ export class DcsError extends Error {
 
 export interface LockLease {
   /**
-   * Epoch ms until which this node may act as leader: the moment the refresh was *sent* plus ttl.
-   * The lease on the server cannot expire earlier, so this errs on the safe side.
+   * Until when this node may act as leader, on the monotonic clock (TimerClock.monotonic): the moment
+   * the refresh was *sent* plus ttl. The lease on the server cannot expire earlier, so this errs on the
+   * safe side; a jump of the wall clock changes nothing of it.
    */
   validUntil: number;
 }

@@ -1,5 +1,5 @@
 import { EMPTY, Observable, Subject } from 'rxjs';
-import { Clock } from '../common/clock';
+import { TimerClock } from '../common/clock';
 import type { TermRelease } from '../common/term-release';
 import { ClusterKeys, clusterPrefix, parseClusterView } from './cluster-view';
 import {
@@ -34,13 +34,13 @@ export interface EtcdDcsOptions extends EtcdConnection {
   ttlSeconds: number;
   /** Overall deadline of every call, retries included (`retry_timeout` in ms). */
   retryTimeoutMs: number;
-  clock: Clock;
+  clock: TimerClock;
 }
 
 /** The lease this node attaches to `leader` and `members/<name>`. */
 interface OwnLease {
   id: string;
-  /** clock.now() just before the grant or the last keepalive was sent. */
+  /** clock.monotonic() just before the grant or the last keepalive was sent. */
   refreshSentAt: number;
 }
 
@@ -90,7 +90,7 @@ export class EtcdDcs implements Dcs {
       this.client.range(this.prefix, { prefix: true }, remaining()),
     );
     const leader = result.kvs.find((kv) => kv.key === this.leaderKey);
-    this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.now() } : null;
+    this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.monotonic() } : null;
     this.watch.confirmed(result.kvs, result.revision);
     const keys = result.kvs.map((kv) => ({ ...kv, key: kv.key.slice(this.prefix.length) }));
     return parseClusterView(keys, result.revision);
@@ -151,7 +151,7 @@ export class EtcdDcs implements Dcs {
    * sends two requests a cycle instead of three. A read older than a third of the TTL is not trusted.
    */
   async refreshLeader(): Promise<LockLease | null> {
-    const recent = this.leaderSeen && this.options.clock.now() - this.leaderSeen.at < (this.ttlSeconds * 1000) / 3;
+    const recent = this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.ttlSeconds * 1000) / 3;
     const seen = recent ? this.leaderSeen : null;
     this.leaderSeen = null;
     return this.withRetry('refresh leader lock', async (remaining) => {
@@ -205,7 +205,7 @@ export class EtcdDcs implements Dcs {
     const value = JSON.stringify(data);
     await this.withRetry('write member key', async (remaining) => {
       const lease =
-        this.lease && this.options.clock.now() - this.lease.refreshSentAt < (this.ttlSeconds * 1000) / 3
+        this.lease && this.options.clock.monotonic() - this.lease.refreshSentAt < (this.ttlSeconds * 1000) / 3
           ? this.lease
           : await this.keepLeaseAlive(remaining);
       if (this.lastMemberWrite?.value === value && this.lastMemberWrite.leaseId === lease.id) return;
@@ -327,7 +327,7 @@ export class EtcdDcs implements Dcs {
   private async keepLeaseAlive(remaining: RemainingMs): Promise<OwnLease> {
     const lease = this.lease;
     if (!lease) return this.grantLease(remaining());
-    const refreshSentAt = this.options.clock.now();
+    const refreshSentAt = this.options.clock.monotonic();
     const ttlLeft = await this.client.leaseKeepAlive(lease.id, remaining());
     if (ttlLeft <= 0) {
       if (this.lease?.id === lease.id) this.lease = null;
@@ -346,7 +346,7 @@ export class EtcdDcs implements Dcs {
   private grantLease(timeoutMs: number): Promise<OwnLease> {
     const ttlSeconds = this.ttlSeconds;
     if (this.pendingGrant?.ttlSeconds === ttlSeconds) return withinDeadline(this.pendingGrant.lease, timeoutMs, 'lease grant');
-    const refreshSentAt = this.options.clock.now();
+    const refreshSentAt = this.options.clock.monotonic();
     const lease = this.client.leaseGrant(ttlSeconds, timeoutMs).then(({ id }) => {
       const granted = { id, refreshSentAt };
       if (ttlSeconds === this.ttlSeconds) this.lease = granted;

@@ -1,5 +1,5 @@
 import { defer, EMPTY, filter, map, Observable, startWith, Subject, takeUntil } from 'rxjs';
-import { Clock, systemClock } from '../common/clock';
+import { systemClock, TimerClock } from '../common/clock';
 import { ClusterKeys, clusterPrefix, parseClusterView } from './cluster-view';
 import {
   ClusterView,
@@ -40,7 +40,7 @@ export class MemoryDcsBackend {
   private readonly changeFeed = new Subject<{ key: string; type: 'put' | 'delete' }>();
   private reachable = true;
 
-  constructor(readonly clock: Clock = systemClock) {}
+  constructor(readonly clock: TimerClock = systemClock) {}
 
   /** Current store revision (last write). */
   get currentRevision(): string {
@@ -65,7 +65,7 @@ export class MemoryDcsBackend {
 
   /** Deletes every lease whose TTL has run out on the clock, with the keys attached to it. */
   expireLeases(): void {
-    const now = this.clock.now();
+    const now = this.clock.monotonic();
     for (const [id, lease] of this.leases) {
       if (lease.expiresAt <= now) this.revokeLease(id);
     }
@@ -98,7 +98,7 @@ export class MemoryDcsBackend {
 
   grantLease(ttlSeconds: number): string {
     const id = String(this.nextLeaseId++);
-    this.leases.set(id, { ttlMs: ttlSeconds * 1000, expiresAt: this.clock.now() + ttlSeconds * 1000 });
+    this.leases.set(id, { ttlMs: ttlSeconds * 1000, expiresAt: this.clock.monotonic() + ttlSeconds * 1000 });
     return id;
   }
 
@@ -106,7 +106,7 @@ export class MemoryDcsBackend {
   keepAliveLease(id: string): boolean {
     const lease = this.leases.get(id);
     if (!lease) return false;
-    lease.expiresAt = this.clock.now() + lease.ttlMs;
+    lease.expiresAt = this.clock.monotonic() + lease.ttlMs;
     return true;
   }
 
@@ -220,7 +220,7 @@ export class MemoryDcs implements Dcs {
     const fresh =
       this.lease !== null &&
       this.backend.hasLease(this.lease.id) &&
-      this.backend.clock.now() - this.lease.refreshedAt < (this.ttlSeconds * 1000) / 3;
+      this.backend.clock.monotonic() - this.lease.refreshedAt < (this.ttlSeconds * 1000) / 3;
     const leaseId = fresh && this.lease ? this.lease.id : this.keepLeaseAlive().leaseId;
     if (this.lastMemberWrite?.value === value && this.lastMemberWrite.leaseId === leaseId) return;
     this.backend.put(this.key(ClusterKeys.member(this.options.name)), value, leaseId);
@@ -279,7 +279,7 @@ export class MemoryDcs implements Dcs {
     this.ready('grant lease');
     if (ttlSeconds === this.ttlSeconds) return;
     this.ttlSeconds = ttlSeconds;
-    this.lease = { id: this.backend.grantLease(ttlSeconds), refreshedAt: this.backend.clock.now() };
+    this.lease = { id: this.backend.grantLease(ttlSeconds), refreshedAt: this.backend.clock.monotonic() };
   }
 
   /** Calls answer at once or never: there is no deadline to change. */
@@ -305,7 +305,7 @@ export class MemoryDcs implements Dcs {
 
   /** Keepalive of the own lease, or a new grant when it was lost; validUntil counts from now. */
   private keepLeaseAlive(): { leaseId: string; validUntil: number } {
-    const now = this.backend.clock.now();
+    const now = this.backend.clock.monotonic();
     if (!this.lease || !this.backend.keepAliveLease(this.lease.id)) {
       this.lease = { id: this.backend.grantLease(this.ttlSeconds), refreshedAt: now };
     }

@@ -79,7 +79,10 @@ export interface PeerReading {
 
 /** Everything decide() looks at: pure data, no handles. */
 export interface HaSnapshot {
+  /** The wall clock: scheduled actions are compared with it. Every instant of `local` is expressed on it (snapshot-of.ts). */
   now: number;
+  /** How far the wall clock jumped since the previous cycle, beyond the time that passed (wall-clock-jumps.ts); 0 or absent when it did not. */
+  wallJumpMs?: number;
   config: EffectiveDynamicConfig;
   /** null when the DCS could not be read within retry_timeout. */
   cluster: ClusterView | null;

@@ -9,6 +9,7 @@ import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race
 import { promoteAfterDrain } from './read-pool';
 import { recover, rejoinBackoff } from './recover';
 import { followRemote, remotePrimary } from './standby-cluster';
+import { scheduledActionDue } from './scheduled-restart';
 import { failedTaskRetryAt, startRetryDelayMs } from './start-failure';
 import { quorumAllowsCandidates } from './sync/sync-eligibility';
 import { isUnresponsive } from './unresponsive';
@@ -308,7 +309,7 @@ function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decis
     const at = Date.parse(failover.scheduled_at);
     if (Number.isNaN(at)) return cleanUp(`Invalid scheduled_at ${failover.scheduled_at}, cleaning up`);
     if (config.pause) return null;
-    if (s.now - at > Math.floor(1.5 * config.loop_wait) * 1000) return cleanUp(`Found a stale ${kind} value, cleaning up: ${failover.scheduled_at}`, 'expired');
+    if (scheduledActionDue(at, s.now, config.loop_wait, s.wallJumpMs) === 'stale') return cleanUp(`Found a stale ${kind} value, cleaning up: ${failover.scheduled_at}`, 'expired');
   }
   if (failover.member === local.name) return cleanUp(`I am already the leader, no need to ${kind}`);
   if (failover.leader && failover.leader !== local.name) return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);

@@ -204,7 +204,7 @@ async function abandonBootstrap(node: NodeContext, reason: string): Promise<void
  */
 async function followAfterDemotion(node: NodeContext): Promise<void> {
   const { clock, dcs } = node.deps;
-  const deadline = clock.now() + node.dynamic.ttl * 1000;
+  const deadline = clock.monotonic() + node.dynamic.ttl * 1000;
   const readLeader = async () => {
     const cluster = await dcs.read().catch(() => null);
     const member = cluster?.members.find((m) => m.name === cluster.leader?.value);
@@ -214,7 +214,7 @@ async function followAfterDemotion(node: NodeContext): Promise<void> {
   const ready = (member: Awaited<ReturnType<typeof readLeader>>) =>
     member !== null && ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '') && member.data.checkpoint_after_promote !== false;
   let leader = await readLeader();
-  while (!ready(leader) && clock.now() < deadline) {
+  while (!ready(leader) && clock.monotonic() < deadline) {
     await sleep(clock, 100);
     leader = await readLeader();
   }

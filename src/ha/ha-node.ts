@@ -1,5 +1,6 @@
 import { Subscription } from 'rxjs';
 import { Actor, waitFor } from 'xstate';
+import { wallTimeOf } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { effectiveConfigOfRevision } from '../config/dynamic-config';
 import { DcsBudget, outsideDcsBudget, withinDcsBudget } from '../dcs/dcs-budget';
@@ -21,6 +22,7 @@ import { shutdownStopDeadlineMs } from './postgres-deadlines';
 import { publishShutdownPosition, reinitialize, restart } from './postgres-procedures';
 import { roleMachine } from './role.machine';
 import { snapshotOf } from './snapshot-of';
+import { WallClockJumps } from './wall-clock-jumps';
 import { whileNotSyncStandby } from './sync/leave-sync';
 
 export type { HaNodeDeps } from './node-context';
@@ -46,6 +48,7 @@ export class HaNode {
   /** `primary_race_backoff`'s memory (RaceBackoffState). */
   private noLeaderSince = 0;
   private lastCycleWalPosition: number | null = null;
+  private readonly wallClockJumps: WallClockJumps;
   private stopped = false;
   private wakePending = false;
   private wakeUp: (() => void) | null = null;
@@ -55,6 +58,7 @@ export class HaNode {
 
   constructor(private readonly deps: HaNodeDeps) {
     this.node = new NodeContext(deps, () => this.wake(), (timeout) => this.restartNow(timeout));
+    this.wallClockJumps = new WallClockJumps(deps.clock);
   }
 
   get postgres(): Actor<typeof postgresMachine> {
@@ -177,20 +181,21 @@ export class HaNode {
       pgState: node.pgState(),
       role: node.roleName(),
       leadership: node.leadership.getSnapshot().value as 'leader' | 'follower',
-      lockValidUntil: node.lock.lockValidUntil,
+      lockValidUntil: wallTimeOf(this.deps.clock, node.lock.lockValidUntil),
       sample: node.sampler.sample,
-      sampleAt: node.sampler.sampleAt,
-      pgAnsweredAt: node.sampler.answeredAt,
+      // Kept on the monotonic clock; the API compares them with the wall clock.
+      sampleAt: wallTimeOf(this.deps.clock, node.sampler.sampleAt),
+      pgAnsweredAt: wallTimeOf(this.deps.clock, node.sampler.answeredAt),
       cluster: node.cluster,
-      dcsLastSeen: node.dcsLastSeen,
+      dcsLastSeen: wallTimeOf(this.deps.clock, node.dcsLastSeen),
       config: node.dynamic,
-      lastCycleAt: this.lastCycleAt,
+      lastCycleAt: wallTimeOf(this.deps.clock, this.lastCycleAt),
       verdict: node.events.verdict,
       dataDir: node.dataDir,
       tags: node.tags,
       activity: node.activity(),
       scheduledRestart: node.scheduler.current,
-      failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(this.deps.clock.now(), node.dynamic.ttl),
+      failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(this.deps.clock.monotonic(), node.dynamic.ttl),
       watchdogFailed: node.watchdogFailure !== null,
       ...(node.config.site ? { site: node.config.site } : {}),
     };
@@ -219,7 +224,7 @@ export class HaNode {
   async refreshClusterView(): Promise<ClusterView> {
     const cluster = await this.deps.dcs.read();
     this.node.cluster = cluster;
-    this.node.dcsLastSeen = this.deps.clock.now();
+    this.node.dcsLastSeen = this.deps.clock.monotonic();
     return cluster;
   }
 
@@ -228,7 +233,7 @@ export class HaNode {
     const node = this.node;
     if (!node.dynamic.failsafe_mode) return { status: 502, text: 'failsafe mode is not enabled' };
     if (node.pgState() === 'running' && node.sampler.sample?.inRecovery === false) return { status: 500, text: 'Running as a leader' };
-    node.failsafe.accept(call, this.deps.clock.now());
+    node.failsafe.accept(call, this.deps.clock.monotonic());
     return { status: 200, text: 'Accepted' };
   }
 
@@ -268,12 +273,13 @@ export class HaNode {
   private async loop(): Promise<void> {
     const { clock, logger } = this.deps;
     while (!this.stopped) {
-      const startedAt = clock.now();
+      // The period is measured on the monotonic clock: a wall clock set back must not stretch it past the lease.
+      const startedAt = clock.monotonic();
       this.wakePending = false;
       // The cycle's DCS calls share one retry_timeout: with the DCS down a cycle costs about that, as the reference's.
       await withinDcsBudget(new DcsBudget(this.node.dynamic.retry_timeout * 1000), () => this.cycle());
       if (this.stopped) break;
-      const wait = startedAt + this.node.dynamic.loop_wait * 1000 - clock.now();
+      const wait = startedAt + this.node.dynamic.loop_wait * 1000 - clock.monotonic();
       if (wait <= 0) {
         logger.warning('Loop time exceeded, rescheduling immediately.');
         continue;
@@ -295,7 +301,7 @@ export class HaNode {
     const { dcs, logger, clock } = this.deps;
     const node = this.node;
     try {
-      this.lastCycleAt = clock.now();
+      this.lastCycleAt = clock.monotonic();
       if (this.reloadRequested) {
         this.reloadRequested = false;
         node.reloadLocalConfig();
@@ -311,8 +317,8 @@ export class HaNode {
         // The lock holder reads: its hold is confirmed against the store itself, never against a watch that may trail it.
         cluster = node.lock.held ? await dcs.read() : await dcs.readCached();
         node.cluster = cluster;
-        node.dcsLastSeen = clock.now();
-        node.sightings.see(cluster, node.dcsLastSeen);
+        node.dcsLastSeen = clock.monotonic();
+        node.sightings.see(cluster, clock.now());
         for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, { ...change });
       } catch (error) {
         dcsError = errorText(error);
@@ -337,7 +343,9 @@ export class HaNode {
 
       node.trackReadPool(clock.now());
       node.checkWatchdog();
-      let snapshot: HaSnapshot = { ...snapshotOf(node, cluster, dcsError, clock.now()), raceBackoff: this.raceBackoffState(cluster) };
+      const wallJump = this.wallClockJumps.observe();
+      if (wallJump.note) logger.warning(wallJump.note);
+      let snapshot: HaSnapshot = { ...snapshotOf(node, cluster, dcsError, clock), wallJumpMs: wallJump.jumpMs, raceBackoff: this.raceBackoffState(cluster) };
       let decision = decide(snapshot);
       for (let step = 0; 'need' in decision && step < 4; step++) {
         snapshot = await this.fulfil(decision.need, snapshot);
@@ -345,7 +353,7 @@ export class HaNode {
       }
       if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
 
-      if (cluster && !node.dynamic.pause && node.activity() === null) node.scheduler.evaluate(this.view(), node.dynamic.loop_wait);
+      if (cluster && !node.dynamic.pause && node.activity() === null) node.scheduler.evaluate(this.view(), node.dynamic.loop_wait, wallJump.jumpMs);
 
       for (const note of decision.notes ?? []) logger.info(note);
       logger.info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
@@ -365,11 +373,11 @@ export class HaNode {
 
   /** For `primary_race_backoff`: since when no leader key is seen, and the WAL position one cycle ago (this cycle's kept for the next). */
   private raceBackoffState(cluster: ClusterView | null): RaceBackoffState {
-    const now = this.deps.clock.now();
+    const now = this.deps.clock.monotonic();
     if (cluster) this.noLeaderSince = cluster.leader ? 0 : this.noLeaderSince || now;
     const previousWalPosition = this.lastCycleWalPosition;
     this.lastCycleWalPosition = this.node.sampler.sample?.walPosition ?? null;
-    return { noLeaderSince: this.noLeaderSince, previousWalPosition };
+    return { noLeaderSince: wallTimeOf(this.deps.clock, this.noLeaderSince), previousWalPosition };
   }
 
   /** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */
@@ -384,7 +392,8 @@ export class HaNode {
         if (lockResult === 'acquired') node.sync.forget();
         // The replica checks answer 503 from now on: the promotion's drain counts from here.
         node.trackReadPool(this.deps.clock.now());
-        return { ...snapshot, lockResult, local: { ...snapshot.local, readPoolWithdrawnAt: node.readPoolWithdrawnAt } };
+        const readPoolWithdrawnAt = node.readPoolWithdrawnAt === null ? null : wallTimeOf(this.deps.clock, node.readPoolWithdrawnAt);
+        return { ...snapshot, lockResult, local: { ...snapshot.local, readPoolWithdrawnAt } };
       }
       case 'raceInitialize': {
         const won = await this.deps.dcs.initialize('', true).catch(() => false);
@@ -415,10 +424,10 @@ export class HaNode {
     task.send({ type: 'TASK_STARTED', task: name });
     try {
       await work();
-      task.send({ type: 'TASK_ENDED', task: name, at: this.deps.clock.now() });
+      task.send({ type: 'TASK_ENDED', task: name, at: this.deps.clock.monotonic() });
     } catch (error) {
       this.deps.logger.error(`${name} failed: ${errorText(error)}`);
-      task.send({ type: 'TASK_ENDED', task: name, error: errorText(error), at: this.deps.clock.now() });
+      task.send({ type: 'TASK_ENDED', task: name, error: errorText(error), at: this.deps.clock.monotonic() });
     } finally {
       this.wake();
     }

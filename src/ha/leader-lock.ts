@@ -1,5 +1,6 @@
 import { Actor } from 'xstate';
 import { errorText } from '../common/error-text';
+import { TimerClock } from '../common/clock';
 import { Logger } from '../common/logger';
 import { Dcs } from '../dcs/dcs.port';
 import type { FenceSettings } from '../config/fence-config';
@@ -13,6 +14,8 @@ export function fenceSafetyMarginMs(ttlSeconds: number): number {
 }
 
 export interface LeaderLockDeps {
+  /** The lease's end is on its monotonic clock; the fence is told it as wall-clock time, read at the moment it is sent. */
+  clock: TimerClock;
   dcs: Dcs;
   pg: PostgresProcess;
   leadership: Actor<typeof leadershipMachine>;
@@ -38,7 +41,7 @@ export class LeaderLock {
 
   constructor(private readonly deps: LeaderLockDeps) {}
 
-  /** Epoch ms until which the lock is known to be ours (0 when not leader), from the machine's context. */
+  /** Until when the lock is known to be ours on the monotonic clock (0 when not leader), from the machine's context. */
   get lockValidUntil(): number {
     return this.deps.leadership.getSnapshot().context.validUntil;
   }
@@ -134,7 +137,9 @@ export class LeaderLock {
   }
 
   private armFence(): void {
-    this.deps.pg.armFence(this.lockValidUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()), this.termForFence(), this.deps.watchdog?.());
+    const { clock } = this.deps;
+    const leftMs = this.lockValidUntil - fenceSafetyMarginMs(this.deps.ttlSeconds()) - clock.monotonic();
+    this.deps.pg.armFence(clock.now() + leftMs, this.termForFence(), this.deps.watchdog?.());
   }
 
   /** What lets the fence end this term itself if the agent dies or freezes; none while paused or when it cannot reach the DCS. */

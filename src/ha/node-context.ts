@@ -99,6 +99,7 @@ export class NodeContext {
   tags: Record<string, unknown>;
   dynamic: EffectiveDynamicConfig;
   cluster: ClusterView | null = null;
+  /** When the DCS last answered a read, on the monotonic clock (0: never). */
   dcsLastSeen = 0;
   dataDir: DataDirInfo | null = null;
   /** The agent is stopping: its last member key outlives it by a ttl. */
@@ -119,7 +120,7 @@ export class NodeContext {
 
   constructor(readonly deps: HaNodeDeps, wake: () => void, restartNow: (timeoutSeconds?: number) => Promise<unknown>) {
     const { config, clock, events, logger } = deps;
-    this.agentStartedAt = clock.now();
+    this.agentStartedAt = clock.monotonic();
     this.name = config.name;
     this.config = config;
     this.tags = effectiveTags(config.tags);
@@ -145,6 +146,7 @@ export class NodeContext {
     );
     this.watchdog = new WatchdogGuard(() => this.config.watchdog, logger, (type, cause, data) => this.events.recordWatchdog(type, cause, data), deps.watchdogDevice);
     this.lock = new LeaderLock({
+      clock,
       dcs: deps.dcs,
       pg: deps.pg,
       leadership: this.leadership,
@@ -199,7 +201,7 @@ export class NodeContext {
     const leadership = this.leadership.getSnapshot().value as 'leader' | 'follower';
     const reason = inPool ? readPoolWithdrawal(leadership, this.cluster, this.name, now) : null;
     if (reason !== null && this.readPoolWithdrawnAt === null) {
-      this.readPoolWithdrawnAt = now;
+      this.readPoolWithdrawnAt = this.deps.clock.monotonic();
       this.events.recordLoadBalancer('load_balancer.replica_checks_withdrawn', reason, { drain_ms: this.dynamic.load_balancer_drain_ms });
     } else if (reason === null && this.readPoolWithdrawnAt !== null) {
       this.readPoolWithdrawnAt = null;
@@ -315,7 +317,7 @@ export class NodeContext {
   startRequest(settings: PostgresSettings): StartRequest {
     // A lock holder (a standby leader too) waits as a primary does before its start counts as failed: it gives the lock up then.
     const waitsAsPrimary = settings.role === 'primary' || this.lock.held;
-    return { settings, timeoutMs: this.startTimeoutMs(waitsAsPrimary ? 'primary' : 'replica'), at: this.deps.clock.now() };
+    return { settings, timeoutMs: this.startTimeoutMs(waitsAsPrimary ? 'primary' : 'replica'), at: this.deps.clock.monotonic() };
   }
 
   startTimeoutMs(role: 'primary' | 'replica'): number {
@@ -358,7 +360,7 @@ export class NodeContext {
   private shutdownCheckpoint(): { lsn: number; timeline?: number } | null {
     const info = this.dataDir;
     if (this.pgState() === 'running' || info?.clusterState !== 'shut down' || info.checkpointLsn === undefined) return null;
-    if (!this.leaving && this.deps.clock.now() - this.agentStartedAt > this.dynamic.ttl * 1000) return null;
+    if (!this.leaving && this.deps.clock.monotonic() - this.agentStartedAt > this.dynamic.ttl * 1000) return null;
     return { lsn: info.checkpointLsn, timeline: info.timeline };
   }
 
@@ -367,7 +369,7 @@ export class NodeContext {
    * parallel). Accepted by all, the leader may stay primary for a ttl from the round's start.
    */
   async failsafeRound(members: Record<string, string>): Promise<{ accepted: boolean; validUntil: number; refusals: string[] }> {
-    const startedAt = this.deps.clock.now();
+    const startedAt = this.deps.clock.monotonic();
     const { conn_url, api_url } = this.memberData();
     const others = Object.entries(members).filter(([name]) => name !== this.name);
     // The slot positions go with the call, so that the replicas keep their copies in step meanwhile (as the reference).

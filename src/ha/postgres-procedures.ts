@@ -5,6 +5,7 @@ import { UpstreamNode } from '../postgresql/postgres.port';
 import { activeSubstate, NodeContext } from './node-context';
 import { replicaMethodPlan } from './replica-methods';
 import { promoteTimeoutMs } from './postgres-deadlines';
+import { mayRemoveDataAfterFailedRewind, startFailureSummary } from './start-failure';
 
 /**
  * The multi-step PostgreSQL procedures of a node: each is a sequence of postgres-machine events
@@ -24,11 +25,11 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
   for (const step of replicaMethodPlan(node.config.postgresql, source !== null, methods ?? node.config.postgresql.create_replica_methods)) {
     // pg_basebackup needs an empty directory: what a failed keep_data method left there goes first, as with Patroni.
     if (keptDataLeft && !('method' in step)) await removeData(node);
-    const startedAt = clock.now();
+    const startedAt = clock.monotonic();
     node.postgres.send({ type: 'CLONE', source, ...('method' in step ? { method: step.method } : {}), at: startedAt });
     await node.waitForPostgres((state) => state !== 'creating_replica');
     const { lastOutcome, lastError, lastExitCode } = node.postgres.getSnapshot().context;
-    const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.now() - startedAt };
+    const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.monotonic() - startedAt };
     if (lastOutcome === 'cloned') {
       logger.info(`replica has been created using ${step.name}`);
       // Patroni's line, which its site-aware acceptance scenario looks for.
@@ -86,6 +87,14 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
     if (!rewound && !(await pg.upstreamReachable(upstream))) {
       // A failed task, so the next try waits a backoff rather than the next cycle.
       throw new Error(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
+    }
+    if (!rewound && !mayRemoveDataAfterFailedRewind(lastError)) {
+      // A failed task, retried after a backoff: once space is freed the same rewind succeeds.
+      node.events.recordCluster('rejoin.deferred', `pg_rewind from ${upstream.name} failed for want of space: keeping the data directory, trying again after a backoff`, {
+        source: upstream.name,
+        error: startFailureSummary(lastError),
+      });
+      throw new Error(`pg_rewind from ${upstream.name} failed for want of space; keeping the data directory: ${lastError}`);
     }
     if (!rewound && !removalAfterRewind(node, true)) {
       // A failed task, retried after a backoff; the data directory stays for an operator (POST /reinitialize).

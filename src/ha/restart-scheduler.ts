@@ -70,11 +70,11 @@ export class RestartScheduler {
   }
 
   /** Runs a due restart (reference 3.7): cancelled when stale or overtaken, skipped when its filters no longer hold. */
-  evaluate(view: NodeView, loopWaitSeconds: number): void {
+  evaluate(view: NodeView, loopWaitSeconds: number, wallJumpMs = 0): void {
     const restart = this.scheduled;
     if (!restart) return;
     const { name, events, logger } = this.deps;
-    const due = restartDue(restart, this.deps.clock.now(), loopWaitSeconds);
+    const due = restartDue(restart, this.deps.clock.now(), loopWaitSeconds, wallJumpMs);
     if (due === 'wait') return;
     if (due === 'stale') {
       this.scheduled = null;

@@ -66,11 +66,11 @@ export class Sampler {
    * before it keeps the slots, so it need not ask PostgreSQL again when they are in order.
    */
   slotsReadWithin(maxAgeMs: number): SlotReading {
-    if (!this.current || this.clock.now() - this.takenAt > maxAgeMs) return {};
+    if (!this.current || this.clock.monotonic() - this.takenAt > maxAgeMs) return {};
     return { physical: this.current.physicalSlots, logical: this.current.logicalSlots };
   }
 
-  /** Epoch ms when PostgreSQL last answered anything: a reading, or an error it sent. */
+  /** When PostgreSQL last answered anything (a reading, or an error it sent), on the monotonic clock. */
   get answeredAt(): number {
     return this.lastAnswerAt;
   }
@@ -98,7 +98,7 @@ export class Sampler {
   /** A server that just started is not hung, and gets its own chance to stream before it counts as stuck. */
   serverStarted(): void {
     this.notStreamingFrom = 0;
-    this.lastAnswerAt = this.clock.now();
+    this.lastAnswerAt = this.clock.monotonic();
     this.speedUp();
   }
 
@@ -134,7 +134,7 @@ export class Sampler {
   private schedule(period = this.interval, delay = period): void {
     if (this.stopped) return;
     this.cancelTimer = this.clock.setTimer(() => {
-      const sinceReading = this.clock.now() - this.takenAt;
+      const sinceReading = this.clock.monotonic() - this.takenAt;
       if (sinceReading < period) return this.schedule(this.interval, Math.max(1, this.interval - sinceReading));
       this.schedule();
       void this.take();
@@ -167,11 +167,11 @@ export class Sampler {
       else this.interval = Math.max(BUSY_SAMPLE_INTERVAL_MS, Math.min(this.interval * 2, IDLE_SAMPLE_INTERVAL_MS, this.idleCeilingMs()));
       this.lastFingerprint = fingerprint;
       if (this.timingOutSince !== 0) {
-        this.logger.info(`the monitoring query answers again after ${Math.round((this.clock.now() - this.timingOutSince) / 1000)} s of statement timeouts`);
+        this.logger.info(`the monitoring query answers again after ${Math.round((this.clock.monotonic() - this.timingOutSince) / 1000)} s of statement timeouts`);
         this.timingOutSince = 0;
       }
       this.current = sample;
-      this.takenAt = this.clock.now();
+      this.takenAt = this.clock.monotonic();
       this.lastAnswerAt = this.takenAt;
       const streaming = !sample.inRecovery || sample.replicationState === 'streaming';
       if (streaming) this.notStreamingFrom = 0;
@@ -180,13 +180,13 @@ export class Sampler {
     } catch (error) {
       // An error PostgreSQL sent (a SQLSTATE) shows it answers; a timeout or a refused connection does not.
       if (typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code)) {
-        this.lastAnswerAt = this.clock.now();
+        this.lastAnswerAt = this.clock.monotonic();
       }
       if ((error as { code?: unknown }).code === QUERY_CANCELED && this.current) {
         // As Patroni 4.1.4: a server too busy to finish the query in time is still the server it was;
         // the last reading (its role among it) stands, nothing is demoted for a slow answer.
         if (this.timingOutSince === 0) {
-          this.timingOutSince = this.clock.now();
+          this.timingOutSince = this.clock.monotonic();
           const role = this.current.inRecovery ? 'replica' : 'primary';
           this.logger.warning(`Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: ${role}`);
         }

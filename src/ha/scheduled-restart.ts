@@ -1,14 +1,22 @@
 import type { NodeView, ScheduledRestart } from './node-view';
 
 /**
- * Whether a scheduled action is due (reference 3.7): more than loop_wait ahead it waits; more than
- * ⌊1.5·loop_wait⌋ late it is stale; in between it runs.
+ * Whether a scheduled action (a switchover, a restart) set for wall-clock time `at` is due at `now`
+ * (reference 3.7): ahead it waits; more than ⌊1.5·loop_wait⌋ late it is stale; in between it runs.
+ * `wallJumpMs` is how far the wall clock jumped since the previous cycle: lateness that a forward
+ * jump made in one step is not counted, so an action the jump made due runs instead of being thrown
+ * away as stale (the reference, comparing the wall clock alone, discards it). A backward jump only
+ * puts the action further ahead: it runs when the wall clock reaches its time again.
  */
-export function restartDue(restart: Pick<ScheduledRestart, 'at'>, now: number, loopWaitSeconds: number): 'wait' | 'run' | 'stale' {
-  const delta = restart.at - now;
-  if (delta > 0) return 'wait';
-  if (-delta > Math.floor(1.5 * loopWaitSeconds) * 1000) return 'stale';
+export function scheduledActionDue(at: number, now: number, loopWaitSeconds: number, wallJumpMs = 0): 'wait' | 'run' | 'stale' {
+  const lateMs = now - at;
+  if (lateMs < 0) return 'wait';
+  if (lateMs - Math.max(0, wallJumpMs) > Math.floor(1.5 * loopWaitSeconds) * 1000) return 'stale';
   return 'run';
+}
+
+export function restartDue(restart: Pick<ScheduledRestart, 'at'>, now: number, loopWaitSeconds: number, wallJumpMs = 0): 'wait' | 'run' | 'stale' {
+  return scheduledActionDue(restart.at, now, loopWaitSeconds, wallJumpMs);
 }
 
 /** Why the restart's filters do not hold now, or null when they do (reference 1.8 step 3a). */

@@ -11,12 +11,17 @@ import type { EndedTask } from './cluster-snapshot';
  *   makes it a replica again; starting it again cannot.
  * - `wal_missing`: the checkpoint or WAL it needs is gone: the same way out.
  * - `in_use`: an old postmaster's lock file or shared memory is still held: wait for it to go.
+ * - `disk_full`: a write failed for want of space (most often pg_wal's filesystem): a start, a crash
+ *   recovery and a rewind all need to write, so each fails until space is freed; retried slowly, and
+ *   never a reason to remove the data directory (see mayRemoveDataAfterFailedRewind).
  * - `port_in_use`, `bad_setting`: an operator must act; retrying slowly keeps the node visible.
  * - `unknown`: anything else, retried slowly.
  */
-export type StartFailureKind = 'diverged' | 'wal_missing' | 'in_use' | 'port_in_use' | 'bad_setting' | 'unknown';
+export type StartFailureKind = 'diverged' | 'wal_missing' | 'disk_full' | 'in_use' | 'port_in_use' | 'bad_setting' | 'unknown';
 
 const PATTERNS: [StartFailureKind, RegExp][] = [
+  // First: a full disk also makes recovery stop short, which could read as the WAL it needs missing.
+  ['disk_full', /No space left on device|Disk quota exceeded|could not extend file/],
   ['diverged', /is not a child of this server's history|does not contain minimum recovery point|forked off current database system timeline/],
   ['wal_missing', /could not locate (a valid|required) checkpoint record|requested WAL segment \S+ has already been removed|could not find redo location/],
   ['port_in_use', /could not bind|Address already in use|could not create any TCP\/IP sockets/],
@@ -33,13 +38,23 @@ export function classifyStartFailure(lastError: string | null): StartFailureKind
 export function startFailureSummary(lastError: string | null): string {
   if (!lastError) return 'no reason recorded';
   const lines = lastError.split(/\n| \| /).filter((line) => line.trim());
-  const fatal = lines.find((line) => /\b(FATAL|PANIC):/.test(line));
+  const fatal = lines.find((line) => /No space left on device/.test(line)) ?? lines.find((line) => /\b(FATAL|PANIC):/.test(line));
   return (fatal ?? lines[lines.length - 1]).replace(/^.*?\b(FATAL|PANIC):\s*/, '').trim();
 }
 
 /** Whether a rewind or a reclone, rather than another start, is the way out. */
 export function needsRejoin(kind: StartFailureKind): boolean {
   return kind === 'diverged' || kind === 'wal_missing';
+}
+
+/**
+ * Whether a failed pg_rewind (its crash recovery included) may lead to the data directory's removal
+ * and a reclone, when `remove_data_directory_on_*` allow it: not when it failed for want of space.
+ * Freeing space lets the same rewind succeed; a reclone would throw away the only copy of WAL no
+ * replica may hold, and would fill the same disk again.
+ */
+export function mayRemoveDataAfterFailedRewind(rewindError: string | null): boolean {
+  return classifyStartFailure(rewindError) !== 'disk_full';
 }
 
 /** The most a failing start waits before its next try: long enough to stay quiet, short enough to heal soon after a fix. */

@@ -25,7 +25,7 @@ export function memberAllowlist(memberApiUrls: MemberApiUrls, warn: (message: st
   const addressesOf = async (host: string): Promise<string[]> => {
     if (isIP(host)) return [host];
     const cached = resolved.get(host);
-    if (cached && cached.until > Date.now()) return cached.addresses;
+    if (cached && cached.until > performance.now()) return cached.addresses;
     let addresses: string[] = [];
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -38,7 +38,7 @@ export function memberAllowlist(memberApiUrls: MemberApiUrls, warn: (message: st
     } finally {
       clearTimeout(timer);
     }
-    resolved.set(host, { addresses, until: Date.now() + RESOLVED_TTL_MS });
+    resolved.set(host, { addresses, until: performance.now() + RESOLVED_TTL_MS });
     return addresses;
   };
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import unittest
+import unittest.mock
 
 from fence_support import FenceRun, ScratchTestCase
 
@@ -108,6 +109,26 @@ class DeadMansSwitch(ScratchTestCase):
             self.assertTrue(run.exit_record()['fenced'])
         finally:
             run.close()
+
+    def test_a_jump_of_the_wall_clock_neither_fires_the_deadline_early_nor_holds_it_back(self) -> None:
+        real_time = time.time
+        for jump_s in (600.0, -600.0):
+            with self.subTest(jump_s=jump_s):
+                run = FenceRun(self)
+                try:
+                    run.connect()
+                    armed = time.monotonic()
+                    run.send({'op': 'arm', 'deadline': now_ms() + 400})
+                    run.run_for(50)
+                    # The agent's clock and the fence's are the same wall clock: NTP or an operator moves both.
+                    with unittest.mock.patch.object(time, 'time', lambda: real_time() + jump_s):
+                        run.run_for(150)
+                        self.assertTrue(run.postmaster_runs(), 'the wall clock set %+d s fired it early' % jump_s)
+                        run.run_to_exit()
+                    self.assertTrue(run.exit_record()['fenced'])
+                    self.assertLess(time.monotonic() - armed, 2.0, 'the wall clock set %+d s held it back' % jump_s)
+                finally:
+                    run.close()
 
     def test_disarm_leaves_the_postmaster_running_past_the_deadline(self) -> None:
         run = FenceRun(self)

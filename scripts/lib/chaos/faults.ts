@@ -1,5 +1,6 @@
 import { descendantsOf } from '../../../src/common/process-tree';
 import { LocalCluster, LocalNode } from '../local-cluster';
+import { setWallClockOffset } from './wall-clock';
 
 /**
  * The faults of `npm run chaos`. Each one is injected on a healthy cluster and ends by undoing what
@@ -8,6 +9,8 @@ import { LocalCluster, LocalNode } from '../local-cluster';
  */
 export interface Fault {
   name: string;
+  /** The agents must run under libfaketime (wall-clock.ts) for this fault. */
+  needsFakeTime?: boolean;
   inject(cluster: LocalCluster, leader: LocalNode, ttlSeconds: number): Promise<void>;
 }
 
@@ -77,6 +80,18 @@ export const FAULTS: Fault[] = [
       signalAll(processes, 'SIGSTOP');
       await sleep((ttl + 5) * 1000);
       signalAll(processes, 'SIGCONT');
+    },
+  },
+  {
+    // Nothing must happen: leases, deadlines and the fence run on monotonic clocks.
+    name: "the leader's wall clock set back 10 minutes then forward 10 minutes past the true time",
+    needsFakeTime: true,
+    async inject(_cluster, leader) {
+      setWallClockOffset(leader.dir, -600);
+      await sleep(10_000);
+      setWallClockOffset(leader.dir, 600);
+      await sleep(10_000);
+      setWallClockOffset(leader.dir, 0);
     },
   },
   {

@@ -127,7 +127,7 @@ async function runWithProgress(
  * member on it and running), or as it is after 10 s: member keys are written once per loop_wait.
  */
 async function settledCluster(ctl: Ctl, oldLeader: string | undefined, timelineBefore: number | undefined): Promise<ClusterDocument> {
-  const deadline = Date.now() + 10_000;
+  const deadline = performance.now() + 10_000;
   for (;;) {
     const cluster = await readCluster(ctl.client);
     const leader = cluster.members.find((member) => member.role === 'leader');
@@ -136,7 +136,7 @@ async function settledCluster(ctl: Ctl, oldLeader: string | undefined, timelineB
       leader.name !== oldLeader &&
       (timelineBefore === undefined || (leader.timeline ?? 0) > timelineBefore) &&
       cluster.members.every((member) => member.timeline === leader.timeline && ['running', 'streaming'].includes(member.state));
-    if (settled || Date.now() >= deadline) return cluster;
+    if (settled || performance.now() >= deadline) return cluster;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }

@@ -1,5 +1,5 @@
 import { defer, Observable, share, startWith, takeUntil } from 'rxjs';
-import { Clock } from '../../common/clock';
+import { TimerClock } from '../../common/clock';
 import { ClusterView, DcsChange } from '../dcs.port';
 import { ClusterKeyCache } from './cluster-key-cache';
 import { EtcdClient } from './etcd-client';
@@ -24,10 +24,10 @@ export class ClusterWatch {
   private live = false;
   /** Whether the shared watch has been registered since its first subscriber: a later subscriber gets a resync of its own. */
   private registered = false;
-  /** clock.now() of the last read folded into the cache (the watch's own, or a caller's). */
+  /** clock.monotonic() of the last read folded into the cache (the watch's own, or a caller's). */
   private confirmedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(client: EtcdClient, prefix: string, requestTimeoutMs: number, private readonly clock: Clock, closing: Observable<void>) {
+  constructor(client: EtcdClient, prefix: string, requestTimeoutMs: number, private readonly clock: TimerClock, closing: Observable<void>) {
     this.cache = new ClusterKeyCache(prefix);
     this.shared = new Observable<DcsChange>((subscriber) => {
       const unsubscribed = new AbortController();
@@ -68,12 +68,12 @@ export class ClusterWatch {
   /** A consistent read of the prefix: the cache takes it unless it already holds a later state. */
   confirmed(kvs: KeyValue[], revision: string): void {
     this.cache.replace(kvs, revision);
-    this.confirmedAt = this.clock.now();
+    this.confirmedAt = this.clock.monotonic();
   }
 
   /** The cached cluster, when the watch is live and a read confirmed it less than `maxAgeMs` ago; else null. */
   trustedView(maxAgeMs: number): ClusterView | null {
-    if (!this.live || this.clock.now() - this.confirmedAt >= maxAgeMs) return null;
+    if (!this.live || this.clock.monotonic() - this.confirmedAt >= maxAgeMs) return null;
     return this.cache.view();
   }
 }

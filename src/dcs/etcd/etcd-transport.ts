@@ -87,12 +87,12 @@ export class EtcdTransport {
   /** Sends one request; an expired token is renewed and the request sent again, once. */
   async send(path: string, body: unknown, signal: AbortSignal): Promise<EtcdAnswer> {
     if (!this.connection.username) return this.post(path, body, signal, null);
-    const started = Date.now();
+    const started = performance.now();
     const usedToken = await this.authToken(signal);
     const response = await this.post(path, body, signal, usedToken);
     if (response.status !== HTTP_UNAUTHORIZED) return response;
     await response.discard();
-    const refused = Date.now();
+    const refused = performance.now();
     // Requests that failed on the same token share one re-authentication (and one log line).
     if (this.currentToken === usedToken) {
       this.token = null;
@@ -100,7 +100,7 @@ export class EtcdTransport {
       const token = await this.authToken(signal);
       this.connection.logger?.info(
         `etcd no longer accepted the auth token of user ${this.connection.username} (expired or forgotten by etcd); ` +
-          `re-authenticated in ${Date.now() - refused} ms, the request retried after ${Date.now() - started} ms`,
+          `re-authenticated in ${performance.now() - refused} ms, the request retried after ${performance.now() - started} ms`,
       );
       return this.post(path, body, signal, token);
     }
@@ -169,7 +169,7 @@ export class EtcdTransport {
   /** The caller's deadline is not spent waiting for DNS: new hosts serve the next request. */
   private rediscoverInBackground(): void {
     const rediscover = this.connection.rediscoverHosts;
-    if (!rediscover || this.rediscovering || Date.now() < this.rediscoveryNotBefore) return;
+    if (!rediscover || this.rediscovering || performance.now() < this.rediscoveryNotBefore) return;
     this.rediscovering = true;
     let changed = false;
     rediscover()
@@ -183,7 +183,7 @@ export class EtcdTransport {
       .catch(() => undefined)
       .finally(() => {
         this.rediscoveryIntervalMs = changed ? REDISCOVERY_MIN_MS : Math.min(this.rediscoveryIntervalMs * 2, REDISCOVERY_MAX_MS);
-        this.rediscoveryNotBefore = Date.now() + this.rediscoveryIntervalMs;
+        this.rediscoveryNotBefore = performance.now() + this.rediscoveryIntervalMs;
         this.rediscovering = false;
       });
   }

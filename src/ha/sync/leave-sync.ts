@@ -24,11 +24,11 @@ export async function whileNotSyncStandby<T>(node: NodeContext, work: () => Prom
   node.leavingSync = true;
   try {
     await dcs.touchMember(node.memberData());
-    const deadline = clock.now() + 2 * node.dynamic.loop_wait * 1000;
+    const deadline = clock.monotonic() + 2 * node.dynamic.loop_wait * 1000;
     for (;;) {
       const cluster = await dcs.read();
       if (!isSyncStandby(cluster.sync?.value, cluster.leader?.value)) break;
-      if (clock.now() >= deadline) {
+      if (clock.monotonic() >= deadline) {
         logger.warning('the primary did not release this node from synchronous standby in time; going on');
         break;
       }

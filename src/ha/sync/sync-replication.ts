@@ -194,12 +194,12 @@ export class SyncReplication {
     const { clock, takeSample, reconfigure, logger } = this.deps;
     this.decided = value;
     reconfigure();
-    const deadline = clock.now() + RELOAD_WAIT_MS;
+    const deadline = clock.monotonic() + RELOAD_WAIT_MS;
     for (;;) {
       await sleep(clock, 50);
       const sample = await takeSample();
       if (sample?.synchronousStandbyNames === value) return;
-      if (clock.now() >= deadline) {
+      if (clock.monotonic() >= deadline) {
         logger.warning(`synchronous_standby_names is not yet ${JSON.stringify(value)} ${RELOAD_WAIT_MS} ms after the reload`);
         return;
       }

@@ -72,6 +72,7 @@ class Fence:
         self._postmaster_pid = 0
         self._started_at = 0
         self._deadline: float | None = None
+        self._deadline_monotonic: float | None = None
         self._deadline_timer: Timer | None = None
         self._kill_timer: Timer | None = None
         self._requested = False
@@ -103,8 +104,7 @@ class Fence:
         # Armed before any agent connects: the postmaster never runs past the lease its agent last knew.
         deadline = self._options.get('deadline')
         if is_finite_number(deadline):
-            self._deadline = deadline
-            self._schedule_deadline()
+            self._set_deadline(deadline)
         self._listen()
 
     # ------------------------------------------------------------ the postmaster
@@ -221,12 +221,12 @@ class Fence:
             except ValueError as error:
                 self._log('ignored arm with a malformed term or watchdog: %s' % error)
                 return
-            self._deadline = deadline
+            self._set_deadline(deadline)
             self._term.hold(term)
-            self._schedule_deadline()
             self._watchdog.keep(watchdog)
         elif op == 'disarm':
             self._deadline = None
+            self._deadline_monotonic = None
             self._term.hold(None)
             self._clear_deadline_timer()
             self._watchdog.release('disarmed')
@@ -247,12 +247,20 @@ class Fence:
 
     # ------------------------------------------------------------ the dead man's switch
 
+    def _set_deadline(self, deadline: float) -> None:
+        """The agent sends the deadline as wall-clock time; it is kept as the time left on the monotonic clock,
+        read once on receipt, so that a jump of the wall clock (NTP, an operator) neither fires the switch early
+        nor holds it back."""
+        self._deadline = deadline
+        self._deadline_monotonic = time.monotonic() * 1000 + (deadline - time.time() * 1000)
+        self._schedule_deadline()
+
     def _schedule_deadline(self) -> None:
         """One timer set to the deadline itself; re-checked on firing because timers may wake a little early."""
         self._clear_deadline_timer()
-        if self._deadline is None or self._exited:
+        if self._deadline_monotonic is None or self._exited:
             return
-        remaining = self._deadline - time.time() * 1000
+        remaining = self._deadline_monotonic - time.monotonic() * 1000
         if remaining <= 0:
             self._fence_now()
             return

@@ -1,4 +1,4 @@
-import { Clock, systemClock } from '../../common/clock';
+import { systemClock, TimerClock } from '../../common/clock';
 import { UpstreamNode } from '../postgres.port';
 import { MemoryPostgresServer } from './memory-postgres';
 import { MemoryPostgresServerOptions } from './memory-state';
@@ -21,7 +21,7 @@ export class MemoryPostgresNetwork {
   private clusters = 0;
   private settling = false;
 
-  constructor(readonly clock: Clock = systemClock) {}
+  constructor(readonly clock: TimerClock = systemClock) {}
 
   /** A new server with a missing data directory and no postmaster. */
   addServer(options: MemoryPostgresServerOptions): MemoryPostgresServer {
@@ -65,7 +65,8 @@ export class MemoryPostgresNetwork {
 
   /** Fences whose deadline the clock has reached stop their postmaster. */
   tick(): void {
-    const now = this.clock.now();
+    // As the real fence: the deadline is kept as time left on the monotonic clock (MemoryPostgresProcess.armFence).
+    const now = this.clock.monotonic();
     for (const server of this.servers.values()) server.checkFence(now);
   }
 

@@ -233,7 +233,8 @@ export class MemoryPostgresProcess implements PostgresProcess {
     this.wantedDeadline = deadlineEpochMs;
     const postmaster = this.server.postmaster;
     if (!postmaster || postmaster.pid !== this.attachedPid) return;
-    postmaster.fenceDeadline = deadlineEpochMs;
+    const { clock } = this.server.network;
+    postmaster.fenceDeadline = clock.monotonic() + (deadlineEpochMs - clock.now());
     this.server.tick();
   }
 
@@ -251,7 +252,9 @@ export class MemoryPostgresProcess implements PostgresProcess {
   fenceState(): FenceState {
     const postmaster = this.server.postmaster;
     const attached = postmaster !== null && postmaster !== undefined && postmaster.pid === this.attachedPid;
-    return { connected: attached, deadline: attached ? postmaster.fenceDeadline : null };
+    const { clock } = this.server.network;
+    const deadline = attached && postmaster.fenceDeadline !== null ? clock.now() + (postmaster.fenceDeadline - clock.monotonic()) : null;
+    return { connected: attached, deadline };
   }
 
   postmasterPid(): number | null {

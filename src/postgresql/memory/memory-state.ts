@@ -45,7 +45,7 @@ export interface MemoryPostmaster {
   pendingRestart: Record<string, { old_value: string; new_value: string }>;
   upstream: UpstreamNode | null;
   slotName: string | null;
-  /** The fence's dead man's switch (epoch ms), null when disarmed. */
+  /** The fence's dead man's switch on the network clock's monotonic reading, null when disarmed. */
   fenceDeadline: number | null;
   streaming: boolean;
   /** The WAL receiver has received something since this start (pg_last_wal_receive_lsn is not null). */

@@ -7,9 +7,9 @@ export function sleep(ms: number): Promise<void> {
 }
 
 export async function waitUntil(condition: () => boolean, timeoutMs: number, pollMs = 20): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() >= deadline) return false;
+    if (performance.now() >= deadline) return false;
     await sleep(pollMs);
   }
   return true;

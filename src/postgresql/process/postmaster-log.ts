@@ -35,11 +35,21 @@ export function startFailure(exit: PostmasterExitEvent | PostmasterExit | null, 
   return new PostgresCommandError('postgres', exit?.code ?? null, reason || `postgres exited (signal ${exit?.signal ?? 'none'})`);
 }
 
+/**
+ * What a server in recovery answers the clients that try to connect meanwhile (the agent's own
+ * monitoring among them): it says nothing of why the server stopped, and it would push the line that does out of the tail.
+ */
+const CLIENT_REFUSAL = /(FATAL|DETAIL):\s+(the database system is (not yet accepting connections|starting up|shutting down|in recovery mode)|Consistent recovery state has not been yet reached)/;
+
 export function withLastLog(exit: PostmasterExit, postmasterLog: string): PostmasterExit {
   // A postmaster that exits with an error code says why in its log (a port in use, a bad parameter,
   // a timeline it cannot follow): the last few lines carry it to the agent's log.
   if (exit.requested || !exit.code) return exit;
-  const lastLog = postmasterLogTail(postmasterLog).split('\n').slice(-6).join(' | ');
+  const lastLog = postmasterLogTail(postmasterLog)
+    .split('\n')
+    .filter((line) => !CLIENT_REFUSAL.test(line))
+    .slice(-6)
+    .join(' | ');
   return lastLog ? { ...exit, lastLog } : exit;
 }
 

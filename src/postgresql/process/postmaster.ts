@@ -54,7 +54,7 @@ export class Postmaster {
    * next cycle finds the server still starting).
    */
   async start(timeoutMs: number): Promise<{ pid: number }> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     const dataDir = this.local.dataDir;
     const leftRunning = this.fenceLink.fence?.connected ? this.fenceLink.postmasterPid : null;
     if (leftRunning !== null) {
@@ -134,7 +134,7 @@ export class Postmaster {
     // The fence listens right after spawning the postmaster; an early postmaster death ends the fence too.
     let connection: FenceConnection | null = null;
     while (!connection) {
-      connection = await this.fenceLink.connect(Math.max(100, Math.min(1000, deadline - Date.now())));
+      connection = await this.fenceLink.connect(Math.max(100, Math.min(1000, deadline - performance.now())));
       if (connection) break;
       if (fenceExited) {
         // The postmaster died before we could connect (the fence exits with it): report what the fence recorded.
@@ -143,7 +143,7 @@ export class Postmaster {
         if (record) throw startFailure(record, paths.postmasterLog);
         throw new Error(`the fence exited without starting postgres (see ${paths.fenceLog})`);
       }
-      if (Date.now() >= deadline) throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${paths.fenceLog})`);
+      if (performance.now() >= deadline) throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${paths.fenceLog})`);
       await sleep(20);
     }
 
@@ -156,9 +156,9 @@ export class Postmaster {
   private async waitUntilAccepting(pid: number, deadline: number, timeoutMs: number, exited: Promise<PostmasterExit>): Promise<void> {
     const { paths } = this.options;
     const connectionInfo = this.local.localConnection();
-    while (Date.now() < deadline) {
+    while (performance.now() < deadline) {
       const ready = await Promise.race([
-        serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(1000, deadline - Date.now()))),
+        serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(1000, deadline - performance.now()))),
         exited,
       ]);
       if (ready === true) return;
@@ -252,10 +252,10 @@ export class Postmaster {
    * a switchover up to 100 ms sooner.
    */
   async promote(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     await this.commands.run(this.local.binary('pg_ctl'), ['promote', '-D', this.local.dataDir, '-W'], { env: { LC_MESSAGES: 'C' } });
     const connection = this.local.localConnection();
-    while (Date.now() < deadline) {
+    while (performance.now() < deadline) {
       const inRecovery = await queryInRecovery(connection).catch(() => null);
       if (inRecovery === false) return;
       await sleep(PROMOTE_POLL_MS);

@@ -109,6 +109,35 @@ describe('HaNode on simulated time', () => {
     expect(replica.events.map((event) => event.type)).toEqual(expect.arrayContaining(['restart.scheduled', 'restart.executed']));
   });
 
+  it('the wall clock jumps back and forward by 10 minutes: no lease lost, no fence fired, a scheduled restart neither early nor lost', async () => {
+    const TEN_MINUTES = 600_000;
+    const leader = cluster.healthy()!;
+    const leaderPid = cluster.node(leader).server.pid;
+    const replica = cluster.nodes.find((node) => node.name !== leader)!;
+    const pidBefore = replica.server.pid;
+    const at = cluster.clock.now() + 30_000;
+    replica.ha.scheduleRestart({ at, schedule: new Date(at).toISOString(), postmasterStartTime: null });
+
+    // Set back 10 minutes 5 s in: the restart is now 10 min 25 s ahead on the wall clock, and waits for it.
+    await cluster.run(5_000);
+    cluster.clock.jumpWall(-TEN_MINUTES);
+    await cluster.run(40_000);
+    expect(replica.server.pid).toBe(pidBefore);
+    // Set forward again, past the restart's time by 15 s: it runs now rather than being thrown away as stale.
+    cluster.clock.jumpWall(TEN_MINUTES);
+    expect(cluster.clock.now()).toBeGreaterThan(at + 10_000);
+    await cluster.runUntil(() => replica.server.pid !== pidBefore && replica.server.isStreaming, 10_000, 'the restarted replica streaming');
+
+    const types = replica.events.map((event) => event.type);
+    expect(types).toContain('restart.executed');
+    expect(types).not.toContain('restart.expired');
+    // The leader kept its key, its lease and its postmaster throughout.
+    expect(cluster.healthy()).toBe(leader);
+    expect(cluster.node(leader).server.pid).toBe(leaderPid);
+    expect(cluster.nodes.flatMap((node) => node.events).filter((event) => ['leader.lost', 'leader.acquired'].includes(event.type))).toEqual([]);
+    expect(replica.log.join('\n')).toMatch(/the wall clock jumped back by 600 s since the last cycle/);
+  });
+
   it('a hung leader PostgreSQL: the leader kills it and another node takes over, never two writable primaries', async () => {
     const oldLeader = cluster.healthy()!;
     const hung = cluster.node(oldLeader).server;

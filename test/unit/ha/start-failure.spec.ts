@@ -1,5 +1,5 @@
 import { decide } from '../../../src/ha/decide';
-import { classifyStartFailure, divergedFromHistory, START_RETRY_CAP_MS, startRetryDelayMs } from '../../../src/ha/start-failure';
+import { classifyStartFailure, divergedFromHistory, mayRemoveDataAfterFailedRewind, START_RETRY_CAP_MS, startFailureSummary, startRetryDelayMs } from '../../../src/ha/start-failure';
 import { cluster, leaderKey, member, primarySample, snapshot } from './snapshot-factory';
 
 const NOW = Date.parse('2026-01-01T00:00:00Z');
@@ -19,6 +19,8 @@ describe('why PostgreSQL failed to start, read from its log', () => {
     ['LOG:  could not bind IPv4 address "127.0.0.1": Address already in use | HINT:  Is another postmaster already running on port 5432?', 'port_in_use'],
     ['FATAL:  invalid value for parameter "max_connections": "many"', 'bad_setting'],
     ['FATAL:  unrecognized configuration parameter "wal_keep_segments"', 'bad_setting'],
+    ['PANIC:  could not write to file "pg_wal/xlogtemp.812": No space left on device', 'disk_full'],
+    ['FATAL:  could not extend file "base/5/16384": wrote only 4096 of 8192 bytes at block 12', 'disk_full'],
     ['postmaster exited while starting', 'unknown'],
     [null, 'unknown'],
   ])('%s -> %s', (lastError, kind) => {
@@ -31,6 +33,21 @@ describe('why PostgreSQL failed to start, read from its log', () => {
     classifyStartFailure('x'.repeat(200_000) + ' could not bind');
     const used = process.cpuUsage(started);
     expect((used.user + used.system) / 1000).toBeLessThan(200);
+  });
+});
+
+describe('a full disk', () => {
+  const REWIND_OUT_OF_SPACE =
+    'postgres --single failed (exit 1): LOG:  redo done at 0/4FFFF80\nFATAL:  could not write to file "pg_wal/xlogtemp.14456": No space left on device';
+
+  it('is named by the line that says so', () => {
+    expect(startFailureSummary(REWIND_OUT_OF_SPACE)).toBe('could not write to file "pg_wal/xlogtemp.14456": No space left on device');
+  });
+
+  it('never leads a failed rewind to the removal of the data directory; other failures may', () => {
+    expect(mayRemoveDataAfterFailedRewind(REWIND_OUT_OF_SPACE)).toBe(false);
+    expect(mayRemoveDataAfterFailedRewind('pg_rewind: error: could not find common ancestor of the source and target cluster\'s timelines')).toBe(true);
+    expect(mayRemoveDataAfterFailedRewind(null)).toBe(true);
   });
 });
 
@@ -122,6 +139,42 @@ describe('decide() after PostgreSQL failed to start', () => {
     const alone = cluster({ leader: leaderKey('n1'), members: [member('n1', { state: 'crashed' })] });
     expect(decide(snapshot({ now: NOW, lockResult: 'refreshed', config: { primary_start_timeout: 0 }, cluster: alone, local: crashedPrimary }))).toMatchObject({
       verdict: 'starting as readonly because i had the session lock',
+    });
+  });
+});
+
+describe('decide() on a former primary whose disk is full', () => {
+  const OUT_OF_SPACE = 'PANIC:  could not write to file "pg_wal/xlogtemp.81": No space left on device | LOG:  startup process (PID 9) exited with exit code 1';
+  const primaryDir = { state: 'initialized', standbySignal: false } as const;
+
+  it('the lock holder gives the lock up after one failed start and says the disk is full', () => {
+    const local = { pgState: 'start_failed', sample: null, failedStarts: 1, lastError: OUT_OF_SPACE, lastStartAt: NOW - 100, role: 'primary', dataDir: primaryDir } as const;
+    expect(decide(snapshot({ now: NOW, lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }), local }))).toEqual({
+      verdict: 'removed leader key after trying and failing to start postgres (disk_full): could not write to file "pg_wal/xlogtemp.81": No space left on device',
+      actions: [{ type: 'releaseLock', demote: 'failed_start' }],
+    });
+  });
+
+  it('waits a growing backoff between rejoins that failed for want of space, then rewinds again (never a reclone)', () => {
+    const rejoinFailed = (failuresInRow: number, endedAgoMs: number) =>
+      ({
+        pgState: 'stopped',
+        sample: null,
+        role: 'demoted',
+        dataDir: primaryDir,
+        failedStarts: 1,
+        lastError: OUT_OF_SPACE,
+        lastStartAt: NOW - 60_000,
+        lastTask: { name: 'rejoin', error: 'pg_rewind from n2 failed for want of space; keeping the data directory', endedAt: NOW - endedAgoMs, failuresInRow },
+      }) as const;
+    const leaderElsewhere = cluster({ leader: leaderKey('n2') });
+    expect(decide(snapshot({ now: NOW, config: { loop_wait: 2 }, cluster: leaderElsewhere, local: rejoinFailed(3, 1000) }))).toEqual({
+      verdict: 'waiting 7 s before rejoining n2 again: pg_rewind from n2 failed for want of space; keeping the data directory',
+      actions: [{ type: 'wakeAt', at: NOW - 1000 + 8000 }],
+    });
+    expect(decide(snapshot({ now: NOW, config: { loop_wait: 2 }, cluster: leaderElsewhere, local: rejoinFailed(3, 8000) }))).toMatchObject({
+      verdict: 'running pg_rewind from n2',
+      actions: [{ type: 'rejoin', useRewind: true }],
     });
   });
 });
