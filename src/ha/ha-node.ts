@@ -15,6 +15,7 @@ import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
+import { OperationAnswer } from './operation-types';
 import { PeerProbe } from './peer-probe';
 import { shutdownStopDeadlineMs } from './postgres-deadlines';
 import { publishShutdownPosition, reinitialize, restart } from './postgres-procedures';
@@ -222,12 +223,14 @@ export class HaNode {
   }
 
   /** POST /failsafe: see NodeOperations.acceptFailsafe. */
-  acceptFailsafe(call: FailsafeCall): { status: number; text: string } {
+  acceptFailsafe(call: FailsafeCall): OperationAnswer {
     const node = this.node;
     if (!node.dynamic.failsafe_mode) return { status: 502, text: 'failsafe mode is not enabled' };
     if (node.pgState() === 'running' && node.sampler.sample?.inRecovery === false) return { status: 500, text: 'Running as a leader' };
     node.failsafe.accept(call, this.deps.clock.now());
-    return { status: 200, text: 'Accepted' };
+    // The reference's `lsn` header: this member's received/replayed WAL position, as its last reading found it.
+    const position = node.sampler.sample?.inRecovery ? node.sampler.sample.walPosition : 0;
+    return { status: 200, text: 'Accepted', ...(position > 0 ? { headers: { lsn: String(position) } } : {}) };
   }
 
   /** POST /reload: the configuration file is read again at the next cycle, as on SIGHUP. */

@@ -9,16 +9,25 @@ import { FailsafeCall } from './failsafe-caller';
 export class FailsafeState {
   /** Leader side: when the last round every member accepted was started (epoch ms), 0 when none counts. */
   private roundStartedAt = 0;
+  /** Leader side: the WAL position each member answered that round with (member name → byte position). */
+  private answeredPositions: Record<string, number> = {};
   /** Member side: the last leader whose call this node accepted, and when. */
   private acceptedLeader: (FailsafeCall & { at: number }) | null = null;
 
-  roundAccepted(startedAt: number): void {
+  roundAccepted(startedAt: number, positions: Record<string, number> = {}): void {
     this.roundStartedAt = startedAt;
+    this.answeredPositions = positions;
   }
 
   /** The DCS answered again, or a round failed: the leader holds its term by the lock alone. */
   leaderEnded(): void {
     this.roundStartedAt = 0;
+    this.answeredPositions = {};
+  }
+
+  /** Where the members said their WAL stands in the last accepted round (empty outside failsafe). */
+  memberPositions(): Record<string, number> {
+    return this.answeredPositions;
   }
 
   accept(call: FailsafeCall, now: number): void {
