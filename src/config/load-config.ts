@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { splitCommandLine } from '../common/command-line';
+import { readCtlSection } from './ctl-config';
 import { CALLBACK_ACTIONS, LIBPQ_OPTIONS, LibpqOptions, NodeTags, PostgresqlConfig, PostgresRole, RestApiConfig, StatorConfig } from './config.types';
 import {
   BOOLEAN_RULE,
@@ -68,6 +69,7 @@ const TOP_LEVEL_KEYS = [
   'log',
   'fence',
   'watchdog',
+  'ctl',
 ];
 const BOOLEAN_TAGS = ['nofailover', 'noloadbalance', 'clonefrom', 'nosync'];
 /** Hosts that bind every interface: fine for `listen`, useless as an address for other nodes. */
@@ -128,7 +130,8 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const log = readLog(findings, doc);
   const fence = readFence(findings, doc);
   const watchdog = readWatchdog(findings, doc);
-  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, watchdog };
+  const ctl = readCtlSection(findings, doc.ctl);
+  return { scope, namespace, name, compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, watchdog, ...(Object.keys(ctl).length > 0 ? { ctl } : {}) };
 }
 
 /** `scope` and `name` end up in DCS keys (`/<namespace>/<scope>/members/<name>`), so no slashes. */

@@ -124,8 +124,8 @@ export class NodeContext {
     for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
     this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
     this.configCache = new DynamicConfigCache(deps.pg, logger);
-    this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi);
-    this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi);
+    this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi, config.ctl);
+    this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi, config.ctl);
     this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
       inspect: transitionRecorder('postgres', this.name, events, clock),
     });

@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { RestApiConfig } from '../../config/config.types';
+import { CtlConfig } from '../../config/ctl-config';
 import { peerTransport, ProbeTransport } from '../peer-probe';
 
 /** How long a member may take to answer a failsafe call (the reference: 2 s). */
@@ -43,8 +44,8 @@ export function failsafeUrl(apiUrl: string): string {
   return url.toString();
 }
 
-export function createFailsafeCaller(restapi: RestApiConfig): FailsafeCaller {
-  const transport = peerTransport(restapi);
+export function createFailsafeCaller(restapi: RestApiConfig, ctl?: CtlConfig): FailsafeCaller {
+  const transport = peerTransport(restapi, ctl);
   return async (apiUrl, call) => {
     try {
       const { status, body, lsn } = await postJson(failsafeUrl(apiUrl), call, transport);
