@@ -350,7 +350,7 @@ export class HaNode {
       this.applyChangedParameters();
 
       for (const note of decision.notes ?? []) logger.info(note);
-      logger.info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
+      (this.deps.verdictLogger ?? logger).info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
       for (const action of decision.actions) await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
 

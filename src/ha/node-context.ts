@@ -45,6 +45,8 @@ export interface HaNodeDeps {
   events: EventSink;
   clock: TimerClock;
   logger: Logger;
+  /** Each cycle's verdict line (Patroni logs it from `patroni.__main__`, not `patroni.ha`); `logger` without it. */
+  verdictLogger?: Logger;
   version: string;
   probePeer?: PeerProbe;
   /** How this leader calls members' `POST /failsafe` while the DCS is down. */
