@@ -363,8 +363,7 @@ export class NodeContext {
 
   /**
    * One failsafe round: every other member in `/failsafe` is asked to accept this leader (2 s each, in
-   * parallel). Accepted by all, the leader may stay primary for a ttl from the round's start, and keeps
-   * the WAL positions the members answered with (FailsafeState.memberPositions).
+   * parallel). Accepted by all, the leader may stay primary for a ttl from the round's start.
    */
   async failsafeRound(members: Record<string, string>): Promise<{ accepted: boolean; validUntil: number; refusals: string[] }> {
     const startedAt = this.deps.clock.now();
@@ -376,9 +375,7 @@ export class NodeContext {
     const call = { name: this.name, conn_url, api_url, ...(slots && Object.keys(slots).length > 0 ? { slots } : {}) };
     const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, call)) })));
     const refusals = answers.filter((answer) => !answer.accepted).map((answer) => `failsafe call to ${answer.name} not accepted: ${answer.answer}`);
-    // Each member's WAL position moves the leader's idle slot for a member that cascades from another (as the reference).
-    const positions = Object.fromEntries(answers.filter((answer) => answer.lsn !== undefined).map((answer) => [answer.name, answer.lsn!]));
-    if (refusals.length === 0) this.failsafe.roundAccepted(startedAt, positions);
+    if (refusals.length === 0) this.failsafe.roundAccepted(startedAt, answers);
     else this.failsafe.leaderEnded();
     return { accepted: refusals.length === 0, validUntil: startedAt + this.dynamic.ttl * 1000, refusals };
   }

@@ -14,9 +14,13 @@ export class FailsafeState {
   /** Member side: the last leader whose call this node accepted, and when. */
   private acceptedLeader: (FailsafeCall & { at: number }) | null = null;
 
-  roundAccepted(startedAt: number, positions: Record<string, number> = {}): void {
+  /**
+   * `answers`: each member's answer; the WAL positions they carry move the leader's idle slots for members
+   * that cascade from another member meanwhile (as the reference).
+   */
+  roundAccepted(startedAt: number, answers: ReadonlyArray<{ name: string; lsn?: number }> = []): void {
     this.roundStartedAt = startedAt;
-    this.answeredPositions = positions;
+    this.answeredPositions = Object.fromEntries(answers.flatMap((answer) => (answer.lsn !== undefined ? [[answer.name, answer.lsn]] : [])));
   }
 
   /** The DCS answered again, or a round failed: the leader holds its term by the lock alone. */

@@ -53,7 +53,7 @@ describe("the failsafe leader's slots from its members' answers", () => {
 
   it('keeps the positions of the last accepted round only while that round holds', () => {
     const state = new FailsafeState();
-    state.roundAccepted(1_000, { p2: 9400 });
+    state.roundAccepted(1_000, [{ name: 'p0' }, { name: 'p2', lsn: 9400 }]);
     expect(state.memberPositions()).toEqual({ p2: 9400 });
     state.leaderEnded();
     expect(state.memberPositions()).toEqual({});
