@@ -24,6 +24,7 @@ export class OperationRefusedFilter implements ExceptionFilter {
 /** Plain-text answers, as the reference sends them, so patronictl and scripts keep working. */
 async function answerText(reply: FastifyReply, work: () => Promise<OperationAnswer> | OperationAnswer): Promise<void> {
   const answer = await work();
+  for (const [name, value] of Object.entries(answer.headers ?? {})) void reply.header(name, value);
   void reply.code(answer.status).type(PLAIN_TEXT).send(answer.text);
 }
 
@@ -113,7 +114,7 @@ export class OperationsController {
   @Post('failsafe')
   @ApiOperation({ summary: "A failsafe leader's call while etcd is down" })
   @ApiBody({ required: true, schema: { type: 'object', additionalProperties: true, description: 'The failsafe leader\'s call: its name and position.' } })
-  @TextAnswer(200, 'Accepted')
+  @TextAnswer(200, 'Accepted', { lsn: { description: "This member's received/replayed WAL position in bytes (absent before its first reading)", schema: { type: 'integer' } } })
   @TextAnswer(500, 'Running as a leader')
   @TextAnswer(502, 'failsafe mode is not enabled')
   @BodyRefusals('1 MiB', 'Request body must be a JSON object')

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TimerClock } from '../common/clock';
-import { Logger } from '../common/logger';
+import { COMPONENT_LOGGERS, componentLogger, Logger } from '../common/logger';
 import { CLOCK, EVENT_RECORDER, LOGGER, STATOR_CONFIG } from '../common/tokens';
 import { StatorConfig } from '../config/config.types';
 import { EventRecorder } from '../events/event-recorder';
@@ -15,7 +15,7 @@ import { CallbackRunner } from './callback-runner';
       provide: CallbackRunner,
       inject: [STATOR_CONFIG, EVENT_RECORDER, CLOCK, LOGGER],
       useFactory: (config: StatorConfig, events: EventRecorder, clock: TimerClock, logger: Logger) =>
-        new CallbackRunner({ commands: config.postgresql.callbacks ?? {}, scope: config.scope, node: config.name, events, clock, log: logger }),
+        new CallbackRunner({ commands: config.postgresql.callbacks ?? {}, scope: config.scope, node: config.name, events, clock, log: componentLogger(logger, COMPONENT_LOGGERS.callbacks) }),
     },
   ],
   exports: [CallbackRunner],

@@ -10,7 +10,7 @@ import { withSrvEndpoints } from '../dcs/etcd/etcd-srv-discovery';
 import { HaNode } from '../ha/ha-node';
 import { namesakeIsRunning } from '../ha/namesake';
 import { createPeerProbe } from '../ha/peer-probe';
-import { httpsServerOptions } from '../security/tls';
+import { httpsServerOptions, peerTlsOptions } from '../security/tls';
 import { ConfigError, loadConfig } from '../config/load-config';
 import { createConfiguredLogger, Logger } from '../common/logger';
 import { createServiceNotifier, takeNotifySocket } from '../common/service-notifier';
@@ -86,17 +86,19 @@ export async function main(argv: string[]): Promise<void> {
   // For allowlist_include_members: the members as the node last read them from the DCS (none before it starts).
   const memberApiUrls = () => app.get(HaNode).view().cluster?.members.map((member) => member.data.api_url) ?? [];
   try {
+    // The client certificate for the other members' APIs (ctl.certfile, as Patroni's agent) is checked before anything starts.
+    peerTlsOptions(config.restapi, config.ctl);
     app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config, { memberApiUrls, warn: log.warning });
   } catch (error) {
     // A TLS file that cannot be used (wrong keyfile_password, a cipher list OpenSSL rejects): the message names the key.
-    if (!(error instanceof Error && error.message.startsWith('restapi.'))) throw error;
+    if (!(error instanceof Error && /^(restapi|ctl)\./.test(error.message))) throw error;
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }
   const lifecycle = app.get(NodeLifecycle);
   const { host, port } = splitListen(config.restapi.listen);
   // Before our own API listens: whatever answers at the member key's address is another agent, even at our address.
-  if (await namesakeIsRunning(app.get<Dcs>(DCS), createPeerProbe(config.restapi), config.name)) {
+  if (await namesakeIsRunning(app.get<Dcs>(DCS), createPeerProbe(config.restapi, config.ctl), config.name)) {
     log.critical(`Can't start; there is already a node named '${config.name}' running`);
     process.exit(1);
   }

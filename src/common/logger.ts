@@ -39,6 +39,30 @@ export interface LogSettings {
   deduplicate_heartbeat_logs?: boolean;
   /** Lines waiting for standard output before new ones are dropped (counted, then announced). Default 1000. */
   max_queue_size?: number;
+  /** `log.loggers`: levels of Patroni's loggers (`patroni`, `patroni.ha`...), for the components COMPONENT_LOGGERS maps them to. */
+  loggers?: Record<string, 'debug' | 'info' | 'warning' | 'error'>;
+}
+
+/**
+ * Patroni's logger names with a Stator component behind them: a `log.loggers` level for one of them (or for an
+ * ancestor, as Python's logging resolves it: `patroni.dcs` covers `patroni.dcs.etcd3`) sets that component's level.
+ */
+export const COMPONENT_LOGGERS = {
+  /** The HA cycle's verdict line (`no action. ...`). */
+  cycle: 'patroni.__main__',
+  ha: 'patroni.ha',
+  dcs: 'patroni.dcs.etcd3',
+  api: 'patroni.api',
+  postgresql: 'patroni.postgresql.postmaster',
+  callbacks: 'patroni.postgresql.callback_executor',
+} as const;
+
+/** The level `levels` gives the logger `name`: its own entry, else its nearest ancestor's, else `fallback`. */
+export function effectiveLevel<L>(name: string, levels: Readonly<Record<string, L>>, fallback: L): L {
+  for (let current = name; current !== ''; current = current.includes('.') ? current.slice(0, current.lastIndexOf('.')) : '') {
+    if (Object.hasOwn(levels, current)) return levels[current];
+  }
+  return fallback;
 }
 
 export interface Logger {
@@ -49,12 +73,21 @@ export interface Logger {
   critical(message: string): void;
   /** An unexpected error: its stack trace where `log.traceback_level` says (see createLogger). */
   exception?(message: string, error: unknown): void;
+  /** The same output for one of Patroni's loggers (COMPONENT_LOGGERS), at the level `log.loggers` gives it. */
+  component?(name: string): Logger;
+}
+
+/** `logger`'s logger for the Patroni logger `name`, or `logger` itself when it has none. */
+export function componentLogger(logger: Logger, name: string): Logger {
+  return logger.component?.(name) ?? logger;
 }
 
 /** How createLogger treats some lines beyond level and layout. */
 export interface LoggerOptions {
   tracebackLevel?: LogSettings['traceback_level'];
   deduplicateHeartbeats?: boolean;
+  /** Levels per Patroni logger name (`log.loggers`); the `patroni` entry, if any, is this logger's own. */
+  loggerLevels?: Readonly<Record<string, LogLevel>>;
 }
 
 /** The HA loop's verdict when nothing is to be done (Patroni's heartbeat lines, in and out of pause). */
@@ -82,29 +115,35 @@ const defaultLine: LineRenderer = (record) => `${defaultAsctime(record.time)} ${
  * level lets it through, else an ERROR line with only the error's message (Patroni's `DETAIL: '...'`).
  */
 export function createLogger(
-  minimum: LogLevel = 'INFO',
+  rootMinimum: LogLevel = 'INFO',
   write: (line: string, level: LogLevel) => void = (l) => process.stdout.write(l),
   render: LineRenderer = defaultLine,
   options: LoggerOptions = {},
 ): Logger {
-  const deduplicate = options.deduplicateHeartbeats === true && minimum === 'INFO';
   let lastHeartbeat: string | null = null;
-  const emit = (level: LogLevel, message: string) => {
-    if (ORDER[level] < ORDER[minimum]) return;
-    if (deduplicate) {
-      const heartbeat = level === 'INFO' && isHeartbeatLine(message);
-      if (heartbeat && message === lastHeartbeat) return;
-      lastHeartbeat = heartbeat ? message : null;
-    }
-    write(`${render({ level, levelNumber: ORDER[level], message, time: new Date() })}\n`, level);
+  const levels = options.loggerLevels ?? {};
+  const loggerFor = (minimum: LogLevel): Logger => {
+    const deduplicate = options.deduplicateHeartbeats === true && minimum === 'INFO';
+    const emit = (level: LogLevel, message: string) => {
+      if (ORDER[level] < ORDER[minimum]) return;
+      if (deduplicate) {
+        const heartbeat = level === 'INFO' && isHeartbeatLine(message);
+        if (heartbeat && message === lastHeartbeat) return;
+        lastHeartbeat = heartbeat ? message : null;
+      }
+      write(`${render({ level, levelNumber: ORDER[level], message, time: new Date() })}\n`, level);
+    };
+    const log = (level: LogLevel) => (message: string) => emit(level, message);
+    const exception = (message: string, error: unknown) => {
+      if (options.tracebackLevel !== 'debug') emit('ERROR', `${message}\n${stackOf(error)}`);
+      else if (ORDER.DEBUG >= ORDER[minimum]) emit('DEBUG', `${message}\n${stackOf(error)}`);
+      else emit('ERROR', `${message}, DETAIL: '${error instanceof Error ? error.message : String(error)}'`);
+    };
+    const component = (name: string) => loggerFor(effectiveLevel(name, levels, rootMinimum));
+    return { debug: log('DEBUG'), info: log('INFO'), warning: log('WARNING'), error: log('ERROR'), critical: log('CRITICAL'), exception, component };
   };
-  const log = (level: LogLevel) => (message: string) => emit(level, message);
-  const exception = (message: string, error: unknown) => {
-    if (options.tracebackLevel !== 'debug') emit('ERROR', `${message}\n${stackOf(error)}`);
-    else if (ORDER.DEBUG >= ORDER[minimum]) emit('DEBUG', `${message}\n${stackOf(error)}`);
-    else emit('ERROR', `${message}, DETAIL: '${error instanceof Error ? error.message : String(error)}'`);
-  };
-  return { debug: log('DEBUG'), info: log('INFO'), warning: log('WARNING'), error: log('ERROR'), critical: log('CRITICAL'), exception };
+  // Every Stator line is one of Patroni's (`patroni.*`): a `patroni` entry sets the level of all those no other entry covers.
+  return loggerFor(effectiveLevel('patroni', levels, rootMinimum));
 }
 
 /**
@@ -115,7 +154,8 @@ export function createConfiguredLogger(log: LogSettings, fileName: string): Logg
   const render = compileLogFormat(log.format, log.type, log.dateformat, log.static_fields);
   if ('problem' in render) throw new Error(`log.format: ${render.problem}`); // the loader has checked it
   const level = log.level === 'warning' ? 'WARNING' : (log.level.toUpperCase() as LogLevel);
-  const options: LoggerOptions = { tracebackLevel: log.traceback_level, deduplicateHeartbeats: log.deduplicate_heartbeat_logs };
+  const loggerLevels = Object.fromEntries(Object.entries(log.loggers ?? {}).map(([name, value]) => [name, value === 'warning' ? 'WARNING' : (value.toUpperCase() as LogLevel)]));
+  const options: LoggerOptions = { tracebackLevel: log.traceback_level, deduplicateHeartbeats: log.deduplicate_heartbeat_logs, loggerLevels };
   if (!log.dir && isRegularFile(STDOUT_FD)) {
     // Redirected to a file: writes never wait for a reader, so each line is written at once.
     return createLogger(level, (line) => writeSync(STDOUT_FD, line), render, options);

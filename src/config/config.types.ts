@@ -1,3 +1,4 @@
+import type { CtlConfig } from './ctl-config';
 import type { PermanentSlot, SlotMatcher } from './slots-config';
 import type { StandbyCluster } from './standby-cluster-config';
 import { LogSettings } from '../common/logger';
@@ -25,6 +26,8 @@ export interface StatorConfig {
   /** `stator` (default) or `patroni`: which identifiers the API speaks. */
   compat: 'stator' | 'patroni';
   restapi: RestApiConfig;
+  /** patronictl's section: statorctl's settings, and the client certificate this agent shows other members (ctl-config.ts). */
+  ctl?: CtlConfig;
   /** `hosts`: `host:port` entries (port defaults to 2379), from `hosts`, `host` or PATRONI_ETCD3_HOSTS. */
   /** etcd: endpoints, TLS (PEM files) and RBAC user, as Patroni's `etcd3` section. `srv` (and `srvSuffix`): the DNS domain whose SRV records name the endpoints, found at start; `hosts` is then the fallback. */
   etcd3: { hosts: string[]; protocol: 'http' | 'https'; srv?: string; srvSuffix?: string; cacert?: string; cert?: string; key?: string; keyPassword?: string; username?: string; password?: string };

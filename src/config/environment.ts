@@ -28,6 +28,13 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'RESTAPI_ALLOWLIST_INCLUDE_MEMBERS', path: 'restapi.allowlist_include_members' },
   { name: 'RESTAPI_REQUEST_QUEUE_SIZE', path: 'restapi.request_queue_size' },
   { name: 'RESTAPI_SERVER_TOKENS', path: 'restapi.server_tokens' },
+  { name: 'CTL_INSECURE', path: 'ctl.insecure' },
+  { name: 'CTL_CACERT', path: 'ctl.cacert' },
+  { name: 'CTL_CERTFILE', path: 'ctl.certfile' },
+  { name: 'CTL_KEYFILE', path: 'ctl.keyfile' },
+  { name: 'CTL_KEYFILE_PASSWORD', path: 'ctl.keyfile_password' },
+  { name: 'CTL_USERNAME', path: 'ctl.authentication.username' },
+  { name: 'CTL_PASSWORD', path: 'ctl.authentication.password' },
   // HOST before HOSTS: when a prefix sets both, HOSTS is applied last and wins, as `hosts` wins over `host` in Patroni.
   { name: 'ETCD3_HOST', path: 'etcd3.host' },
   { name: 'ETCD3_HOSTS', path: 'etcd3.hosts', list: true },

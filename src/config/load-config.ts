@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { splitCommandLine } from '../common/command-line';
+import { readCtlSection } from './ctl-config';
 import { CALLBACK_ACTIONS, LIBPQ_OPTIONS, LibpqOptions, NodeTags, PostgresqlConfig, PostgresRole, RestApiConfig, StatorConfig } from './config.types';
 import {
   BOOLEAN_RULE,
@@ -71,6 +72,7 @@ const TOP_LEVEL_KEYS = [
   'fence',
   'event_log',
   'watchdog',
+  'ctl',
 ];
 const BOOLEAN_TAGS = ['nofailover', 'noloadbalance', 'clonefrom', 'nosync'];
 /** Hosts that bind every interface: fine for `listen`, useless as an address for other nodes. */
@@ -133,7 +135,25 @@ function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   const fence = readFence(findings, doc);
   const watchdog = readWatchdog(findings, doc);
   const eventLog = readEventLog(findings, doc);
-  return { scope, namespace, name, ...(site !== undefined ? { site } : {}), compat, restapi, etcd3, bootstrap, postgresql, tags, state_dir: stateDir, log, fence, event_log: eventLog, watchdog };
+  const ctl = readCtlSection(findings, doc.ctl);
+  return {
+    scope,
+    namespace,
+    name,
+    ...(site !== undefined ? { site } : {}),
+    compat,
+    restapi,
+    etcd3,
+    bootstrap,
+    postgresql,
+    tags,
+    state_dir: stateDir,
+    log,
+    fence,
+    event_log: eventLog,
+    watchdog,
+    ...(Object.keys(ctl).length > 0 ? { ctl } : {}),
+  };
 }
 
 /** `scope` and `name` end up in DCS keys (`/<namespace>/<scope>/members/<name>`), so no slashes. */

@@ -1,4 +1,4 @@
-import { LogSettings } from '../common/logger';
+import { COMPONENT_LOGGERS, LogSettings } from '../common/logger';
 import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './dynamic-config';
 import { Findings, isAbsent, Mapping, readIntegerInRange } from './config-readers';
 
@@ -16,8 +16,13 @@ export const LOG_LEVELS: Readonly<Record<string, LogSettings['level']>> = Object
 });
 const LEVEL_RULE = 'must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL';
 
-/** Patroni's own loggers: Stator writes every line through one logger, so they have no separate source here. */
+/** Patroni's own loggers. */
 const PATRONI_LOGGER = /^patroni(\.|$)/;
+
+/** Whether a level for Patroni's logger `name` reaches a Stator component: it is one of COMPONENT_LOGGERS or an ancestor of one. */
+function reachesComponent(name: string): boolean {
+  return Object.values(COMPONENT_LOGGERS).some((component) => component === name || component.startsWith(`${name}.`));
+}
 
 /** Reads LOG_OPTION_KEYS from the `log` section into `log`. */
 export function readLogOptions(findings: Findings, section: Mapping, log: LogSettings): void {
@@ -35,7 +40,10 @@ export function readLogOptions(findings: Findings, section: Mapping, log: LogSet
     if (flag === undefined) findings.invalid('log.deduplicate_heartbeat_logs', BOOLEAN_RULE, section.deduplicate_heartbeat_logs);
     else log.deduplicate_heartbeat_logs = flag;
   }
-  if (!isAbsent(section.loggers)) readLoggers(findings, section.loggers);
+  if (!isAbsent(section.loggers)) {
+    const loggers = readLoggers(findings, section.loggers);
+    if (Object.keys(loggers).length > 0) log.loggers = loggers;
+  }
   const queueSize = readIntegerInRange(findings, section, 'max_queue_size', 'log', 1, MAX_QUEUE_SIZE);
   if (queueSize !== undefined) log.max_queue_size = queueSize;
 }
@@ -66,21 +74,27 @@ function readLevelName(findings: Findings, path: string, value: unknown): LogSet
 }
 
 /**
- * `log.loggers`: levels per Python logger. Names (`urllib3`, `botocore`...) of the libraries Patroni runs on, which
- * Stator does not contain, have nothing under them: their levels hold as written. Stator has no per-module loggers
- * of its own either: an entry for one of Patroni's modules (`patroni.postmaster`...) is accepted, as Patroni's own
- * acceptance harness writes one into every node's file, but said at start to change nothing: `log.level` applies.
+ * `log.loggers`: levels per Python logger. Patroni's own names with a Stator component behind them (COMPONENT_LOGGERS,
+ * or an ancestor: `patroni`, `patroni.dcs`, `patroni.postgresql`) set that component's level, as Python resolves it;
+ * they are returned. Another `patroni.*` name (`patroni.postgresql.slots`, `patroni.watchdog`...) has no separate
+ * source in Stator: accepted (Patroni's acceptance harness writes such entries) with a start warning saying which
+ * level applies. Names (`urllib3`, `botocore`...) of the libraries Patroni runs on have nothing under them here.
  */
-function readLoggers(findings: Findings, value: unknown): void {
+function readLoggers(findings: Findings, value: unknown): Record<string, LogSettings['level']> {
   if (!isMapping(value)) {
     findings.invalid('log.loggers', 'must be a mapping of logger names to levels', value);
-    return;
+    return {};
   }
+  const levels: Record<string, LogSettings['level']> = {};
   for (const [name, level] of Object.entries(value)) {
     const path = `log.loggers.${name}`;
-    const valid = readLevelName(findings, path, level) !== undefined;
-    if (valid && PATRONI_LOGGER.test(name)) {
-      findings.warnings.push(`${path}: Stator writes every line through one logger, so a level per Patroni module changes nothing; log.level applies`);
+    const parsed = readLevelName(findings, path, level);
+    if (parsed === undefined || !PATRONI_LOGGER.test(name)) continue;
+    if (reachesComponent(name)) levels[name] = parsed;
+    else {
+      const mapped = Object.values(COMPONENT_LOGGERS).join(', ');
+      findings.warnings.push(`${path}: Stator has no separate source for this Patroni logger, so its level changes nothing (the nearest of patroni, ${mapped} applies, else log.level)`);
     }
   }
+  return levels;
 }

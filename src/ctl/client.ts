@@ -8,7 +8,12 @@ export interface Connection {
   ca?: Buffer;
   cert?: Buffer;
   key?: Buffer;
-  /** Skip the server certificate check (`--insecure`, `ctl.insecure`). */
+  /** Decrypts `key` (`ctl.keyfile_password`). */
+  passphrase?: string;
+  /**
+   * `--insecure`, `ctl.insecure`, as patronictl: without a client certificate the server's is not checked;
+   * with one, its CA still is, only not the host name it was issued for.
+   */
   insecure?: boolean;
   timeoutMs: number;
 }
@@ -55,7 +60,9 @@ export class ApiClient {
       connect: {
         ...(connection.ca ? { ca: connection.ca } : {}),
         ...(connection.cert ? { cert: connection.cert, key: connection.key ?? connection.cert } : {}),
-        rejectUnauthorized: !connection.insecure,
+        ...(connection.cert && connection.passphrase !== undefined ? { passphrase: connection.passphrase } : {}),
+        rejectUnauthorized: !connection.insecure || connection.cert !== undefined,
+        ...(connection.insecure && connection.cert ? { checkServerIdentity: () => undefined } : {}),
       },
     });
   }

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
 import { parseDocument } from 'yaml';
 import { Findings, Mapping } from '../config/config-readers';
 import { isMapping } from '../config/dynamic-config';
+import { readCtlSection } from '../config/ctl-config';
 import { readDcs } from '../config/etcd-config';
 import { DEFAULT_NAMESPACE } from '../config/load-config';
 import { systemClock } from '../common/clock';
@@ -26,7 +28,7 @@ export const ENV = { api: 'STATORCTL_API', config: 'STATORCTL_CONFIG', auth: 'ST
  * as patronictl does, the member list is read from etcd (`etcd3`, `namespace`, `scope`) and every
  * member's `api_url` is tried, the leader first; when etcd cannot be read, the file's own
  * `restapi.connect_address`. Credentials: `--auth`, else `ctl.authentication`, else `restapi.authentication`;
- * TLS: `--cacert/--cert/--key/--insecure`, else `ctl.cacert/certfile/keyfile/insecure`, else `restapi.cafile`.
+ * TLS: `--cacert/--cert/--key/--insecure`, else `ctl.cacert/certfile/keyfile/keyfile_password/insecure`, else `restapi.cafile`.
  * @throws UsageError when neither is given or the file cannot be used.
  */
 export async function resolveTarget(values: Values, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Target> {
@@ -82,23 +84,28 @@ function tlsFromFlags(values: Values): Partial<Connection> {
 
 async function targetOfFile(path: string, values: Values, auth: string | undefined, timeoutMs: number): Promise<Target> {
   const doc = readYaml(path);
-  const ctl = section(doc, 'ctl');
+  const ctlFindings = new Findings();
+  const ctl = readCtlSection(ctlFindings, doc.ctl);
+  if (ctlFindings.problems.length > 0) throw new UsageError(`${path}: ${ctlFindings.problems.join('; ')}`);
   const restapi = section(doc, 'restapi');
   const scope = typeof doc.scope === 'string' ? doc.scope : undefined;
   if (!scope) throw new UsageError(`${path}: scope: required`);
-  const credentials = auth ? credentialsOf(auth) : credentialsIn(ctl.authentication) ?? credentialsIn(restapi.authentication);
+  const credentials = auth ? credentialsOf(auth) : ctl.authentication ?? credentialsIn(restapi.authentication);
   const file = (key: string, name: unknown) => (typeof name === 'string' && name ? readPem(`${path}: ${key}`, name) : undefined);
   const connection: Connection = {
     timeoutMs,
     ...(credentials ? { auth: credentials } : {}),
     ...definedOnly({
       ca: file('ctl.cacert', ctl.cacert) ?? file('restapi.cafile', restapi.cafile),
+      // As patronictl: the key only goes with a certificate.
       cert: file('ctl.certfile', ctl.certfile),
-      key: file('ctl.keyfile', ctl.keyfile),
+      key: ctl.certfile ? file('ctl.keyfile', ctl.keyfile) : undefined,
+      passphrase: ctl.certfile ? ctl.keyfile_password : undefined,
       insecure: ctl.insecure === true ? true : undefined,
     }),
     ...tlsFromFlags(values),
   };
+  checkClientKey(values.cert || values.key ? '--key' : `${path}: ctl.keyfile`, connection);
   const findings = new Findings();
   const etcd3 = readDcs(findings, doc);
   const namespace = typeof doc.namespace === 'string' ? doc.namespace : DEFAULT_NAMESPACE;
@@ -182,6 +189,17 @@ function readPem(what: string, path: string): Buffer {
     return readFileSync(path);
   } catch (error) {
     throw new UsageError(`${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/** An encrypted key without, or with a wrong, `ctl.keyfile_password` is said before any connection, naming the key. */
+function checkClientKey(source: string, connection: Connection): void {
+  if (!connection.cert) return;
+  try {
+    createSecureContext({ cert: connection.cert, key: connection.key ?? connection.cert, ...(connection.passphrase !== undefined ? { passphrase: connection.passphrase } : {}) });
+  } catch (error) {
+    const hint = connection.passphrase === undefined ? 'is it encrypted? set ctl.keyfile_password' : 'is ctl.keyfile_password right?';
+    throw new UsageError(`${source}: cannot load the client certificate's private key (${(error as Error).message}); ${hint}`);
   }
 }
 

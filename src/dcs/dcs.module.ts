@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TimerClock } from '../common/clock';
-import { Logger } from '../common/logger';
+import { COMPONENT_LOGGERS, componentLogger, Logger } from '../common/logger';
 import { CLOCK, DCS, LOGGER, STATOR_CONFIG } from '../common/tokens';
 import { retryTimeoutMs } from '../config/config.module';
 import { StatorConfig } from '../config/config.types';
@@ -14,8 +14,9 @@ import { EtcdDcs } from './etcd-dcs';
     {
       provide: DCS,
       inject: [STATOR_CONFIG, CLOCK, LOGGER],
-      useFactory: (config: StatorConfig, clock: TimerClock, logger: Logger): Dcs =>
-        new EtcdDcs({
+      useFactory: (config: StatorConfig, clock: TimerClock, nodeLogger: Logger): Dcs => {
+        const logger = componentLogger(nodeLogger, COMPONENT_LOGGERS.dcs);
+        return new EtcdDcs({
           ...config.etcd3,
           rediscoverHosts: srvRediscovery(config.etcd3, logger),
           namespace: config.namespace,
@@ -25,7 +26,8 @@ import { EtcdDcs } from './etcd-dcs';
           retryTimeoutMs: retryTimeoutMs(config),
           clock,
           logger,
-        }),
+        });
+      },
     },
   ],
   exports: [DCS],

@@ -125,7 +125,8 @@ function failsafeWhileDcsDown(s: HaSnapshot): Decision | null {
   if (s.failsafeResult.accepted) {
     return {
       verdict: 'continue to run as a leader because failsafe mode is enabled and all members are accessible',
-      actions: [{ type: 'holdInFailsafe', until: s.failsafeResult.validUntil }],
+      // As the reference: its slots stay kept meanwhile, so that no consumer's WAL piles up until the DCS is back.
+      actions: [{ type: 'holdInFailsafe', until: s.failsafeResult.validUntil }, ...(s.config.use_slots ? [{ type: 'keepSlotsInFailsafe' } as const] : [])],
     };
   }
   return {

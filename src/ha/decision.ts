@@ -47,7 +47,12 @@ export type HaAction =
   /** SIGKILL of a hung server and every process it started (the lock is released only after). */
   | { type: 'killPostgres' }
   /** The DCS is down but every member accepted this leader: it stays leader, its fence armed, until `until`. */
-  | { type: 'holdInFailsafe'; until: number };
+  | { type: 'holdInFailsafe'; until: number }
+  /**
+   * The failsafe leader keeps its slots from the last view read (nothing written to the DCS): a member
+   * cascading from another at the WAL position its failsafe answer carried.
+   */
+  | { type: 'keepSlotsInFailsafe' };
 
 /** `notes`: lines the reference logs on the way to its verdict (why another node is healthier), logged before it. */
 export type Decision = { need: Need } | { verdict: string; actions: HaAction[]; notes?: string[] };

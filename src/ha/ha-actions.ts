@@ -5,7 +5,7 @@ import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
 import { keepSlots } from './slot-keeper';
 import { planSlots } from './slot-plan';
-import { failsafeView } from './failsafe/failsafe-view';
+import { failsafeLeaderView, failsafeView } from './failsafe/failsafe-view';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
@@ -178,6 +178,12 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     case 'holdInFailsafe':
       node.lock.holdInFailsafe(action.until);
       return;
+    case 'keepSlotsInFailsafe': {
+      const cluster = failsafeLeaderView(node.cluster, node.failsafe.memberPositions());
+      const sample = node.sampler.sample;
+      if (cluster && sample) await node.leaderDuties.keepSlotsOnly(cluster, sample, node.dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS));
+      return;
+    }
     case 'killPostgres':
       // Only once every process is gone may the lock go: a server that wakes up must find nobody to write for it.
       await pg.killProcessTree();

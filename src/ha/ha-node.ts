@@ -17,6 +17,7 @@ import { leadershipMachine } from './leadership.machine';
 import { describeAgent } from './member-agents';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
+import { OperationAnswer } from './operation-types';
 import { PeerProbe } from './peer-probe';
 import { shutdownStopDeadlineMs } from './postgres-deadlines';
 import { publishShutdownPosition, reinitialize, restart } from './postgres-procedures';
@@ -229,12 +230,14 @@ export class HaNode {
   }
 
   /** POST /failsafe: see NodeOperations.acceptFailsafe. */
-  acceptFailsafe(call: FailsafeCall): { status: number; text: string } {
+  acceptFailsafe(call: FailsafeCall): OperationAnswer {
     const node = this.node;
     if (!node.dynamic.failsafe_mode) return { status: 502, text: 'failsafe mode is not enabled' };
     if (node.pgState() === 'running' && node.sampler.sample?.inRecovery === false) return { status: 500, text: 'Running as a leader' };
     node.failsafe.accept(call, this.deps.clock.monotonic());
-    return { status: 200, text: 'Accepted' };
+    // The reference's `lsn` header: this member's received/replayed WAL position, as its last reading found it.
+    const position = node.sampler.sample?.inRecovery ? node.sampler.sample.walPosition : 0;
+    return { status: 200, text: 'Accepted', ...(position > 0 ? { headers: { lsn: String(position) } } : {}) };
   }
 
   /** POST /reload: the configuration file is read again at the next cycle, as on SIGHUP. */
@@ -356,7 +359,7 @@ export class HaNode {
       if (cluster && !node.dynamic.pause && node.activity() === null) node.scheduler.evaluate(this.view(), node.dynamic.loop_wait, wallJump.jumpMs);
 
       for (const note of decision.notes ?? []) logger.info(note);
-      logger.info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
+      (this.deps.verdictLogger ?? logger).info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
       for (const action of decision.actions) await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
       // After the actions, and only when the postgres machine is idle: sent first, a reload would race a `follow`

@@ -63,6 +63,17 @@ export class LeaderDuties {
   }
 
   /**
+   * The slots alone, as `perform` keeps them, nothing written to the DCS: what a failsafe leader does
+   * while the DCS is down, from the last view read (see failsafeLeaderView).
+   */
+  async keepSlotsOnly(cluster: ClusterView, sample: PostgresSample, dynamic: EffectiveDynamicConfig, reading: SlotReading = {}): Promise<void> {
+    const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
+    const plan = this.plan(cluster, dynamic, departed);
+    if (plan.logical.length > 0 && !sample.inRecovery) await this.keepLogicalSlots(plan.logical);
+    if (dynamic.use_slots) await keepSlots({ query: this.query, events: this.events, logger: this.logger }, plan, dynamic, reading, !sample.inRecovery);
+  }
+
+  /**
    * Where this leader's slots stand, for `/status`: with `member_slots_ttl` every slot it keeps and
    * its own name at its WAL position (so that each replica moves its copies of the members' slots
    * forward, as Patroni 4.1); with 0, the permanent slots only.

@@ -45,6 +45,8 @@ export interface HaNodeDeps {
   events: EventSink;
   clock: TimerClock;
   logger: Logger;
+  /** Each cycle's verdict line (Patroni logs it from `patroni.__main__`, not `patroni.ha`); `logger` without it. */
+  verdictLogger?: Logger;
   version: string;
   /** The agent's runtime (`node 24.21.0`), published in the member key. */
   runtime?: string;
@@ -127,8 +129,8 @@ export class NodeContext {
     for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
     this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
     this.configCache = new DynamicConfigCache(deps.pg, logger);
-    this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi);
-    this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi);
+    this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi, config.ctl);
+    this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi, config.ctl);
     this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
       inspect: transitionRecorder('postgres', this.name, events, clock),
     });
@@ -378,7 +380,7 @@ export class NodeContext {
     const call = { name: this.name, conn_url, api_url, ...(slots && Object.keys(slots).length > 0 ? { slots } : {}) };
     const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, call)) })));
     const refusals = answers.filter((answer) => !answer.accepted).map((answer) => `failsafe call to ${answer.name} not accepted: ${answer.answer}`);
-    if (refusals.length === 0) this.failsafe.roundAccepted(startedAt);
+    if (refusals.length === 0) this.failsafe.roundAccepted(startedAt, answers);
     else this.failsafe.leaderEnded();
     return { accepted: refusals.length === 0, validUntil: startedAt + this.dynamic.ttl * 1000, refusals };
   }

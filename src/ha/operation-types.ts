@@ -48,6 +48,8 @@ export interface ReinitializeRequest {
 export interface OperationAnswer {
   status: number;
   text: string;
+  /** Headers beside it (POST /failsafe's `lsn`). */
+  headers?: Record<string, string>;
 }
 
 /** A /config write whose keys passed the API's checks, with warnings to send back beside the timing adjustments. */

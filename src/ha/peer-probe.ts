@@ -3,6 +3,7 @@ import * as https from 'node:https';
 import { basicAuthorizationHeader } from '../security/basic-auth';
 import { peerTlsOptions } from '../security/tls';
 import { RestApiConfig } from '../config/config.types';
+import { CtlConfig } from '../config/ctl-config';
 import { PeerReading } from './cluster-snapshot';
 
 /** How long a peer may take to answer during the leader race (reference: 2 s, no retry). */
@@ -21,14 +22,15 @@ export interface ProbeTransport {
  * when `verify_client` is set; with `authentication` it sends the basic-auth header, as the reference does on every
  * call to a member. Certificate files are read once, here.
  */
-export function createPeerProbe(restapi: RestApiConfig): PeerProbe {
-  return peerProbe(peerTransport(restapi));
+export function createPeerProbe(restapi: RestApiConfig, ctl?: CtlConfig): PeerProbe {
+  return peerProbe(peerTransport(restapi, ctl));
 }
 
-/** This node's way to its peers' APIs: its CA, certificate and credentials. */
-export function peerTransport(restapi: RestApiConfig): ProbeTransport {
-  const headers: Record<string, string> = restapi.authentication ? { authorization: basicAuthorizationHeader(restapi.authentication) } : {};
-  return { httpsAgent: newAgent(peerTlsOptions(restapi)), headers };
+/** This node's way to its peers' APIs: its CA, certificate and credentials (`ctl`'s first, as Patroni's agent). */
+export function peerTransport(restapi: RestApiConfig, ctl: CtlConfig = {}): ProbeTransport {
+  const credentials = ctl.authentication ?? restapi.authentication;
+  const headers: Record<string, string> = credentials ? { authorization: basicAuthorizationHeader(credentials) } : {};
+  return { httpsAgent: newAgent(peerTlsOptions(restapi, ctl)), headers };
 }
 
 /** Reads a peer's status document (`GET <api_url>`) without credentials; any failure means unreachable. */

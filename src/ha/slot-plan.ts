@@ -37,7 +37,8 @@ export interface SlotPlanInput {
 
 const EMPTY: SlotPlan = { physical: [], logical: [], conflicts: [] };
 
-const replicatefromOf = (tags: Record<string, unknown> | undefined): string | null =>
+/** The member a node's `replicatefrom` tag names, or null. */
+export const replicatefromOf = (tags: Record<string, unknown> | undefined): string | null =>
   typeof tags?.replicatefrom === 'string' && tags.replicatefrom !== '' ? tags.replicatefrom : null;
 
 const positionOf = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);

@@ -198,6 +198,7 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
       return;
     case 'wakeAt':
     case 'serveDownstreams':
+    case 'keepSlotsInFailsafe':
     case 'writeInitialize':
     case 'writeConfig':
       return;

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { Logger } from '../common/logger';
+import { COMPONENT_LOGGERS, componentLogger, Logger } from '../common/logger';
 import { LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from '../common/tokens';
 import { StatorConfig } from '../config/config.types';
 import { PgQuery } from './pg-query';
@@ -13,8 +13,9 @@ import { RealPostgresProcess } from './real-postgres-process';
     {
       provide: POSTGRES_PROCESS,
       inject: [STATOR_CONFIG, LOGGER],
-      useFactory: (config: StatorConfig, logger: Logger): PostgresProcess =>
-        new RealPostgresProcess({
+      useFactory: (config: StatorConfig, nodeLogger: Logger): PostgresProcess => {
+        const logger = componentLogger(nodeLogger, COMPONENT_LOGGERS.postgresql);
+        return new RealPostgresProcess({
           name: config.name,
           scope: config.scope,
           config: config.postgresql,
@@ -23,7 +24,8 @@ import { RealPostgresProcess } from './real-postgres-process';
           postBootstrapCommand: config.bootstrap.post_bootstrap,
           fence: defaultFenceProgram(config.fence.python),
           log: (level, message) => (level === 'warning' ? logger.warning(message) : logger.info(message)),
-        }),
+        });
+      },
     },
     { provide: POSTGRES_QUERY, inject: [STATOR_CONFIG], useFactory: (config: StatorConfig): PostgresQuery => PgQuery.fromConfig(config.postgresql) },
   ],

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { AgentOptions, ServerOptions } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import { RestApiConfig } from '../config/config.types';
+import { CtlConfig } from '../config/ctl-config';
 
 /**
  * The HTTPS options of the API server, or `null` to serve plain HTTP (no `certfile`). `verify_client: optional` asks
@@ -45,13 +46,36 @@ function checkSecureContext(options: ServerOptions, restapi: RestApiConfig): voi
  * TLS options for calls to other members' APIs: trust `cafile` (the system CAs without it), and present this node's
  * certificate when the members ask for one (`verify_client` optional or required; all members share the setting).
  */
-export function peerTlsOptions(restapi: RestApiConfig): AgentOptions {
+export function peerTlsOptions(restapi: RestApiConfig, ctl: CtlConfig = {}): AgentOptions {
+  const ca = ctl.cacert ? { ca: readPem('ctl.cacert', ctl.cacert) } : restapi.cafile ? { ca: readPem('cafile', restapi.cafile) } : {};
+  if (ctl.certfile) {
+    // As Patroni's agent: `ctl.certfile` is the client certificate it shows the other members, asked for or not.
+    const options: AgentOptions = {
+      ...ca,
+      cert: readPem('ctl.certfile', ctl.certfile),
+      key: readPem(ctl.keyfile ? 'ctl.keyfile' : 'ctl.certfile', ctl.keyfile ?? ctl.certfile),
+      ...(ctl.keyfile_password !== undefined ? { passphrase: ctl.keyfile_password } : {}),
+    };
+    checkClientKey(options, ctl);
+    return options;
+  }
   const asksForCertificate = restapi.verify_client === 'optional' || restapi.verify_client === 'required';
   return {
-    ...(restapi.cafile ? { ca: readPem('cafile', restapi.cafile) } : {}),
+    ...ca,
     ...(restapi.certfile && asksForCertificate ? certificateAndKey(restapi.certfile, restapi.keyfile) : {}),
     ...(restapi.certfile && asksForCertificate && restapi.keyfile_password !== undefined ? { passphrase: restapi.keyfile_password } : {}),
   };
+}
+
+/** A client key that cannot be loaded (encrypted without, or with a wrong, `ctl.keyfile_password`) is said at start, naming the key. */
+function checkClientKey(options: AgentOptions, ctl: CtlConfig): void {
+  try {
+    createSecureContext(options);
+  } catch (error) {
+    const text = error instanceof Error ? error.message : String(error);
+    const hint = ctl.keyfile_password === undefined ? 'is it encrypted? set ctl.keyfile_password' : 'is ctl.keyfile_password right?';
+    throw new Error(`${ctl.keyfile ? 'ctl.keyfile' : 'ctl.certfile'}: cannot load the client certificate's private key (${text}); ${hint}`);
+  }
 }
 
 /** As in the reference, the key may live in the certificate file when `keyfile` is not set. */
@@ -60,10 +84,10 @@ function certificateAndKey(certfile: string, keyfile: string | undefined): { cer
 }
 
 /** Reads a PEM file named by a `restapi` key; the error names the key, as configuration errors do. */
-function readPem(key: 'certfile' | 'keyfile' | 'cafile', path: string): Buffer {
+function readPem(key: 'certfile' | 'keyfile' | 'cafile' | `ctl.${'cacert' | 'certfile' | 'keyfile'}`, path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new Error(`restapi.${key}: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(`${key.startsWith('ctl.') ? key : `restapi.${key}`}: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
 }

@@ -75,6 +75,20 @@ describe('the stator command', () => {
     expect(result.stderr).toMatch(/^restapi\.keyfile: cannot load the private key \(.*\); is restapi\.keyfile_password right\?\n$/);
   });
 
+  it('refuses an encrypted ctl key with the wrong ctl.keyfile_password in one line naming the key, before anything starts', () => {
+    const certs = makeTestCertificates(dir);
+    const encryptedKey = join(dir, 'client-encrypted.key');
+    execFileSync('openssl', ['pkey', '-in', certs.clientKey, '-aes256', '-passout', 'pass:right', '-out', encryptedKey], { stdio: 'pipe' });
+    const result = stator([], {
+      ...minimalEnvironment(),
+      PATRONI_CTL_CERTFILE: certs.clientCert,
+      PATRONI_CTL_KEYFILE: encryptedKey,
+      PATRONI_CTL_KEYFILE_PASSWORD: 'wrong',
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^ctl\.keyfile: cannot load the client certificate's private key \(.*\); is ctl\.keyfile_password right\?\n$/);
+  });
+
   it('validates a configuration without starting: --validate-config exits 0 or 1, --print shows it with passwords hidden', () => {
     const good = join(dir, 'good.yml');
     writeFileSync(good, 'scope: demo\nname: n1\nrestapi:\n  listen: 127.0.0.1:1\netcd3:\n  hosts: 127.0.0.1:2\npostgresql:\n  listen: 127.0.0.1:3\n  data_dir: /nowhere\n');

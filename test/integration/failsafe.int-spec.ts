@@ -9,7 +9,8 @@ import { isPrimaryServer, sql } from '../helpers/sql';
  * for longer than two ttls. While both replicas' agents answer, the primary keeps accepting writes;
  * with one replica's agent gone, it demotes as without the mode, and nobody else promotes. With
  * retry_timeout below loop_wait, the frozen etcd costs each cycle one retry_timeout and the cycles keep loop_wait's cadence.
- * Meanwhile the replicas keep their copies of a permanent slot at the positions the leader's failsafe calls carry.
+ * Meanwhile the replicas keep their copies of a permanent slot at the positions the leader's failsafe calls carry,
+ * and the leader moves its slot for node3 (cascading from node2) to the WAL position node3 answers those calls with.
  */
 jest.setTimeout(240_000);
 
@@ -18,8 +19,19 @@ let baseDir: string;
 
 beforeAll(async () => {
   baseDir = tmpDir('stator-failsafe-');
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { failsafe_mode: true, slots: { fs_archiver: 0 } } });
-  await cluster.waitForHealthy(90_000);
+  // node3 cascades from node2 (dcs_failsafe_mode.feature's postgres-2): the leader's slot for it is idle.
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { failsafe_mode: true, slots: { fs_archiver: 0 } }, tags: { 3: { replicatefrom: 'node2' } } });
+  const leader = await cluster.waitForHealthy(90_000);
+  if (leader.name !== 'node1') {
+    // node2 and node3 must be replicas for node3 to cascade.
+    const response = await fetch(`${leader.apiUrl}/switchover`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ leader: leader.name, candidate: 'node1' }),
+    });
+    expect(response.status).toBe(200);
+    await waitFor(async () => (await cluster.waitForHealthy(30_000)).name === 'node1', { timeoutMs: 40_000, description: 'node1 the leader after the switchover' });
+  }
 });
 
 afterAll(async () => {
@@ -27,6 +39,12 @@ afterAll(async () => {
   await cluster?.stop();
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
 });
+
+/** `0/3000060` → its byte position. */
+const lsnBytes = (lsn: string) => {
+  const [high, low] = lsn.split('/');
+  return parseInt(high, 16) * 2 ** 32 + parseInt(low, 16);
+};
 
 const failsafeKey = async (node = cluster.nodes[0]) => {
   const response = await fetch(`${node.apiUrl}/failsafe`);
@@ -38,8 +56,17 @@ it('publishes every member in /failsafe', async () => {
   expect(Object.keys((await failsafeKey())!).sort()).toEqual(['node1', 'node2', 'node3']);
 });
 
-it("etcd frozen: the replicas advance their copies of a permanent slot to the positions the leader's failsafe calls carry", async () => {
+const restartLsn = async (node: LocalNode, slot: string) =>
+  (await sql<{ lsn: string | null }>(node, 'SELECT restart_lsn::text AS lsn FROM pg_replication_slots WHERE slot_name = $1', [slot]))[0]?.lsn ?? null;
+
+it("etcd frozen: the replicas advance their copies of a permanent slot to the positions the leader's failsafe calls carry; the leader advances its slot for the cascading node3 to the position node3 answers with", async () => {
   const leader = await cluster.waitForHealthy(30_000);
+  const [, node2, node3] = cluster.nodes;
+  expect(leader.name).toBe('node1');
+  await waitFor(async () => (await sql<{ n: string }>(node2, "SELECT count(*) AS n FROM pg_stat_replication WHERE application_name = 'node3' AND state = 'streaming'"))[0].n === '1', {
+    timeoutMs: 30_000,
+    description: 'node3 streaming from node2',
+  });
   await waitFor(async () => Object.keys((await failsafeKey(leader)) ?? {}).length === 3, { timeoutMs: 10_000, description: "the leader's own view of /failsafe naming all three" });
   await sql(leader, 'CREATE TABLE IF NOT EXISTS archived (n int)');
   await cluster.etcd.pause();
@@ -54,6 +81,24 @@ it("etcd frozen: the replicas advance their copies of a permanent slot to the po
         return copy?.reached === true;
       }, { timeoutMs: 15_000, description: `${replica.name}'s fs_archiver copy advanced to ${target} while etcd is frozen` });
     }
+    // node3's WAL comes through node2, so nothing streams from the leader's slot for it: only node3's answers
+    // to the failsafe calls (their `lsn` header) tell the leader how far node3 got. Before, it stayed put until etcd was back.
+    const before = await restartLsn(leader, 'node3');
+    await waitFor(async () => {
+      const [slot] = await sql<{ reached: boolean }>(leader, "SELECT restart_lsn >= $1::pg_lsn AS reached FROM pg_replication_slots WHERE slot_name = 'node3'", [target]);
+      return slot?.reached === true;
+    }, { timeoutMs: 15_000, description: `the leader's slot for node3 (at ${before} when etcd froze) advanced to ${target} while etcd is frozen` });
+    // The wire: a replica answers a failsafe call with its received/replayed position as a decimal byte count.
+    const answer = await fetch(`${node3.apiUrl}/failsafe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: leader.name, conn_url: leader.connectionString(), api_url: `${leader.apiUrl}/patroni` }),
+    });
+    expect(answer.status).toBe(200);
+    expect(await answer.text()).toBe('Accepted');
+    const [{ received }] = await sql<{ received: string }>(node3, "SELECT (GREATEST(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()) - '0/0'::pg_lsn)::text AS received");
+    expect(Number(answer.headers.get('lsn'))).toBeGreaterThanOrEqual(lsnBytes(target));
+    expect(Number(answer.headers.get('lsn'))).toBeLessThanOrEqual(Number(received));
     expect(await isPrimaryServer(leader)).toBe(true);
   } finally {
     cluster.etcd.resume();

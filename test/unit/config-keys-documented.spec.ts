@@ -156,7 +156,7 @@ describe('docs/configuration.md names every configuration key the code accepts',
     expect(unreadable).toEqual([]);
     expect(keys.length).toBeGreaterThan(150);
     expect(new Set(keys.map((accepted) => accepted.section.split('.')[0]))).toEqual(
-      new Set(['', 'restapi', 'etcd3', 'postgresql', 'log', 'watchdog', 'fence', 'event_log', 'bootstrap', 'dynamic']),
+      new Set(['', 'restapi', 'etcd3', 'postgresql', 'log', 'watchdog', 'fence', 'event_log', 'ctl', 'bootstrap', 'dynamic']),
     );
   });
 

@@ -154,13 +154,12 @@ describe('loadConfig', () => {
     expect(config.restapi.verify_client).toBe('optional');
   });
 
-  it('loads a Patroni 3.x patroni.yml for etcd3 unchanged, warning about what it ignores', () => {
+  it('loads a Patroni 3.x patroni.yml for etcd3 unchanged, without a warning', () => {
     const { config, warnings } = loadConfig(join(FIXTURES, 'patroni-3-etcd3.yml'), {});
 
-    expect(warnings).toEqual([
-      'unsupported key ctl ignored',
-    ]);
+    expect(warnings).toEqual([]);
     expect(config).toMatchObject({
+      ctl: { insecure: false },
       scope: 'batman',
       namespace: '/service',
       name: 'postgresql0',

@@ -142,9 +142,11 @@ describe('log keys', () => {
     expect(load({ log: { static_fields: { app: 'x' } } }).warnings).toEqual(['log.static_fields has effect only with log.type: json, as in Patroni']);
   });
 
-  it("accepts a level for one of Patroni's own modules (its acceptance harness writes one) and says it changes nothing", () => {
-    expect(load({ log: { loggers: { 'patroni.postgresql.callback_executor': 'DEBUG' } } }).warnings).toEqual([
-      'log.loggers.patroni.postgresql.callback_executor: Stator writes every line through one logger, so a level per Patroni module changes nothing; log.level applies',
+  it("keeps the levels of Patroni's loggers that have a component here (or an ancestor of one), and says which others change nothing", () => {
+    const { config, warnings } = load({ log: { loggers: { 'patroni.postgresql.callback_executor': 'DEBUG', 'patroni.dcs': 'warning', patroni: 'INFO', 'patroni.postgresql.slots': 'DEBUG', urllib3: 'ERROR' } } });
+    expect(config.log.loggers).toEqual({ 'patroni.postgresql.callback_executor': 'debug', 'patroni.dcs': 'warning', patroni: 'info' });
+    expect(warnings).toEqual([
+      'log.loggers.patroni.postgresql.slots: Stator has no separate source for this Patroni logger, so its level changes nothing (the nearest of patroni, patroni.__main__, patroni.ha, patroni.dcs.etcd3, patroni.api, patroni.postgresql.postmaster, patroni.postgresql.callback_executor applies, else log.level)',
     ]);
     expect(problemsOf(() => load({ log: { loggers: { 'patroni.postmaster': 'LOUD', urllib3: 'LOUD' } } }))).toEqual([
       'log.loggers.patroni.postmaster: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got "LOUD"',

@@ -23,8 +23,8 @@ export function JsonArrayAnswer(status: number, description: string, model: Type
 }
 
 /** A plain-text answer (`text/plain; charset=utf-8`): the operation endpoints' messages, as Patroni's. */
-export function TextAnswer(status: number, description: string): MethodDecorator {
-  return ApiResponse({ status, description, content: { 'text/plain': { schema: { type: 'string' }, example: description } } });
+export function TextAnswer(status: number, description: string, headers?: Record<string, { description: string; schema: SchemaObject }>): MethodDecorator {
+  return ApiResponse({ status, description, ...(headers ? { headers } : {}), content: { 'text/plain': { schema: { type: 'string' }, example: description } } });
 }
 
 /** An answer with a status code and no body (OPTIONS, HEAD, the probes). */

@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { RestApiConfig } from '../../config/config.types';
+import { CtlConfig } from '../../config/ctl-config';
 import { peerTransport, ProbeTransport } from '../peer-probe';
 
 /** How long a member may take to answer a failsafe call (the reference: 2 s). */
@@ -15,8 +16,25 @@ export interface FailsafeCall {
   slots?: Record<string, number>;
 }
 
-/** `POST /failsafe` to one member: true when it answered 200 `Accepted`. */
-export type FailsafeCaller = (apiUrl: string, call: FailsafeCall) => Promise<{ accepted: boolean; answer: string }>;
+/** A member's answer: accepted on 200 `Accepted`; `lsn`, its received/replayed WAL position, when it sent one. */
+export interface FailsafeAnswer {
+  accepted: boolean;
+  answer: string;
+  lsn?: number;
+}
+
+/** `POST /failsafe` to one member. */
+export type FailsafeCaller = (apiUrl: string, call: FailsafeCall) => Promise<FailsafeAnswer>;
+
+/**
+ * The `lsn` header of a member's answer (the reference's: a decimal byte position), or undefined when
+ * absent or not a positive integer: a garbled header must not move a slot.
+ */
+export function lsnHeader(value: string | string[] | undefined): number | undefined {
+  if (typeof value !== 'string' || !/^\d{1,20}$/.test(value.trim())) return undefined;
+  const lsn = Number(value.trim());
+  return Number.isSafeInteger(lsn) && lsn > 0 ? lsn : undefined;
+}
 
 /** The member's `/failsafe` endpoint from its member-key API URL (`http://h:p/patroni` → `http://h:p/failsafe`). */
 export function failsafeUrl(apiUrl: string): string {
@@ -26,19 +44,20 @@ export function failsafeUrl(apiUrl: string): string {
   return url.toString();
 }
 
-export function createFailsafeCaller(restapi: RestApiConfig): FailsafeCaller {
-  const transport = peerTransport(restapi);
+export function createFailsafeCaller(restapi: RestApiConfig, ctl?: CtlConfig): FailsafeCaller {
+  const transport = peerTransport(restapi, ctl);
   return async (apiUrl, call) => {
     try {
-      const { status, body } = await postJson(failsafeUrl(apiUrl), call, transport);
-      return { accepted: status === 200 && body === 'Accepted', answer: `${status} ${body.slice(0, 200)}` };
+      const { status, body, lsn } = await postJson(failsafeUrl(apiUrl), call, transport);
+      const accepted = status === 200 && body === 'Accepted';
+      return { accepted, answer: `${status} ${body.slice(0, 200)}`, ...(accepted && lsn !== undefined ? { lsn } : {}) };
     } catch (error) {
       return { accepted: false, answer: (error as Error).message };
     }
   };
 }
 
-function postJson(url: string, payload: unknown, transport: ProbeTransport): Promise<{ status: number; body: string }> {
+function postJson(url: string, payload: unknown, transport: ProbeTransport): Promise<{ status: number; body: string; lsn?: number }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const body = JSON.stringify(payload);
@@ -51,7 +70,7 @@ function postJson(url: string, payload: unknown, transport: ProbeTransport): Pro
     const request = (target.protocol === 'https:' ? https : http).request(target, options, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), lsn: lsnHeader(response.headers.lsn) }));
       response.on('close', () => reject(new Error('connection closed before the end of the answer')));
       response.on('error', reject);
     });

@@ -9,16 +9,29 @@ import { FailsafeCall } from './failsafe-caller';
 export class FailsafeState {
   /** Leader side: when the last round every member accepted was started (epoch ms), 0 when none counts. */
   private roundStartedAt = 0;
+  /** Leader side: the WAL position each member answered that round with (member name → byte position). */
+  private answeredPositions: Record<string, number> = {};
   /** Member side: the last leader whose call this node accepted, and when. */
   private acceptedLeader: (FailsafeCall & { at: number }) | null = null;
 
-  roundAccepted(startedAt: number): void {
+  /**
+   * `answers`: each member's answer; the WAL positions they carry move the leader's idle slots for members
+   * that cascade from another member meanwhile (as the reference).
+   */
+  roundAccepted(startedAt: number, answers: ReadonlyArray<{ name: string; lsn?: number }> = []): void {
     this.roundStartedAt = startedAt;
+    this.answeredPositions = Object.fromEntries(answers.flatMap((answer) => (answer.lsn !== undefined ? [[answer.name, answer.lsn]] : [])));
   }
 
   /** The DCS answered again, or a round failed: the leader holds its term by the lock alone. */
   leaderEnded(): void {
     this.roundStartedAt = 0;
+    this.answeredPositions = {};
+  }
+
+  /** Where the members said their WAL stands in the last accepted round (empty outside failsafe). */
+  memberPositions(): Record<string, number> {
+    return this.answeredPositions;
   }
 
   accept(call: FailsafeCall, now: number): void {

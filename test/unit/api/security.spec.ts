@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { AddressInfo } from 'node:net';
@@ -279,6 +281,20 @@ describe('API over HTTPS', () => {
 
     expect(reading).toEqual({ name: 'n2', reachable: true, role: 'replica', isPrimary: false, walPosition: 2048, timeline: 3, tags: undefined });
     expect(lastAuthorizationOnGet).toBe(basic('admin', 's3cret'));
+  });
+
+  it("probes a peer that requires client certificates with ctl's certificate, encrypted key and credentials (as Patroni's agent), the node's own API being plain HTTP", async () => {
+    const url = await startApi({ ...tlsSettings('required'), authentication: CREDENTIALS });
+    const encryptedKey = join(dir, 'client-encrypted.key');
+    execFileSync('openssl', ['pkey', '-in', files.clientKey, '-aes256', '-passout', 'pass:k3y-secret', '-out', encryptedKey], { stdio: 'pipe' });
+    const plainApi = { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0' };
+    const ctl = { cacert: files.ca, certfile: files.clientCert, keyfile: encryptedKey, keyfile_password: 'k3y-secret', authentication: CREDENTIALS };
+
+    expect(await createPeerProbe(plainApi, ctl)('n2', url)).toMatchObject({ name: 'n2', reachable: true, walPosition: 2048 });
+    expect(lastAuthorizationOnGet).toBe(basic('admin', 's3cret'));
+    expect(await createPeerProbe({ ...plainApi, cafile: files.ca })('n2', url)).toEqual({ name: 'n2', reachable: false });
+    expect(() => createPeerProbe(plainApi, { ...ctl, keyfile_password: 'wrong' })).toThrow(/^ctl\.keyfile: cannot load the client certificate's private key .*; is ctl\.keyfile_password right\?$/);
+    expect(() => createPeerProbe(plainApi, { ...ctl, keyfile_password: undefined })).toThrow(/set ctl\.keyfile_password$/);
   });
 
   it('sees a TLS peer as unreachable without its CA', async () => {

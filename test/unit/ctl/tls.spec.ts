@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -52,6 +53,52 @@ describe('statorctl over TLS with client certificates', () => {
     const result = await statorctl(['-c', file, 'list', '--format', 'json']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
+  });
+
+  it('decrypts ctl.keyfile with ctl.keyfile_password, and names the key when the password is missing, wrong or not a string', async () => {
+    const encryptedKey = join(dir, 'client-encrypted.key');
+    execFileSync('openssl', ['pkey', '-in', certs.clientKey, '-aes256', '-passout', 'pass:k3y-secret', '-out', encryptedKey], { stdio: 'pipe' });
+    const withCtl = (ctl: Record<string, unknown>) => {
+      const file = join(dir, 'ctl-encrypted.yml');
+      writeFileSync(file, stringify({ scope: 'demo', restapi: { connect_address: node.url.replace('https://', ''), certfile: certs.nodeCert }, ctl: { cacert: certs.ca, certfile: certs.clientCert, keyfile: encryptedKey, ...ctl } }));
+      return statorctl(['-c', file, 'list', '--format', 'json']);
+    };
+    const decrypted = await withCtl({ keyfile_password: 'k3y-secret' });
+    expect(decrypted.stderr).toBe('');
+    expect(JSON.parse(decrypted.stdout)).toHaveLength(3);
+    const wrong = await withCtl({ keyfile_password: 'wrong' });
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/ctl\.keyfile: cannot load the client certificate's private key .*; is ctl\.keyfile_password right\?/);
+    expect(wrong.stderr).not.toContain('wrong');
+    expect((await withCtl({})).stderr).toMatch(/is it encrypted\? set ctl\.keyfile_password/);
+    const notText = await withCtl({ keyfile_password: ['k3y-secret'] });
+    expect(notText.code).toBe(2);
+    expect(notText.stderr).toContain('ctl.keyfile_password: must be a string');
+    expect(notText.stderr).not.toContain('k3y-secret');
+  });
+
+  it('ctl.insecure as patronictl: without a client certificate the server certificate is not checked; with one its CA still is', async () => {
+    const open = new FakeNode({});
+    await open.start({ cert: readFileSync(certs.nodeCert), key: readFileSync(certs.nodeKey) });
+    open.routes['GET /cluster'] = json(clusterDocument(open.url));
+    try {
+      const file = (ctl: Record<string, unknown>) => {
+        const path = join(dir, 'insecure.yml');
+        writeFileSync(path, stringify({ scope: 'demo', restapi: { connect_address: open.url.replace('https://', ''), certfile: certs.nodeCert }, ctl }));
+        return path;
+      };
+      const insecure = await statorctl(['-c', file({ insecure: 'on' }), 'list', '--format', 'json']);
+      expect(insecure.stderr).toBe('');
+      expect(JSON.parse(insecure.stdout)).toHaveLength(3);
+      const withCertificate = await statorctl(['-c', file({ insecure: true, certfile: certs.clientCert, keyfile: certs.clientKey }), 'list']);
+      expect(withCertificate.code).toBe(1);
+      expect(withCertificate.stderr).toMatch(/self[- ]signed|unable to verify|UNABLE_TO_VERIFY/i);
+      const bad = await statorctl(['-c', file({ insecure: 'maybe' }), 'list']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(`ctl.insecure: must be a boolean (true/false, on/off, yes/no), got "maybe"`);
+    } finally {
+      await open.stop();
+    }
   });
 
   it('names the key of a certificate file it cannot read', async () => {
