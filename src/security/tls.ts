@@ -74,7 +74,7 @@ function checkClientKey(options: AgentOptions, ctl: CtlConfig): void {
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error);
     const hint = ctl.keyfile_password === undefined ? 'is it encrypted? set ctl.keyfile_password' : 'is ctl.keyfile_password right?';
-    throw new Error(`${ctl.keyfile ? 'ctl.keyfile' : 'ctl.certfile'}: cannot load the client certificate's private key (${text}); ${hint}`);
+    throw new Error(`${ctl.keyfile ? 'ctl.keyfile' : 'ctl.certfile'}: cannot load the client certificate's private key (${text}); ${hint}`, { cause: error });
   }
 }
 
