@@ -34,6 +34,8 @@ export interface LocalClusterOptions {
   bootstrap?: Record<string, unknown>;
   /** `patroni`: the agents speak Patroni's identifiers (`/patroni`, `patroni_*`), for patronictl. */
   compat?: 'stator' | 'patroni';
+  /** Each node's name, by node index (from 1); default `node<index>`. Clusters sharing one etcd may want names of their own. */
+  nodeName?: (index: number) => string;
   /** Per-node tags, by node index (from 1). */
   tags?: Record<number, Record<string, unknown>>;
   /** Where agent output goes: a log file per node (default), or also this process's stdout. */
@@ -233,7 +235,7 @@ export class LocalNode {
     readonly apiPort: number,
     readonly pgPort: number,
   ) {
-    this.name = `node${index}`;
+    this.name = options.nodeName?.(index) ?? `node${index}`;
     this.dir = join(options.baseDir, this.name);
     this.dataDir = join(this.dir, 'data');
     this.stateDir = join(this.dir, 'state');
