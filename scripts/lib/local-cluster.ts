@@ -18,6 +18,8 @@ export interface LocalClusterOptions {
   /** Where node directories go (created if missing). */
   baseDir: string;
   scope?: string;
+  /** DCS namespace (default `/service`). */
+  namespace?: string;
   /** First node's API port; the others follow. Default: free ports. */
   apiPort?: number;
   /** First node's PostgreSQL port; the others follow. Default: free ports. */
@@ -389,7 +391,7 @@ export class LocalNode {
     const connectHost = o.network?.clusterAddress(this.index) ?? '127.0.0.1';
     return {
       scope: this.scope,
-      namespace: '/service',
+      namespace: o.namespace ?? '/service',
       name: this.name,
       restapi: { listen: `${listenHost}:${this.apiPort}`, connect_address: `${connectHost}:${this.apiPort}`, ...o.restapi },
       etcd3: { hosts: o.network?.etcdHosts ?? [this.etcdEndpoint], ...o.etcd3 },

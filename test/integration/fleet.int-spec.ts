@@ -7,15 +7,21 @@ import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
 
 /**
- * A fleet on one etcd (issue 35, part 6): three 3-node clusters, each its own scope under `/service`, against one
- * 3-member etcd cluster, as a platform team runs them. One cluster fails over (kill -9 of its leader's agent and
- * postmaster); the others keep their leaders, and each cluster's event log and /history hold its own nodes only.
+ * A fleet on one etcd (issue 35, part 6): three 3-node clusters against one 3-member etcd cluster, as a platform team
+ * runs them: two scopes under `/service`, and the first scope again under `/staging` (a cluster is its namespace and
+ * scope together, as in Patroni). One cluster fails over (kill -9 of its leader's agent and postmaster); the others
+ * keep their leaders, and each cluster's event log and /history hold its own nodes only.
  * Nine PostgreSQL servers and agents: about 40 s on a shared 2-core machine (healthy after 25-30 s).
  */
 const TTL = 10;
 const LOOP_WAIT = 2;
 const RETRY_TIMEOUT = 4;
-const SCOPES = ['fleet-a', 'fleet-b', 'fleet-c'] as const;
+/** Node names of their own per cluster (`a1`, `b2`...), so an event in the wrong cluster's log names a stranger. */
+const FLEET = [
+  { namespace: '/service', scope: 'fleet-a', nodePrefix: 'a' },
+  { namespace: '/service', scope: 'fleet-b', nodePrefix: 'b' },
+  { namespace: '/staging', scope: 'fleet-a', nodePrefix: 'c' },
+] as const;
 
 jest.setTimeout(180_000);
 
@@ -24,8 +30,6 @@ let baseDir: string;
 let fleet: LocalCluster[];
 const measured: Record<string, number> = {};
 
-/** Node names of their own per cluster (`a1`, `b2`...), so an event in the wrong cluster's log names a stranger. */
-const nodeNameOf = (scope: string) => (index: number) => `${scope.slice(-1)}${index}`;
 
 beforeAll(async () => {
   const started = Date.now();
@@ -33,12 +37,13 @@ beforeAll(async () => {
   chmodSync(baseDir, 0o755); // PostgreSQL runs as its own OS user, which must reach each cluster's directory
   etcd = await startEtcdCluster({ members: 3 });
   fleet = await Promise.all(
-    SCOPES.map((scope) =>
+    FLEET.map(({ namespace, scope, nodePrefix }) =>
       LocalCluster.start({
         nodes: 3,
-        baseDir: join(baseDir, scope),
+        baseDir: join(baseDir, nodePrefix),
+        namespace,
         scope,
-        nodeName: nodeNameOf(scope),
+        nodeName: (index) => `${nodePrefix}${index}`,
         sharedEtcd: etcd.handle,
         etcd3: { hosts: etcd.endpoints },
         ttl: TTL,
@@ -71,7 +76,9 @@ async function etcdRange(key: string): Promise<string | null> {
   return body.kvs?.[0] ? Buffer.from(body.kvs[0].value, 'base64').toString() : null;
 }
 
-const leaderKeyOf = (cluster: LocalCluster) => etcdRange(`/service/${cluster.scope}/leader`);
+const leaderKeyOf = (cluster: LocalCluster) => etcdRange(`${FLEET[fleet.indexOf(cluster)].namespace}/${cluster.scope}/leader`);
+/** The cluster's namespace and scope, which name it (two clusters share a scope). */
+const nameOf = (cluster: LocalCluster) => `${FLEET[fleet.indexOf(cluster)].namespace}/${cluster.scope}`;
 
 /** Every event the node's `GET /events` serves (one page: the fleet's logs are far below its 10,000). */
 async function eventsServedBy(node: LocalNode): Promise<RecordedEvent[]> {
@@ -96,7 +103,7 @@ async function timelineOf(node: LocalNode): Promise<unknown> {
  * not answer in time is no sighting (the fleet's etcd is busy during a failover), so the count of sightings is kept.
  */
 function watchLeaders(clusters: LocalCluster[]) {
-  const holders = new Map(clusters.map((cluster) => [cluster.scope, new Set<string | null>()]));
+  const holders = new Map(clusters.map((cluster) => [cluster, new Set<string | null>()]));
   let sightings = 0;
   let stopped = false;
   const loop = (async () => {
@@ -105,7 +112,7 @@ function watchLeaders(clusters: LocalCluster[]) {
         clusters.map(async (cluster) => {
           const holder = await leaderKeyOf(cluster).catch(() => undefined);
           if (holder === undefined) return;
-          holders.get(cluster.scope)!.add(holder);
+          holders.get(cluster)!.add(holder);
           sightings++;
         }),
       );
@@ -121,11 +128,11 @@ function watchLeaders(clusters: LocalCluster[]) {
   };
 }
 
-describe('three clusters sharing one 3-member etcd', () => {
+describe('three clusters sharing one 3-member etcd, two of them one scope in two namespaces', () => {
   let failedOverAt = 0;
   let oldLeaderOfA: LocalNode;
   let newLeaderOfA: LocalNode;
-  const historyBefore = new Map<string, unknown[][]>();
+  const historyBefore = new Map<LocalCluster, unknown[][]>();
 
   it("fails one cluster over without moving the other clusters' leaders", async () => {
     const [a, ...others] = fleet;
@@ -134,24 +141,26 @@ describe('three clusters sharing one 3-member etcd', () => {
     const otherLeaders = leaders.slice(1);
     for (const [index, cluster] of fleet.entries()) {
       expect(await leaderKeyOf(cluster)).toBe(leaders[index].name);
-      historyBefore.set(cluster.scope, await historyServedBy(leaders[index]));
+      historyBefore.set(cluster, await historyServedBy(leaders[index]));
     }
     const timelinesBefore = await Promise.all(otherLeaders.map(timelineOf));
 
     const watch = watchLeaders(others);
     failedOverAt = Date.now();
-    await oldLeaderOfA.powerCut(); // SIGKILL of its agent, fence, postmaster and backends
+    const postmaster = oldLeaderOfA.postmasterPid()!;
+    await oldLeaderOfA.killAgent();
+    process.kill(postmaster, 'SIGKILL');
     newLeaderOfA = await a.waitForLeader((TTL + 20) * 1000, [oldLeaderOfA.name]);
     measured.failoverMs = Date.now() - failedOverAt;
     // The others keep being watched while the new leader settles in (its first cycles write the most to etcd).
-    await waitFor(async () => (await leaderKeyOf(a)) === newLeaderOfA.name, { timeoutMs: 10_000, description: `${a.scope}'s leader key names ${newLeaderOfA.name}` });
+    await waitFor(async () => (await leaderKeyOf(a)) === newLeaderOfA.name, { timeoutMs: 10_000, description: `${nameOf(a)}'s leader key names ${newLeaderOfA.name}` });
     await new Promise((resolve) => setTimeout(resolve, 2 * LOOP_WAIT * 1000));
     const { holders, sightings } = await watch.stop();
 
     expect(a.nodes.map((node) => node.name)).toContain(newLeaderOfA.name);
     expect(sightings).toBeGreaterThan(20);
     for (const [index, cluster] of others.entries()) {
-      expect([...holders.get(cluster.scope)!]).toEqual([otherLeaders[index].name]);
+      expect([...holders.get(cluster)!]).toEqual([otherLeaders[index].name]);
       expect(await cluster.primaries()).toEqual([otherLeaders[index].name]);
     }
     expect(await Promise.all(otherLeaders.map(timelineOf))).toEqual(timelinesBefore);
@@ -160,34 +169,34 @@ describe('three clusters sharing one 3-member etcd', () => {
   it("keeps the three event logs and /history apart: no event of one cluster's nodes in another's log", async () => {
     expect(newLeaderOfA).toBeDefined();
     const [a, ...others] = fleet;
-    const served = new Map<string, RecordedEvent[]>();
+    const served = new Map<LocalCluster, RecordedEvent[]>();
     for (const cluster of fleet) {
       const node = cluster === a ? newLeaderOfA : await cluster.waitForLeader(10_000);
-      served.set(cluster.scope, await eventsServedBy(node));
+      served.set(cluster, await eventsServedBy(node));
     }
     for (const cluster of fleet) {
-      const events = served.get(cluster.scope)!;
+      const events = served.get(cluster)!;
       const names = new Set(cluster.nodes.map((node) => node.name));
       expect(events.length).toBeGreaterThan(10);
       expect([...new Set(events.map((event) => event.node))].filter((name) => !names.has(name))).toEqual([]);
     }
 
     // The failover is in a's log, and in no other.
-    const acquiredSince = (scope: string) => served.get(scope)!.filter((event) => event.type === 'leader.acquired' && Date.parse(event.at) >= failedOverAt);
-    expect(acquiredSince(a.scope).map((event) => event.node)).toContain(newLeaderOfA.name);
-    for (const cluster of others) expect(acquiredSince(cluster.scope)).toEqual([]);
+    const acquiredSince = (cluster: LocalCluster) => served.get(cluster)!.filter((event) => event.type === 'leader.acquired' && Date.parse(event.at) >= failedOverAt);
+    expect(acquiredSince(a).map((event) => event.node)).toContain(newLeaderOfA.name);
+    for (const cluster of others) expect(acquiredSince(cluster)).toEqual([]);
 
     // a's /history gains the new timeline, led by its new leader; the others' stay as they were.
     const historyOfA = await waitFor(
       async () => {
         const history = await historyServedBy(newLeaderOfA);
-        return history.length > historyBefore.get(a.scope)!.length ? history : null;
+        return history.length > historyBefore.get(a)!.length ? history : null;
       },
-      { timeoutMs: 20_000, description: `a timeline switch in ${a.scope}'s /history` },
+      { timeoutMs: 20_000, description: `a timeline switch in ${nameOf(a)}'s /history` },
     );
     expect(historyOfA.at(-1)?.[4]).toBe(newLeaderOfA.name);
     for (const cluster of others) {
-      expect(await historyServedBy(await cluster.waitForLeader(10_000))).toEqual(historyBefore.get(cluster.scope));
+      expect(await historyServedBy(await cluster.waitForLeader(10_000))).toEqual(historyBefore.get(cluster));
     }
   });
 });
