@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { RecordedEvent } from '../../src/events/event';
@@ -198,5 +199,20 @@ describe('three clusters sharing one 3-member etcd, two of them one scope in two
     for (const cluster of others) {
       expect(await historyServedBy(await cluster.waitForLeader(10_000))).toEqual(historyBefore.get(cluster));
     }
+  });
+
+  it('`stator audit export` reads the log of the scope in the namespace it is given (`/service` without --namespace)', () => {
+    const exportOf = (...namespace: string[]) => {
+      const run = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'export', '--etcd', etcd.endpoints.join(','), '--scope', 'fleet-a', ...namespace], {
+        cwd: join(__dirname, '..', '..'),
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(run.stderr).toBe('');
+      expect(run.status).toBe(0);
+      return new Set(run.stdout.trim().split('\n').map((line) => (JSON.parse(line) as RecordedEvent).node));
+    };
+    expect([...exportOf()].sort()).toEqual(['a1', 'a2', 'a3']);
+    expect([...exportOf('--namespace', '/staging')].sort()).toEqual(['c1', 'c2', 'c3']);
   });
 });
