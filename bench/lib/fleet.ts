@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { EtcdCluster } from '../../scripts/lib/etcd-cluster';
 import { BenchCluster, Kind, StatorBenchCluster, Timing } from './cluster';
-import { track } from './cleanup';
+import { track, untrack } from './cleanup';
 import { waitHealthy } from './health';
 import { PatroniBenchCluster } from './patroni-cluster';
 import { cpuSeconds, memory } from './proc';
@@ -23,19 +23,29 @@ export interface Fleet {
 export async function startFleet(kind: Kind, count: number, baseDir: string, timing: Timing, etcd: EtcdCluster, batch: number): Promise<Fleet> {
   const started = now();
   const clusters: BenchCluster[] = [];
-  for (let first = 1; first <= count; first += batch) {
-    const scopes = Array.from({ length: Math.min(batch, count - first + 1) }, (_, i) => `fleet-${first + i}`);
-    const starting = await Promise.all(
-      scopes.map(async (scope) => {
-        const dir = join(baseDir, scope);
-        const cluster = kind === 'stator' ? await StatorBenchCluster.start(dir, timing, scope, etcd) : await PatroniBenchCluster.start(dir, timing, scope, etcd);
-        track(cluster);
-        return cluster;
-      }),
-    );
-    clusters.push(...starting);
-    await Promise.all(starting.map((cluster) => waitHealthy(cluster, 300_000)));
-    log(`${kind}: ${clusters.length} of ${count} clusters healthy`);
+  /** Every cluster started so far, in the order they started (a failed batch's too). */
+  const launched: BenchCluster[] = [];
+  try {
+    for (let first = 1; first <= count; first += batch) {
+      const scopes = Array.from({ length: Math.min(batch, count - first + 1) }, (_, i) => `fleet-${first + i}`);
+      const starting = await Promise.all(
+        scopes.map(async (scope) => {
+          const dir = join(baseDir, scope);
+          const cluster = kind === 'stator' ? await StatorBenchCluster.start(dir, timing, scope, etcd) : await PatroniBenchCluster.start(dir, timing, scope, etcd);
+          track(cluster);
+          launched.push(cluster);
+          return cluster;
+        }),
+      );
+      clusters.push(...starting);
+      await Promise.all(starting.map((cluster) => waitHealthy(cluster, 300_000)));
+      log(`${kind}: ${clusters.length} of ${count} clusters healthy`);
+    }
+  } catch (error) {
+    // The next fleet must not run beside this one's remains.
+    await Promise.all(launched.map((cluster) => cluster.stop()));
+    launched.forEach(untrack);
+    throw error;
   }
   return { kind, etcd, clusters, startMs: now() - started };
 }
