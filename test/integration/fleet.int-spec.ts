@@ -12,7 +12,7 @@ import { waitFor } from '../../scripts/lib/wait-for';
  * runs them: two scopes under `/service`, and the first scope again under `/staging` (a cluster is its namespace and
  * scope together, as in Patroni). One cluster fails over (kill -9 of its leader's agent and postmaster); the others
  * keep their leaders, and each cluster's event log and /history hold its own nodes only.
- * Nine PostgreSQL servers and agents: about 40 s on a shared 2-core machine (healthy after 25-30 s).
+ * Nine PostgreSQL servers and agents: 30-70 s on a shared 2-core machine, most of it their start.
  */
 const TTL = 10;
 const LOOP_WAIT = 2;
@@ -30,7 +30,6 @@ let etcd: EtcdCluster;
 let baseDir: string;
 let fleet: LocalCluster[];
 const measured: Record<string, number> = {};
-
 
 beforeAll(async () => {
   const started = Date.now();
