@@ -8,7 +8,9 @@ export function renderFleetReport(results: FleetResults): string {
   const t = o.timing.values;
   const runs = [...results.runs].sort((a, b) => a.clusters - b.clusters || a.kind.localeCompare(b.kind));
   const label = (run: FleetRun) => [String(run.clusters), run.kind, String(run.agents)];
-  const kinds = REQUEST_KINDS.filter((kind) => runs.some((run) => run.load.requestsPerSecond[kind] > 0));
+  const called = (kind: string) => runs.some((run) => (run.load.requestsPerSecond[kind] ?? 0) > 0);
+  const others = [...new Set(runs.flatMap((run) => Object.keys(run.load.requestsPerSecond)))].filter((kind) => !(REQUEST_KINDS as readonly string[]).includes(kind));
+  const kinds = [...REQUEST_KINDS, ...others.sort()].filter(called);
   const MiB = 1024 * 1024;
   const lines = [
     `# A fleet on one etcd, ${results.date}`,
@@ -28,7 +30,7 @@ export function renderFleetReport(results: FleetResults): string {
       ['clusters', 'product', 'agents', ...kinds, 'all', 'watch events', 'per agent per minute'],
       runs.map((run) => [
         ...label(run),
-        ...kinds.map((kind) => fmt(run.load.requestsPerSecond[kind], 2)),
+        ...kinds.map((kind) => fmt(run.load.requestsPerSecond[kind] ?? 0, 2)),
         fmt(run.load.allRequestsPerSecond, 1),
         fmt(run.load.watchEventsPerSecond, 2),
         fmt(run.perAgentPerMinute.requests, 1),

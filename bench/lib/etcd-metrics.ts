@@ -54,14 +54,31 @@ const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 const summedOverMembers = (scrape: EtcdScrape, name: string, labels: string[] = []) => sum(scrape.members.map((m) => sum(samples(m, name, labels))));
 const largestOverMembers = (scrape: EtcdScrape, name: string) => Math.max(...scrape.members.map((m) => sum(samples(m, name))));
 
-/** gRPC methods of etcd's client API, as etcd labels them (`grpc_method`), each a request kind of the table. */
+/**
+ * gRPC methods of etcd's client API, as etcd labels them (`grpc_method`), in the order the tables show them; any other
+ * method of etcd's services that was called (Status, MemberList...) follows them.
+ */
 export const REQUEST_KINDS = ['Range', 'Txn', 'Put', 'DeleteRange', 'LeaseGrant', 'LeaseKeepAlive', 'LeaseRevoke', 'LeaseTimeToLive', 'Watch'] as const;
+
+/** Every method of etcd's own services (`etcdserverpb.*`, not gRPC's health service) that the scrape has a counter for. */
+function etcdMethods(scrape: EtcdScrape): string[] {
+  const methods = new Set<string>();
+  for (const member of scrape.members) {
+    for (const key of member.keys()) {
+      if (!key.startsWith('grpc_server_msg_received_total{') || !key.includes('grpc_service="etcdserverpb.')) continue;
+      const method = /grpc_method="([^"]+)"/.exec(key)?.[1];
+      if (method) methods.add(method);
+    }
+  }
+  return [...methods];
+}
 
 export interface EtcdLoad {
   seconds: number;
   /**
    * Requests per second by gRPC method: messages etcd received (`grpc_server_msg_received_total`), so a keep-alive
-   * stream counts each keep-alive and a watch stream each create or cancel. Requests through etcd's JSON gateway (which
+   * stream counts each keep-alive and a watch stream each create or cancel; every REQUEST_KINDS method, then any other
+   * method of etcd's that was called in the window. Requests through etcd's JSON gateway (which
    * both agents use) reach its gRPC server too and count the same.
    */
   requestsPerSecond: Record<string, number>;
@@ -96,6 +113,10 @@ export function etcdLoad(before: EtcdScrape, after: EtcdScrape): EtcdLoad {
   const requestsPerSecond: Record<string, number> = {};
   for (const kind of REQUEST_KINDS) {
     requestsPerSecond[kind] = rate('grpc_server_msg_received_total', [`grpc_method="${kind}"`, 'grpc_service="etcdserverpb.']);
+  }
+  for (const method of etcdMethods(after).filter((m) => !(REQUEST_KINDS as readonly string[]).includes(m))) {
+    const perSecond = rate('grpc_server_msg_received_total', [`grpc_method="${method}"`, 'grpc_service="etcdserverpb.']);
+    if (perSecond > 0) requestsPerSecond[method] = perSecond;
   }
   const growth = (name: string) => ((largestOverMembers(after, name) - largestOverMembers(before, name)) / seconds) * 3600;
   return {

@@ -67,6 +67,8 @@ describe("etcd's load between two scrapes of /metrics", () => {
       'grpc_server_msg_received_total{grpc_method="Range",grpc_service="etcdserverpb.KV",grpc_type="unary"} 150',
       'grpc_server_msg_received_total{grpc_method="LeaseKeepAlive",grpc_service="etcdserverpb.Lease",grpc_type="bidi_stream"} 30',
       'grpc_server_msg_received_total{grpc_method="Watch",grpc_service="grpc.health.v1.Health",grpc_type="server_stream"} 7',
+      'grpc_server_msg_received_total{grpc_method="Status",grpc_service="etcdserverpb.Maintenance",grpc_type="unary"} 5',
+      'grpc_server_msg_received_total{grpc_method="MemberList",grpc_service="etcdserverpb.Cluster",grpc_type="unary"} 0',
       'etcd_network_client_grpc_received_bytes_total 6000',
       'etcd_debugging_mvcc_watcher_total 5',
       'etcd_mvcc_db_total_size_in_bytes 2097152',
@@ -87,7 +89,9 @@ describe("etcd's load between two scrapes of /metrics", () => {
     expect(load.requestsPerSecond.Range).toBe(10); // (50 + 50) / 10 s
     expect(load.requestsPerSecond.LeaseKeepAlive).toBe(2);
     expect(load.requestsPerSecond.Watch).toBe(0); // the gRPC health service's Watch is not etcd's
-    expect(load.allRequestsPerSecond).toBe(12);
+    expect(load.requestsPerSecond.Status).toBe(0.5); // a method beyond the usual kinds, called in the window
+    expect(load.requestsPerSecond).not.toHaveProperty('MemberList'); // one not called
+    expect(load.allRequestsPerSecond).toBe(12.5);
     expect(load.bytesInPerSecond).toBe(900);
     expect(load.watchers).toBe(8);
   });
