@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { EtcdHandle } from '../../scripts/lib/etcd';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { httpCode, httpJson } from './http';
 import { killPid, Stoppable } from './cleanup';
@@ -14,6 +15,12 @@ export interface Timing {
 
 export const PG_PASSWORD = 'postgres';
 export const PG_BIN_DIR = '/usr/lib/postgresql/15/bin';
+
+/** An etcd that several clusters share (`npm run fleet-bench`): every member's endpoint, and a handle that stop() leaves running. */
+export interface SharedEtcd {
+  handle: EtcdHandle;
+  endpoints: string[];
+}
 
 /** One agent + its PostgreSQL, whatever the agent is. */
 export interface BenchNode {
@@ -104,7 +111,7 @@ class StatorBenchNode implements BenchNode {
   }
 }
 
-/** A 3-node Stator cluster from scripts/lib/local-cluster.ts (its own etcd, `stator` processes). */
+/** A 3-node Stator cluster from scripts/lib/local-cluster.ts (its own etcd unless it is given one to share, `stator` processes). */
 export class StatorBenchCluster implements BenchCluster {
   readonly kind = 'stator' as const;
   readonly statusPath = '/stator';
@@ -119,11 +126,12 @@ export class StatorBenchCluster implements BenchCluster {
     this.label = `stator(ttl ${timing.ttl})`;
   }
 
-  static async start(baseDir: string, timing: Timing, scope: string): Promise<StatorBenchCluster> {
+  static async start(baseDir: string, timing: Timing, scope: string, sharedEtcd?: SharedEtcd): Promise<StatorBenchCluster> {
     const cluster = await LocalCluster.start({
       nodes: 3,
       baseDir: join(baseDir),
       scope,
+      ...(sharedEtcd && { sharedEtcd: sharedEtcd.handle, etcd3: { hosts: sharedEtcd.endpoints } }),
       ttl: timing.ttl,
       loopWait: timing.loopWait,
       retryTimeout: timing.retryTimeout,

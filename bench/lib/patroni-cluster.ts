@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { EtcdHandle, startEtcd } from '../../scripts/lib/etcd';
 import { freePort } from '../../scripts/lib/ports';
-import { BenchCluster, BenchNode, PG_BIN_DIR, PG_PASSWORD, postmasterOf, Timing } from './cluster';
+import { BenchCluster, BenchNode, PG_BIN_DIR, PG_PASSWORD, postmasterOf, SharedEtcd, Timing } from './cluster';
 import { isAlive, killPid } from './cleanup';
 import { sleep } from './util';
 
@@ -28,19 +28,22 @@ export class PatroniBenchCluster implements BenchCluster {
     readonly nodes: PatroniNode[],
     readonly scope: string,
     readonly timing: Timing,
+    private readonly etcdShared: boolean,
   ) {
     this.label = `patroni(ttl ${timing.ttl})`;
   }
 
-  static async start(baseDir: string, timing: Timing, scope: string): Promise<PatroniBenchCluster> {
+  /** With `sharedEtcd`, the cluster uses it (every member in `etcd3.hosts`) instead of starting one, and stop() leaves it running. */
+  static async start(baseDir: string, timing: Timing, scope: string, sharedEtcd?: SharedEtcd): Promise<PatroniBenchCluster> {
     mkdirSync(baseDir, { recursive: true });
     chmodSync(baseDir, 0o755); // the postgres OS user must reach the node directories
-    const etcd = await startEtcd();
+    const etcd = sharedEtcd?.handle ?? (await startEtcd());
+    const etcdHosts = sharedEtcd?.endpoints ?? [etcd.endpoint];
     const nodes: PatroniNode[] = [];
     for (let index = 1; index <= 3; index++) {
-      nodes.push(new PatroniNode(index, baseDir, scope, timing, etcd.endpoint, await freePort(), await freePort()));
+      nodes.push(new PatroniNode(index, baseDir, scope, timing, etcdHosts, await freePort(), await freePort()));
     }
-    const cluster = new PatroniBenchCluster(etcd, nodes, scope, timing);
+    const cluster = new PatroniBenchCluster(etcd, nodes, scope, timing, Boolean(sharedEtcd));
     for (const node of nodes) node.startAgent();
     return cluster;
   }
@@ -51,7 +54,7 @@ export class PatroniBenchCluster implements BenchCluster {
 
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.stop()));
-    await this.etcd.stop();
+    if (!this.etcdShared) await this.etcd.stop();
   }
 
   pids(): number[] {
@@ -74,7 +77,7 @@ class PatroniNode implements BenchNode {
     baseDir: string,
     private readonly scope: string,
     private readonly timing: Timing,
-    private readonly etcdEndpoint: string,
+    private readonly etcdHosts: string[],
     readonly apiPort: number,
     readonly pgPort: number,
   ) {
@@ -165,7 +168,8 @@ class PatroniNode implements BenchNode {
       name: this.name,
       dir: this.dir,
       dataDir: this.dataDir,
-      etcdEndpoint: this.etcdEndpoint,
+      etcdEndpoint: this.etcdHosts[0],
+      etcdHosts: this.etcdHosts,
       apiPort: this.apiPort,
       pgPort: this.pgPort,
       timing: this.timing,
@@ -180,6 +184,8 @@ export interface PatroniNodeSettings {
   dir: string;
   dataDir: string;
   etcdEndpoint: string;
+  /** Every etcd member, when there are several (default: `etcdEndpoint` alone). */
+  etcdHosts?: string[];
   apiPort: number;
   pgPort: number;
   timing: Timing;
@@ -197,7 +203,7 @@ export function patroniNodeConfig(node: PatroniNodeSettings): Record<string, unk
     name: node.name,
     log: { level: 'INFO' },
     restapi: { listen: `127.0.0.1:${node.apiPort}`, connect_address: `127.0.0.1:${node.apiPort}` },
-    etcd3: { hosts: [node.etcdEndpoint] },
+    etcd3: { hosts: node.etcdHosts ?? [node.etcdEndpoint] },
     bootstrap: {
       dcs: {
         ttl: t.ttl,

@@ -144,7 +144,7 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHan
  * Whether etcd serves reads: a linearizable read succeeds only once the member has elected itself
  * leader (it answers `/version` earlier). Over TLS, with the client certificate etcd demands.
  */
-function readinessProbe(endpoint: string, tls: EtcdTlsFiles | undefined): { endpoint: string; probe: () => Promise<boolean> } {
+export function readinessProbe(endpoint: string, tls: EtcdTlsFiles | undefined): { endpoint: string; probe: () => Promise<boolean> } {
   const dispatcher = tls ? new Agent({ connect: { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) } }) : undefined;
   const probe = async () => {
     const response = await fetch(`${tls ? 'https' : 'http'}://${endpoint}/v3/kv/range`, {

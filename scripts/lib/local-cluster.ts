@@ -18,6 +18,8 @@ export interface LocalClusterOptions {
   /** Where node directories go (created if missing). */
   baseDir: string;
   scope?: string;
+  /** DCS namespace (default `/service`). */
+  namespace?: string;
   /** First node's API port; the others follow. Default: free ports. */
   apiPort?: number;
   /** First node's PostgreSQL port; the others follow. Default: free ports. */
@@ -34,6 +36,8 @@ export interface LocalClusterOptions {
   bootstrap?: Record<string, unknown>;
   /** `patroni`: the agents speak Patroni's identifiers (`/patroni`, `patroni_*`), for patronictl. */
   compat?: 'stator' | 'patroni';
+  /** Each node's name, by node index (from 1); default `node<index>`. Clusters sharing one etcd may want names of their own. */
+  nodeName?: (index: number) => string;
   /** Per-node tags, by node index (from 1). */
   tags?: Record<number, Record<string, unknown>>;
   /** Per-node `site`, by node index (from 1); none when absent. */
@@ -237,7 +241,7 @@ export class LocalNode {
     readonly apiPort: number,
     readonly pgPort: number,
   ) {
-    this.name = `node${index}`;
+    this.name = options.nodeName?.(index) ?? `node${index}`;
     this.dir = join(options.baseDir, this.name);
     this.dataDir = join(this.dir, 'data');
     this.stateDir = join(this.dir, 'state');
@@ -396,7 +400,7 @@ export class LocalNode {
     const connectHost = o.network?.clusterAddress(this.index) ?? '127.0.0.1';
     return {
       scope: this.scope,
-      namespace: '/service',
+      namespace: o.namespace ?? '/service',
       name: this.name,
       restapi: { listen: `${listenHost}:${this.apiPort}`, connect_address: `${connectHost}:${this.apiPort}`, ...o.restapi },
       etcd3: { hosts: o.network?.etcdHosts ?? [this.etcdEndpoint], ...o.etcd3 },

@@ -1,0 +1,86 @@
+import type { FleetResults, FleetRun } from './fleet-run';
+import { REQUEST_KINDS } from './lib/etcd-metrics';
+import { fmt, table } from './lib/report';
+
+/** The fleet bench's markdown report: three tables (etcd's requests, etcd's resources, the agents and the failover). */
+export function renderFleetReport(results: FleetResults): string {
+  const o = results.options;
+  const t = o.timing.values;
+  const runs = [...results.runs].sort((a, b) => a.clusters - b.clusters || a.kind.localeCompare(b.kind));
+  const label = (run: FleetRun) => [String(run.clusters), run.kind, String(run.agents)];
+  const called = (kind: string) => runs.some((run) => (run.load.requestsPerSecond[kind] ?? 0) > 0);
+  const others = [...new Set(runs.flatMap((run) => Object.keys(run.load.requestsPerSecond)))].filter((kind) => !(REQUEST_KINDS as readonly string[]).includes(kind));
+  const kinds = [...REQUEST_KINDS, ...others.sort()].filter(called);
+  const MiB = 1024 * 1024;
+  const lines = [
+    `# A fleet on one etcd, ${results.date}`,
+    '',
+    `Fleets of ${o.counts.join(', ')} clusters of 3 nodes (${o.products.join(' and ')}), each on a fresh 3-member etcd cluster ` +
+      `(etcd's own heartbeat and election timeouts), ttl ${t.ttl} / loop_wait ${t.loopWait} / retry_timeout ${t.retryTimeout}; ` +
+      `measured over ${o.windowSeconds} s after every cluster was healthy and ${o.settleSeconds} s more. ` +
+      `Run took ${(results.durationS / 60).toFixed(1)} min.`,
+    '',
+    ...Object.entries(results.environment).map(([key, value]) => `- ${key}: ${value}`),
+    '',
+    '## etcd requests per second, by kind',
+    '',
+    'Messages etcd received per gRPC method, every member together (a keep-alive stream counts each keep-alive; `Watch` counts creates and cancels); watch events are the events etcd sent to watchers.',
+    '',
+    table(
+      ['clusters', 'product', 'agents', ...kinds, 'all', 'watch events', 'per agent per minute'],
+      runs.map((run) => [
+        ...label(run),
+        ...kinds.map((kind) => fmt(run.load.requestsPerSecond[kind] ?? 0, 2)),
+        fmt(run.load.allRequestsPerSecond, 1),
+        fmt(run.load.watchEventsPerSecond, 2),
+        fmt(run.perAgentPerMinute.requests, 1),
+      ]),
+    ),
+    '',
+    '## etcd: bytes, watchers, resources, database, write latency',
+    '',
+    'Bytes are etcd\'s gRPC counters (`etcd_network_client_grpc_received_bytes_total` / `..._sent_...`); CPU and RSS are the three members\' together (/proc); the database figures are the largest member\'s, its growth scaled to an hour from the window; p99 from the histograms\' buckets (upper bound).',
+    '',
+    table(
+      ['clusters', 'product', 'agents', 'KiB/s in', 'KiB/s out', 'KiB in / agent / min', 'KiB out / agent / min', 'writes/s', 'watchers', 'watch streams', 'etcd CPU s/min', 'etcd RSS MiB', 'db MiB', 'db in use MiB', 'db growth MiB/h', 'keys', 'WAL fsync p99 ms', 'commit p99 ms'],
+      runs.map((run) => [
+        ...label(run),
+        fmt(run.load.bytesInPerSecond / 1024, 2),
+        fmt(run.load.bytesOutPerSecond / 1024, 2),
+        fmt(run.perAgentPerMinute.bytesIn / 1024, 2),
+        fmt(run.perAgentPerMinute.bytesOut / 1024, 2),
+        fmt(run.load.proposalsPerSecond, 1),
+        fmt(run.load.watchers),
+        fmt(run.load.watchStreams),
+        fmt(run.usage.etcdCpuPerMinute, 2),
+        fmt(run.usage.etcdRssMiB),
+        fmt(run.load.dbSizeBytes / MiB, 1),
+        fmt(run.load.dbInUseBytes / MiB, 1),
+        fmt(run.load.dbGrowthBytesPerHour / MiB, 1),
+        fmt(run.load.keys),
+        fmt(run.load.walFsyncP99Ms, 1),
+        fmt(run.load.backendCommitP99Ms, 1),
+      ]),
+    ),
+    '',
+    '## Agents at idle, and one cluster\'s failover while the others run',
+    '',
+    'Per agent (Stator\'s with its fence): CPU seconds per minute of the window and RSS at its end, median (max). Failover: `kill -9` of fleet-1\'s leader agent and postmaster, until another node answers 200 on `/primary`; the write gap of a client writing through it; whether any other cluster\'s leader changed meanwhile.',
+    '',
+    table(
+      ['clusters', 'product', 'agents', 'healthy after s', 'agent CPU s/min', 'agent RSS MiB', 'failover ms', 'write gap ms', 'rejoin ms', 'other leaders moved'],
+      runs.map((run) => [
+        ...label(run),
+        fmt(run.startMs / 1000),
+        `${fmt(run.usage.agentCpuPerMinute.median, 2)} (${fmt(run.usage.agentCpuPerMinute.max, 2)})`,
+        `${fmt(run.usage.agentRssMiB.median, 1)} (${fmt(run.usage.agentRssMiB.max, 1)})`,
+        run.failover ? fmt(run.failover.newPrimaryMs) : 'failed',
+        run.failover ? fmt(run.failover.writes.gapMs) : '—',
+        run.failover ? fmt(run.failover.rejoinMs) : '—',
+        String(run.otherLeadersMoved),
+      ]),
+    ),
+  ];
+  if (results.errors.length) lines.push('', '## Errors', '', ...results.errors.map((error) => `- ${error.split('\n')[0]}`));
+  return lines.join('\n') + '\n';
+}

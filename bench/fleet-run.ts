@@ -1,0 +1,242 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { ETCD_BINARY } from '../scripts/lib/etcd';
+import { EtcdCluster, startEtcdCluster } from '../scripts/lib/etcd-cluster';
+import { Kind, PG_BIN_DIR, primaries } from './lib/cluster';
+import { cleanupAll, killEverythingNow, track, untrack } from './lib/cleanup';
+import { etcdLoad, EtcdLoad, scrapeEtcd } from './lib/etcd-metrics';
+import { Fleet, ProcessUsage, startFleet, startProcessUsage, stopFleet } from './lib/fleet';
+import { FleetOptionError, FleetOptions, FLEET_USAGE, isDefaultRun, parseFleetOptions } from './lib/fleet-options';
+import { waitHealthy } from './lib/health';
+import { PATRONI_BINARY } from './lib/patroni-cluster';
+import { loadAverage, log, now, sleep } from './lib/util';
+import { createWriteTable } from './lib/write-probe';
+import { failover, FailoverRun } from './scenarios/failover';
+import { renderFleetReport } from './fleet-render';
+
+/**
+ * `npm run fleet-bench`: N clusters of 3 nodes against one 3-member etcd cluster, for each N, Stator's fleet and then
+ * Patroni's (Debian's 3.0.2) on a fresh etcd cluster each; what the fleet costs etcd over a settled window, and one
+ * cluster's failover while the others run (see bench/README.md, "A fleet on one etcd").
+ */
+export interface FleetRun {
+  kind: Kind;
+  clusters: number;
+  agents: number;
+  /** From the first cluster's start until every cluster was healthy, ms. */
+  startMs: number;
+  load: EtcdLoad;
+  usage: ProcessUsage;
+  /** etcd's load divided among the agents, per minute. */
+  perAgentPerMinute: { requests: number; bytesIn: number; bytesOut: number };
+  /** kill -9 of fleet-1's leader agent and postmaster while the others run (null: it failed, see failoverError). */
+  failover: FailoverRun | null;
+  failoverError?: string;
+  /** Clusters other than fleet-1 whose leader was not the same after its failover. */
+  otherLeadersMoved: number;
+  loadBefore: string;
+}
+
+export interface FleetResults {
+  date: string;
+  startedAt: string;
+  durationS: number;
+  options: FleetOptions;
+  environment: Record<string, string>;
+  runs: FleetRun[];
+  errors: string[];
+}
+
+const REPO_ROOT = findRepoRoot(__dirname);
+
+async function main(): Promise<void> {
+  let options: FleetOptions;
+  try {
+    options = parseFleetOptions(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof FleetOptionError)) throw error;
+    process.stderr.write(`fleet-bench: ${error.message}\n${FLEET_USAGE}\n`);
+    process.exit(2);
+  }
+  const started = now();
+  const results: FleetResults = {
+    date: new Date().toISOString().slice(0, 10),
+    startedAt: new Date().toISOString(),
+    durationS: 0,
+    options,
+    environment: {},
+    runs: [],
+    errors: [],
+  };
+  preflight(options);
+  results.environment = environment(options.products.includes('patroni'));
+  const baseDir = mkdtempSync(join(tmpdir(), 'stator-fleet-bench-'));
+  chmodSync(baseDir, 0o755); // PostgreSQL runs as the postgres OS user and must reach its directories
+  log(`node directories under ${baseDir}; fleets of ${options.counts.join(', ')} clusters, ${options.windowSeconds} s windows`);
+  try {
+    for (const [index, count] of options.counts.entries()) {
+      // Alternating which product goes first spreads the machine's drift over both.
+      const order = index % 2 === 0 ? options.products : [...options.products].reverse();
+      for (const kind of order) {
+        try {
+          const run = await measureFleet(kind, count, join(baseDir, `${kind}-${count}`), options);
+          results.runs.push(run);
+          if (run.failoverError) results.errors.push(`${kind}, ${count} clusters: ${run.failoverError}`);
+        } catch (error) {
+          results.errors.push(`${kind}, ${count} clusters: ${(error as Error).stack ?? error}`);
+          log(`${kind}, ${count} clusters failed: ${(error as Error).message}`);
+        }
+      }
+    }
+  } finally {
+    await cleanupAll();
+  }
+  results.durationS = (now() - started) / 1000;
+  const report = renderFleetReport(results);
+  const dir = join(REPO_ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const name = `fleet-${results.date}${isDefaultRun(options) ? '' : `-n${options.counts.join('-')}-w${options.windowSeconds}`}`;
+  writeFileSync(join(dir, `${name}.md`), report);
+  writeFileSync(join(dir, `${name}.json`), JSON.stringify(results, null, 1) + '\n');
+  process.stdout.write(`\n${report}\n`);
+  log(`results written to bench/results/${name}.md (${(results.durationS / 60).toFixed(1)} min)`);
+  if (results.errors.length) log(`node directories and logs kept in ${baseDir}`);
+  else rmSync(baseDir, { recursive: true, force: true });
+  process.exitCode = results.errors.length ? 1 : 0;
+}
+
+/** One fleet of one product on a fresh 3-member etcd: start, settle, the measured window, one failover, stop. */
+async function measureFleet(kind: Kind, count: number, baseDir: string, options: FleetOptions): Promise<FleetRun> {
+  log(`${kind}: ${count} clusters of 3 nodes on a fresh 3-member etcd`);
+  const etcd = await startEtcdCluster({ members: 3, productionTimeouts: true });
+  const etcdStoppable = { label: `etcd of the ${kind} fleet`, stop: () => etcd.stop(), pids: () => etcd.members.map((m) => m.pid) };
+  track(etcdStoppable);
+  let fleet: Fleet | null = null;
+  try {
+    fleet = await startFleet(kind, count, baseDir, options.timing.values, etcd, options.startBatch);
+    log(`${kind}: ${count} clusters healthy after ${(fleet.startMs / 1000).toFixed(0)} s; settling ${options.settleSeconds} s`);
+    const first = fleet.clusters[0];
+    await createWriteTable((await waitHealthy(first, 60_000)).leader.pgPort);
+    await sleep(options.settleSeconds * 1000);
+
+    const loadBefore = loadAverage();
+    const usage = startProcessUsage(fleet);
+    const before = await scrapeEtcd(etcd.endpoints);
+    await sleep(options.windowSeconds * 1000);
+    const after = await scrapeEtcd(etcd.endpoints);
+    const processes = usage.finish();
+    const load = etcdLoad(before, after);
+    const agents = processes.agents;
+    const perMinute = (perSecond: number) => (perSecond * 60) / agents;
+    log(
+      `${kind}, ${count} clusters: ${load.allRequestsPerSecond.toFixed(1)} requests/s (${perMinute(load.allRequestsPerSecond).toFixed(1)} per agent per minute), ` +
+        `${(load.bytesInPerSecond / 1024).toFixed(1)} KiB/s in, ${(load.bytesOutPerSecond / 1024).toFixed(1)} KiB/s out, ${load.watchers} watchers, ` +
+        `etcd ${processes.etcdCpuPerMinute.toFixed(2)} CPU s/min and ${processes.etcdRssMiB.toFixed(0)} MiB`,
+    );
+
+    const othersBefore = await leaderNames(fleet, 1);
+    let failoverRun: FailoverRun | null = null;
+    let failoverError: string | undefined;
+    try {
+      failoverRun = await failover(first, 'agent+postmaster');
+    } catch (error) {
+      failoverError = `failover of ${first.scope}: ${(error as Error).message}`;
+      log(`${kind}, ${count} clusters: ${failoverError}`);
+    }
+    const othersAfter = await leaderNames(fleet, 1);
+    return {
+      kind,
+      clusters: count,
+      agents,
+      startMs: fleet.startMs,
+      load,
+      usage: processes,
+      perAgentPerMinute: { requests: perMinute(load.allRequestsPerSecond), bytesIn: perMinute(load.bytesInPerSecond), bytesOut: perMinute(load.bytesOutPerSecond) },
+      failover: failoverRun,
+      ...(failoverError && { failoverError }),
+      otherLeadersMoved: othersBefore.filter((name, i) => othersAfter[i] !== name).length,
+      loadBefore,
+    };
+  } finally {
+    if (fleet) {
+      await stopFleet(fleet);
+      fleet.clusters.forEach(untrack);
+    }
+    await etcd.stop();
+    untrack(etcdStoppable);
+  }
+}
+
+/** The leader (the one node answering 200 on /primary, '' when not exactly one) of every cluster from `from` on. */
+async function leaderNames(fleet: Fleet, from: number): Promise<string[]> {
+  return Promise.all(
+    fleet.clusters.slice(from).map(async (cluster) => {
+      const found = await primaries(cluster, 2000);
+      return found.length === 1 ? found[0].name : '';
+    }),
+  );
+}
+
+/** What the bench needs, checked before anything starts: a missing piece is named with the package that brings it. */
+function preflight(options: FleetOptions): void {
+  const missing: string[] = [];
+  if (!existsSync(ETCD_BINARY)) missing.push(`etcd (${ETCD_BINARY}): apt-get install etcd-server`);
+  if (!existsSync(join(PG_BIN_DIR, 'postgres'))) missing.push(`PostgreSQL 15 (${PG_BIN_DIR}): apt-get install postgresql-15`);
+  if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'))) missing.push('dist/: run `npm run build` (npm run fleet-bench does)');
+  if (options.products.includes('patroni')) {
+    if (!existsSync(PATRONI_BINARY)) missing.push(`Patroni (${PATRONI_BINARY}): apt-get install patroni, or --products stator`);
+    if (process.getuid?.() !== 0) missing.push('root: Patroni must run as the postgres OS user, which only root can switch to (or --products stator)');
+  }
+  if (missing.length) {
+    process.stderr.write(`fleet-bench cannot start; missing:\n${missing.map((m) => `- ${m}`).join('\n')}\n`);
+    process.exit(1);
+  }
+  if (process.getuid?.() === 0) execFileSync('sh', [join(REPO_ROOT, 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
+}
+
+function environment(patroni: boolean): Record<string, string> {
+  const first = (cmd: string, args: string[]) => {
+    const r = spawnSync(cmd, args, { timeout: 10_000 });
+    return `${r.stdout?.toString() ?? ''}${r.stderr?.toString() ?? ''}`.split('\n')[0].trim() || '?';
+  };
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+  return {
+    machine: `${cpus().length} CPU (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}`,
+    node: process.version,
+    stator: pkg.version,
+    patroni: patroni ? first(PATRONI_BINARY, ['--version']) : 'not measured',
+    etcd: first(ETCD_BINARY, ['--version']),
+    postgresql: first(join(PG_BIN_DIR, 'postgres'), ['--version']),
+    loadAtStart: loadAverage(),
+  };
+}
+
+function findRepoRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'stator.js'))) return dir;
+  }
+  throw new Error(`no Stator checkout above ${from}`);
+}
+
+let interrupted = 0;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    interrupted++;
+    if (interrupted > 1) {
+      killEverythingNow();
+      process.exit(130);
+    }
+    log(`${signal}: stopping every process the fleet bench started (again to kill them at once)...`);
+    void cleanupAll().then(() => process.exit(130));
+  });
+}
+
+if (require.main === module) {
+  main().catch(async (error) => {
+    process.stderr.write(`${(error as Error).stack ?? error}\n`);
+    await cleanupAll();
+    process.exit(1);
+  });
+}
