@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { cpus, release, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ETCD_BINARY } from '../scripts/lib/etcd';
-import { EtcdCluster, startEtcdCluster } from '../scripts/lib/etcd-cluster';
+import { startEtcdCluster } from '../scripts/lib/etcd-cluster';
 import { Kind, PG_BIN_DIR, primaries } from './lib/cluster';
 import { cleanupAll, killEverythingNow, track, untrack } from './lib/cleanup';
 import { etcdLoad, EtcdLoad, scrapeEtcd } from './lib/etcd-metrics';

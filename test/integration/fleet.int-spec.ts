@@ -60,7 +60,6 @@ afterAll(async () => {
   await Promise.all((fleet ?? []).map((cluster) => cluster.stop()));
   await etcd?.stop();
   if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
-  // eslint-disable-next-line no-console
   console.log(`measured: ${JSON.stringify(measured)}`);
 });
 
