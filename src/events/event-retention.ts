@@ -2,7 +2,7 @@ import { Clock } from '../common/clock';
 import { evolveAll, initialProjections, ServedProjections } from './event-log';
 import { EventStore } from './event-store.port';
 import { CheckpointConflict, LogCheckpoint, StreamCheckpoint } from './log-checkpoint';
-import { readInStoreOrder } from './store-order-reader';
+import { PACED_READ, readInStoreOrder } from './store-order-reader';
 
 /** How long the stored log keeps events, by age and by count per stream. */
 export interface RetentionPolicy {
@@ -79,7 +79,7 @@ export class EventRetention {
 
   /**
    * One run, within the deadline: reads the log from the checkpoint in bounded batches (store
-   * order), folding as it goes and remembering the fold at the last event the policy removes;
+   * order, paced as the agent's read at start), folding as it goes and remembering the fold at the last event the policy removes;
    * stops as soon as no later event can be due.
    */
   async runOnce(): Promise<RetentionOutcome> {
@@ -112,7 +112,7 @@ export class EventRetention {
         if (agePrefixEnded && dueByCount.size === 0) return false;
       }
       return !deadline.aborted;
-    });
+    }, PACED_READ.eventsPerRound, PACED_READ.pauseMs);
     if (deadline.aborted) return { removed: {}, skipped: 'the deadline passed before the cut was found' };
     if (cut === null) {
       await this.finishEarlierRemoval(checkpoint, deadline);
