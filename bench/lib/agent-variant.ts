@@ -22,8 +22,8 @@ export function currentVariant(repoRoot: string, label = 'current'): AgentVarian
 }
 
 /**
- * `commit` of this repository, extracted with `git archive` into `dir` and built with this
- * checkout's node_modules (tsc only: the agent needs nothing else of the build). Started as that
+ * `commit` of this repository, extracted with `git archive` into `dir` and built (its `npm run build`)
+ * with this checkout's node_modules. Started as that
  * commit's own launcher did: `node bin/stator.js`, no flags (the commits measured here predate them;
  * pass others in `nodeFlags`/`env`).
  */
@@ -31,12 +31,13 @@ export function commitVariant(repoRoot: string, commit: string, dir: string, lab
   if (!/^[0-9a-f]{4,40}$/i.test(commit) && !/^[\w./-]+$/.test(commit)) throw new Error(`not a commit: ${commit}`);
   const checkout = join(dir, `stator-${commit.replace(/[^\w.-]/g, '_')}`);
   if (!existsSync(join(checkout, 'dist', 'src', 'cli', 'main.js'))) {
-    log(`building ${commit} in ${checkout} (git archive, tsc)...`);
+    log(`building ${commit} in ${checkout} (git archive, npm run build)...`);
     mkdirSync(checkout, { recursive: true });
     const archive = execFileSync('git', ['-C', repoRoot, 'archive', '--format=tar', commit], { maxBuffer: 1 << 30 });
     execFileSync('tar', ['-x', '-C', checkout], { input: archive });
     if (!existsSync(join(checkout, 'node_modules'))) symlinkSync(join(repoRoot, 'node_modules'), join(checkout, 'node_modules'));
-    execFileSync(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: checkout, stdio: 'inherit' });
+    // The commit's own build: later ones copy files tsc does not emit (the Python fence) into dist.
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: checkout, stdio: 'inherit' });
   }
   return { label, checkout, nodeFlags: [], env: {} };
 }
