@@ -28,7 +28,7 @@ export function currentVariant(repoRoot: string, label = 'current'): AgentVarian
  * pass others in `nodeFlags`/`env`).
  */
 export function commitVariant(repoRoot: string, commit: string, dir: string, label = commit): AgentVariant {
-  if (!/^[0-9a-f]{4,40}$/i.test(commit) && !/^[\w./-]+$/.test(commit)) throw new Error(`not a commit: ${commit}`);
+  if (!/^\w[\w./-]*$/.test(commit)) throw new Error(`not a commit or branch name: ${commit}`);
   const checkout = join(dir, `stator-${commit.replace(/[^\w.-]/g, '_')}`);
   if (!existsSync(join(checkout, 'dist', 'src', 'cli', 'main.js'))) {
     log(`building ${commit} in ${checkout} (git archive, npm run build)...`);
