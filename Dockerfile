@@ -34,5 +34,5 @@ USER postgres
 EXPOSE 8008 5432
 # No argument: the configuration comes from the PATRONI_* / STATOR_* environment (docs/configuration.md).
 # Mount a file and append its path (`command: [/etc/stator/stator.yml]`) to use one instead.
-# --max-semi-space-size and MALLOC_ARENA_MAX (ENV above): see src/cli/agent-node-flags.ts.
-ENTRYPOINT ["node", "--max-semi-space-size=2", "/opt/stator/bin/stator.js"]
+# Node flags (none today) and MALLOC_ARENA_MAX (ENV above): see src/cli/agent-node-flags.ts.
+ENTRYPOINT ["node", "/opt/stator/bin/stator.js"]

@@ -6,6 +6,7 @@ import { HEALTH_TARGETS } from './scenarios/health-checks';
 import { MEMORY_READINGS, STACK_FLOOR_SERVER } from './lib/reference-servers';
 import type { RssReading } from './scenarios/footprint';
 import { FailoverRun, LEADER_FAULTS, LeaderFault } from './scenarios/failover';
+import { renderSideBySide } from './scenarios/health-side-by-side';
 
 /** Runs recorded before the faults were told apart were all kills of the agent and postmaster. */
 const faultOf = (x: FailoverRun): LeaderFault => x.fault ?? 'agent+postmaster';
@@ -73,6 +74,9 @@ export function renderReport(r: BenchResults): string {
       ),
       '',
     );
+  }
+  if (r.healthBaseline?.length) {
+    out.push(`### The health path against older code`, '', renderSideBySide(r.healthBaseline, r.settings.wrkSeconds), '');
   }
   const codes = r.health.map((h) => `${h.kind} ${h.target} HTTP ${h.code}, ${h.result.requests} requests, non-2xx ${h.result.non2xx}, socket errors: ${h.result.socketErrors}, load ${h.loadBefore}`);
   if (codes.length) out.push('<details><summary>wrk details</summary>', '', ...codes.map((c) => `- ${c}`), '', '</details>', '');

@@ -17,6 +17,8 @@ import { failover, FailoverRun, LEADER_FAULTS, LeaderFault } from './scenarios/f
 import { CpuReading, idleCpu, moduleCosts, ModuleCost, rss, RssReading } from './scenarios/footprint';
 import { renderReport } from './render';
 import { referenceServers, ReferenceRun } from './lib/reference-servers';
+import { commitVariant, currentVariant, writeLauncher } from './lib/agent-variant';
+import { healthSideBySide, SideBySideRun } from './scenarios/health-side-by-side';
 
 /**
  * `npm run bench`: Stator and Patroni side by side on this machine (see bench/README.md).
@@ -25,7 +27,7 @@ import { referenceServers, ReferenceRun } from './lib/reference-servers';
 const REPO_ROOT = findRepoRoot(__dirname);
 const QUICK = process.env.BENCH_QUICK === '1';
 const WANT_PATRONI = process.env.BENCH_PATRONI !== '0';
-/** For working on the benchmark: a comma-separated subset of footprint,health,switchover,crash,failover. */
+/** For working on the benchmark: a comma-separated subset of footprint,health,baseline,switchover,crash,failover. */
 const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',')) : null;
 const wanted = (scenario: string) => !ONLY || ONLY.has(scenario);
 /** The leader faults of the failover scenario (BENCH_FAULTS=agent,frozen...: a subset). */
@@ -40,6 +42,8 @@ export const SETTINGS = {
   idleSeconds: Number(process.env.BENCH_IDLE_S ?? (QUICK ? 15 : 60)),
   switchoverRuns: QUICK ? 1 : 5,
   crashRuns: QUICK ? 1 : 3,
+  /** Alternating pairs of the health path against BENCH_BASELINE's. */
+  baselinePairs: QUICK ? 1 : 3,
   failoverRuns: Number(process.env.BENCH_FAILOVER_RUNS ?? (QUICK ? 1 : 3)),
   ttl30: !QUICK || process.env.BENCH_TTL30 === '1',
   /** Runs stop being started after this (the whole command must stay under 20 minutes). */
@@ -48,6 +52,9 @@ export const SETTINGS = {
 
 /** How long the agents settle after the health-check load before idle CPU is measured again. */
 const SETTLE_SECONDS = QUICK ? 5 : 30;
+
+/** The older code whose health path this checkout's is measured against (BENCH_BASELINE=0: not measured). */
+const BASELINE = process.env.BENCH_BASELINE ?? 'ab96148';
 
 export const FAST: Timing = { ttl: 10, loopWait: 2, retryTimeout: 3 };
 export const SLOW: Timing = { ttl: 30, loopWait: 10, retryTimeout: 10 };
@@ -63,6 +70,8 @@ export interface BenchResults {
   health: HealthCheckRun[];
   /** The same wrk load on do-nothing servers (node:http, Fastify, Nest on Fastify). */
   reference: ReferenceRun[];
+  /** `/primary` on this checkout's leader and on BENCH_BASELINE's, alternating. */
+  healthBaseline?: SideBySideRun[];
   rssIdle: RssReading[];
   rssAfterLoad: RssReading[];
   idleCpu: CpuReading[];
@@ -90,6 +99,7 @@ async function main(): Promise<void> {
     notes: [],
     health: [],
     reference: [],
+    healthBaseline: [],
     rssIdle: [],
     rssAfterLoad: [],
     idleCpu: [],
@@ -162,6 +172,13 @@ async function phaseFast(baseDir: string, results: BenchResults): Promise<void> 
       });
     } else results.notes.push(`wrk is missing (${WRK_BINARY}): health checks not measured`);
   }
+  if (wanted('baseline') && BASELINE !== '0' && existsSync(WRK_BINARY)) {
+    log(`scenario 1b: the health path against ${BASELINE}'s, alternating`);
+    results.healthBaseline = await againstBaseline(baseDir, clusters.find((c) => c.kind === 'stator')!).catch((error) => {
+      results.errors.push(`health path against ${BASELINE}: ${(error as Error).message}`);
+      return [];
+    });
+  }
   if (wanted('footprint')) {
     const afterLoadLeaders = await Promise.all(clusters.map(async (c) => (await waitHealthy(c, 60_000)).leader));
     clusters.forEach((c, i) => results.rssAfterLoad.push(...rss(c, afterLoadLeaders[i].name)));
@@ -186,6 +203,29 @@ async function phaseFast(baseDir: string, results: BenchResults): Promise<void> 
     }
   }
   await stopClusters(clusters);
+}
+
+/**
+ * BENCH_BASELINE's code (built from git) in a 3-node cluster of its own, `/primary` on its leader and
+ * on this checkout's in turn; the cluster is stopped afterwards.
+ */
+async function againstBaseline(baseDir: string, current: BenchCluster): Promise<SideBySideRun[]> {
+  const variant = commitVariant(REPO_ROOT, BASELINE, join(baseDir, 'builds'));
+  const baseline = await StatorBenchCluster.start(join(baseDir, `stator-${BASELINE}`), FAST, 'bench', {
+    label: BASELINE,
+    agentProgram: writeLauncher(variant, join(baseDir, 'builds')),
+  });
+  track(baseline);
+  try {
+    await waitHealthy(baseline, 180_000);
+    const runs = [
+      { variant: BASELINE, cluster: baseline },
+      { variant: currentVariant(REPO_ROOT, 'this checkout').label, cluster: current },
+    ];
+    return await healthSideBySide(runs, SETTINGS.baselinePairs, SETTINGS.wrkSeconds);
+  } finally {
+    await stopClusters([baseline]);
+  }
 }
 
 /** Stator and Patroni at ttl 30 / loop_wait 10: failover. */

@@ -75,7 +75,10 @@ export class NodeLifecycle implements OnApplicationShutdown {
 
   async start(): Promise<void> {
     await this.recorder.start();
-    this.eventLog.start((message) => this.logger.warning(message));
+    this.eventLog.start(
+      (message) => this.logger.warning(message),
+      (message) => this.logger.info(message),
+    );
     this.retention.start();
     this.callbacks.follow(this.recorder.recorded$);
     await this.node.start();

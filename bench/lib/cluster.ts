@@ -121,14 +121,25 @@ export class StatorBenchCluster implements BenchCluster {
   private constructor(
     private readonly cluster: LocalCluster,
     readonly timing: Timing,
+    label?: string,
   ) {
     this.nodes = cluster.nodes.map((n) => new StatorBenchNode(n));
-    this.label = `stator(ttl ${timing.ttl})`;
+    this.label = label ?? `stator(ttl ${timing.ttl})`;
   }
 
-  static async start(baseDir: string, timing: Timing, scope: string, sharedEtcd?: SharedEtcd): Promise<StatorBenchCluster> {
+  /**
+   * `variant`: another code or launch setting of the agent (bench/lib/agent-variant.ts), under its own label;
+   * `sharedEtcd`: an etcd cluster shared with other clusters (the fleet bench).
+   */
+  static async start(
+    baseDir: string,
+    timing: Timing,
+    scope: string,
+    variant?: { label: string; agentProgram: string; nodes?: number },
+    sharedEtcd?: SharedEtcd,
+  ): Promise<StatorBenchCluster> {
     const cluster = await LocalCluster.start({
-      nodes: 3,
+      nodes: variant?.nodes ?? 3,
       baseDir: join(baseDir),
       scope,
       ...(sharedEtcd && { sharedEtcd: sharedEtcd.handle, etcd3: { hosts: sharedEtcd.endpoints } }),
@@ -137,8 +148,9 @@ export class StatorBenchCluster implements BenchCluster {
       retryTimeout: timing.retryTimeout,
       pgPassword: PG_PASSWORD,
       compat: 'stator',
+      agentProgram: variant?.agentProgram,
     });
-    return new StatorBenchCluster(cluster, timing);
+    return new StatorBenchCluster(cluster, timing, variant && `stator ${variant.label}`);
   }
 
   get scope() {

@@ -31,7 +31,7 @@ export async function startFleet(kind: Kind, count: number, baseDir: string, tim
       const starting = await Promise.all(
         scopes.map(async (scope) => {
           const dir = join(baseDir, scope);
-          const cluster = kind === 'stator' ? await StatorBenchCluster.start(dir, timing, scope, etcd) : await PatroniBenchCluster.start(dir, timing, scope, etcd);
+          const cluster = kind === 'stator' ? await StatorBenchCluster.start(dir, timing, scope, undefined, etcd) : await PatroniBenchCluster.start(dir, timing, scope, etcd);
           track(cluster);
           launched.push(cluster);
           return cluster;

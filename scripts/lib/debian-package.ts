@@ -1,4 +1,4 @@
-import { AGENT_NODE_FLAGS, agentEnvironmentAssignments } from '../../src/cli/agent-node-flags';
+import { agentEnvironmentAssignments, nodeWithFlags } from '../../src/cli/agent-node-flags';
 
 /**
  * The texts of Stator's Debian package (`npm run package`, scripts/package.ts): control file,
@@ -56,7 +56,7 @@ export function agentWrapper(): string {
   return [
     '#!/bin/sh',
     '# Stator agent (package stator). STATOR_NODE: another Node.js binary of a supported line (>= 20.19).',
-    `exec env ${agentEnvironmentAssignments()} "\${STATOR_NODE:-/usr/bin/node}" ${AGENT_NODE_FLAGS.join(' ')} ${LIB_DIR}/bin/stator.js "$@"`,
+    `exec env ${agentEnvironmentAssignments()} ${nodeWithFlags('"${STATOR_NODE:-/usr/bin/node}"')} ${LIB_DIR}/bin/stator.js "$@"`,
     '',
   ].join('\n');
 }

@@ -28,7 +28,9 @@ export function serverHeader(tokens: NonNullable<RestApiConfig['server_tokens']>
 /** Sets `headers` on every answer before any route, check or error handler runs, so refusals carry them too. */
 export function installAnswerHeaders(fastify: FastifyInstance, headers: Record<string, string>): void {
   if (Object.keys(headers).length === 0) return;
-  fastify.addHook('onRequest', async (_request, reply) => {
+  // A callback hook, not an async one: every request (health checks too) would pay for a promise.
+  fastify.addHook('onRequest', (_request, reply, done) => {
     void reply.headers(headers);
+    done();
   });
 }

@@ -134,8 +134,9 @@ export function acceptJsonBodies(fastify: FastifyInstance): void {
  * the body is read), else once it is read (chunked uploads; see acceptJsonBodies).
  */
 function limitConfigBodies(fastify: FastifyInstance): void {
-  fastify.addHook('onRequest', async (request) => {
-    if (isConfigRoute(request) && Number(request.headers['content-length'] ?? 0) > CONFIG_BODY_LIMIT_BYTES) throw configBodyTooLarge();
+  // A callback hook, not an async one: every request (health checks too) would pay for a promise.
+  fastify.addHook('onRequest', (request, _reply, done) => {
+    done(isConfigRoute(request) && Number(request.headers['content-length'] ?? 0) > CONFIG_BODY_LIMIT_BYTES ? configBodyTooLarge() : undefined);
   });
 }
 

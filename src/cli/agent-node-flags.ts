@@ -3,14 +3,14 @@
  * `npm start` and the launchers of the local cluster, the benchmark and the tests carry them
  * (test/unit/deploy.spec.ts checks the files).
  *
- * At most 2 MiB per semi-space of the young generation instead of V8's 16: the socket buffers of
- * health checks are malloc'ed and freed only when the scavenger collects their Buffer objects, so
- * a large young generation lets glibc's heap fill with freed but resident memory. After 20 s of
- * `wrk -c16` on /primary the leader held 235 MiB RSS with V8's default, 110 MiB with 4 MiB at the
- * same 20k requests/s. 2 MiB holds 4–5 MiB less than 4 (3-node cluster, seconds after start and
- * after the health-check load) for up to a tenth of the throughput; 1 MiB cost a quarter of it.
+ * None today. `--max-semi-space-size=2` (then 4) was set while the API's connection guard listened
+ * for every socket's `data`, which made Node hand each chunk of every request to JavaScript as a
+ * Buffer: with V8's default young generation those piled up as freed but resident malloc memory.
+ * Since the guard reads `bytesRead` instead (src/api/connection-guard.ts), the default holds the
+ * same RSS under `wrk -c16` on /primary (85 MiB after 20 s, against 87 with 4 MiB and 83 with 2)
+ * and 2 MiB cost a fifth to a quarter of the throughput (docs/benchmarks.md, `npm run bench:health`).
  */
-export const AGENT_NODE_FLAGS = ['--max-semi-space-size=2'];
+export const AGENT_NODE_FLAGS: readonly string[] = [];
 
 /**
  * The environment every agent starts with, for glibc's malloc, which reads it once before any
@@ -21,6 +21,11 @@ export const AGENT_NODE_FLAGS = ['--max-semi-space-size=2'];
  * requests/s and idle CPU.
  */
 export const AGENT_ENVIRONMENT: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };
+
+/** `node [flags...]` as a command line reads it (no trailing space without flags). */
+export function nodeWithFlags(node = 'node'): string {
+  return [node, ...AGENT_NODE_FLAGS].join(' ');
+}
 
 /** `NAME=value ...` as a shell or `env -S` reads it. */
 export function agentEnvironmentAssignments(): string {

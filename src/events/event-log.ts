@@ -5,7 +5,7 @@ import { readPage } from './event-page';
 import { CachedEvent, EventPage, EventPageRequest, EventQuery, matchesQuery } from './event-query';
 import { EventStore } from './event-store.port';
 import { LogCheckpoint } from './log-checkpoint';
-import { readInStoreOrder } from './store-order-reader';
+import { PACED_READ, readInStoreOrder } from './store-order-reader';
 
 // The fold lives in src/projections/served-projections.ts (pure, shared with the page's time travel).
 export { evolveAll, initialProjections, rebuildProjections };
@@ -62,12 +62,12 @@ export class EventLog {
    * (or zero). While the store is unreachable the read is retried in the background: the agent
    * does not wait for it.
    */
-  start(onError: (message: string) => void = () => undefined): void {
+  start(onError: (message: string) => void = () => undefined, onRead: (message: string) => void = () => undefined): void {
     this.subscription = this.store.subscribe().subscribe({
       next: (event) => (this.liveWhileLoading ? this.liveWhileLoading.push(event) : this.add(event)),
       error: (e) => onError(`event feed: ${String(e)}`),
     });
-    void this.readAll(onError);
+    void this.readAll(onError, onRead);
   }
 
   /** Resolves once the stored log has been read. */
@@ -84,15 +84,19 @@ export class EventLog {
    * the whole log). A cut made by retention during the read removes events it has not reached:
    * then the read starts over from the new checkpoint.
    */
-  private async readAll(onError: (message: string) => void): Promise<void> {
+  private async readAll(onError: (message: string) => void, onRead: (message: string) => void): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
+        const started = performance.now();
+        let read = 0;
         const checkpoint = await this.store.readCheckpoint();
         this.resetTo(checkpoint);
-        await readInStoreOrder(this.store, checkpoint, (batch) => {
+        const onBatch = (batch: RecordedEvent[]) => {
           for (const event of batch) this.add(event);
+          read += batch.length;
           return !this.stopped;
-        });
+        };
+        await readInStoreOrder(this.store, checkpoint, onBatch, PACED_READ.eventsPerRound, PACED_READ.pauseMs);
         if (JSON.stringify(await this.store.readCheckpoint()) !== JSON.stringify(checkpoint)) {
           onError('retention cut the event log while it was being read; reading it again');
           continue;
@@ -100,6 +104,7 @@ export class EventLog {
         const live = this.liveWhileLoading ?? [];
         this.liveWhileLoading = null;
         for (const event of live) this.add(event);
+        onRead(`event log read: ${read} events${checkpoint ? ' after the retention checkpoint' : ''} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
         this.loadedResolve();
         return;
       } catch (error) {

@@ -4,7 +4,7 @@ import { RecordedEvent } from './event';
 import { evolveAll, initialProjections, ServedProjections } from './event-log';
 import { EventStore } from './event-store.port';
 import { CheckpointConflict, LogCheckpoint, StreamCheckpoint } from './log-checkpoint';
-import { readInStoreOrder, readNewestFirst } from './store-order-reader';
+import { PACED_READ, readInStoreOrder, readNewestFirst } from './store-order-reader';
 
 /** How long the stored log keeps events: by age, by count per stream, and by the bytes of the whole log. */
 export interface RetentionPolicy {
@@ -87,7 +87,7 @@ export class EventRetention {
 
   /**
    * One run, within the deadline: reads the log from the checkpoint in bounded batches (store
-   * order), folding as it goes and remembering the fold at the last event the policy removes;
+   * order, paced as the agent's read at start), folding as it goes and remembering the fold at the last event the policy removes;
    * stops as soon as no later event can be due.
    */
   async runOnce(): Promise<RetentionOutcome> {
@@ -121,7 +121,7 @@ export class EventRetention {
         if (agePrefixEnded && dueByCount.size === 0) return false;
       }
       return !deadline.aborted;
-    });
+    }, PACED_READ.eventsPerRound, PACED_READ.pauseMs);
     if (deadline.aborted) return { removed: {}, skipped: 'the deadline passed before the cut was found' };
     if (cut === null) {
       await this.finishEarlierRemoval(checkpoint, deadline);
@@ -161,7 +161,7 @@ export class EventRetention {
         oldestKept.set(event.stream, event.seq);
       }
       return !deadline.aborted;
-    });
+    }, PACED_READ.eventsPerRound, PACED_READ.pauseMs);
     return due;
   }
 

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { HEALTH_PATHS } from '../../src/api/health';
-import { AGENT_NODE_FLAGS, agentEnvironmentAssignments } from '../../src/cli/agent-node-flags';
+import { AGENT_NODE_FLAGS, agentEnvironmentAssignments, nodeWithFlags } from '../../src/cli/agent-node-flags';
 import { buildMetrics } from '../../src/api/metrics';
 import { leaderView, NOW } from './api/node-view-fixtures';
 import { removeDir, tmpDir } from '../helpers/tmp';
@@ -43,15 +43,14 @@ describe('deploy/', () => {
 
   it('starts every agent with the V8 flags and malloc settings that bound its memory (shebang, Dockerfile, npm start)', () => {
     const root = join(__dirname, '..', '..');
-    const flags = AGENT_NODE_FLAGS.join(' ');
     const environment = agentEnvironmentAssignments();
-    expect(readFileSync(join(root, 'bin', 'stator.js'), 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S ${environment} node ${flags}`);
+    expect(readFileSync(join(root, 'bin', 'stator.js'), 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S ${environment} ${nodeWithFlags()}`);
     const entry = /^ENTRYPOINT (.*)$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
     expect(JSON.parse(entry ?? '[]')).toEqual(['node', ...AGENT_NODE_FLAGS, '/opt/stator/bin/stator.js']);
     const imageEnvironment = /^ENV (.*)$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1].split(' ') ?? [];
     expect(imageEnvironment).toEqual(expect.arrayContaining(environment.split(' ')));
     const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    expect(scripts.start).toBe(`${environment} node ${flags} bin/stator.js`);
+    expect(scripts.start).toBe(`${environment} ${nodeWithFlags()} bin/stator.js`);
   });
 
   describe('the systemd unit (stator.service)', () => {
@@ -83,7 +82,7 @@ describe('deploy/', () => {
 
     it('starts /usr/bin/stator (the package wrapper), with the same node flags and malloc setting as bin/stator.js, on /etc/stator/stator.yml', () => {
       expect(settings('ExecStart')).toEqual(['/usr/bin/stator /etc/stator/stator.yml']);
-      expect(agentWrapper()).toContain(`exec env ${agentEnvironmentAssignments()} "\${STATOR_NODE:-/usr/bin/node}" ${AGENT_NODE_FLAGS.join(' ')} /usr/lib/stator/bin/stator.js "$@"`);
+      expect(agentWrapper()).toContain(`exec env ${agentEnvironmentAssignments()} ${nodeWithFlags('"${STATOR_NODE:-/usr/bin/node}"')} /usr/lib/stator/bin/stator.js "$@"`);
     });
   });
 });

@@ -3,7 +3,7 @@ import { EventLog, EventPageRequest, rebuildProjections } from '../../src/events
 import { EventCursor } from '../../src/events/event-page';
 import { EventStore, StreamRange } from '../../src/events/event-store.port';
 import { MemoryEventStore } from '../../src/events/memory-event-store';
-import { EVENTS_PER_ROUND } from '../../src/events/store-order-reader';
+import { EVENTS_PER_ROUND, PACED_READ } from '../../src/events/store-order-reader';
 
 /** A MemoryEventStore that counts its ranged reads and what they returned. */
 class CountingStore extends MemoryEventStore {
@@ -93,6 +93,22 @@ describe('the event log cache', () => {
     for (let i = 0; i < 50; i++) await store.append('cluster', [fact('cluster.paused')], 'any');
     expect(log.cacheSize().events).toBe(5);
     expect(names(log.query())).toEqual(['cluster#46', 'cluster#47', 'cluster#48', 'cluster#49', 'cluster#50']);
+  });
+
+  it('reads the stored log at start in paced rounds of at most 500 events, and says how many it read', async () => {
+    const store = new CountingStore();
+    for (let i = 0; i < 2000; i++) await store.append('cluster', [fact('cluster.paused')], 'any');
+    const said: string[] = [];
+    const log = new EventLog(store, { maxCachedEvents: 100 });
+    logs.push(log);
+    const started = performance.now();
+    log.start(undefined, (message) => said.push(message));
+    await log.whenLoaded();
+
+    expect(Math.max(...store.rangedReads.map((ranges) => ranges.reduce((sum, range) => sum + range.toSeq - range.fromSeq + 1, 0)))).toBe(PACED_READ.eventsPerRound);
+    // Four rounds, a pause after each of the first three.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(3 * PACED_READ.pauseMs - 5);
+    expect(said).toEqual([expect.stringMatching(/^event log read: 2000 events in \d+\.\d s$/)]);
   });
 
   it('reads the stored log at start in bounded batches, never all of it at once', async () => {

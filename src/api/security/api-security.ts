@@ -64,8 +64,7 @@ export async function installApiSecurity(
   const challenge = `Basic realm="${config.compat === 'patroni' ? 'Patroni' : 'Stator'}"`;
 
   const checksAdminReads = restapi.authentication_scope === 'admin';
-  fastify.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (SAFE_METHODS.has(request.method) && !(checksAdminReads && ADMIN_READ_ROUTES.has(request.routeOptions.url ?? ''))) return;
+  const check = async (request: FastifyRequest, reply: FastifyReply) => {
     // As the reference, POST /failsafe skips the members check: the leader calls it while etcd is out of reach, when
     // the member list may be stale, and a refusal would make it demote.
     const checksMembers = members !== null && request.routeOptions.url !== FAILSAFE_ROUTE;
@@ -81,6 +80,12 @@ export async function installApiSecurity(
     if (failure) {
       return reply.code(401).header('www-authenticate', challenge).type(PLAIN_TEXT).send(failure);
     }
+  };
+  // Health checks and other open reads pass synchronously: an async hook would cost every request a promise.
+  fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    if (SAFE_METHODS.has(request.method) && !(checksAdminReads && ADMIN_READ_ROUTES.has(request.routeOptions.url ?? ''))) return done();
+    // As Fastify runs an async hook: on, whether or not it answered (Fastify skips the rest once an answer is sent).
+    check(request, reply).then(() => done(), done);
   });
 }
 
