@@ -31,6 +31,8 @@ export interface Promotion {
   /** A manual failover (no leader named): the operator's override, which the sync rules do not bind. */
   forced: boolean;
   paused: boolean;
+  /** Won the leader race in this cycle (took the key), rather than promoting under a key it already held. */
+  raced: boolean;
 }
 
 export interface CycleOutcome {
@@ -85,7 +87,7 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
       // SyncReplication.beforePromote's write failed: the promotion is postponed to the next cycle.
       if (syncMoved && c.mode !== 'off' && c.mode !== 'quorum') continue;
       const failover = pendingFailover(snapshot);
-      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: snapshot.config.pause };
+      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: snapshot.config.pause, raced: snapshot.lockResult === 'acquired' };
     }
     carryOut(c, i, action, snapshot, facts, syncMoved);
   }
