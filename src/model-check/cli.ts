@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { ACTION_KINDS, ActionKind } from './actions';
 import { boundsFor } from './bounds';
+import { runMutationReport } from './mutation-report';
+import { FULL_BUDGET } from './mutation-run';
 import { ReplicationMode } from './model';
 import { breadthFirst, FoundViolation, randomWalks, SearchReport, steadyStart, WalkReport } from './search';
 import { shrink } from './shrink';
@@ -8,7 +10,8 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--out counter-example.jsonl]`;
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--out counter-example.jsonl]
+       model-check --mutants [--mutant REGEX] [--states N] [--walks N] [--walk-steps N]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
 
@@ -59,6 +62,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       options: {
         states: { type: 'string' }, depth: { type: 'string' }, faults: { type: 'string' }, operations: { type: 'string' }, writes: { type: 'string' },
         walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' }, fenceless: { type: 'boolean' },
+        mutants: { type: 'boolean' }, mutant: { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -88,6 +92,17 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
   } catch (error) {
     io.stderr(`model-check: ${(error as Error).message}\n${MODEL_CHECK_USAGE}\n`);
     return 2;
+  }
+  if (values.mutants) {
+    let filter: RegExp;
+    try {
+      filter = new RegExp(values.mutant ?? '');
+    } catch (error) {
+      io.stderr(`model-check: --mutant: not a regular expression: ${(error as Error).message}\n`);
+      return 2;
+    }
+    const budget = { ...FULL_BUDGET, ...(values.states ? { states: settings.states } : {}), ...(values.walks ? { walks: settings.walks } : {}), ...(values['walk-steps'] ? { walkSteps: settings.walkSteps } : {}) };
+    return runMutationReport(budget, filter, io).survived.length > 0 ? 1 : 0;
   }
   let total = 0;
   const started = Date.now();

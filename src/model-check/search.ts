@@ -135,6 +135,20 @@ export interface WalkOptions {
   steps: number;
   seed: number;
   mutation?: DecisionMutation;
+  /** How much likelier a kind of step is than another (1 when not given): uniform when absent. */
+  weights?: Partial<Record<ActionKind, number>>;
+}
+
+/** Picks one of `actions`, each as likely as its kind's weight. */
+function pick(actions: Action[], random: () => number, weights?: Partial<Record<ActionKind, number>>): Action {
+  if (!weights) return actions[Math.floor(random() * actions.length)];
+  const total = actions.reduce((sum, a) => sum + (weights[a.kind] ?? 1), 0);
+  let at = random() * total;
+  for (const a of actions) {
+    at -= weights[a.kind] ?? 1;
+    if (at < 0) return a;
+  }
+  return actions[actions.length - 1];
 }
 
 export interface WalkReport {
@@ -167,7 +181,7 @@ export function randomWalks(options: WalkOptions): WalkReport {
     const path: Action[] = [];
     for (let s = 0; s < options.steps; s++) {
       const actions = enabledActions(c, bounds);
-      const action = actions[Math.floor(random() * actions.length)];
+      const action = pick(actions, random, options.weights);
       const step = checkedStep(c, action, bounds, mutation);
       steps++;
       coverage[action.kind]++;
