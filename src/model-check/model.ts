@@ -215,14 +215,15 @@ export function holdsCommit(c: ClusterModel, n: NodeModel, commit: { timeline: n
 }
 
 /**
- * Nothing that runs can stop node i's postmaster at its lease's end: its agent does not run its loop
- * (crashed or frozen, or back but before its first cycle) and its fence is gone (killed, late past the lease, or the model runs without
- * fences). The one documented exemption of invariant 1: both layers are gone, and only etcd's lease
- * expiry (the others' promotion) is left, which cannot stop a process.
+ * Nothing that runs stops node i's postmaster at its lease's end: its agent does not (crashed or
+ * frozen, or back but before its first cycle; or the cluster is paused, where the agent leaves
+ * PostgreSQL to the operator, as Patroni's maintenance mode) and its fence is gone (killed, late past
+ * the lease, or the model runs without fences). The one documented exemption of invariant 1: both
+ * layers are gone, and only etcd's lease expiry (the others' promotion) is left, which stops no process.
  */
 export function unstoppable(c: ClusterModel, i: number): boolean {
   const n = c.nodes[i];
-  return (n.agent !== 'up' || n.waking) && (!c.fenceLayer || n.fenceDead || n.fenceLate);
+  return (n.agent !== 'up' || n.waking || c.pause) && (!c.fenceLayer || n.fenceDead || n.fenceLate);
 }
 
 /** Where timeline `tl` starts: the position its parent ended at (0 for the first). */
