@@ -15,9 +15,9 @@ const name = (i: number) => NODE_NAMES[i];
 /**
  * 1. At most one node accepts writes while holding a valid lease, and a node whose lease expired
  * accepts none (its agent demoted it, or its fence stopped it, before). One named exemption: a node
- * neither of whose layers runs (`unstoppable`: agent crashed or frozen, fence killed, late or absent)
- * is left out, as nothing alive could stop it; `exemptWriters` counts those states so that the run
- * reports them. 3. In synchronous modes every acknowledged commit is on every node `/sync` lets be
+ * neither of whose layers acts (`unstoppable`: agent crashed, frozen or the cluster paused, and fence
+ * killed, late or absent) is left out, as nothing alive would stop it; `exemptWriters` counts those
+ * states so that the run reports them. 3. In synchronous modes every acknowledged commit is on every node `/sync` lets be
  * promoted.
  */
 export function checkState(c: ClusterModel): Violation | null {
