@@ -33,6 +33,10 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
       if (remote) return { verdict: 'promoted self to a standby leader by acquiring session lock', actions: [...cleanup, ...followRemote(s, remote)], ...notes };
       return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, promoteAfterDrain(s)], ...notes };
     }
+    // Another node took the key first: a running primary must not go on taking writes without it (reference `follow`).
+    if (pgIsPrimary && !config.pause) {
+      return { verdict: 'demoted self after trying and failing to obtain lock', actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }] };
+    }
     return { verdict: 'following new leader after trying and failing to obtain lock', actions: [] };
   }
   if (pgIsPrimary && !config.pause) {

@@ -7,12 +7,12 @@ import { Fact } from './recording';
 /** Every step the checker may take: a node's HA cycle, time, PostgreSQL completing, faults, clients and operators. */
 export const ACTION_KINDS = [
   'cycle', 'read', 'tick', 'complete', 'ship', 'write',
-  'agentCrash', 'agentFreeze', 'agentRestart', 'pgCrash', 'dcsCut', 'dcsHeal', 'quorumLoss', 'quorumBack',
+  'agentCrash', 'agentFreeze', 'agentRestart', 'pgCrash', 'fenceKill', 'fenceLate', 'dcsCut', 'dcsHeal', 'quorumLoss', 'quorumBack',
   'switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority',
 ] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
 
-const FAULTS: ReadonlySet<ActionKind> = new Set(['agentCrash', 'agentFreeze', 'pgCrash', 'dcsCut', 'quorumLoss']);
+const FAULTS: ReadonlySet<ActionKind> = new Set(['agentCrash', 'agentFreeze', 'pgCrash', 'fenceKill', 'fenceLate', 'dcsCut', 'quorumLoss']);
 const OPERATIONS: ReadonlySet<ActionKind> = new Set(['switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority']);
 
 export interface Action {
@@ -31,6 +31,8 @@ export interface Bounds {
   kinds?: ReadonlySet<ActionKind>;
   /** The replication modes `syncMode` cycles through, in order. */
   modes: ReplicationMode[];
+  /** Every node runs without its fence: the invariants must then hold from decide() alone while the agent runs. */
+  fenceless?: boolean;
 }
 
 const LW = LOOP_WAIT_S * 1000;
@@ -62,6 +64,10 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
     if (faultsLeft && n.agent === 'up' && on('agentFreeze')) actions.push(act('agentFreeze', i));
     if (n.agent !== 'up' && on('agentRestart')) actions.push(act('agentRestart', i));
     if (faultsLeft && n.pg === 'running' && on('pgCrash')) actions.push(act('pgCrash', i));
+    // Fence faults matter only where a fence runs: on a primary (a replica's fence is disarmed).
+    const fenceRuns = c.fenceLayer && n.pg === 'running' && n.primary && !n.fenceDead;
+    if (faultsLeft && fenceRuns && on('fenceKill')) actions.push(act('fenceKill', i));
+    if (faultsLeft && fenceRuns && !n.fenceLate && on('fenceLate')) actions.push(act('fenceLate', i));
     if (faultsLeft && !n.dcsCut && on('dcsCut')) actions.push(act('dcsCut', i));
     if (n.dcsCut && on('dcsHeal')) actions.push(act('dcsHeal', i));
     if (opsLeft && on('noFailover')) actions.push(act('noFailover', i));
@@ -99,6 +105,7 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
   switch (action.kind) {
     case 'cycle':
       n!.cycled = true;
+      n!.waking = false;
       cycle = runCycle(next, i, mutation);
       // A manual failover may pick any member, as the reference allows: commits acknowledged before it are outside invariant 3.
       if (cycle.promotion?.forced) next.acked = null;
@@ -112,7 +119,7 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       tick(next);
       break;
     case 'complete':
-      complete(next, i, facts);
+      complete(next, i, facts, mutation);
       break;
     case 'ship': {
       const up = n!.upstream >= 0 ? next.nodes[n!.upstream] : null;
@@ -139,11 +146,21 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
     case 'agentRestart':
       if (n!.agent === 'down') n!.role = n!.pg === 'running' && n!.primary ? 'primary' : n!.role === 'replica' ? 'replica' : 'demoted';
       n!.agent = 'up';
+      n!.waking = true;
       break;
     case 'pgCrash':
       n!.pg = 'crashed';
       n!.primary = false;
       if (n!.op !== 'switchover') n!.op = 'none';
+      break;
+    case 'fenceKill':
+      // kill -9 of the fence alone: the postmaster, its child, is reparented and runs on.
+      n!.fenceDead = true;
+      break;
+    case 'fenceLate':
+      // Its clock drifts from the etcd leader's lease clock: the deadline armed next arrives past the lease.
+      n!.fenceLate = true;
+      if (n!.fence >= 0) n!.fence += LW;
       break;
     case 'dcsCut':
       n!.dcsCut = true;
@@ -208,7 +225,7 @@ function tick(c: ClusterModel): void {
       if (n.memberLease === 0) n.member = null;
     }
     if (n.fence > 0) n.fence = Math.max(0, n.fence - LW);
-    if (n.fence === 0) fenceFires(n);
+    if (n.fence === 0 && c.fenceLayer && !n.fenceDead) fenceFires(n);
   }
   if (c.quorum && c.leaderKey >= 0) {
     c.keyLease = Math.max(0, c.keyLease - LW);
@@ -226,7 +243,7 @@ function fenceFires(n: ClusterModel['nodes'][number]): void {
 }
 
 /** The long action in flight ends. */
-function complete(c: ClusterModel, i: number, facts: Fact[]): void {
+function complete(c: ClusterModel, i: number, facts: Fact[], mutation?: DecisionMutation): void {
   const n = c.nodes[i];
   const op = n.op;
   n.op = 'none';
@@ -239,7 +256,7 @@ function complete(c: ClusterModel, i: number, facts: Fact[]): void {
     n.role = 'primary';
     n.upstream = -1;
     facts.push({ stream: 'cluster', type: 'leader.promoted', node: i, cause: 'promote', data: { timeline: n.timeline } });
-    if (n.leader && n.lease > 0) armFence(c, i);
+    if (n.leader && n.lease > 0) armFence(c, i, mutation);
     return;
   }
   if (op === 'switchover') {
@@ -261,13 +278,15 @@ function complete(c: ClusterModel, i: number, facts: Fact[]): void {
   startServer(c, i);
   // A primary's new fence starts armed with the deadline the agent armed last (one past stops it at once); a replica's unarmed.
   if (!n.primary) n.fence = -1;
-  else if (n.fence === 0) fenceFires(n);
+  else if (n.fence === 0 && c.fenceLayer) fenceFires(n);
 }
 
 /** pg_rewind when the upstream's timeline forked before this node's position, then a start. */
 function startServer(c: ClusterModel, i: number): void {
   const n = c.nodes[i];
   n.pg = 'running';
+  // A new postmaster, a new fence (its parent).
+  n.fenceDead = false;
   if (n.opAsPrimary) {
     n.primary = true;
     n.role = 'primary';

@@ -1,5 +1,8 @@
 import { parseArgs } from 'node:util';
-import { ACTION_KINDS, ActionKind, Bounds } from './actions';
+import { ACTION_KINDS, ActionKind } from './actions';
+import { boundsFor } from './bounds';
+import { runMutationReport } from './mutation-report';
+import { FULL_BUDGET } from './mutation-run';
 import { ReplicationMode } from './model';
 import { breadthFirst, FoundViolation, randomWalks, SearchReport, steadyStart, WalkReport } from './search';
 import { shrink } from './shrink';
@@ -7,7 +10,8 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--out counter-example.jsonl]`;
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--out counter-example.jsonl]
+       model-check --mutants [--mutant REGEX] [--states N] [--walks N] [--walk-steps N]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
 
@@ -23,9 +27,7 @@ function positive(name: string, value: string | undefined, fallback: number): nu
   return n;
 }
 
-export function boundsFor(mode: ReplicationMode, faults: number, operations: number, writes: number, staleReads = 1): Bounds {
-  return { faults, operations, writes, staleReads, modes: mode === 'off' ? ['off', 'on'] : [mode, 'off'] };
-}
+export { boundsFor };
 
 function coverageLine(coverage: Record<ActionKind, number>): string {
   return ACTION_KINDS.map((k) => `${k} ${coverage[k]}`).join(', ');
@@ -36,12 +38,13 @@ function describeSearch(r: SearchReport): string {
   return [
     `[${r.mode}] exhaustive: ${r.states} distinct states, ${r.transitions} transitions, depth ${r.depth}${r.partialLevel ? ` (every state within ${r.depth} steps, some at ${r.depth + 1})` : ''}${r.exhausted ? ' (state space exhausted)' : ''}, ${(r.elapsedMs / 1000).toFixed(1)} s, ${rate} states/s, ${r.progressChecks} progress checks`,
     `[${r.mode}] coverage: ${coverageLine(r.coverage)}`,
+    `[${r.mode}] exempt (agent and fence both gone, a primary nothing alive can stop): ${r.exempt} states`,
   ].join('\n');
 }
 
 function describeWalks(r: WalkReport): string {
   return [
-    `[${r.mode}] random walks: ${r.walks} walks of ${r.maxDepth} steps, ${r.steps} steps, ${(r.elapsedMs / 1000).toFixed(1)} s`,
+    `[${r.mode}] random walks: ${r.walks} walks of ${r.maxDepth} steps, ${r.steps} steps, ${(r.elapsedMs / 1000).toFixed(1)} s, ${r.exempt} steps into an exempt state (agent and fence both gone)`,
     `[${r.mode}] coverage: ${coverageLine(r.coverage)}`,
   ].join('\n');
 }
@@ -58,7 +61,8 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       strict: true,
       options: {
         states: { type: 'string' }, depth: { type: 'string' }, faults: { type: 'string' }, operations: { type: 'string' }, writes: { type: 'string' },
-        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' },
+        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' }, fenceless: { type: 'boolean' },
+        mutants: { type: 'boolean' }, mutant: { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -83,22 +87,35 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       seed: positive('seed', values.seed, 19),
       progressEvery: positive('progress-every', values['progress-every'], 64),
       out: values.out ?? 'model-check-counter-example.jsonl',
+      fenceless: values.fenceless ?? false,
     };
   } catch (error) {
     io.stderr(`model-check: ${(error as Error).message}\n${MODEL_CHECK_USAGE}\n`);
     return 2;
   }
+  if (values.mutants) {
+    let filter: RegExp;
+    try {
+      filter = new RegExp(values.mutant ?? '');
+    } catch (error) {
+      io.stderr(`model-check: --mutant: not a regular expression: ${(error as Error).message}\n`);
+      return 2;
+    }
+    const budget = { ...FULL_BUDGET, ...(values.states ? { states: settings.states } : {}), ...(values.walks ? { walks: settings.walks } : {}), ...(values['walk-steps'] ? { walkSteps: settings.walkSteps } : {}) };
+    return runMutationReport(budget, filter, io).survived.length > 0 ? 1 : 0;
+  }
   let total = 0;
   const started = Date.now();
   for (const mode of settings.modes) {
-    const bounds = boundsFor(mode, settings.faults, settings.operations, settings.writes);
+    const bounds = boundsFor(mode, settings.faults, settings.operations, settings.writes, 1, settings.fenceless);
+    const walkBounds = boundsFor(mode, 8, 4, 12, 6, settings.fenceless);
     const search = breadthFirst({ mode, bounds, maxDepth: settings.depth, maxStates: settings.states, progressEvery: settings.progressEvery });
     total += search.states;
     io.stdout(`${describeSearch(search)}\n`);
     const violation = search.violation;
-    const walks = violation ? null : randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12, 6), walks: settings.walks, steps: settings.walkSteps, seed: settings.seed });
+    const walks = violation ? null : randomWalks({ mode, bounds: walkBounds, walks: settings.walks, steps: settings.walkSteps, seed: settings.seed });
     if (walks) io.stdout(`${describeWalks(walks)}\n`);
-    const foundBounds = violation ? bounds : boundsFor(mode, 8, 4, 12, 6);
+    const foundBounds = violation ? bounds : walkBounds;
     const walked = walks?.violation ?? null;
     const found = violation ?? (walked ? shrink(steadyStart(mode, foundBounds), walked, foundBounds) : null);
     if (found) {

@@ -1,11 +1,9 @@
 import { HaSnapshot } from '../ha/cluster-snapshot';
-import { decide } from '../ha/decide';
 import { Decision, HaAction } from '../ha/decision';
-import { fenceSafetyMarginMs } from '../ha/leader-lock';
-import { pendingFailover } from '../ha/leader-race';
 import { formatStandbyNames } from '../postgresql/standby-names';
+import { DecisionCode, REAL_DECISION_CODE } from './decision-code';
 import { manageSync } from './sync-duties';
-import { ClusterModel, DcsRead, NODE_NAMES } from './model';
+import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES } from './model';
 import { Fact } from './recording';
 import { dcsRead, peerReadings, postgresStateName, snapshotOf } from './snapshot';
 
@@ -21,7 +19,11 @@ export interface DecisionMutation {
   noFence?: boolean;
   /** Drops a recorded state change (for the recorder's invariant). */
   dropsEvent?(type: string, to: string | null): boolean;
+  /** The decision code with one edit, from the mutation run (the real one when absent). */
+  code?: DecisionCode;
 }
+
+const codeOf = (mutation?: DecisionMutation) => mutation?.code ?? REAL_DECISION_CODE;
 
 /** A promotion decided in a cycle: what invariant 2 and 3 judge. */
 export interface Promotion {
@@ -31,6 +33,8 @@ export interface Promotion {
   /** A manual failover (no leader named): the operator's override, which the sync rules do not bind. */
   forced: boolean;
   paused: boolean;
+  /** Won the leader race in this cycle (took the key), rather than promoting under a key it already held. */
+  raced: boolean;
 }
 
 export interface CycleOutcome {
@@ -41,15 +45,20 @@ export interface CycleOutcome {
 
 const indexOf = (name: string | null | undefined) => (name ? NODE_NAMES.indexOf(name as (typeof NODE_NAMES)[number]) : -1);
 
-/** Arms node i's fence from its lease, as LeaderLock.armFence does. */
+/**
+ * Arms node i's fence from its lease, as LeaderLock.armFence does (the agent remembers the deadline
+ * even when its fence is dead: a new postmaster's fence starts with it). A late fence's deadline
+ * comes loop_wait later, past the lease's end.
+ */
 export function armFence(c: ClusterModel, i: number, mutation?: DecisionMutation): void {
   const n = c.nodes[i];
-  n.fence = mutation?.noFence ? -1 : Math.max(0, n.lease - fenceSafetyMarginMs(c.ttl));
+  const late = n.fenceLate ? LOOP_WAIT_S * 1000 : 0;
+  n.fence = mutation?.noFence ? -1 : Math.max(0, n.lease - codeOf(mutation).fenceSafetyMarginMs(c.ttl) + late);
 }
 
 function decideWith(s: HaSnapshot, mutation?: DecisionMutation): Decision {
   const seen = mutation?.snapshot ? mutation.snapshot(s) : s;
-  const decision = decide(seen);
+  const decision = codeOf(mutation).decide(seen);
   return mutation?.decision ? mutation.decision(seen, decision) : decision;
 }
 
@@ -84,10 +93,10 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
     if (action.type === 'promote') {
       // SyncReplication.beforePromote's write failed: the promotion is postponed to the next cycle.
       if (syncMoved && c.mode !== 'off' && c.mode !== 'quorum') continue;
-      const failover = pendingFailover(snapshot);
-      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: snapshot.config.pause };
+      const failover = codeOf(mutation).pendingFailover(snapshot);
+      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: snapshot.config.pause, raced: snapshot.lockResult === 'acquired' };
     }
-    carryOut(c, i, action, snapshot, facts, syncMoved);
+    carryOut(c, i, action, snapshot, facts, syncMoved, codeOf(mutation));
   }
   if (reachable) {
     // As memberData: xlog_location and timeline only while the server runs.
@@ -131,7 +140,7 @@ function fulfil(c: ClusterModel, i: number, s: HaSnapshot, need: string, facts: 
   }
 }
 
-function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, facts: Fact[], syncMoved: boolean): void {
+function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, facts: Fact[], syncMoved: boolean, code: DecisionCode): void {
   const n = c.nodes[i];
   const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
   switch (action.type) {
@@ -191,7 +200,7 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
     case 'leaderDuties':
       if (!reachable || n.pg !== 'running' || !n.primary) return;
       c.optime = n.wal;
-      if (!syncMoved) manageSync(c, i, s.cluster!);
+      if (!syncMoved) manageSync(c, i, s.cluster!, code);
       return;
     case 'demoteGraceful':
       n.op = 'switchover';

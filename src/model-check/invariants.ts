@@ -1,9 +1,9 @@
 import { acceptsWrites, applyAction, Bounds } from './actions';
 import { DecisionMutation, Promotion } from './cycle';
-import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey } from './model';
+import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
 
-/** The invariants of issue 19, each with the number the issue gives it. */
-export type InvariantId = 'lease' | 'promotion' | 'sync' | 'progress' | 'replay';
+/** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
+export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay';
 
 export interface Violation {
   invariant: InvariantId;
@@ -14,11 +14,14 @@ const name = (i: number) => NODE_NAMES[i];
 
 /**
  * 1. At most one node accepts writes while holding a valid lease, and a node whose lease expired
- * accepts none (the fence stopped it before). 3. In synchronous modes every acknowledged commit is
- * on every node `/sync` lets be promoted.
+ * accepts none (its agent demoted it, or its fence stopped it, before). One named exemption: a node
+ * neither of whose layers acts (`unstoppable`: agent crashed, frozen or the cluster paused, and fence
+ * killed, late or absent) is left out, as nothing alive would stop it; `exemptWriters` counts those
+ * states so that the run reports them. 3. In synchronous modes every acknowledged commit is on every node `/sync` lets be
+ * promoted.
  */
 export function checkState(c: ClusterModel): Violation | null {
-  const writers = c.nodes.map((_, i) => i).filter((i) => acceptsWrites(c, i));
+  const writers = c.nodes.map((_, i) => i).filter((i) => acceptsWrites(c, i) && !unstoppable(c, i));
   for (const i of writers) {
     if (c.nodes[i].lease <= 0) return { invariant: 'lease', message: `${name(i)} accepts writes although its lease expired` };
   }
@@ -33,6 +36,11 @@ export function checkState(c: ClusterModel): Violation | null {
     }
   }
   return null;
+}
+
+/** Writers that invariant 1 leaves out (agent and fence both gone), in a state; 0 in almost every state. */
+export function exemptWriters(c: ClusterModel): number {
+  return c.nodes.filter((_, i) => acceptsWrites(c, i) && unstoppable(c, i)).length;
 }
 
 /**
@@ -66,6 +74,37 @@ export function checkPromotion(before: ClusterModel, p: Promotion): Violation | 
   }
   if (!p.forced && before.mode !== 'off' && before.acked?.sync && !holdsCommit(before, n, before.acked)) {
     return { invariant: 'sync', message: `${name(p.node)} promoted in synchronous mode without the acknowledged commit at ${before.acked.timeline}/${before.acked.wal}` };
+  }
+  return null;
+}
+
+/**
+ * 2b. The race elects the most advanced eligible member it can reach: a node that won the leader
+ * race (an automatic promotion) holds every commit that any member it could reach held then, a member
+ * that may be promoted (its agent answers the probe, its member key lives, PostgreSQL runs, not
+ * `nofailover`). So an asynchronous failover loses only what no reachable eligible member has. In
+ * synchronous modes only members `/sync` names are eligible (`on`, `strict`), and the former `/sync`
+ * leader's unacknowledged WAL is not owed (the reference's race ignores it too). WAL that a member
+ * holds past the point where the cluster's history ended its timeline was lost at an earlier
+ * failover: it is no commit of the cluster's any more.
+ */
+export function checkRace(before: ClusterModel, p: Promotion): Violation | null {
+  if (!p.raced || p.manual || p.paused) return null;
+  const winner = before.nodes[p.node];
+  const priorityMode = before.mode === 'on' || before.mode === 'strict';
+  for (let j = 0; j < before.nodes.length; j++) {
+    const peer = before.nodes[j];
+    if (j === p.node || peer.noFailover || peer.agent !== 'up' || !peer.member || peer.pg !== 'running' || peer.op === 'demote' || peer.op === 'start') continue;
+    if (before.mode !== 'off' && before.sync) {
+      if (before.sync.leader === j) continue;
+      if (priorityMode && !before.sync.standbys.includes(j)) continue;
+    }
+    const fork = before.history.find((h) => h[0] === peer.timeline);
+    const upTo = fork ? Math.min(peer.wal, fork[1]) : peer.wal;
+    const commit = { timeline: peer.timeline, wal: upTo };
+    if (!holdsCommit(before, winner, commit)) {
+      return { invariant: 'race', message: `${name(p.node)} won the leader race at ${winner.timeline}/${winner.wal} but ${name(j)}, reachable and eligible, held ${peer.timeline}/${upTo}` };
+    }
   }
   return null;
 }

@@ -22,6 +22,8 @@ export interface NodeModel {
   agent: AgentState;
   /** Ran its HA cycle since loop_wait last passed: a running agent cycles every loop_wait. */
   cycled: boolean;
+  /** Restarted or thawed, its first HA cycle not yet run: until then it acts as little as a dead one. */
+  waking: boolean;
   pg: PgState;
   /** Running out of recovery. */
   primary: boolean;
@@ -45,6 +47,10 @@ export interface NodeModel {
    * remembers it for the next postmaster it starts, whose fence starts armed with it.
    */
   fence: number;
+  /** The fence of the running postmaster died (killed): the postmaster survives it, nothing stops it at the deadline. A new postmaster has a new fence. */
+  fenceDead: boolean;
+  /** The fence's deadline arrives loop_wait late (clock drift between the agent and the etcd leader's lease, a delayed keep-alive answer): past the lease's end. */
+  fenceLate: boolean;
   /** Cut off from the DCS. */
   dcsCut: boolean;
   noFailover: boolean;
@@ -89,6 +95,8 @@ export interface ClusterModel {
   pause: boolean;
   mode: ReplicationMode;
   ttl: number;
+  /** The fences exist (false: the model of decide() alone, every node run without its fence). */
+  fenceLayer: boolean;
   /** The last acknowledged commit, on its timeline, and whether a synchronous mode was in force then; null before the first. */
   acked: { timeline: number; wal: number; sync: boolean } | null;
   /** Budgets spent, part of the state so that bounded searches stay sound. */
@@ -103,6 +111,7 @@ export function initialNode(index: number): NodeModel {
   return {
     agent: 'up',
     cycled: false,
+    waking: false,
     pg: 'running',
     primary,
     op: 'none',
@@ -116,6 +125,8 @@ export function initialNode(index: number): NodeModel {
     upstream: primary ? -1 : 0,
     lease: primary ? 30_000 : 0,
     fence: -1,
+    fenceDead: false,
+    fenceLate: false,
     dcsCut: false,
     noFailover: false,
     priority: 1,
@@ -127,7 +138,7 @@ export function initialNode(index: number): NodeModel {
 }
 
 /** n1 has just become primary and holds the key; n2 and n3 stream from it. */
-export function bootstrappedCluster(mode: ReplicationMode): ClusterModel {
+export function bootstrappedCluster(mode: ReplicationMode, fenceLayer = true): ClusterModel {
   return {
     nodes: NODE_NAMES.map((_, i) => initialNode(i)),
     leaderKey: 0,
@@ -140,6 +151,7 @@ export function bootstrappedCluster(mode: ReplicationMode): ClusterModel {
     pause: false,
     mode,
     ttl: 30,
+    fenceLayer,
     acked: null,
     faults: 0,
     operations: 0,
@@ -167,7 +179,7 @@ const ROLE = { replica: 'R', primary: 'P', demoted: 'D' };
 function nodeKey(n: NodeModel): string {
   const m = n.member ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}` : 'x';
   return [
-    AGENT[n.agent] + (n.cycled ? 1 : 0) + PG[n.pg] + (n.primary ? 1 : 0) + OP[n.op] + (n.opAsPrimary ? 1 : 0) + (n.opRestart ? 1 : 0) + ROLE[n.role] + (n.leader ? 1 : 0) + (n.dcsCut ? 1 : 0) + (n.noFailover ? 1 : 0) + n.priority,
+    AGENT[n.agent] + (n.waking ? 'w' : '') + (n.cycled ? 1 : 0) + PG[n.pg] + (n.primary ? 1 : 0) + OP[n.op] + (n.opAsPrimary ? 1 : 0) + (n.opRestart ? 1 : 0) + ROLE[n.role] + (n.leader ? 1 : 0) + (n.dcsCut ? 1 : 0) + (n.noFailover ? 1 : 0) + n.priority + (n.fenceDead ? 'k' : '') + (n.fenceLate ? 'l' : ''),
     n.opUpstream,
     n.wal,
     n.timeline,
@@ -186,7 +198,7 @@ export function stateKey(c: ClusterModel): string {
   const failover = c.failover ? `${c.failover.leader}>${c.failover.member}@${c.failover.dueIn ?? ''}` : '';
   const acked = c.acked ? `${c.acked.timeline}.${c.acked.wal}${c.acked.sync ? 's' : ''}` : '';
   const history = c.history.map((h) => `${h[0]}.${h[1]}`).join('/');
-  const head = [c.leaderKey, c.keyLease, c.quorum ? 1 : 0, sync, failover, c.optime, history, c.pause ? 1 : 0, c.mode, c.ttl, acked, c.faults, c.operations, c.writes, c.staleReads].join(',');
+  const head = [c.leaderKey, c.keyLease, c.quorum ? 1 : 0, sync, failover, c.optime, history, c.pause ? 1 : 0, c.mode, c.ttl, c.fenceLayer ? 'F' : 'f', acked, c.faults, c.operations, c.writes, c.staleReads].join(',');
   return `${head}|${c.nodes.map(nodeKey).join('|')}`;
 }
 
@@ -200,6 +212,18 @@ export function holdsCommit(c: ClusterModel, n: NodeModel, commit: { timeline: n
   const older = Math.min(n.timeline, commit.timeline);
   const fork = c.history.find((h) => h[0] === older);
   return fork !== undefined && fork[1] >= commit.wal;
+}
+
+/**
+ * Nothing that runs stops node i's postmaster at its lease's end: its agent does not (crashed or
+ * frozen, or back but before its first cycle; or the cluster is paused, where the agent leaves
+ * PostgreSQL to the operator, as Patroni's maintenance mode) and its fence is gone (killed, late past
+ * the lease, or the model runs without fences). The one documented exemption of invariant 1: both
+ * layers are gone, and only etcd's lease expiry (the others' promotion) is left, which stops no process.
+ */
+export function unstoppable(c: ClusterModel, i: number): boolean {
+  const n = c.nodes[i];
+  return (n.agent !== 'up' || n.waking || c.pause) && (!c.fenceLayer || n.fenceDead || n.fenceLate);
 }
 
 /** Where timeline `tl` starts: the position its parent ended at (0 for the first). */

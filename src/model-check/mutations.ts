@@ -18,6 +18,11 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
     name: 'promoting regardless of lag',
     snapshot: (s) => ({ ...s, config: { ...s.config, maximum_lag_on_failover: Number.MAX_SAFE_INTEGER } }),
   },
+  /** The race does not compare WAL positions with the members it reaches: a replica behind them may win it. */
+  race: {
+    name: 'racing without comparing WAL positions',
+    snapshot: (s) => (s.peers ? { ...s, peers: s.peers.map((p) => ({ ...p, walPosition: 0 })) } : s),
+  },
   /** `/sync` does not bar standbys that are not synchronous from the race. */
   sync: {
     name: 'racing without the synchronous standby rule',

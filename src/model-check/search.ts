@@ -1,6 +1,6 @@
 import { Action, ACTION_KINDS, ActionKind, Bounds, enabledActions } from './actions';
 import { DecisionMutation } from './cycle';
-import { checkProgress, fairRound, Violation } from './invariants';
+import { checkProgress, exemptWriters, fairRound, Violation } from './invariants';
 import { bootstrappedCluster, ClusterModel, ReplicationMode, stateKey } from './model';
 import { checkedStep } from './step';
 
@@ -34,12 +34,14 @@ export interface SearchReport {
   /** How often each kind of step was taken. */
   coverage: Record<ActionKind, number>;
   progressChecks: number;
+  /** Distinct states where a primary runs that neither its agent nor its fence can stop: invariant 1's one exemption. */
+  exempt: number;
   violation: FoundViolation | null;
 }
 
 /** The cluster after bootstrap, settled by the fault-free schedule: where every search starts. */
 export function steadyStart(mode: ReplicationMode, bounds: Bounds, mutation?: DecisionMutation): ClusterModel {
-  let c = bootstrappedCluster(mode);
+  let c = bootstrappedCluster(mode, !bounds.fenceless);
   let key = stateKey(c);
   for (let round = 0; round < 24; round++) {
     c = fairRound(c, bounds, mutation);
@@ -65,6 +67,7 @@ export function breadthFirst(options: SearchOptions): SearchReport {
   let transitions = 0;
   let depth = 0;
   let progressChecks = 0;
+  let exempt = 0;
   const report = (violation: FoundViolation | null, exhausted: boolean, partialLevel = false): SearchReport => ({
     mode: options.mode,
     states: index.size,
@@ -75,6 +78,7 @@ export function breadthFirst(options: SearchOptions): SearchReport {
     elapsedMs: Date.now() - started,
     coverage,
     progressChecks,
+    exempt,
     violation,
   });
   const pathTo = (id: number, last?: Action): Action[] => {
@@ -97,6 +101,7 @@ export function breadthFirst(options: SearchOptions): SearchReport {
         parent.push(id);
         via.push(action);
         next.push({ c: step.next, id: nextId });
+        if (exemptWriters(step.next) > 0) exempt++;
         if (options.progressEvery > 0 && nextId % options.progressEvery === 0) {
           progressChecks++;
           const stuck = checkProgress(step.next, bounds, mutation);
@@ -130,6 +135,20 @@ export interface WalkOptions {
   steps: number;
   seed: number;
   mutation?: DecisionMutation;
+  /** How much likelier a kind of step is than another (1 when not given): uniform when absent. */
+  weights?: Partial<Record<ActionKind, number>>;
+}
+
+/** Picks one of `actions`, each as likely as its kind's weight. */
+function pick(actions: Action[], random: () => number, weights?: Partial<Record<ActionKind, number>>): Action {
+  if (!weights) return actions[Math.floor(random() * actions.length)];
+  const total = actions.reduce((sum, a) => sum + (weights[a.kind] ?? 1), 0);
+  let at = random() * total;
+  for (const a of actions) {
+    at -= weights[a.kind] ?? 1;
+    if (at < 0) return a;
+  }
+  return actions[actions.length - 1];
 }
 
 export interface WalkReport {
@@ -139,6 +158,8 @@ export interface WalkReport {
   maxDepth: number;
   elapsedMs: number;
   coverage: Record<ActionKind, number>;
+  /** Steps that reached a state with an exempt writer (agent and fence both gone). */
+  exempt: number;
   violation: (FoundViolation & { seed: number }) | null;
 }
 
@@ -149,8 +170,9 @@ export function randomWalks(options: WalkOptions): WalkReport {
   const start = steadyStart(options.mode, bounds, mutation);
   const coverage = emptyCoverage();
   let steps = 0;
+  let exempt = 0;
   const done = (violation: WalkReport['violation'], walks: number): WalkReport => ({
-    mode: options.mode, walks, steps, maxDepth: options.steps, elapsedMs: Date.now() - started, coverage, violation,
+    mode: options.mode, walks, steps, maxDepth: options.steps, elapsedMs: Date.now() - started, coverage, exempt, violation,
   });
   for (let w = 0; w < options.walks; w++) {
     const seed = options.seed + w;
@@ -159,12 +181,13 @@ export function randomWalks(options: WalkOptions): WalkReport {
     const path: Action[] = [];
     for (let s = 0; s < options.steps; s++) {
       const actions = enabledActions(c, bounds);
-      const action = actions[Math.floor(random() * actions.length)];
+      const action = pick(actions, random, options.weights);
       const step = checkedStep(c, action, bounds, mutation);
       steps++;
       coverage[action.kind]++;
       path.push(action);
       if (step.violation) return done({ ...step.violation, path, seed }, w + 1);
+      if (exemptWriters(step.next) > 0) exempt++;
       c = step.next;
     }
     const stuck = checkProgress(c, bounds, mutation);

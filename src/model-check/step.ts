@@ -1,6 +1,6 @@
 import { Action, applyAction, Bounds } from './actions';
 import { DecisionMutation } from './cycle';
-import { checkPromotion, checkState, Violation } from './invariants';
+import { checkPromotion, checkRace, checkState, Violation } from './invariants';
 import { ClusterModel } from './model';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
 
@@ -14,7 +14,7 @@ export interface CheckedStep {
 export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mutation?: DecisionMutation): CheckedStep {
   const { next, facts, cycle } = applyAction(c, action, bounds, mutation);
   const events = [...factEvents(facts), ...transitionEvents(c, next, action.label, mutation?.dropsEvent)];
-  const promotion = cycle?.promotion ? checkPromotion(c, cycle.promotion) : null;
+  const promotion = cycle?.promotion ? (checkPromotion(c, cycle.promotion) ?? checkRace(c, cycle.promotion)) : null;
   const mismatch = replayMismatch(c, next, events);
   const violation = promotion ?? (mismatch ? { invariant: 'replay' as const, message: `replaying the step's events does not rebuild the projections: ${mismatch}` } : null) ?? checkState(next);
   return { next, events, violation };

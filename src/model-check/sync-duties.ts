@@ -1,10 +1,6 @@
 import { ClusterView } from '../dcs/dcs.port';
-import { planPriority } from '../ha/sync/priority-plan';
-import { SyncReadiness } from '../ha/sync/readiness';
-import { pickSynchronous, quorumAcknowledgedPosition, syncCandidates } from '../ha/sync/sync-candidates';
-import { planQuorum } from '../ha/sync/quorum-plan';
-import { syncKeyValue, syncQuorumOf } from '../ha/sync/sync-key';
 import { parseStandbyNames } from '../postgresql/standby-names';
+import { DecisionCode } from './decision-code';
 import { ClusterModel, NODE_NAMES } from './model';
 import { configOf, safeMembers, standbyKind, streamingFrom } from './snapshot';
 
@@ -16,7 +12,8 @@ const indexOf = (name: string) => NODE_NAMES.indexOf(name as (typeof NODE_NAMES)
  * A standby counts as caught up when it holds the leader's position now (the agent uses the position
  * when the setting changed, which is never later): never more permissive than the agent.
  */
-export function manageSync(c: ClusterModel, i: number, view: ClusterView): void {
+export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: DecisionCode): void {
+  const { planPriority, planQuorum, SyncReadiness, pickSynchronous, quorumAcknowledgedPosition, syncCandidates, syncKeyValue, syncQuorumOf } = code;
   const n = c.nodes[i];
   const config = configOf(c);
   if (c.mode === 'off') {

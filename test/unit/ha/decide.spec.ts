@@ -92,6 +92,9 @@ describe('decide() on a cluster snapshot', () => {
     ['a replica beyond maximum_lag_on_failover does not race', { peers: [], cluster: cluster({ status: { value: { optime: 60_000_000 }, modRevision: '4' } }) }, { verdict: 'following a different leader because i am not the healthiest node' }],
     ['check_timeline keeps a replica on an old timeline out', { peers: [], config: { check_timeline: true }, cluster: cluster({ history: { value: [[1, 100, 'no recovery target specified']], modRevision: '3' } }) }, { verdict: 'following a different leader because i am not the healthiest node' }],
     ['a running primary without a leader key takes the lock back', { local: { sample: primarySample(), role: 'primary' } }, { need: 'acquireLock' }],
+    // Found by the model checker with the fence killed: a primary deciding on a read taken before another node won the key.
+    ['a running primary that loses the race for the lock demotes itself', { lockResult: 'not_acquired', local: { sample: primarySample(), role: 'primary' } }, { verdict: 'demoted self after trying and failing to obtain lock', actions: ['demote'] }],
+    ['paused, it keeps running', { lockResult: 'not_acquired', config: { pause: true }, local: { sample: primarySample(), role: 'primary' } }, { verdict: 'following new leader after trying and failing to obtain lock', actions: [] }],
     ['a running primary that regains the lock keeps running', { lockResult: 'acquired', local: { sample: primarySample(), role: 'primary' } }, { verdict: 'acquired session lock as a leader', actions: ['leaderDuties'] }],
     ['a primary on an old timeline demotes instead', { cluster: cluster({ history: { value: [[1, 100, 'x'], [2, 200, 'y']], modRevision: '3' } }), local: { sample: primarySample({ timeline: 1 }), role: 'primary' } }, { actions: ['demote'] }],
 

@@ -23,6 +23,8 @@ const cases: { invariant: InvariantId; variant: DecisionMutation; mode: Replicat
   { invariant: 'lease', variant: BROKEN_VARIANTS.lease, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'agentFreeze', 'dcsCut'], 1) },
   { invariant: 'promotion', variant: BROKEN_VARIANTS.promotion, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'agentFreeze'], 1, 0, 2) },
   { invariant: 'promotion', variant: IGNORING_PAUSE, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'agentFreeze', 'pause'], 1, 1) },
+  // One write of lag is within maximum_lag_on_failover: invariant 2 lets the less advanced winner through, the race's does not.
+  { invariant: 'race', variant: BROKEN_VARIANTS.race, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 1, 0, 1) },
   { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'on', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
   { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'quorum', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
   { invariant: 'progress', variant: BROKEN_VARIANTS.progress, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete'], 0), progressEvery: 1 },

@@ -48,4 +48,16 @@ describe('counter-examples found by the model checker stay fixed', () => {
     expect(end.nodes[1]).toMatchObject({ op: 'none', primary: false, leader: false });
     expect(end.leaderKey).toBe(-1);
   });
+
+  it('a primary whose fence was killed, thawed after its lease ran out, deciding on a read taken before another node won the key, demotes', () => {
+    const strict = boundsFor('strict', 8, 4, 12, 6);
+    const path = steps(
+      'agentFreeze n1, agentCrash n3, pgCrash n2, agentFreeze n2, dcsCut n2, fenceKill n1, dcsHeal n2, write n1, tick, agentRestart n3, agentRestart n2, ' +
+        'cycle n2, cycle n3, complete n2, tick, agentRestart n1, read n1, cycle n2, cycle n1',
+    );
+    const { violations, end } = replay(steadyStart('strict', strict), path, strict);
+    expect(violations).toEqual([]);
+    expect(end.nodes[0]).toMatchObject({ op: 'demote', role: 'demoted', fenceDead: true });
+    expect(end.leaderKey).toBe(1);
+  });
 });
