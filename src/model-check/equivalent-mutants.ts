@@ -11,7 +11,6 @@ export interface SurvivorReason {
 }
 
 const outside = (reason: string): SurvivorReason => ({ kind: 'outside the model', reason });
-const equivalent = (reason: string): SurvivorReason => ({ kind: 'equivalent', reason });
 
 export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/decide.ts decide: remove { type: 'releaseLock' }": outside('a lock holder with an empty data directory: bootstrap and cloning are not modelled'),
@@ -28,7 +27,4 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   'ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)': outside('check_timeline: the model runs with the default, off'),
   'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside('the watchdog is not modelled'),
   'ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline': outside('check_timeline: the model runs with the default, off'),
-  'ha/leader-race.ts healthiest: skip if (ownWal < peerWal)': equivalent(
-    'the check before it already returned when a peer is ahead, unless the peer is the former /sync leader; then the priority check after it needs equal WAL and lets nothing more through',
-  ),
 };

@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-require-imports -- a module loader: it requires modules by computed path, and typescript (a devDependency) only when mutants run */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type * as Ts from 'typescript';

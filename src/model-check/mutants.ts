@@ -47,6 +47,7 @@ const ENDING_CONSTANTS = new Set(['OFFLINE_DEMOTE']);
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 90);
 
 function loadTs(): typeof Ts {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- typescript is a devDependency, loaded only when mutants run
   return require('typescript') as typeof Ts;
 }
 
