@@ -149,7 +149,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       // positions, so that whichever node is promoted already holds the WAL its consumers need.
       const { dynamic } = node;
       // While the DCS is down: the last view read, at the positions the failsafe leader sent.
-      const cluster = snapshot.cluster ?? failsafeView(node.cluster, node.failsafe.leaderAccepted(snapshot.now, dynamic.ttl));
+      const cluster = snapshot.cluster ?? failsafeView(node.cluster, node.failsafe.leaderAccepted(node.deps.clock.monotonic(), dynamic.ttl));
       if (!cluster) return;
       const plan = planSlots({ self: { name: node.name, tags: node.tags }, isLeader: false, cluster, dynamic });
       await keepSlots({ query, events: node.events, logger }, plan, dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS), cluster.leader !== null);

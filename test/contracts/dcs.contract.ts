@@ -1,5 +1,5 @@
 import { Subscription } from 'rxjs';
-import { Clock } from '../../src/common/clock';
+import { TimerClock } from '../../src/common/clock';
 import { Dcs, DcsChange, DcsError, MemberData } from '../../src/dcs/dcs.port';
 import { waitFor } from '../helpers/wait-for';
 
@@ -10,8 +10,8 @@ import { waitFor } from '../helpers/wait-for';
 export interface DcsContractFixture {
   /** The cluster of this test (fresh per fixture); nodes and raw keys live under `/service/<scope>/`. */
   readonly scope: string;
-  /** The clock the nodes' `validUntil` and lease expiry are measured on. */
-  readonly clock: Clock;
+  /** The clock the nodes' `validUntil` and lease expiry are measured on: its monotonic reading. */
+  readonly clock: TimerClock;
   /** A TTL that tests wait out: any value on a manual clock, a short one in real time. */
   readonly shortTtlSeconds: number;
   /** How long after `validUntil` an unrefreshed lease may still be visible (0 on a manual clock). */
@@ -78,7 +78,7 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
     /** validUntil must count from a moment between `before` and the answer, ttl ahead. */
     const expectValidUntil = (lock: { validUntil: number } | null, before: number, ttlSeconds: number) => {
       expect(lock!.validUntil).toBeGreaterThanOrEqual(before + ttlSeconds * 1000);
-      expect(lock!.validUntil).toBeLessThanOrEqual(fixture.clock.now() + ttlSeconds * 1000);
+      expect(lock!.validUntil).toBeLessThanOrEqual(fixture.clock.monotonic() + ttlSeconds * 1000);
     };
 
     beforeEach(async () => {
@@ -93,7 +93,7 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
       it('goes to exactly one of two racing nodes; the other gets null and reads the winner', async () => {
         const node1 = node('node1');
         const node2 = node('node2');
-        const before = fixture.clock.now();
+        const before = fixture.clock.monotonic();
         const [lock1, lock2] = await Promise.all([node1.acquireLeader(), node2.acquireLeader()]);
         expect([lock1, lock2].filter((lock) => lock !== null)).toHaveLength(1);
         const [winner, loser] = lock1 ? ['node1', node2] : ['node2', node1];
@@ -113,7 +113,7 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         const node1 = node('node1');
         await node1.acquireLeader();
         await fixture.passTime((fixture.shortTtlSeconds * 1000) / 3);
-        const before = fixture.clock.now();
+        const before = fixture.clock.monotonic();
         expectValidUntil(await node1.refreshLeader(), before, TTL_SECONDS);
       });
 
@@ -160,8 +160,8 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
           const current = await node2.read();
           return current.leader === null ? current : null;
         }, 'the leader key to expire');
-        expect(fixture.clock.now()).toBeGreaterThanOrEqual(lock!.validUntil);
-        expect(fixture.clock.now()).toBeLessThanOrEqual(lock!.validUntil + fixture.expiryLatenessMs);
+        expect(fixture.clock.monotonic()).toBeGreaterThanOrEqual(lock!.validUntil);
+        expect(fixture.clock.monotonic()).toBeLessThanOrEqual(lock!.validUntil + fixture.expiryLatenessMs);
         expect(view.members).toEqual([]);
         expect(await node2.acquireLeader()).not.toBeNull();
       });
@@ -194,7 +194,7 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         const node1 = node('node1', 2 * newTtlSeconds);
         await node1.acquireLeader();
         await node1.setTtl(newTtlSeconds);
-        const before = fixture.clock.now();
+        const before = fixture.clock.monotonic();
         expectValidUntil(await node1.refreshLeader(), before, newTtlSeconds);
         for (let elapsed = 0; elapsed <= oldTtlMs; elapsed += (newTtlSeconds * 1000) / 2) {
           await fixture.passTime((newTtlSeconds * 1000) / 2); // past the old lease's expiry: the key lives on the new one
