@@ -29,7 +29,7 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
     node.postgres.send({ type: 'CLONE', source, ...('method' in step ? { method: step.method } : {}), at: startedAt });
     await node.waitForPostgres((state) => state !== 'creating_replica');
     const { lastOutcome, lastError, lastExitCode } = node.postgres.getSnapshot().context;
-    const attempt = { method: step.name, source: source?.name ?? null, durationMs: clock.monotonic() - startedAt };
+    const attempt = { method: step.name, source: source?.name ?? null, durationMs: Math.round(clock.monotonic() - startedAt) };
     if (lastOutcome === 'cloned') {
       logger.info(`replica has been created using ${step.name}`);
       // Patroni's line, which its site-aware acceptance scenario looks for.

@@ -14,7 +14,8 @@ export interface DiagnosisInput {
 export const INDICATOR_KEYS = ['etcd', 'postgres', 'fence', 'events', 'ha_cycle'] as const;
 export type IndicatorKey = (typeof INDICATOR_KEYS)[number];
 
-const ageMs = (at: number, now: number): number | null => (at > 0 ? Math.max(0, now - at) : null);
+// Whole milliseconds: the instants come from the monotonic clock, in fractions of one.
+const ageMs = (at: number, now: number): number | null => (at > 0 ? Math.max(0, Math.round(now - at)) : null);
 const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
 
 /**
@@ -44,7 +45,7 @@ export class DiagnosticsIndicators {
       last_read_age_ms: lastReadAge,
       max_read_age_ms: view.config.ttl * 1000,
       leader,
-      lease_left_ms: leader ? view.lockValidUntil - now : null,
+      lease_left_ms: leader ? Math.round(view.lockValidUntil - now) : null,
     };
     if (lastReadAge === null) return check.down({ ...data, message: 'etcd has not been read yet' });
     if (lastReadAge > data.max_read_age_ms) return check.down({ ...data, message: `etcd last read ${lastReadAge} ms ago, more than ttl` });
@@ -81,7 +82,7 @@ export class DiagnosticsIndicators {
     const check = this.indicators.check('fence');
     const { connected, deadline } = diagnostics.fence;
     const primary = view.pgState === 'running' && view.sample !== null && !view.sample.inRecovery;
-    const data = { connected, armed: deadline !== null, deadline: iso(deadline), left_ms: deadline === null ? null : deadline - now, required: primary };
+    const data = { connected, armed: deadline !== null, deadline: iso(deadline), left_ms: deadline === null ? null : Math.round(deadline - now), required: primary };
     if (data.left_ms !== null && data.left_ms <= 0 && view.pgState === 'running') {
       return check.down({ ...data, message: 'the fence deadline has passed while PostgreSQL still runs' });
     }
@@ -94,7 +95,7 @@ export class DiagnosticsIndicators {
   events({ view, diagnostics, now }: DiagnosisInput): HealthIndicatorResult<'events'> {
     const check = this.indicators.check('events');
     const queue = diagnostics.eventQueue;
-    const oldestAge = queue.oldestAt === null ? null : Math.max(0, now - queue.oldestAt);
+    const oldestAge = queue.oldestAt === null ? null : Math.max(0, Math.round(now - queue.oldestAt));
     const data = {
       queue_depth: queue.depth,
       oldest_queued_age_ms: oldestAge,

@@ -100,7 +100,7 @@ export class EtcdTransport {
       const token = await this.authToken(signal);
       this.connection.logger?.info(
         `etcd no longer accepted the auth token of user ${this.connection.username} (expired or forgotten by etcd); ` +
-          `re-authenticated in ${performance.now() - refused} ms, the request retried after ${performance.now() - started} ms`,
+          `re-authenticated in ${Math.round(performance.now() - refused)} ms, the request retried after ${Math.round(performance.now() - started)} ms`,
       );
       return this.post(path, body, signal, token);
     }
