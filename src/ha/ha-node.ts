@@ -153,6 +153,9 @@ export class HaNode {
         await node.lock.release('shutdown');
       }
     }
+    // Paused, as the reference: PostgreSQL is left running and nothing ends its term (maintenance is the
+    // operator's). A crashed agent, which says nothing, still leaves the fence to stop it at the lease's end.
+    if (!stopPostgres && node.dynamic.pause) node.deps.pg.disarmFence();
     node.postgres.stop();
     node.role.stop();
     node.leadership.stop();

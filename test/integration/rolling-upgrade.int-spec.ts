@@ -254,19 +254,26 @@ it("unpaused, the replicas' agents restart with their PostgreSQL, and the leader
   await expectEveryRowEverywhere(writer.acknowledged.map((write) => write.n));
 });
 
-it("paused, a leader's agent that stays away past its lease: the fence stops PostgreSQL while the leader key still names it", async () => {
+it("paused: a leader's agent stopped cleanly leaves PostgreSQL running, as Patroni; a killed one leaves its fence to stop it at the lease's end", async () => {
   const leader = await cluster.waitForHealthy(60_000);
   await statorctl('pause', '--wait');
   const postmaster = leader.postmasterPid()!;
-  const stoppedAt = performance.now();
   await leader.stopAgent();
-  expect(isAlive(postmaster)).toBe(true); // paused: the agent left it running
+  // "Leader key is not deleted and PostgreSQL is not stopped due paused state": the key lives out its ttl, and
+  // PostgreSQL outlives it (the fence was disarmed; armed, it would have stopped PostgreSQL before the key expired).
+  await waitFor(async () => (await leaderKey()) === null, { timeoutMs: 40_000, description: `${leader.name}'s leader key expiring` });
+  expect(isAlive(postmaster)).toBe(true);
+
+  leader.start();
+  await waitFor(async () => (await leaderKey())?.holder === leader.name, { timeoutMs: 30_000, description: `${leader.name} holding the leader key again` });
+  const killedAt = performance.now();
+  await leader.killAgent();
   await waitFor(() => !isAlive(postmaster), { timeoutMs: 40_000, description: `${leader.name}'s fence stopping PostgreSQL at the lease's end` });
-  const stoppedAfterMs = performance.now() - stoppedAt;
+  const stoppedAfterMs = performance.now() - killedAt;
   // Before the key expires: no primary outlives its leader key, which a resume would let a replica take.
   expect(await leaderKey()).toMatchObject({ holder: leader.name });
   expect(stoppedAfterMs).toBeLessThan(30_000);
   expect(readFileSync(join(leader.stateDir, 'fence.log'), 'utf8')).toMatch(/passed without a new arm: immediate shutdown of the postmaster/);
   expect(await cluster.primaries()).toEqual([]);
-  console.log(`paused, the leader's agent away: its fence stopped PostgreSQL ${Math.round(stoppedAfterMs)} ms after the agent's stop (ttl 30 s)`);
+  console.log(`paused, the leader's agent killed: its fence stopped PostgreSQL ${Math.round(stoppedAfterMs)} ms after (ttl 30 s)`);
 });
