@@ -20,6 +20,21 @@ const FETCH_BLOCKED = new Set([10080]);
  * PostgreSQL cannot take a port between the probe and its owner's bind.
  */
 function candidateRange(): { low: number; high: number } {
+  return sliceForJestWorker(wholeRange());
+}
+
+/** Jest runs integration specs two at a time (one per worker): each worker draws from a quarter of its own. */
+const JEST_WORKER_SLICES = 4;
+
+function sliceForJestWorker(range: { low: number; high: number }): { low: number; high: number } {
+  const worker = Number(process.env.JEST_WORKER_ID);
+  if (!Number.isInteger(worker) || worker < 1) return range;
+  const size = Math.floor((range.high - range.low + 1) / JEST_WORKER_SLICES);
+  const low = range.low + ((worker - 1) % JEST_WORKER_SLICES) * size;
+  return { low, high: low + size - 1 };
+}
+
+function wholeRange(): { low: number; high: number } {
   const given = /^(\d{4,5})-(\d{4,5})$/.exec(process.env.STATOR_TEST_PORTS ?? '');
   // Several checkouts testing at once on one machine each take a range of their own.
   if (given && Number(given[1]) < Number(given[2])) return { low: Number(given[1]), high: Number(given[2]) };

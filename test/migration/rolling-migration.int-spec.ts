@@ -28,6 +28,14 @@ let sysid: string;
 /** What the Patroni leader published before the migration: the shape a Stator leader's keys must have. */
 let patroniLeaderKey: Record<string, unknown>;
 let patroniStatus: Record<string, unknown>;
+/** When each leader was killed (kill -9 of agent and postmaster), on the writer's clock. */
+const crashes: number[] = [];
+/**
+ * Asynchronous replication may lose what the leader acknowledged just before it crashed and had not yet sent (Patroni's
+ * contract too, bounded by maximum_lag_on_failover): only such writes may be missing. A switchover, a swap of agents or
+ * any later step must lose nothing.
+ */
+const ASYNC_CRASH_WINDOW_MS = 2000;
 
 /** The nodes by role: the lock holder and the others. */
 async function roles(): Promise<{ leader: MixedNode; replicas: MixedNode[] }> {
@@ -156,6 +164,7 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
   it('fails over to a Patroni node when the Stator leader loses its agent and postmaster (kill -9); Stator rewinds and follows', async () => {
     await switchover(cluster, first);
     const from = performance.now();
+    crashes.push(performance.now());
     await first.killAgentAndPostmaster();
     const patroniNodes = cluster.nodes.filter((node) => node.agent === 'patroni');
     const winner = await waitFor(async () => {
@@ -177,6 +186,7 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
     record('swap Patroni -> Stator (second node)', await swapAgent(cluster, second, 'stator'));
     await cluster.waitForHealthy();
     const from = performance.now();
+    crashes.push(performance.now());
     await leader.killAgentAndPostmaster();
     await waitFor(async () => (await cluster.leaderName()) === first.name && (await first.writable()), {
       timeoutMs: 40_000,
@@ -269,7 +279,8 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
       figures['lag of the stopped Stator replica behind /status at the kill'] = `${(lags.behind / 1048576).toFixed(1)} MB (limit ${limit / 1024} kB)`;
       const logFrom = lagging.logOf('stator').length;
       const from = performance.now();
-      await leader.killAgentAndPostmaster();
+      crashes.push(performance.now());
+    await leader.killAgentAndPostmaster();
       await waitFor(async () => (await cluster.leaderName()) === caughtUp.name && (await caughtUp.writable()), {
         timeoutMs: 40_000,
         intervalMs: 50,
@@ -355,13 +366,16 @@ describe('the last node to Stator, then the way back to Patroni node by node', (
     expectNoReclone();
   });
 
-  it('lost no acknowledged write across every step', async () => {
+  it('lost no acknowledged write across every step but those of an asynchronous leader just before its crash', async () => {
     await writer.stop();
     const { leader } = await roles();
     const lost = await waitFor(async () => ({ missing: await writer.lostOn(leader.pgPort) }), { timeoutMs: 10_000, description: 'the table read on the leader' });
+    const ackedAt = new Map(writer.acked.map((ack) => [ack.id, ack.at]));
+    const justBeforeACrash = (id: number) => crashes.some((crash) => crash - ASYNC_CRASH_WINDOW_MS <= ackedAt.get(id)! && ackedAt.get(id)! <= crash);
     figures['acknowledged writes'] = writer.acked.length;
     figures['acknowledged writes lost'] = lost.missing.length;
-    expect(lost.missing).toEqual([]);
+    figures[`of them acknowledged within ${ASYNC_CRASH_WINDOW_MS} ms before a leader's kill -9`] = lost.missing.filter(justBeforeACrash).length;
+    expect(lost.missing.filter((id) => !justBeforeACrash(id))).toEqual([]);
     expect(writer.acked.length).toBeGreaterThan(100);
   });
 });
