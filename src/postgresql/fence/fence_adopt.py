@@ -1,0 +1,31 @@
+"""Adopting a postmaster that lost its fence (the fence was killed, alone or with its agent).
+
+The fence is normally the postmaster's parent; a killed fence leaves the postmaster running on as an orphan, and
+nothing would stop it at its lease's end. A new fence cannot become its parent, but a pidfd gives it the two things
+being the parent gave: a signal aimed at that very process (never at a later one reusing its pid) and a wakeup when
+it exits (its exit code is lost: only its parent could read it).
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+
+def open_postmaster(data_dir: str, pid: int) -> tuple[int, int]:
+    """(pidfd, start time in epoch ms) of postmaster `pid` once checked to be the one `postmaster.pid` in `data_dir`
+    names, serving that directory; ValueError or OSError otherwise (nothing is left open then)."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        with open(os.path.join(data_dir, 'postmaster.pid')) as pid_file:
+            lines = pid_file.read().split('\n')
+        if len(lines) < 3 or lines[0].strip() != str(pid):
+            raise ValueError('postmaster.pid in %s does not name pid %d' % (data_dir, pid))
+        if os.path.realpath(lines[1].strip()) != os.path.realpath(data_dir):
+            raise ValueError('pid %d serves %s, not %s' % (pid, lines[1].strip(), data_dir))
+        # Still alive through its pidfd: the process checked above is the one the pidfd holds, not a later one.
+        signal.pidfd_send_signal(pidfd, 0)
+        started_s = lines[2].strip()
+        return pidfd, int(started_s) * 1000 if started_s.isdigit() else 0
+    except BaseException:
+        os.close(pidfd)
+        raise
