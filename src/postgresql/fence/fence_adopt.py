@@ -8,7 +8,14 @@ it exits (its exit code is lost: only its parent could read it).
 from __future__ import annotations
 
 import os
+import selectors
 import signal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fence_loop import Loop
 
 
 def open_postmaster(data_dir: str, pid: int) -> tuple[int, int]:
@@ -29,3 +36,28 @@ def open_postmaster(data_dir: str, pid: int) -> tuple[int, int]:
     except BaseException:
         os.close(pidfd)
         raise
+
+
+class AdoptedPostmaster:
+    """A postmaster held through its pidfd: signalled through it, and `on_exit` called once when it exits."""
+
+    def __init__(self, loop: Loop, data_dir: str, pid: int, on_exit: Callable[[], None]) -> None:
+        """Raises OSError or ValueError (see open_postmaster) when `pid` cannot be adopted."""
+        self.pid = pid
+        self._loop = loop
+        self._pidfd: int | None
+        self._pidfd, self.started_at = open_postmaster(data_dir, pid)
+        self._on_exit = on_exit
+        loop.selector.register(self._pidfd, selectors.EVENT_READ, self._exited)
+
+    def signal(self, signum: signal.Signals) -> None:
+        if self._pidfd is not None:
+            signal.pidfd_send_signal(self._pidfd, signum)
+
+    def _exited(self, _mask: int) -> None:
+        if self._pidfd is None:
+            return
+        self._loop.selector.unregister(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = None
+        self._on_exit()

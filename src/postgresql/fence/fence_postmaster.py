@@ -14,7 +14,7 @@ import signal
 import socket
 import time
 
-from fence_adopt import open_postmaster
+from fence_adopt import AdoptedPostmaster
 from fence_channel import Channel, another_fence_answers
 from fence_spawn import spawn_postmaster
 from fence_process_tree import descendants_of, is_running
@@ -72,7 +72,7 @@ class Fence:
         self._server: socket.socket | None = None
         self._postmaster_pid = 0
         # Set when this fence adopted a running postmaster instead of starting one: it is not our child.
-        self._pidfd: int | None = None
+        self._adopted: AdoptedPostmaster | None = None
         self._started_at = 0
         self._deadline: float | None = None
         self._deadline_monotonic: float | None = None
@@ -133,25 +133,20 @@ class Fence:
         """Takes on a postmaster that runs without a fence; False (and the fence exits, touching nothing) when `pid`
         is not this data directory's live postmaster."""
         try:
-            self._pidfd, self._started_at = open_postmaster(self._options['dataDir'], pid)
+            # Not our child: its exit status goes to its new parent, PID 1; the fence only learns that it exited.
+            self._adopted = AdoptedPostmaster(self._loop, self._options['dataDir'], pid, self._reap_adopted)
         except (OSError, ValueError) as error:
             self._log('cannot adopt postmaster %d: %s' % (pid, error))
             self._on_done(3)
             return False
-        self._postmaster_pid = pid
-        self._loop.selector.register(self._pidfd, selectors.EVENT_READ, self._adopted_postmaster_exited)
+        self._postmaster_pid, self._started_at = pid, self._adopted.started_at
         self._term.journal('postmaster_adopted', 'postmaster %d ran without a fence (its fence was killed or died); '
                            'fence %d adopted it' % (pid, os.getpid()))
         return True
 
-    def _adopted_postmaster_exited(self, _mask: int) -> None:
-        """The pidfd of an adopted postmaster became readable: it exited; only its real parent knows how."""
-        if self._pidfd is None or self._exited:
-            return
-        self._loop.selector.unregister(self._pidfd)
-        os.close(self._pidfd)
-        self._pidfd = None
-        self._on_postmaster_exit(None, None)
+    def _reap_adopted(self) -> None:
+        if not self._exited:
+            self._on_postmaster_exit(None, None)
 
     def _report_spawn_failure(self, error: str) -> None:
         self._log('cannot start postgres: %s' % error)
@@ -183,8 +178,8 @@ class Fence:
         if not self._postmaster_pid or self._exited:
             return
         try:
-            if self._pidfd is not None:
-                signal.pidfd_send_signal(self._pidfd, signum)
+            if self._adopted is not None:
+                self._adopted.signal(signum)  # not our child: through its pidfd, never at a later owner of its pid
             else:
                 os.kill(self._postmaster_pid, signum)
         except OSError as error:
