@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { LocalCluster } from '../local-cluster';
 import { splitBrainIntervals, lostWrites, SplitBrainInterval } from './checker';
 import { Fault, FAULTS } from './faults';
+import { RoundWrites, writesByRound } from './per-round';
 import { wallClockEnvironment } from './wall-clock';
 import { Acknowledgement, ReadWriteClient } from './writer';
 import { Client } from 'pg';
@@ -36,6 +37,10 @@ export interface RoundResult {
   recoveryMs: number | null;
   /** The longest time without an acknowledged write from the fault's start to the healthy cluster: what the clients felt. */
   writeGapMs: number | null;
+  /** When the fault started, ms since the run began. */
+  fromMs: number;
+  /** The checker's findings in this round's window (filled in at the end of the run). */
+  writes?: RoundWrites;
 }
 
 export interface ChaosReport {
@@ -137,7 +142,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const [index, fault] of plan.entries()) {
       const leader = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       if (!leader) {
-        rounds.push({ round: index + 1, fault: fault.name, leaderBefore: '-', leaderAfter: null, recoveryMs: null, writeGapMs: null });
+        rounds.push({ round: index + 1, fault: fault.name, leaderBefore: '-', leaderAfter: null, recoveryMs: null, writeGapMs: null, fromMs: performance.now() - started });
         log(`round ${index + 1}: the cluster was not healthy before "${fault.name}"; stopping`);
         break;
       }
@@ -148,7 +153,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const after = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       const recoveryMs = after ? Math.round(performance.now() - at) : null;
       const writeGapMs = after ? await longestWriteGap(acknowledged, at - started, () => performance.now() - started) : null;
-      rounds.push({ round: index + 1, fault: fault.name, leaderBefore: leader.name, leaderAfter: after?.name ?? null, recoveryMs, writeGapMs });
+      rounds.push({ round: index + 1, fault: fault.name, leaderBefore: leader.name, leaderAfter: after?.name ?? null, recoveryMs, writeGapMs, fromMs: at - started });
       log(`round ${index + 1}: ${after ? `healthy after ${recoveryMs} ms, leader ${after.name}, longest write gap ${writeGapMs} ms` : 'NOT healthy'}`);
     }
 
@@ -165,12 +170,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       if ([...stored].some((n) => !held.has(n))) diverging.push(node.name);
     }
+    const lost = lostWrites(acknowledged, stored);
+    const splitBrain = splitBrainIntervals(acknowledged);
+    const perRound = writesByRound(rounds.map((round) => round.fromMs), acknowledged, lost, splitBrain);
     return {
       seed: options.seed,
-      rounds,
+      rounds: rounds.map((round, index) => ({ ...round, writes: perRound[index] })),
       acknowledged: acknowledged.length,
-      lost: lostWrites(acknowledged, stored),
-      splitBrain: splitBrainIntervals(acknowledged),
+      lost,
+      splitBrain,
       diverging,
     };
   } finally {
@@ -180,12 +188,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
 /** The report as Markdown: one table row per round, then the totals. */
 export function formatReport(reports: ChaosReport[]): string {
-  const lines = ['| seed | round | fault | leader before | leader after | healthy after (s) | longest write gap (s) |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| seed | round | fault | leader before | leader after | healthy after (s) | longest write gap (s) | acknowledged | lost | two writers (s) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
   for (const report of reports) {
     for (const round of report.rounds) {
       const recovery = round.recoveryMs === null ? 'not recovered' : (round.recoveryMs / 1000).toFixed(1);
       const gap = round.writeGapMs === null ? 'writes did not resume' : (round.writeGapMs / 1000).toFixed(1);
-      lines.push(`| ${report.seed} | ${round.round} | ${round.fault} | ${round.leaderBefore} | ${round.leaderAfter ?? '-'} | ${recovery} | ${gap} |`);
+      const writes = round.writes;
+      // Each interval in which two nodes acknowledged writes, as its length.
+      const twoWriters = writes?.twoWriters.length ? writes.twoWriters.map((interval) => ((interval.toMs - interval.fromMs) / 1000).toFixed(1)).join(', ') : '-';
+      lines.push(
+        `| ${report.seed} | ${round.round} | ${round.fault} | ${round.leaderBefore} | ${round.leaderAfter ?? '-'} | ${recovery} | ${gap} | ` +
+          `${writes?.acknowledged ?? '-'} | ${writes?.lost ?? '-'} | ${twoWriters} |`,
+      );
     }
   }
   const recoveries = reports.flatMap((r) => r.rounds.map((round) => round.recoveryMs)).filter((ms): ms is number => ms !== null);
