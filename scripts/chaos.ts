@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const seeds = value('--seeds', '1,2').split(',').map(Number);
   const rounds = Number(value('--rounds', '12'));
   const mode = value('--mode', 'async') as ReplicationMode;
-  // Only these faults (their names as in the table), to look into one kind of round.
+  // Only these faults (their names as in the table), to look into one kind of round; the opt-in ones run only so.
   const faults = argv.includes('--faults') ? value('--faults', '').split(',') : undefined;
   if (seeds.some((seed) => !Number.isInteger(seed)) || !Number.isInteger(rounds) || rounds < 1 || !['async', 'sync', 'quorum'].includes(mode)) {
     throw new Error("usage: npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum] [--faults 'name,name']");
