@@ -158,7 +158,7 @@ export const FAULTS: Fault[] = [
   },
   {
     // The model checker's documented exception, measured: nothing alive can stop the old primary until its agent is back.
-    name: 'kill -9 of the leader fence and agent, the agent back after ttl + 5 s',
+    name: 'kill -9 of the leader fence and agent with the agent back after ttl + 5 s',
     optIn: true,
     async inject(_cluster, leader, ttl) {
       await leader.killFenceAndAgent();

@@ -72,6 +72,24 @@ export function faultsNamed(names?: string[]): Fault[] {
   return names ? FAULTS.filter((fault) => names.includes(fault.name)) : FAULTS.filter((fault) => !fault.optIn);
 }
 
+/**
+ * `--faults`' comma-separated list as names: a name with a comma in it (`power cut of the whole cluster, etcd
+ * included`) stays whole; what is no fault's name comes out as given, for the caller to refuse.
+ */
+export function splitFaultList(list: string): string[] {
+  const names: string[] = [];
+  let rest = list.trim();
+  while (rest) {
+    const known = FAULTS.map((fault) => fault.name)
+      .filter((name) => rest === name || rest.startsWith(`${name},`))
+      .sort((a, b) => b.length - a.length)[0];
+    const name = known ?? rest.split(',')[0];
+    names.push(name.trim());
+    rest = rest.slice(name.length + 1).trim();
+  }
+  return names;
+}
+
 /** Every fault once in a seeded order, then seeded picks: `rounds` faults in all. */
 export function schedule(seed: number, rounds: number, faults: Fault[]): Fault[] {
   const next = random(seed);
