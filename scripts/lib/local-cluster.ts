@@ -306,6 +306,21 @@ export class LocalNode {
     await exited;
   }
 
+  /** SIGKILL of the fence alone (not its process group): its postmaster runs on, an orphan without a dead man's switch. */
+  async killFence(): Promise<void> {
+    const fence = this.fencePid();
+    if (!fence || !isRunningProcess(fence)) return;
+    process.kill(fence, 'SIGKILL');
+    await waitFor(() => !isRunningProcess(fence), { timeoutMs: 5000, description: `${this.name}'s fence gone` });
+  }
+
+  /** SIGKILL of the fence and of the agent at once; the postmaster and its backends run on, orphans. */
+  async killFenceAndAgent(): Promise<void> {
+    const fenceGone = this.killFence(); // signalled before its first await: both signals leave together
+    await this.killAgent();
+    await fenceGone;
+  }
+
   /**
    * SIGKILL of the agent and of the fence's whole process group (the fence, its postmaster and every
    * backend), as a power cut leaves them: postmaster.pid and shared memory stay behind.

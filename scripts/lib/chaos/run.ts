@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { LocalCluster } from '../local-cluster';
 import { splitBrainIntervals, lostWrites, SplitBrainInterval } from './checker';
 import { Fault, FAULTS } from './faults';
+import { RoundWrites, writesByRound } from './per-round';
 import { wallClockEnvironment } from './wall-clock';
 import { Acknowledgement, ReadWriteClient } from './writer';
 import { Client } from 'pg';
@@ -10,7 +11,7 @@ export interface ChaosOptions {
   seed: number;
   rounds: number;
   baseDir: string;
-  /** Only these faults (by name); default all. */
+  /** Only these faults (by name); default all but the opt-in ones. */
   faults?: string[];
   ttl?: number;
   /** Replication mode: `/config`'s synchronous_mode off (default), on, or quorum. */
@@ -36,6 +37,10 @@ export interface RoundResult {
   recoveryMs: number | null;
   /** The longest time without an acknowledged write from the fault's start to the healthy cluster: what the clients felt. */
   writeGapMs: number | null;
+  /** When the fault started, ms since the run began. */
+  fromMs: number;
+  /** The checker's findings in this round's window (filled in at the end of the run). */
+  writes?: RoundWrites;
 }
 
 export interface ChaosReport {
@@ -60,6 +65,29 @@ function random(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** The faults named, in the table's order; without names, every fault but the opt-in ones. */
+export function faultsNamed(names?: string[]): Fault[] {
+  return names ? FAULTS.filter((fault) => names.includes(fault.name)) : FAULTS.filter((fault) => !fault.optIn);
+}
+
+/**
+ * `--faults`' comma-separated list as names: a name with a comma in it (`power cut of the whole cluster, etcd
+ * included`) stays whole; what is no fault's name comes out as given, for the caller to refuse.
+ */
+export function splitFaultList(list: string): string[] {
+  const names: string[] = [];
+  let rest = list.trim();
+  while (rest) {
+    const known = FAULTS.map((fault) => fault.name)
+      .filter((name) => rest === name || rest.startsWith(`${name},`))
+      .sort((a, b) => b.length - a.length)[0];
+    const name = known ?? rest.split(',')[0];
+    names.push(name.trim());
+    rest = rest.slice(name.length + 1).trim();
+  }
+  return names;
 }
 
 /** Every fault once in a seeded order, then seeded picks: `rounds` faults in all. */
@@ -110,8 +138,7 @@ async function count(connectionString: string): Promise<Set<number>> {
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const ttl = options.ttl ?? 10;
   const log = options.log ?? (() => undefined);
-  const faults = options.faults ? FAULTS.filter((fault) => options.faults!.includes(fault.name)) : FAULTS;
-  const plan = schedule(options.seed, options.rounds, faults);
+  const plan = schedule(options.seed, options.rounds, faultsNamed(options.faults));
   // libfaketime only when a fault of the schedule moves a clock: it costs every clock call a file read.
   const agentEnvFor = plan.some((fault) => fault.needsFakeTime) ? (index: number) => wallClockEnvironment(join(options.baseDir, `node${index}`)) : undefined;
   const cluster = await LocalCluster.start({ nodes: 3, baseDir: options.baseDir, ttl, loopWait: 2, retryTimeout: 4, dcs: MODE_SETTINGS[options.mode ?? 'async'], agentEnvFor });
@@ -133,7 +160,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const [index, fault] of plan.entries()) {
       const leader = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       if (!leader) {
-        rounds.push({ round: index + 1, fault: fault.name, leaderBefore: '-', leaderAfter: null, recoveryMs: null, writeGapMs: null });
+        rounds.push({ round: index + 1, fault: fault.name, leaderBefore: '-', leaderAfter: null, recoveryMs: null, writeGapMs: null, fromMs: performance.now() - started });
         log(`round ${index + 1}: the cluster was not healthy before "${fault.name}"; stopping`);
         break;
       }
@@ -144,7 +171,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const after = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       const recoveryMs = after ? Math.round(performance.now() - at) : null;
       const writeGapMs = after ? await longestWriteGap(acknowledged, at - started, () => performance.now() - started) : null;
-      rounds.push({ round: index + 1, fault: fault.name, leaderBefore: leader.name, leaderAfter: after?.name ?? null, recoveryMs, writeGapMs });
+      rounds.push({ round: index + 1, fault: fault.name, leaderBefore: leader.name, leaderAfter: after?.name ?? null, recoveryMs, writeGapMs, fromMs: at - started });
       log(`round ${index + 1}: ${after ? `healthy after ${recoveryMs} ms, leader ${after.name}, longest write gap ${writeGapMs} ms` : 'NOT healthy'}`);
     }
 
@@ -161,12 +188,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       if ([...stored].some((n) => !held.has(n))) diverging.push(node.name);
     }
+    const lost = lostWrites(acknowledged, stored);
+    const splitBrain = splitBrainIntervals(acknowledged);
+    const perRound = writesByRound(rounds.map((round) => round.fromMs), acknowledged, lost, splitBrain);
     return {
       seed: options.seed,
-      rounds,
+      rounds: rounds.map((round, index) => ({ ...round, writes: perRound[index] })),
       acknowledged: acknowledged.length,
-      lost: lostWrites(acknowledged, stored),
-      splitBrain: splitBrainIntervals(acknowledged),
+      lost,
+      splitBrain,
       diverging,
     };
   } finally {
@@ -176,12 +206,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
 /** The report as Markdown: one table row per round, then the totals. */
 export function formatReport(reports: ChaosReport[]): string {
-  const lines = ['| seed | round | fault | leader before | leader after | healthy after (s) | longest write gap (s) |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| seed | round | fault | leader before | leader after | healthy after (s) | longest write gap (s) | acknowledged | lost | two writers (s) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  ];
   for (const report of reports) {
     for (const round of report.rounds) {
       const recovery = round.recoveryMs === null ? 'not recovered' : (round.recoveryMs / 1000).toFixed(1);
       const gap = round.writeGapMs === null ? 'writes did not resume' : (round.writeGapMs / 1000).toFixed(1);
-      lines.push(`| ${report.seed} | ${round.round} | ${round.fault} | ${round.leaderBefore} | ${round.leaderAfter ?? '-'} | ${recovery} | ${gap} |`);
+      const writes = round.writes;
+      // Each interval in which two nodes acknowledged writes, as its length.
+      const twoWriters = writes?.twoWriters.length ? writes.twoWriters.map((interval) => ((interval.toMs - interval.fromMs) / 1000).toFixed(1)).join(', ') : '-';
+      lines.push(
+        `| ${report.seed} | ${round.round} | ${round.fault} | ${round.leaderBefore} | ${round.leaderAfter ?? '-'} | ${recovery} | ${gap} | ` +
+          `${writes?.acknowledged ?? '-'} | ${writes?.lost ?? '-'} | ${twoWriters} |`,
+      );
     }
   }
   const recoveries = reports.flatMap((r) => r.rounds.map((round) => round.recoveryMs)).filter((ms): ms is number => ms !== null);

@@ -101,6 +101,8 @@ export interface FenceLaunchOptions {
   gid?: number;
   /** The dead man's switch armed from the start (epoch ms): the deadline the agent armed last, if any. */
   deadline?: number;
+  /** Adopt this running postmaster (one whose fence was killed) instead of starting one. */
+  adoptPid?: number;
 }
 
 /** Paths under the state directory. */
@@ -120,7 +122,7 @@ export function fencePaths(stateDir: string) {
 export interface FenceJournalEntry {
   /** Epoch ms. */
   at: number;
-  step: 'agent_lost' | 'agent_back' | 'stopping_postgres' | 'postgres_stopped' | 'lease_revoked' | 'lease_revoke_failed';
+  step: 'agent_lost' | 'agent_back' | 'stopping_postgres' | 'postgres_stopped' | 'lease_revoked' | 'lease_revoke_failed' | 'postmaster_adopted';
   detail: string;
 }
 

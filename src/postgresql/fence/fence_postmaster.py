@@ -14,6 +14,7 @@ import signal
 import socket
 import time
 
+from fence_adopt import AdoptedPostmaster
 from fence_channel import Channel, another_fence_answers
 from fence_spawn import spawn_postmaster
 from fence_process_tree import descendants_of, is_running
@@ -70,6 +71,8 @@ class Fence:
         self._clients: set[Channel] = set()
         self._server: socket.socket | None = None
         self._postmaster_pid = 0
+        # Set when this fence adopted a running postmaster instead of starting one: it is not our child.
+        self._adopted: AdoptedPostmaster | None = None
         self._started_at = 0
         self._deadline: float | None = None
         self._deadline_monotonic: float | None = None
@@ -95,12 +98,16 @@ class Fence:
             self._log('another fence already answers on %s; not starting' % self._paths['socket'])
             self._on_done(2)
             return
+        adopt_pid = self._options.get('adoptPid')
+        if adopt_pid is not None and not self._adopt_postmaster(adopt_pid):
+            return
         with open(self._paths['pidFile'], 'w') as pid_file:
             pid_file.write('%d\n' % os.getpid())
-        self._loop.on_signal(signal.SIGCHLD, self._reap)
-        self._spawn_postmaster()
-        if self._exited:
-            return
+        if adopt_pid is None:
+            self._loop.on_signal(signal.SIGCHLD, self._reap)
+            self._spawn_postmaster()
+            if self._exited:
+                return
         # Armed before any agent connects: the postmaster never runs past the lease its agent last knew.
         deadline = self._options.get('deadline')
         if is_finite_number(deadline):
@@ -121,6 +128,25 @@ class Fence:
         self._postmaster_pid = pid
         self._started_at = now_ms()
         self._log('postmaster started, pid %d' % pid)
+
+    def _adopt_postmaster(self, pid: int) -> bool:
+        """Takes on a postmaster that runs without a fence; False (and the fence exits, touching nothing) when `pid`
+        is not this data directory's live postmaster."""
+        try:
+            # Not our child: its exit status goes to its new parent, PID 1; the fence only learns that it exited.
+            self._adopted = AdoptedPostmaster(self._loop, self._options['dataDir'], pid, self._reap_adopted)
+        except (OSError, ValueError) as error:
+            self._log('cannot adopt postmaster %d: %s' % (pid, error))
+            self._on_done(3)
+            return False
+        self._postmaster_pid, self._started_at = pid, self._adopted.started_at
+        self._term.journal('postmaster_adopted', 'postmaster %d ran without a fence (its fence was killed or died); '
+                           'fence %d adopted it' % (pid, os.getpid()))
+        return True
+
+    def _reap_adopted(self) -> None:
+        if not self._exited:
+            self._on_postmaster_exit(None, None)
 
     def _report_spawn_failure(self, error: str) -> None:
         self._log('cannot start postgres: %s' % error)
@@ -152,7 +178,10 @@ class Fence:
         if not self._postmaster_pid or self._exited:
             return
         try:
-            os.kill(self._postmaster_pid, signum)
+            if self._adopted is not None:
+                self._adopted.signal(signum)  # not our child: through its pidfd, never at a later owner of its pid
+            else:
+                os.kill(self._postmaster_pid, signum)
         except OSError as error:
             self._log('cannot send %s to the postmaster: %s' % (signal.Signals(signum).name, error))
 

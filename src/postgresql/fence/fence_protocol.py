@@ -9,7 +9,7 @@ from typing import Literal, NotRequired, TypedDict, Union
 
 StopMode = Literal['smart', 'fast', 'immediate']
 JournalStep = Literal['agent_lost', 'agent_back', 'stopping_postgres', 'postgres_stopped', 'lease_revoked',
-                      'lease_revoke_failed']
+                      'lease_revoke_failed', 'postmaster_adopted']
 
 
 class TermReleaseTls(TypedDict):
@@ -120,6 +120,7 @@ class LaunchOptions(TypedDict):
     uid: NotRequired[int]
     gid: NotRequired[int]
     deadline: NotRequired[float]
+    adoptPid: NotRequired[int]
 
 
 class JournalEntry(TypedDict):

@@ -76,7 +76,7 @@ class LeaderTermGuard:
             return
         self._agent_lost = False
         self._cancel_grace()
-        self._journal('agent_back', 'an agent connected again within the grace period: nothing was stopped')
+        self.journal('agent_back', 'an agent connected again within the grace period: nothing was stopped')
 
     def agents_gone(self) -> None:
         """The last agent connection closed."""
@@ -85,14 +85,14 @@ class LeaderTermGuard:
             return
         self._agent_lost = True
         grace_ms = term['graceMs']
-        self._journal('agent_lost', 'agent %s disconnected; PostgreSQL stops in %s ms unless an agent connects'
-                      % (term['agentPid'], _ms(grace_ms)))
+        self.journal('agent_lost', 'agent %s disconnected; PostgreSQL stops in %s ms unless an agent connects'
+                     % (term['agentPid'], _ms(grace_ms)))
 
         def grace_over() -> None:
             self._grace_timer = None
             self._ending_term = True
-            self._journal('stopping_postgres',
-                          "no agent within %s ms: stopping PostgreSQL to end the leader's term" % _ms(grace_ms))
+            self.journal('stopping_postgres',
+                         "no agent within %s ms: stopping PostgreSQL to end the leader's term" % _ms(grace_ms))
             self._stop_postmaster("the leader's agent is gone")
 
         self._grace_timer = self._loop.call_later(grace_ms, grace_over)
@@ -119,11 +119,11 @@ class LeaderTermGuard:
                 return
         why = ('after the grace period' if self._ending_term else 'at the fence deadline' if exit_event['fenced']
                else 'on its own, with its agent gone')
-        self._journal('postgres_stopped', 'the postmaster is gone (%s); ending the term' % why)
+        self.journal('postgres_stopped', 'the postmaster is gone (%s); ending the term' % why)
         from fence_revoke import revoke_lease
 
         revoked, detail = revoke_lease(term['release'], REVOKE_BUDGET_MS)
-        self._journal('lease_revoked' if revoked else 'lease_revoke_failed', detail)
+        self.journal('lease_revoked' if revoked else 'lease_revoke_failed', detail)
         tell_agents()
 
     def _cancel_grace(self) -> None:
@@ -131,7 +131,7 @@ class LeaderTermGuard:
             self._grace_timer.cancel()
         self._grace_timer = None
 
-    def _journal(self, step: JournalStep, detail: str) -> None:
+    def journal(self, step: JournalStep, detail: str) -> None:
         self._log('%s: %s' % (step, detail))
         entry: JournalEntry = {'at': int(time.time() * 1000), 'step': step, 'detail': detail}
         try:

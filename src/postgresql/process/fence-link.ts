@@ -28,6 +28,8 @@ export class FenceLink {
   private wantedDeadline: number | null = null;
   /** The watchdog as the connected fence last reported it. */
   private watchdogState: FenceWatchdogState | null = null;
+  /** Told the pid of a postmaster that outlived its fence, to put it under a new one. */
+  private onUnfenced: ((pid: number) => void) | null = null;
 
   constructor(
     private readonly paths: FencePaths,
@@ -48,11 +50,17 @@ export class FenceLink {
    * Postmaster exits as the fence reports them (pushed over its socket, not polled). When the fence itself
    * vanishes without an exit event (killed), the postmaster is checked at once (allowing it 200 ms to
    * follow a fence killed with its process group): gone → an exit is emitted (code and signal unknown);
-   * still alive → nothing is emitted. It then runs unfenced: no dead man's switch, and nothing will report
-   * its death. `postmasterPid()` keeps its pid, and `stop` signals it directly and emits its exit.
+   * still alive → nothing is emitted, and `whenUnfenced`'s handler is told (it puts the postmaster under a new
+   * fence). Until then it runs unfenced: `postmasterPid()` keeps its pid, and `stop` signals it directly and emits
+   * its exit.
    */
   exits(): Observable<PostmasterExit> {
     return this.exitSubject.asObservable();
+  }
+
+  /** `handler` is told the pid of a postmaster that outlived its fence (killed alone). */
+  whenUnfenced(handler: (pid: number) => void): void {
+    this.onUnfenced = handler;
   }
 
   /** Connects to the fence (if one answers) and makes it this handle's fence. */
@@ -201,7 +209,8 @@ export class FenceLink {
       this.pid = null;
       this.exitSubject.next({ pid, code: null, signal: null, requested: false, fenced: false });
     } else {
-      this.log?.('warning', `the fence went away but postmaster ${pid} still runs, now unfenced`);
+      this.log?.('warning', `the fence went away but postmaster ${pid} still runs, now unfenced: putting it under a new fence`);
+      this.onUnfenced?.(pid);
     }
   }
 }

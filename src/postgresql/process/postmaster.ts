@@ -22,6 +22,10 @@ const PROMOTE_POLL_MS = 10;
 const READY_POLL_MS = 50;
 /** How long SIGKILLed processes may take to go (a process in uninterruptible I/O outlives it). */
 const KILL_TREE_TIMEOUT_MS = 5000;
+/** How long a fence adopting a running postmaster gets to answer. */
+const ADOPTING_FENCE_TIMEOUT_MS = 3000;
+/** Attempts to put a postmaster whose fence vanished under a new one, 0.5 s apart and doubling (about 15 s in all). */
+const REFENCE_ATTEMPTS = 6;
 
 export interface PostmasterOptions {
   /** Node-local state: fence socket, fence pid, postmaster log, last exit record. */
@@ -38,12 +42,17 @@ export interface PostmasterOptions {
  * adopted from an earlier agent, stopped with escalation, reloaded, promoted, killed with its children.
  */
 export class Postmaster {
+  /** The adoption under way, shared by concurrent callers: two fences must never adopt one postmaster. */
+  private refencing: Promise<{ pid: number } | null> | null = null;
+
   constructor(
     private readonly local: LocalPostgres,
     private readonly commands: CommandRunner,
     private readonly fenceLink: FenceLink,
     private readonly options: PostmasterOptions,
-  ) {}
+  ) {
+    fenceLink.whenUnfenced((pid) => void this.refenceAfterLoss(pid));
+  }
 
   /**
    * Spawns the fence (detached, so it outlives this agent), which spawns the postmaster; connects to the
@@ -75,8 +84,37 @@ export class Postmaster {
     const orphan = await livePostmasterFromPidFile(dataDir);
     if (orphan) throw new Error(`a postmaster (pid ${orphan}) already runs on ${dataDir} without a fence`);
 
+    // Watch before spawning: the first exit from here on is this postmaster's, even one that arrives with the hello.
+    const exitWatch = this.fenceLink.watchExit(null);
+    try {
+      const connection = await this.spawnFence({}, deadline, timeoutMs, (fence) => {
+        // The postmaster died before we could connect (the fence exits with it): report what the fence recorded.
+        const record = readExitRecord(this.options.paths.exitFile);
+        if (record) throw startFailure(record, this.options.paths.postmasterLog);
+        throw new Error(`the fence exited without starting postgres (see ${fence})`);
+      });
+      const pid = connection.hello.pid;
+      await this.waitUntilAccepting(pid, deadline, timeoutMs, exitWatch.exited);
+      return { pid };
+    } finally {
+      exitWatch.cancel();
+    }
+  }
+
+  /**
+   * Spawns a fence (detached, so it outlives this agent) with `extra` launch options and connects to it by
+   * `deadline`; `onFenceExited` answers a fence that exited before it could be reached.
+   */
+  private async spawnFence(
+    extra: Partial<FenceLaunchOptions>,
+    deadline: number,
+    timeoutMs: number,
+    onFenceExited: (fenceLog: string) => never,
+  ): Promise<FenceConnection> {
+    const { paths } = this.options;
+    const dataDir = this.local.dataDir;
     await mkdir(this.options.stateDir, { recursive: true, mode: 0o700 });
-    await rm(this.options.paths.exitFile, { force: true });
+    await rm(paths.exitFile, { force: true });
     const osUser = await this.commands.osUser();
     const launch: FenceLaunchOptions = {
       dataDir,
@@ -87,29 +125,28 @@ export class Postmaster {
       ...(this.local.configDir !== dataDir ? { configFile: this.local.configFile } : {}),
       uid: osUser?.uid,
       gid: osUser?.gid,
-      // A server that starts as a primary (no standby.signal) runs under the deadline its agent armed last.
+      // A server that runs as a primary (no standby.signal) runs under the deadline its agent armed last.
       ...(this.fenceLink.launchDeadline !== null && !existsSync(join(dataDir, 'standby.signal')) ? { deadline: this.fenceLink.launchDeadline } : {}),
+      ...extra,
     };
-    // Watch before spawning: the first exit from here on is this postmaster's, even one that arrives with the hello.
-    const exitWatch = this.fenceLink.watchExit(null);
-    try {
-      return await this.spawnFenceAndWait(launch, osUser, deadline, timeoutMs, exitWatch.exited);
-    } finally {
-      exitWatch.cancel();
+    const fence = this.spawnFenceProcess(launch, osUser);
+    // The fence listens right after spawning (or adopting) the postmaster; an early postmaster death ends the fence too.
+    for (;;) {
+      const connection = await this.fenceLink.connect(Math.max(100, Math.min(1000, deadline - performance.now())));
+      if (connection) return connection;
+      if (fence.exited) {
+        if (fence.error) throw fence.error;
+        onFenceExited(paths.fenceLog);
+      }
+      if (performance.now() >= deadline) throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${paths.fenceLog})`);
+      await sleep(20);
     }
   }
 
-  private async spawnFenceAndWait(
-    launch: FenceLaunchOptions,
-    osUser: OsUser | null,
-    deadline: number,
-    timeoutMs: number,
-    exited: Promise<PostmasterExit>,
-  ): Promise<{ pid: number }> {
+  private spawnFenceProcess(launch: FenceLaunchOptions, osUser: OsUser | null): { exited: boolean; error: Error | null } {
     const { paths } = this.options;
+    const fence: { exited: boolean; error: Error | null } = { exited: false, error: null };
     const logFd = openSync(paths.fenceLog, 'a');
-    let fenceExited = false;
-    let fenceSpawnError: Error | null = null;
     try {
       const command = fenceCommand(this.options.fence, JSON.stringify(launch));
       const fenceProcess = spawn(command.file, command.args, {
@@ -118,38 +155,63 @@ export class Postmaster {
         cwd: '/',
         env: this.commands.childEnv(osUser, command.env),
       });
-      fenceProcess.once('exit', () => (fenceExited = true));
+      fenceProcess.once('exit', () => (fence.exited = true));
       fenceProcess.once('error', (error: NodeJS.ErrnoException) => {
-        fenceSpawnError =
+        fence.error =
           error.code === 'ENOENT' || error.code === 'EACCES'
             ? new Error(`the fence runs on Python 3, and ${command.file} cannot be run (${error.code}): install python3 or set fence.python`)
             : error;
-        fenceExited = true;
+        fence.exited = true;
       });
       fenceProcess.unref();
     } finally {
       closeSync(logFd);
     }
+    return fence;
+  }
 
-    // The fence listens right after spawning the postmaster; an early postmaster death ends the fence too.
-    let connection: FenceConnection | null = null;
-    while (!connection) {
-      connection = await this.fenceLink.connect(Math.max(100, Math.min(1000, deadline - performance.now())));
-      if (connection) break;
-      if (fenceExited) {
-        // The postmaster died before we could connect (the fence exits with it): report what the fence recorded.
-        if (fenceSpawnError) throw fenceSpawnError;
-        const record = readExitRecord(paths.exitFile);
-        if (record) throw startFailure(record, paths.postmasterLog);
-        throw new Error(`the fence exited without starting postgres (see ${paths.fenceLog})`);
-      }
-      if (performance.now() >= deadline) throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${paths.fenceLog})`);
-      await sleep(20);
+  /**
+   * Puts a postmaster that runs without a fence (its fence was killed, alone or together with the agent before
+   * this one) under a new fence that adopts it: the same dead man's switch and term guard, with no restart. The
+   * new fence checks that `pid` is this data directory's postmaster and journals the adoption. Concurrent callers
+   * share one attempt. Resolves with the pid, or null when no fence could adopt it (logged).
+   */
+  refence(pid: number): Promise<{ pid: number } | null> {
+    this.refencing ??= this.spawnAdoptingFence(pid).finally(() => (this.refencing = null));
+    return this.refencing;
+  }
+
+  private async spawnAdoptingFence(pid: number): Promise<{ pid: number } | null> {
+    try {
+      const deadline = performance.now() + ADOPTING_FENCE_TIMEOUT_MS;
+      const connection = await this.spawnFence({ adoptPid: pid }, deadline, ADOPTING_FENCE_TIMEOUT_MS, (fenceLog) => {
+        throw new Error(`the fence did not adopt it (see ${fenceLog})`);
+      });
+      this.options.log?.('info', `postmaster ${pid} runs under a new fence (pid ${connection.hello.fencePid}) again`);
+      return { pid: connection.hello.pid };
+    } catch (error) {
+      this.options.log?.('warning', `cannot put postmaster ${pid} under a new fence: ${(error as Error).message}`);
+      return null;
     }
+  }
 
-    const pid = connection.hello.pid;
-    await this.waitUntilAccepting(pid, deadline, timeoutMs, exited);
-    return { pid };
+  /** The fence vanished under a live postmaster: re-fence it, backing off, for as long as it runs unfenced. */
+  private async refenceAfterLoss(pid: number): Promise<void> {
+    for (let attempt = 1, waitMs = 500; ; attempt++, waitMs *= 2) {
+      if (this.fenceLink.fence || this.fenceLink.postmasterPid !== pid) return; // adopted, stopped or restarted meanwhile
+      if (!isProcessAlive(pid)) {
+        // Nobody else will report the exit of a postmaster that had lost its fence.
+        this.fenceLink.forgetPostmaster(pid);
+        this.fenceLink.reportExit({ pid, code: null, signal: null, requested: false, fenced: false });
+        return;
+      }
+      if (await this.refence(pid)) return;
+      if (attempt === REFENCE_ATTEMPTS) {
+        this.options.log?.('warning', `gave up putting postmaster ${pid} under a new fence after ${attempt} attempts: it runs unfenced until this agent stops it or restarts`);
+        return;
+      }
+      await sleep(waitMs);
+    }
   }
 
   /** Polls until the server accepts connections; rejects when the postmaster exits meanwhile or at the deadline. */
@@ -169,12 +231,18 @@ export class Postmaster {
     throw new Error(`postgres (pid ${pid}) did not accept connections within ${timeoutMs} ms; it keeps running. Log: ${postmasterLogTail(paths.postmasterLog)}`);
   }
 
-  /** Connects to a fence left by an earlier agent (or an earlier handle). Returns its postmaster's pid, or null when no fence answers. */
+  /**
+   * Connects to a fence left by an earlier agent (or an earlier handle), or puts a postmaster that runs without one
+   * under a new fence. Returns its postmaster's pid, or null when no postmaster runs (or none could be fenced).
+   */
   async adopt(): Promise<{ pid: number } | null> {
     const tracked = this.fenceLink.postmasterPid;
     if (this.fenceLink.fence?.connected && tracked) return { pid: tracked };
     const connection = await this.fenceLink.connect(1000);
-    return connection && this.fenceLink.fence === connection ? { pid: connection.hello.pid } : null;
+    if (connection && this.fenceLink.fence === connection) return { pid: connection.hello.pid };
+    // No fence answers, yet a postmaster runs: its fence was killed (with the agent before this one, say).
+    const orphan = await livePostmasterFromPidFile(this.local.dataDir);
+    return orphan ? this.refence(orphan) : null;
   }
 
   /**
