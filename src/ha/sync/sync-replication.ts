@@ -9,7 +9,8 @@ import { NodeEvents } from '../node-events';
 import { planPriority, SyncStep } from './priority-plan';
 import { planQuorum } from './quorum-plan';
 import { SyncReadiness } from './readiness';
-import { pickSynchronous, quorumAcknowledgedPosition, SyncCandidate, syncCandidates } from './sync-candidates';
+import { SiteRuleWatch } from './site-rule-watch';
+import { leaderSiteOf, pickSynchronous, quorumAcknowledgedPosition, SyncCandidate, SyncCandidates, syncCandidates } from './sync-candidates';
 import { syncKeyValue, syncQuorumOf, syncStandbysOf } from './sync-key';
 
 export interface SyncReplicationDeps {
@@ -41,8 +42,11 @@ export class SyncReplication {
   private decided: string | null = null;
   private readonly readiness = new SyncReadiness();
   private strictHoldAnnounced = false;
+  private readonly siteRule: SiteRuleWatch;
 
-  constructor(private readonly deps: SyncReplicationDeps) {}
+  constructor(private readonly deps: SyncReplicationDeps) {
+    this.siteRule = new SiteRuleWatch(deps.logger, deps.events);
+  }
 
   /**
    * synchronous_standby_names for the next configuration write, or undefined to keep the user's.
@@ -62,6 +66,7 @@ export class SyncReplication {
     this.decided = null;
     this.readiness.reset();
     this.strictHoldAnnounced = false;
+    this.siteRule.reset();
   }
 
   /** One cycle of the confirmed lock holder running as primary. */
@@ -86,8 +91,10 @@ export class SyncReplication {
       const candidates = syncCandidates(name, cluster, current);
       const ready = this.readiness.update(candidates, sync, config.synchronous_mode === 'quorum');
       const acknowledgedUpTo = config.synchronous_mode === 'quorum' ? this.acknowledgedPosition(candidates, current.synchronousStandbyNames) : 0;
-      const picked = pickSynchronous(candidates, ready, current.walPosition, config, acknowledgedUpTo);
-      const steps = this.plan(sync!, current, picked.active, picked.confirmed, config);
+      const leaderSite = leaderSiteOf(cluster, name);
+      const picked = pickSynchronous(candidates, ready, current.walPosition, config, acknowledgedUpTo, leaderSite);
+      this.siteRule.observe(config, picked, leaderSite);
+      const steps = this.plan(sync!, current, picked, config);
       const outcome = await this.carryOut(steps, sync!, revision, config);
       if (outcome === null) return;
       ({ sync, revision } = outcome);
@@ -125,7 +132,8 @@ export class SyncReplication {
     return true;
   }
 
-  private plan(sync: SyncState, sample: PostgresSample, active: string[], confirmed: string[], config: EffectiveDynamicConfig): SyncStep[] {
+  private plan(sync: SyncState, sample: PostgresSample, picked: SyncCandidates, config: EffectiveDynamicConfig): SyncStep[] {
+    const { active, confirmed, sitesMissing } = picked;
     let standbyNames;
     try {
       standbyNames = parseStandbyNames(sample.synchronousStandbyNames);
@@ -144,10 +152,11 @@ export class SyncReplication {
         active,
         confirmed,
         strict: config.synchronous_mode_strict,
-        syncWanted: config.synchronous_node_count,
+        syncWanted: picked.syncWanted,
+        sitesMissing,
       });
     }
-    return planPriority({ voters: syncStandbysOf(sync), currentValue: sample.synchronousStandbyNames, standbyNames, active, confirmed, strict: config.synchronous_mode_strict });
+    return planPriority({ voters: syncStandbysOf(sync), currentValue: sample.synchronousStandbyNames, standbyNames, active, confirmed, strict: config.synchronous_mode_strict, sitesMissing });
   }
 
   /** Carries the steps out in order; null when a `/sync` write failed (someone else changed it: next cycle). */
