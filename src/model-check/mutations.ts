@@ -1,6 +1,6 @@
 import { DecisionMutation } from './cycle';
 import { InvariantId } from './invariants';
-import { IGNORING_SITES } from './site-rule';
+import { IGNORING_SITES } from './site-rule-variant';
 
 /**
  * Deliberately broken variants of the decision code, one per invariant: the checker's tests show

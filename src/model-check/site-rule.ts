@@ -1,5 +1,5 @@
-import { REAL_DECISION_CODE } from './decision-code';
-import { DecisionMutation } from './cycle';
+import { holdForSites } from '../ha/sync/site-placement';
+import { STRICT_PLACEHOLDER } from '../postgresql/standby-names';
 import { Violation } from './invariants';
 import { ClusterModel, holdsCommit, NODE_NAMES } from './model';
 
@@ -14,8 +14,15 @@ export function modelSiteOf(c: ClusterModel, i: number): string | undefined {
   return c.siteRule ? MODEL_SITES[i] : undefined;
 }
 
+/** SyncReplication.beforePromote's hold: the setting node i starts with as a primary keeps waiting for the required sites. */
+export function promotionHoldForSites(c: ClusterModel, i: number, standbys: number[], count: number, quorum: boolean): { names: string[]; count: number } {
+  const names = standbys.map((j) => NODE_NAMES[j]);
+  const siteOf = (name: string) => modelSiteOf(c, NODE_NAMES.indexOf(name as (typeof NODE_NAMES)[number]));
+  return holdForSites(names, count, quorum, c.mode === 'strict', siteOf, modelSiteOf(c, i), c.siteRule ?? 0, STRICT_PLACEHOLDER);
+}
+
 /**
- * 5. With `synchronous_site_count` and synchronous_mode_strict, every acknowledged commit is on a member
+ * 6. With `synchronous_site_count` and synchronous_mode_strict, every acknowledged commit is on a member
  * of a site other than the leader's that acknowledged it: on members of 1 + synchronous_site_count sites
  * (the leader holds it in its own). Without strict the rule may be weakened, said in the log, by design.
  */
@@ -28,13 +35,3 @@ export function checkSiteRule(c: ClusterModel): Violation | null {
   const on = holders.map((i) => `${NODE_NAMES[i]} (${MODEL_SITES[i]})`).join(', ') || 'no member';
   return { invariant: 'site', message: `the acknowledged commit at ${acked.timeline}/${acked.wal} is on ${on} only: synchronous_site_count ${c.siteRule} wants ${c.siteRule + 1} sites` };
 }
-
-/** The broken variant: the synchronous standbys picked as if synchronous_site_count were 0. */
-export const IGNORING_SITES: DecisionMutation = {
-  name: 'picking synchronous standbys without the site rule',
-  code: {
-    ...REAL_DECISION_CODE,
-    pickSynchronous: (candidates, ready, leaderFlushLsn, config, acknowledgedUpTo, leaderSite) =>
-      REAL_DECISION_CODE.pickSynchronous(candidates, ready, leaderFlushLsn, { ...config, synchronous_site_count: 0 }, acknowledgedUpTo, leaderSite),
-  },
-};

@@ -49,3 +49,26 @@ export function quorumCountForSites(listed: readonly Sited[], leaderSite: string
   return listed.length - elsewhere + largest + 1;
 }
 
+
+/**
+ * The setting a node about to promote starts with (before its first cycle as leader picks again): raised so that
+ * no commit returns without the required sites. Priority (`FIRST len`, every name must confirm): the placeholder
+ * joins when the names miss a site. Quorum: `ANY k` raised to what the sites need, or every name and the
+ * placeholder (strict) when they cannot meet it. Unchanged without a rule.
+ */
+export function holdForSites(
+  names: string[],
+  count: number,
+  quorum: boolean,
+  strict: boolean,
+  siteOf: (name: string) => string | undefined,
+  leaderSite: string | undefined,
+  required: number,
+  placeholder: string,
+): { names: string[]; count: number } {
+  if (required <= 0) return { names, count };
+  const listed = names.map((name) => ({ name, site: siteOf(name) }));
+  const k = quorum ? quorumCountForSites(listed, leaderSite, required) : otherSiteCount(listed, leaderSite) >= required ? count : null;
+  if (k !== null) return { names, count: Math.max(count, k) };
+  return strict ? { names: [...names, placeholder], count: names.length + 1 } : { names, count };
+}

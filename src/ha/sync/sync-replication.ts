@@ -9,6 +9,7 @@ import { NodeEvents } from '../node-events';
 import { planPriority, SyncStep } from './priority-plan';
 import { planQuorum } from './quorum-plan';
 import { SyncReadiness } from './readiness';
+import { holdForSites } from './site-placement';
 import { SiteRuleWatch } from './site-rule-watch';
 import { leaderSiteOf, pickSynchronous, quorumAcknowledgedPosition, SyncCandidate, SyncCandidates, syncCandidates } from './sync-candidates';
 import { syncKeyValue, syncQuorumOf, syncStandbysOf } from './sync-key';
@@ -118,17 +119,22 @@ export class SyncReplication {
     const sync = cluster.sync?.value ?? null;
     const members = sync?.leader ? [sync.leader, ...syncStandbysOf(sync)] : [];
     const others = members.filter((member) => member.toLowerCase() !== name.toLowerCase());
+    const siteOf = (member: string) => cluster.members.find((m) => m.name.toLowerCase() === member.toLowerCase())?.data.site;
+    const sites = (names: string[], count: number, quorum: boolean) =>
+      holdForSites(names, count, quorum, config.synchronous_mode_strict, siteOf, leaderSiteOf(cluster, name), config.synchronous_site_count, STRICT_PLACEHOLDER);
     if (config.synchronous_mode === 'quorum') {
       const quorum = syncQuorumOf(sync);
       const wasVoter = members.some((member) => member.toLowerCase() === name.toLowerCase());
       const count = Math.max(members.length - quorum - 1 + (wasVoter ? 0 : 1), config.synchronous_mode_strict ? 1 : 0);
-      this.decided = formatStandbyNames(others, count, true);
+      const held = sites(others, count, true);
+      this.decided = formatStandbyNames(held.names, held.count, true);
       return true;
     }
     const keep = config.synchronous_mode_strict ? others : [];
     const written = await this.writeSync(syncKeyValue(name, keep), cluster.sync?.modRevision ?? 'absent', `before promotion: synchronous standbys ${keep.join(', ') || 'none'}`);
     if (written === null) return false;
-    this.decided = formatStandbyNames(keep, config.synchronous_mode_strict && keep.length === 0 ? 1 : null, false);
+    const held = config.synchronous_mode_strict ? sites(keep, keep.length, false) : { names: keep, count: keep.length };
+    this.decided = formatStandbyNames(held.names, config.synchronous_mode_strict && held.names.length === 0 ? 1 : null, false);
     return true;
   }
 

@@ -2,7 +2,7 @@ import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, validateDynamicConfigK
 import { reviewConfigWrite } from '../../../../src/config/config-write-review';
 import { planPriority, SyncStep } from '../../../../src/ha/sync/priority-plan';
 import { planQuorum } from '../../../../src/ha/sync/quorum-plan';
-import { quorumCountForSites, siteRepresentatives } from '../../../../src/ha/sync/site-placement';
+import { holdForSites, quorumCountForSites, siteRepresentatives } from '../../../../src/ha/sync/site-placement';
 import { pickSynchronous, SyncCandidate } from '../../../../src/ha/sync/sync-candidates';
 import { parseStandbyNames, STRICT_PLACEHOLDER } from '../../../../src/postgresql/standby-names';
 
@@ -120,6 +120,26 @@ describe('synchronous_site_count: the planners never weaken a strict rule', () =
     expect(settings.length).toBeGreaterThan(0);
     for (const value of settings) expect(parseStandbyNames(value).count).toBeGreaterThanOrEqual(2);
     expect(settings[settings.length - 1]).toBe('ANY 2 (b,c)');
+  });
+});
+
+describe('synchronous_site_count before a promotion (holdForSites)', () => {
+  const SITES: Record<string, string> = { a: 'dc1', b: 'dc1', c: 'dc2' };
+  const siteOf = (name: string) => SITES[name];
+  it.each([
+    // what, names, count, quorum, strict, new leader's site -> names and count it starts with
+    ['priority, strict: the kept standby stands elsewhere', ['c'], 1, false, true, 'dc1', ['c'], 1],
+    ['priority, strict: the kept standby stands beside it: the placeholder joins', ['a'], 1, false, true, 'dc1', ['a', PH], 2],
+    ['quorum: ANY 1 of a and c raised to 2, so c confirms every commit', ['a', 'c'], 1, true, false, 'dc1', ['a', 'c'], 2],
+    ['quorum, strict, new leader in dc2: a and b both stand elsewhere, ANY 1 is enough', ['a', 'b'], 1, true, true, 'dc2', ['a', 'b'], 1],
+    ['quorum, strict, new leader in dc1 with a, b listed: no other site', ['a', 'b'], 1, true, true, 'dc1', ['a', 'b', PH], 3],
+    ['quorum, not strict, no other site: unchanged (the first cycle reports it)', ['a', 'b'], 1, true, false, 'dc1', ['a', 'b'], 1],
+  ] as [string, string[], number, boolean, boolean, string, string[], number][])('%s', (_what, names, count, quorum, strict, leaderSite, heldNames, heldCount) => {
+    expect(holdForSites(names, count, quorum, strict, siteOf, leaderSite, 1, PH)).toEqual({ names: heldNames, count: heldCount });
+  });
+
+  it('changes nothing without the rule', () => {
+    expect(holdForSites(['a'], 1, false, true, siteOf, 'dc1', 0, PH)).toEqual({ names: ['a'], count: 1 });
   });
 });
 
