@@ -49,7 +49,6 @@ export function quorumCountForSites(listed: readonly Sited[], leaderSite: string
   return listed.length - elsewhere + largest + 1;
 }
 
-
 /**
  * The setting a node about to promote starts with (before its first cycle as leader picks again): raised so that
  * no commit returns without the required sites. Priority (`FIRST len`, every name must confirm): the placeholder

@@ -1,8 +1,8 @@
 import { EffectiveDynamicConfig } from '../../config/config.types';
 import { ClusterView, Member } from '../../dcs/dcs.port';
 import { PostgresSample, ReplicationConnection } from '../../postgresql/postgres.port';
-import { downstreamMembers } from '../cascade';
 import { STRICT_PLACEHOLDER } from '../../postgresql/standby-names';
+import { downstreamMembers } from '../cascade';
 import { isNoFailover, isTruthyTag } from '../cluster-snapshot';
 import { otherSiteCount, quorumCountForSites, siteRepresentatives } from './site-placement';
 
