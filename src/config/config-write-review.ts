@@ -24,6 +24,7 @@ const ACTED_ON = new Set([
   'synchronous_mode',
   'synchronous_mode_strict',
   'synchronous_node_count',
+  'synchronous_site_count',
   'maximum_lag_on_syncnode',
   'failsafe_mode',
   'member_slots_ttl',

@@ -220,6 +220,11 @@ export interface EffectiveDynamicConfig {
   /** Keep commits waiting rather than drop to asynchronous replication when no standby is eligible. */
   synchronous_mode_strict: boolean;
   synchronous_node_count: number;
+  /**
+   * How many sites other than the leader's must hold every acknowledged commit (0: no site rule); Stator's own
+   * key (docs/sites.md). Needs `site` on the members: a standby without one never counts as another site.
+   */
+  synchronous_site_count: number;
   /** Bytes a synchronous standby may fall behind before another replaces it; -1: never swapped for lag. */
   maximum_lag_on_syncnode: number;
   /** While the DCS cannot be reached, a leader that reaches every member's API stays primary. */

@@ -30,6 +30,7 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   synchronous_mode: 'off',
   synchronous_mode_strict: false,
   synchronous_node_count: 1,
+  synchronous_site_count: 0,
   maximum_lag_on_syncnode: -1,
   failsafe_mode: false,
   member_slots_ttl: 1800,
@@ -37,6 +38,9 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   load_balancer_drain_ms: 750,
   primary_race_backoff: 0,
 });
+
+/** Sites other than the leader's a commit may have to reach: more than a handful of data centres per cluster is a typo. */
+export const MAX_SYNCHRONOUS_SITES = 15;
 
 /** A drain past a minute would be a typo: the failover gap grows by it. */
 export const MAX_LOAD_BALANCER_DRAIN_MS = 60_000;
@@ -174,6 +178,7 @@ export function effectiveDynamicConfig(
       synchronous_mode: standbyCluster !== null ? 'off' : synchronousMode,
       synchronous_mode_strict: boolean('synchronous_mode_strict', source.synchronous_mode_strict, defaults.synchronous_mode_strict),
       synchronous_node_count: Math.max(1, integer('synchronous_node_count', source.synchronous_node_count, defaults.synchronous_node_count, 255)),
+      synchronous_site_count: Math.max(0, integer('synchronous_site_count', source.synchronous_site_count, defaults.synchronous_site_count, MAX_SYNCHRONOUS_SITES)),
       maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),
       failsafe_mode: boolean('failsafe_mode', source.failsafe_mode, defaults.failsafe_mode),
       member_slots_ttl: memberSlotsTtl(source.member_slots_ttl, origin, adjustments),
@@ -266,6 +271,7 @@ const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
   primary_stop_timeout: seconds(0),
   master_stop_timeout: seconds(0),
   synchronous_node_count: integerBetween(1, 255),
+  synchronous_site_count: integerBetween(0, MAX_SYNCHRONOUS_SITES),
   max_timelines_history: integerBetween(0, MAX_TIMELINES_HISTORY),
   member_slots_ttl: MEMBER_SLOTS_TTL_RULE,
   load_balancer_drain_ms: integerBetween(0, MAX_LOAD_BALANCER_DRAIN_MS),

@@ -33,6 +33,8 @@ export interface Bounds {
   modes: ReplicationMode[];
   /** Every node runs without its fence: the invariants must then hold from decide() alone while the agent runs. */
   fenceless?: boolean;
+  /** `synchronous_site_count` of the search, members placed in sites (site-rule.ts); absent: none. */
+  siteRule?: number;
 }
 
 const LW = LOOP_WAIT_S * 1000;
@@ -320,7 +322,8 @@ export function settleAcks(c: ClusterModel): void {
     } catch {
       return;
     }
-    if (listed.members.length > 0) {
+    // The strict placeholder alone lists no member, yet PostgreSQL waits for a standby of that name: nothing is acknowledged.
+    if (listed.kind !== 'off') {
       const names = new Set(listed.members);
       const positions = streamingFrom(c, i)
         .filter((j) => names.has(NODE_NAMES[j]) && c.nodes[j].timeline === n.timeline)

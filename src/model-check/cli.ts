@@ -10,7 +10,7 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--out counter-example.jsonl]
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--site-rule N] [--out counter-example.jsonl]
        model-check --mutants [--mutant REGEX] [--states N] [--walks N] [--walk-steps N]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
@@ -61,7 +61,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       strict: true,
       options: {
         states: { type: 'string' }, depth: { type: 'string' }, faults: { type: 'string' }, operations: { type: 'string' }, writes: { type: 'string' },
-        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' }, fenceless: { type: 'boolean' },
+        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' }, fenceless: { type: 'boolean' }, 'site-rule': { type: 'string' },
         mutants: { type: 'boolean' }, mutant: { type: 'string' },
       },
     }).values;
@@ -88,6 +88,8 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       progressEvery: positive('progress-every', values['progress-every'], 64),
       out: values.out ?? 'model-check-counter-example.jsonl',
       fenceless: values.fenceless ?? false,
+      // synchronous_site_count, n1 and n2 in dc1 and n3 in dc2 (site-rule.ts): judged in strict mode.
+      siteRule: positive('site-rule', values['site-rule'], 0),
     };
   } catch (error) {
     io.stderr(`model-check: ${(error as Error).message}\n${MODEL_CHECK_USAGE}\n`);
@@ -107,8 +109,9 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
   let total = 0;
   const started = Date.now();
   for (const mode of settings.modes) {
-    const bounds = boundsFor(mode, settings.faults, settings.operations, settings.writes, 1, settings.fenceless);
-    const walkBounds = boundsFor(mode, 8, 4, 12, 6, settings.fenceless);
+    const sites = settings.siteRule > 0 ? { siteRule: settings.siteRule } : {};
+    const bounds = { ...boundsFor(mode, settings.faults, settings.operations, settings.writes, 1, settings.fenceless), ...sites };
+    const walkBounds = { ...boundsFor(mode, 8, 4, 12, 6, settings.fenceless), ...sites };
     const search = breadthFirst({ mode, bounds, maxDepth: settings.depth, maxStates: settings.states, progressEvery: settings.progressEvery });
     total += search.states;
     io.stdout(`${describeSearch(search)}\n`);

@@ -2,6 +2,7 @@ import { HaSnapshot } from '../ha/cluster-snapshot';
 import { Decision, HaAction } from '../ha/decision';
 import { formatStandbyNames } from '../postgresql/standby-names';
 import { DecisionCode, REAL_DECISION_CODE } from './decision-code';
+import { promotionHoldForSites } from './site-rule';
 import { manageSync } from './sync-duties';
 import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES } from './model';
 import { Fact } from './recording';
@@ -150,13 +151,15 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
         const members = c.sync ? [c.sync.leader, ...c.sync.standbys] : [];
         const others = members.filter((j) => j !== i);
         const count = Math.max(members.length - (c.sync?.quorum ?? 0) - 1 + (members.includes(i) ? 0 : 1), 0);
-        n.standbyNames = formatStandbyNames(others.map((j) => NODE_NAMES[j]), count, true);
+        const held = promotionHoldForSites(c, i, others, count, true);
+        n.standbyNames = formatStandbyNames(held.names, held.count, true);
       } else if (c.mode !== 'off' && reachable) {
         // SyncReplication.beforePromote: `/sync` names this node first; strict keeps the other members.
         const others = c.sync ? [c.sync.leader, ...c.sync.standbys].filter((j) => j !== i) : [];
         const keep = c.mode === 'strict' ? others : [];
         c.sync = { leader: i, standbys: keep, quorum: 0 };
-        n.standbyNames = formatStandbyNames(keep.map((j) => NODE_NAMES[j]), c.mode === 'strict' && keep.length === 0 ? 1 : null, false);
+        const held = c.mode === 'strict' ? promotionHoldForSites(c, i, keep, keep.length, false) : { names: [], count: 0 };
+        n.standbyNames = formatStandbyNames(held.names, c.mode === 'strict' && held.names.length === 0 ? 1 : null, false);
       } else if (c.mode === 'off') n.standbyNames = '';
       n.op = 'promote';
       return;

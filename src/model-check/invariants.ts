@@ -3,7 +3,7 @@ import { DecisionMutation, Promotion } from './cycle';
 import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
 
 /** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
-export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay';
+export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site';
 
 export interface Violation {
   invariant: InvariantId;

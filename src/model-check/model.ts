@@ -99,6 +99,8 @@ export interface ClusterModel {
   fenceLayer: boolean;
   /** The last acknowledged commit, on its timeline, and whether a synchronous mode was in force then; null before the first. */
   acked: { timeline: number; wal: number; sync: boolean } | null;
+  /** `synchronous_site_count` (site-rule.ts), with the members placed in sites; absent: 0, no sites. The same in every state of a search. */
+  siteRule?: number;
   /** Budgets spent, part of the state so that bounded searches stay sound. */
   faults: number;
   operations: number;

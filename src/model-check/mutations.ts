@@ -1,5 +1,6 @@
 import { DecisionMutation } from './cycle';
 import { InvariantId } from './invariants';
+import { IGNORING_SITES } from './site-rule-variant';
 
 /**
  * Deliberately broken variants of the decision code, one per invariant: the checker's tests show
@@ -36,6 +37,7 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
         ? { verdict: 'stepping down (broken variant)', actions: [{ type: 'demote', mode: 'fast', restart: true, upstream: null }] }
         : d,
   },
+  site: IGNORING_SITES,
   /** The recorder loses the role transition of a promotion. */
   replay: {
     name: 'promotion not recorded',

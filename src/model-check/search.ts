@@ -42,6 +42,7 @@ export interface SearchReport {
 /** The cluster after bootstrap, settled by the fault-free schedule: where every search starts. */
 export function steadyStart(mode: ReplicationMode, bounds: Bounds, mutation?: DecisionMutation): ClusterModel {
   let c = bootstrappedCluster(mode, !bounds.fenceless);
+  if (bounds.siteRule) c.siteRule = bounds.siteRule;
   let key = stateKey(c);
   for (let round = 0; round < 24; round++) {
     c = fairRound(c, bounds, mutation);

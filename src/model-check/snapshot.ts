@@ -7,6 +7,7 @@ import { parseStandbyNames } from '../postgresql/standby-names';
 import { PostgresSample, ReplicationConnection } from '../postgresql/postgres.port';
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { syncKeyValue } from '../ha/sync/sync-key';
+import { modelSiteOf } from './site-rule';
 import { ClusterModel, DcsRead, LOOP_WAIT_S, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, RETRY_TIMEOUT_S, SYSTEM_ID } from './model';
 
 /**
@@ -19,7 +20,7 @@ const configs = new Map<string, EffectiveDynamicConfig>();
 
 /** The dynamic configuration as the agent derives it from `/config` (the real function, cached). */
 export function configOf(c: ClusterModel): EffectiveDynamicConfig {
-  const key = `${c.ttl},${c.mode},${c.pause}`;
+  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0}`;
   let config = configs.get(key);
   if (!config) {
     const document = {
@@ -30,6 +31,7 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       pause: c.pause,
       synchronous_mode: c.mode === 'quorum' ? 'quorum' : c.mode !== 'off',
       synchronous_mode_strict: c.mode === 'strict',
+      ...(c.siteRule ? { synchronous_site_count: c.siteRule } : {}),
       postgresql: { use_pg_rewind: true, use_slots: false },
     };
     const result = effectiveDynamicConfig(document, {});
@@ -66,6 +68,7 @@ function memberOf(n: NodeModel, i: number, c: ClusterModel): Member | null {
       role: n.member.primary ? 'primary' : 'replica',
       version: '0.1.0',
       tags,
+      ...(modelSiteOf(c, i) ? { site: modelSiteOf(c, i) } : {}),
       ...(n.member.running ? { xlog_location: n.member.wal, timeline: n.member.timeline } : {}),
       ...(c.pause ? { pause: true } : {}),
     },

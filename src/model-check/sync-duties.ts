@@ -1,5 +1,6 @@
 import { ClusterView } from '../dcs/dcs.port';
 import { parseStandbyNames } from '../postgresql/standby-names';
+import { leaderSiteOf } from '../ha/sync/sync-candidates';
 import { DecisionCode } from './decision-code';
 import { ClusterModel, NODE_NAMES } from './model';
 import { configOf, safeMembers, standbyKind, streamingFrom } from './snapshot';
@@ -50,7 +51,7 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
   const ready = readiness.update(candidates, syncState, quorumMode);
   const standbyNames = parseStandbyNames(n.standbyNames);
   const acknowledgedUpTo = quorumMode ? quorumAcknowledgedPosition(candidates, standbyNames.members, standbyNames.count) : 0;
-  const picked = pickSynchronous(candidates, ready, n.wal, config, acknowledgedUpTo);
+  const picked = pickSynchronous(candidates, ready, n.wal, config, acknowledgedUpTo, leaderSiteOf(view, name));
   const common = {
     voters: sync.standbys.map((j) => NODE_NAMES[j]),
     currentValue: n.standbyNames,
@@ -58,9 +59,10 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
     active: picked.active,
     confirmed: picked.confirmed,
     strict: config.synchronous_mode_strict,
+    sitesMissing: picked.sitesMissing,
   };
   const steps = quorumMode
-    ? planQuorum({ ...common, leader: NODE_NAMES[sync.leader], me: name, quorum: syncQuorumOf(syncState), syncWanted: config.synchronous_node_count })
+    ? planQuorum({ ...common, leader: NODE_NAMES[sync.leader], me: name, quorum: syncQuorumOf(syncState), syncWanted: picked.syncWanted })
     : planPriority(common);
   for (const step of steps) {
     if (step.type === 'writeSync') c.sync = { leader: step.leader ? indexOf(step.leader) : i, standbys: step.standbys.map(indexOf).sort(), quorum: quorumMode ? step.quorum : 0 };

@@ -944,6 +944,7 @@ describe('effectiveDynamicConfig', () => {
         synchronous_mode: 'off',
         synchronous_mode_strict: false,
         synchronous_node_count: 1,
+        synchronous_site_count: 0,
         maximum_lag_on_syncnode: -1,
         failsafe_mode: false,
         member_slots_ttl: 1800,

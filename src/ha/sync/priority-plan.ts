@@ -1,4 +1,4 @@
-import { formatStandbyNames, StandbyNames } from '../../postgresql/standby-names';
+import { formatStandbyNames, StandbyNames, STRICT_PLACEHOLDER } from '../../postgresql/standby-names';
 
 /** One step towards the wanted synchronous state, carried out in order; a failed `/sync` write ends the cycle's steps. */
 export type SyncStep =
@@ -20,6 +20,8 @@ export interface PriorityPlanInput {
   active: string[];
   confirmed: string[];
   strict: boolean;
+  /** Sites `synchronous_site_count` requires that no eligible standby stands in (pickSynchronous). */
+  sitesMissing?: number;
 }
 
 const sameNames = (a: readonly string[], b: readonly string[]) => {
@@ -47,9 +49,11 @@ export function planPriority(input: PriorityPlanInput): SyncStep[] {
   }
 
   if (strict && active.length === 0) {
-    const count = Math.max(1, voters.length);
-    const value = formatStandbyNames(voters, count, false);
-    const unchanged = value === currentValue || (sameNames(voters, listedNow) && standbyNames.count === count && standbyNames.kind === 'priority');
+    // The voters may all stand in the leader's site: with a site missing, the placeholder keeps commits waiting.
+    const held = (input.sitesMissing ?? 0) > 0 && voters.length > 0 ? [...voters, STRICT_PLACEHOLDER] : voters;
+    const count = Math.max(1, held.length);
+    const value = formatStandbyNames(held, count, false);
+    const unchanged = value === currentValue || (sameNames(held, listedNow) && standbyNames.count === count && standbyNames.kind === 'priority');
     if (!unchanged) steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value}` });
     const kept = unchanged && voters.length > 0 ? `Continue using old value of synchronous_standby_names="${value}". ` : '';
     steps.push({ type: 'strictHold', log: `No active replication connections from Patroni members and synchronous_mode_strict is requested. ${kept}Commits will be delayed.` });
@@ -74,7 +78,9 @@ export function planPriority(input: PriorityPlanInput): SyncStep[] {
   }
   const value = formatStandbyNames(active, null, false);
   if (value !== currentValue) steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value || "''"}` });
-  if (active.length > 0 && !sameNames(confirmed, active)) steps.push({ type: 'recheck' });
+  // The placeholder never confirms: looking again for it would only delay each cycle.
+  const awaited = active.filter((name) => name !== STRICT_PLACEHOLDER);
+  if (awaited.length > 0 && !sameNames(confirmed, awaited)) steps.push({ type: 'recheck' });
   if (confirmed.length > 0 && !sameNames(confirmed, keep)) {
     steps.push({ type: 'writeSync', standbys: confirmed, quorum: 0, log: `Synchronous standby status assigned to ${listed(confirmed)}` });
   }

@@ -1,4 +1,4 @@
-import { formatStandbyNames } from '../../postgresql/standby-names';
+import { formatStandbyNames, STRICT_PLACEHOLDER } from '../../postgresql/standby-names';
 import { PriorityPlanInput, SyncStep } from './priority-plan';
 import { quorumTransitions } from './quorum-resolver';
 
@@ -19,6 +19,16 @@ export function planQuorum(input: QuorumPlanInput): SyncStep[] {
   const { standbyNames, active, voters, quorum, strict, currentValue } = input;
   const listedNow = standbyNames.members;
   const minimum = strict ? 1 : 0;
+  if (strict && input.leader === input.me && (input.sitesMissing ?? 0) > 0) {
+    // No weaker quorum, and no commit acknowledged until a standby of the missing site is back: every listed
+    // standby and the placeholder must answer. `/sync` stays as it is (a larger ANY only narrows who acknowledges).
+    const listedStandbys = listedNow.filter((name) => name !== STRICT_PLACEHOLDER);
+    const held = formatStandbyNames([...listedStandbys, STRICT_PLACEHOLDER], listedStandbys.length + 1, true);
+    const steps: SyncStep[] = [];
+    if (held !== currentValue) steps.push({ type: 'setStandbyNames', value: held, log: `Assigning synchronous_standby_names to ${held}` });
+    steps.push({ type: 'strictHold', log: `synchronous_site_count is not met and synchronous_mode_strict is requested: no commit is acknowledged until a standby of the missing site confirms it. Commits will be delayed.` });
+    return steps;
+  }
   if (input.leader === input.me && active.length < minimum) {
     const count = Math.max(minimum, voters.length - quorum);
     const value = formatStandbyNames(voters, count, true);

@@ -1,8 +1,10 @@
 import { EffectiveDynamicConfig } from '../../config/config.types';
 import { ClusterView, Member } from '../../dcs/dcs.port';
 import { PostgresSample, ReplicationConnection } from '../../postgresql/postgres.port';
+import { STRICT_PLACEHOLDER } from '../../postgresql/standby-names';
 import { downstreamMembers } from '../cascade';
 import { isNoFailover, isTruthyTag } from '../cluster-snapshot';
+import { otherSiteCount, quorumCountForSites, siteRepresentatives } from './site-placement';
 
 /** A standby streaming from the leader that may be made synchronous. */
 export interface SyncCandidate {
@@ -12,6 +14,8 @@ export interface SyncCandidate {
   lsn: number;
   noFailover: boolean;
   syncPriority: number;
+  /** Its member key's `site`, if any. */
+  site?: string;
 }
 
 /** What the leader can make of its standbys this cycle. */
@@ -20,6 +24,10 @@ export interface SyncCandidates {
   active: string[];
   /** Those of `active` that PostgreSQL reports synchronous and that have caught up since they were listed. */
   confirmed: string[];
+  /** How many of the sites `synchronous_site_count` requires have no eligible standby (0: the rule is met or off). */
+  sitesMissing: number;
+  /** Quorum mode: the `N` of `ANY N` wanted, raised so that any N of `active` reach the required sites. */
+  syncWanted: number;
 }
 
 /** `nosync`, or a `sync_priority` of 0 or less: never a synchronous standby. */
@@ -67,6 +75,7 @@ export function syncCandidates(leaderName: string, cluster: ClusterView, sample:
       lsn,
       noFailover: isNoFailover(member.data.tags),
       syncPriority: syncPriority(member.data.tags),
+      ...(member.data.site ? { site: member.data.site } : {}),
     });
   }
   candidates.sort((a, b) => b.syncPriority - a.syncPriority || b.syncState.localeCompare(a.syncState) || b.lsn - a.lsn);
@@ -84,36 +93,64 @@ export function quorumAcknowledgedPosition(candidates: SyncCandidate[], listed: 
   return count > 0 && positions.length >= count ? positions[count - 1] : 0;
 }
 
+/** The leader's own `site`, from its member key: undefined without one (or without the key). */
+export function leaderSiteOf(cluster: ClusterView, leaderName: string): string | undefined {
+  return cluster.members.find((member) => member.name.toLowerCase() === leaderName.toLowerCase())?.data.site || undefined;
+}
+
 /**
  * Picks the synchronous standbys (reference `SyncHandler.current_state`): within
  * `maximum_lag_on_syncnode` of the most advanced standby (of the leader itself when there is only
  * one), up to `synchronous_node_count` in priority mode; every eligible one in quorum mode, where
- * `nofailover` standbys only fill up to the count.
+ * `nofailover` standbys only fill up to the count. With `synchronous_site_count`, priority mode lists
+ * the best standby of each required other site first (and at least that many standbys), quorum mode
+ * raises its `ANY N` (site-placement.ts); a rule that cannot be met under `synchronous_mode_strict`
+ * lists the placeholder that no standby answers to, so that commits wait rather than stay in the site.
  */
 export function pickSynchronous(
   candidates: SyncCandidate[],
   ready: ReadonlySet<string>,
   leaderFlushLsn: number,
-  config: Pick<EffectiveDynamicConfig, 'synchronous_mode' | 'synchronous_node_count' | 'maximum_lag_on_syncnode'>,
+  config: Pick<EffectiveDynamicConfig, 'synchronous_mode' | 'synchronous_node_count' | 'maximum_lag_on_syncnode' | 'synchronous_site_count' | 'synchronous_mode_strict'>,
   acknowledgedUpTo = 0,
+  leaderSite?: string,
 ): SyncCandidates {
   const quorum = config.synchronous_mode === 'quorum';
   const maxLsn = candidates.length > 1 ? Math.max(...candidates.map((c) => c.lsn)) : leaderFlushLsn;
+  const withinLag = candidates.filter((c) => !(config.maximum_lag_on_syncnode > 0 && maxLsn - c.lsn > config.maximum_lag_on_syncnode));
+  const requiredSites = config.synchronous_site_count ?? 0;
+  let ordered = withinLag;
+  let sitesMissing = 0;
+  if (requiredSites > 0 && !quorum) {
+    const { representatives, missing } = siteRepresentatives(withinLag, leaderSite, requiredSites);
+    ordered = [...representatives, ...withinLag.filter((c) => !representatives.includes(c))];
+    sitesMissing = missing;
+  }
+  const count = quorum ? config.synchronous_node_count : Math.max(config.synchronous_node_count, requiredSites);
   const active: string[] = [];
   const confirmed: string[] = [];
-  for (const candidate of candidates) {
-    if (config.maximum_lag_on_syncnode > 0 && maxLsn - candidate.lsn > config.maximum_lag_on_syncnode) continue;
+  const listed: SyncCandidate[] = [];
+  for (const candidate of ordered) {
     const isReady = ready.has(candidate.name.toLowerCase());
     if (quorum) {
       if (candidate.noFailover && active.length >= config.synchronous_node_count) continue;
       active.push(candidate.name);
+      listed.push(candidate);
       // ANY n: a listed standby need not have acknowledged the latest commits; it counts once it holds them.
       if (isReady && candidate.lsn >= acknowledgedUpTo) confirmed.push(candidate.name);
     } else {
       active.push(candidate.name);
       if (candidate.syncState === 'sync' && isReady) confirmed.push(candidate.name);
-      if (active.length >= config.synchronous_node_count) break;
+      if (active.length >= count) break;
     }
   }
-  return { active, confirmed };
+  let syncWanted = config.synchronous_node_count;
+  if (requiredSites > 0 && quorum) {
+    const forSites = quorumCountForSites(listed, leaderSite, requiredSites);
+    if (forSites === null) sitesMissing = requiredSites - otherSiteCount(listed, leaderSite);
+    else syncWanted = Math.max(syncWanted, forSites);
+  }
+  // Strict priority mode: a standby nobody is waits in the list for the missing site (with none listed, planPriority holds on its own).
+  if (sitesMissing > 0 && !quorum && config.synchronous_mode_strict && active.length > 0) active.push(STRICT_PLACEHOLDER);
+  return { active, confirmed, sitesMissing, syncWanted };
 }

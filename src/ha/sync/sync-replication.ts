@@ -9,7 +9,9 @@ import { NodeEvents } from '../node-events';
 import { planPriority, SyncStep } from './priority-plan';
 import { planQuorum } from './quorum-plan';
 import { SyncReadiness } from './readiness';
-import { pickSynchronous, quorumAcknowledgedPosition, SyncCandidate, syncCandidates } from './sync-candidates';
+import { holdForSites } from './site-placement';
+import { SiteRuleWatch } from './site-rule-watch';
+import { leaderSiteOf, pickSynchronous, quorumAcknowledgedPosition, SyncCandidate, SyncCandidates, syncCandidates } from './sync-candidates';
 import { syncKeyValue, syncQuorumOf, syncStandbysOf } from './sync-key';
 
 export interface SyncReplicationDeps {
@@ -41,8 +43,11 @@ export class SyncReplication {
   private decided: string | null = null;
   private readonly readiness = new SyncReadiness();
   private strictHoldAnnounced = false;
+  private readonly siteRule: SiteRuleWatch;
 
-  constructor(private readonly deps: SyncReplicationDeps) {}
+  constructor(private readonly deps: SyncReplicationDeps) {
+    this.siteRule = new SiteRuleWatch(deps.logger, deps.events);
+  }
 
   /**
    * synchronous_standby_names for the next configuration write, or undefined to keep the user's.
@@ -62,6 +67,7 @@ export class SyncReplication {
     this.decided = null;
     this.readiness.reset();
     this.strictHoldAnnounced = false;
+    this.siteRule.reset();
   }
 
   /** One cycle of the confirmed lock holder running as primary. */
@@ -86,8 +92,10 @@ export class SyncReplication {
       const candidates = syncCandidates(name, cluster, current);
       const ready = this.readiness.update(candidates, sync, config.synchronous_mode === 'quorum');
       const acknowledgedUpTo = config.synchronous_mode === 'quorum' ? this.acknowledgedPosition(candidates, current.synchronousStandbyNames) : 0;
-      const picked = pickSynchronous(candidates, ready, current.walPosition, config, acknowledgedUpTo);
-      const steps = this.plan(sync!, current, picked.active, picked.confirmed, config);
+      const leaderSite = leaderSiteOf(cluster, name);
+      const picked = pickSynchronous(candidates, ready, current.walPosition, config, acknowledgedUpTo, leaderSite);
+      this.siteRule.observe(config, picked, leaderSite);
+      const steps = this.plan(sync!, current, picked, config);
       const outcome = await this.carryOut(steps, sync!, revision, config);
       if (outcome === null) return;
       ({ sync, revision } = outcome);
@@ -111,21 +119,27 @@ export class SyncReplication {
     const sync = cluster.sync?.value ?? null;
     const members = sync?.leader ? [sync.leader, ...syncStandbysOf(sync)] : [];
     const others = members.filter((member) => member.toLowerCase() !== name.toLowerCase());
+    const siteOf = (member: string) => cluster.members.find((m) => m.name.toLowerCase() === member.toLowerCase())?.data.site;
+    const sites = (names: string[], count: number, quorum: boolean) =>
+      holdForSites(names, count, quorum, config.synchronous_mode_strict, siteOf, leaderSiteOf(cluster, name), config.synchronous_site_count, STRICT_PLACEHOLDER);
     if (config.synchronous_mode === 'quorum') {
       const quorum = syncQuorumOf(sync);
       const wasVoter = members.some((member) => member.toLowerCase() === name.toLowerCase());
       const count = Math.max(members.length - quorum - 1 + (wasVoter ? 0 : 1), config.synchronous_mode_strict ? 1 : 0);
-      this.decided = formatStandbyNames(others, count, true);
+      const held = sites(others, count, true);
+      this.decided = formatStandbyNames(held.names, held.count, true);
       return true;
     }
     const keep = config.synchronous_mode_strict ? others : [];
     const written = await this.writeSync(syncKeyValue(name, keep), cluster.sync?.modRevision ?? 'absent', `before promotion: synchronous standbys ${keep.join(', ') || 'none'}`);
     if (written === null) return false;
-    this.decided = formatStandbyNames(keep, config.synchronous_mode_strict && keep.length === 0 ? 1 : null, false);
+    const held = config.synchronous_mode_strict ? sites(keep, keep.length, false) : { names: keep, count: keep.length };
+    this.decided = formatStandbyNames(held.names, config.synchronous_mode_strict && held.names.length === 0 ? 1 : null, false);
     return true;
   }
 
-  private plan(sync: SyncState, sample: PostgresSample, active: string[], confirmed: string[], config: EffectiveDynamicConfig): SyncStep[] {
+  private plan(sync: SyncState, sample: PostgresSample, picked: SyncCandidates, config: EffectiveDynamicConfig): SyncStep[] {
+    const { active, confirmed, sitesMissing } = picked;
     let standbyNames;
     try {
       standbyNames = parseStandbyNames(sample.synchronousStandbyNames);
@@ -144,10 +158,11 @@ export class SyncReplication {
         active,
         confirmed,
         strict: config.synchronous_mode_strict,
-        syncWanted: config.synchronous_node_count,
+        syncWanted: picked.syncWanted,
+        sitesMissing,
       });
     }
-    return planPriority({ voters: syncStandbysOf(sync), currentValue: sample.synchronousStandbyNames, standbyNames, active, confirmed, strict: config.synchronous_mode_strict });
+    return planPriority({ voters: syncStandbysOf(sync), currentValue: sample.synchronousStandbyNames, standbyNames, active, confirmed, strict: config.synchronous_mode_strict, sitesMissing });
   }
 
   /** Carries the steps out in order; null when a `/sync` write failed (someone else changed it: next cycle). */
