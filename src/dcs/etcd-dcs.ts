@@ -35,7 +35,17 @@ export interface EtcdDcsOptions extends EtcdConnection {
   /** Overall deadline of every call, retries included (`retry_timeout` in ms). */
   retryTimeoutMs: number;
   clock: TimerClock;
+  /** How many ttls a read confirms the watch's cache for (default CACHE_CONFIRM_TTLS). */
+  cacheConfirmTtls?: number;
 }
+
+/**
+ * A read confirms the watch's cache at least every this many ttls (readCached). It is the backstop for
+ * a watch whose connection died unnoticed (a failed request, etcd's restart or its loss of quorum end
+ * the watch at once); each confirming read of a cluster's keys costs etcd a range of a few KiB, so the
+ * backstop is rare: every 5 minutes at ttl 30.
+ */
+export const CACHE_CONFIRM_TTLS = 10;
 
 /** The lease this node attaches to `leader` and `members/<name>`. */
 interface OwnLease {
@@ -97,13 +107,18 @@ export class EtcdDcs implements Dcs {
   }
 
   /**
-   * The watch's cache while it can stand in for a read (ClusterWatch): confirmed by a read less
-   * than a ttl ago. Otherwise, or while nobody watches, a read. A replica's idle cycle then sends
-   * no read, as the reference's does; the confirming read bounds how long a watch that died
-   * unnoticed can hide a change.
+   * The watch's cache while it can stand in for a read (ClusterWatch): live, and confirmed by a read
+   * less than CACHE_CONFIRM_TTLS ttls ago (`cacheConfirmTtls`). Otherwise, or while nobody watches, a read. An idle cycle
+   * then sends no read, as the reference's does (its etcd3 reads the cluster from its watch cache
+   * alone); the confirming read bounds how long a watch that died unnoticed can hide a change. The
+   * leader key found there stands for a read's in refreshLeader: a delete of it reaches a live watch.
    */
   async readCached(): Promise<ClusterView> {
-    return this.watch.trustedView(this.ttlSeconds * 1000) ?? this.read();
+    const trusted = this.watch.trustedView((this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.ttlSeconds * 1000);
+    if (!trusted) return this.read();
+    const { leader } = trusted;
+    this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.monotonic() } : null;
+    return trusted.view;
   }
 
   /**
