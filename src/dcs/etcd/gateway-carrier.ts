@@ -11,14 +11,6 @@ const WATCH_PATH = '/v3/watch';
 const REQUIRE_LEADER_HEADER = 'grpc-metadata-hasleader';
 
 /**
- * TCP keepalive probes on every connection after this much silence, as the gRPC carrier's pings: a
- * watch's connection carries nothing while the cluster is idle, and the watches are held for hours
- * (no periodic restart). The probes keep a middlebox from forgetting it and find a peer that is gone;
- * they are no request to etcd.
- */
-const TCP_KEEPALIVE_IDLE_MS = 10_000;
-
-/**
  * Requests as JSON POSTs to etcd's gRPC-JSON gateway over Node's own HTTP client, on kept-alive
  * connections (TLS client certificates with `https`). The HA loop sends a few requests every
  * cycle: measured per range of a cluster's keys, Node's client costs 0.26 ms of CPU, undici's
@@ -31,8 +23,7 @@ export class GatewayCarrier implements EtcdCarrier {
   private readonly send: typeof httpRequest;
 
   constructor(tls: EtcdTls | null) {
-    const pooled = { keepAlive: true, keepAliveInitialDelay: TCP_KEEPALIVE_IDLE_MS };
-    this.agent = tls ? new HttpsAgent({ ...pooled, ...tls }) : new HttpAgent(pooled);
+    this.agent = tls ? new HttpsAgent({ keepAlive: true, ...tls }) : new HttpAgent({ keepAlive: true });
     this.send = tls ? httpsRequest : httpRequest;
   }
 
