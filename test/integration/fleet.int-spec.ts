@@ -166,7 +166,6 @@ describe('three clusters sharing one 3-member etcd, two of them one scope in two
     expect(requests.Put).toBeLessThan((cycles * AGENTS) / 2);
   });
 
-
   let failedOverAt = 0;
   let oldLeaderOfA: LocalNode;
   let newLeaderOfA: LocalNode;
