@@ -161,10 +161,11 @@ export class EtcdDcs implements Dcs {
    * moves it onto ours. Null when the key holds another name or is absent: it is not re-created
    * here, the HA loop decides whether to acquire.
    *
-   * When the read just before (the HA cycle's own) found the key with our name on the lease the
-   * keepalive just renewed, the key is still ours: only a delete or the lease's expiry could take
-   * it, and the lease is alive. The compare is then skipped, as the reference does; an idle leader
-   * sends two requests a cycle instead of three. A read older than a third of the TTL is not trusted.
+   * When the read just before (the HA cycle's own, or the live watch's cache readCached answered
+   * from) found the key with our name on the lease the keepalive just renewed, the key is still ours:
+   * only a delete or the lease's expiry could take it, and the lease is alive. The compare is then
+   * skipped, as the reference does; an idle leader sends one request a cycle, its keepalive. A
+   * sighting older than a third of the TTL is not trusted.
    */
   async refreshLeader(): Promise<LockLease | null> {
     const recent = this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.ttlSeconds * 1000) / 3;
