@@ -11,6 +11,8 @@ export function renderFleetReport(results: FleetResults): string {
   const called = (kind: string) => runs.some((run) => (run.load.requestsPerSecond[kind] ?? 0) > 0);
   const others = [...new Set(runs.flatMap((run) => Object.keys(run.load.requestsPerSecond)))].filter((kind) => !(REQUEST_KINDS as readonly string[]).includes(kind));
   const kinds = [...REQUEST_KINDS, ...others.sort()].filter(called);
+  // Runs of older results have no writes by role.
+  const roles = [...new Set(runs.flatMap((run) => Object.keys(run.writesPerMinuteByRole ?? {})))].sort();
   const MiB = 1024 * 1024;
   const lines = [
     `# A fleet on one etcd, ${results.date}`,
@@ -34,6 +36,17 @@ export function renderFleetReport(results: FleetResults): string {
         fmt(run.load.allRequestsPerSecond, 1),
         fmt(run.load.watchEventsPerSecond, 2),
         fmt(run.perAgentPerMinute.requests, 1),
+      ]),
+    ),
+    '',
+    'Keys written in the window (puts and txn puts), per minute for the fleet, by the key\'s role: each key\'s `version` read before and after the window (outside it).',
+    '',
+    table(
+      ['clusters', 'product', 'agents', ...roles, 'all'],
+      runs.map((run) => [
+        ...label(run),
+        ...roles.map((role) => fmt(run.writesPerMinuteByRole?.[role] ?? 0, 1)),
+        fmt(Object.values(run.writesPerMinuteByRole ?? {}).reduce((a, b) => a + b, 0), 1),
       ]),
     ),
     '',

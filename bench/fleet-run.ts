@@ -7,6 +7,7 @@ import { startEtcdCluster } from '../scripts/lib/etcd-cluster';
 import { Kind, PG_BIN_DIR, primaries } from './lib/cluster';
 import { cleanupAll, killEverythingNow, track, untrack } from './lib/cleanup';
 import { etcdLoad, EtcdLoad, scrapeEtcd } from './lib/etcd-metrics';
+import { snapshotKeys, writesByRole } from './lib/etcd-key-writes';
 import { Fleet, ProcessUsage, startFleet, startProcessUsage, stopFleet } from './lib/fleet';
 import { FleetOptionError, FleetOptions, FLEET_USAGE, isDefaultRun, parseFleetOptions } from './lib/fleet-options';
 import { waitHealthy } from './lib/health';
@@ -28,6 +29,8 @@ export interface FleetRun {
   /** From the first cluster's start until every cluster was healthy, ms. */
   startMs: number;
   load: EtcdLoad;
+  /** Keys written in the window by role (`members/*`, `leader`, `status`, `events`...), per minute for the fleet. */
+  writesPerMinuteByRole: Record<string, number>;
   usage: ProcessUsage;
   /** etcd's load divided among the agents, per minute. */
   perAgentPerMinute: { requests: number; bytesIn: number; bytesOut: number };
@@ -122,10 +125,15 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
     await sleep(options.settleSeconds * 1000);
 
     const loadBefore = loadAverage();
+    // The keys are read outside the window: the bench's own range counts in none of its figures.
+    const keysBefore = await snapshotKeys(etcd.endpoints[0]);
     const usage = startProcessUsage(fleet);
     const before = await scrapeEtcd(etcd.endpoints);
     await sleep(options.windowSeconds * 1000);
     const after = await scrapeEtcd(etcd.endpoints);
+    const keysAfter = await snapshotKeys(etcd.endpoints[0]);
+    const windowMinutes = (after.at - before.at) / 60_000;
+    const writesPerMinuteByRole = Object.fromEntries(Object.entries(writesByRole(keysBefore, keysAfter)).map(([role, count]) => [role, count / windowMinutes]));
     const processes = usage.finish();
     const load = etcdLoad(before, after);
     const agents = processes.agents;
@@ -152,6 +160,7 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       agents,
       startMs: fleet.startMs,
       load,
+      writesPerMinuteByRole,
       usage: processes,
       perAgentPerMinute: { requests: perMinute(load.allRequestsPerSecond), bytesIn: perMinute(load.bytesInPerSecond), bytesOut: perMinute(load.bytesOutPerSecond) },
       failover: failoverRun,

@@ -15,8 +15,8 @@ export interface Dcs {
 
   /**
    * The cluster as this node's watch keeps it, without a request, while the adapter can vouch for
-   * it; otherwise a read(). Not linearizable: it may trail the store by the watch's delay, so a node
-   * that acts on its own hold of the leader key reads instead.
+   * it; otherwise a read(). Not linearizable: it may trail the store by the watch's delay, so a lock
+   * holder that does not find its own hold there reads before it concludes the lock is lost.
    */
   readCached(): Promise<ClusterView>;
 

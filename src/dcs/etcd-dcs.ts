@@ -35,7 +35,17 @@ export interface EtcdDcsOptions extends EtcdConnection {
   /** Overall deadline of every call, retries included (`retry_timeout` in ms). */
   retryTimeoutMs: number;
   clock: TimerClock;
+  /** How many ttls a read confirms the watch's cache for (default CACHE_CONFIRM_TTLS). */
+  cacheConfirmTtls?: number;
 }
+
+/**
+ * A read confirms the watch's cache at least every this many ttls (readCached). It is the backstop for
+ * a watch whose connection died unnoticed (a failed request, etcd's restart or its loss of quorum end
+ * the watch at once); each confirming read of a cluster's keys costs etcd a range of a few KiB, so the
+ * backstop is rare: every 5 minutes at ttl 30.
+ */
+export const CACHE_CONFIRM_TTLS = 10;
 
 /** The lease this node attaches to `leader` and `members/<name>`. */
 interface OwnLease {
@@ -97,13 +107,19 @@ export class EtcdDcs implements Dcs {
   }
 
   /**
-   * The watch's cache while it can stand in for a read (ClusterWatch): confirmed by a read less
-   * than a ttl ago. Otherwise, or while nobody watches, a read. A replica's idle cycle then sends
-   * no read, as the reference's does; the confirming read bounds how long a watch that died
-   * unnoticed can hide a change.
+   * The watch's cache while it can stand in for a read (ClusterWatch): live, and confirmed by a read
+   * less than CACHE_CONFIRM_TTLS ttls ago (`cacheConfirmTtls`). Otherwise, or while nobody watches, a
+   * read. An idle cycle then sends no read, as the reference's does (its etcd3 reads the cluster from
+   * its watch cache alone); the confirming read bounds how long a watch that died unnoticed can hide a
+   * change. The leader key found there stands for a read's in refreshLeader: a delete of it reaches a
+   * live watch.
    */
   async readCached(): Promise<ClusterView> {
-    return this.watch.trustedView(this.ttlSeconds * 1000) ?? this.read();
+    const trusted = this.watch.trustedView((this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.ttlSeconds * 1000);
+    if (!trusted) return this.read();
+    const { leader } = trusted;
+    this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.monotonic() } : null;
+    return trusted.view;
   }
 
   /**
@@ -145,10 +161,11 @@ export class EtcdDcs implements Dcs {
    * moves it onto ours. Null when the key holds another name or is absent: it is not re-created
    * here, the HA loop decides whether to acquire.
    *
-   * When the read just before (the HA cycle's own) found the key with our name on the lease the
-   * keepalive just renewed, the key is still ours: only a delete or the lease's expiry could take
-   * it, and the lease is alive. The compare is then skipped, as the reference does; an idle leader
-   * sends two requests a cycle instead of three. A read older than a third of the TTL is not trusted.
+   * When the read just before (the HA cycle's own, or the live watch's cache readCached answered
+   * from) found the key with our name on the lease the keepalive just renewed, the key is still ours:
+   * only a delete or the lease's expiry could take it, and the lease is alive. The compare is then
+   * skipped, as the reference does; an idle leader sends one request a cycle, its keepalive. A
+   * sighting older than a third of the TTL is not trusted.
    */
   async refreshLeader(): Promise<LockLease | null> {
     const recent = this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.ttlSeconds * 1000) / 3;

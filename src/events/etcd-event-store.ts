@@ -239,7 +239,9 @@ export class EtcdEventStore implements EventStore {
         resumeFrom ??= nextRevision(
           (await this.client.range(this.prefix, { prefix: true, countOnly: true }, this.options.requestTimeoutMs)).revision,
         );
-        const watch = this.client.watch(this.prefix, { prefix: true, startRevision: resumeFrom }, this.options.requestTimeoutMs);
+        // Held until it breaks, as the cluster's watch is (ClusterWatch): a settled log is silent for hours, and a
+        // watch restarted after every silence cost each agent a Watch request a minute (issue 35).
+        const watch = this.client.watch(this.prefix, { prefix: true, startRevision: resumeFrom, restartWhenSilentMs: null }, this.options.requestTimeoutMs);
         await watchUntilBroken(watch, stop, (response) => {
           backoff.reset();
           for (const { type, kv } of response.events) {

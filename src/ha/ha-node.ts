@@ -320,8 +320,11 @@ export class HaNode {
       let cluster: ClusterView | null = null;
       let dcsError: string | null = null;
       try {
-        // The lock holder reads: its hold is confirmed against the store itself, never against a watch that may trail it.
-        cluster = node.lock.held ? await dcs.read() : await dcs.readCached();
+        // From the watch's cache while it is live and current, as the reference reads (no request); a
+        // lock holder that does not find itself there confirms against the store before it gives the
+        // lock up: a watch may trail this node's own acquisition.
+        const cached = await dcs.readCached();
+        cluster = node.lock.held && cached.leader?.value !== node.name ? await dcs.read() : cached;
         node.cluster = cluster;
         node.dcsLastSeen = clock.monotonic();
         node.sightings.see(cluster, clock.now());

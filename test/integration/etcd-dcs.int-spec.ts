@@ -11,6 +11,7 @@ import { DcsContractFixture, describeDcsContract } from '../contracts/dcs.contra
 import { EtcdHandle, startEtcd } from '../helpers/etcd';
 import { freePort } from '../helpers/ports';
 import { waitFor } from '../helpers/wait-for';
+import { etcdLoad, scrapeEtcd } from '../../bench/lib/etcd-metrics';
 
 // Worst case of the slowest tests, every wait and DCS call running into its own deadline: the etcd
 // restart test (5 s watch live + restart up to 10 s + 5 s resync + 5 s) and the unreachable
@@ -49,8 +50,9 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
     await etcd.stop();
   });
 
-  const newNode = (scope: string, name: string, options: { ttlSeconds?: number; hosts?: string[] } = {}) =>
+  const newNode = (scope: string, name: string, options: { ttlSeconds?: number; hosts?: string[]; cacheConfirmTtls?: number } = {}) =>
     new EtcdDcs({
+      cacheConfirmTtls: options.cacheConfirmTtls,
       hosts: options.hosts ?? [etcd.endpoint],
       namespace: '/service',
       scope,
@@ -200,6 +202,28 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', { description: 'readCached after the thaw' });
     });
 
+    it("an idle leader's cycle on the watch's cache costs etcd one keepalive: no range, no compare, no write of an unchanged member key", async () => {
+      const node1 = node('node1');
+      await node1.touchMember(member('node1'));
+      expect(await node1.acquireLeader()).not.toBeNull();
+      await recordChanges(node1);
+      await waitFor(async () => (await node1.readCached()).leader?.value === 'node1', { description: 'the leader in the cache' });
+      const before = await scrapeEtcd([etcd.endpoint]);
+      const cycles = 3;
+      for (let cycle = 0; cycle < cycles; cycle++) {
+        expect((await node1.readCached()).leader?.value).toBe('node1');
+        expect(await node1.refreshLeader()).not.toBeNull();
+        await node1.touchMember(member('node1'));
+      }
+      const load = etcdLoad(before, await scrapeEtcd([etcd.endpoint]));
+      const sent: Record<string, number> = {};
+      for (const [kind, perSecond] of Object.entries(load.requestsPerSecond)) {
+        const count = Math.round(perSecond * load.seconds);
+        if (count > 0) sent[kind] = count;
+      }
+      expect(sent).toEqual({ LeaseKeepAlive: cycles });
+    });
+
     it('gives up a write within the retry_timeout set last (the dynamic configuration changed it), not the one it started with', async () => {
       const node1 = node('node1');
       node1.setRetryTimeout(500);
@@ -213,8 +237,9 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       expect(performance.now() - started).toBeLessThan(RETRY_TIMEOUT_MS);
     });
 
-    it('asks etcd again once the last read is a ttl old, even with its watch live', async () => {
-      const node2 = newNode(scope, 'node2', { ttlSeconds: SHORT_TTL_SECONDS });
+    it('asks etcd again once the last read is `cacheConfirmTtls` ttls old, even with its watch live', async () => {
+      // The default is 10 ttls (5 minutes at ttl 30); one here, to wait 2 s, not 20.
+      const node2 = newNode(scope, 'node2', { ttlSeconds: SHORT_TTL_SECONDS, cacheConfirmTtls: 1 });
       opened.push(node2);
       await recordChanges(node2);
       await sleep(SHORT_TTL_SECONDS * 1000 + 100);

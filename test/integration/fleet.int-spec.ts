@@ -6,6 +6,7 @@ import { EtcdCluster, startEtcdCluster } from '../../scripts/lib/etcd-cluster';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
+import { etcdLoad, scrapeEtcd } from '../../bench/lib/etcd-metrics';
 
 /**
  * A fleet on one etcd (issue 35, part 6): three 3-node clusters against one 3-member etcd cluster, as a platform team
@@ -29,7 +30,7 @@ jest.setTimeout(180_000);
 let etcd: EtcdCluster;
 let baseDir: string;
 let fleet: LocalCluster[];
-const measured: Record<string, number> = {};
+const measured: Record<string, unknown> = {};
 
 beforeAll(async () => {
   const started = Date.now();
@@ -127,7 +128,44 @@ function watchLeaders(clusters: LocalCluster[]) {
   };
 }
 
+/** Nine agents, each with one watch of its cluster's keys and one of its event log. */
+const AGENTS = FLEET.length * 3;
+/** The idle window the load test counts etcd's requests over: 15 loop_waits. */
+const IDLE_WINDOW_MS = 15 * LOOP_WAIT * 1000;
+
 describe('three clusters sharing one 3-member etcd, two of them one scope in two namespaces', () => {
+  it('costs etcd, idle, no more than the design allows: no range each cycle, no txn, no watch restarted, a keepalive a cycle per node at most', async () => {
+    // Settled: every node's latest transitions are stored (their appends are txns) before the window opens.
+    await waitFor(
+      async () => {
+        const before = await scrapeEtcd(etcd.endpoints);
+        await new Promise((resolve) => setTimeout(resolve, 3 * LOOP_WAIT * 1000));
+        return (etcdLoad(before, await scrapeEtcd(etcd.endpoints)).requestsPerSecond.Txn ?? 0) === 0;
+      },
+      { timeoutMs: 60_000, intervalMs: 0, description: 'three loop_waits without a txn' },
+    );
+    const before = await scrapeEtcd(etcd.endpoints);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS));
+    const load = etcdLoad(before, await scrapeEtcd(etcd.endpoints));
+    const count = (kind: string) => Math.round((load.requestsPerSecond[kind] ?? 0) * load.seconds);
+    const cycles = load.seconds / LOOP_WAIT;
+    const requests = Object.fromEntries(['Range', 'Txn', 'Put', 'LeaseKeepAlive', 'Watch'].map((kind) => [kind, count(kind)]));
+    measured.idleRequests = requests;
+    measured.idleBytesOutPerAgentPerMinute = Math.round((load.bytesOutPerSecond * 60) / AGENTS);
+    // Each node reads its cluster from its watch; a confirming read comes at most every 10 ttls (100 s here).
+    expect(requests.Range).toBeLessThanOrEqual(AGENTS);
+    // An idle cluster records no event and its leader refreshes without a compare.
+    expect(requests.Txn).toBe(0);
+    // Both watches of every node are held, none restarted.
+    expect(requests.Watch).toBe(0);
+    expect(load.watchers).toBe(2 * AGENTS);
+    // A leader keeps its lease alive every cycle, a replica whenever its last keepalive is a third of the ttl old.
+    expect(requests.LeaseKeepAlive).toBeLessThanOrEqual(Math.ceil(cycles + 1) * AGENTS);
+    // A member key and /status are written only when their values change (a WAL position moved): a node that
+    // rewrote its unchanged key every cycle would send one put a cycle, twice this ceiling.
+    expect(requests.Put).toBeLessThan((cycles * AGENTS) / 2);
+  });
+
   let failedOverAt = 0;
   let oldLeaderOfA: LocalNode;
   let newLeaderOfA: LocalNode;

@@ -1,4 +1,5 @@
 import { EtcdScrape, etcdLoad, histogramQuantile, parseMetrics } from '../../bench/lib/etcd-metrics';
+import { keyRole, KeySnapshot, writesByRole } from '../../bench/lib/etcd-key-writes';
 import { DEFAULT_FLEET_OPTIONS, FleetOptionError, isDefaultRun, parseFleetOptions } from '../../bench/lib/fleet-options';
 
 /** `npm run fleet-bench`: its command line, and what it reads from etcd's /metrics. */
@@ -111,5 +112,29 @@ describe("etcd's load between two scrapes of /metrics", () => {
     expect(histogramQuantile(start, end, 'etcd_disk_wal_fsync_duration_seconds', 0.99)).toBe(0.002);
     expect(histogramQuantile(start, end, 'etcd_disk_wal_fsync_duration_seconds', 0.5)).toBe(0.001);
     expect(histogramQuantile(start, start, 'etcd_disk_wal_fsync_duration_seconds', 0.99)).toBeNaN();
+  });
+});
+
+describe('keys written in the window, by role', () => {
+  const snapshot = (keys: Record<string, [createRevision: string, version: number]>): KeySnapshot =>
+    new Map(Object.entries(keys).map(([key, [createRevision, version]]) => [key, { createRevision, version }]));
+
+  it('names each key by its role in either product\'s layout', () => {
+    expect(keyRole('/service/fleet-1/members/node2')).toBe('members/*');
+    expect(keyRole('/service/fleet-1/leader')).toBe('leader');
+    expect(keyRole('/service/fleet-1/status')).toBe('status');
+    expect(keyRole('/stator-events/fleet-1/node/node1/ha/000000000012')).toBe('events');
+    expect(keyRole('/stator-events/fleet-1/heads/node/node1/ha')).toBe('events (heads)');
+  });
+
+  it("counts a key's version growth, a new key's every write, and a key created again as new", () => {
+    const before = snapshot({ '/service/a/members/n1': ['5', 3], '/service/a/leader': ['7', 1], '/service/a/status': ['8', 10] });
+    const after = snapshot({
+      '/service/a/members/n1': ['5', 6],
+      '/service/a/members/n2': ['20', 2],
+      '/service/a/leader': ['30', 1],
+      '/service/a/status': ['8', 10],
+    });
+    expect(writesByRole(before, after)).toEqual({ 'members/*': 5, leader: 1 });
   });
 });

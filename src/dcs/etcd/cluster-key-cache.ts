@@ -42,6 +42,11 @@ export class ClusterKeyCache {
     }
   }
 
+  /** One key as held, by its name relative to the prefix (`leader`), or null. */
+  get(relativeKey: string): KeyValue | null {
+    return this.kvs.get(this.prefix + relativeKey) ?? null;
+  }
+
   /** The state as a ClusterView, or null before the first read. */
   view(): ClusterView | null {
     if (this.revision === null) return null;

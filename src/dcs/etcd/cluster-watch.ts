@@ -1,5 +1,6 @@
 import { defer, Observable, share, startWith, takeUntil } from 'rxjs';
 import { TimerClock } from '../../common/clock';
+import { ClusterKeys } from '../cluster-view';
 import { ClusterView, DcsChange } from '../dcs.port';
 import { ClusterKeyCache } from './cluster-key-cache';
 import { EtcdClient } from './etcd-client';
@@ -71,9 +72,13 @@ export class ClusterWatch {
     this.confirmedAt = this.clock.monotonic();
   }
 
-  /** The cached cluster, when the watch is live and a read confirmed it less than `maxAgeMs` ago; else null. */
-  trustedView(maxAgeMs: number): ClusterView | null {
+  /**
+   * The cached cluster and its raw leader key (null: none), when the watch is live and a read confirmed
+   * it less than `maxAgeMs` ago; else null.
+   */
+  trustedView(maxAgeMs: number): { view: ClusterView; leader: KeyValue | null } | null {
     if (!this.live || this.clock.monotonic() - this.confirmedAt >= maxAgeMs) return null;
-    return this.cache.view();
+    const view = this.cache.view();
+    return view && { view, leader: this.cache.get(ClusterKeys.leader) };
   }
 }
