@@ -76,7 +76,16 @@ beforeAll(async () => {
   leader = await cluster.waitForHealthy(90_000);
   if (leader.name === 'node3') {
     // The scenario wants the leader in dc1, with one standby beside it and one across.
-    await fetch(`${leader.apiUrl}/switchover`, { method: 'POST', body: JSON.stringify({ leader: 'node3', site: 'dc1' }) });
+    // In synchronous mode the switchover goes to /sync's standby only: asked before the leader has written one, it is refused.
+    const from = leader;
+    await waitFor(
+      async () => {
+        const response = await fetch(`${from.apiUrl}/switchover`, { method: 'POST', body: JSON.stringify({ leader: 'node3', site: 'dc1' }) });
+        if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
+        return true;
+      },
+      { timeoutMs: 30_000, intervalMs: 500, description: 'the switchover from node3 to dc1 accepted' },
+    );
     leader = await cluster.waitForLeader(40_000, ['node3']);
     await cluster.waitForHealthy(60_000);
   }
