@@ -81,6 +81,8 @@ export interface MutantResult {
 export function modesFor(m: Mutant): ReplicationMode[] {
   if (/quorum/.test(m.file)) return ['quorum'];
   if (m.file === 'ha/sync/sync-eligibility.ts') return ['on', 'quorum'];
+  // The candidates and readiness have branches of their own for quorum mode.
+  if (m.file === 'ha/sync/sync-candidates.ts' || m.file === 'ha/sync/readiness.ts') return ['on', 'strict', 'quorum'];
   if (m.file.startsWith('ha/sync/')) return ['on', 'strict'];
   if (m.file === 'ha/leader-race.ts') return ['off', 'on'];
   return ['off'];

@@ -7,7 +7,8 @@ import { streamingFrom } from './snapshot';
  * 7. Synchronous replication as the setting says (issue 34): once the cluster settled with a leader
  * in a synchronous mode, what a user reads matches `synchronous_node_count` (1 in the model):
  * - some standby streams from the leader and may be synchronous (agent running, member key live):
- *   synchronous_standby_names waits for at least one standby, lists only such standbys, and `/sync`
+ *   synchronous_standby_names waits for one standby (no fewer: commits unprotected; no more: commits
+ *   wait for more standbys than asked), lists only such standbys, and `/sync`
  *   names at least one of them, each of which PostgreSQL lists (a commit waits for it); in quorum
  *   mode every such standby is listed and named (`ANY 1` over all of them), but for `nofailover`
  *   ones, which only fill up to the count (as the reference's quorum mode);
@@ -44,7 +45,9 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
           ? '/sync names no synchronous standby'
           : syncNamed.some((j) => !listed.members.includes(NODE_NAMES[j]))
             ? '/sync names a standby synchronous_standby_names does not list'
-            : c.mode === 'quorum' && (candidates.some((j) => !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j))) || listed.count !== 1)
+            : c.mode !== 'quorum' && listed.count !== 1
+              ? 'waits for a number of standbys other than synchronous_node_count (1)'
+              : c.mode === 'quorum' && (candidates.some((j) => !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j))) || listed.count !== 1)
               ? 'quorum mode does not list and name every streaming standby that may fail over, with ANY 1'
               : null;
   return problem ? fail(`settled with ${[...names].join(', ')} streaming from ${NODE_NAMES[leader]}, but ${shown} ${problem}`) : null;
