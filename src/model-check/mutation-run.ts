@@ -47,14 +47,15 @@ export const MUTANT_WALK_WEIGHTS = { tick: 8, cycle: 4, complete: 3, ship: 2, wr
  * writes for a lag past maximum_lag_on_failover, a stale read decided on after the lease ran out, an
  * operator's request together with a fault, a primary that answers while its key is gone.
  */
-export const SCENARIOS: { name: string; kinds: ActionKind[]; faults?: number; operations?: number; staleReads?: number; writes?: number }[] = [
+export const SCENARIOS: { name: string; kinds: ActionKind[]; faults?: number; operations?: number; staleReads?: number; writes?: number; states?: number }[] = [
   { name: 'two agents frozen', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2 },
   { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
   { name: 'a stale read', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'dcsCut'], staleReads: 1 },
   { name: 'PostgreSQL crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash'] },
   { name: 'agent crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'agentRestart'] },
   { name: 'operator', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze', 'switchover', 'switchoverAny', 'failover', 'noFailover', 'failoverPriority', 'pause'], operations: 1 },
-  { name: 'two writes of lag', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2, writes: 2 },
+  // The lag shows 12 steps down (two writes, one shipped, both other agents frozen, their keys run out): 30,000 states reach it.
+  { name: 'two writes of lag', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2, writes: 2, states: 30_000 },
   { name: 'a stale read past the lease', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'agentFreeze', 'agentRestart'], staleReads: 1 },
   { name: 'a request and a crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'agentRestart', 'pgCrash', 'switchover', 'switchoverAny', 'failover'], operations: 1 },
   { name: 'a request and a freeze', kinds: ['cycle', 'tick', 'complete', 'ship', 'agentFreeze', 'agentRestart', 'switchover', 'switchoverAny', 'failover', 'noFailover'], operations: 2, writes: 0 },
@@ -101,7 +102,7 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
       if (settled) return result({ caught: true, mode, scenario: 'left alone', invariant: settled.invariant, message: settled.message, steps: 0 });
       for (const scenario of SCENARIOS) {
         const bounds: Bounds = { ...boundsFor(mode, scenario.faults ?? 1, scenario.operations ?? 0, scenario.writes ?? 1, scenario.staleReads ?? 0, !m.withFence), kinds: new Set(scenario.kinds) };
-        const search = breadthFirst({ mode, bounds, maxDepth: 16, maxStates: budget.scenarioStates, progressEvery: SCENARIO_PROGRESS_EVERY, mutation });
+        const search = breadthFirst({ mode, bounds, maxDepth: 16, maxStates: scenario.states ?? budget.scenarioStates, progressEvery: SCENARIO_PROGRESS_EVERY, mutation });
         transitions += search.transitions;
         if (search.violation) return result({ caught: true, mode, scenario: scenario.name, invariant: search.violation.invariant, message: search.violation.message, steps: search.violation.path.length });
       }
