@@ -48,12 +48,17 @@ export function exemptWriters(c: ClusterModel): number {
 /**
  * The most advanced WAL position the cluster knows of: the leader's `/status` optime, and the member
  * keys and running servers of the members that may be promoted. A `nofailover` member's position does
- * not count, as in the reference's race (such a member neither leads nor holds the others back).
+ * not count, as in the reference's race (such a member neither leads nor holds the others back), nor
+ * in `on` and `strict` mode that of a member `/sync` does not name (its WAL past the standbys' was
+ * never acknowledged; found by the two-writes scenario of the mutation run).
  */
 function mostAdvanced(c: ClusterModel): number {
   let best = c.optime;
-  for (const n of c.nodes) {
+  // In `on` and `strict` mode the race compares only the members `/sync` names: another's WAL is not acknowledged.
+  const priorityMode = (c.mode === 'on' || c.mode === 'strict') && c.sync;
+  for (const [j, n] of c.nodes.entries()) {
     if (n.noFailover) continue;
+    if (priorityMode && c.sync!.leader !== j && !c.sync!.standbys.includes(j)) continue;
     if (n.member?.running) best = Math.max(best, n.member.wal);
     if (n.pg === 'running' && n.agent === 'up' && n.op === 'none') best = Math.max(best, n.wal);
   }
