@@ -11,6 +11,7 @@ export interface SurvivorReason {
 }
 
 const outside = (reason: string): SurvivorReason => ({ kind: 'outside the model', reason });
+const equivalent = (reason: string): SurvivorReason => ({ kind: 'equivalent', reason });
 
 export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/decide.ts decide: remove { type: 'releaseLock' }": outside('a lock holder with an empty data directory: bootstrap and cloning are not modelled'),
@@ -27,4 +28,14 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   'ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)': outside('check_timeline: the model runs with the default, off'),
   'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside('the watchdog is not modelled'),
   'ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline': outside('check_timeline: the model runs with the default, off'),
+  // The synchronous planners (issue 34, part 3), one by one.
+  'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)': outside('the nosync and sync_priority tags are not modelled: with neither tag, both the original and the mutant answer false'),
+  'ha/sync/sync-candidates.ts isNoSync: invert if (tags.nosync !== undefined)': outside('the nosync and sync_priority tags are not modelled: with neither tag, isTruthyTag(undefined) and the sync_priority check both answer false'),
+  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_apply')": outside('synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal'),
+  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_write')": outside('synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal'),
+  "ha/sync/priority-plan.ts planPriority: invert if (standbyNames.kind !== 'priority' && active.length > 0)": equivalent(
+    'only the spelling of synchronous_standby_names changes: the branch is reached when the listed standbys are the active ones and the count equals their number, and then ANY n and FIRST n over those n names both make a commit wait for every one of them',
+  ),
+  'ha/sync/priority-plan.ts planPriority: invert if (awaited.length > 0 && !sameNames(confirmed, awaited))': outside('it adds or leaves out a `recheck` step, which only brings the next cycle forward (time within a loop_wait is not modelled); no setting or /sync write changes'),
+  'ha/sync/readiness.ts observe: invert if (!listed.has(name))': outside('the model builds SyncReadiness afresh in every cycle (sync-duties.ts), so the set of ready standbys is empty when observe() prunes it; what the agent remembers across cycles is not modelled'),
 };

@@ -1,9 +1,11 @@
 import { acceptsWrites, applyAction, Bounds } from './actions';
 import { DecisionMutation, Promotion } from './cycle';
+import { checkAvailability } from './availability';
+import { checkSyncSettled } from './sync-settled';
 import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
 
 /** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
-export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site';
+export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site' | 'availability' | 'sync-settled';
 
 export interface Violation {
   invariant: InvariantId;
@@ -46,12 +48,17 @@ export function exemptWriters(c: ClusterModel): number {
 /**
  * The most advanced WAL position the cluster knows of: the leader's `/status` optime, and the member
  * keys and running servers of the members that may be promoted. A `nofailover` member's position does
- * not count, as in the reference's race (such a member neither leads nor holds the others back).
+ * not count, as in the reference's race (such a member neither leads nor holds the others back), nor
+ * in `on` and `strict` mode that of a member `/sync` does not name (its WAL past the standbys' was
+ * never acknowledged; found by the two-writes scenario of the mutation run).
  */
 function mostAdvanced(c: ClusterModel): number {
   let best = c.optime;
-  for (const n of c.nodes) {
+  // In `on` and `strict` mode the race compares only the members `/sync` names: another's WAL is not acknowledged.
+  const priorityMode = (c.mode === 'on' || c.mode === 'strict') && c.sync;
+  for (const [j, n] of c.nodes.entries()) {
     if (n.noFailover) continue;
+    if (priorityMode && c.sync!.leader !== j && !c.sync!.standbys.includes(j)) continue;
     if (n.member?.running) best = Math.max(best, n.member.wal);
     if (n.pg === 'running' && n.agent === 'up' && n.op === 'none') best = Math.max(best, n.wal);
   }
@@ -116,7 +123,9 @@ export const SETTLE_ROUNDS = 24;
  * 4. No livelock: with no further faults or operations, every running agent cycling, every pending
  * action completing, WAL shipped and time passing, the cluster reaches a state that one more round
  * leaves unchanged (each node in a steady role, or waiting on a lease or deadline that time ends).
- * A cycle of distinct states, or no fixpoint within SETTLE_ROUNDS, is a violation.
+ * A cycle of distinct states, or no fixpoint within SETTLE_ROUNDS, is a violation; so is a settled
+ * state without a leader while a member may win the race (6, availability.ts), or whose synchronous
+ * replication is weaker than the setting says (7, sync-settled.ts).
  */
 export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: DecisionMutation): Violation | null {
   const quiet: Bounds = { ...bounds, faults: start.faults, operations: start.operations, writes: start.writes, staleReads: start.staleReads };
@@ -126,7 +135,8 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
     const key = stateKey(c);
     const at = seen.get(key);
     if (at !== undefined) {
-      if (at === round - 1) return null;
+      // Settled: 6. availability (availability.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
+      if (at === round - 1) return checkAvailability(c) ?? checkSyncSettled(c);
       return { invariant: 'progress', message: `livelock: the fault-free schedule cycles through ${round - at} states without settling` };
     }
     seen.set(key, round);

@@ -1,4 +1,5 @@
 import { DecisionMutation } from './cycle';
+import { REAL_DECISION_CODE } from './decision-code';
 import { InvariantId } from './invariants';
 import { IGNORING_SITES } from './site-rule-variant';
 
@@ -38,6 +39,16 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
         : d,
   },
   site: IGNORING_SITES,
+  /** Nobody ever takes the free leader key: a cluster that lost its leader settles without one. */
+  availability: {
+    name: 'never racing for the leader key',
+    decision: (_s, d) => ('need' in d && d.need === 'acquireLock' ? { verdict: 'not racing (broken variant)', actions: [] } : d),
+  },
+  /** The synchronous planner never lists a standby: commits stay asynchronous although standbys stream. */
+  'sync-settled': {
+    name: 'never naming a synchronous standby',
+    code: { ...REAL_DECISION_CODE, planPriority: () => [] },
+  },
   /** The recorder loses the role transition of a promotion. */
   replay: {
     name: 'promotion not recorded',

@@ -28,6 +28,9 @@ const cases: { invariant: InvariantId; variant: DecisionMutation; mode: Replicat
   { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'on', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
   { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'quorum', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
   { invariant: 'progress', variant: BROKEN_VARIANTS.progress, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete'], 0), progressEvery: 1 },
+  // A leader's agent crashes: the others must take over once its key expired.
+  { invariant: 'availability', variant: BROKEN_VARIANTS.availability, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'agentCrash'], 1), progressEvery: 1 },
+  { invariant: 'sync-settled', variant: BROKEN_VARIANTS['sync-settled'], mode: 'on', bounds: bounds(['cycle', 'tick', 'complete'], 0), progressEvery: 1 },
   { invariant: 'replay', variant: BROKEN_VARIANTS.replay, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'switchover'], 0, 1) },
 ];
 

@@ -10,7 +10,7 @@ import { primarySample, snapshot } from '../ha/snapshot-factory';
  * The bounded part of `npm run model-check -- --mutants` that CI runs: the mutants are found in the
  * real files, a mutant's copy of the decision code answers differently from the real one, and a
  * sample of mutants (one of each kind: an ending action removed, a race check skipped or inverted,
- * the sync rule, the fence's margin) is caught. About 15 s on an idle machine.
+ * the sync rule, a liveness check, the sync planner, the fence's margin) is caught. About 15 s on an idle machine.
  */
 const mutants = decisionMutants();
 const byId = (id: string): Mutant => {
@@ -54,7 +54,14 @@ describe('the mutants of the decision code', () => {
     ["ha/decide.ts followLeader: remove { type: 'demote', mode: 'immediate', restart: true, upstream }", 'off', 'lease'],
     ['ha/leader-race.ts healthiest: skip if (isNoFailover(local.tags))', 'off', 'promotion'],
     ['ha/leader-race.ts healthiest: invert if (pgIsPrimary)', 'off', 'race'],
-    ['ha/sync/sync-eligibility.ts barredBySync: invert return !syncNames(s.cluster!.sync!.value, name, true)', 'on', 'sync'],
+    // The sync rule inverted bars every /sync member: the cluster settles without a leader.
+    ['ha/sync/sync-eligibility.ts barredBySync: invert return !syncNames(s.cluster!.sync!.value, name, true)', 'on', 'availability'],
+    // Inverted, the manual-failover exception waives the sync rule whenever no such failover is pending: a standby /sync does not name wins.
+    ['ha/sync/sync-eligibility.ts barredBySync: invert if (failover && !failover.leader && !failover.site)', 'on', 'sync'],
+    // Liveness (issue 34): the race's pause check inverted bars every member; the cluster settles without a leader.
+    ['ha/leader-race.ts healthiest: invert if (config.pause) #2', 'off', 'availability'],
+    // The priority planner never changes synchronous_standby_names: the settled cluster has no synchronous standby.
+    ['ha/sync/priority-plan.ts planPriority: invert if (value !== currentValue)', 'on', 'sync-settled'],
     ['ha/leader-lock.ts fenceSafetyMarginMs: negate return Math.max(2, Math.min(5, ttlSeconds * 0.25)) * 1000', 'off', 'lease'],
   ] as const)('%s is caught (%s, invariant %s)', (id, mode, invariant) => {
     const r = runMutant(byId(id), budget, [mode]);

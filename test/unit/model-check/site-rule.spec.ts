@@ -12,7 +12,7 @@ function bounds(kinds: ActionKind[], faults: number, writes: number, operations 
 
 const search = (b: Bounds, mutation = undefined as typeof IGNORING_SITES | undefined) => breadthFirst({ mode: 'strict', bounds: b, maxDepth: 14, maxStates: 80_000, progressEvery: 0, mutation });
 
-describe('invariant 6: an acknowledged commit is on a member of another site (synchronous_site_count)', () => {
+describe('invariant 8: an acknowledged commit is on a member of another site (synchronous_site_count)', () => {
   it('the settled cluster lists n3, of dc2, as its synchronous standby', () => {
     const c = steadyStart('strict', bounds(['cycle'], 0, 0));
     expect(c.nodes[0].standbyNames).toBe('n3');

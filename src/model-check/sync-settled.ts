@@ -1,0 +1,56 @@
+import { parseStandbyNames, StandbyNames } from '../postgresql/standby-names';
+import { hasLeader } from './availability';
+import { ClusterModel, NODE_NAMES } from './model';
+import { streamingFrom } from './snapshot';
+
+/**
+ * 7. Synchronous replication as the setting says (issue 34): once the cluster settled with a leader
+ * in a synchronous mode, what a user reads matches `synchronous_node_count` (1 in the model):
+ * - some standby streams from the leader and may be synchronous (agent running, member key live):
+ *   synchronous_standby_names waits for one standby (no fewer: commits unprotected; no more: commits
+ *   wait for more standbys than asked), lists only such standbys, and `/sync`
+ *   names at least one of them, each of which PostgreSQL lists (a commit waits for it); in quorum
+ *   mode every such standby is listed and named (`ANY 1` over all of them), but for `nofailover`
+ *   ones, which only fill up to the count (as the reference's quorum mode);
+ * - none: asynchronous mode's fallback empties synchronous_standby_names (commits must not hang
+ *   waiting for nobody), strict mode keeps waiting for one.
+ * Judged on settled states only: on the way there a planner may take a transition at a time.
+ */
+export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; message: string } | null {
+  if (c.mode === 'off' || !c.quorum || c.pause || c.failover || !hasLeader(c)) return null;
+  const leader = c.leaderKey;
+  const n = c.nodes[leader];
+  let listed: StandbyNames;
+  try {
+    listed = parseStandbyNames(n.standbyNames);
+  } catch {
+    return fail(`${NODE_NAMES[leader]}'s synchronous_standby_names '${n.standbyNames}' does not parse`);
+  }
+  const candidates = streamingFrom(c, leader).filter((j) => c.nodes[j].member?.running && c.nodes[j].agent === 'up');
+  const names = new Set<string>(candidates.map((j) => NODE_NAMES[j]));
+  const strict = c.mode === 'strict';
+  const shown = `synchronous_standby_names '${n.standbyNames}', /sync ${c.sync ? `${NODE_NAMES[c.sync.leader]}: ${c.sync.standbys.map((j) => NODE_NAMES[j]).join(',') || 'none'}` : 'absent'}`;
+  if (candidates.length === 0) {
+    if (!strict && listed.count > 0) return fail(`no standby can be synchronous, yet ${shown} makes commits wait`);
+    if (strict && listed.count === 0) return fail(`strict mode without a synchronous standby lets commits through: ${shown}`);
+    return null;
+  }
+  const syncNamed = c.sync && c.sync.leader === leader ? c.sync.standbys : [];
+  const problem =
+    listed.count < 1 || listed.members.length === 0
+      ? 'waits for no standby'
+      : listed.members.some((m) => !names.has(m))
+        ? 'lists a standby that does not stream from the leader'
+        : syncNamed.length === 0
+          ? '/sync names no synchronous standby'
+          : syncNamed.some((j) => !listed.members.includes(NODE_NAMES[j]))
+            ? '/sync names a standby synchronous_standby_names does not list'
+            : c.mode !== 'quorum' && listed.count !== 1
+              ? 'waits for a number of standbys other than synchronous_node_count (1)'
+              : c.mode === 'quorum' && (candidates.some((j) => !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j))) || listed.count !== 1)
+              ? 'quorum mode does not list and name every streaming standby that may fail over, with ANY 1'
+              : null;
+  return problem ? fail(`settled with ${[...names].join(', ')} streaming from ${NODE_NAMES[leader]}, but ${shown} ${problem}`) : null;
+}
+
+const fail = (message: string) => ({ invariant: 'sync-settled' as const, message });
