@@ -80,7 +80,11 @@ beforeAll(async () => {
     const from = leader;
     await waitFor(
       async () => {
-        const response = await fetch(`${from.apiUrl}/switchover`, { method: 'POST', body: JSON.stringify({ leader: 'node3', site: 'dc1' }) });
+        const response = await fetch(`${from.apiUrl}/switchover`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ leader: 'node3', site: 'dc1' }),
+        });
         if (response.status !== 200) throw new Error(`${response.status} ${await response.text()}`);
         return true;
       },
