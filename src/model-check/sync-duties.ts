@@ -1,6 +1,6 @@
 import { ClusterView } from '../dcs/dcs.port';
 import { parseStandbyNames } from '../postgresql/standby-names';
-import { leaderSiteOf } from '../ha/sync/sync-candidates';
+import { leaderSiteOf, streamingPositions } from '../ha/sync/sync-candidates';
 import { DecisionCode } from './decision-code';
 import { ClusterModel, NODE_NAMES } from './model';
 import { configOf, safeMembers, standbyKind, streamingFrom } from './snapshot';
@@ -50,7 +50,7 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
   readiness.observe(n.standbyNames, n.wal);
   const ready = readiness.update(candidates, syncState, quorumMode);
   const standbyNames = parseStandbyNames(n.standbyNames);
-  const acknowledgedUpTo = quorumMode ? quorumAcknowledgedPosition(candidates, standbyNames.members, standbyNames.count) : 0;
+  const acknowledgedUpTo = quorumMode ? quorumAcknowledgedPosition(streamingPositions(sample as never), standbyNames.members, standbyNames.count) : 0;
   const picked = pickSynchronous(candidates, ready, n.wal, config, acknowledgedUpTo, leaderSiteOf(view, name));
   const common = {
     voters: sync.standbys.map((j) => NODE_NAMES[j]),

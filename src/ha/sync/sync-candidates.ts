@@ -83,13 +83,32 @@ export function syncCandidates(leaderName: string, cluster: ClusterView, sample:
   return [...candidates.filter((c) => !c.noFailover), ...candidates.filter((c) => c.noFailover)];
 }
 
+/** Where each standby streaming from this server stands, in the column synchronous_commit waits for. */
+export interface StandbyPosition {
+  name: string;
+  lsn: number;
+}
+
+/**
+ * Every walsender's standby, member key or not: a listed standby whose key expired (its agent stalled) still
+ * acknowledges commits while its PostgreSQL streams, so the bound on what was acknowledged must count it.
+ */
+export function streamingPositions(sample: PostgresSample): StandbyPosition[] {
+  const positions: StandbyPosition[] = [];
+  for (const connection of sample.replication) {
+    const lsn = committedPosition(connection, sample.synchronousCommit);
+    if (lsn !== null) positions.push({ name: connection.application_name, lsn });
+  }
+  return positions;
+}
+
 /**
  * In quorum mode (`ANY n`) a commit returns once `n` listed standbys hold it: the n-th highest
  * position among them bounds every acknowledged commit. A standby at or past it holds them all.
  */
-export function quorumAcknowledgedPosition(candidates: SyncCandidate[], listed: string[], count: number): number {
+export function quorumAcknowledgedPosition(standbys: StandbyPosition[], listed: string[], count: number): number {
   const names = new Set(listed.map((name) => name.toLowerCase()));
-  const positions = candidates.filter((c) => names.has(c.name.toLowerCase())).map((c) => c.lsn).sort((a, b) => b - a);
+  const positions = standbys.filter((s) => names.has(s.name.toLowerCase())).map((s) => s.lsn).sort((a, b) => b - a);
   return count > 0 && positions.length >= count ? positions[count - 1] : 0;
 }
 

@@ -11,7 +11,7 @@ import { planQuorum } from './quorum-plan';
 import { SyncReadiness } from './readiness';
 import { holdForSites } from './site-placement';
 import { SiteRuleWatch } from './site-rule-watch';
-import { leaderSiteOf, pickSynchronous, quorumAcknowledgedPosition, SyncCandidate, SyncCandidates, syncCandidates } from './sync-candidates';
+import { leaderSiteOf, pickSynchronous, quorumAcknowledgedPosition, streamingPositions, SyncCandidates, syncCandidates } from './sync-candidates';
 import { syncKeyValue, syncQuorumOf, syncStandbysOf } from './sync-key';
 
 export interface SyncReplicationDeps {
@@ -91,7 +91,7 @@ export class SyncReplication {
       if (this.readiness.observe(current.synchronousStandbyNames, current.walPosition)) await this.nudgeWal();
       const candidates = syncCandidates(name, cluster, current);
       const ready = this.readiness.update(candidates, sync, config.synchronous_mode === 'quorum');
-      const acknowledgedUpTo = config.synchronous_mode === 'quorum' ? this.acknowledgedPosition(candidates, current.synchronousStandbyNames) : 0;
+      const acknowledgedUpTo = config.synchronous_mode === 'quorum' ? this.acknowledgedPosition(current) : 0;
       const leaderSite = leaderSiteOf(cluster, name);
       const picked = pickSynchronous(candidates, ready, current.walPosition, config, acknowledgedUpTo, leaderSite);
       this.siteRule.observe(config, picked, leaderSite);
@@ -195,10 +195,10 @@ export class SyncReplication {
     return { sync, revision };
   }
 
-  private acknowledgedPosition(candidates: SyncCandidate[], standbyNames: string): number {
+  private acknowledgedPosition(sample: PostgresSample): number {
     try {
-      const listed = parseStandbyNames(standbyNames);
-      return quorumAcknowledgedPosition(candidates, listed.members, listed.count);
+      const listed = parseStandbyNames(sample.synchronousStandbyNames);
+      return quorumAcknowledgedPosition(streamingPositions(sample), listed.members, listed.count);
     } catch {
       return Number.MAX_SAFE_INTEGER; // unknown setting: nobody counts as holding every commit
     }
