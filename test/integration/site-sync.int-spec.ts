@@ -4,6 +4,7 @@ import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
 import { sql } from '../helpers/sql';
+import { readSyncKey } from '../helpers/sync-key';
 
 /**
  * synchronous_site_count on a real 3-node cluster in two sites: node1 and node2 in dc1, node3 in dc2,
@@ -23,18 +24,7 @@ let beside: string;
 /** Timings printed at the end, for docs/sites.md. */
 const figures: string[] = [];
 
-interface SyncKey {
-  leader: string | null;
-  quorum?: number;
-  sync_standby: string | null;
-}
-
-async function syncKey(): Promise<SyncKey | null> {
-  const key = Buffer.from(`/service/${cluster.scope}/sync`).toString('base64');
-  const response = await fetch(`http://${cluster.etcd.endpoint}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key }) });
-  const value = ((await response.json()) as { kvs?: { value: string }[] }).kvs?.[0]?.value;
-  return value ? (JSON.parse(Buffer.from(value, 'base64').toString()) as SyncKey) : null;
-}
+const syncKey = () => readSyncKey(cluster);
 
 const standbyNames = async (node: LocalNode) => (await sql<{ synchronous_standby_names: string }>(node, 'SHOW synchronous_standby_names'))[0]?.synchronous_standby_names;
 

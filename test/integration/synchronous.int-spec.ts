@@ -8,6 +8,7 @@ import { waitFor } from '../../scripts/lib/wait-for';
 import { killLeaderAndWait } from '../helpers/kill-leader';
 import { descendantsOf } from '../../src/common/process-tree';
 import { sql } from '../helpers/sql';
+import { readSyncKey, SyncKey } from '../helpers/sync-key';
 
 /**
  * Synchronous replication on a real 3-node cluster (PostgreSQL 15, etcd), ttl 10, loop_wait 2:
@@ -20,20 +21,7 @@ jest.setTimeout(240_000);
 let cluster: LocalCluster;
 let baseDir: string;
 
-interface SyncKey {
-  leader: string | null;
-  quorum?: number;
-  sync_standby: string | null;
-}
-
-/** `/sync` as stored in etcd, through etcd's JSON gateway. */
-async function syncKey(): Promise<SyncKey | null> {
-  const key = Buffer.from(`/service/${cluster.scope}/sync`).toString('base64');
-  const response = await fetch(`http://${cluster.etcd.endpoint}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key }) });
-  const body = (await response.json()) as { kvs?: { value: string }[] };
-  const value = body.kvs?.[0]?.value;
-  return value ? (JSON.parse(Buffer.from(value, 'base64').toString()) as SyncKey) : null;
-}
+const syncKey = () => readSyncKey(cluster);
 
 const standbyNames = async (node: LocalNode) => (await sql<{ value: string }>(node, "SELECT pg_catalog.current_setting('synchronous_standby_names') AS value"))[0]?.value;
 
