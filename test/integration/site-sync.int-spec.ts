@@ -34,10 +34,14 @@ async function patchConfig(patch: Record<string, unknown>): Promise<{ status: nu
 }
 
 /** Waits until synchronous_standby_names on the leader and `/sync` are both as wanted. */
-async function waitForPlacement(names: string, syncStandby: string | null): Promise<void> {
-  await waitFor(async () => (await standbyNames(leader).catch(() => null)) === names && (await syncKey())?.sync_standby === syncStandby && (await syncKey())?.leader === leader.name, {
+async function waitForPlacement(names: string, syncStandby: string | null, quorum?: number): Promise<void> {
+  const placed = async () => {
+    const sync = await syncKey();
+    return sync?.sync_standby === syncStandby && sync.leader === leader.name && (quorum === undefined || sync.quorum === quorum);
+  };
+  await waitFor(async () => (await standbyNames(leader).catch(() => null)) === names && (await placed()), {
     timeoutMs: 30_000,
-    description: `synchronous_standby_names = ${names} and /sync naming ${syncStandby}`,
+    description: `synchronous_standby_names = ${names} and /sync naming ${syncStandby}${quorum === undefined ? '' : ` with quorum ${quorum}`}`,
   });
 }
 
@@ -147,6 +151,7 @@ it('not strict: with dc2 gone commits are acknowledged by the dc1 standby, said 
 
 it('quorum mode: ANY 2 of both standbys, so that every acknowledged commit reaches dc2', async () => {
   expect((await patchConfig({ synchronous_mode: 'quorum' })).status).toBe(200);
-  await waitForPlacement(`ANY 2 (${beside},node3)`, `${beside},node3`);
-  expect((await syncKey())?.quorum).toBe(0);
+  // The resolver gets there in steps: a CI run read /sync's quorum still at 1 with both names already in place. It ends
+  // at 0, as every acknowledged commit is on both standbys and either may promote alone.
+  await waitForPlacement(`ANY 2 (${beside},node3)`, `${beside},node3`, 0);
 });
