@@ -53,7 +53,7 @@ afterAll(async () => {
   await writer?.stop();
   await watch?.stop();
   await cluster?.stop();
-  const keep = ledger && ledger.unexplained().length > 0;
+  const keep = (ledger && ledger.unexplained().length > 0) || process.env.STATOR_MIGRATION_KEEP === '1';
   if (baseDir && !keep) removeDir(baseDir);
   if (ledger) process.stdout.write(`\nswitchover loop (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})${keep ? `, logs kept in ${baseDir}` : ''}:\n${ledger.lines.join('\n')}\n`);
 });
