@@ -387,7 +387,7 @@ describe('the last node to Stator, then the way back to Patroni node by node', (
 
   it('lost no acknowledged write across every step but those of an asynchronous leader just before its crash', async () => {
     await writer.stop();
-    await ledger.afterStep('the end, the writer stopped');
+    expect(await ledger.afterStep('the end, the writer stopped')).toBe(true);
     figures['acknowledged writes'] = writer.acked.length;
     figures['acknowledged writes lost'] = ledger.losses.length;
     figures[`of them acknowledged on a leader within ${ASYNC_CRASH_WINDOW_MS} ms before its kill -9 ended`] = ledger.losses.length - ledger.unexplained().length;

@@ -77,7 +77,7 @@ it(`loses no acknowledged write in ${LOOPS} rounds of: Stator replicas swapped t
     }
   }
   await writer.stop();
-  await ledger.afterStep('the end');
+  expect(await ledger.afterStep('the end')).toBe(true);
   expect(ledger.losses.map((loss) => ledger.describe(loss))).toEqual([]);
   expect(writer.acked.length).toBeGreaterThan(100);
 });

@@ -1,5 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import { query } from '../../../bench/lib/sql';
+import { waitFor } from '../../../scripts/lib/wait-for';
 import { Ack, AckedWriter } from './acked-writer';
 import { MixedCluster } from './mixed-cluster';
 import { MixedNode } from './mixed-node';
@@ -98,8 +99,11 @@ export class LossLedger {
     }
   }
 
-  /** Reads the table on the current leader and records every acknowledged write missing there that was not missing before. */
-  async afterStep(step: string): Promise<void> {
+  /**
+   * Reads the table on the current leader and records every acknowledged write missing there that was not missing
+   * before. False (logged) when no leader's table could be read.
+   */
+  async afterStep(step: string): Promise<boolean> {
     let leader: MixedNode | null;
     try {
       leader = await this.cluster.waitForHealthy(30_000, `a leader to read the table on after: ${step}`);
@@ -109,14 +113,15 @@ export class LossLedger {
     }
     if (!leader) {
       this.log(`after "${step}": no leader to read the table on`);
-      return;
+      return false;
     }
     let missing: Ack[];
     try {
-      missing = await this.writer.lostOn(leader.pgPort);
+      const port = leader.pgPort;
+      missing = (await waitFor(async () => ({ missing: await this.writer.lostOn(port) }), { timeoutMs: 10_000, description: `the table read on ${leader.name}` })).missing;
     } catch (error) {
       this.log(`after "${step}": reading the table on ${leader.name} failed (${(error as Error).message})`);
-      return;
+      return false;
     }
     const known = new Set(this.losses.map((loss) => loss.id));
     const fresh = missing.filter((ack) => !known.has(ack.id));
@@ -126,6 +131,7 @@ export class LossLedger {
       `after "${step}": leader ${leader.name} (${leader.agent}, port ${leader.pgPort}), ${acked} acks, ${missing.length} missing` +
         (fresh.length ? `; new: ${fresh.map((ack) => this.describe(ack)).join('; ')}` : ''),
     );
+    return true;
   }
 
   describe(ack: Ack): string {
