@@ -30,10 +30,11 @@ module.exports = {
       // The network-partition scenarios run apart with `npm run partitions` (root, network namespaces, about 2.5
       // minutes); the chaos subset in chaos.int-spec.ts is the suite's share of the seeded faults.
       // The rolling migration runs apart with `npm run test:migration` while a loss it found is diagnosed: in 2 of 4
-      // runs on 2026-11-28 its writer missed 1-2 acknowledged writes that no leader crash explains (docs/migration.md).
+      // runs on 2026-11-28 its writer missed 1-2 acknowledged writes that no leader crash explains (docs/migration.md);
+      // so does its way back looped (switchover-loop.int-spec.ts, STATOR_SWITCHOVER_LOOPS rounds), a diagnostic.
       testPathIgnorePatterns: [
         ...(process.env.STATOR_PARTITIONS ? [] : ['/partitions\\.int-spec\\.ts$']),
-        ...(process.env.STATOR_MIGRATION ? [] : ['/rolling-migration\\.int-spec\\.ts$']),
+        ...(process.env.STATOR_MIGRATION ? [] : ['/rolling-migration\\.int-spec\\.ts$', '/switchover-loop\\.int-spec\\.ts$']),
       ],
     },
   ],

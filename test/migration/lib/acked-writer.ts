@@ -5,14 +5,26 @@ import { connectReadWrite } from '../../../bench/lib/write-probe';
 
 const WRITE_INTERVAL_MS = 50;
 
+/** One acknowledged insert: its id, when its COMMIT returned, where it went, during which step, and its WAL position there. */
+export interface Ack {
+  id: number;
+  at: number;
+  port: number;
+  step: string;
+  /** pg_current_wal_lsn() in the inserting transaction, as a number: the commit record follows it. */
+  lsn: bigint;
+}
+
 /**
  * A client that inserts a numbered row every 50 ms on whichever node is writable (libpq's
- * `target_session_attrs=read-write` over every node), keeping the id and time of each acknowledged
- * insert: every id it keeps must be in the table at the end, whichever agent led meanwhile.
+ * `target_session_attrs=read-write` over every node), keeping each acknowledged insert (id, time, port,
+ * step, WAL position): every id it keeps must be in the table at the end, whichever agent led meanwhile.
  */
 export class AckedWriter {
-  readonly acked: { id: number; at: number }[] = [];
+  readonly acked: Ack[] = [];
   private client: Client | null = null;
+  private port = 0;
+  private step = 'start';
   private stopped = false;
   private loop: Promise<void> | null = null;
   private preferred = 0;
@@ -25,6 +37,11 @@ export class AckedWriter {
 
   start(): void {
     this.loop = this.run();
+  }
+
+  /** The step in progress, recorded with each insert acknowledged from now on. */
+  mark(step: string): void {
+    this.step = step;
   }
 
   async stop(): Promise<void> {
@@ -46,11 +63,12 @@ export class AckedWriter {
     return Math.max(gap, until - previous);
   }
 
-  /** Acknowledged ids missing from the table as the node on `port` holds it. */
-  async lostOn(port: number): Promise<number[]> {
+  /** Acknowledged inserts (so far) missing from the table as the node on `port` holds it. */
+  async lostOn(port: number): Promise<Ack[]> {
+    const acked = [...this.acked];
     const rows = await query<{ id: string }>(port, 'SELECT id FROM migration_writes', 10_000);
     const present = new Set(rows.map((row) => Number(row.id)));
-    return this.acked.filter((ack) => !present.has(ack.id)).map((ack) => ack.id);
+    return acked.filter((ack) => !present.has(ack.id));
   }
 
   private async run(): Promise<void> {
@@ -58,12 +76,16 @@ export class AckedWriter {
       const due = performance.now() + WRITE_INTERVAL_MS;
       try {
         if (!this.client) {
-          const { client, index } = await connectReadWrite(this.ports(), this.preferred);
+          const ports = this.ports();
+          const { client, index } = await connectReadWrite(ports, this.preferred);
           this.client = client;
           this.preferred = index;
+          this.port = ports[index];
         }
-        const result = await this.client.query('INSERT INTO migration_writes DEFAULT VALUES RETURNING id');
-        this.acked.push({ id: Number((result.rows[0] as { id: string }).id), at: performance.now() });
+        const step = this.step;
+        const result = await this.client.query("INSERT INTO migration_writes DEFAULT VALUES RETURNING id, pg_current_wal_lsn() - '0/0' AS lsn");
+        const row = result.rows[0] as { id: string; lsn: string };
+        this.acked.push({ id: Number(row.id), at: performance.now(), port: this.port, step, lsn: BigInt(row.lsn) });
       } catch {
         const broken = this.client;
         this.client = null;
