@@ -25,7 +25,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
   const { dcs, config, pg, query, logger } = node.deps;
   switch (action.type) {
     case 'initdb':
-      node.bootstrapping = true;
+      node.remember({ type: 'BOOTSTRAP_STARTED' });
       node.sendRole({ type: 'BOOTSTRAP_STARTED' });
       node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: bootstrapping by ${config.bootstrap.method}`, { method: config.bootstrap.method });
       if (config.bootstrap.method !== 'initdb') {
@@ -119,7 +119,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         if (!snapshot.cluster?.config) await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent');
         await node.lock.force('initialized a new cluster');
         node.events.recordCluster('cluster.initialized', 'initialized a new cluster', { system_identifier: sysid, method: config.bootstrap.method });
-        node.bootstrapping = false;
+        node.remember({ type: 'BOOTSTRAP_ENDED' });
       });
     case 'abandonBootstrap':
       return runTask('abandon_bootstrap', () => abandonBootstrap(node, `failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`));
@@ -196,7 +196,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
 async function abandonBootstrap(node: NodeContext, reason: string): Promise<void> {
   node.events.recordCluster('cluster.bootstrap_failed', reason, { method: node.deps.config.bootstrap.method });
   await node.deps.dcs.cancelInitialization();
-  node.bootstrapping = false;
+  node.remember({ type: 'BOOTSTRAP_ENDED' });
   if (node.isPostmasterUp()) await stopServer(node, 'immediate');
   await removeData(node);
   // Retrying at once would fail the same way; the reference exits and lets the supervisor decide.

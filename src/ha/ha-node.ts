@@ -17,6 +17,7 @@ import { leadershipMachine } from './leadership.machine';
 import { describeAgent } from './member-agents';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
+import { replayableMemory } from './ha-memory.machine';
 import { OperationAnswer } from './operation-types';
 import { PeerProbe } from './peer-probe';
 import { shutdownStopDeadlineMs } from './postgres-deadlines';
@@ -111,16 +112,17 @@ export class HaNode {
       this.wake();
     });
 
-    node.dataDir = await pg.inspectDataDir();
-    if (node.dataDir.state === 'initialized') await node.configCache.load();
-    const adopted = node.dataDir.state === 'initialized' ? await pg.adopt().catch(() => null) : null;
-    if (node.dataDir.state === 'initialized') {
-      if (node.dataDir.standbySignal) node.sendRole({ type: 'DETECTED_REPLICA' });
+    const dataDir = await pg.inspectDataDir();
+    node.remember({ type: 'DATA_DIR_INSPECTED', dataDir });
+    if (dataDir.state === 'initialized') await node.configCache.load();
+    const adopted = dataDir.state === 'initialized' ? await pg.adopt().catch(() => null) : null;
+    if (dataDir.state === 'initialized') {
+      if (dataDir.standbySignal) node.sendRole({ type: 'DETECTED_REPLICA' });
       else node.sendRole({ type: adopted ? 'DETECTED_PRIMARY' : 'DETECTED_DEMOTED' });
     }
     if (adopted) {
       logger.info(`adopting running postmaster ${adopted.pid}`);
-      node.postgres.send({ type: 'ADOPT', timeoutMs: node.startTimeoutMs(node.dataDir.standbySignal ? 'replica' : 'primary') });
+      node.postgres.send({ type: 'ADOPT', timeoutMs: node.startTimeoutMs(dataDir.standbySignal ? 'replica' : 'primary') });
     }
     node.sampler.start();
     this.loopDone = this.loop();
@@ -201,6 +203,7 @@ export class HaNode {
       scheduledRestart: node.scheduler.current,
       failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(this.deps.clock.monotonic(), node.dynamic.ttl),
       watchdogFailed: node.watchdogFailure !== null,
+      memory: replayableMemory(node.memory.getSnapshot().context),
       ...(node.config.site ? { site: node.config.site } : {}),
     };
   }
@@ -227,8 +230,7 @@ export class HaNode {
   /** Reads the DCS now, so that a read after an acknowledged write sees it (GET /config after PATCH). */
   async refreshClusterView(): Promise<ClusterView> {
     const cluster = await this.deps.dcs.read();
-    this.node.cluster = cluster;
-    this.node.dcsLastSeen = this.deps.clock.monotonic();
+    this.node.observeCluster(cluster, this.deps.clock.monotonic());
     return cluster;
   }
 
@@ -315,7 +317,7 @@ export class HaNode {
       }
       this.recordFenceJournal();
       if (node.pgState() === 'running') await node.sampler.take();
-      if (!node.isPostmasterUp()) node.dataDir = await this.deps.pg.inspectDataDir();
+      if (!node.isPostmasterUp()) node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await this.deps.pg.inspectDataDir() });
 
       let cluster: ClusterView | null = null;
       let dcsError: string | null = null;
@@ -325,8 +327,7 @@ export class HaNode {
         // lock up: a watch may trail this node's own acquisition.
         const cached = await dcs.readCached();
         cluster = node.lock.held && cached.leader?.value !== node.name ? await dcs.read() : cached;
-        node.cluster = cluster;
-        node.dcsLastSeen = clock.monotonic();
+        node.observeCluster(cluster, clock.monotonic());
         node.sightings.see(cluster, clock.now());
         for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, { ...change });
       } catch (error) {
@@ -347,7 +348,7 @@ export class HaNode {
       }
       if (cluster) {
         node.failsafe.leaderEnded();
-        node.knownFailsafeMembers = cluster.failsafe?.value ?? null;
+        node.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: cluster.failsafe?.value ?? null });
       }
 
       node.trackReadPool(clock.now());
@@ -453,7 +454,7 @@ export class HaNode {
     const ttlChanged = next.ttl !== node.dynamic.ttl;
     this.deps.dcs.setRetryTimeout(next.retry_timeout * 1000);
     if (next.pause !== node.dynamic.pause) node.postgres.send({ type: 'SET_PAUSE', paused: next.pause });
-    node.dynamic = next;
+    node.applyDynamic(next);
     if (ttlChanged) await this.deps.dcs.setTtl(next.ttl).catch(() => undefined);
   }
 

@@ -35,6 +35,8 @@ import { WATCHDOG_ACTIVATION_WAIT_MS, WatchdogGuard } from './watchdog-guard';
 import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
 import { FailsafeState } from './failsafe/failsafe-state';
 import { taskMachine } from './task.machine';
+import { changesMemory, HA_MEMORY_EVENT_TYPES, HaMemory, HaMemoryEvent, haMemoryMachine, recordedMemoryEvent } from './ha-memory.machine';
+import { changedKeys, configDigest } from './config-digest';
 import { effectiveTags, tagConflicts } from './tags';
 
 export interface HaNodeDeps {
@@ -93,30 +95,14 @@ export class NodeContext {
   private readonly callFailsafe: FailsafeCaller;
   /** `patroni.dynamic.json`: the configuration in force, kept in the data directory. */
   readonly configCache: DynamicConfigCache;
-  /** `/failsafe` as last read or written by this node: what it holds to if the DCS fails right after a write. */
-  knownFailsafeMembers: Record<string, string> | null = null;
-
-  /** The local configuration; replaced by POST /reload. */
-  config: StatorConfig;
-  tags: Record<string, unknown>;
-  dynamic: EffectiveDynamicConfig;
-  cluster: ClusterView | null = null;
+  /** What the HA cycle remembers between cycles, as a recorded machine (ha-memory.machine.ts). */
+  readonly memory: Actor<typeof haMemoryMachine>;
+  /** The cluster as the DCS last showed it: an input of each cycle's decision, not memory (not recorded). */
+  private observedCluster: ClusterView | null = null;
   /** When the DCS last answered a read, on the monotonic clock (0: never). */
-  dcsLastSeen = 0;
-  dataDir: DataDirInfo | null = null;
-  /** The agent is stopping: its last member key outlives it by a ttl. */
-  leaving = false;
+  private observedDcsAt = 0;
   private readonly agentStartedAt: number;
-  bootstrapping = false;
-  /** A synchronous standby about to stop publishes `nosync` until the leader has let it go. */
-  leavingSync = false;
-  /** Between a promotion and its first checkpoint pg_control still names the old timeline. */
-  checkpointAfterPromotePending = false;
-  /** Epoch ms since when this running replica answers 503 on the replica checks because it is about to be primary. */
-  readPoolWithdrawnAt: number | null = null;
   readonly watchdog: WatchdogGuard;
-  /** Mode `required`: why this node cannot have its watchdog (it may not lead), as of the last HA cycle. */
-  watchdogFailure: string | null = null;
   /** The parameters PostgreSQL was last configured with, to notice changes. */
   private appliedParameters = '';
 
@@ -124,10 +110,13 @@ export class NodeContext {
     const { config, clock, events, logger } = deps;
     this.agentStartedAt = clock.monotonic();
     this.name = config.name;
-    this.config = config;
-    this.tags = effectiveTags(config.tags);
+    this.memory = createActor(haMemoryMachine, {
+      inspect: transitionRecorder('memory', this.name, events, clock, { contextEvents: HA_MEMORY_EVENT_TYPES, recordedEvent: recordedMemoryEvent }),
+    });
+    this.memory.start();
+    this.applyLocalConfig(config);
     for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
-    this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
+    this.applyDynamic(effectiveDynamicConfig(null, config.bootstrap.dcs).config);
     this.configCache = new DynamicConfigCache(deps.pg, logger);
     this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi, config.ctl);
     this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi, config.ctl);
@@ -182,6 +171,85 @@ export class NodeContext {
     });
   }
 
+  private get remembered(): HaMemory {
+    return this.memory.getSnapshot().context;
+  }
+
+  /** The local configuration; replaced by POST /reload. */
+  get config(): StatorConfig {
+    return this.remembered.config!;
+  }
+
+  get tags(): Record<string, unknown> {
+    return this.remembered.tags;
+  }
+
+  get dynamic(): EffectiveDynamicConfig {
+    return this.remembered.dynamic!;
+  }
+
+  get dataDir(): DataDirInfo | null {
+    return this.remembered.dataDir;
+  }
+
+  get leaving(): boolean {
+    return this.remembered.leaving;
+  }
+
+  get bootstrapping(): boolean {
+    return this.remembered.bootstrapping;
+  }
+
+  get leavingSync(): boolean {
+    return this.remembered.leavingSync;
+  }
+
+  get checkpointAfterPromotePending(): boolean {
+    return this.remembered.checkpointAfterPromotePending;
+  }
+
+  get readPoolWithdrawnAt(): number | null {
+    return this.remembered.readPoolWithdrawnAt;
+  }
+
+  get watchdogFailure(): string | null {
+    return this.remembered.watchdogFailure;
+  }
+
+  get knownFailsafeMembers(): Record<string, string> | null {
+    return this.remembered.knownFailsafeMembers;
+  }
+
+  get cluster(): ClusterView | null {
+    return this.observedCluster;
+  }
+
+  get dcsLastSeen(): number {
+    return this.observedDcsAt;
+  }
+
+  /** The DCS answered a read: the cluster as it showed it, and when. */
+  observeCluster(cluster: ClusterView, at: number): void {
+    this.observedCluster = cluster;
+    this.observedDcsAt = at;
+  }
+
+  /** Changes what the HA cycle remembers; an event that would change nothing is neither sent nor recorded. */
+  remember(event: HaMemoryEvent): void {
+    if (changesMemory(this.remembered, event)) this.memory.send(event);
+  }
+
+  /** The effective dynamic configuration in force from now on: recorded (digest, changed keys) when it changed. */
+  applyDynamic(dynamic: EffectiveDynamicConfig): void {
+    const digest = configDigest(dynamic);
+    if (digest !== this.remembered.dynamicDigest) this.remember({ type: 'DYNAMIC_CONFIG_APPLIED', dynamic, digest, changedKeys: changedKeys(this.remembered.dynamic ?? {}, dynamic) });
+  }
+
+  private applyLocalConfig(config: StatorConfig): void {
+    const digest = configDigest(config);
+    if (digest !== this.remembered.configDigest) this.remember({ type: 'CONFIG_RELOADED', config, digest, changedKeys: changedKeys(this.remembered.config ?? {}, config), tags: effectiveTags(config.tags) });
+  }
+
   /** Mode `required`: PostgreSQL is promoted only once the fence holds the watchdog (not while paused, as the reference). */
   watchdogBeforePromotion(): Promise<void> {
     if (this.dynamic.pause) return Promise.resolve();
@@ -190,7 +258,8 @@ export class NodeContext {
 
   /** Looks at the watchdog once per HA cycle (mode `required`): a node without one may not lead. */
   checkWatchdog(): void {
-    this.watchdogFailure = this.watchdog.failure(this.dynamic.ttl, this.dynamic.loop_wait, this.deps.pg.fenceState());
+    const failure = this.watchdog.failure(this.dynamic.ttl, this.dynamic.loop_wait, this.deps.pg.fenceState());
+    this.remember({ type: 'WATCHDOG_FAILURE_CHANGED', failure });
   }
 
   /**
@@ -203,10 +272,10 @@ export class NodeContext {
     const leadership = this.leadership.getSnapshot().value as 'leader' | 'follower';
     const reason = inPool ? readPoolWithdrawal(leadership, this.cluster, this.name, now) : null;
     if (reason !== null && this.readPoolWithdrawnAt === null) {
-      this.readPoolWithdrawnAt = this.deps.clock.monotonic();
+      this.remember({ type: 'READ_POOL_WITHDRAWN', at: this.deps.clock.monotonic() });
       this.events.recordLoadBalancer('load_balancer.replica_checks_withdrawn', reason, { drain_ms: this.dynamic.load_balancer_drain_ms });
     } else if (reason === null && this.readPoolWithdrawnAt !== null) {
-      this.readPoolWithdrawnAt = null;
+      this.remember({ type: 'READ_POOL_RESTORED' });
       if (inPool) this.events.recordLoadBalancer('load_balancer.replica_checks_restored', 'no longer about to be primary');
     }
   }
@@ -391,7 +460,7 @@ export class NodeContext {
     const stored = cluster.failsafe?.value ?? null;
     if (!this.dynamic.failsafe_mode) {
       if (stored) await this.deps.dcs.setFailsafe(null);
-      this.knownFailsafeMembers = null;
+      this.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: null });
       return;
     }
     const wanted: Record<string, string> = {};
@@ -399,7 +468,7 @@ export class NodeContext {
     wanted[this.name] = this.memberData().api_url;
     if (JSON.stringify(wanted) === JSON.stringify(stored)) return;
     await this.deps.dcs.setFailsafe(wanted);
-    this.knownFailsafeMembers = wanted;
+    this.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: wanted });
   }
 
   /** POST /reload: the file is read again; a bad file is reported and the running configuration kept. */
@@ -409,9 +478,9 @@ export class NodeContext {
       const reloaded = this.deps.reloadConfig();
       // As Patroni's branch: the site is read at start only (members and /status must not change sites under a running leader).
       if (reloaded.site !== this.config.site) this.deps.logger.warning(`site changed from ${this.config.site ?? '(none)'} to ${reloaded.site ?? '(none)'} in the file: it takes effect at the next start`);
-      this.config = { ...reloaded, site: this.config.site };
-      if (this.config.site === undefined) delete this.config.site;
-      this.tags = effectiveTags(this.config.tags);
+      const next = { ...reloaded, site: this.config.site };
+      if (next.site === undefined) delete next.site;
+      this.applyLocalConfig(next);
       for (const conflict of tagConflicts(this.config.tags)) this.deps.logger.warning(conflict);
       this.deps.logger.info('configuration reloaded');
     } catch (error) {
