@@ -9,6 +9,7 @@ import { failsafeLeaderView, failsafeView } from './failsafe/failsafe-view';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
+import { publishFailsafe } from './failsafe/failsafe-rounds';
 import { demoteStopDeadlineMs, primaryStopTimeoutMs } from './postgres-deadlines';
 import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
 
@@ -140,7 +141,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     case 'leaderDuties': {
       const sample = node.sampler.sample;
       await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS));
-      await node.publishFailsafe(snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
+      await publishFailsafe(node, snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
       if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
     }

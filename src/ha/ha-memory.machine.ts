@@ -53,7 +53,13 @@ export type HaMemoryEvent =
   | { type: 'FAILSAFE_MEMBERS_KNOWN'; members: Record<string, string> | null }
   | { type: 'DATA_DIR_INSPECTED'; dataDir: DataDirInfo | null }
   /** The local configuration, read at start or again by a reload; `config` is absent from the log. */
-  | { type: 'CONFIG_RELOADED'; config?: StatorConfig; digest: string; changedKeys: string[]; tags: Record<string, unknown> }
+  | {
+      type: 'CONFIG_RELOADED';
+      config?: StatorConfig;
+      digest: string;
+      changedKeys: string[];
+      tags: Record<string, unknown>;
+    }
   /** The effective dynamic configuration applied; `dynamic` is absent from the log. */
   | { type: 'DYNAMIC_CONFIG_APPLIED'; dynamic?: EffectiveDynamicConfig; digest: string; changedKeys: string[] };
 
@@ -119,7 +125,10 @@ export const haMemoryMachine = setup({
           }),
         },
         DYNAMIC_CONFIG_APPLIED: {
-          actions: assign({ dynamic: ({ event }) => event.dynamic ?? null, dynamicDigest: ({ event }) => event.digest }),
+          actions: assign({
+            dynamic: ({ event }) => event.dynamic ?? null,
+            dynamicDigest: ({ event }) => event.digest,
+          }),
         },
       },
     },
@@ -127,7 +136,10 @@ export const haMemoryMachine = setup({
 });
 
 /** The memory event as the log keeps it: the configurations themselves stay out (a digest and the changed keys go in). */
-export function recordedMemoryEvent(event: { type: string; [key: string]: unknown }): { type: string; [key: string]: unknown } {
+export function recordedMemoryEvent(event: { type: string; [key: string]: unknown }): {
+  type: string;
+  [key: string]: unknown;
+} {
   if (event.type !== 'CONFIG_RELOADED' && event.type !== 'DYNAMIC_CONFIG_APPLIED') return event;
   const { config, dynamic, ...bounded } = event;
   return bounded;

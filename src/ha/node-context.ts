@@ -2,16 +2,16 @@ import { Actor, createActor, StateValue, waitFor } from 'xstate';
 import { sleep, TimerClock } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
-import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
+import { StatorConfig } from '../config/config.types';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
 import { pgCtlTimeoutMs } from '../config/postgresql-programs-config';
 import { standbyRecoveryParameters } from '../config/standby-cluster-config';
-import { ClusterView, Dcs, DynamicConfig } from '../dcs/dcs.port';
+import { Dcs, DynamicConfig } from '../dcs/dcs.port';
 import { EventLog } from '../events/event-log';
 import { EventSink, topLevelState, transitionRecorder } from '../events/transition-recorder';
 import { LONG_ACTION_STATES, PostgresStateName } from '../postgresql/postgres-states';
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
-import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
+import { PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
 import { DynamicConfigCache } from './dynamic-config-cache';
 import { LeaderDuties } from './leader-duties';
@@ -35,9 +35,8 @@ import { WATCHDOG_ACTIVATION_WAIT_MS, WatchdogGuard } from './watchdog-guard';
 import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
 import { FailsafeState } from './failsafe/failsafe-state';
 import { taskMachine } from './task.machine';
-import { changesMemory, HA_MEMORY_EVENT_TYPES, HaMemory, HaMemoryEvent, haMemoryMachine, recordedMemoryEvent } from './ha-memory.machine';
-import { changedKeys, configDigest } from './config-digest';
-import { effectiveTags, tagConflicts } from './tags';
+import { NodeMemory } from './node-memory';
+import { tagConflicts } from './tags';
 
 export interface HaNodeDeps {
   config: StatorConfig;
@@ -70,8 +69,7 @@ export interface HaNodeDeps {
  * the scheduler, the lock, and the few facts the HA cycle keeps between cycles. The HA cycle
  * (`HaNode`) and the procedures it runs (`postgres-procedures.ts`) both work on it.
  */
-export class NodeContext {
-  readonly name: string;
+export class NodeContext extends NodeMemory {
   readonly postgres: Actor<typeof postgresMachine>;
   readonly role: Actor<typeof roleMachine>;
   readonly leadership: Actor<typeof leadershipMachine>;
@@ -92,28 +90,19 @@ export class NodeContext {
   readonly agents = new MemberAgents();
   /** DCS failsafe mode: this leader's accepted rounds, or the leader this member accepted. */
   readonly failsafe = new FailsafeState();
-  private readonly callFailsafe: FailsafeCaller;
+  /** How this leader calls members' `POST /failsafe` while the DCS is down. */
+  readonly callFailsafe: FailsafeCaller;
   /** `patroni.dynamic.json`: the configuration in force, kept in the data directory. */
   readonly configCache: DynamicConfigCache;
-  /** What the HA cycle remembers between cycles, as a recorded machine (ha-memory.machine.ts). */
-  readonly memory: Actor<typeof haMemoryMachine>;
-  /** The cluster as the DCS last showed it: an input of each cycle's decision, not memory (not recorded). */
-  private observedCluster: ClusterView | null = null;
-  /** When the DCS last answered a read, on the monotonic clock (0: never). */
-  private observedDcsAt = 0;
   private readonly agentStartedAt: number;
   readonly watchdog: WatchdogGuard;
   /** The parameters PostgreSQL was last configured with, to notice changes. */
   private appliedParameters = '';
 
   constructor(readonly deps: HaNodeDeps, wake: () => void, restartNow: (timeoutSeconds?: number) => Promise<unknown>) {
+    super(deps.config.name, deps.events, deps.clock);
     const { config, clock, events, logger } = deps;
     this.agentStartedAt = clock.monotonic();
-    this.name = config.name;
-    this.memory = createActor(haMemoryMachine, {
-      inspect: transitionRecorder('memory', this.name, events, clock, { contextEvents: HA_MEMORY_EVENT_TYPES, recordedEvent: recordedMemoryEvent }),
-    });
-    this.memory.start();
     this.applyLocalConfig(config);
     for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
     this.applyDynamic(effectiveDynamicConfig(null, config.bootstrap.dcs).config);
@@ -169,85 +158,6 @@ export class NodeContext {
         if (this.pgState() === 'running') this.postgres.send({ type: 'RECONFIGURE', settings: this.currentSettings() });
       },
     });
-  }
-
-  private get remembered(): HaMemory {
-    return this.memory.getSnapshot().context;
-  }
-
-  /** The local configuration; replaced by POST /reload. */
-  get config(): StatorConfig {
-    return this.remembered.config!;
-  }
-
-  get tags(): Record<string, unknown> {
-    return this.remembered.tags;
-  }
-
-  get dynamic(): EffectiveDynamicConfig {
-    return this.remembered.dynamic!;
-  }
-
-  get dataDir(): DataDirInfo | null {
-    return this.remembered.dataDir;
-  }
-
-  get leaving(): boolean {
-    return this.remembered.leaving;
-  }
-
-  get bootstrapping(): boolean {
-    return this.remembered.bootstrapping;
-  }
-
-  get leavingSync(): boolean {
-    return this.remembered.leavingSync;
-  }
-
-  get checkpointAfterPromotePending(): boolean {
-    return this.remembered.checkpointAfterPromotePending;
-  }
-
-  get readPoolWithdrawnAt(): number | null {
-    return this.remembered.readPoolWithdrawnAt;
-  }
-
-  get watchdogFailure(): string | null {
-    return this.remembered.watchdogFailure;
-  }
-
-  get knownFailsafeMembers(): Record<string, string> | null {
-    return this.remembered.knownFailsafeMembers;
-  }
-
-  get cluster(): ClusterView | null {
-    return this.observedCluster;
-  }
-
-  get dcsLastSeen(): number {
-    return this.observedDcsAt;
-  }
-
-  /** The DCS answered a read: the cluster as it showed it, and when. */
-  observeCluster(cluster: ClusterView, at: number): void {
-    this.observedCluster = cluster;
-    this.observedDcsAt = at;
-  }
-
-  /** Changes what the HA cycle remembers; an event that would change nothing is neither sent nor recorded. */
-  remember(event: HaMemoryEvent): void {
-    if (changesMemory(this.remembered, event)) this.memory.send(event);
-  }
-
-  /** The effective dynamic configuration in force from now on: recorded (digest, changed keys) when it changed. */
-  applyDynamic(dynamic: EffectiveDynamicConfig): void {
-    const digest = configDigest(dynamic);
-    if (digest !== this.remembered.dynamicDigest) this.remember({ type: 'DYNAMIC_CONFIG_APPLIED', dynamic, digest, changedKeys: changedKeys(this.remembered.dynamic ?? {}, dynamic) });
-  }
-
-  private applyLocalConfig(config: StatorConfig): void {
-    const digest = configDigest(config);
-    if (digest !== this.remembered.configDigest) this.remember({ type: 'CONFIG_RELOADED', config, digest, changedKeys: changedKeys(this.remembered.config ?? {}, config), tags: effectiveTags(config.tags) });
   }
 
   /** Mode `required`: PostgreSQL is promoted only once the fence holds the watchdog (not while paused, as the reference). */
@@ -433,42 +343,6 @@ export class NodeContext {
     if (this.pgState() === 'running' || info?.clusterState !== 'shut down' || info.checkpointLsn === undefined) return null;
     if (!this.leaving && this.deps.clock.monotonic() - this.agentStartedAt > this.dynamic.ttl * 1000) return null;
     return { lsn: info.checkpointLsn, timeline: info.timeline };
-  }
-
-  /**
-   * One failsafe round: every other member in `/failsafe` is asked to accept this leader (2 s each, in
-   * parallel). Accepted by all, the leader may stay primary for a ttl from the round's start.
-   */
-  async failsafeRound(members: Record<string, string>): Promise<{ accepted: boolean; validUntil: number; refusals: string[] }> {
-    const startedAt = this.deps.clock.monotonic();
-    const { conn_url, api_url } = this.memberData();
-    const others = Object.entries(members).filter(([name]) => name !== this.name);
-    // The slot positions go with the call, so that the replicas keep their copies in step meanwhile (as the reference).
-    const sample = this.sampler.sample;
-    const slots = sample && this.cluster ? await this.leaderDuties.slotPositions(this.cluster, this.dynamic, sample.walPosition).catch(() => undefined) : undefined;
-    const call = { name: this.name, conn_url, api_url, ...(slots && Object.keys(slots).length > 0 ? { slots } : {}) };
-    const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, call)) })));
-    const refusals = answers.filter((answer) => !answer.accepted).map((answer) => `failsafe call to ${answer.name} not accepted: ${answer.answer}`);
-    if (refusals.length === 0) this.failsafe.roundAccepted(startedAt, answers);
-    else this.failsafe.leaderEnded();
-    return { accepted: refusals.length === 0, validUntil: startedAt + this.dynamic.ttl * 1000, refusals };
-  }
-
-  /** The lock holder keeps `/failsafe` naming every member's API while failsafe mode is on, and removes it once off. */
-  async publishFailsafe(cluster: ClusterView | null): Promise<void> {
-    if (!cluster) return;
-    const stored = cluster.failsafe?.value ?? null;
-    if (!this.dynamic.failsafe_mode) {
-      if (stored) await this.deps.dcs.setFailsafe(null);
-      this.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: null });
-      return;
-    }
-    const wanted: Record<string, string> = {};
-    for (const member of cluster.members) if (member.data.api_url) wanted[member.name] = member.data.api_url;
-    wanted[this.name] = this.memberData().api_url;
-    if (JSON.stringify(wanted) === JSON.stringify(stored)) return;
-    await this.deps.dcs.setFailsafe(wanted);
-    this.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: wanted });
   }
 
   /** POST /reload: the file is read again; a bad file is reported and the running configuration kept. */
