@@ -65,8 +65,8 @@ export interface HaNodeDeps {
 }
 
 /**
- * One node's actors and what they share: the postgres, role and leadership machines, the sampler,
- * the scheduler, the lock, and the few facts the HA cycle keeps between cycles. The HA cycle
+ * One node's actors and what they share: the postgres, role, leadership and task machines, the sampler,
+ * the scheduler, the lock; what the HA cycle keeps between cycles is the memory machine (NodeMemory). The HA cycle
  * (`HaNode`) and the procedures it runs (`postgres-procedures.ts`) both work on it.
  */
 export class NodeContext extends NodeMemory {
