@@ -55,7 +55,7 @@ export function replayTransitions(events: RecordedEvent[], startsAtCheckpoint: R
     const inSeqOrder = [...entries].sort((a, b) => a.event.seq - b.event.seq);
     result.transitions += inSeqOrder.length;
     const last = inSeqOrder[inSeqOrder.length - 1];
-    const replayed = replayStream(
+    const { state: replayed } = replayStream(
       inSeqOrder,
       (entry, message) => result.problems.push({ stream, seq: entry.event.seq, index: entry.index, message }),
       startsAtCheckpoint.has(stream),
@@ -66,17 +66,36 @@ export function replayTransitions(events: RecordedEvent[], startsAtCheckpoint: R
   return result;
 }
 
-/** Replays one stream; returns the state the machine ends in (null when it could not be replayed). */
+/**
+ * The state and context one node machine had at `until` (an ISO time), rebuilt from its recorded
+ * transitions up to then (e.g. `node/node1/memory`, the HA cycle's memory); null before its first one.
+ */
+export function replayedMachineAt(events: RecordedEvent[], stream: string, until: string): ReplayedMachine | null {
+  const entries = events
+    .map((event, index) => ({ event, index }))
+    .filter(({ event }) => event.stream === stream && event.type.endsWith(TRANSITION_SUFFIX) && Date.parse(event.at) <= Date.parse(until))
+    .sort((a, b) => a.event.seq - b.event.seq);
+  if (entries.length === 0) return null;
+  const replayed = replayStream(entries, () => undefined, false);
+  return replayed.state === null ? null : replayed;
+}
+
+export interface ReplayedMachine {
+  state: string | null;
+  context: unknown;
+}
+
+/** Replays one stream; returns the state the machine ends in (null when it could not be replayed) and its context. */
 function replayStream(
   entries: { event: RecordedEvent; index: number }[],
   report: (entry: { event: RecordedEvent; index: number }, message: string) => void,
   startsMidway: boolean,
-): string | null {
+): ReplayedMachine {
   const machineName = entries[0].event.type.slice(0, -TRANSITION_SUFFIX.length);
   const machine = MACHINES[machineName];
   if (!machine) {
     report(entries[0], `no machine named ${machineName} to replay it`);
-    return null;
+    return { state: null, context: null };
   }
   const logic = withoutSideEffects(machine);
   let actor: AnyActorRef | null = null;
@@ -124,7 +143,7 @@ function replayStream(
     diverged = reached !== event.to;
     if (diverged) report(entry, `illegal transition: ${event.cause} in ${event.from} leads to ${reached}, recorded ${event.to}`);
   }
-  const ending = actor ? stateOf(actor) : null;
+  const ending = actor ? { state: stateOf(actor), context: actor.getSnapshot().context as unknown } : { state: null, context: null };
   actor?.stop();
   return ending;
 }

@@ -30,12 +30,22 @@ export function serializeMachineEvent(event: { type: string; [key: string]: unkn
 /** Events that change a machine's context without changing its state, recorded so a replay reproduces guards. */
 const CONTEXT_EVENTS = new Set(['SET_PAUSE', 'TASK_STARTED', 'UPSTREAM_CHANGED', 'STOP_ESCALATED']);
 
+/** How a machine whose events change only its context is recorded (the HA cycle's memory). */
+export interface TransitionRecording {
+  /** Events recorded even without a state change (default: the pause, task, upstream and stop escalation events). */
+  contextEvents?: ReadonlySet<string>;
+  /** The event as the log keeps it (default: as sent): bounds what a big payload puts in the log. */
+  recordedEvent?: (event: { type: string; [key: string]: unknown }) => { type: string; [key: string]: unknown };
+}
+
 /**
  * Builds the `inspect` option of `createActor` that records every state change of the root actor
  * as `<machine>.transition` on the stream `node/<node>/<machine>`. The recorded `cause` is the
  * machine event type and `data.event` its payload, which is what a replay feeds back.
  */
-export function transitionRecorder(machine: string, node: string, sink: EventSink, clock: Clock) {
+export function transitionRecorder(machine: string, node: string, sink: EventSink, clock: Clock, options: TransitionRecording = {}) {
+  const contextEvents = options.contextEvents ?? CONTEXT_EVENTS;
+  const recorded = options.recordedEvent ?? ((event: { type: string; [key: string]: unknown }) => event);
   let previous: StateValue | undefined;
   return (inspection: InspectionEvent) => {
     if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return;
@@ -45,7 +55,7 @@ export function transitionRecorder(machine: string, node: string, sink: EventSin
     const to = stateValueToString(snapshot.value);
     previous = snapshot.value;
     // A state change, or an event that changes what later transitions do (pause) without one.
-    if (from === to && !CONTEXT_EVENTS.has(inspection.event.type)) return;
+    if (from === to && !contextEvents.has(inspection.event.type)) return;
     sink.record({
       stream: `node/${node}/${machine}`,
       type: `${machine}.transition`,
@@ -54,7 +64,7 @@ export function transitionRecorder(machine: string, node: string, sink: EventSin
       from,
       to,
       cause: inspection.event.type,
-      data: { event: serializeMachineEvent(inspection.event as { type: string }) },
+      data: { event: serializeMachineEvent(recorded(inspection.event as { type: string })) },
     });
   };
 }

@@ -9,6 +9,7 @@ import { failsafeLeaderView, failsafeView } from './failsafe/failsafe-view';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeContext } from './node-context';
+import { publishFailsafe } from './failsafe/failsafe-rounds';
 import { demoteStopDeadlineMs, primaryStopTimeoutMs } from './postgres-deadlines';
 import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
 
@@ -25,7 +26,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
   const { dcs, config, pg, query, logger } = node.deps;
   switch (action.type) {
     case 'initdb':
-      node.bootstrapping = true;
+      node.remember({ type: 'BOOTSTRAP_STARTED' });
       node.sendRole({ type: 'BOOTSTRAP_STARTED' });
       node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: bootstrapping by ${config.bootstrap.method}`, { method: config.bootstrap.method });
       if (config.bootstrap.method !== 'initdb') {
@@ -119,7 +120,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         if (!snapshot.cluster?.config) await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent');
         await node.lock.force('initialized a new cluster');
         node.events.recordCluster('cluster.initialized', 'initialized a new cluster', { system_identifier: sysid, method: config.bootstrap.method });
-        node.bootstrapping = false;
+        node.remember({ type: 'BOOTSTRAP_ENDED' });
       });
     case 'abandonBootstrap':
       return runTask('abandon_bootstrap', () => abandonBootstrap(node, `failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`));
@@ -140,7 +141,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
     case 'leaderDuties': {
       const sample = node.sampler.sample;
       await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS));
-      await node.publishFailsafe(snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
+      await publishFailsafe(node, snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
       if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
     }
@@ -196,7 +197,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
 async function abandonBootstrap(node: NodeContext, reason: string): Promise<void> {
   node.events.recordCluster('cluster.bootstrap_failed', reason, { method: node.deps.config.bootstrap.method });
   await node.deps.dcs.cancelInitialization();
-  node.bootstrapping = false;
+  node.remember({ type: 'BOOTSTRAP_ENDED' });
   if (node.isPostmasterUp()) await stopServer(node, 'immediate');
   await removeData(node);
   // Retrying at once would fail the same way; the reference exits and lets the supervisor decide.

@@ -2,21 +2,23 @@ import { Subscription } from 'rxjs';
 import { Actor, waitFor } from 'xstate';
 import { wallTimeOf } from '../common/clock';
 import { errorText } from '../common/error-text';
-import { effectiveConfigOfRevision } from '../config/dynamic-config';
 import { DcsBudget, outsideDcsBudget, withinDcsBudget } from '../dcs/dcs-budget';
-import { ClusterView, DynamicConfig, Versioned } from '../dcs/dcs.port';
+import { ClusterView } from '../dcs/dcs.port';
 import { topLevelState } from '../events/transition-recorder';
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { postgresMachine } from '../postgresql/postgres.machine';
 import { UpstreamNode } from '../postgresql/postgres.port';
-import { HaSnapshot, PeerReading, RaceBackoffState } from './cluster-snapshot';
-import { decide, Need } from './decide';
+import { HaSnapshot, RaceBackoffState } from './cluster-snapshot';
+import { decide } from './decide';
 import { FailsafeCall } from './failsafe/failsafe-caller';
 import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
 import { describeAgent } from './member-agents';
 import { HaNodeDeps, NodeContext } from './node-context';
 import { NodeView, ScheduledRestart } from './node-view';
+import { nodeViewOf } from './node-view-of';
+import { fulfilNeed } from './fulfil-need';
+import { applyChangedParameters, DynamicConfigApplier } from './dynamic-config-apply';
 import { OperationAnswer } from './operation-types';
 import { PeerProbe } from './peer-probe';
 import { shutdownStopDeadlineMs } from './postgres-deadlines';
@@ -42,7 +44,6 @@ export interface ReloadWatcher {
  */
 export class HaNode {
   private readonly node: NodeContext;
-  private configAdjustments = '';
   private reloadRequested = false;
   private readonly reloadWatchers: ReloadWatcher[] = [];
   private lastCycleAt = 0;
@@ -55,11 +56,12 @@ export class HaNode {
   private wakeUp: (() => void) | null = null;
   private loopDone: Promise<void> | null = null;
   private readonly subscriptions: Subscription[] = [];
-  private readonly effectiveConfig = effectiveConfigOfRevision();
+  private readonly dynamicConfig: DynamicConfigApplier;
 
   constructor(private readonly deps: HaNodeDeps) {
     this.node = new NodeContext(deps, () => this.wake(), (timeout) => this.restartNow(timeout));
     this.wallClockJumps = new WallClockJumps(deps.clock);
+    this.dynamicConfig = new DynamicConfigApplier(deps.dcs, deps.logger);
   }
 
   get postgres(): Actor<typeof postgresMachine> {
@@ -111,16 +113,17 @@ export class HaNode {
       this.wake();
     });
 
-    node.dataDir = await pg.inspectDataDir();
-    if (node.dataDir.state === 'initialized') await node.configCache.load();
-    const adopted = node.dataDir.state === 'initialized' ? await pg.adopt().catch(() => null) : null;
-    if (node.dataDir.state === 'initialized') {
-      if (node.dataDir.standbySignal) node.sendRole({ type: 'DETECTED_REPLICA' });
+    const dataDir = await pg.inspectDataDir();
+    node.remember({ type: 'DATA_DIR_INSPECTED', dataDir });
+    if (dataDir.state === 'initialized') await node.configCache.load();
+    const adopted = dataDir.state === 'initialized' ? await pg.adopt().catch(() => null) : null;
+    if (dataDir.state === 'initialized') {
+      if (dataDir.standbySignal) node.sendRole({ type: 'DETECTED_REPLICA' });
       else node.sendRole({ type: adopted ? 'DETECTED_PRIMARY' : 'DETECTED_DEMOTED' });
     }
     if (adopted) {
       logger.info(`adopting running postmaster ${adopted.pid}`);
-      node.postgres.send({ type: 'ADOPT', timeoutMs: node.startTimeoutMs(node.dataDir.standbySignal ? 'replica' : 'primary') });
+      node.postgres.send({ type: 'ADOPT', timeoutMs: node.startTimeoutMs(dataDir.standbySignal ? 'replica' : 'primary') });
     }
     node.sampler.start();
     this.loopDone = this.loop();
@@ -179,30 +182,7 @@ export class HaNode {
   }
 
   view(): NodeView {
-    const node = this.node;
-    return {
-      name: node.name,
-      pgState: node.pgState(),
-      role: node.roleName(),
-      leadership: node.leadership.getSnapshot().value as 'leader' | 'follower',
-      lockValidUntil: wallTimeOf(this.deps.clock, node.lock.lockValidUntil),
-      sample: node.sampler.sample,
-      // Kept on the monotonic clock; the API compares them with the wall clock.
-      sampleAt: wallTimeOf(this.deps.clock, node.sampler.sampleAt),
-      pgAnsweredAt: wallTimeOf(this.deps.clock, node.sampler.answeredAt),
-      cluster: node.cluster,
-      dcsLastSeen: wallTimeOf(this.deps.clock, node.dcsLastSeen),
-      config: node.dynamic,
-      lastCycleAt: wallTimeOf(this.deps.clock, this.lastCycleAt),
-      verdict: node.events.verdict,
-      dataDir: node.dataDir,
-      tags: node.tags,
-      activity: node.activity(),
-      scheduledRestart: node.scheduler.current,
-      failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(this.deps.clock.monotonic(), node.dynamic.ttl),
-      watchdogFailed: node.watchdogFailure !== null,
-      ...(node.config.site ? { site: node.config.site } : {}),
-    };
+    return nodeViewOf(this.node, this.deps.clock, this.lastCycleAt);
   }
 
   /** The long action in progress, if any: a task of the loop or an action of the postgres machine. */
@@ -227,8 +207,7 @@ export class HaNode {
   /** Reads the DCS now, so that a read after an acknowledged write sees it (GET /config after PATCH). */
   async refreshClusterView(): Promise<ClusterView> {
     const cluster = await this.deps.dcs.read();
-    this.node.cluster = cluster;
-    this.node.dcsLastSeen = this.deps.clock.monotonic();
+    this.node.observeCluster(cluster, this.deps.clock.monotonic());
     return cluster;
   }
 
@@ -315,7 +294,7 @@ export class HaNode {
       }
       this.recordFenceJournal();
       if (node.pgState() === 'running') await node.sampler.take();
-      if (!node.isPostmasterUp()) node.dataDir = await this.deps.pg.inspectDataDir();
+      if (!node.isPostmasterUp()) node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await this.deps.pg.inspectDataDir() });
 
       let cluster: ClusterView | null = null;
       let dcsError: string | null = null;
@@ -325,8 +304,7 @@ export class HaNode {
         // lock up: a watch may trail this node's own acquisition.
         const cached = await dcs.readCached();
         cluster = node.lock.held && cached.leader?.value !== node.name ? await dcs.read() : cached;
-        node.cluster = cluster;
-        node.dcsLastSeen = clock.monotonic();
+        node.observeCluster(cluster, clock.monotonic());
         node.sightings.see(cluster, clock.now());
         for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, { ...change });
       } catch (error) {
@@ -334,7 +312,7 @@ export class HaNode {
       }
       // Without a DCS answer the last configuration read stays in force (failsafe mode set through /config included).
       if (cluster) {
-        await this.applyDynamicConfig(cluster.config);
+        await this.dynamicConfig.apply(this.node, cluster.config);
         const dataDirReady = node.busy === null && (node.isPostmasterUp() || node.dataDir?.state === 'initialized');
         await node.configCache.keep(cluster.config?.value ?? null, node.config.bootstrap.dcs, dataDirReady);
       }
@@ -347,7 +325,7 @@ export class HaNode {
       }
       if (cluster) {
         node.failsafe.leaderEnded();
-        node.knownFailsafeMembers = cluster.failsafe?.value ?? null;
+        node.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: cluster.failsafe?.value ?? null });
       }
 
       node.trackReadPool(clock.now());
@@ -357,7 +335,7 @@ export class HaNode {
       let snapshot: HaSnapshot = { ...snapshotOf(node, cluster, dcsError, clock), wallJumpMs: wallJump.jumpMs, raceBackoff: this.raceBackoffState(cluster) };
       let decision = decide(snapshot);
       for (let step = 0; 'need' in decision && step < 4; step++) {
-        snapshot = await this.fulfil(decision.need, snapshot);
+        snapshot = await fulfilNeed(this.node, decision.need, snapshot);
         decision = decide(snapshot);
       }
       if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
@@ -371,7 +349,7 @@ export class HaNode {
       // After the actions, and only when the postgres machine is idle: sent first, a reload would race a `follow`
       // action's own reconfiguration (the machine starts the second while the first still writes its files, and the
       // file without an upstream could be the one PostgreSQL reads: seen after an agent restart beside its replica).
-      this.applyChangedParameters();
+      applyChangedParameters(this.node, this.deps.logger);
 
       if (cluster) await dcs.touchMember(node.memberData()).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
       node.lock.keepFence();
@@ -387,35 +365,6 @@ export class HaNode {
     const previousWalPosition = this.lastCycleWalPosition;
     this.lastCycleWalPosition = this.node.sampler.sample?.walPosition ?? null;
     return { noLeaderSince: wallTimeOf(this.deps.clock, this.noLeaderSince), previousWalPosition };
-  }
-
-  /** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */
-  private async fulfil(need: Need, snapshot: HaSnapshot): Promise<HaSnapshot> {
-    const node = this.node;
-    switch (need) {
-      case 'refreshLock':
-        return { ...snapshot, lockResult: await node.lock.refresh(node.dynamic.failsafe_mode && node.sampler.sample?.inRecovery === false) };
-      case 'acquireLock': {
-        const lockResult = await node.lock.acquire();
-        // A new term decides synchronous_standby_names afresh; until then the value in force stays.
-        if (lockResult === 'acquired') node.sync.forget();
-        // The replica checks answer 503 from now on: the promotion's drain counts from here.
-        node.trackReadPool(this.deps.clock.now());
-        const readPoolWithdrawnAt = node.readPoolWithdrawnAt === null ? null : wallTimeOf(this.deps.clock, node.readPoolWithdrawnAt);
-        return { ...snapshot, lockResult, local: { ...snapshot.local, readPoolWithdrawnAt } };
-      }
-      case 'raceInitialize': {
-        const won = await this.deps.dcs.initialize('', true).catch(() => false);
-        return { ...snapshot, initializeResult: won ? 'won' : 'lost' };
-      }
-      case 'failsafeRound':
-        return { ...snapshot, failsafeResult: await node.failsafeRound(snapshot.failsafeMembers ?? {}) };
-      case 'probePeers': {
-        const members = snapshot.cluster?.members.filter((m) => m.name !== node.name && m.data.api_url) ?? [];
-        const peers: PeerReading[] = await Promise.all(members.map((m) => node.probePeer(m.name, m.data.api_url)));
-        return { ...snapshot, peers };
-      }
-    }
   }
 
   /** Runs a multi-step PostgreSQL action in the background; the loop reports it as in progress. */
@@ -440,32 +389,5 @@ export class HaNode {
     } finally {
       this.wake();
     }
-  }
-
-  private async applyDynamicConfig(fromDcs: Versioned<DynamicConfig> | null): Promise<void> {
-    const node = this.node;
-    const { config: next, adjustments } = this.effectiveConfig(fromDcs, node.configWithoutDcs());
-    const explained = adjustments.join('; ');
-    if (explained !== this.configAdjustments) {
-      this.configAdjustments = explained;
-      for (const adjustment of adjustments) this.deps.logger.warning(adjustment);
-    }
-    const ttlChanged = next.ttl !== node.dynamic.ttl;
-    this.deps.dcs.setRetryTimeout(next.retry_timeout * 1000);
-    if (next.pause !== node.dynamic.pause) node.postgres.send({ type: 'SET_PAUSE', paused: next.pause });
-    node.dynamic = next;
-    if (ttlChanged) await this.deps.dcs.setTtl(next.ttl).catch(() => undefined);
-  }
-
-  /** A changed parameter set reaches a running server by a reload; pending_restart tells the rest. */
-  private applyChangedParameters(): void {
-    const node = this.node;
-    // Without a reading the server's role is unknown, and so is what its settings should say (an adopted primary keeps its synchronous_standby_names).
-    if (node.pgState() !== 'running' || node.activity() !== null || node.sampler.sample === null || !node.parametersChanged()) return;
-    // A replica whose upstream this agent does not know yet (a running server it adopted) would lose its
-    // primary_conninfo: the change waits until a cycle points it at its leader, which applies it too.
-    if (node.sampler.sample.inRecovery && node.upstream === null) return;
-    this.deps.logger.info('PostgreSQL parameters, pg_hba, pg_ident or recovery_conf changed: reloading the configuration');
-    node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
   }
 }

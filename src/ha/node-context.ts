@@ -2,16 +2,16 @@ import { Actor, createActor, StateValue, waitFor } from 'xstate';
 import { sleep, TimerClock } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { Logger } from '../common/logger';
-import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
+import { StatorConfig } from '../config/config.types';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
 import { pgCtlTimeoutMs } from '../config/postgresql-programs-config';
 import { standbyRecoveryParameters } from '../config/standby-cluster-config';
-import { ClusterView, Dcs, DynamicConfig } from '../dcs/dcs.port';
+import { Dcs, DynamicConfig } from '../dcs/dcs.port';
 import { EventLog } from '../events/event-log';
 import { EventSink, topLevelState, transitionRecorder } from '../events/transition-recorder';
 import { LONG_ACTION_STATES, PostgresStateName } from '../postgresql/postgres-states';
 import { postgresActors, postgresMachine, StartRequest } from '../postgresql/postgres.machine';
-import { DataDirInfo, PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
+import { PostgresProcess, PostgresQuery, PostgresSettings, UpstreamNode } from '../postgresql/postgres.port';
 import { upstreamOf } from './cluster-snapshot';
 import { DynamicConfigCache } from './dynamic-config-cache';
 import { LeaderDuties } from './leader-duties';
@@ -35,7 +35,8 @@ import { WATCHDOG_ACTIVATION_WAIT_MS, WatchdogGuard } from './watchdog-guard';
 import { createFailsafeCaller, FailsafeCaller } from './failsafe/failsafe-caller';
 import { FailsafeState } from './failsafe/failsafe-state';
 import { taskMachine } from './task.machine';
-import { effectiveTags, tagConflicts } from './tags';
+import { NodeMemory } from './node-memory';
+import { tagConflicts } from './tags';
 
 export interface HaNodeDeps {
   config: StatorConfig;
@@ -64,12 +65,11 @@ export interface HaNodeDeps {
 }
 
 /**
- * One node's actors and what they share: the postgres, role and leadership machines, the sampler,
- * the scheduler, the lock, and the few facts the HA cycle keeps between cycles. The HA cycle
+ * One node's actors and what they share: the postgres, role, leadership and task machines, the sampler,
+ * the scheduler, the lock; what the HA cycle keeps between cycles is the memory machine (NodeMemory). The HA cycle
  * (`HaNode`) and the procedures it runs (`postgres-procedures.ts`) both work on it.
  */
-export class NodeContext {
-  readonly name: string;
+export class NodeContext extends NodeMemory {
   readonly postgres: Actor<typeof postgresMachine>;
   readonly role: Actor<typeof roleMachine>;
   readonly leadership: Actor<typeof leadershipMachine>;
@@ -90,44 +90,22 @@ export class NodeContext {
   readonly agents = new MemberAgents();
   /** DCS failsafe mode: this leader's accepted rounds, or the leader this member accepted. */
   readonly failsafe = new FailsafeState();
-  private readonly callFailsafe: FailsafeCaller;
+  /** How this leader calls members' `POST /failsafe` while the DCS is down. */
+  readonly callFailsafe: FailsafeCaller;
   /** `patroni.dynamic.json`: the configuration in force, kept in the data directory. */
   readonly configCache: DynamicConfigCache;
-  /** `/failsafe` as last read or written by this node: what it holds to if the DCS fails right after a write. */
-  knownFailsafeMembers: Record<string, string> | null = null;
-
-  /** The local configuration; replaced by POST /reload. */
-  config: StatorConfig;
-  tags: Record<string, unknown>;
-  dynamic: EffectiveDynamicConfig;
-  cluster: ClusterView | null = null;
-  /** When the DCS last answered a read, on the monotonic clock (0: never). */
-  dcsLastSeen = 0;
-  dataDir: DataDirInfo | null = null;
-  /** The agent is stopping: its last member key outlives it by a ttl. */
-  leaving = false;
   private readonly agentStartedAt: number;
-  bootstrapping = false;
-  /** A synchronous standby about to stop publishes `nosync` until the leader has let it go. */
-  leavingSync = false;
-  /** Between a promotion and its first checkpoint pg_control still names the old timeline. */
-  checkpointAfterPromotePending = false;
-  /** Epoch ms since when this running replica answers 503 on the replica checks because it is about to be primary. */
-  readPoolWithdrawnAt: number | null = null;
   readonly watchdog: WatchdogGuard;
-  /** Mode `required`: why this node cannot have its watchdog (it may not lead), as of the last HA cycle. */
-  watchdogFailure: string | null = null;
   /** The parameters PostgreSQL was last configured with, to notice changes. */
   private appliedParameters = '';
 
   constructor(readonly deps: HaNodeDeps, wake: () => void, restartNow: (timeoutSeconds?: number) => Promise<unknown>) {
+    super(deps.config.name, deps.events, deps.clock);
     const { config, clock, events, logger } = deps;
     this.agentStartedAt = clock.monotonic();
-    this.name = config.name;
-    this.config = config;
-    this.tags = effectiveTags(config.tags);
+    this.applyLocalConfig(config);
     for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
-    this.dynamic = effectiveDynamicConfig(null, config.bootstrap.dcs).config;
+    this.applyDynamic(effectiveDynamicConfig(null, config.bootstrap.dcs).config);
     this.configCache = new DynamicConfigCache(deps.pg, logger);
     this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi, config.ctl);
     this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi, config.ctl);
@@ -190,7 +168,8 @@ export class NodeContext {
 
   /** Looks at the watchdog once per HA cycle (mode `required`): a node without one may not lead. */
   checkWatchdog(): void {
-    this.watchdogFailure = this.watchdog.failure(this.dynamic.ttl, this.dynamic.loop_wait, this.deps.pg.fenceState());
+    const failure = this.watchdog.failure(this.dynamic.ttl, this.dynamic.loop_wait, this.deps.pg.fenceState());
+    this.remember({ type: 'WATCHDOG_FAILURE_CHANGED', failure });
   }
 
   /**
@@ -203,10 +182,10 @@ export class NodeContext {
     const leadership = this.leadership.getSnapshot().value as 'leader' | 'follower';
     const reason = inPool ? readPoolWithdrawal(leadership, this.cluster, this.name, now) : null;
     if (reason !== null && this.readPoolWithdrawnAt === null) {
-      this.readPoolWithdrawnAt = this.deps.clock.monotonic();
+      this.remember({ type: 'READ_POOL_WITHDRAWN', at: this.deps.clock.monotonic() });
       this.events.recordLoadBalancer('load_balancer.replica_checks_withdrawn', reason, { drain_ms: this.dynamic.load_balancer_drain_ms });
     } else if (reason === null && this.readPoolWithdrawnAt !== null) {
-      this.readPoolWithdrawnAt = null;
+      this.remember({ type: 'READ_POOL_RESTORED' });
       if (inPool) this.events.recordLoadBalancer('load_balancer.replica_checks_restored', 'no longer about to be primary');
     }
   }
@@ -366,42 +345,6 @@ export class NodeContext {
     return { lsn: info.checkpointLsn, timeline: info.timeline };
   }
 
-  /**
-   * One failsafe round: every other member in `/failsafe` is asked to accept this leader (2 s each, in
-   * parallel). Accepted by all, the leader may stay primary for a ttl from the round's start.
-   */
-  async failsafeRound(members: Record<string, string>): Promise<{ accepted: boolean; validUntil: number; refusals: string[] }> {
-    const startedAt = this.deps.clock.monotonic();
-    const { conn_url, api_url } = this.memberData();
-    const others = Object.entries(members).filter(([name]) => name !== this.name);
-    // The slot positions go with the call, so that the replicas keep their copies in step meanwhile (as the reference).
-    const sample = this.sampler.sample;
-    const slots = sample && this.cluster ? await this.leaderDuties.slotPositions(this.cluster, this.dynamic, sample.walPosition).catch(() => undefined) : undefined;
-    const call = { name: this.name, conn_url, api_url, ...(slots && Object.keys(slots).length > 0 ? { slots } : {}) };
-    const answers = await Promise.all(others.map(async ([name, url]) => ({ name, ...(await this.callFailsafe(url, call)) })));
-    const refusals = answers.filter((answer) => !answer.accepted).map((answer) => `failsafe call to ${answer.name} not accepted: ${answer.answer}`);
-    if (refusals.length === 0) this.failsafe.roundAccepted(startedAt, answers);
-    else this.failsafe.leaderEnded();
-    return { accepted: refusals.length === 0, validUntil: startedAt + this.dynamic.ttl * 1000, refusals };
-  }
-
-  /** The lock holder keeps `/failsafe` naming every member's API while failsafe mode is on, and removes it once off. */
-  async publishFailsafe(cluster: ClusterView | null): Promise<void> {
-    if (!cluster) return;
-    const stored = cluster.failsafe?.value ?? null;
-    if (!this.dynamic.failsafe_mode) {
-      if (stored) await this.deps.dcs.setFailsafe(null);
-      this.knownFailsafeMembers = null;
-      return;
-    }
-    const wanted: Record<string, string> = {};
-    for (const member of cluster.members) if (member.data.api_url) wanted[member.name] = member.data.api_url;
-    wanted[this.name] = this.memberData().api_url;
-    if (JSON.stringify(wanted) === JSON.stringify(stored)) return;
-    await this.deps.dcs.setFailsafe(wanted);
-    this.knownFailsafeMembers = wanted;
-  }
-
   /** POST /reload: the file is read again; a bad file is reported and the running configuration kept. */
   reloadLocalConfig(): void {
     if (!this.deps.reloadConfig) return;
@@ -409,9 +352,9 @@ export class NodeContext {
       const reloaded = this.deps.reloadConfig();
       // As Patroni's branch: the site is read at start only (members and /status must not change sites under a running leader).
       if (reloaded.site !== this.config.site) this.deps.logger.warning(`site changed from ${this.config.site ?? '(none)'} to ${reloaded.site ?? '(none)'} in the file: it takes effect at the next start`);
-      this.config = { ...reloaded, site: this.config.site };
-      if (this.config.site === undefined) delete this.config.site;
-      this.tags = effectiveTags(this.config.tags);
+      const next = { ...reloaded, site: this.config.site };
+      if (next.site === undefined) delete next.site;
+      this.applyLocalConfig(next);
       for (const conflict of tagConflicts(this.config.tags)) this.deps.logger.warning(conflict);
       this.deps.logger.info('configuration reloaded');
     } catch (error) {

@@ -1,3 +1,4 @@
+import { ReplayableHaMemory } from './ha-memory.machine';
 import { EffectiveDynamicConfig } from '../config/config.types';
 import { ClusterView } from '../dcs/dcs.port';
 import { PostgresStateName } from '../postgresql/postgres-states';
@@ -32,6 +33,8 @@ export interface NodeView {
   failsafeActive: boolean;
   /** Watchdog mode `required` and none usable: `watchdog_failed` in the status document. */
   watchdogFailed?: boolean;
+  /** What the HA cycle remembers between cycles, as its memory machine holds it (configurations as digests). */
+  memory?: ReplayableHaMemory;
   /** The node's `site` setting, when it has one (`site` in the status document, as Patroni's branch). */
   site?: string;
 }

@@ -35,7 +35,7 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
       // Patroni's line, which its site-aware acceptance scenario looks for.
       if (source) logger.info(`bootstrapped from ${source.name === node.cluster?.leader?.value ? 'leader' : 'replica'} '${source.name}'`);
       node.events.recordCluster('replica.created', `replica created using ${step.name}`, { ...attempt, exitCode: 0 });
-      node.dataDir = await node.deps.pg.inspectDataDir();
+      node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await node.deps.pg.inspectDataDir() });
       node.sendRole({ type: 'CLONE_COMPLETED' });
       return true;
     }
@@ -156,7 +156,7 @@ export async function promote(node: NodeContext): Promise<void> {
   // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
   // on a former primary reads it: from now until that checkpoint the member key says so. Peers wait
   // for the key to say `primary`, which only a write from now on can, so it need not land first.
-  node.checkpointAfterPromotePending = true;
+  node.remember({ type: 'CHECKPOINT_AFTER_PROMOTE_PENDING' });
   node.sendRole({ type: 'PROMOTE_STARTED' });
   // synchronous_standby_names as decided before the promotion is in the file the promoted server reads.
   if (node.parametersChanged()) {
@@ -180,7 +180,7 @@ export async function promote(node: NodeContext): Promise<void> {
   if (lastOutcome !== 'promoted') {
     logger.error(`promote failed: ${lastError}`);
     node.sendRole({ type: 'PROMOTE_FAILED' });
-    node.checkpointAfterPromotePending = false;
+    node.remember({ type: 'CHECKPOINT_AFTER_PROMOTE_DONE' });
     return;
   }
   node.setUpstream(null);
@@ -189,7 +189,7 @@ export async function promote(node: NodeContext): Promise<void> {
   node.sendRole({ type: 'PROMOTE_COMPLETED' });
   node.events.recordCluster('leader.promoted', 'promoted self to leader', { timeline: node.sampler.sample?.timeline ?? null });
   await query.checkpoint().catch((e) => logger.warning(`checkpoint after promote failed: ${errorText(e)}`));
-  node.checkpointAfterPromotePending = false;
+  node.remember({ type: 'CHECKPOINT_AFTER_PROMOTE_DONE' });
 }
 
 /** Restarts PostgreSQL now (POST /restart): fast stop, same settings, start; a stopped server is started, as the reference does. */
@@ -216,10 +216,10 @@ export async function restart(node: NodeContext, timeoutSeconds?: number): Promi
  */
 export async function publishShutdownPosition(node: NodeContext): Promise<boolean> {
   const { dcs, pg, logger } = node.deps;
-  node.dataDir = await pg.inspectDataDir().catch(() => node.dataDir);
+  node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await pg.inspectDataDir().catch(() => node.dataDir) });
   const checkpoint = node.dataDir?.clusterState === 'shut down' ? node.dataDir.checkpointLsn : undefined;
   if (checkpoint === undefined) return false;
-  node.leaving = true;
+  node.remember({ type: 'LEAVING_STARTED' });
   try {
     // The site stays in /status: the members racing next prefer the stopped leader's site (docs/sites.md).
     await dcs.setStatus({ optime: checkpoint, ...(node.config.site ? { current_site: node.config.site } : {}) });

@@ -1,4 +1,5 @@
 import { AnyStateMachine } from 'xstate';
+import { haMemoryMachine } from '../ha/ha-memory.machine';
 import { leadershipMachine } from '../ha/leadership.machine';
 import { roleMachine } from '../ha/role.machine';
 import { taskMachine } from '../ha/task.machine';
@@ -11,6 +12,7 @@ export const MACHINES: Record<string, AnyStateMachine> = {
   role: roleMachine,
   leadership: leadershipMachine,
   task: taskMachine,
+  memory: haMemoryMachine,
 };
 
 /** The committed files of `statecharts/` for one machine: its definition and its diagram. */

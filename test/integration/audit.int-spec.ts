@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -10,6 +10,9 @@ import { EtcdEventStore } from '../../src/events/etcd-event-store';
 import { EventRetention } from '../../src/events/event-retention';
 import { RecordedEvent } from '../../src/events/event';
 import { sql } from '../helpers/sql';
+import { parse, stringify } from 'yaml';
+import { replayedMachineAt } from '../../src/audit/transition-replay';
+import { HaMemory, replayableMemory } from '../../src/ha/ha-memory.machine';
 
 /**
  * `stator audit` against the log of a real 3-node cluster that went through a bootstrap, a
@@ -59,6 +62,30 @@ async function waitForFollowers(leader: LocalNode, previousTimeline: number): Pr
   return timeline;
 }
 
+/** What a node served of its HA cycle's memory (GET /stator/memory), and an instant by which it was so. */
+interface MemorySample {
+  node: string;
+  at: string;
+  memory: unknown;
+}
+
+/** Read twice, equal both times: the memory did not change around the instant the sample names. */
+async function sampleMemory(node: LocalNode): Promise<MemorySample> {
+  const read = async () => (await fetch(`${node.apiUrl}/stator/memory`, { signal: AbortSignal.timeout(5000) })).json() as Promise<unknown>;
+  let sample: MemorySample | null = null;
+  await waitFor(
+    async () => {
+      const first = await read();
+      const at = new Date().toISOString();
+      const second = await read();
+      sample = { node: node.name, at, memory: second };
+      return JSON.stringify(first) === JSON.stringify(second);
+    },
+    { timeoutMs: 10_000, intervalMs: 100, description: `${node.name}'s memory steady for two reads` },
+  );
+  return sample!;
+}
+
 beforeAll(async () => {
   baseDir = tmpDir('stator-audit-');
   cluster = await LocalCluster.start({ nodes: 3, baseDir, scope: 'audited', ttl: 10, loopWait: 2, retryTimeout: 4 });
@@ -72,12 +99,27 @@ afterAll(async () => {
 it('verifies the log of a cluster that went through a switchover, a kill -9 and a cancelled schedule, and finds tampering', async () => {
   const first = await cluster.waitForLeader(30_000);
   const bootstrapTimeline = await waitForFollowers(first, 0);
+  const samples: MemorySample[] = [];
+  for (const node of cluster.nodes) samples.push(await sampleMemory(node));
+
+  // A reload of a changed file: new tags in force, the configuration's digest changes.
+  const reloaded = cluster.nodes.find((n) => n !== first)!;
+  const file = parse(readFileSync(reloaded.configPath, 'utf8')) as { tags?: Record<string, unknown> };
+  writeFileSync(reloaded.configPath, stringify({ ...file, tags: { ...file.tags, rack: 'r7' } }));
+  expect(await post(reloaded, 'POST', '/reload')).toMatchObject({ status: 202 });
+  await waitFor(async () => ((await reloaded.status())?.tags as Record<string, unknown> | undefined)?.rack === 'r7', {
+    timeoutMs: 15_000,
+    intervalMs: 200,
+    description: `${reloaded.name} serving the reloaded tags`,
+  });
+  samples.push(await sampleMemory(reloaded));
 
   const candidate = cluster.nodes.find((n) => n !== first)!;
   expect(await post(first, 'POST', '/switchover', { leader: first.name, candidate: candidate.name })).toMatchObject({ status: 200 });
   const second = await cluster.waitForLeader(15_000);
   expect(second.name).toBe(candidate.name);
   const switchedTimeline = await waitForFollowers(second, bootstrapTimeline);
+  samples.push(await sampleMemory(second), await sampleMemory(first));
   // A restartpoint on the new timeline: a replica that is not streaming reports its last
   // checkpoint's timeline, and with the old one it would take itself for stuck behind the dead
   // leader below and rewind against it instead of waiting for the failover.
@@ -86,6 +128,7 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   const { newLeader: third } = await killLeaderAndWait(cluster, second, { timeoutMs: 30_000 });
   second.start();
   await waitForFollowers(third, switchedTimeline);
+  samples.push(await sampleMemory(second), await sampleMemory(third));
 
   const inAnHour = new Date(Date.now() + 3_600_000).toISOString().replace('Z', '+00:00');
   expect(await post(third, 'POST', '/switchover', { leader: third.name, scheduled_at: inAnHour })).toMatchObject({ status: 202 });
@@ -111,6 +154,13 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   } finally {
     await store.close();
   }
+  // The memory machine replayed from the log up to each sample's instant holds what the node served then.
+  expect(samples.find((s) => s.node === reloaded.name && (s.memory as HaMemory).tags.rack === 'r7')).toBeDefined();
+  for (const sample of samples) {
+    const replayed = replayedMachineAt(events, `node/${sample.node}/memory`, sample.at);
+    expect({ node: sample.node, at: sample.at, memory: replayableMemory(replayed!.context as HaMemory) }).toEqual(sample);
+  }
+
   // /history before the retention cut below, read now: the audit runs that follow block this process's event loop
   // for seconds, past the agent's 5 s keep-alive, and fetch would then send on a connection the agent has closed.
   const historyBefore = await (await fetch(`${third.apiUrl}/history`)).json();
@@ -121,7 +171,7 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   const checked = Number(/^(\d+) events checked, no problems$/m.exec(verified.stdout)?.[1]);
   expect(checked).toBeGreaterThanOrEqual(events.length);
   expect(verified.stdout).toMatch(/^✔ hash chains: /m);
-  expect(verified.stdout).toMatch(/^✔ machine replay: \d+ transitions of 12 node machines replayed, all legal$/m);
+  expect(verified.stdout).toMatch(/^✔ machine replay: \d+ transitions of 15 node machines replayed, all legal$/m);
   expect(verified.stdout).toMatch(/^✔ \/history of /m);
 
   const exported = audit('export', '--etcd', cluster.etcd.endpoint, '--scope', cluster.scope);

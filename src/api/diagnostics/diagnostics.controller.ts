@@ -36,6 +36,14 @@ export function diagnosticsController(productPath: 'stator' | 'patroni') {
       return runner.diagnose(() => ({ view: this.state.view(), diagnostics: this.source.diagnostics(), now: this.state.now() }));
     }
 
+    @Get('memory')
+    @Header('Cache-Control', 'no-cache, no-store, must-revalidate')
+    @ApiOperation({ summary: 'What the HA cycle remembers between cycles (its memory machine; configurations as digests), as `stator audit` replays it' })
+    @JsonAnswer(200, 'The memory machine\'s context.', { type: 'object' } as never)
+    memory(): unknown {
+      return this.state.view().memory ?? null;
+    }
+
     private loadRunner(): Promise<DiagnosticsRunner> {
       if (!this.runner) {
         const loading = (async () => {

@@ -21,7 +21,7 @@ export async function whileNotSyncStandby<T>(node: NodeContext, work: () => Prom
   // A fresh read: the leader may have named this node since the last cycle.
   const current = await dcs.read().catch(() => node.cluster);
   if (!isSyncStandby(current?.sync?.value, current?.leader?.value)) return work();
-  node.leavingSync = true;
+  node.remember({ type: 'LEAVING_SYNC_STARTED' });
   try {
     await dcs.touchMember(node.memberData());
     const deadline = clock.monotonic() + 2 * node.dynamic.loop_wait * 1000;
@@ -41,6 +41,6 @@ export async function whileNotSyncStandby<T>(node: NodeContext, work: () => Prom
   try {
     return await work();
   } finally {
-    node.leavingSync = false;
+    node.remember({ type: 'LEAVING_SYNC_ENDED' });
   }
 }

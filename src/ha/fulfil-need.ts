@@ -1,0 +1,37 @@
+import { wallTimeOf } from '../common/clock';
+import { HaSnapshot, PeerReading } from './cluster-snapshot';
+import { Need } from './decide';
+import { failsafeRound } from './failsafe/failsafe-rounds';
+import type { NodeContext } from './node-context';
+
+/** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */
+export async function fulfilNeed(node: NodeContext, need: Need, snapshot: HaSnapshot): Promise<HaSnapshot> {
+  switch (need) {
+    case 'refreshLock':
+      return {
+        ...snapshot,
+        lockResult: await node.lock.refresh(node.dynamic.failsafe_mode && node.sampler.sample?.inRecovery === false),
+      };
+    case 'acquireLock': {
+      const lockResult = await node.lock.acquire();
+      // A new term decides synchronous_standby_names afresh; until then the value in force stays.
+      if (lockResult === 'acquired') node.sync.forget();
+      // The replica checks answer 503 from now on: the promotion's drain counts from here.
+      node.trackReadPool(node.deps.clock.now());
+      const readPoolWithdrawnAt =
+        node.readPoolWithdrawnAt === null ? null : wallTimeOf(node.deps.clock, node.readPoolWithdrawnAt);
+      return { ...snapshot, lockResult, local: { ...snapshot.local, readPoolWithdrawnAt } };
+    }
+    case 'raceInitialize': {
+      const won = await node.deps.dcs.initialize('', true).catch(() => false);
+      return { ...snapshot, initializeResult: won ? 'won' : 'lost' };
+    }
+    case 'failsafeRound':
+      return { ...snapshot, failsafeResult: await failsafeRound(node, snapshot.failsafeMembers ?? {}) };
+    case 'probePeers': {
+      const members = snapshot.cluster?.members.filter((m) => m.name !== node.name && m.data.api_url) ?? [];
+      const peers: PeerReading[] = await Promise.all(members.map((m) => node.probePeer(m.name, m.data.api_url)));
+      return { ...snapshot, peers };
+    }
+  }
+}
