@@ -53,7 +53,9 @@ export class FenceConnection {
             connection.deliver((handlers) => handlers.onExit(event));
           } else if (event.event === 'watchdog' && connection) {
             const { running, timeout, device, error, required, reason } = event;
-            connection.deliver((handlers) => handlers.onWatchdog?.({ running, timeout, device, error, required, reason }));
+            connection.deliver((handlers) =>
+              handlers.onWatchdog?.({ running, timeout, device, error, required, reason }),
+            );
           }
         }),
       );
