@@ -85,14 +85,18 @@ export class WatchdogGuard {
   private recordFenceChange(held: FenceWatchdogState | null): void {
     const before = this.lastHeld;
     this.lastHeld = held;
-    if (!held || (before && before.running === held.running && before.timeout === held.timeout && before.error === held.error)) return;
+    const same = before && before.running === held?.running && before.timeout === held.timeout && before.error === held.error;
+    if (!held || (same && before.reason === held.reason)) return;
     const data = { device: held.device, timeout: held.timeout };
     if (held.error) {
       if (held.error !== before?.error) this.record('watchdog.activation_failed', held.error, data);
-    } else if (held.running) {
+    } else if (held.running && held.reason?.startsWith('left armed')) {
+      // The term ended on the fence's deadline: the device fires; nothing this agent does cancels it.
+      this.record('watchdog.left_armed', `${held.reason}: it fires ${held.timeout} s after its last keepalive`, data);
+    } else if (held.running && !same) {
       this.record(before?.running ? 'watchdog.timeout_changed' : 'watchdog.activated', `watchdog set to ${held.timeout} s`, data);
-    } else if (before?.running) {
-      this.record('watchdog.closed', 'magic close: this node no longer leads', data);
+    } else if (!held.running && before?.running) {
+      this.record('watchdog.closed', held.reason ?? 'magic close: this node no longer leads', data);
     }
   }
 

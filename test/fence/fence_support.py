@@ -123,6 +123,9 @@ class FenceRun:
         self.run_until(exited, 'the fence exits')
         return self.exit_codes[0]
 
+    def exit_code_if_any(self) -> int | None:
+        return self.exit_codes[0] if self.exit_codes else None
+
     def received(self) -> list[dict[str, object]]:
         """Every message the agent got so far."""
         while self.agent is not None:

@@ -10,8 +10,9 @@ import unittest
 from fence_support import ScratchTestCase
 
 from fence_protocol import FenceWatchdog, WatchdogEvent
-from fence_watchdog import (WDIOC_GETSUPPORT, WDIOC_GETTIMEOUT, WDIOC_SETTIMEOUT, WDIOF_MAGICCLOSE, WDIOF_SETTIMEOUT,
-                            LinuxWatchdog, WatchdogError, WatchdogInfo, WatchdogKeeper, parse_watchdog)
+from fence_watchdog import (LEFT_ARMED_HOLD_MARGIN_S, WDIOC_GETSUPPORT, WDIOC_GETTIMEOUT, WDIOC_SETTIMEOUT,
+                            WDIOF_MAGICCLOSE, WDIOF_SETTIMEOUT, LinuxWatchdog, TestingWatchdog, WatchdogError,
+                            WatchdogInfo, WatchdogKeeper, parse_watchdog)
 
 
 class FakeKernel:
@@ -33,6 +34,14 @@ class FakeKernel:
         else:
             raise OSError(25, 'Inappropriate ioctl for device')
         return 0
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class WatchdogTestCase(ScratchTestCase):
@@ -108,6 +117,67 @@ class TestingDriver(WatchdogTestCase):
         self.assertEqual(self.written(), b'V')
         self.assertEqual(self.reports[-1]['running'], False)
         self.assert_logged('closed with the magic close (disarmed)')
+
+    def test_left_armed_on_the_deadline_it_is_never_pet_nor_magic_closed(self) -> None:
+        clock = FakeClock()
+        keeper = WatchdogKeeper(self.log, self.reports.append, clock=clock)
+        keeper.keep(self.wanted(15))
+        clock.now += 3
+        keeper.keep(self.wanted(15))
+        self.written()
+        clock.now += 14
+        hold_s = keeper.leave_armed()
+        # The last ping was 14 s ago: the device fires in 1 s; the fence holds it open a margin beyond that.
+        self.assertAlmostEqual(hold_s, 1 + LEFT_ARMED_HOLD_MARGIN_S)
+        self.assertTrue(keeper.left_armed)
+        self.assertEqual(self.reports[-1], {'event': 'watchdog', 'running': True, 'timeout': 15, 'device': self.fifo,
+                                            'error': None, 'required': False,
+                                            'reason': "left armed: the term ended on the fence's deadline"})
+        self.assert_logged("left armed: the term ended on the fence's deadline: not pet since 14.0 seconds")
+        # Neither a late arm nor a disarm (the agent resuming) may pet it or cancel the pending reset.
+        keeper.keep(self.wanted(15))
+        keeper.release('disarmed')
+        self.assertEqual(self.written(), b'')
+        self.assert_logged('watchdog not closed (disarmed)')
+        self.assertTrue(keeper.left_armed)
+        keeper.close_left_armed()
+        self.assertEqual(self.written(), b'', "a plain close: no 'V', so that a real device keeps counting")
+        self.assertFalse(keeper.left_armed)
+        self.assert_logged('closed without the magic close after its timeout elapsed')
+
+    def test_a_magic_close_tells_the_agents_why(self) -> None:
+        keeper = self.keeper()
+        keeper.keep(self.wanted())
+        keeper.release('postmaster stopped')
+        self.assertEqual(self.reports[-1]['reason'], 'closed with the magic close: postmaster stopped')
+
+    def test_a_busy_device_is_retried_with_backoff(self) -> None:
+        clock = FakeClock()
+        busy = [True]
+        attempts: list[float] = []
+
+        class BusyDevice(TestingWatchdog):
+            def open(self) -> None:
+                attempts.append(clock.now)
+                if busy[0]:
+                    raise WatchdogError("can't open watchdog device %s: Device or resource busy" % self.device)
+                super().open()
+
+        keeper = WatchdogKeeper(self.log, self.reports.append, lambda _driver, device: BusyDevice(device), clock)
+        wanted: FenceWatchdog = {'driver': 'default', 'device': self.fifo, 'timeout': 25, 'required': True}
+        for _ in range(12):  # an arm every 0.5 s for 6 s
+            keeper.keep(wanted)
+            clock.now += 0.5
+        self.assertEqual(attempts, [0.0, 1.0, 3.0])  # then again at 7.0: backoff 1, 2, 4 s
+        self.assert_logged('error: could not activate')
+        self.assert_logged('retrying at an arm in 4 seconds')
+        self.assertIn('busy', str(keeper.state()['error']))
+        busy[0] = False
+        clock.now = 7.0
+        keeper.keep(wanted)
+        self.assertEqual(attempts[-1], 7.0)
+        self.assertTrue(keeper.state()['running'])
+        self.assertEqual(self.written(), b'Ctimeout=25\n1')
 
     def test_a_device_nobody_reads_fails_once_and_is_not_retried_for_the_same_request(self) -> None:
         os.close(self.reader)

@@ -108,19 +108,28 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
     await waitFor(() => fence.fifo.count('ping') === 6, { description: 'the watchdog opened again' });
     fence.connection.send({ op: 'disarm' });
     await waitFor(() => fence.fifo.count('magic_close') === 2, { description: 'the magic close on disarm' });
-    expect(fence.states[fence.states.length - 1]).toEqual({ running: false, timeout: null, device: fence.fifo.path, error: null, required: true });
+    expect(fence.states[fence.states.length - 1]).toEqual({ running: false, timeout: null, device: fence.fifo.path, error: null, required: true, reason: 'closed with the magic close: disarmed' });
     expect(isProcessAlive(fence.connection.hello.pid)).toBe(true);
   });
 
-  it('closes it only after it stopped the postmaster itself at its deadline', async () => {
+  it('leaves it armed when it stopped the postmaster itself at its deadline: no V, held open past its timeout', async () => {
     const fence = await startFence();
-    fence.connection.send({ op: 'arm', deadline: Date.now() + 1500, watchdog: testing(fence, 16) });
+    fence.connection.send({ op: 'arm', deadline: Date.now() + 1500, watchdog: testing(fence, 2) });
     await waitFor(() => fence.fifo.count('ping') === 1, { description: 'the first keepalive' });
     const exit = await fence.exit;
     expect(exit).toMatchObject({ fenced: true });
-    await waitFor(() => fence.fifo.count('magic_close') === 1, { description: 'the magic close' });
+    // Told to the agent before the exit, with the reason.
+    expect(fence.states[fence.states.length - 1]).toMatchObject({ running: true, timeout: 2, reason: "left armed: the term ended on the fence's deadline" });
+    await waitFor(() => fence.fifo.count('closed') === 1, { description: 'the fence to close the device', timeoutMs: 15_000 });
+    const lastPing = fence.fifo.records.filter((record) => record.kind === 'ping').pop()!.at;
+    const closed = fence.fifo.records.find((record) => record.kind === 'closed')!.at;
+    // Patroni's harness: "triggered" once 2 s pass after the last ping with the device still open.
+    expect(closed - lastPing).toBeGreaterThan(2000);
+    expect(fence.fifo.count('magic_close')).toBe(0);
+    expect(fence.fifo.count('ping')).toBe(1);
     const log = fenceLog(fence);
-    expect(log.indexOf('closed with the magic close (postmaster stopped)')).toBeGreaterThan(log.indexOf('exited (code'));
+    expect(log.indexOf("left armed: the term ended on the fence's deadline")).toBeGreaterThan(log.indexOf('exited (code'));
+    expect(log).toContain('closed without the magic close after its timeout elapsed');
   });
 
   it('closes it when the postmaster is stopped on request (the agent shuts down)', async () => {

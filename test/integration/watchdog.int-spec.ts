@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -10,7 +10,8 @@ import { WatchdogFifo } from '../helpers/watchdog-fifo';
  * this test reads (the `testing` driver, Patroni's acceptance-harness protocol), node2's device does not
  * exist. node2 never initializes the cluster nor takes the lock, and says so; node1 leads with its watchdog
  * set to ttl - safety_margin and petted on every cycle, closed with the magic 'V' while paused and when it
- * stops. No test opens a real /dev/watchdog.
+ * stops, and left armed (no 'V', held open past its timeout) when its agent freezes past the fence's deadline.
+ * No test opens a real /dev/watchdog.
  */
 const TTL = 10;
 const LOOP_WAIT = 2;
@@ -27,6 +28,29 @@ let missingDevice: string;
 
 function agentLog(node: LocalNode): string {
   return existsSync(node.logPath) ? readFileSync(node.logPath, 'utf8') : '';
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function holdsOpen(pid: number, path: string): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === path;
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
 }
 
 async function watchdogEvents(node: LocalNode): Promise<string[]> {
@@ -123,5 +147,35 @@ describe('watchdog mode required', () => {
     await waitFor(() => fifo.count('ping', since) >= 1, { description: 'keepalives from the new term' });
     expect(fifo.records.filter((record) => record.at >= since).map((record) => record.kind).slice(0, 2)).toEqual(['timeout', 'ping']);
     expect(fifo.lastTimeout()).toBe(12 - SAFETY_MARGIN);
+  });
+
+  it('fires when the leader\'s agent freezes: the fence stops PostgreSQL and leaves the device armed, no V, open past its timeout', async () => {
+    const timeout = 12 - SAFETY_MARGIN;
+    const postmaster = node1.postmasterPid()!;
+    const fence = node1.fencePid()!;
+    const stoppedAt = Date.now();
+    node1.signal('SIGSTOP');
+    try {
+      // The fence's deadline passes: PostgreSQL stops; the device is neither pet nor closed with 'V'.
+      await waitFor(() => !isRunning(postmaster), { timeoutMs: 20_000, description: 'the fence to stop PostgreSQL' });
+      const lastPing = fifo.records.filter((record) => record.kind === 'ping').pop()!.at;
+      // Resumed before the device fires (its timeout after the last ping): too late to cancel it.
+      await waitFor(() => Date.now() > lastPing + (timeout - 2) * 1000, { timeoutMs: 20_000, description: 'shortly before the timeout' });
+      node1.signal('SIGCONT');
+      await waitFor(() => Date.now() > lastPing + timeout * 1000 + 500, { timeoutMs: 20_000, description: 'the timeout to pass' });
+      // The old fence still holds the device open (a FIFO has other writers now: the new term's fence).
+      expect(holdsOpen(fence, fifo.path)).toBe(true);
+      await waitFor(() => !isRunning(fence), { timeoutMs: 20_000, description: 'the old fence to exit' });
+      console.log(`measured: the old fence held the device ${Date.now() - lastPing} ms (± 250) after its last keepalive (timeout ${timeout} s)`);
+      expect(fifo.count('magic_close', stoppedAt)).toBe(0);
+      await waitFor(() => agentLog(node1).includes("left armed: the term ended on the fence's deadline"), { description: "the agent's warning" });
+      expect(agentLog(node1)).toMatch(/WARNING: watchdog .*watchdog\.node1\.fifo left armed: the term ended on the fence's deadline: it fires 7 seconds after its last keepalive/);
+      // The resumed agent leads again, under a new fence that opens the device anew.
+      expect((await cluster.waitForLeader(60_000)).name).toBe('node1');
+      await waitFor(() => fifo.count('ping', lastPing + 1) >= 1, { timeoutMs: 20_000, description: 'keepalives from the new term' });
+      expect(fifo.count('magic_close', stoppedAt)).toBe(0);
+    } finally {
+      node1.signal('SIGCONT');
+    }
   });
 });

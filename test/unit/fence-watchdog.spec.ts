@@ -90,11 +90,11 @@ describe("the fence's Linux watchdog driver", () => {
     ]);
   });
 
-  it('refuses a device whose fixed timeout is longer than ttl - safety_margin, closes it, and does not retry the same request', () => {
+  it('refuses a device whose fixed timeout is longer than ttl - safety_margin, closes it, and does not retry the same request before its backoff', () => {
     const outcome = run({ options: WDIOF_MAGICCLOSE, initialTimeout: 60, steps: [wanted(25), wanted(25)] });
     expect(outcome.calls).toEqual(['GETSUPPORT', 'GETTIMEOUT']);
     expect(outcome.written).toBe('V');
-    expect(outcome.logs).toEqual([expect.stringMatching(/^error: could not activate .*a safe watchdog timeout 25 could not be configured: it is 60$/)]);
+    expect(outcome.logs).toEqual([expect.stringMatching(/^error: could not activate .*a safe watchdog timeout 25 could not be configured: it is 60; retrying at an arm in 1 seconds$/)]);
     expect(outcome.reports).toEqual([expect.objectContaining({ running: false, error: 'a safe watchdog timeout 25 could not be configured: it is 60' })]);
   });
 
@@ -107,7 +107,7 @@ describe("the fence's Linux watchdog driver", () => {
 
   it('reports an ioctl the device refuses, as routine (info) in mode automatic', () => {
     const outcome = run({ options: WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE, refuseTimeout: true, steps: [wanted(25, false)] });
-    expect(outcome.logs).toEqual([expect.stringMatching(/^info: could not activate .*WDIOC_SETTIMEOUT on .* failed: Invalid argument$/)]);
+    expect(outcome.logs).toEqual([expect.stringMatching(/^info: could not activate .*WDIOC_SETTIMEOUT on .* failed: Invalid argument; retrying at an arm in 1 seconds$/)]);
     expect(outcome.reports[0]).toMatchObject({ running: false, error: expect.stringContaining('WDIOC_SETTIMEOUT') });
   });
 

@@ -136,6 +136,21 @@ describe('the watchdog as the HA loop applies it', () => {
     ]);
   });
 
+  it('records a device the fence left armed when the term ended on its deadline, and the reason of a magic close', () => {
+    const facts: string[] = [];
+    const automatic = new WatchdogGuard(() => DEFAULT_WATCHDOG, createLogger('DEBUG', () => undefined), (type, cause) => facts.push(`${type}: ${cause}`), () => null);
+    const held = (running: boolean, timeout: number | null, reason?: string) => ({ ...fence, watchdog: { running, timeout, device: '/dev/watchdog', error: null, reason } });
+    const leftArmed = "left armed: the term ended on the fence's deadline";
+    for (const state of [held(true, 15), held(true, 15, leftArmed), held(true, 15, leftArmed), held(false, null, 'closed with the magic close: disarmed')]) {
+      automatic.failure(30, 10, state);
+    }
+    expect(facts).toEqual([
+      'watchdog.activated: watchdog set to 15 s',
+      "watchdog.left_armed: left armed: the term ended on the fence's deadline: it fires 15 s after its last keepalive",
+      'watchdog.closed: closed with the magic close: disarmed',
+    ]);
+  });
+
   it('in mode required, lets a promotion go on only once the fence reports the device activated', async () => {
     const { guard: required } = guard({ mode: 'required' });
     const states = [fence, fence, { ...fence, watchdog: { running: true, timeout: 25, device: '/dev/watchdog', error: null } }];

@@ -52,8 +52,10 @@ export class FenceConnection {
             connection.sawExit = true;
             connection.deliver((handlers) => handlers.onExit(event));
           } else if (event.event === 'watchdog' && connection) {
-            const { running, timeout, device, error, required } = event;
-            connection.deliver((handlers) => handlers.onWatchdog?.({ running, timeout, device, error, required }));
+            const { running, timeout, device, error, required, reason } = event;
+            connection.deliver((handlers) =>
+              handlers.onWatchdog?.({ running, timeout, device, error, required, reason }),
+            );
           }
         }),
       );

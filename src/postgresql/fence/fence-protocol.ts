@@ -44,6 +44,8 @@ export interface FenceWatchdogState {
   error: string | null;
   /** Whether the agent asked for it in mode `required` (a failure is then an error, else routine). */
   required?: boolean;
+  /** Why the fence changed it: a magic close, or left armed because the term ended on the fence's deadline. */
+  reason?: string;
 }
 
 /** Agent → fence. */

@@ -87,6 +87,9 @@ class Fence:
         self._killed_tree: list[int] = []
         self._term = LeaderTermGuard(loop, self._paths['journal'], log, self._stop_on_own_account)
         self._watchdog = WatchdogKeeper(log, self._tell_watchdog_state)
+        # Until when (monotonic) the fence stays on after its postmaster's exit to hold a watchdog left armed.
+        self._hold_watchdog_until = 0.0
+        self._hold_timer: Timer | None = None
 
     @property
     def runs_postmaster(self) -> bool:
@@ -232,7 +235,7 @@ class Fence:
         if not self._clients and not self._exited:
             self._term.agents_gone()
         if self._finished and not self._clients:
-            self._on_done(0)
+            self._exit()
 
     def _on_request(self, request: object) -> None:
         if self._exited:
@@ -362,8 +365,11 @@ class Fence:
         # Only a postmaster whose every process is gone may let another node promote.
         try:
             self._wait_tree_gone()
-            # Nothing of this postmaster can acknowledge a write any more: the machine need not be reset.
-            self._watchdog.release('postmaster stopped')
+            if self._fenced:
+                # The agent failed to keep its term: as under Patroni, the watchdog it configured fires.
+                self._hold_watchdog_until = time.monotonic() + self._watchdog.leave_armed()
+            else:
+                self._watchdog.release('postmaster stopped')
             self._term.after_postmaster_exit(exit_event, lambda: self._tell_agents(exit_event))
         except Exception as error:  # noqa: BLE001
             self._log('ending the term failed: %s' % error)
@@ -420,9 +426,26 @@ class Fence:
         self._finished = True
         self._tell_agents(exit_event)
         if not self._clients:
-            self._on_done(0)
+            self._exit()
             return
-        self._loop.call_later(EXIT_FLUSH_MS, lambda: self._on_done(0))
+        self._loop.call_later(EXIT_FLUSH_MS, self._exit)
+
+    def _exit(self) -> None:
+        """Exits, unless a watchdog left armed must stay open until it has fired: closing it earlier, even
+        without 'V', would tell a watcher such as the acceptance harness's FIFO that it was stopped."""
+        if self._watchdog.left_armed:
+            remaining_s = self._hold_watchdog_until - time.monotonic()
+            if remaining_s > 0:
+                if self._hold_timer is None:
+                    self._hold_timer = self._loop.call_later(remaining_s * 1000, self._hold_over)
+                return
+            self._watchdog.close_left_armed()
+        self._on_done(0)
+
+    def _hold_over(self) -> None:
+        # Timers may wake a little early: _exit checks again and sets a new one if needed.
+        self._hold_timer = None
+        self._exit()
 
 
 def _remove(path: str) -> None:

@@ -49,6 +49,8 @@ class FenceWatchdogState(TypedDict):
     device: str | None
     error: str | None
     required: NotRequired[bool]
+    # Why the state changed, when the fence chose it (a magic close, or left armed on the term's deadline).
+    reason: NotRequired[str]
 
 
 # ------------------------------------------------------------ agent -> fence
@@ -94,6 +96,8 @@ class WatchdogEvent(TypedDict):
     device: str | None
     error: str | None
     required: NotRequired[bool]
+    # Why the state changed, when the fence chose it (a magic close, or left armed on the term's deadline).
+    reason: NotRequired[str]
 
 
 class ExitEvent(TypedDict):

@@ -3,7 +3,9 @@
 The agent asks for it with each `arm` of a leader's term (`watchdog: {driver, device, timeout, required}`): the
 fence opens the device, sets the timeout, and pets it on every arm, i.e. after every successful lock refresh.
 It closes it with the magic 'V' when an arm comes without it, on `disarm`, and once the postmaster and every
-process it started are gone (stopped on request or by the fence's own deadline). If the fence itself dies or
+process it started are gone after a stop the agent asked for. When the term ends on the fence's own deadline
+(the agent froze, was lost or was too slow), the device is left armed and never pet again: as under Patroni, a
+watchdog the user configured fires whenever the agent failed to keep its term. If the fence itself dies or
 freezes, nobody pets the device and the machine resets: the layer under the dead man's switch.
 
 Drivers: `default` is Linux's watchdog API (ioctls through fcntl); `testing` speaks the FIFO protocol of
@@ -12,8 +14,10 @@ Patroni's acceptance harness (`Ctimeout=<s>\\n` instead of the ioctl, '1' keepal
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import os
+import time
 
 from fence_values import is_finite_number
 
@@ -71,7 +75,9 @@ class LinuxWatchdog:
         try:
             fd = os.open(self.device, os.O_WRONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError as error:
-            raise WatchdogError("can't open watchdog device %s: %s" % (self.device, error.strerror or error))
+            busy = ' (another process holds it, e.g. a previous fence whose term ended on its deadline)' \
+                if error.errno == errno.EBUSY else ''
+            raise WatchdogError("can't open watchdog device %s: %s%s" % (self.device, error.strerror or error, busy))
         os.set_blocking(fd, True)
         self._fd = fd
 
@@ -109,6 +115,14 @@ class LinuxWatchdog:
 
     def keepalive(self) -> None:
         self._write(b'1', 'keepalive')
+
+    def close_without_magic(self) -> None:
+        """A plain close: a device that was not told 'V' keeps counting (the kernel's "watchdog did not stop!")."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        self._support = None
+        os.close(fd)
 
     def close(self) -> None:
         """The magic close: 'V' then close, which stops a device that supports it (WDIOF_MAGICCLOSE)."""
@@ -165,6 +179,16 @@ def make_device(driver: str, device: str) -> LinuxWatchdog:
     return TestingWatchdog(device) if driver == 'testing' else LinuxWatchdog(device)
 
 
+# A failed activation is retried at the next arm after this backoff, doubled per failure: a device busy with
+# another opener (a previous fence still holding it, /dev/watchdog allows one) comes free within its timeout.
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 30.0
+# How long past the device's own timeout a device left armed is still held before the plain close: a real
+# device has reset the machine by then; the acceptance harness's FIFO sees "triggered" only while it is open.
+LEFT_ARMED_HOLD_MARGIN_S = 5.0
+LEFT_ARMED_REASON = "left armed: the term ended on the fence's deadline"
+
+
 class WatchdogKeeper:
     """Which device the fence holds and with what timeout; `report` tells the agents each change of state."""
 
@@ -173,28 +197,46 @@ class WatchdogKeeper:
         log: Callable[[str], None],
         report: Callable[[WatchdogEvent], None],
         make: Callable[[str, str], LinuxWatchdog] = make_device,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._log = log
         self._report = report
         self._make = make
+        self._clock = clock
         self._device: LinuxWatchdog | None = None
         self._wanted: FenceWatchdog | None = None
         self._timeout: int | None = None
-        # The request that failed to activate: not retried (nor logged again) until the request changes or a new term.
+        self._last_ping: float | None = None
+        # Set once the term ended on the deadline: the device is never pet nor magic-closed after that.
+        self._left_armed = False
+        self._reason: str | None = None
+        # The request that failed to activate: retried at an arm after `_retry_at` (monotonic), with backoff.
         self._failed_for: FenceWatchdog | None = None
+        self._retry_at = 0.0
+        self._retry_delay = RETRY_FIRST_S
         self._error: str | None = None
 
     def state(self) -> FenceWatchdogState:
-        return {
+        state: FenceWatchdogState = {
             'running': self._device is not None,
             'timeout': self._timeout if self._device is not None else None,
             'device': self._wanted.get('device') if self._wanted else None,
             'error': self._error,
             'required': bool(self._wanted and self._wanted.get('required')),
         }
+        if self._reason:
+            state['reason'] = self._reason
+        return state
+
+    @property
+    def left_armed(self) -> bool:
+        return self._left_armed and self._device is not None
 
     def keep(self, wanted: FenceWatchdog | None) -> None:
         """One arm: `wanted` is the agent's request, or None when this term wants no watchdog."""
+        if self._left_armed:
+            self._log('watchdog request ignored: the device was %s' % LEFT_ARMED_REASON)
+            return
         if not wanted:
             self.release('no longer asked for')
             return
@@ -203,7 +245,7 @@ class WatchdogKeeper:
         if self._device is not None and not same_device:
             self.release('its device changed')
         if self._device is None:
-            if self._failed_for == wanted:
+            if self._failed_for == wanted and self._clock() < self._retry_at:
                 return
             self._activate(wanted)
             return
@@ -215,14 +257,23 @@ class WatchdogKeeper:
                     self._device.set_timeout(wanted['timeout'])
                 self._timeout = self._device.get_timeout()
                 self._log('%s updated with %s second timeout' % (self._device.describe(), self._timeout))
-                self._changed()
-            self._device.keepalive()
+                self._changed(None)
+            self._ping(self._device)
         except WatchdogError as error:
             self._log('error while sending watchdog keepalive: %s' % error)
 
     def release(self, reason: str) -> None:
-        """Magic close; a device that cannot be stopped is pinged once more and left to fire."""
+        """Magic close; a device that cannot be stopped is pinged once more and left to fire.
+
+        A device left armed on the term's deadline is not released: a reset already pending is never cancelled.
+        """
+        if self._left_armed:
+            if self._device is not None:
+                self._log('watchdog not closed (%s): the device was %s; the reset stays pending'
+                          % (reason, LEFT_ARMED_REASON))
+            return
         self._failed_for = None
+        self._retry_delay = RETRY_FIRST_S
         device, self._device = self._device, None
         if device is None:
             return
@@ -240,7 +291,36 @@ class WatchdogKeeper:
         except WatchdogError as error:
             self._log('error while disabling the watchdog: %s' % error)
         self._timeout = None
-        self._changed()
+        self._changed('closed with the magic close: %s' % reason)
+
+    def leave_armed(self) -> float:
+        """The term ended on the fence's deadline: never pet the device again, never magic-close it.
+
+        Returns the seconds (from now) the fence must still hold it open: the device's actual timeout after
+        the last ping, plus a margin. 0 when no device is held.
+        """
+        if self._device is None or self._last_ping is None or self._timeout is None:
+            return 0.0
+        self._left_armed = True
+        fires_in = max(0.0, self._last_ping + self._timeout - self._clock())
+        self._log('%s %s: not pet since %.1f seconds, it fires in %.1f seconds'
+                  % (self._device.describe(), LEFT_ARMED_REASON, self._clock() - self._last_ping, fires_in))
+        self._changed(LEFT_ARMED_REASON)
+        return fires_in + LEFT_ARMED_HOLD_MARGIN_S
+
+    def close_left_armed(self) -> None:
+        """After the hold: a plain close, without 'V', so that a device still counting keeps counting."""
+        device, self._device = self._device, None
+        if device is None:
+            return
+        device.close_without_magic()
+        self._log('%s closed without the magic close after its timeout elapsed (%s)'
+                  % (device.describe(), LEFT_ARMED_REASON))
+        self._timeout = None
+
+    def _ping(self, device: LinuxWatchdog) -> None:
+        device.keepalive()
+        self._last_ping = self._clock()
 
     def _activate(self, wanted: FenceWatchdog) -> None:
         self._wanted = wanted
@@ -257,7 +337,7 @@ class WatchdogKeeper:
                 # As the reference in mode automatic: a late reset is better than none.
                 self._log('warning: watchdog timeout %s seconds does not ensure safe termination within %s seconds'
                           % (actual, wanted['timeout']))
-            device.keepalive()
+            self._ping(device)
         except WatchdogError as error:
             self._failed(device, wanted, error)
             return
@@ -265,27 +345,38 @@ class WatchdogKeeper:
         self._timeout = actual
         self._error = None
         self._failed_for = None
+        self._retry_delay = RETRY_FIRST_S
         if not device.can_be_disabled():
             self._log("%s can't be disabled: it will fire after this node loses the leader key" % device.describe())
         self._log('%s activated with %s second timeout' % (device.describe(), actual))
-        self._changed()
+        self._changed(None)
 
     def _failed(self, device: LinuxWatchdog, wanted: FenceWatchdog, error: WatchdogError) -> None:
         # As the reference: an error when required; in mode automatic most machines simply have no device.
         level = 'error' if wanted.get('required') else 'info'
-        self._log('%s: could not activate %s: %s' % (level, device.describe(), error))
+        if self._failed_for == wanted:
+            self._retry_delay = min(self._retry_delay * 2, RETRY_MAX_S)
+        else:
+            self._retry_delay = RETRY_FIRST_S
+        self._retry_at = self._clock() + self._retry_delay
+        self._log('%s: could not activate %s: %s; retrying at an arm in %g seconds'
+                  % (level, device.describe(), error, self._retry_delay))
         try:
             device.close()
-        except WatchdogError:
+        except (WatchdogError, OSError):
             pass
         self._failed_for = wanted
         self._error = str(error)
-        self._changed()
+        self._changed(None)
 
-    def _changed(self) -> None:
+    def _changed(self, reason: str | None) -> None:
+        self._reason = reason
         state = self.state()
-        self._report({'event': 'watchdog', 'running': state['running'], 'timeout': state['timeout'],
-                      'device': state['device'], 'error': state['error'], 'required': state['required']})
+        event: WatchdogEvent = {'event': 'watchdog', 'running': state['running'], 'timeout': state['timeout'],
+                                'device': state['device'], 'error': state['error'], 'required': state['required']}
+        if reason:
+            event['reason'] = reason
+        self._report(event)
 
 
 def parse_watchdog(value: object) -> FenceWatchdog | None:

@@ -182,7 +182,10 @@ export class FenceLink {
     this.watchdogState = state;
     const device = state.device ?? '';
     if (state.error) this.log?.(state.required ? 'warning' : 'info', `watchdog ${device} could not be activated: ${state.error}`);
-    else if (!state.running) this.log?.('info', `watchdog ${device} closed with the magic close`);
+    else if (state.running && state.reason) {
+      // The agent failed to keep its term: nothing it does now cancels the reset (docs/configuration.md).
+      this.log?.('warning', `watchdog ${device} ${state.reason}: it fires ${state.timeout} seconds after its last keepalive`);
+    } else if (!state.running) this.log?.('info', `watchdog ${device} ${state.reason ?? 'closed with the magic close'}`);
     else this.log?.('info', `watchdog ${device} ${wasRunning ? 'updated' : 'activated'} with ${state.timeout} second timeout`);
   }
 
