@@ -6,7 +6,7 @@ import { checkSyncSettled } from './sync-settled';
 import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
 
 /** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
-export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site' | 'availability' | 'sync-settled' | 'quorum-gap';
+export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site' | 'availability' | 'sync-settled' | 'quorum-gap' | 'priority';
 
 export interface Violation {
   invariant: InvariantId;
