@@ -88,7 +88,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       progressEvery: positive('progress-every', values['progress-every'], 64),
       out: values.out ?? 'model-check-counter-example.jsonl',
       fenceless: values.fenceless ?? false,
-      // synchronous_site_count, n1 and n2 in dc1 and n3 in dc2 (site-rule.ts): judged in strict mode.
+      // synchronous_site_count, n1 and n2 in dc1 and n3 in dc2 (site-rule.ts): judged on every step in strict mode, on settled states in quorum and `on` mode.
       siteRule: positive('site-rule', values['site-rule'], 0),
     };
   } catch (error) {

@@ -27,6 +27,13 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   'ha/leader-race.ts healthiest: skip if (local.watchdogFailed && !config.pause)': outside('the watchdog is not modelled'),
   'ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)': outside('check_timeline: the model runs with the default, off'),
   'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside('the watchdog is not modelled'),
+  // Site awareness (issue 36) in the race: the mutation run places no member in a site and writes no current_site.
+  "ha/leader-race.ts healthiest: skip if ('defer' in sites)": outside(
+    'site awareness is not modelled in the mutation run (no member has a site, /status has no current_site, no request names a site): siteChoice then has no preferred site and never defers, so the check never holds',
+  ),
+  'ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site': outside(
+    'a switchover or failover to a site is not modelled (the model\'s requests name a member or none): `site` is always undefined, so the condition always holds',
+  ),
   'ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline': outside('check_timeline: the model runs with the default, off'),
   // The synchronous planners (issue 34, part 3), one by one.
   'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)': outside('the nosync and sync_priority tags are not modelled: with neither tag, both the original and the mutant answer false'),

@@ -1,11 +1,12 @@
 import { acceptsWrites, applyAction, Bounds } from './actions';
 import { DecisionMutation, Promotion } from './cycle';
 import { checkAvailability } from './availability';
+import { checkSiteRuleSettled } from './site-rule-settled';
 import { checkSyncSettled } from './sync-settled';
 import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
 
 /** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
-export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site' | 'availability' | 'sync-settled';
+export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site' | 'availability' | 'sync-settled' | 'quorum-gap' | 'priority';
 
 export interface Violation {
   invariant: InvariantId;
@@ -125,7 +126,7 @@ export const SETTLE_ROUNDS = 24;
  * leaves unchanged (each node in a steady role, or waiting on a lease or deadline that time ends).
  * A cycle of distinct states, or no fixpoint within SETTLE_ROUNDS, is a violation; so is a settled
  * state without a leader while a member may win the race (6, availability.ts), or whose synchronous
- * replication is weaker than the setting says (7, sync-settled.ts).
+ * replication is weaker than the setting says (7, sync-settled.ts; 8 outside strict mode, site-rule-settled.ts).
  */
 export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: DecisionMutation): Violation | null {
   const quiet: Bounds = { ...bounds, faults: start.faults, operations: start.operations, writes: start.writes, staleReads: start.staleReads };
@@ -136,7 +137,7 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
     const at = seen.get(key);
     if (at !== undefined) {
       // Settled: 6. availability (availability.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
-      if (at === round - 1) return checkAvailability(c) ?? checkSyncSettled(c);
+      if (at === round - 1) return checkAvailability(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c);
       return { invariant: 'progress', message: `livelock: the fault-free schedule cycles through ${round - at} states without settling` };
     }
     seen.set(key, round);

@@ -1,6 +1,7 @@
 import { DecisionMutation } from './cycle';
 import { REAL_DECISION_CODE } from './decision-code';
 import { InvariantId } from './invariants';
+import { GUESSING_CONFIRMED } from './quorum-gap-variant';
 import { IGNORING_SITES } from './site-rule-variant';
 
 /**
@@ -39,6 +40,12 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
         : d,
   },
   site: IGNORING_SITES,
+  'quorum-gap': GUESSING_CONFIRMED,
+  /** The race reads no failover_priority tag: every member counts as priority 1. */
+  priority: {
+    name: 'racing without failover_priority',
+    snapshot: (s) => ({ ...s, local: { ...s.local, tags: { ...s.local.tags, failover_priority: 1 } }, peers: s.peers?.map((p) => ({ ...p, tags: { ...p.tags, failover_priority: 1 } })) }),
+  },
   /** Nobody ever takes the free leader key: a cluster that lost its leader settles without one. */
   availability: {
     name: 'never racing for the leader key',

@@ -2,6 +2,8 @@ import { Action, applyAction, Bounds } from './actions';
 import { DecisionMutation } from './cycle';
 import { checkPromotion, checkRace, checkState, Violation } from './invariants';
 import { ClusterModel } from './model';
+import { checkQuorumGap } from './quorum-gap';
+import { checkRacePriority } from './race-priority';
 import { checkSiteRule } from './site-rule';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
 
@@ -15,8 +17,8 @@ export interface CheckedStep {
 export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mutation?: DecisionMutation): CheckedStep {
   const { next, facts, cycle } = applyAction(c, action, bounds, mutation);
   const events = [...factEvents(facts), ...transitionEvents(c, next, action.label, mutation?.dropsEvent)];
-  const promotion = cycle?.promotion ? (checkPromotion(c, cycle.promotion) ?? checkRace(c, cycle.promotion)) : null;
+  const promotion = cycle?.promotion ? (checkPromotion(c, cycle.promotion) ?? checkRace(c, cycle.promotion) ?? checkRacePriority(c, cycle.promotion)) : null;
   const mismatch = replayMismatch(c, next, events);
-  const violation = promotion ?? (mismatch ? { invariant: 'replay' as const, message: `replaying the step's events does not rebuild the projections: ${mismatch}` } : null) ?? checkState(next) ?? checkSiteRule(next);
+  const violation = promotion ?? (mismatch ? { invariant: 'replay' as const, message: `replaying the step's events does not rebuild the projections: ${mismatch}` } : null) ?? checkState(next) ?? checkSiteRule(next) ?? checkQuorumGap(next);
   return { next, events, violation };
 }

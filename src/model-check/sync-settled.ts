@@ -14,6 +14,7 @@ import { streamingFrom } from './snapshot';
  *   ones, which only fill up to the count (as the reference's quorum mode);
  * - none: asynchronous mode's fallback empties synchronous_standby_names (commits must not hang
  *   waiting for nobody), strict mode keeps waiting for one.
+ * With `synchronous_site_count` quorum mode's count rises for the sites (site-rule-settled.ts judges it).
  * Judged on settled states only: on the way there a planner may take a transition at a time.
  */
 export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; message: string } | null {
@@ -47,7 +48,7 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
             ? '/sync names a standby synchronous_standby_names does not list'
             : c.mode !== 'quorum' && listed.count !== 1
               ? 'waits for a number of standbys other than synchronous_node_count (1)'
-              : c.mode === 'quorum' && (candidates.some((j) => !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j))) || listed.count !== 1)
+              : c.mode === 'quorum' && (candidates.some((j) => !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j))) || (listed.count !== 1 && !c.siteRule))
               ? 'quorum mode does not list and name every streaming standby that may fail over, with ANY 1'
               : null;
   return problem ? fail(`settled with ${[...names].join(', ')} streaming from ${NODE_NAMES[leader]}, but ${shown} ${problem}`) : null;

@@ -48,6 +48,7 @@ export function planQuorum(input: QuorumPlanInput): SyncStep[] {
     numsync: standbyNames.kind === 'off' ? 0 : standbyNames.count,
     sync: listedNow,
     numsyncConfirmed: input.confirmed.length,
+    confirmedMeasured: true,
     active,
     syncWanted: input.syncWanted,
     leaderWanted: input.me,

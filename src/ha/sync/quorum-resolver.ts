@@ -18,6 +18,11 @@ export interface QuorumState {
   sync: string[];
   /** How many of `sync` are confirmed to have reached the primary's flush LSN since they were added. */
   numsyncConfirmed: number;
+  /**
+   * numsyncConfirmed was measured (each listed standby's position against what was acknowledged), so 0 means
+   * none caught up rather than "not known yet": the reference's guess from the quorum is then not taken.
+   */
+  confirmedMeasured?: boolean;
   /** Members streaming from the primary and eligible to be synchronous. */
   active: string[];
   /** synchronous_node_count. */
@@ -132,7 +137,9 @@ class QuorumPlan {
     if (this.takingOver()) fail('the /sync key still names the former leader');
     // Not measured yet after a restart or a failover: the quorum says how many were caught up.
     const streaming = this.sync.intersect(this.active).size;
-    if (this.confirmed === 0 && streaming > 0) this.confirmed = Math.min(streaming, this.voters.size - this.quorum);
+    // That guess counts standbys that hold every commit, not which: once one of them leaves, the one left may lack
+    // them (the model checker's quorum-gap invariant). A measured 0 stands.
+    if (this.confirmed === 0 && streaming > 0 && !this.state.confirmedMeasured) this.confirmed = Math.min(streaming, this.voters.size - this.quorum);
     yield* this.finishInterruptedChange();
     yield* this.dropGoneStandbys();
     yield* this.addNewStandbys();

@@ -3,6 +3,7 @@ import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { breadthFirst, steadyStart } from '../../../src/model-check/search';
 import { NODE_NAMES } from '../../../src/model-check/model';
 import { checkSiteRule } from '../../../src/model-check/site-rule';
+import { checkSiteRuleSettled } from '../../../src/model-check/site-rule-settled';
 import { IGNORING_SITES } from '../../../src/model-check/site-rule-variant';
 
 /** Strict synchronous mode with synchronous_site_count 1: n1 and n2 in dc1, n3 in dc2. */
@@ -44,5 +45,42 @@ describe('invariant 8: an acknowledged commit is on a member of another site (sy
     expect(checkSiteRule({ ...c, siteRule: undefined, acked: { timeline: 1, wal: 5, sync: true } })).toBeNull();
     expect(checkSiteRule({ ...c, mode: 'on', acked: { timeline: 1, wal: 5, sync: true } })).toBeNull();
     expect(checkSiteRule({ ...c, acked: { timeline: 1, wal: 5, sync: true } })?.message).toBe('the acknowledged commit at 1/5 is on no member only: synchronous_site_count 1 wants 2 sites');
+  });
+});
+
+describe('invariant 8 in quorum mode and in `on` mode: settled, a commit waits for a member of another site whenever one streams', () => {
+  const settledBounds = (mode: 'quorum' | 'on', kinds: ActionKind[], faults: number, writes: number): Bounds => ({
+    faults,
+    operations: 0,
+    writes,
+    staleReads: 0,
+    kinds: new Set(kinds),
+    modes: [mode, 'off'],
+    siteRule: 1,
+  });
+  const settledSearch = (mode: 'quorum' | 'on', b: Bounds, mutation?: typeof IGNORING_SITES) =>
+    breadthFirst({ mode, bounds: b, maxDepth: 14, maxStates: 4_000, progressEvery: 2, mutation });
+
+  it('quorum mode: the settled cluster waits for ANY 2 of n2 and n3, so every commit reaches n3 in dc2', () => {
+    const c = steadyStart('quorum', settledBounds('quorum', ['cycle'], 0, 0));
+    expect(c.nodes[0].standbyNames).toBe('ANY 2 (n2,n3)');
+    expect(checkSiteRuleSettled(c)).toBeNull();
+    // The same cluster waiting for any one of them would let a commit through on n2 alone.
+    expect(checkSiteRuleSettled({ ...c, nodes: c.nodes.map((n, i) => (i === 0 ? { ...n, standbyNames: 'ANY 1 (n2,n3)' } : n)) })?.message).toBe(
+      "settled with n1 (dc1) leading and dc2 streaming, but synchronous_standby_names 'ANY 1 (n2,n3)' lets a commit through on n2: synchronous_site_count 1 wants 1 other site(s)",
+    );
+  });
+
+  it.each(['quorum', 'on'] as const)('%s mode: the broken variant (the site rule ignored) is caught on the settled start', (mode) => {
+    const report = settledSearch(mode, settledBounds(mode, ['cycle', 'tick', 'complete'], 0, 0), IGNORING_SITES);
+    expect(report.violation?.invariant).toBe('site');
+    expect(report.violation!.message).toMatch(/lets a commit through on n2: synchronous_site_count 1 wants 1 other site/);
+  });
+
+  it.each(['quorum', 'on'] as const)('%s mode: the real planners keep it as n3 crashes and comes back, and across a failover', (mode) => {
+    const kinds: ActionKind[] = ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash', 'agentCrash', 'agentRestart'];
+    const report = settledSearch(mode, settledBounds(mode, kinds, 2, 1));
+    expect(report.violation).toBeNull();
+    expect(report.states).toBeGreaterThan(1_000);
   });
 });

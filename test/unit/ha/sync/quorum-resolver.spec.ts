@@ -137,6 +137,16 @@ describe('quorum resolver: where it deliberately differs from the reference', ()
     expect(() => quorumTransitions(unsafe)).toThrow(QuorumError);
   });
 
+  // Found by the model checker's quorum-gap invariant: b and c listed (ANY 1), only c held the last commit, and c
+  // left (its agent stalled, its key expired). Measured, no listed standby holds what was acknowledged; the reference
+  // guesses one does from the quorum and hands /sync to b alone with quorum 0, so b could win without the commit.
+  it('keeps a measured 0 confirmed when a standby that held the last commits leaves: b needs the leader\'s vote', () => {
+    const measured = { ...stateOf(['', 'a', 1, 'bc', 1, 'bc', 0, 'b', 1, 'a', []]), confirmedMeasured: true };
+    expect(quorumTransitions(measured)).toEqual([transitionOf(['ssn', 1, 'b']), transitionOf(['dcs', 'a', 1, 'b'])]);
+    const guessed = stateOf(['', 'a', 1, 'bc', 1, 'bc', 0, 'b', 1, 'a', []]);
+    expect(quorumTransitions(guessed)).toEqual([transitionOf(['ssn', 1, 'b']), transitionOf(['dcs', 'a', 0, 'b'])]);
+  });
+
   it('takes a leader spelled in another case for the same node, as PostgreSQL and /sync matching do', () => {
     const steady = stateOf(['', 'A', 0, 'b', 1, 'B', 1, 'b', 1, 'a', []]);
     expect(quorumTransitions(steady)).toEqual([]);
