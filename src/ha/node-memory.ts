@@ -112,6 +112,8 @@ export class NodeMemory {
 
   /** The effective dynamic configuration in force from now on: recorded (digest, changed keys) when it changed. */
   applyDynamic(dynamic: EffectiveDynamicConfig): void {
+    // The same revision's configuration is the same object (effectiveConfigOfRevision): no digest every cycle.
+    if (dynamic === this.remembered.dynamic) return;
     const digest = configDigest(dynamic);
     if (digest !== this.remembered.dynamicDigest)
       this.remember({
