@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { query } from '../../bench/lib/sql';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
@@ -10,6 +9,7 @@ import { ASYNC_CRASH_WINDOW_MS, LossLedger } from './lib/loss-ledger';
 import { MixedCluster } from './lib/mixed-cluster';
 import { MixedNode } from './lib/mixed-node';
 import { RoleWatch } from './lib/role-watch';
+import { startWatchedWriter } from './lib/watched-writer';
 import { asPatroniReadsIt, figures, inSeconds, record, statorEvents, swapAgent, switchover as patronictlSwitchover } from './migration-steps';
 
 /**
@@ -69,12 +69,7 @@ beforeAll(async () => {
   sysid = (await cluster.key('initialize')) ?? '';
   patroniLeaderKey = (await cluster.jsonKey(`members/${leader.name}`)) ?? {};
   patroniStatus = await waitFor(() => cluster.jsonKey('status'), { timeoutMs: 10_000, description: "the Patroni leader's /status" });
-  await AckedWriter.createTable(leader.pgPort);
-  writer = new AckedWriter(() => cluster.nodes.map((node) => node.pgPort));
-  ledger = new LossLedger(writer, cluster, join(baseDir, 'ledger.log'));
-  watch = new RoleWatch(cluster, (line) => ledger.log(line));
-  watch.start();
-  writer.start();
+  ({ writer, ledger, watch } = await startWatchedWriter(cluster, baseDir, leader.pgPort));
   await sleep(1000);
 });
 

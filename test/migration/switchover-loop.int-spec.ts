@@ -1,5 +1,4 @@
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { AckedWriter } from './lib/acked-writer';
@@ -7,6 +6,7 @@ import { LossLedger } from './lib/loss-ledger';
 import { MixedCluster } from './lib/mixed-cluster';
 import { MixedNode } from './lib/mixed-node';
 import { RoleWatch } from './lib/role-watch';
+import { startWatchedWriter } from './lib/watched-writer';
 import { swapAgent, switchover } from './migration-steps';
 
 /**
@@ -36,12 +36,7 @@ beforeAll(async () => {
   cluster = await MixedCluster.start(baseDir);
   for (const node of cluster.nodes) node.start('patroni');
   const leader = await cluster.waitForHealthy(120_000, 'the Patroni cluster bootstrapped, every replica streaming');
-  await AckedWriter.createTable(leader.pgPort);
-  writer = new AckedWriter(() => cluster.nodes.map((node) => node.pgPort));
-  ledger = new LossLedger(writer, cluster, join(baseDir, 'ledger.log'));
-  watch = new RoleWatch(cluster, (line) => ledger.log(line));
-  watch.start();
-  writer.start();
+  ({ writer, ledger, watch } = await startWatchedWriter(cluster, baseDir, leader.pgPort));
   await sleep(500);
   // Every node on Stator, a Stator leader: where the way back starts.
   for (const node of cluster.replicasOf(leader)) await swapAgent(cluster, node, 'stator');
