@@ -1,8 +1,8 @@
 import { fstatSync, mkdirSync, writeSync } from 'node:fs';
-import { sourceLevels } from './logger-sources';
 import { join } from 'node:path';
 import { compileLogFormat, defaultAsctime, LineRenderer } from './log-format';
 import { DEFAULT_MAX_QUEUE_SIZE, LogQueue } from './log-queue';
+import { sourceLevels } from './logger-sources';
 import { RotatingLogFile } from './rotating-log-file';
 
 const STDOUT_FD = 1;
