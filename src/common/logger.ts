@@ -2,6 +2,7 @@ import { fstatSync, mkdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { compileLogFormat, defaultAsctime, LineRenderer } from './log-format';
 import { DEFAULT_MAX_QUEUE_SIZE, LogQueue } from './log-queue';
+import { sourceLevels } from './logger-sources';
 import { RotatingLogFile } from './rotating-log-file';
 
 const STDOUT_FD = 1;
@@ -43,19 +44,7 @@ export interface LogSettings {
   loggers?: Record<string, 'debug' | 'info' | 'warning' | 'error'>;
 }
 
-/**
- * Patroni's logger names with a Stator component behind them: a `log.loggers` level for one of them (or for an
- * ancestor, as Python's logging resolves it: `patroni.dcs` covers `patroni.dcs.etcd3`) sets that component's level.
- */
-export const COMPONENT_LOGGERS = {
-  /** The HA cycle's verdict line (`no action. ...`). */
-  cycle: 'patroni.__main__',
-  ha: 'patroni.ha',
-  dcs: 'patroni.dcs.etcd3',
-  api: 'patroni.api',
-  postgresql: 'patroni.postgresql.postmaster',
-  callbacks: 'patroni.postgresql.callback_executor',
-} as const;
+export { COMPONENT_LOGGERS } from './logger-sources';
 
 /** The level `levels` gives the logger `name`: its own entry, else its nearest ancestor's, else `fallback`. */
 export function effectiveLevel<L>(name: string, levels: Readonly<Record<string, L>>, fallback: L): L {
@@ -154,7 +143,8 @@ export function createConfiguredLogger(log: LogSettings, fileName: string): Logg
   const render = compileLogFormat(log.format, log.type, log.dateformat, log.static_fields);
   if ('problem' in render) throw new Error(`log.format: ${render.problem}`); // the loader has checked it
   const level = log.level === 'warning' ? 'WARNING' : (log.level.toUpperCase() as LogLevel);
-  const loggerLevels = Object.fromEntries(Object.entries(log.loggers ?? {}).map(([name, value]) => [name, value === 'warning' ? 'WARNING' : (value.toUpperCase() as LogLevel)]));
+  const written = Object.fromEntries(Object.entries(log.loggers ?? {}).map(([name, value]) => [name, value === 'warning' ? 'WARNING' : (value.toUpperCase() as LogLevel)]));
+  const loggerLevels = sourceLevels(written, (value) => ORDER[value]);
   const options: LoggerOptions = { tracebackLevel: log.traceback_level, deduplicateHeartbeats: log.deduplicate_heartbeat_logs, loggerLevels };
   if (!log.dir && isRegularFile(STDOUT_FD)) {
     // Redirected to a file: writes never wait for a reader, so each line is written at once.

@@ -1,4 +1,4 @@
-import { COMPONENT_LOGGERS, LogSettings } from '../common/logger';
+import { LogSettings } from '../common/logger';
 import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './dynamic-config';
 import { Findings, isAbsent, Mapping, readIntegerInRange } from './config-readers';
 
@@ -18,11 +18,6 @@ const LEVEL_RULE = 'must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL';
 
 /** Patroni's own loggers. */
 const PATRONI_LOGGER = /^patroni(\.|$)/;
-
-/** Whether a level for Patroni's logger `name` reaches a Stator component: it is one of COMPONENT_LOGGERS or an ancestor of one. */
-function reachesComponent(name: string): boolean {
-  return Object.values(COMPONENT_LOGGERS).some((component) => component === name || component.startsWith(`${name}.`));
-}
 
 /** Reads LOG_OPTION_KEYS from the `log` section into `log`. */
 export function readLogOptions(findings: Findings, section: Mapping, log: LogSettings): void {
@@ -74,11 +69,9 @@ function readLevelName(findings: Findings, path: string, value: unknown): LogSet
 }
 
 /**
- * `log.loggers`: levels per Python logger. Patroni's own names with a Stator component behind them (COMPONENT_LOGGERS,
- * or an ancestor: `patroni`, `patroni.dcs`, `patroni.postgresql`) set that component's level, as Python resolves it;
- * they are returned. Another `patroni.*` name (`patroni.postgresql.slots`, `patroni.watchdog`...) has no separate
- * source in Stator: accepted (Patroni's acceptance harness writes such entries) with a start warning saying which
- * level applies. Names (`urllib3`, `botocore`...) of the libraries Patroni runs on have nothing under them here.
+ * `log.loggers`: levels per Python logger. Every name of Patroni's (`patroni`, `patroni.ha`, `patroni.postgresql.slots`,
+ * an unknown `patroni.*`) is kept: the logger applies it to the nearest Stator log source (logger-sources.ts). Names
+ * (`urllib3`, `botocore`...) of the libraries Patroni runs on have nothing under them here: checked, then dropped.
  */
 function readLoggers(findings: Findings, value: unknown): Record<string, LogSettings['level']> {
   if (!isMapping(value)) {
@@ -87,14 +80,8 @@ function readLoggers(findings: Findings, value: unknown): Record<string, LogSett
   }
   const levels: Record<string, LogSettings['level']> = {};
   for (const [name, level] of Object.entries(value)) {
-    const path = `log.loggers.${name}`;
-    const parsed = readLevelName(findings, path, level);
-    if (parsed === undefined || !PATRONI_LOGGER.test(name)) continue;
-    if (reachesComponent(name)) levels[name] = parsed;
-    else {
-      const mapped = Object.values(COMPONENT_LOGGERS).join(', ');
-      findings.warnings.push(`${path}: Stator has no separate source for this Patroni logger, so its level changes nothing (the nearest of patroni, ${mapped} applies, else log.level)`);
-    }
+    const parsed = readLevelName(findings, `log.loggers.${name}`, level);
+    if (parsed !== undefined && PATRONI_LOGGER.test(name)) levels[name] = parsed;
   }
   return levels;
 }

@@ -223,7 +223,11 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
       };
     }
     if (remote && pgIsPrimary && !remote.host) {
-      return { verdict: `no action. I am (${local.name}), the leader with the lock; an archive-only standby_cluster cannot demote a running cluster (there is no primary to rewind onto): give it a host`, actions: [{ type: 'leaderDuties' }] };
+      // Reference `demote-cluster` with no host: keep the lock (no member of this cluster races), restart restoring from the archive.
+      if (!config.standby_cluster?.restore_command) {
+        return { verdict: `no action. I am (${local.name}), the leader with the lock; standby_cluster names neither a host nor a restore_command, so there is nothing to follow`, actions: [{ type: 'leaderDuties' }] };
+      }
+      return { verdict: 'converting to a standby cluster: demoting self to restore WAL from the archive (demote-cluster)', actions: [{ type: 'demoteToArchive', remote }] };
     }
     if (remote && pgIsPrimary) {
       // Reference `demote-cluster`: a fast stop, then pg_rewind onto the remote and stream from it, keeping the lock.

@@ -20,6 +20,11 @@ export type HaAction =
   | { type: 'serveDownstreams'; members: string[] }
   /** Stop a primary that must not be one; restart it read-only following `upstream` unless `restart` is false. */
   | { type: 'demote'; mode: 'immediate' | 'fast'; restart: boolean; upstream: UpstreamNode | null }
+  /**
+   * The reference's `demote-cluster` into an archive-only standby cluster: fast stop keeping the lock, archive
+   * the shutdown checkpoint's WAL file, start again restoring from `remote`'s archive as the standby leader.
+   */
+  | { type: 'demoteToArchive'; remote: UpstreamNode }
   /** A replica that cannot follow `upstream`'s timeline: stop, pg_rewind, start again (only if `upstream` answers). */
   | { type: 'rewindReplica'; upstream: UpstreamNode }
   /** Won the initialize race of a standby cluster: clone the remote primary, stream from it, take the lock. */

@@ -3,6 +3,7 @@ import { errorText } from '../common/error-text';
 import { DynamicConfig } from '../dcs/dcs.port';
 import { HaSnapshot, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
+import { demoteToArchive } from './cluster-demotion';
 import { keepSlots } from './slot-keeper';
 import { planSlots } from './slot-plan';
 import { failsafeLeaderView, failsafeView } from './failsafe/failsafe-view';
@@ -91,6 +92,8 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         if (action.upstream) await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
         else await startAsReplica(node, null);
       });
+    case 'demoteToArchive':
+      return runTask('demote', () => demoteToArchive(node, action.remote));
     case 'rewindReplica':
       return runTask('rejoin', async () => {
         // A failed task: the next try waits a backoff (recover.ts), and the log says no pg_rewind ran.

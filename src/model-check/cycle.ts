@@ -172,6 +172,14 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
       n.opAsPrimary = false;
       n.opUpstream = indexOf(action.upstream?.name);
       return;
+    case 'demoteToArchive':
+      // The model has no standby clusters; as a demotion that keeps the lock, restarting with no member upstream.
+      n.role = 'demoted';
+      n.op = 'demote';
+      n.opRestart = true;
+      n.opAsPrimary = false;
+      n.opUpstream = -1;
+      return;
     case 'startPrimary':
       n.op = 'start';
       n.opAsPrimary = true;

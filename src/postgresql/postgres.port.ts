@@ -53,6 +53,8 @@ export interface DataDirInfo {
   timeline?: number;
   /** "Latest checkpoint location" as an integer LSN. */
   checkpointLsn?: number;
+  /** "Latest checkpoint's REDO WAL file": after a clean shutdown, the segment that holds the shutdown checkpoint. */
+  redoWalFile?: string;
   /** standby.signal present. */
   standbySignal: boolean;
 }
@@ -136,6 +138,11 @@ export interface PostgresProcess {
   stop(mode: StopMode, timeoutMs: number, onEscalation?: (step: StopEscalation) => void): Promise<void>;
   /** SIGHUP to the postmaster. */
   reload(): Promise<void>;
+  /**
+   * Runs `archiveCommand` (PostgreSQL's `archive_command`, placeholders replaced as the archiver does) for WAL
+   * file `walFile` of the stopped server, as the OS user, within `timeoutMs`; throws when it fails.
+   */
+  archiveWalFile(archiveCommand: string, walFile: string, timeoutMs: number): Promise<void>;
   /** Promotes a replica; resolves when the server has left recovery. */
   promote(timeoutMs: number): Promise<void>;
   /** Postmaster exits, crashes included, as they happen (not polled). */

@@ -8,6 +8,7 @@ import { Client } from 'pg';
 import { serverAcceptsConnections, toClientConfig } from './local-connection';
 import { BootstrapMethod } from '../config/config.types';
 import { DataDirInfo, FenceJournalEntry, FenceState, FenceWatchdog, LeaderTerm, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
+import { archiveWalFile } from './process/archive-command';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
 import { CustomMethods } from './process/custom-methods';
@@ -143,6 +144,10 @@ export class RealPostgresProcess implements PostgresProcess {
 
   async reload(): Promise<void> {
     return this.postmaster.reload();
+  }
+
+  async archiveWalFile(archiveCommand: string, walFile: string, timeoutMs: number): Promise<void> {
+    await archiveWalFile(this.commands, this.local.dataDir, archiveCommand, walFile, timeoutMs);
   }
 
   async promote(timeoutMs: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
@@ -11,6 +11,8 @@ import { isPrimaryServer, sql } from '../helpers/sql';
  * clusters with their own etcd: `dr` starts as the standby cluster of `main`; promote-cluster makes
  * it writable on its own; demote-cluster makes it main's standby cluster again (rewound onto main).
  * dr's permanent slot with `cluster_type: standby` follows: kept, dropped on promotion, kept again.
+ * Last, main (archiving its WAL) is demoted with `--restore-command` alone into an archive-only standby
+ * cluster, and promoted back.
  */
 jest.setTimeout(120_000);
 
@@ -19,6 +21,8 @@ let main: LocalCluster;
 let dr: LocalCluster;
 let baseDir: string;
 let tmux: string;
+/** Where main archives its WAL (archive_mode on), and restores from once demoted into archive recovery. */
+let walArchive: string;
 
 function statorctl(args: string[]) {
   const result = spawnSync(process.execPath, [STATORCTL, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', TZ: 'UTC' }, timeout: 30_000 });
@@ -45,7 +49,18 @@ const count = async (node: LocalNode, n: number) => (await sql<{ n: string }>(no
 beforeAll(async () => {
   baseDir = tmpDir('stator-cluster-role-');
   chmodSync(baseDir, 0o755); // PostgreSQL's OS user reaches the clusters' directories below it
-  main = await LocalCluster.start({ nodes: 1, baseDir: `${baseDir}/main`, scope: 'main', ttl: 10, loopWait: 2, retryTimeout: 4, dcs: { slots: { dr: { type: 'physical' } } } });
+  walArchive = join(baseDir, 'wal-archive');
+  mkdirSync(walArchive);
+  chmodSync(walArchive, 0o777);
+  main = await LocalCluster.start({
+    nodes: 1,
+    baseDir: `${baseDir}/main`,
+    scope: 'main',
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    dcs: { slots: { dr: { type: 'physical' } }, postgresql: { parameters: { archive_mode: 'on', archive_command: `test ! -f ${walArchive}/%f && cp %p ${walArchive}/%f` } } },
+  });
   const mainLeader = await main.waitForHealthy(60_000);
   await sql(mainLeader, 'CREATE TABLE shipped (n int PRIMARY KEY)');
   await sql(mainLeader, 'INSERT INTO shipped VALUES (1)');
@@ -81,8 +96,8 @@ it('refuses what patronictl refuses, changing nothing', async () => {
   const api = drNode().apiUrl;
   const bare = statorctl(['--api', api, 'demote-cluster', '--force']);
   expect(bare).toMatchObject({ code: 2, stderr: expect.stringContaining('At least --host, --port or --restore-command should be specified') });
-  const archiveOnly = statorctl(['--api', api, 'demote-cluster', '--restore-command', 'cp /archive/%f %p', '--force']);
-  expect(archiveOnly).toMatchObject({ code: 2, stderr: expect.stringContaining('demote-cluster needs --host') });
+  const portAlone = statorctl(['--api', api, 'demote-cluster', '--port', '5432', '--force']);
+  expect(portAlone).toMatchObject({ code: 2, stderr: expect.stringContaining('--port needs --host (the remote primary) or --restore-command') });
   const standbyAgain = statorctl(['--api', api, 'demote-cluster', '--host', '127.0.0.1', '--force']);
   expect(standbyAgain).toMatchObject({ code: 1, stderr: 'Error: Cluster is already in the required state\n' });
   const primaryAgain = statorctl(['--api', main.nodes[0].apiUrl, 'promote-cluster', '--force']);
@@ -135,4 +150,26 @@ it('demote-cluster makes it the standby cluster of main again: rewound, streamin
   expect(await isPrimaryServer(drNode())).toBe(false);
   expect(await drNode().healthCode('/standby-leader')).toBe(200);
   await waitFor(() => hasSlot(drNode(), 'standby_archiver'), { timeoutMs: 15_000, description: 'the standby-only slot created again in the standby cluster' });
+});
+
+it("demote-cluster --restore-command alone turns main into an archive-only standby cluster (its shutdown checkpoint archived); promote-cluster brings it back", async () => {
+  const mainLeader = main.nodes[0];
+  await sql(mainLeader, 'INSERT INTO shipped VALUES (4)');
+  const demoted = statorctl(['--api', mainLeader.apiUrl, 'demote-cluster', '--restore-command', `cp ${walArchive}/%f %p`, '--force']);
+  expect(demoted).toMatchObject({ code: 0, stdout: expect.stringMatching(/cluster is successfully demoted\n[\s\S]*Standby Leader/) });
+  expect(await sql<{ recovery: boolean; conninfo: string }>(mainLeader, "SELECT pg_is_in_recovery() AS recovery, current_setting('primary_conninfo') AS conninfo")).toEqual([{ recovery: true, conninfo: '' }]);
+  expect(await mainLeader.status()).toMatchObject({ role: 'standby_leader', state: 'running', replication_state: 'in archive recovery' });
+  // The WAL file of the shutdown checkpoint, where the restarted server's pg_control says its checkpoint is, reached the archive.
+  const [{ redo }] = await sql<{ redo: string }>(mainLeader, 'SELECT redo_wal_file AS redo FROM pg_control_checkpoint()');
+  expect(existsSync(join(walArchive, redo))).toBe(true);
+  const events = (await (await fetch(`${mainLeader.apiUrl}/events?limit=1000`)).json()) as Array<{ type: string; data: Record<string, unknown> }>;
+  expect(events.filter((event) => event.type.startsWith('cluster.demot') || event.type.startsWith('cluster.shutdown_checkpoint')).map((event) => event.type)).toEqual(
+    expect.arrayContaining(['cluster.demoting', 'cluster.shutdown_checkpoint_archived', 'cluster.demoted']),
+  );
+  expect(await count(mainLeader, 4)).toBe('1');
+
+  const promoted = statorctl(['--api', mainLeader.apiUrl, 'promote-cluster', '--force']);
+  expect(promoted).toMatchObject({ code: 0, stdout: expect.stringContaining('cluster is successfully promoted') });
+  await waitFor(async () => (await mainLeader.healthCode('/primary')) === 200 && (await isPrimaryServer(mainLeader)), { timeoutMs: 30_000, description: 'main writable again' });
+  await sql(mainLeader, 'INSERT INTO shipped VALUES (5)');
 });

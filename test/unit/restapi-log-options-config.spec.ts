@@ -142,12 +142,10 @@ describe('log keys', () => {
     expect(load({ log: { static_fields: { app: 'x' } } }).warnings).toEqual(['log.static_fields has effect only with log.type: json, as in Patroni']);
   });
 
-  it("keeps the levels of Patroni's loggers that have a component here (or an ancestor of one), and says which others change nothing", () => {
-    const { config, warnings } = load({ log: { loggers: { 'patroni.postgresql.callback_executor': 'DEBUG', 'patroni.dcs': 'warning', patroni: 'INFO', 'patroni.postgresql.slots': 'DEBUG', urllib3: 'ERROR' } } });
-    expect(config.log.loggers).toEqual({ 'patroni.postgresql.callback_executor': 'debug', 'patroni.dcs': 'warning', patroni: 'info' });
-    expect(warnings).toEqual([
-      'log.loggers.patroni.postgresql.slots: Stator has no separate source for this Patroni logger, so its level changes nothing (the nearest of patroni, patroni.__main__, patroni.ha, patroni.dcs.etcd3, patroni.api, patroni.postgresql.postmaster, patroni.postgresql.callback_executor applies, else log.level)',
-    ]);
+  it("keeps the level of every Patroni logger (each applies to its nearest Stator source), with no warning; other libraries' names are checked and dropped", () => {
+    const { config, warnings } = load({ log: { loggers: { 'patroni.postgresql.callback_executor': 'DEBUG', 'patroni.dcs': 'warning', patroni: 'INFO', 'patroni.postgresql.slots': 'DEBUG', 'patroni.unknown.module': 'ERROR', urllib3: 'ERROR' } } });
+    expect(config.log.loggers).toEqual({ 'patroni.postgresql.callback_executor': 'debug', 'patroni.dcs': 'warning', patroni: 'info', 'patroni.postgresql.slots': 'debug', 'patroni.unknown.module': 'error' });
+    expect(warnings).toEqual([]);
     expect(problemsOf(() => load({ log: { loggers: { 'patroni.postmaster': 'LOUD', urllib3: 'LOUD' } } }))).toEqual([
       'log.loggers.patroni.postmaster: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got "LOUD"',
       'log.loggers.urllib3: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got "LOUD"',

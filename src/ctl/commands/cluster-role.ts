@@ -14,10 +14,10 @@ const POLL_MS = 1000;
 type Change = 'demote' | 'promote';
 
 /**
- * `demote-cluster --host H [--port P] [--restore-command C] [--primary-slot-name S] [--force]`, as
- * patronictl 4.1: the cluster becomes a standby cluster of the remote (PATCH /config
- * `{standby_cluster: {...}}`); its leader turns standby leader and follows the remote. Unlike
- * patronictl it needs `--host`: an archive-only demotion is refused (see docs/configuration.md).
+ * `demote-cluster [--host H] [--port P] [--restore-command C] [--primary-slot-name S] [--force]`, as
+ * patronictl 4.1: the cluster becomes a standby cluster (PATCH /config `{standby_cluster: {...}}`); its
+ * leader turns standby leader, streaming from the remote primary at `--host`, or, with `--restore-command`
+ * alone, restoring WAL from the archive (the leader's demote-cluster archives its shutdown checkpoint first).
  */
 export async function demoteCluster(ctl: Ctl): Promise<number> {
   const values = ctl.line.values;
@@ -25,12 +25,8 @@ export async function demoteCluster(ctl: Ctl): Promise<number> {
   const restoreCommand = values['restore-command'] || undefined;
   const port = portOf(values.port);
   if (!host && port === undefined && !restoreCommand) throw new UsageError('At least --host, --port or --restore-command should be specified');
-  // Patroni would demote into archive recovery; Stator's leader does not (nothing to rewind onto), so it is said before anything is sent.
-  if (!host) {
-    throw new UsageError(
-      'demote-cluster needs --host: Stator does not turn a running primary into an archive-only standby (there is no primary to rewind onto); give the remote primary\'s --host (and --port), with --restore-command to also restore from its archive',
-    );
-  }
+  // patronictl would send a port alone; the leader would have no remote to follow, so it is said before anything is sent.
+  if (!host && !restoreCommand) throw new UsageError('--port needs --host (the remote primary) or --restore-command (an archive-only standby cluster): a port alone names nothing to follow');
   const standby: Record<string, unknown> = {};
   if (host) standby.host = host;
   if (port !== undefined) standby.port = port;

@@ -37,6 +37,8 @@ export class MemoryPostgresProcess implements PostgresProcess {
   readonly bootstrapCommands: string[] = [];
   /** The custom replica methods `createReplicaWith` ran, oldest first. */
   readonly replicaMethodsRun: string[] = [];
+  /** Each `archiveWalFile` call, in order: the command and the WAL file. */
+  readonly archivedWalFiles: Array<{ command: string; walFile: string }> = [];
   /** What `saveDynamicConfigCache` wrote last. */
   savedDynamicConfig: Record<string, unknown> | null = null;
 
@@ -204,6 +206,12 @@ export class MemoryPostgresProcess implements PostgresProcess {
     // A frozen postmaster ignores the shutdown: the real adapter SIGKILLs it at the deadline.
     if (this.server.postmaster?.frozen) onEscalation?.('sigkill');
     this.server.stopPostmaster(mode);
+  }
+
+  async archiveWalFile(command: string, walFile: string): Promise<void> {
+    this.server.tick();
+    if (this.server.postmaster) throw new Error('archiving the shutdown checkpoint of a running server');
+    this.archivedWalFiles.push({ command, walFile });
   }
 
   async reload(): Promise<void> {

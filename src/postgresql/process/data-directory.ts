@@ -265,6 +265,8 @@ export function parseControlData(text: string): Partial<DataDirInfo> {
   if (Number.isInteger(timeline) && timeline > 0) info.timeline = timeline;
   const location = fields.get('Latest checkpoint location');
   if (location) info.checkpointLsn = parseLsn(location);
+  const redoWalFile = fields.get("Latest checkpoint's REDO WAL file");
+  if (redoWalFile) info.redoWalFile = redoWalFile;
   return info;
 }
 

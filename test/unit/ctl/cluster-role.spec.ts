@@ -48,6 +48,14 @@ describe('statorctl demote-cluster and promote-cluster against a node API', () =
     expect(result.stdout).toMatch(/\n\d{4}-\d\d-\d\d \d\d:\d\d:\d\d cluster is successfully demoted\n[\s\S]*Standby Leader/);
   });
 
+  it('demote-cluster with --restore-command alone (an archive-only standby cluster) sends it without a host, as patronictl', async () => {
+    await start('leader', 'standby_leader');
+    const result = await statorctl(['--api', node.url, 'demote-cluster', '--restore-command', 'cp /archive/%f %p', '--force']);
+    expect(result).toMatchObject({ code: 0, stderr: '', questions: [] });
+    expect(node.received.find((r) => r.method === 'PATCH')?.body).toEqual({ standby_cluster: { restore_command: 'cp /archive/%f %p' } });
+    expect(result.stdout).toMatch(/cluster is successfully demoted\n/);
+  });
+
   it('promote-cluster with --force asks nothing and sends standby_cluster: null', async () => {
     await start('standby_leader', 'leader');
     const result = await statorctl(['--api', node.url, 'promote-cluster', '--force']);
@@ -79,7 +87,7 @@ describe('statorctl demote-cluster and promote-cluster against a node API', () =
       [['demote-cluster'], /At least --host, --port or --restore-command should be specified/],
       [['demote-cluster', '--host', 'h', '--port', '70000'], /--port: an integer from 1 to 65535, got '70000'/],
       [['demote-cluster', '--host', 'h', '--primary-slot-name', 'Bad-Slot'], /standby_cluster.primary_slot_name: a slot name is/],
-      [['demote-cluster', '--restore-command', 'cp /a/%f %p'], /demote-cluster needs --host: Stator does not turn a running primary into an archive-only standby/],
+      [['demote-cluster', '--port', '5433'], /--port needs --host \(the remote primary\) or --restore-command/],
       [['promote-cluster', '--host', 'h'], /promote-cluster does not take --host/],
     ];
     for (const [args, message] of cases) {
