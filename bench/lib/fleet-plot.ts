@@ -84,6 +84,7 @@ function panelSvg(panel: Panel, x0: number, y0: number, sizes: number[]): string
   out.push(`<text x="${x0 + MARGIN.left + w / 2}" y="${y0 + PANEL_H - 8}" class="axis" text-anchor="middle">clusters of 3 nodes (N)</text>`);
   out.push(`<text transform="translate(${x0 + 16} ${y0 + MARGIN.top + h / 2}) rotate(-90)" class="axis" text-anchor="middle">${escape(panel.unit)}</text>`);
   out.push(`<rect x="${x0 + MARGIN.left}" y="${y0 + MARGIN.top}" width="${w}" height="${h}" class="frame"/>`);
+  const labels: { n: number; x: number; y: number; text: string; color: string; end: boolean }[] = [];
   for (const series of panel.series) {
     const points = series.points.filter((p) => Number.isFinite(p.y));
     if (points.length === 0) continue;
@@ -91,12 +92,18 @@ function panelSvg(panel: Panel, x0: number, y0: number, sizes: number[]): string
     out.push(`<polyline points="${points.map((p) => `${px(p.n).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}" fill="none" stroke="${series.color}" stroke-width="2"${dash}/>`);
     for (const p of points) {
       out.push(`<circle cx="${px(p.n).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3.5" fill="${series.dashed ? 'white' : series.color}" stroke="${series.color}" stroke-width="1.5"/>`);
-      // The value beside each point: a line near zero beside one in the tens is still read.
       const last = p.n === nMax && nMax !== nMin;
-      out.push(
-        `<text x="${(px(p.n) + (last ? -6 : 6)).toFixed(1)}" y="${(py(p.y) - 6).toFixed(1)}" class="value" fill="${series.color}"${last ? ' text-anchor="end"' : ''}>${pointLabel(p.y)}</text>`,
-      );
+      labels.push({ n: p.n, x: px(p.n) + (last ? -6 : 6), y: py(p.y) - 6, text: pointLabel(p.y), color: series.color, end: last });
     }
+  }
+  // The value beside each point (a line near zero beside one in the tens is still read), labels of one N at least
+  // 12 px apart so that two lines meeting do not print one value over the other.
+  for (const n of sizes) {
+    const column = labels.filter((label) => label.n === n).sort((a, b) => a.y - b.y);
+    for (let i = 1; i < column.length; i++) column[i].y = Math.max(column[i].y, column[i - 1].y + 12);
+  }
+  for (const label of labels) {
+    out.push(`<text x="${label.x.toFixed(1)}" y="${label.y.toFixed(1)}" class="value" fill="${label.color}"${label.end ? ' text-anchor="end"' : ''}>${label.text}</text>`);
   }
   return out.join('\n');
 }
