@@ -4,7 +4,7 @@ import { fmt, table } from './lib/report';
 import { renderFleetScenarios } from './lib/fleet-scenarios-render';
 import { renderExtrapolation } from './lib/fleet-extrapolation';
 
-/** The fleet bench's markdown report: three tables (etcd's requests, etcd's resources, the agents and the failover). */
+/** The fleet bench's markdown report: etcd's requests and resources, the agents and the failover, the other faults, the plot, 500 clusters. */
 export function renderFleetReport(results: FleetResults): string {
   const o = results.options;
   const t = o.timing.values;

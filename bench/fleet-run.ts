@@ -44,7 +44,7 @@ export interface FleetRun {
   otherLeadersMoved: number;
   /** The agent alone killed, the switchover storm, the etcd leader killed (absent in older results). */
   scenarios?: FleetScenarioResults;
-  /** From the etcd cluster's start until the fleet and its etcd were stopped, s (absent in older results). */
+  /** From the etcd cluster's start until the last scenario ended, s; the stop is a few more (absent in older results). */
   totalSeconds?: number;
   loadBefore: string;
 }
@@ -123,7 +123,7 @@ async function main(): Promise<void> {
   process.exitCode = results.errors.length ? 1 : 0;
 }
 
-/** One fleet of one product on a fresh 3-member etcd: start, settle, the measured window, one failover, stop. */
+/** One fleet of one product on a fresh 3-member etcd: start, settle, the measured window, the failover, the other faults, stop. */
 async function measureFleet(kind: Kind, count: number, baseDir: string, options: FleetOptions): Promise<FleetRun> {
   log(`${kind}: ${count} clusters of 3 nodes on a fresh 3-member etcd`);
   const started = now();
@@ -182,7 +182,6 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       ...(failoverError && { failoverError }),
       otherLeadersMoved: othersBefore.filter((name, i) => othersAfter[i] !== name).length,
       scenarios,
-      // The stop below is a few seconds more; counted in the estimate's margin.
       totalSeconds: (now() - started) / 1000,
       loadBefore,
     };

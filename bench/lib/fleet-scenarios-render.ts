@@ -13,10 +13,11 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
     '`kill -9` of the leader\'s agent on fleet-2 (fleet-1 when alone), its postmaster left running: Stator\'s fence stops ' +
       'it; Patroni\'s primary runs on, writable, until it is stopped. New primary: until another node answers 200 on ' +
       '`/primary`; two writers: how long after the new primary came up the old one still acknowledged a write (a client ' +
-      'writing to it alone, stopped 2 s after the new primary took writes, so Patroni\'s figure is a lower bound).',
+      'writing to it alone, stopped 2 s after the new primary took writes, so Patroni\'s figure is a lower bound); lost: ' +
+      'writes either client saw acknowledged that the primary does not hold once the cluster is healthy again.',
     '',
     table(
-      ['clusters', 'product', 'agents', 'new primary ms', 'write gap ms', 'two writers ms', 'old primary\'s last write ms', 'rejoin ms', 'other leaders moved'],
+      ['clusters', 'product', 'agents', 'new primary ms', 'write gap ms', 'two writers ms', 'old primary\'s last write ms', 'lost writes', 'rejoin ms', 'other leaders moved'],
       withScenarios.map((run) => {
         const f = run.scenarios!.agentFailover;
         return [
@@ -25,6 +26,7 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
           f ? fmt(f.writes.gapMs) : '—',
           f ? fmt(f.twoWritersMs) : '—',
           f ? `+${fmt(f.oldLastAckMs)}` : '—',
+          f?.lostWrites !== undefined ? fmt(f.lostWrites) : '—',
           f ? fmt(f.rejoinMs) : '—',
           String(run.scenarios!.agentFailoverOtherLeadersMoved),
         ];
