@@ -84,7 +84,7 @@ async function switchOne(cluster: BenchCluster, leader: BenchNode, candidate: Be
   const answer = await httpPost(`${leader.apiUrl}/switchover`, { leader: leader.name, candidate: candidate.name }, POST_TIMEOUT_MS);
   let failure: string | undefined = answer.status === 200 ? undefined : `POST /switchover answered ${answer.status || 'nothing'}: ${answer.text.slice(0, 120)}`;
   // Whatever the answer, the cluster must be healthy again before the next scenario: under the candidate, or any leader.
-  let newLeader: BenchNode | null = null;
+  let newLeader: BenchNode | null;
   try {
     newLeader = (await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, failure ? undefined : candidate)).leader;
   } catch {
