@@ -1,8 +1,10 @@
 import type { FleetResults, FleetRun } from './fleet-run';
 import { REQUEST_KINDS } from './lib/etcd-metrics';
 import { fmt, table } from './lib/report';
+import { renderFleetScenarios } from './lib/fleet-scenarios-render';
+import { renderExtrapolation } from './lib/fleet-extrapolation';
 
-/** The fleet bench's markdown report: three tables (etcd's requests, etcd's resources, the agents and the failover). */
+/** The fleet bench's markdown report: etcd's requests and resources, the agents and the failover, the other faults, the plot, 500 clusters. */
 export function renderFleetReport(results: FleetResults): string {
   const o = results.options;
   const t = o.timing.values;
@@ -94,6 +96,8 @@ export function renderFleetReport(results: FleetResults): string {
       ]),
     ),
   ];
+  const plot = results.plot && ('file' in results.plot ? `![etcd requests/s, etcd CPU, db growth and failover time per N and product](${results.plot.file})` : `No plot: ${results.plot.error}`);
+  lines.push('', ...renderFleetScenarios(runs), '', ...(plot ? ['## Plot', '', plot, ''] : []), ...renderExtrapolation(runs));
   if (results.errors.length) lines.push('', '## Errors', '', ...results.errors.map((error) => `- ${error.split('\n')[0]}`));
   return lines.join('\n') + '\n';
 }

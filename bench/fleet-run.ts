@@ -16,6 +16,9 @@ import { loadAverage, log, now, sleep } from './lib/util';
 import { createWriteTable } from './lib/write-probe';
 import { failover, FailoverRun } from './scenarios/failover';
 import { renderFleetReport } from './fleet-render';
+import { FleetScenarioResults, runFleetScenarios } from './lib/fleet-scenarios';
+import { estimateFleetRun } from './lib/fleet-estimate';
+import { writeFleetPlot } from './lib/fleet-plot';
 
 /**
  * `npm run fleet-bench`: N clusters of 3 nodes against one 3-member etcd cluster, for each N, Stator's fleet and then
@@ -39,6 +42,10 @@ export interface FleetRun {
   failoverError?: string;
   /** Clusters other than fleet-1 whose leader was not the same after its failover. */
   otherLeadersMoved: number;
+  /** The agent alone killed, the switchover storm, the etcd leader killed (absent in older results). */
+  scenarios?: FleetScenarioResults;
+  /** From the etcd cluster's start until the last scenario ended, s; the stop is a few more (absent in older results). */
+  totalSeconds?: number;
   loadBefore: string;
 }
 
@@ -49,6 +56,8 @@ export interface FleetResults {
   options: FleetOptions;
   environment: Record<string, string>;
   runs: FleetRun[];
+  /** The plot's file name beside the report, or why there is none (absent in older results). */
+  plot?: { file: string } | { error: string };
   errors: string[];
 }
 
@@ -78,6 +87,7 @@ async function main(): Promise<void> {
   const baseDir = mkdtempSync(join(tmpdir(), 'stator-fleet-bench-'));
   chmodSync(baseDir, 0o755); // PostgreSQL runs as the postgres OS user and must reach its directories
   log(`node directories under ${baseDir}; fleets of ${options.counts.join(', ')} clusters, ${options.windowSeconds} s windows`);
+  log(estimateFleetRun(options).text);
   try {
     for (const [index, count] of options.counts.entries()) {
       // Alternating which product goes first spreads the machine's drift over both.
@@ -87,6 +97,8 @@ async function main(): Promise<void> {
           const run = await measureFleet(kind, count, join(baseDir, `${kind}-${count}`), options);
           results.runs.push(run);
           if (run.failoverError) results.errors.push(`${kind}, ${count} clusters: ${run.failoverError}`);
+          const s = run.scenarios;
+          for (const error of [s?.agentFailoverError, s?.stormError, s?.etcdLeaderKillError]) if (error) results.errors.push(`${kind}, ${count} clusters: ${error}`);
         } catch (error) {
           results.errors.push(`${kind}, ${count} clusters: ${(error as Error).stack ?? error}`);
           log(`${kind}, ${count} clusters failed: ${(error as Error).message}`);
@@ -97,10 +109,11 @@ async function main(): Promise<void> {
     await cleanupAll();
   }
   results.durationS = (now() - started) / 1000;
-  const report = renderFleetReport(results);
   const dir = join(REPO_ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const name = `fleet-${results.date}${isDefaultRun(options) ? '' : `-n${options.counts.join('-')}-w${options.windowSeconds}`}`;
+  results.plot = await writeFleetPlot(results, join(dir, `${name}.png`));
+  const report = renderFleetReport(results);
   writeFileSync(join(dir, `${name}.md`), report);
   writeFileSync(join(dir, `${name}.json`), JSON.stringify(results, null, 1) + '\n');
   process.stdout.write(`\n${report}\n`);
@@ -110,9 +123,10 @@ async function main(): Promise<void> {
   process.exitCode = results.errors.length ? 1 : 0;
 }
 
-/** One fleet of one product on a fresh 3-member etcd: start, settle, the measured window, one failover, stop. */
+/** One fleet of one product on a fresh 3-member etcd: start, settle, the measured window, the failover, the other faults, stop. */
 async function measureFleet(kind: Kind, count: number, baseDir: string, options: FleetOptions): Promise<FleetRun> {
   log(`${kind}: ${count} clusters of 3 nodes on a fresh 3-member etcd`);
+  const started = now();
   const etcd = await startEtcdCluster({ members: 3, productionTimeouts: true });
   const etcdStoppable = { label: `etcd of the ${kind} fleet`, stop: () => etcd.stop(), pids: () => etcd.members.map((m) => m.pid) };
   track(etcdStoppable);
@@ -154,6 +168,7 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       log(`${kind}, ${count} clusters: ${failoverError}`);
     }
     const othersAfter = await leaderNames(fleet, 1);
+    const scenarios = await runFleetScenarios(fleet, etcd);
     return {
       kind,
       clusters: count,
@@ -166,6 +181,8 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       failover: failoverRun,
       ...(failoverError && { failoverError }),
       otherLeadersMoved: othersBefore.filter((name, i) => othersAfter[i] !== name).length,
+      scenarios,
+      totalSeconds: (now() - started) / 1000,
       loadBefore,
     };
   } finally {

@@ -24,6 +24,8 @@ export interface GapReport {
  */
 export class WriteProbe {
   readonly acks: number[] = [];
+  /** The row id of each acknowledged insert (same index as `acks`): what the final primary must still hold. */
+  readonly ackedIds: number[] = [];
   private readonly failures: { at: number; error: string }[] = [];
   private client: Client | null = null;
   private stopped = false;
@@ -98,8 +100,9 @@ export class WriteProbe {
           this.client = client;
           this.preferred = index;
         }
-        await this.client.query('INSERT INTO bench_writes DEFAULT VALUES');
+        const inserted = await this.client.query('INSERT INTO bench_writes DEFAULT VALUES RETURNING id');
         this.acks.push(now());
+        this.ackedIds.push(Number((inserted.rows[0] as { id: string }).id));
       } catch (error) {
         this.failures.push({ at: now(), error: (error as Error).message || String(error) });
         const broken = this.client;
@@ -134,4 +137,18 @@ export async function connectReadWrite(ports: number[], preferred: number): Prom
 
 export async function createWriteTable(port: number): Promise<void> {
   await query(port, 'CREATE TABLE IF NOT EXISTS bench_writes (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())', 5000);
+}
+
+/** The acknowledged ids `port`'s PostgreSQL does not hold: acknowledged writes lost (read on the final primary). */
+export async function missingIds(port: number, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const client = pgClient(port, 5000);
+  try {
+    await client.connect();
+    const found = (await client.query('SELECT id FROM bench_writes WHERE id = ANY($1::bigint[])', [ids])).rows as { id: string }[];
+    const held = new Set(found.map((row) => Number(row.id)));
+    return ids.filter((id) => !held.has(id));
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

@@ -4,7 +4,7 @@ import { killPid } from '../lib/cleanup';
 import { LeaseAnalysis, LeaseWatcher, readLeaderKey, readStatorEvents } from '../lib/etcd-observer';
 import { waitHealthy } from '../lib/health';
 import { httpCode } from '../lib/http';
-import { GapReport, WriteProbe } from '../lib/write-probe';
+import { GapReport, missingIds, WriteProbe } from '../lib/write-probe';
 import { loadAverage, log, now, pollUntil, sleep } from '../lib/util';
 
 /** What happens to the leader: its agent and postmaster killed, its agent alone killed, or its agent frozen (SIGSTOP). */
@@ -47,6 +47,11 @@ export interface FailoverRun {
    * with two writable primaries; 0 when none.
    */
   twoWritersMs: number;
+  /**
+   * Writes either client saw acknowledged that the cluster's primary does not hold once it is healthy again (the old
+   * leader's rewound away, typically); NaN when it could not be read. Absent in older results.
+   */
+  lostWrites?: number;
   /** The old leader's last acknowledged write, relative to the fault. */
   oldLastAckMs: number;
   loadBefore: string;
@@ -120,6 +125,8 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
       killed = false;
     }
     const healthy = await waitHealthy(cluster, 180_000, winner.node);
+    const acknowledged = [...probe.ackedIds, ...oldLeaderProbe.ackedIds];
+    const lostWrites = await missingIds(healthy.leader.pgPort, acknowledged).then((ids) => ids.length, () => NaN);
 
     const rel = (t: number) => t - t0;
     const run: FailoverRun = {
@@ -140,6 +147,7 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
       primaryAfterExpiryMs: winner.at - lease.expiry,
       rejoinMs: healthy.at - restarted,
       twoWritersMs: Math.max(0, oldLastAck - newPrimaryUp),
+      lostWrites,
       oldLastAckMs: oldLastAck - t0,
       loadBefore,
     };
@@ -148,7 +156,7 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
         `write gap ${writes.gapMs.toFixed(0)} ms; lease expired at +${run.lease.expiryMs.toFixed(0)}±${run.lease.expiryUncertaintyMs.toFixed(0)} ms, ` +
         `key gone +${run.lease.keyGoneHighMs.toFixed(0)} ms, lock taken +${run.acquiredMs.toFixed(0)} ms (${record.source}): ` +
         `${run.acquiredAfterExpiryMs.toFixed(0)} ms after expiry; old leader's last write +${run.oldLastAckMs.toFixed(0)} ms ` +
-        `(two writers ${run.twoWritersMs.toFixed(0)} ms); rejoined ${run.rejoinMs.toFixed(0)} ms`,
+        `(two writers ${run.twoWritersMs.toFixed(0)} ms); ${lostWrites} acknowledged writes lost; rejoined ${run.rejoinMs.toFixed(0)} ms`,
     );
     return run;
   } finally {

@@ -27,6 +27,8 @@ export interface EtcdMember {
   readonly pid: number;
   /** SIGKILL; resolves once the process has exited. */
   kill(): Promise<void>;
+  /** Starts the member again on its data directory and ports (after kill()); resolves once it serves reads. */
+  restart(): Promise<void>;
 }
 
 export interface EtcdCluster {
@@ -58,10 +60,11 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   const initialCluster = ports.map((p) => `${p.name}=http://127.0.0.1:${p.peer}`).join(',');
   const timeouts = options.productionTimeouts ? [] : ['--heartbeat-interval=50', '--election-timeout=500'];
   const children: ChildProcess[] = [];
-  const members: EtcdMember[] = ports.map((p, i) => {
+  const spawnMember = (p: (typeof ports)[number], i: number): ChildProcess => {
     const memberDir = join(dir, p.name);
     mkdirSync(memberDir, { recursive: true });
     const log = openSync(join(memberDir, 'etcd.log'), 'a');
+    // On a restart etcd finds its data directory and ignores the --initial-* flags.
     const child = spawn(
       ETCD_BINARY,
       [
@@ -84,20 +87,39 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
     running.add(child);
     children[i] = child;
     child.once('exit', () => running.delete(child));
-    return {
+    return child;
+  };
+  const servingReads = (m: EtcdMember, i: number) =>
+    Promise.race([
+      waitFor(readinessProbe(m.endpoint, undefined).probe, { timeoutMs: 20_000, description: `etcd member ${m.name} serving reads on ${m.endpoint}` }),
+      new Promise<never>((_resolve, reject) =>
+        children[i].once('exit', (code, signal) => reject(new Error(`etcd member ${m.name} exited (${code ?? signal}) during start; see ${join(dir, m.name, 'etcd.log')}`))),
+      ),
+    ]);
+  const members: EtcdMember[] = ports.map((p, i) => {
+    spawnMember(p, i);
+    const member: EtcdMember = {
       name: p.name,
       endpoint: `127.0.0.1:${p.client}`,
       clientPort: p.client,
       get pid() {
-        return child.pid!;
+        return children[i].pid!;
       },
       async kill() {
+        const child = children[i];
         if (child.exitCode !== null || child.signalCode !== null) return;
         const exited = new Promise((resolve) => child.once('exit', resolve));
         process.kill(child.pid!, 'SIGKILL');
         await exited;
       },
+      async restart() {
+        const child = children[i];
+        if (child.exitCode === null && child.signalCode === null) throw new Error(`etcd member ${p.name} is running: kill it before restarting it`);
+        spawnMember(p, i);
+        await servingReads(member, i);
+      },
     };
+    return member;
   });
   const stop = async () => {
     await Promise.all(members.map((m) => m.kill()));
@@ -105,16 +127,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   };
   try {
     // A member serves linearizable reads only once a quorum has elected a leader: all are started before any is awaited.
-    await Promise.all(
-      members.map((m, i) =>
-        Promise.race([
-          waitFor(readinessProbe(m.endpoint, undefined).probe, { timeoutMs: 20_000, description: `etcd member ${m.name} serving reads on ${m.endpoint}` }),
-          new Promise<never>((_resolve, reject) =>
-            children[i].once('exit', (code, signal) => reject(new Error(`etcd member ${m.name} exited (${code ?? signal}) during start; see ${join(dir, m.name, 'etcd.log')}`))),
-          ),
-        ]),
-      ),
-    );
+    await Promise.all(members.map((m, i) => servingReads(m, i)));
   } catch (error) {
     await stop();
     throw error;

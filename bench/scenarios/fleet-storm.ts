@@ -1,0 +1,109 @@
+import { BenchCluster, BenchNode } from '../lib/cluster';
+import { waitHealthy } from '../lib/health';
+import { httpPost } from '../lib/http';
+import { createWriteTable, missingIds, WriteProbe } from '../lib/write-probe';
+import { log, now, sleep, spread, Spread } from '../lib/util';
+
+/** One cluster's part of the storm. */
+export interface StormClusterRun {
+  scope: string;
+  from: string;
+  to: string;
+  postStatus: number;
+  /** The POST's answer, shortened (the reason when it failed). */
+  postBody: string;
+  /** Longest interval without an acknowledged write from the POSTs on, ms. */
+  gapMs: number;
+  /** Acknowledged writes the new primary does not hold. */
+  lostWrites: number;
+  /** Why the switchover counts as failed: not answered 200, or the candidate not the healthy leader in time. */
+  failure?: string;
+}
+
+/** Every cluster of the fleet switched over at once (`POST /switchover` on each leader, in parallel). */
+export interface SwitchoverStorm {
+  clusters: number;
+  failed: number;
+  /** Write gaps of the clusters whose switchover succeeded. */
+  gapMs: Spread;
+  slowest: { scope: string; gapMs: number } | null;
+  lostWrites: number;
+  /** From the POSTs until every cluster was healthy again (the failed ones under any leader), ms. */
+  allHealthyMs: number;
+  runs: StormClusterRun[];
+}
+
+const POST_TIMEOUT_MS = 60_000;
+const HEALTHY_TIMEOUT_MS = 120_000;
+
+/**
+ * The storm: each cluster's leader is asked to hand over to its first replica, every cluster at the same moment,
+ * while a client writes to each cluster (libpq's read-write host selection over its three nodes). A cluster's
+ * switchover failed when the POST did not answer 200 or the candidate was not the healthy leader within 2 minutes.
+ */
+export async function switchoverStorm(clusters: BenchCluster[]): Promise<SwitchoverStorm> {
+  const plans = await Promise.all(
+    clusters.map(async (cluster) => {
+      const { leader } = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS);
+      await createWriteTable(leader.pgPort);
+      const candidate = cluster.nodes.find((node) => node !== leader)!;
+      return { cluster, leader, candidate, probe: new WriteProbe(cluster.nodes.map((node) => node.pgPort)) };
+    }),
+  );
+  for (const plan of plans) plan.probe.start(POST_TIMEOUT_MS + HEALTHY_TIMEOUT_MS + 30_000);
+  try {
+    const ready = await Promise.all(plans.map((plan) => plan.probe.waitForAckAfter(now(), 10_000)));
+    const mute = plans.filter((_plan, i) => ready[i] === null).map((plan) => plan.cluster.scope);
+    if (mute.length) throw new Error(`the write client cannot write to ${mute.join(', ')}`);
+    const t0 = now();
+    const runs = await Promise.all(plans.map((plan) => switchOne(plan.cluster, plan.leader, plan.candidate, plan.probe, t0)));
+    const allHealthyMs = now() - t0;
+    const succeeded = runs.filter((run) => !run.failure);
+    const slowest = succeeded.reduce<StormClusterRun | null>((worst, run) => (!worst || run.gapMs > worst.gapMs ? run : worst), null);
+    const storm: SwitchoverStorm = {
+      clusters: clusters.length,
+      failed: runs.length - succeeded.length,
+      gapMs: spread(succeeded.map((run) => run.gapMs)),
+      slowest: slowest && { scope: slowest.scope, gapMs: slowest.gapMs },
+      lostWrites: runs.reduce((total, run) => total + run.lostWrites, 0),
+      allHealthyMs,
+      runs,
+    };
+    log(
+      `${clusters[0]?.kind} switchover storm of ${clusters.length} clusters: ${storm.failed} failed; write gap median ${storm.gapMs.median.toFixed(0)} ms, ` +
+        `max ${storm.gapMs.max.toFixed(0)} ms (${storm.slowest?.scope ?? '—'}); ${storm.lostWrites} acknowledged writes lost; all healthy after ${allHealthyMs.toFixed(0)} ms`,
+    );
+    for (const run of runs.filter((r) => r.failure)) log(`  ${run.scope}: switchover failed: ${run.failure}`);
+    return storm;
+  } finally {
+    await Promise.all(plans.map((plan) => plan.probe.stop()));
+  }
+}
+
+async function switchOne(cluster: BenchCluster, leader: BenchNode, candidate: BenchNode, probe: WriteProbe, t0: number): Promise<StormClusterRun> {
+  const answer = await httpPost(`${leader.apiUrl}/switchover`, { leader: leader.name, candidate: candidate.name }, POST_TIMEOUT_MS);
+  let failure: string | undefined = answer.status === 200 ? undefined : `POST /switchover answered ${answer.status || 'nothing'}: ${answer.text.slice(0, 120)}`;
+  // Whatever the answer, the cluster must be healthy again before the next scenario: under the candidate, or any leader.
+  let newLeader: BenchNode | null;
+  try {
+    newLeader = (await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, failure ? undefined : candidate)).leader;
+  } catch {
+    failure ??= `${candidate.name} not the healthy leader within ${HEALTHY_TIMEOUT_MS / 1000} s`;
+    newLeader = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS).then((h) => h.leader, () => null);
+  }
+  const settled = now();
+  await probe.waitForAckAfter(settled, 5000);
+  await sleep(200);
+  const writes = probe.gapAround(t0);
+  const lost = newLeader ? await missingIds(newLeader.pgPort, [...probe.ackedIds]).then((ids) => ids.length, () => NaN) : NaN;
+  return {
+    scope: cluster.scope,
+    from: leader.name,
+    to: candidate.name,
+    postStatus: answer.status,
+    postBody: answer.text.slice(0, 120),
+    gapMs: writes.gapMs,
+    lostWrites: lost,
+    ...(failure && { failure }),
+  };
+}
