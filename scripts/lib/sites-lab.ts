@@ -29,17 +29,15 @@ export class SitesLab {
     private readonly nodeNetwork: NodeNetwork,
   ) {}
 
-  /** The lab, its etcd cluster (serving), and latency between sites in force. */
-  static async create(dir: string, sites: Site[], latencyMs: number): Promise<SitesLab> {
+  /** The lab and its etcd cluster (serving); latency between sites starts with `delayBetweenSites`. */
+  static async create(dir: string, sites: Site[]): Promise<SitesLab> {
     const lab = NetnsLab.create(dir);
     try {
       const members = sites.flatMap((site) => site.etcd).length;
       const etcd = await lab.startEtcd(members);
       // The nodes' namespaces, before the delayers that run in them.
       const network = { ...lab.network(etcd, sites.flatMap((site) => site.nodes).length), etcdHosts: lab.etcdHosts(members) };
-      const sitesLab = new SitesLab(lab, sites, etcd, network);
-      if (latencyMs > 0) await sitesLab.delayBetweenSites(latencyMs);
-      return sitesLab;
+      return new SitesLab(lab, sites, etcd, network);
     } catch (error) {
       lab.destroy();
       throw error;
@@ -87,8 +85,12 @@ export class SitesLab {
     this.lab.destroy();
   }
 
-  /** Each namespace delays what it sends to another site: a packet waits once, on its sender's side. */
-  private async delayBetweenSites(ms: number): Promise<void> {
+  /**
+   * Each namespace delays what it sends to another site: a packet waits once, on its sender's side. Start it once the
+   * replicas are cloned: the delayer loses track of packets in a pg_basebackup's bursts (the kernel drops its
+   * notifications when it falls behind, and those packets stay held), which stalls the clone.
+   */
+  async delayBetweenSites(ms: number): Promise<void> {
     for (const site of this.sites) {
       const outside = this.addressesOutside(site.name).join(',');
       for (const namespace of this.namespacesOf(site.name)) {
