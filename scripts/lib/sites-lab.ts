@@ -86,9 +86,9 @@ export class SitesLab {
   }
 
   /**
-   * Each namespace delays what it sends to another site: a packet waits once, on its sender's side. Start it once the
-   * replicas are cloned: the delayer loses track of packets in a pg_basebackup's bursts (the kernel drops its
-   * notifications when it falls behind, and those packets stay held), which stalls the clone.
+   * Each namespace delays what it sends to another site: a packet waits once, on its sender's side. The delayer cannot
+   * carry a bulk copy (a pg_basebackup, or pg_rewind copying ~100 MB, stalled for minutes behind it): start it once the
+   * replicas are cloned, and end it before a heal that needs a rewind across the sites.
    */
   async delayBetweenSites(ms: number): Promise<void> {
     for (const site of this.sites) {
@@ -102,6 +102,16 @@ export class SitesLab {
         });
       }
     }
+  }
+
+  /** Ends `delayBetweenSites`: new packets pass at once, held ones are let through (SIGTERM). */
+  stopDelaying(): void {
+    for (const site of this.sites) {
+      for (const namespace of this.namespacesOf(site.name)) {
+        execFileSync('ip', ['netns', 'exec', namespace, 'iptables', '-t', 'mangle', '-F'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      }
+    }
+    for (const delayer of this.delayers.splice(0)) delayer.kill('SIGTERM');
   }
 
   private namespacesOf(name: string): string[] {

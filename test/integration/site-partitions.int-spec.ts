@@ -14,7 +14,8 @@ import { waitFor } from '../helpers/wait-for';
 /**
  * A cut-off site (issue 36, part 3), in the network-namespace bed of the partition scenarios: two data centres, dc1
  * with node1, node2 and etcd members e1 and e2 (the etcd majority), dc2 with node3 and e3; 20 ms one way between
- * them (nfqueue delay: this kernel has no sch_netem), from once the replicas are cloned. synchronous_mode with synchronous_site_count 1 and
+ * them (nfqueue delay: this kernel has no sch_netem), from once the replicas are cloned until the last heal,
+ * whose pg_rewind across the sites is more than the delayer carries. synchronous_mode with synchronous_site_count 1 and
  * synchronous_node_count 2: each commit waits for the standby across the sites and for the one beside the leader,
  * so a failover inside the site does not give up a commit either. Two clients write all along as libpq with
  * target_session_attrs=read-write does; every acknowledged write must survive and no two nodes may acknowledge
@@ -229,6 +230,8 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
       expect(promoted - cutAt).toBeLessThan((TTL + LOOP_WAIT) * 1000 + 2000);
       expect(afterCut.filter((ack) => ack.at >= firstNew)).toEqual([]);
     } finally {
+      // node3 rewinds from the new leader across the sites: more than the delayer can carry (see delayBetweenSites).
+      sites.stopDelaying();
       sites.reconnect('dc2');
     }
     const healedAt = now();
