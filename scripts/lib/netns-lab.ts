@@ -8,6 +8,23 @@ import { waitFor } from './wait-for';
 /** The latency helper, beside this file in the source tree (also when this file runs from `dist/`). */
 const DELAYER = [join(__dirname, 'nfqueue-delay.py'), join(__dirname, '../../../scripts/lib/nfqueue-delay.py')].find(existsSync)!;
 const DELAYER_QUEUE = 7;
+/** The iptables target that hands a packet to the delayer (--queue-bypass: should it die, packets pass instead of being dropped). */
+export const QUEUE_TO_DELAYER = ['-j', 'NFQUEUE', '--queue-num', String(DELAYER_QUEUE), '--queue-bypass'];
+
+/** Starts `nfqueue-delay.py` in `namespace`, holding each packet queued to it for `ms` milliseconds. */
+export function startDelayer(namespace: string, ms: number): ChildProcess {
+  return spawn('ip', ['netns', 'exec', namespace, '/usr/bin/python3', DELAYER, String(DELAYER_QUEUE), String(ms)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+}
+
+/** Resolves once the delayer is bound to its queue. */
+export function delayerReady(delayer: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    delayer.stdout!.once('data', () => resolve());
+    delayer.once('exit', (code) => reject(new Error(`nfqueue-delay.py ended (${code}) before it was ready`)));
+  });
+}
 
 /**
  * Hosts of their own on one machine: a network namespace per etcd member and per node, all on one
@@ -101,6 +118,11 @@ export class NetnsLab {
     return `10.213.${10 + node}.2`;
   }
 
+  /** The namespace of etcd member `e<i>` or node `n<i>` (from 1). */
+  namespaceOf(tag: string): string {
+    return `${this.id}-${tag}`;
+  }
+
   /** A namespace on the cluster bridge at `address`, its bridge-side interface named `<id><tag>`. */
   private host(tag: string, address: string): string {
     const namespace = `${this.id}-${tag}`;
@@ -161,18 +183,11 @@ export class NetnsLab {
    */
   async delayOnNode(index: number, ms: number): Promise<void> {
     const namespace = `${this.id}-n${index}`;
-    const delayer = spawn('ip', ['netns', 'exec', namespace, '/usr/bin/python3', DELAYER, String(DELAYER_QUEUE), String(ms)], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const delayer = startDelayer(namespace, ms);
     this.delayers.set(index, delayer);
-    await new Promise<void>((resolve, reject) => {
-      delayer.stdout!.once('data', () => resolve());
-      delayer.once('exit', (code) => reject(new Error(`nfqueue-delay.py ended (${code}) before it was ready`)));
-    });
-    // --queue-bypass: should the delayer die, packets pass instead of being dropped.
-    const queue = ['-j', 'NFQUEUE', '--queue-num', String(DELAYER_QUEUE), '--queue-bypass'];
-    this.iptables(namespace, '-A', 'OUTPUT', '-o', 'eth0', ...queue);
-    this.iptables(namespace, '-A', 'PREROUTING', '-i', 'eth0', ...queue);
+    await delayerReady(delayer);
+    this.iptables(namespace, '-A', 'OUTPUT', '-o', 'eth0', ...QUEUE_TO_DELAYER);
+    this.iptables(namespace, '-A', 'PREROUTING', '-i', 'eth0', ...QUEUE_TO_DELAYER);
   }
 
   /** Ends `delayOnNode`: new packets pass at once, held ones are let through. */
