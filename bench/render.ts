@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { BenchResults } from './run';
+import type { BenchResults } from './bench-types';
 import { fmt, ratio, spreadRow, table } from './lib/report';
 import { spread } from './lib/util';
 import { HEALTH_TARGETS } from './scenarios/health-checks';
