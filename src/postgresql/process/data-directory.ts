@@ -12,6 +12,7 @@ import { formatConninfo } from './configuration-files';
 import { LocalPostgres } from './local-postgres';
 import { livePostmasterFromPidFile, sleep } from './os-process';
 import { passwordEnvironment, writePassfile } from './passfile';
+import { errorText } from '../../common/error-text';
 
 /** Extra initdb options in Patroni's `bootstrap.initdb` form: `'data-checksums'` or `{encoding: 'UTF8'}`. */
 export type InitdbOptions = Array<string | Record<string, string>>;
@@ -108,7 +109,7 @@ export class DataDirectory {
       await client.query("SET log_statement = 'none'; SET log_min_duration_statement = -1");
       await work(client);
     } catch (error) {
-      throw new PostgresCommandError(what, null, error instanceof Error ? error.message : String(error));
+      throw new PostgresCommandError(what, null, errorText(error));
     } finally {
       await client.end().catch(() => undefined);
     }
