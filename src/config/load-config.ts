@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { readCtlSection } from './ctl-config';
 import { NodeTags, StatorConfig } from './config.types';
-import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './dynamic-config';
+import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './config-values';
 import { Findings, ignoreUnsupported, isAbsent, Mapping, readOneOf, readRequiredString, readSection, readString } from './config-readers';
 import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';

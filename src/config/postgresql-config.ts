@@ -3,7 +3,7 @@ import { CALLBACK_ACTIONS, LIBPQ_OPTIONS, LibpqOptions, PostgresqlConfig, Postgr
 import { Findings, ignoreUnsupported, isAbsent, Mapping, readRequiredString, readSection, readString, readStringList } from './config-readers';
 import { readConfigurationFiles } from './configuration-files-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
-import { BOOLEAN_RULE, PARAMETER_RULE, isMapping, isParameterValue, parsePatroniBoolean } from './dynamic-config';
+import { BOOLEAN_RULE, PARAMETER_RULE, isMapping, isParameterValue, parsePatroniBoolean } from './config-values';
 import { checkListenAddress, readConnectAddress } from './listen-address';
 import { PROGRAM_KEYS, readProgramSettings } from './postgresql-programs-config';
 
