@@ -10,7 +10,7 @@ import { httpJson } from './lib/http';
 import { memory } from './lib/proc';
 import { loadAverage, log, pollUntil, sleep } from './lib/util';
 import { AgentVariant, currentVariant, parseVariants, writeLauncher } from './lib/agent-variant';
-import { findRepoRoot } from './run';
+import { findRepoRoot } from './lib/preflight';
 
 /**
  * `npm run bench:event-log`: the RSS of an agent that ran through a long event log against the same

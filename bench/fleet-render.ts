@@ -1,4 +1,4 @@
-import type { FleetResults, FleetRun } from './fleet-run';
+import type { FleetResults, FleetRun } from './fleet-types';
 import { REQUEST_KINDS } from './lib/etcd-metrics';
 import { fmt, table } from './lib/report';
 import { renderFleetScenarios } from './lib/fleet-scenarios-render';

@@ -6,9 +6,9 @@ import { ETCD_BINARY } from '../scripts/lib/etcd';
 import { startEtcdCluster } from '../scripts/lib/etcd-cluster';
 import { Kind, PG_BIN_DIR, primaries } from './lib/cluster';
 import { cleanupAll, killEverythingNow, track, untrack } from './lib/cleanup';
-import { etcdLoad, EtcdLoad, scrapeEtcd } from './lib/etcd-metrics';
+import { etcdLoad, scrapeEtcd } from './lib/etcd-metrics';
 import { snapshotKeys, writesByRole } from './lib/etcd-key-writes';
-import { Fleet, ProcessUsage, startFleet, startProcessUsage, stopFleet } from './lib/fleet';
+import { Fleet, startFleet, startProcessUsage, stopFleet } from './lib/fleet';
 import { FleetOptionError, FleetOptions, FLEET_USAGE, isDefaultRun, parseFleetOptions } from './lib/fleet-options';
 import { waitHealthy } from './lib/health';
 import { PATRONI_BINARY } from './lib/patroni-cluster';
@@ -16,53 +16,18 @@ import { loadAverage, log, now, sleep } from './lib/util';
 import { createWriteTable } from './lib/write-probe';
 import { failover, FailoverRun } from './scenarios/failover';
 import { renderFleetReport } from './fleet-render';
-import { FleetScenarioResults, runFleetScenarios } from './lib/fleet-scenarios';
+import { runFleetScenarios } from './lib/fleet-scenarios';
 import { estimateFleetRun } from './lib/fleet-estimate';
 import { writeFleetPlot } from './lib/fleet-plot';
+import type { FleetResults, FleetRun } from './fleet-types';
+
+const REPO_ROOT = findRepoRoot(__dirname);
 
 /**
  * `npm run fleet-bench`: N clusters of 3 nodes against one 3-member etcd cluster, for each N, Stator's fleet and then
  * Patroni's (Debian's 3.0.2) on a fresh etcd cluster each; what the fleet costs etcd over a settled window, and one
  * cluster's failover while the others run (see bench/README.md, "A fleet on one etcd").
  */
-export interface FleetRun {
-  kind: Kind;
-  clusters: number;
-  agents: number;
-  /** From the first cluster's start until every cluster was healthy, ms. */
-  startMs: number;
-  load: EtcdLoad;
-  /** Keys written in the window by role (`members/*`, `leader`, `status`, `events`...), per minute for the fleet. */
-  writesPerMinuteByRole: Record<string, number>;
-  usage: ProcessUsage;
-  /** etcd's load divided among the agents, per minute. */
-  perAgentPerMinute: { requests: number; bytesIn: number; bytesOut: number };
-  /** kill -9 of fleet-1's leader agent and postmaster while the others run (null: it failed, see failoverError). */
-  failover: FailoverRun | null;
-  failoverError?: string;
-  /** Clusters other than fleet-1 whose leader was not the same after its failover. */
-  otherLeadersMoved: number;
-  /** The agent alone killed, the switchover storm, the etcd leader killed (absent in older results). */
-  scenarios?: FleetScenarioResults;
-  /** From the etcd cluster's start until the last scenario ended, s; the stop is a few more (absent in older results). */
-  totalSeconds?: number;
-  loadBefore: string;
-}
-
-export interface FleetResults {
-  date: string;
-  startedAt: string;
-  durationS: number;
-  options: FleetOptions;
-  environment: Record<string, string>;
-  runs: FleetRun[];
-  /** The plot's file name beside the report, or why there is none (absent in older results). */
-  plot?: { file: string } | { error: string };
-  errors: string[];
-}
-
-const REPO_ROOT = findRepoRoot(__dirname);
-
 async function main(): Promise<void> {
   let options: FleetOptions;
   try {

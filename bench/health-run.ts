@@ -7,7 +7,8 @@ import { waitHealthy } from './lib/health';
 import { AgentVariant, parseVariants, writeLauncher } from './lib/agent-variant';
 import { loadAverage, log } from './lib/util';
 import { healthSideBySide, renderSideBySide } from './scenarios/health-side-by-side';
-import { FAST, findRepoRoot, preflight } from './run';
+import { FAST } from './run';
+import { findRepoRoot, preflight } from './lib/preflight';
 
 /**
  * `npm run bench:health`: the health path of several agents side by side in one run, alternating

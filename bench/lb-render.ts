@@ -1,4 +1,4 @@
-import type { LbResults } from './lb-run';
+import type { LbResults } from './lb-types';
 import { fmt, spreadText, table } from './lib/report';
 import { spread } from './lib/util';
 import type { LbRun } from './scenarios/load-balancer';

@@ -13,7 +13,8 @@ import { LocalPgbouncer, PGBOUNCER_BINARY } from '../scripts/lib/pgbouncer';
 import { freePort } from '../scripts/lib/ports';
 import { PG_PASSWORD } from './lib/cluster';
 import { renderLbReport } from './lb-render';
-import { environment, findRepoRoot, preflight } from './run';
+import { environment, findRepoRoot, preflight } from './lib/preflight';
+import type { LbResults } from './lb-types';
 import { lbFailover, LbRun, lbSwitchover, LbTarget } from './scenarios/load-balancer';
 
 /**
@@ -35,23 +36,6 @@ const STATOR_DRAIN_MS = process.env.LB_STATOR_DRAIN_MS;
 const EVENTS = new Set((process.env.LB_EVENTS ?? 'switchover,failover').split(','));
 const BUDGET_MS = Number(process.env.BENCH_BUDGET_S ?? 2400) * 1000;
 export const LB_TIMING: Timing = { ttl: 10, loopWait: 2, retryTimeout: 3 };
-
-export interface LbResults {
-  date: string;
-  startedAt: string;
-  durationS: number;
-  runs: { stator: number; patroni: number };
-  /** load_balancer_drain_ms of the Stator cluster. */
-  statorDrainMs: number;
-  timing: Timing;
-  environment: Record<string, string>;
-  targets: string[];
-  /** The writer went through PgBouncer in front of HAProxy's primary port. */
-  pgbouncer: boolean;
-  switchovers: LbRun[];
-  failovers: LbRun[];
-  errors: string[];
-}
 
 const started = now();
 

@@ -1,22 +1,22 @@
-import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem, release } from 'node:os';
-import { dirname, join } from 'node:path';
-import { ETCD_BINARY } from '../scripts/lib/etcd';
-import { BenchCluster, PG_BIN_DIR, StatorBenchCluster, Timing } from './lib/cluster';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BenchCluster, StatorBenchCluster, Timing } from './lib/cluster';
 import { cleanupAll, killEverythingNow, track, untrack } from './lib/cleanup';
 import { waitHealthy } from './lib/health';
-import { PATRONI_BINARY, PatroniBenchCluster } from './lib/patroni-cluster';
+import { PatroniBenchCluster } from './lib/patroni-cluster';
 import { createWriteTable } from './lib/write-probe';
 import { WRK_BINARY } from './lib/wrk';
-import { loadAverage, log, now, sleep } from './lib/util';
-import { healthChecks, HealthCheckRun, HEALTH_TARGETS } from './scenarios/health-checks';
-import { switchover, SwitchoverRun } from './scenarios/switchover';
-import { pgCrash, PgCrashRun } from './scenarios/pg-crash';
-import { failover, FailoverRun, LEADER_FAULTS, LeaderFault } from './scenarios/failover';
-import { CpuReading, idleCpu, moduleCosts, ModuleCost, rss, RssReading } from './scenarios/footprint';
+import { log, now, sleep } from './lib/util';
+import { healthChecks, HEALTH_TARGETS } from './scenarios/health-checks';
+import { switchover } from './scenarios/switchover';
+import { pgCrash } from './scenarios/pg-crash';
+import { failover, LEADER_FAULTS, LeaderFault } from './scenarios/failover';
+import { idleCpu, moduleCosts, rss } from './scenarios/footprint';
 import { renderReport } from './render';
-import { referenceServers, ReferenceRun } from './lib/reference-servers';
+import type { BenchResults, BenchSettings } from './bench-types';
+import { environment, findRepoRoot, preflight } from './lib/preflight';
+import { referenceServers } from './lib/reference-servers';
 import { commitVariant, currentVariant, writeLauncher } from './lib/agent-variant';
 import { healthSideBySide, SideBySideRun } from './scenarios/health-side-by-side';
 
@@ -26,7 +26,6 @@ import { healthSideBySide, SideBySideRun } from './scenarios/health-side-by-side
  */
 const REPO_ROOT = findRepoRoot(__dirname);
 const QUICK = process.env.BENCH_QUICK === '1';
-const WANT_PATRONI = process.env.BENCH_PATRONI !== '0';
 /** For working on the benchmark: a comma-separated subset of footprint,health,baseline,switchover,crash,failover. */
 const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',')) : null;
 const wanted = (scenario: string) => !ONLY || ONLY.has(scenario);
@@ -35,7 +34,7 @@ const FAULTS: LeaderFault[] = process.env.BENCH_FAULTS
   ? LEADER_FAULTS.filter((fault) => process.env.BENCH_FAULTS!.split(',').includes(fault))
   : [...LEADER_FAULTS];
 
-export const SETTINGS = {
+export const SETTINGS: BenchSettings = {
   quick: QUICK,
   wrkSeconds: QUICK ? 3 : 10,
   /** BENCH_IDLE_S: a longer idle window (the per-Node-line footprint in docs/install-and-operate.md uses 120). */
@@ -58,31 +57,6 @@ const BASELINE = process.env.BENCH_BASELINE ?? 'ab96148';
 
 export const FAST: Timing = { ttl: 10, loopWait: 2, retryTimeout: 3 };
 export const SLOW: Timing = { ttl: 30, loopWait: 10, retryTimeout: 10 };
-
-export interface BenchResults {
-  date: string;
-  startedAt: string;
-  durationS: number;
-  settings: typeof SETTINGS;
-  environment: Record<string, string>;
-  patroni: boolean;
-  notes: string[];
-  health: HealthCheckRun[];
-  /** The same wrk load on do-nothing servers (node:http, Fastify, Nest on Fastify). */
-  reference: ReferenceRun[];
-  /** `/primary` on this checkout's leader and on BENCH_BASELINE's, alternating. */
-  healthBaseline?: SideBySideRun[];
-  rssIdle: RssReading[];
-  rssAfterLoad: RssReading[];
-  idleCpu: CpuReading[];
-  /** Idle CPU again once the health-check load is over and the agents have settled (JIT, GC). */
-  idleCpuSettled?: CpuReading[];
-  moduleCosts: ModuleCost[];
-  switchovers: SwitchoverRun[];
-  crashes: PgCrashRun[];
-  failovers: FailoverRun[];
-  errors: string[];
-}
 
 const started = now();
 const elapsed = () => now() - started;
@@ -301,57 +275,6 @@ async function interleave<T>(
   }
 }
 
-/** Checks (and as root installs) what the benchmark needs; returns whether Patroni can be measured. */
-export function preflight(notes: string[]): boolean {
-  const root = process.getuid?.() === 0;
-  let updated = false;
-  const install = (pkg: string) => {
-    if (!root) return false;
-    log(`installing Debian package ${pkg}...`);
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    if (!updated) execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    updated = true;
-    const result = spawnSync('apt-get', ['install', '-y', '-qq', pkg], { stdio: 'inherit', env });
-    return result.status === 0;
-  };
-  if (!existsSync(ETCD_BINARY) && !install('etcd-server')) throw new Error(`etcd is missing (${ETCD_BINARY}): apt-get install etcd-server`);
-  if (!existsSync(join(PG_BIN_DIR, 'postgres'))) throw new Error(`PostgreSQL 15 is missing (${PG_BIN_DIR}): apt-get install postgresql-15`);
-  if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm run bench does)');
-  if (root) execFileSync('sh', [join(REPO_ROOT, 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
-  if (!existsSync(WRK_BINARY) && !install('wrk')) notes.push(`wrk is missing (${WRK_BINARY}) and could not be installed: apt-get install wrk`);
-  if (!WANT_PATRONI) {
-    notes.push('Patroni not measured (BENCH_PATRONI=0)');
-    return false;
-  }
-  if (!existsSync(PATRONI_BINARY) && !install('patroni')) {
-    notes.push(`Patroni not measured: ${PATRONI_BINARY} is missing and could not be installed (run as root, or apt-get install patroni)`);
-    return false;
-  }
-  if (!root) {
-    notes.push('Patroni not measured: it must run as the postgres OS user, which only root can switch to');
-    return false;
-  }
-  return true;
-}
-
-export function environment(patroni: boolean): Record<string, string> {
-  const first = (cmd: string, args: string[]) => {
-    const r = spawnSync(cmd, args, { timeout: 10_000 });
-    return `${r.stdout?.toString() ?? ''}${r.stderr?.toString() ?? ''}`.split('\n')[0].trim() || '?';
-  };
-  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
-  return {
-    machine: `${cpus().length} CPU (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}`,
-    node: process.version,
-    stator: pkg.version,
-    patroni: patroni ? first(PATRONI_BINARY, ['--version']) : 'not measured',
-    etcd: first(ETCD_BINARY, ['--version']),
-    postgresql: first(join(PG_BIN_DIR, 'postgres'), ['--version']),
-    wrk: existsSync(WRK_BINARY) ? first(WRK_BINARY, ['-v']) : 'missing',
-    loadAtStart: loadAverage(),
-  };
-}
-
 const START = '<!-- latest-results:start -->';
 const END = '<!-- latest-results:end -->';
 
@@ -365,13 +288,6 @@ function quoteInReadme(report: string, file: string): void {
   if (from < 0 || to < from) return;
   const body = report.replace(/^# .*\n/, '').replace(/^#/gm, '###');
   writeFileSync(readme, `${text.slice(0, from + START.length)}\n\nFrom [${file}](${file}):\n\n${body.trim()}\n\n${text.slice(to)}`);
-}
-
-export function findRepoRoot(from: string): string {
-  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'stator.js'))) return dir;
-  }
-  throw new Error(`no Stator checkout above ${from}`);
 }
 
 let interrupted = 0;

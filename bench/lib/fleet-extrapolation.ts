@@ -1,5 +1,5 @@
 import { DEFAULT_EVENT_LOG } from '../../src/config/event-log-config';
-import type { FleetRun } from '../fleet-run';
+import type { FleetRun } from '../fleet-types';
 import { Kind } from './cluster';
 import { fmt, table } from './report';
 

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { chromiumAvailable, launchChromium } from '../../src/statecharts/chromium';
-import type { FleetResults, FleetRun } from '../fleet-run';
+import type { FleetResults, FleetRun } from '../fleet-types';
 import { Kind } from './cluster';
 
 /** One line of a panel: a product's figure per fleet size (NaN: not measured, left out). */

@@ -1,4 +1,4 @@
-import type { FleetRun } from '../fleet-run';
+import type { FleetRun } from '../fleet-types';
 import { GAP_THRESHOLD_MS } from '../scenarios/etcd-leader-kill';
 import { fmt, table } from './report';
 

@@ -2,6 +2,9 @@ import { Spread, spread } from './util';
 
 /** Markdown helpers: every comparison is `metric | Stator | Patroni | ratio` with ratio = Stator ÷ Patroni. */
 
+/** KiB in a MiB: memory readings (/proc) are in KiB. */
+export const MiB = 1024;
+
 export function fmt(value: number, digits = 0): string {
   if (!Number.isFinite(value)) return '—';
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }).replace(/,/g, ' ');

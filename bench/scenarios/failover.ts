@@ -10,6 +10,8 @@ import { loadAverage, log, now, pollUntil, sleep } from '../lib/util';
 /** What happens to the leader: its agent and postmaster killed, its agent alone killed, or its agent frozen (SIGSTOP). */
 export type LeaderFault = 'agent+postmaster' | 'agent' | 'frozen';
 export const LEADER_FAULTS: readonly LeaderFault[] = ['agent+postmaster', 'agent', 'frozen'];
+/** Runs recorded before the faults were told apart were all kills of the agent and postmaster. */
+export const faultOf = (x: FailoverRun): LeaderFault => x.fault ?? 'agent+postmaster';
 
 export interface FailoverRun {
   kind: string;

@@ -83,11 +83,11 @@ export interface ModuleCost {
  */
 export function moduleCosts(repoRoot: string): ModuleCost[] {
   // In the order the agent loads them (dist/src/cli/main.js pulls in exactly these packages), and as
-  // it loads them: @nestjs/common and pg through src/cli/load-dependencies-lightly.ts.
+  // it loads them: @nestjs/common through src/cli/load-dependencies-lightly.ts.
   const lightly = JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'));
   const steps: [string, string][] = [
     ['node itself (empty script)', ''],
-    ['@nestjs/common (with rxjs, reflect-metadata), pg: as the agent loads them', `require(${lightly});`],
+    ['@nestjs/common (with rxjs, reflect-metadata), pg: as the agent loads them', `require(${lightly}); require('pg');`],
     ['@nestjs/core', "require('@nestjs/core');"],
     ['@nestjs/platform-fastify (fastify)', "require('@nestjs/platform-fastify');"],
     ['xstate', "require('xstate');"],

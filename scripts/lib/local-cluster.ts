@@ -2,98 +2,27 @@ import { ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
-import { EtcdHandle, startEtcd, StartEtcdOptions } from './etcd';
+import { EtcdHandle, startEtcd } from './etcd';
 import { freePort } from './ports';
 import { AGENT_ENVIRONMENT, AGENT_NODE_FLAGS } from '../../src/cli/agent-node-flags';
 import { descendantsOf, isRunningProcess } from '../../src/common/process-tree';
 import { waitFor } from './wait-for';
+import type { LocalClusterOptions } from './local-cluster-options';
+import { nodeConfig } from './node-config';
 
-/**
- * A cluster of real Stator agents on this machine: one etcd from the Debian binary plus N agents,
- * each a separate `stator <config.yml>` process with its own PostgreSQL. Used by `npm run demo`
- * and by the integration tests. Everything binds to 127.0.0.1 and is stopped by PID.
- */
-export interface LocalClusterOptions {
-  nodes: number;
-  /** Where node directories go (created if missing). */
-  baseDir: string;
-  scope?: string;
-  /** DCS namespace (default `/service`). */
-  namespace?: string;
-  /** First node's API port; the others follow. Default: free ports. */
-  apiPort?: number;
-  /** First node's PostgreSQL port; the others follow. Default: free ports. */
-  pgPort?: number;
-  /** Each node's ports, by position (a cluster started again on its kept directories reuses them); wins over apiPort/pgPort. */
-  nodePorts?: { api: number; pg: number }[];
-  ttl?: number;
-  loopWait?: number;
-  retryTimeout?: number;
-  pgPassword?: string;
-  /** Extra keys merged into every node's `bootstrap.dcs`. */
-  dcs?: Record<string, unknown>;
-  /** Extra keys of every node's `bootstrap` section besides `dcs` (`method` and its section...). */
-  bootstrap?: Record<string, unknown>;
-  /** `patroni`: the agents speak Patroni's identifiers (`/patroni`, `patroni_*`), for patronictl. */
-  compat?: 'stator' | 'patroni';
-  /** Each node's name, by node index (from 1); default `node<index>`. Clusters sharing one etcd may want names of their own. */
-  nodeName?: (index: number) => string;
-  /** Per-node tags, by node index (from 1). */
-  tags?: Record<number, Record<string, unknown>>;
-  /** Per-node `site`, by node index (from 1); none when absent. */
-  sites?: Record<number, string>;
-  /** Where agent output goes: a log file per node (default), or also this process's stdout. */
-  echo?: boolean;
-  /** How the cluster's etcd is started (TLS, extra flags). */
-  etcd?: StartEtcdOptions;
-  /** An etcd already serving, shared by several clusters (each its own scope): used instead of starting one, and left running by stop(). */
-  sharedEtcd?: EtcdHandle;
-  /** Extra keys of every node's `etcd3` section (protocol, cacert, cert, key, username, password). */
-  etcd3?: Record<string, unknown>;
-  /** More keys of each node's `postgresql` section, by node index (from 1), e.g. `callbacks`. */
-  postgresql?: (index: number) => Record<string, unknown>;
-  /** More keys of every node's `restapi` section (`server_tokens`, `allowlist_include_members`...). */
-  restapi?: Record<string, unknown>;
-  /**
-   * Each node's `watchdog` section, by node index (from 1). Default `mode: off`: a test or demo cluster never
-   * arms the machine's real /dev/watchdog (a fence killed by a test would reset the machine).
-   */
-  watchdog?: (index: number) => Record<string, unknown>;
-  /** Sections of every node's file, replacing the defaults (e.g. `log`). */
-  sections?: Record<string, unknown>;
-  /** Runs once etcd serves and before any agent starts (users, roles, auth). */
-  prepareEtcd?: (etcd: EtcdHandle) => Promise<void> | void;
-  /** Nodes on hosts of their own (network namespaces) instead of loopback ports; with it, `etcd` is started by the caller. */
-  network?: NodeNetwork;
-  /** More environment for every agent (NOTIFY_SOCKET, ...), not for etcd. */
-  agentEnv?: Record<string, string>;
-  /** Environment of one node's agent on top of `agentEnv` (one node's clock under libfaketime, say). */
-  agentEnvFor?: (index: number) => Record<string, string>;
-  /** Command prefix of every agent on loopback, e.g. `unshare --mount ...` for a resolv.conf of its own. */
-  agentPrefix?: string[];
-  /** The program that runs the agent instead of this checkout's bin/stator.js, e.g. an installed `/usr/bin/stator`. */
-  agentProgram?: string;
-}
-
-/** Where each node lives when it is not on loopback: see `NetnsLab`. */
-export interface NodeNetwork {
-  /** The etcd the agents use (already serving). */
-  etcd: EtcdHandle;
-  /** etcd client endpoints (host:port) as the agents reach them. */
-  etcdHosts: string[];
-  /** Command prefix that runs a process on node `index`'s host, e.g. `ip netns exec <ns>`. */
-  prefix(index: number): string[];
-  /** The address peers reach node `index` at (connect_address). */
-  clusterAddress(index: number): string;
-  /** The address this process and its clients reach node `index` at. */
-  clientAddress(index: number): string;
-}
+// The options' types live apart (node-config.ts reads them too); the many callers import them from here.
+export type { LocalClusterOptions, NodeNetwork } from './local-cluster-options';
 
 /** The repository root, from the sources (tests) or from `dist/` (the demo). */
 const REPO_ROOT = findRepoRoot(__dirname);
 const AGENT = join(REPO_ROOT, 'bin', 'stator.js');
 const PG_OS_USER = process.env.STATOR_PG_OS_USER ?? 'postgres';
 
+/**
+ * A cluster of real Stator agents on this machine: one etcd from the Debian binary plus N agents,
+ * each a separate `stator <config.yml>` process with its own PostgreSQL. Used by `npm run demo`
+ * and by the integration tests. Everything binds to 127.0.0.1 and is stopped by PID.
+ */
 export class LocalCluster {
   private constructor(
     readonly etcd: EtcdHandle,
@@ -249,7 +178,7 @@ export class LocalNode {
     this.logPath = join(this.dir, 'stator.log');
     mkdirSync(this.dir, { recursive: true });
     ownedByPostgresUser(this.dir);
-    writeFileSync(this.configPath, stringify(this.config()));
+    writeFileSync(this.configPath, stringify(nodeConfig(this, this.options)));
   }
 
   /** Where this process reaches the node. */
@@ -408,77 +337,8 @@ export class LocalNode {
     await exited;
     clearTimeout(timer);
   }
-
-  private config(): Record<string, unknown> {
-    const o = this.options;
-    const listenHost = o.network ? '0.0.0.0' : '127.0.0.1';
-    const connectHost = o.network?.clusterAddress(this.index) ?? '127.0.0.1';
-    return {
-      scope: this.scope,
-      namespace: o.namespace ?? '/service',
-      name: this.name,
-      restapi: { listen: `${listenHost}:${this.apiPort}`, connect_address: `${connectHost}:${this.apiPort}`, ...o.restapi },
-      etcd3: { hosts: o.network?.etcdHosts ?? [this.etcdEndpoint], ...o.etcd3 },
-      bootstrap: {
-        dcs: {
-          ttl: o.ttl ?? 10,
-          loop_wait: o.loopWait ?? 2,
-          retry_timeout: o.retryTimeout ?? 4,
-          maximum_lag_on_failover: 1048576,
-          ...o.dcs,
-          postgresql: withDefaultPostgresql(o.dcs?.postgresql),
-        },
-        ...(added.initdb && { initdb: added.initdb }),
-        ...o.bootstrap,
-      },
-      postgresql: {
-        listen: `${listenHost}:${this.pgPort}`,
-        connect_address: `${connectHost}:${this.pgPort}`,
-        data_dir: this.dataDir,
-        authentication: {
-          superuser: { username: 'postgres', password: o.pgPassword ?? 'postgres' },
-          replication: { username: 'replicator', password: 'replicator-secret' },
-        },
-        parameters: { unix_socket_directories: this.dir },
-        ...(added.basebackup && { basebackup: added.basebackup }),
-        ...o.postgresql?.(this.index),
-      },
-      tags: o.tags?.[this.index] ?? {},
-      ...(o.sites?.[this.index] ? { site: o.sites[this.index] } : {}),
-      compat: o.compat ?? 'stator',
-      state_dir: this.stateDir,
-      watchdog: o.watchdog?.(this.index) ?? { mode: 'off' },
-      ...o.sections,
-    };
-  }
 }
 
-/**
- * What the process starting clusters adds beneath each caller's own settings: the test suite turns off every wait
- * for the disk (test/helpers/cluster-defaults.ts); the demo, bench and chaos runs add nothing.
- */
-export interface AddedClusterDefaults {
-  /** PostgreSQL parameters (`bootstrap.dcs.postgresql.parameters`), e.g. `fsync: off`. */
-  parameters?: Record<string, unknown>;
-  /** `bootstrap.initdb` options, e.g. `no-sync`. */
-  initdb?: Array<string | Record<string, string>>;
-  /** `postgresql.basebackup` options, e.g. `no-sync`. */
-  basebackup?: Array<string | Record<string, string>>;
-}
-
-const added: AddedClusterDefaults = {};
-
-/** Applies to every cluster this process starts from now on. */
-export function addClusterDefaults(defaults: AddedClusterDefaults): void {
-  Object.assign(added, defaults);
-}
-
-/** `bootstrap.dcs.postgresql`: a caller's keys and parameters merged over the small defaults every test cluster runs with. */
-function withDefaultPostgresql(given: unknown): Record<string, unknown> {
-  const extra = (given ?? {}) as Record<string, unknown>;
-  const parameters = { max_connections: 50, shared_buffers: '32MB', ...added.parameters, ...(extra.parameters as Record<string, unknown> | undefined) };
-  return { use_pg_rewind: true, use_slots: true, ...extra, parameters };
-}
 
 function findRepoRoot(from: string): string {
   for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {

@@ -1,5 +1,5 @@
 import { formatLsn } from '../common/lsn';
-import { parsePatroniBoolean } from '../config/dynamic-config';
+import { parsePatroniBoolean } from '../config/config-values';
 import { syncNames } from '../ha/sync/sync-key';
 import { ClusterView, DynamicConfig, Member, MemberData } from '../dcs/dcs.port';
 

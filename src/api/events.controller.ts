@@ -1,5 +1,5 @@
 import { applyDecorators, BeforeApplicationShutdown, Controller, Get, HttpException, HttpStatus, Inject, Optional, Query, Req, Res } from '@nestjs/common';
-import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from './openapi/deferred-swagger';
+import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Subscription } from 'rxjs';
 import { readIsoTimestamp } from '../common/iso-timestamp';

@@ -1,5 +1,5 @@
 import { ArgumentsHost, Body, Catch, Controller, Delete, ExceptionFilter, Inject, Patch, Post, Put, Res, UseFilters } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiTags } from './openapi/deferred-swagger';
+import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { NodeOperations } from '../ha/node-operations';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused } from '../ha/operation-types';

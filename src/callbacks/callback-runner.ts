@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { Subscription } from 'rxjs';
 import { Clock } from '../common/clock';
 import { splitCommandLine } from '../common/command-line';
+import { eventTime } from '../common/recorded-event';
 import { CallbackAction } from '../config/config.types';
 import { LocalEvent } from '../events/event-recorder';
 import { EventSink } from '../events/transition-recorder';
@@ -123,6 +124,6 @@ export class CallbackRunner {
 
   private record(type: string, cause: string, data: Record<string, unknown>): void {
     const { node, clock } = this.options;
-    this.options.events.record({ stream: `node/${node}/callbacks`, type, at: new Date(clock.now()).toISOString(), node, from: null, to: null, cause, data });
+    this.options.events.record({ stream: `node/${node}/callbacks`, type, at: eventTime(clock.now()), node, from: null, to: null, cause, data });
   }
 }

@@ -2,16 +2,12 @@ import { LazyDateTimeFormat } from '../common/lazy-date-time-format';
 import { withPropertyReplaced } from '../common/while-loading';
 
 /**
- * main.ts's first import: two dependencies load here, before any module that imports them, without
- * touching what they would load for nothing.
- *
- * - @nestjs/common with `Intl.DateTimeFormat` built on first use (src/common/lazy-date-time-format.ts).
- * - pg without the web `Response`: its stream module builds one at load to detect Cloudflare
- *   Workers, and Node's first read of that global loads its whole bundled fetch (undici, web
- *   streams): 10 MiB of RSS in every agent, which never uses it. pg then takes Node's sockets, as
- *   it does when the check says "not Cloudflare".
+ * main.ts's first import: @nestjs/common loads here, before any module that imports it, with
+ * `Intl.DateTimeFormat` built on first use (src/common/lazy-date-time-format.ts). Its two logger
+ * modules each build a formatter at load for a timestamp they print only on a warning or an error;
+ * building one makes ICU's date data resident: 5 MiB (file-backed) of every idle agent, and 6-8 MiB
+ * of its RSS (docs/benchmarks.md, "Start-up tricks for memory"). test/unit/load-dependencies-lightly.spec.ts
+ * fails when an upgrade of @nestjs/common or Node makes the trick useless or breaks it.
  */
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- each must load while the property is replaced
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- it must load while the property is replaced
 withPropertyReplaced(Intl, 'DateTimeFormat', LazyDateTimeFormat, () => require('@nestjs/common'));
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- each must load while the property is replaced
-withPropertyReplaced(globalThis, 'Response', undefined, () => require('pg'));

@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import { isMapping } from '../config/dynamic-config';
+import { isMapping } from '../config/config-values';
 import { ConfigError, loadConfig } from '../config/load-config';
 
 export const VALIDATE_USAGE = `       stator --validate-config [--print|-p] [--ignore-listen-port|-i] [<config.yml>]`;

@@ -3,7 +3,7 @@
  *
  * @nestjs/common's two logger modules each build a formatter when they load, for the timestamp of
  * a line they print only on a warning or an error. Building one makes ICU read its date-pattern
- * data: 4.7 MiB of /usr/bin/node's pages that stay resident in every agent. While those modules
+ * data: 6 MiB of /usr/bin/node's pages that stay resident in every agent. While those modules
  * load, `Intl.DateTimeFormat` is this class (src/cli/load-dependencies-lightly.ts); the formatters
  * then read the same ICU data the first time they format, and print the same text.
  */

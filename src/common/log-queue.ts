@@ -1,4 +1,5 @@
 import { write as writeFd, writeSync } from 'node:fs';
+import { Backoff } from './backoff';
 
 /** Patroni's `log.max_queue_size` default: lines waiting to be written before new ones are dropped. */
 export const DEFAULT_MAX_QUEUE_SIZE = 1000;
@@ -19,7 +20,7 @@ export class LogQueue {
   /** Lines of `waiting` in the write the kernel has now. */
   private inFlight = 0;
   private lost = 0;
-  private retryDelayMs = 0;
+  private readonly retryDelay = new Backoff(10, MAX_RETRY_DELAY_MS);
 
   /** `lostLine(count)`: the rendered warning line (with its newline) announcing `count` dropped lines. */
   constructor(
@@ -73,11 +74,10 @@ export class LogQueue {
     writeFd(this.fd, batch, (error, written) => {
       if (error) {
         // EAGAIN from a non-blocking pipe, or a failing output: wait, doubling the wait up to a second, and try again.
-        this.retryDelayMs = Math.min(MAX_RETRY_DELAY_MS, Math.max(10, this.retryDelayMs * 2));
-        setTimeout(() => this.retry(), this.retryDelayMs).unref();
+        setTimeout(() => this.retry(), this.retryDelay.next()).unref();
         return;
       }
-      this.retryDelayMs = 0;
+      this.retryDelay.reset();
       this.consume(batch, count, written);
       this.inFlight = 0;
       this.writing = false;

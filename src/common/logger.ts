@@ -4,6 +4,7 @@ import { compileLogFormat, defaultAsctime, LineRenderer } from './log-format';
 import { DEFAULT_MAX_QUEUE_SIZE, LogQueue } from './log-queue';
 import { sourceLevels } from './logger-sources';
 import { RotatingLogFile } from './rotating-log-file';
+import { errorText } from './error-text';
 
 const STDOUT_FD = 1;
 
@@ -126,7 +127,7 @@ export function createLogger(
     const exception = (message: string, error: unknown) => {
       if (options.tracebackLevel !== 'debug') emit('ERROR', `${message}\n${stackOf(error)}`);
       else if (ORDER.DEBUG >= ORDER[minimum]) emit('DEBUG', `${message}\n${stackOf(error)}`);
-      else emit('ERROR', `${message}, DETAIL: '${error instanceof Error ? error.message : String(error)}'`);
+      else emit('ERROR', `${message}, DETAIL: '${errorText(error)}'`);
     };
     const component = (name: string) => loggerFor(effectiveLevel(name, levels, rootMinimum));
     return { debug: log('DEBUG'), info: log('INFO'), warning: log('WARNING'), error: log('ERROR'), critical: log('CRITICAL'), exception, component };

@@ -27,3 +27,14 @@ export interface RecordedEvent {
 
 /** What a producer hands over; the store assigns stream position and chain. */
 export type NewEvent = Omit<RecordedEvent, 'seq' | 'prev' | 'hash'>;
+
+/** The one format of an event's `at`: ISO 8601 in UTC with milliseconds (`2026-11-27T17:39:11.343Z`). */
+export function eventTime(epochMs: number): string {
+  return new Date(epochMs).toISOString();
+}
+
+/** An event's `at` in that format whatever it was stored with (older events carry an offset); unreadable text as it is. */
+export function shownEventTime(at: string): string {
+  const epochMs = Date.parse(at);
+  return Number.isNaN(epochMs) ? at : eventTime(epochMs);
+}

@@ -3,7 +3,8 @@ import { reviewConfigWrite } from './config-write-review';
 import { BootstrapMethod, StatorConfig } from './config.types';
 import { readBootstrapMethod } from './custom-methods-config';
 import { Findings, isAbsent, Mapping, readSection, readString, readStringList } from './config-readers';
-import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, isMapping, isParameterValue, validateDynamicConfigKeys } from './dynamic-config';
+import { DYNAMIC_CONFIG_DEFAULTS, effectiveDynamicConfig, validateDynamicConfigKeys } from './dynamic-config';
+import { isMapping, isParameterValue } from './config-values';
 
 /** The keys of `bootstrap` that Stator reads; any other names a custom bootstrap method's section. */
 const BOOTSTRAP_KEYS = ['dcs', 'method', 'initdb', 'post_bootstrap', 'post_init', 'pg_hba'];

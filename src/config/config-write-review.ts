@@ -1,4 +1,4 @@
-import { isMapping } from './dynamic-config';
+import { isMapping } from './config-values';
 import { slotsProblems } from './slots-config';
 import { standbyClusterProblems } from './standby-cluster-config';
 

@@ -1,7 +1,7 @@
 import { isAbsolute, join, resolve } from 'node:path';
 import { PostgresqlConfig } from './config.types';
 import { Findings, isAbsent, isReadableFile, Mapping, readString } from './config-readers';
-import { describeValue, isMapping, parameterProblem } from './dynamic-config';
+import { describeValue, isMapping, parameterProblem } from './config-values';
 import { decidedByStator } from './dynamic-files-config';
 
 /** `postgresql.config_dir`, `custom_conf` and `recovery_conf` of the local file. */

@@ -1,7 +1,7 @@
 import { splitCommandLine } from '../common/command-line';
 import { BootstrapMethod, CustomMethod, MethodOption } from './config.types';
 import { childPath, Findings, isAbsent, Mapping, readRequiredString, readSection, readStringList } from './config-readers';
-import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './dynamic-config';
+import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './config-values';
 
 /** Keys of a bootstrap method's section that are settings, not arguments for its command (as the reference). */
 const BOOTSTRAP_RESERVED = ['command', 'no_params', 'keep_existing_recovery_conf', 'recovery_conf', 'scope', 'datadir'];

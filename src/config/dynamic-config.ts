@@ -2,12 +2,20 @@ import { DynamicConfig, EffectiveDynamicConfig } from './config.types';
 import { readIgnoreSlots, readPermanentSlots } from './slots-config';
 import { readStandbyCluster } from './standby-cluster-config';
 import { configurationFilesProblems, readDynamicConfigurationFiles } from './dynamic-files-config';
-import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './config-values';
-
-export { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean };
-
-/** Rule texts shared with load-config.ts, so both speak of booleans and parameters in the same words. */
-export const PARAMETER_RULE = 'must be a string, number or boolean';
+import { describeValue, isMapping, isParameterValue, PARAMETER_RULE, parameterLabel, parameterProblem, parsePatroniBoolean, toInteger, toSeconds } from './config-values';
+import {
+  checkKeys,
+  MAX_BYTES,
+  MAX_LOAD_BALANCER_DRAIN_MS,
+  MAX_MEMBER_SLOTS_TTL,
+  MAX_SECONDS,
+  MAX_SYNCHRONOUS_SITES,
+  MAX_TIMELINES_HISTORY,
+  MEMBER_SLOTS_TTL_RULE,
+  POSTGRESQL_RULES,
+  TIMING_MINIMUMS,
+  TOP_LEVEL_RULES,
+} from './dynamic-config-rules';
 
 /** Defaults of the dynamic settings (reference-behavior section 5; `use_pg_rewind` is on in Stator, off in Patroni). */
 export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters' | 'slots' | 'ignore_slots' | 'standby_cluster' | 'pg_hba' | 'pg_ident' | 'recovery_conf'>> = Object.freeze({
@@ -39,36 +47,10 @@ export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'par
   primary_race_backoff: 0,
 });
 
-/** Sites other than the leader's a commit may have to reach: more than a handful of data centres per cluster is a typo. */
-export const MAX_SYNCHRONOUS_SITES = 15;
-
-/** A drain past a minute would be a typo: the failover gap grows by it. */
-export const MAX_LOAD_BALANCER_DRAIN_MS = 60_000;
-
 /** Without `postgres_unresponsive_timeout`: half the ttl, so a hung primary is ended well before its lease would expire. */
 export function unresponsiveDefault(ttl: number): number {
   return Math.max(2, Math.floor(ttl / 2));
 }
-
-/**
- * Lower bounds of the timing keys. Patroni enforces ttl >= 20 and retry_timeout >= 3; Stator deliberately allows
- * ttl >= 5 and retry_timeout >= 1 so that fast lab and test clusters (ttl 10, loop_wait 2) work. Safety does not rest
- * on these bounds but on the invariant loop_wait + 2*retry_timeout <= ttl, which is kept exactly as in Patroni.
- */
-export const TIMING_MINIMUMS = Object.freeze({ ttl: 5, loop_wait: 1, retry_timeout: 1 });
-
-/**
- * Upper bounds: what etcd leases, PostgreSQL and Node's timers (2^31 - 1 ms, about 24.8 days) can honour
- * with room to spare. A day is far beyond any HA timing in use, and a value past it is a typo.
- */
-export const MAX_SECONDS = 86_400;
-/** More timelines than a cluster could make in its life; the bound of `max_timelines_history`. */
-const MAX_TIMELINES_HISTORY = 1_000_000;
-/** `member_slots_ttl` may be as long as a month: a member away for maintenance keeps its slot. */
-const MAX_MEMBER_SLOTS_TTL = 30 * 86_400;
-export const TIMING_MAXIMUMS = Object.freeze({ ttl: MAX_SECONDS, loop_wait: MAX_SECONDS, retry_timeout: MAX_SECONDS });
-/** Bytes of WAL: LSNs are 64-bit, but numbers past 2^53 lose precision in JSON readers. */
-const MAX_BYTES = Number.MAX_SAFE_INTEGER;
 
 export interface EffectiveDynamicConfigResult {
   config: EffectiveDynamicConfig;
@@ -241,65 +223,6 @@ function clampTimings(requested: Timings, adjustments: string[]): Timings {
   return timing;
 }
 
-type ValueRule = { rule: string; accepts: (value: unknown) => boolean };
-
-const integerBetween = (minimum: number, maximum: number): ValueRule => ({
-  rule: `must be an integer from ${minimum} to ${maximum}`,
-  accepts: (value) => Number.isInteger(value) && (value as number) >= minimum && (value as number) <= maximum,
-});
-const seconds = (minimum: number) => integerBetween(minimum, MAX_SECONDS);
-const MEMBER_SLOTS_TTL_RULE: ValueRule = {
-  rule: `must be seconds from 0 to ${MAX_MEMBER_SLOTS_TTL}, as an integer or with a unit (ms, s, min, h, d)`,
-  accepts: (value) => {
-    const seconds = toSeconds(value);
-    return seconds !== undefined && seconds >= 0 && seconds <= MAX_MEMBER_SLOTS_TTL;
-  },
-};
-const booleanRule: ValueRule = { rule: BOOLEAN_RULE, accepts: (value) => parsePatroniBoolean(value) !== undefined };
-const mappingRule: ValueRule = { rule: 'must be a mapping', accepts: isMapping };
-
-/** Rules for the keys Stator or Patroni interpret; any other key is allowed and kept. */
-const TOP_LEVEL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
-  ttl: integerBetween(TIMING_MINIMUMS.ttl, TIMING_MAXIMUMS.ttl),
-  loop_wait: integerBetween(TIMING_MINIMUMS.loop_wait, TIMING_MAXIMUMS.loop_wait),
-  retry_timeout: integerBetween(TIMING_MINIMUMS.retry_timeout, TIMING_MAXIMUMS.retry_timeout),
-  maximum_lag_on_failover: integerBetween(0, MAX_BYTES),
-  maximum_lag_on_syncnode: integerBetween(-1, MAX_BYTES),
-  primary_start_timeout: seconds(0),
-  postgres_unresponsive_timeout: seconds(0),
-  master_start_timeout: seconds(0),
-  primary_stop_timeout: seconds(0),
-  master_stop_timeout: seconds(0),
-  synchronous_node_count: integerBetween(1, 255),
-  synchronous_site_count: integerBetween(0, MAX_SYNCHRONOUS_SITES),
-  max_timelines_history: integerBetween(0, MAX_TIMELINES_HISTORY),
-  member_slots_ttl: MEMBER_SLOTS_TTL_RULE,
-  load_balancer_drain_ms: integerBetween(0, MAX_LOAD_BALANCER_DRAIN_MS),
-  primary_race_backoff: seconds(0),
-  check_timeline: booleanRule,
-  pause: booleanRule,
-  failsafe_mode: booleanRule,
-  synchronous_mode_strict: booleanRule,
-  synchronous_mode: {
-    rule: `${BOOLEAN_RULE} or "quorum"`,
-    accepts: (value) => value === 'quorum' || parsePatroniBoolean(value) !== undefined,
-  },
-  postgresql: mappingRule,
-  standby_cluster: mappingRule,
-  slots: mappingRule,
-  ignore_slots: { rule: 'must be a list', accepts: Array.isArray },
-});
-
-const POSTGRESQL_RULES: Readonly<Record<string, ValueRule>> = Object.freeze({
-  use_pg_rewind: booleanRule,
-  use_slots: booleanRule,
-  remove_data_directory_on_rewind_failure: booleanRule,
-  remove_data_directory_on_diverged_timelines: booleanRule,
-  parameters: mappingRule,
-  use_unix_socket: booleanRule,
-  use_unix_socket_repl: booleanRule,
-});
-
 /**
  * Every key's type and range in a dynamic configuration (`bootstrap.dcs`, PATCH/PUT `/config`). The timing
  * invariant loop_wait + 2*retry_timeout <= ttl is not a refusal: as Patroni, the values are stored and clamped
@@ -322,66 +245,7 @@ export function validateDynamicConfigKeys(doc: unknown): string[] {
   return problems;
 }
 
-function checkKeys(doc: Record<string, unknown>, rules: Readonly<Record<string, ValueRule>>, prefix: string): string[] {
-  const problems: string[] = [];
-  for (const [key, value] of Object.entries(doc)) {
-    // Own keys only: `constructor` or `toString` must not find Object's methods as rules.
-    const rule = Object.hasOwn(rules, key) ? rules[key] : undefined;
-    if (rule && value !== null && !rule.accepts(value)) {
-      problems.push(`${prefix}${key}: ${rule.rule}, got ${describeValue(value)}`);
-    }
-  }
-  return problems;
-}
 
-// ---- Value helpers, also used by load-config.ts ----
-
-
-/** Patroni's `int(value)` for DCS documents: integers, and strings holding one. */
-const SECONDS_PER_UNIT: Readonly<Record<string, number>> = Object.freeze({ ms: 0.001, s: 1, min: 60, h: 3600, d: 86_400 });
-
-/** Seconds as the reference reads them: an integer, or a number with PostgreSQL's time units (`30min`, `1h`). */
-export function toSeconds(value: unknown): number | undefined {
-  const plain = toInteger(value);
-  if (plain !== undefined) return plain;
-  if (typeof value !== 'string' || value.length > 32) return undefined;
-  const match = /^\s*(\d+)\s*(ms|s|min|h|d)\s*$/.exec(value);
-  return match ? Math.floor(Number(match[1]) * SECONDS_PER_UNIT[match[2]]) : undefined;
-}
-
-function toInteger(value: unknown): number | undefined {
-  if (typeof value === 'number' && Number.isInteger(value)) return value;
-  if (typeof value === 'string' && /^\s*[-+]?\d+\s*$/.test(value)) return Number.parseInt(value, 10);
-  return undefined;
-}
-
-
-/** A server parameter's name as PostgreSQL spells them (`work_mem`, `auto_explain.log_min_duration`). */
-const PARAMETER_NAME = /^[A-Za-z_][A-Za-z0-9_.$]{0,62}$/;
-/** Longer than any real setting; a value is written into postgresql.conf, where it must stay on one line. */
-export const MAX_PARAMETER_VALUE_LENGTH = 4096;
-
-/** A parameter's name for a message: as it is when valid, else quoted and shortened. */
-function parameterLabel(name: string): string {
-  return PARAMETER_NAME.test(name) ? name : describeValue(name);
-}
-
-/** Why a server parameter cannot be written into postgresql.conf, or null when it can. */
-export function parameterProblem(name: string, value: unknown): string | null {
-  if (!PARAMETER_NAME.test(name)) return 'must be named as PostgreSQL names parameters (letters, digits, _ . $; at most 63)';
-  if (!isParameterValue(value)) return PARAMETER_RULE;
-  if (typeof value === 'number' && !Number.isFinite(value)) return 'must be a finite number';
-  if (typeof value === 'string') {
-    if (value.length > MAX_PARAMETER_VALUE_LENGTH) return `must be at most ${MAX_PARAMETER_VALUE_LENGTH} characters`;
-    // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
-    if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters (a line break would end the setting)';
-  }
-  return null;
-}
-
-export function isParameterValue(value: unknown): value is string | number | boolean {
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
-}
 
 /**
  * effectiveDynamicConfig of `/config` as read, computed again only when the key's revision or the

@@ -1,6 +1,6 @@
 import { parse } from 'yaml';
 import { Findings, Mapping } from './config-readers';
-import { describeValue, isMapping } from './dynamic-config';
+import { describeValue, isMapping } from './config-values';
 
 /** Each setting can be given as PATRONI_<name> or STATOR_<name>; the later prefix wins, and both win over the file. */
 const ENVIRONMENT_PREFIXES = ['PATRONI_', 'STATOR_'] as const;

@@ -1,5 +1,5 @@
 import { LogSettings } from '../common/logger';
-import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './dynamic-config';
+import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './config-values';
 import { Findings, isAbsent, Mapping, readIntegerInRange } from './config-readers';
 
 /** The `log` keys beyond level, layout and files. */

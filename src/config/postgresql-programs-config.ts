@@ -1,5 +1,5 @@
 import { Findings, isAbsent, Mapping, readSection, readString, splitHostPort } from './config-readers';
-import { BOOLEAN_RULE, parsePatroniBoolean } from './dynamic-config';
+import { BOOLEAN_RULE, parsePatroniBoolean } from './config-values';
 import type { PostgresqlConfig } from './config.types';
 
 /**

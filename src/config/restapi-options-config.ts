@@ -1,5 +1,5 @@
 import { RestApiConfig } from './config.types';
-import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './dynamic-config';
+import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './config-values';
 import { childPath, Findings, isAbsent, Mapping, readIntegerInRange, readOneOf, readString } from './config-readers';
 
 /** The `restapi` keys beyond address, access checks and certificates: TLS details, headers, backlog. */

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { parseDocument } from 'yaml';
 import { Findings, Mapping } from '../config/config-readers';
-import { isMapping } from '../config/dynamic-config';
+import { isMapping } from '../config/config-values';
 import { readCtlSection } from '../config/ctl-config';
 import { readDcs } from '../config/etcd-config';
 import { DEFAULT_NAMESPACE } from '../config/load-config';

@@ -20,7 +20,7 @@ import { EtcdClient, TxnCompare } from './etcd/etcd-client';
 import { EtcdConnection, usesGrpc } from './etcd/etcd-transport';
 import { ClusterWatch } from './etcd/cluster-watch';
 import { currentDcsBudget } from './dcs-budget';
-import { withinDeadline } from './etcd/etcd-types';
+import { OwnLeaseKeeper } from './etcd/own-lease';
 import { MIN_ATTEMPT_MS, RemainingMs, retryTransient } from './etcd/etcd-retry';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), then the cluster's keys and timing. */
@@ -47,13 +47,6 @@ export interface EtcdDcsOptions extends EtcdConnection {
  */
 export const CACHE_CONFIRM_TTLS = 10;
 
-/** The lease this node attaches to `leader` and `members/<name>`. */
-interface OwnLease {
-  id: string;
-  /** clock.monotonic() just before the grant or the last keepalive was sent. */
-  refreshSentAt: number;
-}
-
 /**
  * The Dcs port on etcd v3 (through the gRPC-JSON gateway), in Patroni's key layout and lease
  * model (reference-behavior 2.3): one lease per node with TTL = ttl, granted lazily and re-granted
@@ -69,10 +62,7 @@ export class EtcdDcs implements Dcs {
   private readonly prefix: string;
   private readonly leaderKey: string;
   private readonly memberKey: string;
-  private ttlSeconds: number;
-  private lease: OwnLease | null = null;
-  /** A grant in flight, shared so that concurrent calls do not create two leases. */
-  private pendingGrant: { ttlSeconds: number; lease: Promise<OwnLease> } | null = null;
+  private readonly lease: OwnLeaseKeeper;
   /** The member value and lease of the last successful member write, to skip identical writes. */
   private lastMemberWrite: { value: string; leaseId: string } | null = null;
   /** The leader key as the last read found it, until the next refresh consumes it (see refreshLeader). */
@@ -88,7 +78,7 @@ export class EtcdDcs implements Dcs {
     this.prefix = clusterPrefix(options.namespace, options.scope);
     this.leaderKey = this.prefix + ClusterKeys.leader;
     this.memberKey = this.prefix + ClusterKeys.member(options.name);
-    this.ttlSeconds = options.ttlSeconds;
+    this.lease = new OwnLeaseKeeper(this.client, options.clock, options.ttlSeconds);
     this.retryTimeoutMs = options.retryTimeoutMs;
     // Closing ends every subscription, and with them the watch.
     this.watch = new ClusterWatch(this.client, this.prefix, options.retryTimeoutMs, options.clock, this.closing);
@@ -115,7 +105,7 @@ export class EtcdDcs implements Dcs {
    * live watch.
    */
   async readCached(): Promise<ClusterView> {
-    const trusted = this.watch.trustedView((this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.ttlSeconds * 1000);
+    const trusted = this.watch.trustedView((this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.lease.ttlSeconds * 1000);
     if (!trusted) return this.read();
     const { leader } = trusted;
     this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.monotonic() } : null;
@@ -140,7 +130,7 @@ export class EtcdDcs implements Dcs {
    */
   async acquireLeader(): Promise<LockLease | null> {
     return this.withRetry('acquire leader lock', async (remaining) => {
-      const lease = await this.keepLeaseAlive(remaining);
+      const lease = await this.lease.keepAlive(remaining);
       const result = await this.client.txn(
         {
           compare: [{ key: this.leaderKey, target: 'CREATE', createRevision: '0' }],
@@ -151,7 +141,7 @@ export class EtcdDcs implements Dcs {
       );
       const holder = result.responses[0]?.kvs[0];
       const ours = result.succeeded || (holder?.value === this.options.name && holder.lease === lease.id);
-      return ours ? this.lockLease(lease) : null;
+      return ours ? this.lease.lockLease(lease) : null;
     });
   }
 
@@ -168,12 +158,12 @@ export class EtcdDcs implements Dcs {
    * sighting older than a third of the TTL is not trusted.
    */
   async refreshLeader(): Promise<LockLease | null> {
-    const recent = this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.ttlSeconds * 1000) / 3;
+    const recent = this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.lease.ttlSeconds * 1000) / 3;
     const seen = recent ? this.leaderSeen : null;
     this.leaderSeen = null;
     return this.withRetry('refresh leader lock', async (remaining) => {
-      const lease = await this.keepLeaseAlive(remaining);
-      if (seen?.value === this.options.name && seen.lease === lease.id) return this.lockLease(lease);
+      const lease = await this.lease.keepAlive(remaining);
+      if (seen?.value === this.options.name && seen.lease === lease.id) return this.lease.lockLease(lease);
       const ownsKey = await this.client.txn(
         {
           compare: [this.leaderHolds(), { key: this.leaderKey, target: 'LEASE', lease: lease.id }],
@@ -181,7 +171,7 @@ export class EtcdDcs implements Dcs {
         },
         remaining(),
       );
-      if (ownsKey.succeeded) return this.lockLease(lease);
+      if (ownsKey.succeeded) return this.lease.lockLease(lease);
       if (ownsKey.responses[0]?.kvs[0]?.value !== this.options.name) return null;
       const moved = await this.client.txn(
         {
@@ -190,7 +180,7 @@ export class EtcdDcs implements Dcs {
         },
         remaining(),
       );
-      return moved.succeeded ? this.lockLease(lease) : null;
+      return moved.succeeded ? this.lease.lockLease(lease) : null;
     });
   }
 
@@ -207,9 +197,9 @@ export class EtcdDcs implements Dcs {
 
   async forceLeader(): Promise<LockLease> {
     return this.withRetry('write leader key', async (remaining) => {
-      const lease = await this.keepLeaseAlive(remaining);
+      const lease = await this.lease.keepAlive(remaining);
       await this.client.put(this.leaderKey, this.options.name, { lease: lease.id }, remaining());
-      return this.lockLease(lease);
+      return this.lease.lockLease(lease);
     });
   }
 
@@ -221,10 +211,11 @@ export class EtcdDcs implements Dcs {
   async touchMember(data: MemberData): Promise<void> {
     const value = JSON.stringify(data);
     await this.withRetry('write member key', async (remaining) => {
+      const held = this.lease.current;
       const lease =
-        this.lease && this.options.clock.monotonic() - this.lease.refreshSentAt < (this.ttlSeconds * 1000) / 3
-          ? this.lease
-          : await this.keepLeaseAlive(remaining);
+        held && this.options.clock.monotonic() - held.refreshSentAt < (this.lease.ttlSeconds * 1000) / 3
+          ? held
+          : await this.lease.keepAlive(remaining);
       if (this.lastMemberWrite?.value === value && this.lastMemberWrite.leaseId === lease.id) return;
       await this.client.put(this.memberKey, value, { lease: lease.id }, remaining());
       this.lastMemberWrite = { value, leaseId: lease.id };
@@ -282,10 +273,8 @@ export class EtcdDcs implements Dcs {
    * `leader` and the member key stay until the next refresh and touch move them onto the new one.
    */
   async setTtl(ttlSeconds: number): Promise<void> {
-    if (ttlSeconds === this.ttlSeconds) return;
-    this.ttlSeconds = ttlSeconds;
-    this.lease = null;
-    await this.withRetry('grant lease', (remaining) => this.grantLease(remaining()));
+    if (!this.lease.changeTtl(ttlSeconds)) return;
+    await this.withRetry('grant lease', (remaining) => this.lease.grant(remaining()));
   }
 
   /** The deadline of every later call, e.g. after `retry_timeout` changed in `/config`. */
@@ -301,8 +290,7 @@ export class EtcdDcs implements Dcs {
     if (this.closed) return;
     this.closed = true;
     this.closing.next();
-    const lease = this.lease;
-    this.lease = null;
+    const lease = this.lease.takeForClose();
     if (lease && !keepLease) await this.client.leaseRevoke(lease.id, this.retryTimeoutMs).catch(() => undefined);
     this.client.close();
   }
@@ -313,18 +301,15 @@ export class EtcdDcs implements Dcs {
 
   termRelease(): TermRelease | null {
     const { hosts, protocol, cacert, cert, key, username, password } = this.options;
-    if (!this.lease || usesGrpc(this.options)) return null;
+    const lease = this.lease.current;
+    if (!lease || usesGrpc(this.options)) return null;
     const scheme = protocol ?? 'http';
     return {
       endpoints: hosts.map((host) => `${scheme}://${host.replace(/^https?:\/\//, '').replace(/\/+$/, '')}`),
-      leaseId: this.lease.id,
+      leaseId: lease.id,
       tls: scheme === 'https' ? { cacert, cert, key: key ?? cert } : undefined,
       auth: username ? { username, password: password ?? '' } : undefined,
     };
-  }
-
-  private lockLease(lease: OwnLease): LockLease {
-    return { validUntil: lease.refreshSentAt + this.ttlSeconds * 1000 };
   }
 
   /** Create-only (`'absent'`), compare-and-set on mod revision, or plain put (no expectation). */
@@ -340,46 +325,8 @@ export class EtcdDcs implements Dcs {
     });
   }
 
-  /** A keepalive of the own lease; grants a new one when there is none or it was lost. */
-  private async keepLeaseAlive(remaining: RemainingMs): Promise<OwnLease> {
-    const lease = this.lease;
-    if (!lease) return this.grantLease(remaining());
-    const refreshSentAt = this.options.clock.monotonic();
-    const ttlLeft = await this.client.leaseKeepAlive(lease.id, remaining());
-    if (ttlLeft <= 0) {
-      if (this.lease?.id === lease.id) this.lease = null;
-      return this.grantLease(remaining());
-    }
-    const refreshed = { id: lease.id, refreshSentAt };
-    if (this.lease?.id === lease.id) this.lease = refreshed;
-    return refreshed;
-  }
-
-  /**
-   * Grants a lease with the current TTL, or joins a grant already in flight. A joining caller
-   * still waits no longer than its own `timeoutMs`: the shared request runs on the deadline of the
-   * call that started it, which may end later.
-   */
-  private grantLease(timeoutMs: number): Promise<OwnLease> {
-    const ttlSeconds = this.ttlSeconds;
-    if (this.pendingGrant?.ttlSeconds === ttlSeconds) return withinDeadline(this.pendingGrant.lease, timeoutMs, 'lease grant');
-    const refreshSentAt = this.options.clock.monotonic();
-    const lease = this.client.leaseGrant(ttlSeconds, timeoutMs).then(({ id }) => {
-      const granted = { id, refreshSentAt };
-      if (ttlSeconds === this.ttlSeconds) this.lease = granted;
-      return granted;
-    });
-    const pending = { ttlSeconds, lease };
-    this.pendingGrant = pending;
-    const clear = () => {
-      if (this.pendingGrant === pending) this.pendingGrant = null;
-    };
-    lease.then(clear, clear);
-    return lease;
-  }
-
   private readonly retryHooks = {
-    leaseLost: () => (this.lease = null), // expired or revoked under us: re-grant on the next attempt
+    leaseLost: () => this.lease.forget(), // expired or revoked under us: re-grant on the next attempt
     closed: () => this.closed,
   };
 

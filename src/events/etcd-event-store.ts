@@ -1,21 +1,14 @@
 import { Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  compareRevisions,
-  EtcdClient,
-  KeyValue,
-  nextRevision,
-  TxnCompare,
-  watchUntilBroken,
-  WatchBrokenError,
-} from '../dcs/etcd/etcd-client';
+import { compareRevisions, EtcdClient, KeyValue, nextRevision, TxnCompare, watchUntilBroken, WatchBrokenError } from '../dcs/etcd/etcd-client';
 import { EtcdConnection } from '../dcs/etcd/etcd-transport';
 import { NewEvent, RecordedEvent } from './event';
 import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict, StreamRange } from './event-store.port';
-import { ChainHead, chainEvents } from './hash-chain';
+import { chainEvents } from './hash-chain';
 import { CheckpointConflict, LogCheckpoint } from './log-checkpoint';
 import { Backoff } from '../common/backoff';
 import { EtcdQuotaGuard, EtcdQuotaLimit } from './etcd-quota-guard';
+import { assertStreamName, CHECKPOINT, HEADS, parseCheckpoint, parseEvent, parseHead, StoredHead } from './etcd-event-values';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), and the cluster whose events are stored. */
 export interface EtcdEventStoreOptions extends EtcdConnection {
@@ -46,9 +39,6 @@ const MAX_EVENTS_PER_APPEND = 100;
 /** Attempts of one append when the head moved under it ('any', or a stale cached head). */
 const APPEND_ATTEMPTS = 5;
 const SEQ_DIGITS = 12;
-const HEADS = 'heads';
-/** The key (not a folder) of the LogCheckpoint retention writes. */
-const CHECKPOINT = 'checkpoint';
 
 /**
  * EventStore on etcd v3 under its own prefix (eventLogPrefix: `/stator-events/<scope>/` in the
@@ -313,51 +303,5 @@ export class EtcdEventStore implements EventStore {
 
   private headKey(stream: string): string {
     return `${this.prefix}${HEADS}/${stream}`;
-  }
-}
-
-/** `heads` is the head keys' folder and `checkpoint` a key of its own, so no stream may live there. */
-function assertStreamName(stream: string): void {
-  if (!stream || stream === HEADS || stream === CHECKPOINT || stream.startsWith(`${HEADS}/`) || stream.endsWith('/')) {
-    throw new Error(`invalid event stream name: '${stream}'`);
-  }
-}
-
-/** A stream head and the exact value of its key (null: no key), which the next append compares. */
-interface StoredHead extends ChainHead {
-  value: string | null;
-}
-
-/** `{"seq":N,"hash":"..."}`, or a bare seq from older versions (unchained history: hash ''). */
-function parseHead(value: string | undefined): StoredHead {
-  if (value === undefined) return { seq: 0, hash: '', value: null };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    parsed = null;
-  }
-  const chained = typeof parsed === 'object' && parsed !== null ? (parsed as Partial<ChainHead>) : null;
-  const seq = chained ? Number(chained.seq) : Number(parsed);
-  const hash = chained && typeof chained.hash === 'string' ? chained.hash : '';
-  return { seq: Number.isInteger(seq) && seq > 0 ? seq : 0, hash, value };
-}
-
-/** A checkpoint that does not parse is refused rather than treated as none: retention must not start over. */
-function parseCheckpoint(value: string): LogCheckpoint {
-  const parsed = JSON.parse(value) as LogCheckpoint;
-  if (typeof parsed?.streams !== 'object' || parsed.streams === null || typeof parsed.projections !== 'object') {
-    throw new Error(`the stored event log checkpoint is not one: ${value.slice(0, 120)}`);
-  }
-  return parsed;
-}
-
-/** Values that are not events (written by someone else) are skipped rather than thrown. */
-function parseEvent(value: string): RecordedEvent | null {
-  try {
-    const event = JSON.parse(value) as RecordedEvent;
-    return typeof event?.stream === 'string' && typeof event.seq === 'number' ? event : null;
-  } catch {
-    return null;
   }
 }

@@ -1,5 +1,6 @@
 import { AnyMachineSnapshot, InspectionEvent, StateValue } from 'xstate';
 import { Clock } from '../common/clock';
+import { eventTime } from '../common/recorded-event';
 import { NewEvent } from './event';
 
 /** Anything that takes events for the log (the EventRecorder, or an array in tests). */
@@ -59,7 +60,7 @@ export function transitionRecorder(machine: string, node: string, sink: EventSin
     sink.record({
       stream: `node/${node}/${machine}`,
       type: `${machine}.transition`,
-      at: new Date(clock.now()).toISOString(),
+      at: eventTime(clock.now()),
       node,
       from,
       to,

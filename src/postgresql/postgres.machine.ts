@@ -1,76 +1,15 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { errorText } from '../common/error-text';
 import { BootstrapMethod } from '../config/config.types';
-import { PostgresProcess, PostgresSettings, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
+import { PostgresSettings, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
+import { CloneInput, PostgresContext, PostgresEvent, StartRequest, StopRequest } from './postgres-machine-types';
 
 /**
  * The `postgres` machine: the 15 PostgreSQL states of the spec. The HA loop sends commands; the
  * side effects run as invoked actors with explicit ids, implemented over the PostgresProcess port
- * (see `postgresActors`). A postmaster exit reaches the machine as POSTMASTER_EXITED the moment the
+ * (see postgres-actors.ts). A postmaster exit reaches the machine as POSTMASTER_EXITED the moment the
  * fence reports it.
  */
-
-/** `settings: null` adopts a postmaster left running by an earlier agent instead of starting one. */
-/** What the clone copies from: a member (pg_basebackup, or a method's `--connstring`) and a custom method. */
-interface CloneInput {
-  source: UpstreamNode | null;
-  method?: ReplicaMethod;
-}
-
-export interface StartRequest {
-  settings: PostgresSettings | null;
-  timeoutMs: number;
-  /** When the HA loop asked for it (epoch ms): the backoff after a failed start counts from here. */
-  at?: number;
-}
-
-/** A stop's mode and deadline, and who hears of its escalation steps. */
-export interface StopRequest {
-  mode: StopMode;
-  timeoutMs: number;
-  onEscalation?: (step: StopEscalation) => void;
-}
-
-export type PostgresEvent =
-  | { type: 'INITDB' }
-  | { type: 'CUSTOM_BOOTSTRAP'; method: BootstrapMethod; start: StartRequest }
-  /** A clone by `method` (a custom replica method) or by pg_basebackup from `source`. */
-  | { type: 'CLONE'; source: UpstreamNode | null; method?: ReplicaMethod; at?: number }
-  | { type: 'START'; start: StartRequest }
-  | { type: 'ADOPT'; timeoutMs: number }
-  | { type: 'STOP'; mode: StopMode; timeoutMs: number }
-  /** The stop under way passed its deadline and took `step`. */
-  | { type: 'STOP_ESCALATED'; step: StopEscalation }
-  | { type: 'RESTART'; start: StartRequest; mode: StopMode }
-  | { type: 'PROMOTE'; timeoutMs: number }
-  | { type: 'RECONFIGURE'; settings: PostgresSettings }
-  | { type: 'REWIND'; source: UpstreamNode; crashRecovery: boolean }
-  | { type: 'REMOVE_DATA' }
-  | { type: 'POSTMASTER_EXITED'; code: number | null; signal: string | null; fenced: boolean; lastLog?: string }
-  | { type: 'SET_PAUSE'; paused: boolean };
-
-export interface PostgresContext {
-  paused: boolean;
-  /** Message of the last failed action, cleared when the next action starts. */
-  lastError: string | null;
-  /** Exit code of the command behind the last failed action, when a command failed. */
-  lastExitCode: number | null;
-  /** Outcome of the last finished action, e.g. `rewound`, `not_needed`, `promoted`. */
-  lastOutcome: string | null;
-  pid: number | null;
-  /** The start that follows a custom bootstrap. */
-  bootstrapStart: StartRequest | null;
-  /** Starts and restarts that failed in a row; back to 0 once PostgreSQL runs. */
-  failedStarts: number;
-  /** When the latest start or restart was asked for (epoch ms), null before the first. */
-  lastStartAt: number | null;
-  /** Clones that failed in a row; back to 0 once one succeeds. */
-  failedClones: number;
-  /** When the latest clone was asked for (epoch ms), null before the first. */
-  lastCloneAt: number | null;
-  /** The furthest step the latest stop had to take past its deadline, null when it ended in its own mode. */
-  lastStopEscalation: StopEscalation | null;
-}
 
 const notProvided = (name: string) =>
   fromPromise<never, unknown>(async () => {
@@ -85,7 +24,6 @@ const AFTER_POSTMASTER_DOWN = {
   REMOVE_DATA: { target: 'stopped.removingData', actions: 'clearOutcome' },
   STOP: { target: 'stopped' },
 } as const;
-
 
 export const postgresMachine = setup({
   types: {
@@ -355,42 +293,4 @@ function describeExit(event: { code: number | null; signal: string | null; fence
 function exitCodeOf(error: unknown): number | null {
   const code = (error as { exitCode?: unknown } | null)?.exitCode;
   return typeof code === 'number' ? code : null;
-}
-
-/** The invoked actors over the real (or a fake) PostgresProcess. */
-export function postgresActors(pg: PostgresProcess) {
-  return {
-    runInitdb: fromPromise<void, void>(() => pg.initdb()),
-    runCustomBootstrap: fromPromise<void, { method: BootstrapMethod }>(({ input }) => pg.customBootstrap(input.method)),
-    cloneReplica: fromPromise<void, CloneInput>(({ input }) => {
-      if (input.method) return pg.createReplicaWith(input.method, input.source);
-      if (!input.source) throw new Error('pg_basebackup needs a member to copy');
-      return pg.basebackup(input.source);
-    }),
-    startPostgres: fromPromise<{ pid: number }, StartRequest>(async ({ input }) => {
-      if (!input.settings) {
-        const adopted = await pg.adopt();
-        if (!adopted) throw new Error('no running postmaster to adopt');
-        return adopted;
-      }
-      await pg.configure(input.settings);
-      return pg.start(input.timeoutMs);
-    }),
-    stopPostgres: fromPromise<void, StopRequest>(({ input }) => pg.stop(input.mode, input.timeoutMs, input.onEscalation)),
-    restartPostgres: fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>(async ({ input }) => {
-      await pg.stop(input.mode, input.start.timeoutMs);
-      if (input.start.settings) await pg.configure(input.start.settings);
-      return pg.start(input.start.timeoutMs);
-    }),
-    promotePostgres: fromPromise<void, { timeoutMs: number }>(({ input }) => pg.promote(input.timeoutMs)),
-    reconfigurePostgres: fromPromise<void, { settings: PostgresSettings }>(async ({ input }) => {
-      await pg.configure(input.settings);
-      await pg.reload();
-    }),
-    rewindData: fromPromise<'rewound' | 'not_needed', { source: UpstreamNode; crashRecovery: boolean }>(async ({ input }) => {
-      if (input.crashRecovery) await pg.crashRecovery();
-      return pg.rewind(input.source);
-    }),
-    removeData: fromPromise<void, void>(() => pg.removeDataDir()),
-  };
 }

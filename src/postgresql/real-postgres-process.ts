@@ -12,14 +12,15 @@ import { archiveWalFile } from './process/archive-command';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
 import { CustomMethods } from './process/custom-methods';
-import { DataDirectory, InitdbOptions } from './process/data-directory';
+import { DataDirectory } from './process/data-directory';
+import { InitdbOptions } from './process/tool-arguments';
 import { FenceLink } from './process/fence-link';
 import { defaultFenceProgram, FenceProgram } from './process/fence-program';
 import { AdapterLog, LocalPostgres, LocalPostgresOptions } from './process/local-postgres';
 import { Postmaster } from './process/postmaster';
 
 export { formatParameterValue } from './process/configuration-files';
-export { parseControlData } from './process/data-directory';
+export { parseControlData } from './process/tool-arguments';
 
 export interface RealPostgresProcessOptions extends LocalPostgresOptions {
   /** Node-local state: fence socket, fence pid, postmaster log, last exit record. */

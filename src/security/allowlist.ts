@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { errorText } from '../common/error-text';
 
 /** The addresses allowed to call the unsafe endpoints (`restapi.allowlist`). */
 export interface Allowlist {
@@ -33,7 +34,7 @@ export async function resolveAllowlist(
         for (const address of addresses) addAddress(allowed, address);
       }
     } catch (error) {
-      warn(`restapi.allowlist: ignoring "${entry}": ${error instanceof Error ? error.message : String(error)}`);
+      warn(`restapi.allowlist: ignoring "${entry}": ${errorText(error)}`);
     }
   }
   return {

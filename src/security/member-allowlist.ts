@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { HostResolver, systemResolver, unmapIpv4 } from './allowlist';
+import { errorText } from '../common/error-text';
 
 /** The `api_url` of every member registered in the DCS (this node's own included), as last read. */
 export type MemberApiUrls = () => string[];
@@ -34,7 +35,7 @@ export function memberAllowlist(memberApiUrls: MemberApiUrls, warn: (message: st
       });
       addresses = (await Promise.race([resolve(host), deadline])).map(unmapIpv4);
     } catch (error) {
-      warn(`restapi.allowlist_include_members: cannot resolve member host "${host}": ${error instanceof Error ? error.message : String(error)}`);
+      warn(`restapi.allowlist_include_members: cannot resolve member host "${host}": ${errorText(error)}`);
     } finally {
       clearTimeout(timer);
     }

@@ -3,6 +3,7 @@ import type { AgentOptions, ServerOptions } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import { RestApiConfig } from '../config/config.types';
 import { CtlConfig } from '../config/ctl-config';
+import { errorText } from '../common/error-text';
 
 /**
  * The HTTPS options of the API server, or `null` to serve plain HTTP (no `certfile`). `verify_client: optional` asks
@@ -32,7 +33,7 @@ function checkSecureContext(options: ServerOptions, restapi: RestApiConfig): voi
   try {
     createSecureContext(options);
   } catch (error) {
-    const text = error instanceof Error ? error.message : String(error);
+    const text = errorText(error);
     if (/cipher/i.test(text) && restapi.ciphers) throw new Error(`restapi.ciphers: OpenSSL accepts none of "${restapi.ciphers}" (${text})`, { cause: error });
     if (/decrypt|passphrase|PEM|key/i.test(text)) {
       const hint = restapi.keyfile_password === undefined ? 'is it encrypted? set restapi.keyfile_password' : 'is restapi.keyfile_password right?';
@@ -72,7 +73,7 @@ function checkClientKey(options: AgentOptions, ctl: CtlConfig): void {
   try {
     createSecureContext(options);
   } catch (error) {
-    const text = error instanceof Error ? error.message : String(error);
+    const text = errorText(error);
     const hint = ctl.keyfile_password === undefined ? 'is it encrypted? set ctl.keyfile_password' : 'is ctl.keyfile_password right?';
     throw new Error(`${ctl.keyfile ? 'ctl.keyfile' : 'ctl.certfile'}: cannot load the client certificate's private key (${text}); ${hint}`, { cause: error });
   }
@@ -88,6 +89,6 @@ function readPem(key: 'certfile' | 'keyfile' | 'cafile' | `ctl.${'cacert' | 'cer
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new Error(`${key.startsWith('ctl.') ? key : `restapi.${key}`}: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(`${key.startsWith('ctl.') ? key : `restapi.${key}`}: cannot read ${path}: ${errorText(error)}`, { cause: error });
   }
 }

@@ -1,5 +1,5 @@
 import { fromPromise } from 'xstate';
-import { postgresActors } from '../../src/postgresql/postgres.machine';
+import { postgresActors } from '../../src/postgresql/postgres-actors';
 
 /**
  * The postgres machine's invoked actors without side effects: each succeeds at once, except those

@@ -38,8 +38,8 @@ beforeAll(async () => {
   cluster = await LocalCluster.start({ nodes: 1, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 });
   node = await cluster.waitForLeader(60_000);
   observer = new EtcdDcs({ hosts: [cluster.etcd.endpoint], namespace: '/service', scope: cluster.scope, name: 'fuzz-observer', ttlSeconds: 30, retryTimeoutMs: 4000, clock: systemClock });
-  // The first operation body an agent checks loads class-validator (about 100 ms, once per process:
-  // src/api/dto/deferred-validation.ts). ANSWER_WITHIN_MS bounds every answer after that one.
+  // The first operation body an agent checks reads class-validator's metadata (once per process).
+  // ANSWER_WITHIN_MS bounds every answer after that one.
   const first = await send({ method: 'POST', path: '/switchover', query: [], contentType: 'application/json', body: '{"leader":1}' });
   expect({ status: first.status, within5s: first.ms < 5000 }).toEqual({ status: 400, within5s: true });
 });

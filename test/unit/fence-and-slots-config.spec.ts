@@ -2,7 +2,8 @@ import { stringify } from 'yaml';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load-config';
-import { effectiveDynamicConfig, toSeconds, validateDynamicConfigKeys } from '../../src/config/dynamic-config';
+import { toSeconds } from '../../src/config/config-values';
+import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../../src/config/dynamic-config';
 import { tmpDir } from '../helpers/tmp';
 import { problemsIfAny } from '../helpers/config-problems';
 

@@ -1,4 +1,4 @@
-import type { FleetRun } from '../../bench/fleet-run';
+import type { FleetRun } from '../../bench/fleet-types';
 import { estimateFleetRun } from '../../bench/lib/fleet-estimate';
 import { etcdSizeFor, extrapolate, linearFit, renderExtrapolation } from '../../bench/lib/fleet-extrapolation';
 import { DEFAULT_FLEET_OPTIONS, parseFleetOptions } from '../../bench/lib/fleet-options';

@@ -1,6 +1,6 @@
 import { HttpException, HttpStatus, PipeTransform } from '@nestjs/common';
 import { reviewConfigWrite } from '../../config/config-write-review';
-import { isMapping } from '../../config/dynamic-config';
+import { isMapping } from '../../config/config-values';
 import { DynamicConfig } from '../../dcs/dcs.port';
 import { ConfigWrite } from '../../ha/operation-types';
 import { errorBody } from '../http-exception.filter';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '../openapi/deferred-swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /**
  * `GET /stator/diagnostics` for the OpenAPI document: terminus's `{status, info, error, details}`,

@@ -1,5 +1,5 @@
-import { Allow, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy, ValidateIf, type ValidationArguments } from './deferred-validation';
-import { ApiPropertyOptional } from '../openapi/deferred-swagger';
+import { Allow, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy, ValidateIf, type ValidationArguments } from 'class-validator';
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { readTimeoutSeconds } from '../request-values';
 
 /** Names and texts are at most this long; longer ones are refused before anything reads them. */

@@ -1,5 +1,5 @@
 import { PipeTransform } from '@nestjs/common';
-import { loadClassValidator } from './deferred-validation';
+import { getMetadataStorage, validateSync } from 'class-validator';
 import { OperationRefused } from '../../ha/operation-types';
 
 type DtoClass<T> = new () => T;
@@ -37,7 +37,7 @@ export interface ValidatedBody<T> {
  * No body (or an empty one) is an empty DTO; the endpoint decides whether it needed one.
  */
 export class OperationBodyPipe<T extends object> implements PipeTransform<unknown, ValidatedBody<T>> {
-  /** The DTO's keys in declaration order, read from class-validator's metadata on the first body (class-validator loads then). */
+  /** The DTO's keys in declaration order, read from class-validator's metadata on the first body. */
   private declaredKeys: ReadonlySet<string> | null = null;
   private readonly unknownKeys: UnknownKeyPolicy;
 
@@ -49,9 +49,7 @@ export class OperationBodyPipe<T extends object> implements PipeTransform<unknow
   }
 
   transform(raw: unknown): ValidatedBody<T> {
-    // Before class-validator loads (about 100 ms, once): a body that is not an object needs none of it.
     const body = objectBody(raw, !this.options.required);
-    const { getMetadataStorage, validateSync } = loadClassValidator();
     this.declaredKeys ??= new Set(getMetadataStorage().getTargetValidationMetadatas(this.dto, '', true, false).map((m) => m.propertyName));
     const declared = this.declaredKeys;
     const acceptedKeys = [...declared].filter((key) => !this.options.aliases?.includes(key));

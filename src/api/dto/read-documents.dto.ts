@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional, type SchemaObject } from '../openapi/deferred-swagger';
+import { ApiProperty, ApiPropertyOptional, type SchemaObject } from '@nestjs/swagger';
 import { POSTGRES_STATES } from '../../postgresql/postgres-states';
 
 /**

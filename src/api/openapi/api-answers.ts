@@ -1,5 +1,5 @@
 import { applyDecorators, Type } from '@nestjs/common';
-import { ApiExtraModels, ApiResponse, getSchemaPath, type ReferenceObject, type SchemaObject } from './deferred-swagger';
+import { ApiExtraModels, ApiResponse, getSchemaPath, type ReferenceObject, type SchemaObject } from '@nestjs/swagger';
 import { ErrorBodyDto } from '../dto/read-documents.dto';
 
 /**

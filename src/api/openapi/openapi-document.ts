@@ -1,5 +1,5 @@
 import { INestApplication } from '@nestjs/common';
-import { getSchemaPath, loadSwagger, type OpenAPIObject } from './deferred-swagger';
+import { DocumentBuilder, getSchemaPath, type OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { StatusDocumentDto } from '../dto/read-documents.dto';
 import { HEALTH_PATHS } from '../health';
 import { STATUS_LINE_ONLY } from '../health.controller';
@@ -26,7 +26,6 @@ const DESCRIPTION = [
  * (HEALTH_PATHS) so the document cannot drift from them, and the HEAD operation Fastify adds to each GET.
  */
 export function buildOpenApiDocument(app: INestApplication, identity: ApiIdentity): OpenAPIObject {
-  const { DocumentBuilder, SwaggerModule } = loadSwagger();
   const config = new DocumentBuilder()
     .setTitle('Stator node API')
     .setDescription(DESCRIPTION)

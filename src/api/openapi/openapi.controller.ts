@@ -1,6 +1,6 @@
 import { Controller, Get, HttpException, HttpStatus, Inject, Injectable, INestApplication, Res } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { ApiOperation, ApiTags } from './deferred-swagger';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { errorBody } from '../http-exception.filter';
 import { API_IDENTITY } from '../node-state.service';

@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { shownEventTime } from '../../common/recorded-event';
 import { RecordedEvent } from '../../events/event';
 import { runAudit } from '../../audit/audit-cli';
 import { limitOf } from '../args';
@@ -30,7 +31,7 @@ export function eventChange(event: RecordedEvent): string {
 export function eventLine(event: RecordedEvent): string {
   const change = eventChange(event);
   const meaning = describeEvent(event);
-  return `${event.at}  ${event.node.padEnd(8)} ${event.type.padEnd(22)} ${change}${meaning ? `  | ${meaning}` : ''}`;
+  return `${shownEventTime(event.at)}  ${event.node.padEnd(8)} ${event.type.padEnd(22)} ${change}${meaning ? `  | ${meaning}` : ''}`;
 }
 
 /** `events`: a page of the log (filters, `--limit`), or with `--follow` the live stream until Ctrl-C. */
@@ -43,7 +44,7 @@ export async function events(ctl: Ctl): Promise<number> {
     else if (page.length === 0) ctl.io.stdout('No events\n');
     else {
       const columns = ['At', 'Node', 'Stream', 'Type', 'Change'];
-      const rows = page.map((e) => [e.at, e.node, e.stream, e.type, eventChange(e)]);
+      const rows = page.map((e) => [shownEventTime(e.at), e.node, e.stream, e.type, eventChange(e)]);
       ctl.io.stdout(renderTable({ columns, rows }));
     }
     return 0;

@@ -1,5 +1,6 @@
 import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { Backoff } from '../../common/backoff';
 import type { Logger } from '../../common/logger';
 import { isSuccess, type EtcdAnswer } from './etcd-answer';
 import type { EtcdCarrier, EtcdTls } from './etcd-carrier';
@@ -69,7 +70,7 @@ export class EtcdTransport {
   private currentToken: string | null = null;
   private rediscovering = false;
   private rediscoveryNotBefore = 0;
-  private rediscoveryIntervalMs = REDISCOVERY_MIN_MS;
+  private readonly rediscoveryInterval = new Backoff(REDISCOVERY_MIN_MS, REDISCOVERY_MAX_MS);
 
   constructor(private readonly connection: EtcdConnection) {
     if (connection.hosts.length === 0) throw new Error('etcd: at least one host is required');
@@ -182,8 +183,8 @@ export class EtcdTransport {
       })
       .catch(() => undefined)
       .finally(() => {
-        this.rediscoveryIntervalMs = changed ? REDISCOVERY_MIN_MS : Math.min(this.rediscoveryIntervalMs * 2, REDISCOVERY_MAX_MS);
-        this.rediscoveryNotBefore = performance.now() + this.rediscoveryIntervalMs;
+        if (changed) this.rediscoveryInterval.reset();
+        this.rediscoveryNotBefore = performance.now() + this.rediscoveryInterval.next();
         this.rediscovering = false;
       });
   }

@@ -1,7 +1,7 @@
 import { systemClock, TimerClock } from '../../common/clock';
 import { UpstreamNode } from '../postgres.port';
 import { MemoryPostgresServer } from './memory-postgres';
-import { MemoryPostgresServerOptions } from './memory-state';
+import { MemoryPostgresServerOptions, ServerNetwork } from './memory-state';
 
 /**
  * The servers of one test, by `host:port`, with the clock they share. Settles replication after
@@ -15,7 +15,7 @@ import { MemoryPostgresServerOptions } from './memory-state';
  * const pg = new MemoryPostgresProcess(leader);
  * ```
  */
-export class MemoryPostgresNetwork {
+export class MemoryPostgresNetwork implements ServerNetwork<MemoryPostgresServer> {
   private readonly servers = new Map<string, MemoryPostgresServer>();
   private lastPid = 100;
   private clusters = 0;

@@ -1,20 +1,18 @@
 import { Observable, Subject } from 'rxjs';
 import { formatLsn } from '../../common/lsn';
 import { PostgresCommandError, PostmasterExit, ReplicationConnection, StopMode, UpstreamNode } from '../postgres.port';
-import type { MemoryPostgresNetwork } from './memory-network';
 import {
-  CHECKPOINT_RECORD_BYTES,
-  END_OF_RECOVERY_RECORD_BYTES,
   FailableOperation,
   MemoryCluster,
   MemoryPostgresServerOptions,
   MemoryPostmaster,
   postgresLogTime,
   renderParameters,
-  RESTART_PARAMETERS,
+  ServerNetwork,
 } from './memory-state';
 import { replicationRows } from './sync-states';
-import { canStream, forkBeforeCheckpoint, PROMOTION_REASON, TimelineSwitch } from './wal-history';
+import { forkBeforeCheckpoint, TimelineSwitch } from './wal-history';
+import { endRecovery, receiveAndReplay, reloadSettings, restartpoint, writeCheckpoint } from './wal-records';
 
 /**
  * One simulated PostgreSQL server: its data directory and its postmaster. The adapters
@@ -44,7 +42,7 @@ export class MemoryPostgresServer {
   private waiters: Array<{ resolve(): void; reject(error: Error): void }> = [];
 
   constructor(
-    readonly network: MemoryPostgresNetwork,
+    readonly network: ServerNetwork<MemoryPostgresServer>,
     options: MemoryPostgresServerOptions,
   ) {
     this.name = options.name;
@@ -255,7 +253,7 @@ export class MemoryPostgresServer {
     }
     if (mode !== 'immediate') {
       if (postmaster.inRecovery) {
-        this.restartpoint();
+        restartpoint(cluster);
         cluster.clusterState = 'shut down in recovery';
       } else {
         this.checkpointNow();
@@ -281,53 +279,22 @@ export class MemoryPostgresServer {
 
   /** End of recovery after `pg_ctl promote`: replays what was received, then writes on timeline + 1. */
   promote(): void {
-    const postmaster = this.postmaster;
-    const cluster = this.cluster!;
-    cluster.replayLsn = cluster.walEnd;
-    cluster.replayedCommitAt = cluster.commitAt;
-    cluster.history = [...cluster.history, { timeline: cluster.timeline, lsn: cluster.walEnd, reason: PROMOTION_REASON }];
-    cluster.timeline += 1;
-    cluster.walEnd += END_OF_RECOVERY_RECORD_BYTES;
-    cluster.replayLsn = cluster.walEnd;
-    cluster.standbySignal = false;
-    cluster.clusterState = 'in production';
-    Object.assign(postmaster!, { inRecovery: false, upstream: null, slotName: null, streaming: false, latestEndLsn: null, replayPaused: false });
+    endRecovery(this.cluster!, this.postmaster!);
     this.network.settle();
   }
 
   /** CHECKPOINT on a primary (a record in the WAL), a restartpoint on a replica. */
   checkpointNow(): void {
-    const cluster = this.cluster!;
-    if (this.postmaster?.inRecovery) {
-      this.restartpoint();
-      return;
-    }
-    const record = { lsn: cluster.walEnd, timeline: cluster.timeline };
-    cluster.checkpointRecords.push(record);
-    cluster.checkpoint = record;
-    cluster.walEnd += CHECKPOINT_RECORD_BYTES;
-    cluster.replayLsn = cluster.walEnd;
+    if (this.postmaster?.inRecovery) restartpoint(this.cluster!);
+    else writeCheckpoint(this.cluster!);
     this.network.settle();
   }
 
   /** SIGHUP: reloadable parameters and the upstream apply now; the others wait for a restart. */
   reload(): void {
-    const postmaster = this.postmaster!;
     const settings = this.cluster?.settings;
     if (!settings) return;
-    const written = renderParameters(settings.parameters);
-    // A reloadable parameter no longer in the file goes back to its default.
-    for (const name of Object.keys(postmaster.parameters)) if (!(name in written) && !RESTART_PARAMETERS.has(name)) delete postmaster.parameters[name];
-    for (const [name, value] of Object.entries(written)) {
-      const running = postmaster.parameters[name];
-      if (!RESTART_PARAMETERS.has(name)) postmaster.parameters[name] = value;
-      else if (running !== undefined && running !== value) postmaster.pendingRestart[name] = { old_value: running, new_value: value };
-      else delete postmaster.pendingRestart[name];
-    }
-    if (postmaster.inRecovery && settings.role === 'replica') {
-      postmaster.upstream = settings.upstream ?? null;
-      postmaster.slotName = settings.slotName ?? null;
-    }
+    reloadSettings(this.postmaster!, settings);
     this.network.settle();
   }
 
@@ -336,28 +303,8 @@ export class MemoryPostgresServer {
     const postmaster = this.postmaster;
     const cluster = this.cluster;
     if (!postmaster?.inRecovery || !cluster) return false;
-    const before = JSON.stringify([cluster.timeline, cluster.walEnd, cluster.replayLsn, cluster.checkpoint, postmaster.streaming]);
     const upstream = postmaster.upstream && !this.streamingPaused && !postmaster.frozen ? this.network.connect(this, postmaster.upstream) : null;
-    const source = upstream?.cluster;
-    postmaster.streaming =
-      !!source && source.systemIdentifier === cluster.systemIdentifier && (!postmaster.slotName || source.slots.has(postmaster.slotName)) && canStream(cluster, source);
-    if (postmaster.streaming && source) {
-      cluster.timeline = source.timeline;
-      cluster.history = [...source.history];
-      cluster.walEnd = source.walEnd;
-      cluster.commitAt = source.commitAt;
-      cluster.checkpointRecords = source.checkpointRecords.filter((record) => record.lsn < cluster.walEnd);
-      postmaster.received = true;
-      postmaster.latestEndLsn = source.walEnd;
-    } else {
-      postmaster.latestEndLsn = null;
-    }
-    if (!postmaster.replayPaused) {
-      cluster.replayLsn = cluster.walEnd;
-      cluster.replayedCommitAt = cluster.commitAt;
-      this.restartpoint();
-    }
-    return before !== JSON.stringify([cluster.timeline, cluster.walEnd, cluster.replayLsn, cluster.checkpoint, postmaster.streaming]);
+    return receiveAndReplay(cluster, postmaster, upstream?.cluster ?? null);
   }
 
   /** pg_stat_replication: the servers streaming from this one now. */
@@ -378,13 +325,6 @@ export class MemoryPostgresServer {
       if (error) waiter.reject(error);
       else waiter.resolve();
     }
-  }
-
-  /** A restartpoint at the newest checkpoint record replayed. */
-  private restartpoint(): void {
-    const cluster = this.cluster!;
-    const replayed = cluster.checkpointRecords.filter((record) => record.lsn < cluster.replayLsn).at(-1);
-    if (replayed && replayed.lsn > cluster.checkpoint.lsn) cluster.checkpoint = replayed;
   }
 
   private endPostmaster(exit: Omit<PostmasterExit, 'pid' | 'lastLog'>): void {

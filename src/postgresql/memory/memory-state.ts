@@ -1,3 +1,4 @@
+import type { TimerClock } from '../../common/clock';
 import { PostgresSettings, UpstreamNode } from '../postgres.port';
 import { TimelineSwitch } from './wal-history';
 
@@ -94,4 +95,18 @@ export function renderParameters(parameters: Record<string, string | number | bo
 /** `2026-01-01 00:00:00 UTC`, as log_line_prefix's `%t` writes it. */
 export function postgresLogTime(epochMs: number): string {
   return new Date(epochMs).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+}
+
+/**
+ * What a simulated server asks of the network it belongs to (MemoryPostgresNetwork implements it for its
+ * MemoryPostgresServer): generic in the server so that the server does not import the network back.
+ */
+export interface ServerNetwork<Server> {
+  readonly clock: TimerClock;
+  connect(from: Server, node: Pick<UpstreamNode, 'host' | 'port'>): Server | null;
+  downstreamsOf(upstream: Server): Server[];
+  nextPid(): number;
+  newSystemIdentifier(): string;
+  tick(): void;
+  settle(): void;
 }

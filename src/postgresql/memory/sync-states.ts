@@ -1,12 +1,19 @@
 import { ReplicationConnection } from '../postgres.port';
 import { parseStandbyNames, StandbyNames } from '../standby-names';
-import type { MemoryPostgresServer } from './memory-postgres';
+
+/** What pg_stat_replication shows of a standby streaming from a server. */
+export interface StreamingStandby {
+  name: string;
+  host: string;
+  replicationUser: string;
+  walPosition?: number | null;
+}
 
 /**
  * pg_stat_replication of a server whose downstreams are `replicas`. Replication settles at once
  * here, so every standby reports its own end of WAL as written and flushed.
  */
-export function replicationRows(replicas: MemoryPostgresServer[], standbyNames: string): ReplicationConnection[] {
+export function replicationRows(replicas: StreamingStandby[], standbyNames: string): ReplicationConnection[] {
   const connections = replicas
     .map((replica) => {
       const position = replica.walPosition ?? null;

@@ -108,7 +108,7 @@ export class ConfigurationFiles {
       this.log?.('info', `removed ${sanitized.removed.join(', ')} from ${path}: Stator writes the recovery settings into postgresql.conf`);
     } catch (error) {
       // As the reference: the server still starts; what the file sets is what PostgreSQL will use.
-      this.log?.('warning', `could not remove the recovery settings from ${path}: ${error instanceof Error ? error.message : String(error)}`);
+      this.log?.('warning', `could not remove the recovery settings from ${path}: ${errorText(error)}`);
     }
   }
 

@@ -32,7 +32,12 @@ describe('statorctl events', () => {
   beforeAll(async () => {
     node = await new FakeNode({
       'GET /cluster': json({ scope: 'demo', members: [] }),
-      'GET /events': json([event({ type: 'leader.acquired', cause: 'won the leader race' }), event({ type: 'ha.verdict', stream: 'node/node1/ha', data: { verdict: 'no action. I am (node1), the leader with the lock' } })]),
+      'GET /events': json([
+        event({ type: 'leader.acquired', cause: 'won the leader race' }),
+        event({ type: 'ha.verdict', stream: 'node/node1/ha', data: { verdict: 'no action. I am (node1), the leader with the lock' } }),
+        // Stored by an older version, with an offset: shown in the same format as the others.
+        event({ type: 'switchover.requested', at: '2026-11-25T11:00:01.354+01:00', cause: 'older' }),
+      ]),
     }).start();
   });
   afterAll(() => node.stop());
@@ -41,8 +46,10 @@ describe('statorctl events', () => {
     const result = await statorctl(['--api', node.url, 'events', '--type', 'leader.acquired', '--node', 'node1', '--limit', '5']);
     expect(result.code).toBe(0);
     expect(node.received.at(-1)?.path).toBe('/events?node=node1&type=leader.acquired&limit=5');
-    expect(result.stdout).toContain('| 2026-11-25T10:00:00.000Z | node1 | cluster       | leader.acquired | won the leader race ');
+    expect(result.stdout).toMatch(/\| 2026-11-25T10:00:00\.000Z \| node1 \| cluster +\| leader\.acquired +\| won the leader race /);
     expect(result.stdout).toContain('no action. I am (node1), the leader with the lock');
+    expect(result.stdout).toMatch(/\| 2026-11-25T10:00:01\.354Z \| node1 \| cluster +\| switchover\.requested \| older /);
+    expect(result.stdout).not.toContain('+01:00');
   });
 
   it('follows the stream until interrupted, one event per line (JSON lines with --format json)', async () => {

@@ -2,7 +2,8 @@ import { createActor, fromPromise, waitFor } from 'xstate';
 import { ManualClock } from '../../../src/common/clock';
 import { RecordedEvent } from '../../../src/events/event';
 import { topLevelState, transitionRecorder } from '../../../src/events/transition-recorder';
-import { postgresMachine, PostgresEvent, StopRequest } from '../../../src/postgresql/postgres.machine';
+import { postgresMachine } from '../../../src/postgresql/postgres.machine';
+import { PostgresEvent, StopRequest } from '../../../src/postgresql/postgres-machine-types';
 import { fakePostgresActors } from '../../helpers/fake-postgres-actors';
 import { POSTGRES_STATE_NAMES, POSTGRES_STATES } from '../../../src/postgresql/postgres-states';
 

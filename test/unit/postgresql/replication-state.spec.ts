@@ -1,4 +1,4 @@
-import { replicationStateOf } from '../../../src/postgresql/pg-query';
+import { replicationStateOf } from '../../../src/postgresql/pg-sample';
 
 describe("replication_state as Patroni reports it (status document, member key, /replica?replication_state=)", () => {
   it.each([
