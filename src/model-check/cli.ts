@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ACTION_KINDS, ActionKind } from './actions';
+import { ACTION_KINDS, ActionKind } from './model-types';
 import { boundsFor } from './bounds';
 import { runMutationReport } from './mutation-report';
 import { FULL_BUDGET } from './mutation-run';

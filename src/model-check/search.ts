@@ -1,6 +1,6 @@
-import { Action, ACTION_KINDS, ActionKind, Bounds, enabledActions } from './actions';
-import { DecisionMutation } from './cycle';
-import { checkProgress, exemptWriters, fairRound, Violation } from './invariants';
+import { enabledActions } from './actions';
+import { Action, ACTION_KINDS, ActionKind, Bounds, DecisionMutation, Violation } from './model-types';
+import { checkProgress, exemptWriters, fairRound } from './invariants';
 import { bootstrappedCluster, ClusterModel, ReplicationMode, stateKey } from './model';
 import { checkedStep } from './step';
 

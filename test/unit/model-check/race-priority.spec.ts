@@ -1,5 +1,4 @@
-import { ActionKind, Bounds } from '../../../src/model-check/actions';
-import { DecisionMutation } from '../../../src/model-check/cycle';
+import { ActionKind, Bounds, DecisionMutation } from '../../../src/model-check/model-types';
 import { ReplicationMode } from '../../../src/model-check/model';
 import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { breadthFirst } from '../../../src/model-check/search';
