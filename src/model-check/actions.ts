@@ -1,41 +1,12 @@
 import { parseStandbyNames } from '../postgresql/standby-names';
-import { armFence, CycleOutcome, DecisionMutation, runCycle } from './cycle';
-import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, ReplicationMode, timelineStart } from './model';
+import { armFence, CycleOutcome, runCycle } from './cycle';
+import { Action, ActionKind, Bounds, DecisionMutation } from './model-types';
+import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, timelineStart } from './model';
 import { canStream, dcsRead, streamingFrom } from './snapshot';
 import { Fact } from './recording';
 
-/** Every step the checker may take: a node's HA cycle, time, PostgreSQL completing, faults, clients and operators. */
-export const ACTION_KINDS = [
-  'cycle', 'read', 'tick', 'complete', 'ship', 'write',
-  'agentCrash', 'agentFreeze', 'agentRestart', 'pgCrash', 'fenceKill', 'fenceLate', 'dcsCut', 'dcsHeal', 'quorumLoss', 'quorumBack',
-  'switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority',
-] as const;
-export type ActionKind = (typeof ACTION_KINDS)[number];
-
 const FAULTS: ReadonlySet<ActionKind> = new Set(['agentCrash', 'agentFreeze', 'pgCrash', 'fenceKill', 'fenceLate', 'dcsCut', 'quorumLoss']);
 const OPERATIONS: ReadonlySet<ActionKind> = new Set(['switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority']);
-
-export interface Action {
-  kind: ActionKind;
-  node: number;
-  label: string;
-}
-
-export interface Bounds {
-  faults: number;
-  operations: number;
-  writes: number;
-  /** DCS reads decided on only at the node's next cycle (stale views). */
-  staleReads: number;
-  /** The action kinds this search may take (all when absent). */
-  kinds?: ReadonlySet<ActionKind>;
-  /** The replication modes `syncMode` cycles through, in order. */
-  modes: ReplicationMode[];
-  /** Every node runs without its fence: the invariants must then hold from decide() alone while the agent runs. */
-  fenceless?: boolean;
-  /** `synchronous_site_count` of the search, members placed in sites (site-rule.ts); absent: none. */
-  siteRule?: number;
-}
 
 const LW = LOOP_WAIT_S * 1000;
 const act = (kind: ActionKind, node = -1): Action => ({ kind, node, label: node >= 0 ? `${kind} ${NODE_NAMES[node]}` : kind });

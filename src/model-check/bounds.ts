@@ -1,4 +1,4 @@
-import { ACTION_KINDS, Bounds } from './actions';
+import { ACTION_KINDS, Bounds } from './model-types';
 import { ReplicationMode } from './model';
 
 /**

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ACTION_KINDS, ActionKind } from './actions';
+import { ACTION_KINDS, ActionKind } from './model-types';
 import { boundsFor } from './bounds';
 import { runMutationReport } from './mutation-report';
 import { FULL_BUDGET } from './mutation-run';
@@ -10,7 +10,7 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--site-rule N] [--out counter-example.jsonl]
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--site-rule N] [--no-symmetry] [--out counter-example.jsonl]
        model-check --mutants [--mutant REGEX] [--states N] [--walks N] [--walk-steps N]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
@@ -61,7 +61,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       strict: true,
       options: {
         states: { type: 'string' }, depth: { type: 'string' }, faults: { type: 'string' }, operations: { type: 'string' }, writes: { type: 'string' },
-        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' }, fenceless: { type: 'boolean' }, 'site-rule': { type: 'string' },
+        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' }, fenceless: { type: 'boolean' }, 'site-rule': { type: 'string' }, 'no-symmetry': { type: 'boolean' },
         mutants: { type: 'boolean' }, mutant: { type: 'string' },
       },
     }).values;
@@ -112,7 +112,15 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
     const sites = settings.siteRule > 0 ? { siteRule: settings.siteRule } : {};
     const bounds = { ...boundsFor(mode, settings.faults, settings.operations, settings.writes, 1, settings.fenceless), ...sites };
     const walkBounds = { ...boundsFor(mode, 8, 4, 12, 6, settings.fenceless), ...sites };
-    const search = breadthFirst({ mode, bounds, maxDepth: settings.depth, maxStates: settings.states, progressEvery: settings.progressEvery });
+    const search = breadthFirst({
+      mode,
+      bounds,
+      maxDepth: settings.depth,
+      maxStates: settings.states,
+      progressEvery: settings.progressEvery,
+      symmetry: !values['no-symmetry'],
+      onLevel: (depth, states, transitions, ms) => io.stderr(`[${mode}] every state within ${depth} steps: ${states} states, ${transitions} transitions, ${(ms / 1000).toFixed(1)} s\n`),
+    });
     total += search.states;
     io.stdout(`${describeSearch(search)}\n`);
     const violation = search.violation;

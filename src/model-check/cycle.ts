@@ -6,37 +6,10 @@ import { promotionHoldForSites } from './site-rule';
 import { manageSync } from './sync-duties';
 import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES } from './model';
 import { Fact } from './recording';
+import { DecisionMutation, Promotion } from './model-types';
 import { dcsRead, peerReadings, postgresStateName, snapshotOf } from './snapshot';
 
-/**
- * A deliberately broken variant of the decision code, for the checker's own tests: it patches what
- * decide() sees or what it answers. Only the checker takes one; the agent's HA loop has no such input.
- */
-export interface DecisionMutation {
-  name: string;
-  snapshot?(s: HaSnapshot): HaSnapshot;
-  decision?(s: HaSnapshot, d: Decision): Decision;
-  /** The fence is never armed. */
-  noFence?: boolean;
-  /** Drops a recorded state change (for the recorder's invariant). */
-  dropsEvent?(type: string, to: string | null): boolean;
-  /** The decision code with one edit, from the mutation run (the real one when absent). */
-  code?: DecisionCode;
-}
-
 const codeOf = (mutation?: DecisionMutation) => mutation?.code ?? REAL_DECISION_CODE;
-
-/** A promotion decided in a cycle: what invariant 2 and 3 judge. */
-export interface Promotion {
-  node: number;
-  /** A switchover or manual failover was pending: lag is accepted, as the reference does. */
-  manual: boolean;
-  /** A manual failover (no leader named): the operator's override, which the sync rules do not bind. */
-  forced: boolean;
-  paused: boolean;
-  /** Won the leader race in this cycle (took the key), rather than promoting under a key it already held. */
-  raced: boolean;
-}
 
 export interface CycleOutcome {
   verdict: string;

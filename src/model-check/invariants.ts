@@ -1,17 +1,9 @@
-import { acceptsWrites, applyAction, Bounds } from './actions';
-import { DecisionMutation, Promotion } from './cycle';
+import { acceptsWrites, applyAction } from './actions';
+import { Bounds, DecisionMutation, Promotion, Violation } from './model-types';
 import { checkAvailability } from './availability';
 import { checkSiteRuleSettled } from './site-rule-settled';
 import { checkSyncSettled } from './sync-settled';
 import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
-
-/** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
-export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site' | 'availability' | 'sync-settled' | 'quorum-gap' | 'priority';
-
-export interface Violation {
-  invariant: InvariantId;
-  message: string;
-}
 
 const name = (i: number) => NODE_NAMES[i];
 

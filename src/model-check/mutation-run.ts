@@ -1,6 +1,5 @@
-import { ActionKind, Bounds } from './actions';
+import { ActionKind, Bounds, DecisionMutation } from './model-types';
 import { boundsFor } from './bounds';
-import { DecisionMutation } from './cycle';
 import { ReplicationMode } from './model';
 import { loadDecisionCode } from './mutant-loader';
 import { Mutant } from './mutants';

@@ -1,6 +1,5 @@
-import { DecisionMutation } from './cycle';
+import { DecisionMutation, InvariantId } from './model-types';
 import { REAL_DECISION_CODE } from './decision-code';
-import { InvariantId } from './invariants';
 import { GUESSING_CONFIRMED } from './quorum-gap-variant';
 import { IGNORING_SITES } from './site-rule-variant';
 

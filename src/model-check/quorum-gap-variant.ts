@@ -1,4 +1,4 @@
-import { DecisionMutation } from './cycle';
+import { DecisionMutation } from './model-types';
 import { DecisionCode } from './decision-code';
 import { loadDecisionCode, sourceRoot } from './mutant-loader';
 import { readFileSync } from 'node:fs';

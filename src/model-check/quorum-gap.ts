@@ -1,4 +1,4 @@
-import { Violation } from './invariants';
+import { Violation } from './model-types';
 import { ClusterModel, holdsCommit, NODE_NAMES } from './model';
 
 /**

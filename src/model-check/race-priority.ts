@@ -1,5 +1,4 @@
-import { Promotion } from './cycle';
-import { Violation } from './invariants';
+import { Promotion, Violation } from './model-types';
 import { ClusterModel, NODE_NAMES } from './model';
 import { postgresStateName } from './snapshot';
 

@@ -1,8 +1,10 @@
-import { Action, ACTION_KINDS, ActionKind, Bounds, enabledActions } from './actions';
-import { DecisionMutation } from './cycle';
-import { checkProgress, exemptWriters, fairRound, Violation } from './invariants';
+import { enabledActions } from './actions';
+import { Action, ACTION_KINDS, ActionKind, Bounds, DecisionMutation, Violation } from './model-types';
+import { checkProgress, exemptWriters, fairRound } from './invariants';
 import { bootstrappedCluster, ClusterModel, ReplicationMode, stateKey } from './model';
 import { checkedStep } from './step';
+import { StateStore } from './state-store';
+import { canonicalKey } from './symmetry';
 
 export interface SearchOptions {
   mode: ReplicationMode;
@@ -14,6 +16,10 @@ export interface SearchOptions {
   /** Judge invariant 4 (progress) on every n-th new state; 0: never. */
   progressEvery: number;
   mutation?: DecisionMutation;
+  /** Told after each level: every state within `depth` steps was found. */
+  onLevel?(depth: number, states: number, transitions: number, elapsedMs: number): void;
+  /** Count states that differ only by the nodes' names as one (symmetry.ts); default on. */
+  symmetry?: boolean;
 }
 
 export interface FoundViolation extends Violation {
@@ -60,7 +66,9 @@ export function breadthFirst(options: SearchOptions): SearchReport {
   const started = Date.now();
   const { bounds, mutation } = options;
   const start = steadyStart(options.mode, bounds, mutation);
-  const index = new Map<string, number>([[stateKey(start), 0]]);
+  const keyOf = options.symmetry === false ? stateKey : canonicalKey;
+  const seen = new StateStore();
+  seen.add(keyOf(start));
   const parent: number[] = [-1];
   const via: (Action | null)[] = [null];
   const coverage = emptyCoverage();
@@ -71,7 +79,7 @@ export function breadthFirst(options: SearchOptions): SearchReport {
   let exempt = 0;
   const report = (violation: FoundViolation | null, exhausted: boolean, partialLevel = false): SearchReport => ({
     mode: options.mode,
-    states: index.size,
+    states: seen.size,
     transitions,
     depth,
     partialLevel,
@@ -87,34 +95,37 @@ export function breadthFirst(options: SearchOptions): SearchReport {
     for (let at = id; at > 0; at = parent[at]) path.unshift(via[at]!);
     return path;
   };
+  let newInLevel = 1;
   while (frontier.length > 0 && depth < options.maxDepth) {
     const next: typeof frontier = [];
+    newInLevel = 0;
     for (const { c, id } of frontier) {
       for (const action of enabledActions(c, bounds)) {
         const step = checkedStep(c, action, bounds, mutation);
         transitions++;
         coverage[action.kind]++;
         if (step.violation) return report({ ...step.violation, path: pathTo(id, action) }, false);
-        const key = stateKey(step.next);
-        if (index.has(key)) continue;
-        const nextId = index.size;
-        index.set(key, nextId);
+        if (!seen.add(keyOf(step.next))) continue;
+        const nextId = seen.size - 1;
+        newInLevel++;
         parent.push(id);
         via.push(action);
-        next.push({ c: step.next, id: nextId });
+        // The last level's states are judged (above) but never expanded: no need to keep them.
+        if (depth + 1 < options.maxDepth) next.push({ c: step.next, id: nextId });
         if (exemptWriters(step.next) > 0) exempt++;
         if (options.progressEvery > 0 && nextId % options.progressEvery === 0) {
           progressChecks++;
           const stuck = checkProgress(step.next, bounds, mutation);
           if (stuck) return report({ ...stuck, path: pathTo(nextId) }, false);
         }
-        if (index.size >= options.maxStates) return report(null, false, true);
+        if (seen.size >= options.maxStates) return report(null, false, true);
       }
     }
     frontier = next;
     depth++;
+    options.onLevel?.(depth, seen.size, transitions, Date.now() - started);
   }
-  return report(null, frontier.length === 0);
+  return report(null, newInLevel === 0);
 }
 
 /** A small seeded generator (mulberry32): the same seed walks the same way. */

@@ -1,6 +1,6 @@
-import { Action, Bounds, enabledActions } from './actions';
-import { DecisionMutation } from './cycle';
-import { checkProgress, Violation } from './invariants';
+import { enabledActions } from './actions';
+import { Action, Bounds, DecisionMutation, Violation } from './model-types';
+import { checkProgress } from './invariants';
 import { ClusterModel } from './model';
 import { FoundViolation } from './search';
 import { checkedStep } from './step';

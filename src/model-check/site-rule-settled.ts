@@ -1,6 +1,6 @@
 import { parseStandbyNames, StandbyNames } from '../postgresql/standby-names';
 import { hasLeader } from './availability';
-import { Violation } from './invariants';
+import { Violation } from './model-types';
 import { ClusterModel, NODE_NAMES } from './model';
 import { MODEL_SITES } from './site-rule';
 import { streamingFrom } from './snapshot';

@@ -1,4 +1,4 @@
-import { DecisionMutation } from './cycle';
+import { DecisionMutation } from './model-types';
 import { REAL_DECISION_CODE } from './decision-code';
 
 /** The broken variant: the synchronous standbys picked as if synchronous_site_count were 0. */

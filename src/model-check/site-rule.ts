@@ -1,6 +1,6 @@
 import { holdForSites } from '../ha/sync/site-placement';
 import { STRICT_PLACEHOLDER } from '../postgresql/standby-names';
-import { Violation } from './invariants';
+import { Violation } from './model-types';
 import { ClusterModel, holdsCommit, NODE_NAMES } from './model';
 
 /**

@@ -1,6 +1,6 @@
-import { Action, applyAction, Bounds } from './actions';
-import { DecisionMutation } from './cycle';
-import { checkPromotion, checkRace, checkState, Violation } from './invariants';
+import { applyAction } from './actions';
+import { Action, Bounds, DecisionMutation, Violation } from './model-types';
+import { checkPromotion, checkRace, checkState } from './invariants';
 import { ClusterModel } from './model';
 import { checkQuorumGap } from './quorum-gap';
 import { checkRacePriority } from './race-priority';

@@ -1,7 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { RecordedEvent } from '../events/event';
-import { Action, Bounds } from './actions';
-import { DecisionMutation } from './cycle';
+import { Action, Bounds, DecisionMutation } from './model-types';
 import { ClusterModel, LOOP_WAIT_S, NODE_NAMES, ReplicationMode } from './model';
 import { FoundViolation, steadyStart } from './search';
 import { EPOCH, postgresStateName } from './snapshot';

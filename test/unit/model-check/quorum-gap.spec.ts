@@ -1,6 +1,6 @@
-import { Action, ActionKind, Bounds, enabledActions } from '../../../src/model-check/actions';
+import { enabledActions } from '../../../src/model-check/actions';
+import { Action, ActionKind, Bounds, DecisionMutation } from '../../../src/model-check/model-types';
 import { boundsFor } from '../../../src/model-check/bounds';
-import { DecisionMutation } from '../../../src/model-check/cycle';
 import { ClusterModel, NODE_NAMES } from '../../../src/model-check/model';
 import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { GUESSING_CONFIRMED } from '../../../src/model-check/quorum-gap-variant';

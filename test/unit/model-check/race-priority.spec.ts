@@ -1,5 +1,4 @@
-import { ActionKind, Bounds } from '../../../src/model-check/actions';
-import { DecisionMutation } from '../../../src/model-check/cycle';
+import { ActionKind, Bounds, DecisionMutation } from '../../../src/model-check/model-types';
 import { ReplicationMode } from '../../../src/model-check/model';
 import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { breadthFirst } from '../../../src/model-check/search';
@@ -43,6 +42,7 @@ describe('invariant 2c: among members as far along, the race elects the higher f
   it.each(['off', 'on', 'quorum'] as const)('the real race keeps it (%s mode)', (mode) => {
     const report = search(mode);
     expect(report.violation).toBeNull();
-    expect(report.states).toBeGreaterThan(3_000);
+    // Not a trivial search (with the symmetry reduction the asynchronous one ends at 2,925 states, before its 30,000).
+    expect(report.states).toBeGreaterThan(2_500);
   });
 });

@@ -1,4 +1,5 @@
-import { Action, ActionKind, Bounds, enabledActions } from '../../../src/model-check/actions';
+import { enabledActions } from '../../../src/model-check/actions';
+import { Action, ActionKind, Bounds } from '../../../src/model-check/model-types';
 import { boundsFor } from '../../../src/model-check/cli';
 import { ClusterModel, NODE_NAMES } from '../../../src/model-check/model';
 import { steadyStart } from '../../../src/model-check/search';

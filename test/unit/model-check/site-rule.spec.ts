@@ -1,4 +1,4 @@
-import { ActionKind, Bounds } from '../../../src/model-check/actions';
+import { ActionKind, Bounds } from '../../../src/model-check/model-types';
 import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { breadthFirst, steadyStart } from '../../../src/model-check/search';
 import { NODE_NAMES } from '../../../src/model-check/model';
