@@ -29,9 +29,10 @@ export interface RoundMemory {
 
 const POLL_EVERY_MS = 2000;
 const READ_TIMEOUT_MS = 1000;
+const MIN_PASSES = 4;
 
 /**
- * Reads every node's `GET /stator/memory` every 2 s while a round runs, each read twice: a sample is kept
+ * Reads every node's `GET /stator/memory` every 2 s while a round runs (at least four times), each read twice: a sample is kept
  * only when both reads are equal, at the instant between them. A node that does not answer (killed,
  * stopped) gives no sample. Nodes whose wall clock a fault moves are left out: their events carry the
  * moved clock's times, which the poller's instants cannot be compared with.
@@ -40,23 +41,28 @@ export class MemoryPoller {
   private readonly samples: MemorySample[] = [];
   private running: Promise<void> | null = null;
   private stopRequested = false;
+  /** Rounds of reads done since start(): stop() waits for MIN_PASSES, so that a quick round is sampled too. */
+  private passes = 0;
 
   constructor(private readonly nodes: LocalNode[]) {}
 
   start(round: number, skip: ReadonlySet<string> = new Set()): void {
     this.stopRequested = false;
+    this.passes = 0;
     const polled = this.nodes.filter((node) => !skip.has(node.name));
     this.running = (async () => {
-      while (!this.stopRequested) {
+      while (!this.stopRequested || this.passes < MIN_PASSES) {
         const began = performance.now();
         const taken = await Promise.all(polled.map((node) => sampleOf(node, round)));
         this.samples.push(...taken.filter((sample): sample is MemorySample => sample !== null));
+        this.passes++;
         const rest = POLL_EVERY_MS - (performance.now() - began);
-        if (rest > 0 && !this.stopRequested) await new Promise((resolve) => setTimeout(resolve, rest));
+        if (rest > 0 && (!this.stopRequested || this.passes < MIN_PASSES)) await new Promise((resolve) => setTimeout(resolve, rest));
       }
     })();
   }
 
+  /** Ends the reads, once at least MIN_PASSES rounds of them were made since start(). */
   async stop(): Promise<void> {
     this.stopRequested = true;
     await this.running;

@@ -170,10 +170,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         log(`round ${index + 1}: the cluster was not healthy before "${fault.name}"; stopping`);
         break;
       }
+      // From the healthy cluster before the fault on: a round that heals at once is sampled before and after.
+      poller.start(index + 1, fault.needsFakeTime ? new Set([leader.name]) : new Set());
       await new Promise((resolve) => setTimeout(resolve, 2000)); // writes flow before the fault
       const at = performance.now();
       log(`round ${index + 1}: ${fault.name} (leader ${leader.name})`);
-      poller.start(index + 1, fault.needsFakeTime ? new Set([leader.name]) : new Set());
       await fault.inject(cluster, leader, ttl);
       const after = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       const recoveryMs = after ? Math.round(performance.now() - at) : null;
