@@ -2,9 +2,10 @@ import { errorText } from '../common/error-text';
 import { formatLsn } from '../common/lsn';
 import { PostgresQuery, UpstreamNode } from '../postgresql/postgres.port';
 import { withdrawPrimaryChecks } from './load-balancer-drain';
-import { NodeContext } from './node-context';
+import { NodeActors } from './node-actors';
 import { demoteStopDeadlineMs } from './postgres-deadlines';
 import { startAsReplica } from './postgres-procedures';
+import { pgCtlTimeoutOf } from './postgres-settings';
 
 /**
  * How long the fast stop of an archive-only demotion may take while the archiver sends its backlog. The
@@ -23,7 +24,7 @@ export const ARCHIVE_DEMOTION_STOP_MS = 5 * 60_000;
  * (restore_command, no primary_conninfo) and this node is the standby leader. A failed archive is logged
  * and recorded, and the demotion goes on (as the reference): the server restarts in recovery all the same.
  */
-export async function demoteToArchive(node: NodeContext, remote: UpstreamNode): Promise<void> {
+export async function demoteToArchive(node: NodeActors, remote: UpstreamNode): Promise<void> {
   const { pg, dcs, query, logger } = node.deps;
   logger.info('Demoting self (demote-cluster)');
   const archiveCommand = await archivingCommand(query).catch((error) => {
@@ -35,7 +36,7 @@ export async function demoteToArchive(node: NodeContext, remote: UpstreamNode): 
     archivesShutdownCheckpoint: archiveCommand !== null,
   });
   withdrawPrimaryChecks(node, 'demote-cluster: stops taking writes now');
-  const stopMs = archiveCommand ? Math.max(ARCHIVE_DEMOTION_STOP_MS, node.pgCtlTimeoutMs()) : demoteStopDeadlineMs(node.dynamic);
+  const stopMs = archiveCommand ? Math.max(ARCHIVE_DEMOTION_STOP_MS, pgCtlTimeoutOf(node)) : demoteStopDeadlineMs(node.dynamic);
   node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: stopMs });
   await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
 
@@ -61,7 +62,7 @@ export async function demoteToArchive(node: NodeContext, remote: UpstreamNode): 
 }
 
 /** Runs archive_command for the shutdown checkpoint's WAL file, within pg_ctl_timeout; a failure is logged and recorded. */
-async function archiveShutdownCheckpoint(node: NodeContext, archiveCommand: string, walFile: string | undefined): Promise<void> {
+async function archiveShutdownCheckpoint(node: NodeActors, archiveCommand: string, walFile: string | undefined): Promise<void> {
   const { pg, logger } = node.deps;
   if (!walFile) {
     logger.error("Cannot extract latest checkpoint's WAL file name");
@@ -69,7 +70,7 @@ async function archiveShutdownCheckpoint(node: NodeContext, archiveCommand: stri
     return;
   }
   try {
-    await pg.archiveWalFile(archiveCommand, walFile, node.pgCtlTimeoutMs());
+    await pg.archiveWalFile(archiveCommand, walFile, pgCtlTimeoutOf(node));
     logger.info(`archived WAL file ${walFile} with the shutdown checkpoint`);
     node.events.recordCluster('cluster.shutdown_checkpoint_archived', `archived WAL file ${walFile} with the shutdown checkpoint`, { walFile });
   } catch (error) {

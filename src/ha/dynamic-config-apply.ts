@@ -1,7 +1,8 @@
 import { Logger } from '../common/logger';
 import { effectiveConfigOfRevision } from '../config/dynamic-config';
 import { Dcs, DynamicConfig, Versioned } from '../dcs/dcs.port';
-import type { NodeContext } from './node-context';
+import type { NodeActors } from './node-actors';
+import { currentSettings, parametersChanged } from './postgres-settings';
 
 /** Puts the dynamic configuration read from the DCS in force each cycle: its adjustments are logged once per change. */
 export class DynamicConfigApplier {
@@ -13,8 +14,8 @@ export class DynamicConfigApplier {
     private readonly logger: Logger,
   ) {}
 
-  async apply(node: NodeContext, fromDcs: Versioned<DynamicConfig> | null): Promise<void> {
-    const { config: next, adjustments } = this.effectiveConfig(fromDcs, node.configWithoutDcs());
+  async apply(node: NodeActors, fromDcs: Versioned<DynamicConfig> | null): Promise<void> {
+    const { config: next, adjustments } = this.effectiveConfig(fromDcs, configWithoutDcs(node));
     const explained = adjustments.join('; ');
     if (explained !== this.configAdjustments) {
       this.configAdjustments = explained;
@@ -29,18 +30,23 @@ export class DynamicConfigApplier {
 }
 
 /** A changed parameter set reaches a running server by a reload; pending_restart tells the rest. */
-export function applyChangedParameters(node: NodeContext, logger: Logger): void {
+export function applyChangedParameters(node: NodeActors, logger: Logger): void {
   // Without a reading the server's role is unknown, and so is what its settings should say (an adopted primary keeps its synchronous_standby_names).
   if (
     node.pgState() !== 'running' ||
     node.activity() !== null ||
     node.sampler.sample === null ||
-    !node.parametersChanged()
+    !parametersChanged(node)
   )
     return;
   // A replica whose upstream this agent does not know yet (a running server it adopted) would lose its
   // primary_conninfo: the change waits until a cycle points it at its leader, which applies it too.
   if (node.sampler.sample.inRecovery && node.upstream === null) return;
   logger.info('PostgreSQL parameters, pg_hba, pg_ident or recovery_conf changed: reloading the configuration');
-  node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
+  node.postgres.send({ type: 'RECONFIGURE', settings: currentSettings(node) });
+}
+
+/** What this node runs with, and a lock holder publishes, when the DCS holds no `/config`: Patroni's cached copy, else `bootstrap.dcs`. */
+export function configWithoutDcs(node: NodeActors): DynamicConfig {
+  return node.configCache.withoutDcs(node.config.bootstrap.dcs) as DynamicConfig;
 }

@@ -2,10 +2,11 @@ import { wallTimeOf } from '../common/clock';
 import { HaSnapshot, PeerReading } from './cluster-snapshot';
 import { Need } from './decide';
 import { failsafeRound } from './failsafe/failsafe-rounds';
-import type { NodeContext } from './node-context';
+import type { NodeActors } from './node-actors';
+import { trackReadPool } from './load-balancer-drain';
 
 /** Performs the one I/O step decide() asked for and returns the snapshot with its outcome. */
-export async function fulfilNeed(node: NodeContext, need: Need, snapshot: HaSnapshot): Promise<HaSnapshot> {
+export async function fulfilNeed(node: NodeActors, need: Need, snapshot: HaSnapshot): Promise<HaSnapshot> {
   switch (need) {
     case 'refreshLock':
       return {
@@ -17,7 +18,7 @@ export async function fulfilNeed(node: NodeContext, need: Need, snapshot: HaSnap
       // A new term decides synchronous_standby_names afresh; until then the value in force stays.
       if (lockResult === 'acquired') node.sync.forget();
       // The replica checks answer 503 from now on: the promotion's drain counts from here.
-      node.trackReadPool(node.deps.clock.now());
+      trackReadPool(node, node.deps.clock.now());
       const readPoolWithdrawnAt =
         node.readPoolWithdrawnAt === null ? null : wallTimeOf(node.deps.clock, node.readPoolWithdrawnAt);
       return { ...snapshot, lockResult, local: { ...snapshot.local, readPoolWithdrawnAt } };

@@ -9,10 +9,13 @@ import { planSlots } from './slot-plan';
 import { failsafeLeaderView, failsafeView } from './failsafe/failsafe-view';
 import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from './load-balancer-drain';
 import { keepLogicalSlotCopies } from './logical-slot-copies';
-import { NodeContext } from './node-context';
+import { NodeActors } from './node-actors';
 import { publishFailsafe } from './failsafe/failsafe-rounds';
 import { demoteStopDeadlineMs, primaryStopTimeoutMs } from './postgres-deadlines';
 import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
+import { pgCtlTimeoutOf, settingsFor, startRequest } from './postgres-settings';
+import { configWithoutDcs } from './dynamic-config-apply';
+import { watchdogBeforePromotion } from './watchdog-checks';
 
 /** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
 const KILL_EXIT_WAIT_MS = 5_000;
@@ -23,7 +26,7 @@ const SLOTS_READING_MAX_AGE_MS = 1_000;
 export type TaskRunner = (name: string, work: () => Promise<void>) => void;
 
 /** Carries out one action decide() returned: a machine event, a DCS write, or a background task. */
-export async function executeAction(node: NodeContext, action: HaAction, snapshot: HaSnapshot, runTask: TaskRunner): Promise<void> {
+export async function executeAction(node: NodeActors, action: HaAction, snapshot: HaSnapshot, runTask: TaskRunner): Promise<void> {
   const { dcs, config, pg, query, logger } = node.deps;
   switch (action.type) {
     case 'initdb':
@@ -33,11 +36,11 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       if (config.bootstrap.method !== 'initdb') {
         const method = config.bootstrap.methods[config.bootstrap.method];
         const settings = {
-          ...node.settings('primary', null),
+          ...settingsFor(node, 'primary', null),
           ...(method.recovery_conf ? { recovery: method.recovery_conf } : {}),
           ...(method.keep_existing_recovery_conf ? { keepExistingRecoveryConf: true } : {}),
         };
-        node.postgres.send({ type: 'CUSTOM_BOOTSTRAP', method, start: node.startRequest(settings) });
+        node.postgres.send({ type: 'CUSTOM_BOOTSTRAP', method, start: startRequest(node, settings) });
       } else {
         node.postgres.send({ type: 'INITDB' });
       }
@@ -55,7 +58,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       return;
     case 'startPrimary':
       node.setUpstream(null);
-      node.postgres.send({ type: 'START', start: node.startRequest(node.settings('primary', null)) });
+      node.postgres.send({ type: 'START', start: startRequest(node, settingsFor(node, 'primary', null)) });
       return;
     case 'startReplica':
       return runTask('start', () => startAsReplica(node, action.upstream));
@@ -68,12 +71,12 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       }
       return runTask('promote', async () => {
         if (action.drainMs > 0 && !(await drainBeforePromotion(node, action.drainMs))) return;
-        await node.watchdogBeforePromotion();
+        await watchdogBeforePromotion(node);
         await promote(node);
       });
     case 'follow':
       node.setUpstream(action.upstream.name);
-      node.postgres.send({ type: 'RECONFIGURE', settings: node.settings('replica', action.upstream) });
+      node.postgres.send({ type: 'RECONFIGURE', settings: settingsFor(node, 'replica', action.upstream) });
       if (node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
       return;
     case 'demote':
@@ -133,7 +136,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
       return;
     }
     case 'writeConfig':
-      await dcs.setConfig(node.configWithoutDcs(), 'absent').catch(() => false);
+      await dcs.setConfig(configWithoutDcs(node), 'absent').catch(() => false);
       return;
     case 'clearFailover': {
       const cleared = await dcs.setFailover({}).catch(() => false);
@@ -170,7 +173,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
         await query.checkpoint().catch(() => undefined);
         // As the reference's switchover: with synchronous replication on, `primary_stop_timeout` bounds the stop
         // (a WAL sender waiting for a standby that does not answer holds a fast shutdown), then it escalates.
-        await stopServer(node, 'fast', primaryStopTimeoutMs(node.dynamic) ?? node.pgCtlTimeoutMs());
+        await stopServer(node, 'fast', primaryStopTimeoutMs(node.dynamic) ?? pgCtlTimeoutOf(node));
         await node.lock.release('switchover: demoting myself');
         // Paused, no HA cycle starts PostgreSQL again: as the reference, the demotion itself follows the new leader.
         if (node.dynamic.pause) await followAfterDemotion(node);
@@ -197,7 +200,7 @@ export async function executeAction(node: NodeContext, action: HaAction, snapsho
 }
 
 /** Gives the initialize key back, removes the half-made cluster and stops the agent. */
-async function abandonBootstrap(node: NodeContext, reason: string): Promise<void> {
+async function abandonBootstrap(node: NodeActors, reason: string): Promise<void> {
   node.events.recordCluster('cluster.bootstrap_failed', reason, { method: node.deps.config.bootstrap.method });
   await node.deps.dcs.cancelInitialization();
   node.remember({ type: 'BOOTSTRAP_ENDED' });
@@ -212,7 +215,7 @@ async function abandonBootstrap(node: NodeContext, reason: string): Promise<void
  * timelines, which the new leader updates only at its first checkpoint after the promotion: so the
  * wait is for the key and for that checkpoint (the member key says so), at most a ttl.
  */
-async function followAfterDemotion(node: NodeContext): Promise<void> {
+async function followAfterDemotion(node: NodeActors): Promise<void> {
   const { clock, dcs } = node.deps;
   const deadline = clock.monotonic() + node.dynamic.ttl * 1000;
   const readLeader = async () => {

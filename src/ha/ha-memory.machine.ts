@@ -37,6 +37,8 @@ export interface HaMemory {
   /** The effective dynamic configuration in force (null in a replay: the log keeps its digest). */
   dynamic: EffectiveDynamicConfig | null;
   dynamicDigest: string | null;
+  /** The digest of the parameters and files PostgreSQL was last given: a change of their inputs makes a reload. */
+  settingsDigest: string | null;
 }
 
 export type HaMemoryEvent =
@@ -61,7 +63,9 @@ export type HaMemoryEvent =
       tags: Record<string, unknown>;
     }
   /** The effective dynamic configuration applied; `dynamic` is absent from the log. */
-  | { type: 'DYNAMIC_CONFIG_APPLIED'; dynamic?: EffectiveDynamicConfig; digest: string; changedKeys: string[] };
+  | { type: 'DYNAMIC_CONFIG_APPLIED'; dynamic?: EffectiveDynamicConfig; digest: string; changedKeys: string[] }
+  /** PostgreSQL was given settings (a start, a reconfiguration) whose parameters and files have this digest. */
+  | { type: 'SETTINGS_CONFIGURED'; digest: string };
 
 export const HA_MEMORY_EVENT_TYPES: ReadonlySet<string> = new Set([
   'BOOTSTRAP_STARTED',
@@ -78,6 +82,7 @@ export const HA_MEMORY_EVENT_TYPES: ReadonlySet<string> = new Set([
   'DATA_DIR_INSPECTED',
   'CONFIG_RELOADED',
   'DYNAMIC_CONFIG_APPLIED',
+  'SETTINGS_CONFIGURED',
 ]);
 
 export const INITIAL_HA_MEMORY: HaMemory = {
@@ -94,6 +99,7 @@ export const INITIAL_HA_MEMORY: HaMemory = {
   tags: {},
   dynamic: null,
   dynamicDigest: null,
+  settingsDigest: null,
 };
 
 export const haMemoryMachine = setup({
@@ -130,6 +136,7 @@ export const haMemoryMachine = setup({
             dynamicDigest: ({ event }) => event.digest,
           }),
         },
+        SETTINGS_CONFIGURED: { actions: assign({ settingsDigest: ({ event }) => event.digest }) },
       },
     },
   },
@@ -184,5 +191,7 @@ export function changesMemory(memory: HaMemory, event: HaMemoryEvent): boolean {
       return memory.configDigest !== event.digest;
     case 'DYNAMIC_CONFIG_APPLIED':
       return memory.dynamicDigest !== event.digest;
+    case 'SETTINGS_CONFIGURED':
+      return memory.settingsDigest !== event.digest;
   }
 }

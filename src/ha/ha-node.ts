@@ -5,7 +5,6 @@ import { errorText } from '../common/error-text';
 import { DcsBudget, outsideDcsBudget, withinDcsBudget } from '../dcs/dcs-budget';
 import { ClusterView } from '../dcs/dcs.port';
 import { topLevelState } from '../events/transition-recorder';
-import { PostgresStateName } from '../postgresql/postgres-states';
 import { postgresMachine } from '../postgresql/postgres.machine';
 import { UpstreamNode } from '../postgresql/postgres.port';
 import { HaSnapshot, RaceBackoffState } from './cluster-snapshot';
@@ -13,8 +12,8 @@ import { decide } from './decide';
 import { FailsafeCall } from './failsafe/failsafe-caller';
 import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
-import { describeAgent } from './member-agents';
-import { HaNodeDeps, NodeContext } from './node-context';
+import { HaNodeDeps } from './ha-node-deps';
+import { NodeActors } from './node-actors';
 import { NodeView, ScheduledRestart } from './node-view';
 import { nodeViewOf } from './node-view-of';
 import { fulfilNeed } from './fulfil-need';
@@ -25,10 +24,17 @@ import { shutdownStopDeadlineMs } from './postgres-deadlines';
 import { publishShutdownPosition, reinitialize, restart } from './postgres-procedures';
 import { roleMachine } from './role.machine';
 import { snapshotOf } from './snapshot-of';
+import { readCluster } from './cycle-dcs-read';
+import { followPostgres } from './postgres-watch';
 import { WallClockJumps } from './wall-clock-jumps';
 import { whileNotSyncStandby } from './sync/leave-sync';
+import { pgCtlTimeoutOf, reconcileRoleWithServer, reconfigureRunning, startTimeoutOf } from './postgres-settings';
+import { memberKeyOf } from './node-member-key';
+import { trackReadPool } from './load-balancer-drain';
+import { checkWatchdog } from './watchdog-checks';
+import { reloadLocalConfig } from './local-config-reload';
 
-export type { HaNodeDeps } from './node-context';
+export type { HaNodeDeps } from './ha-node-deps';
 export type { NodeView, ScheduledRestart } from './node-view';
 
 /** Told about reloads (SIGHUP, POST /reload): systemd's RELOADING=1 and READY=1. */
@@ -40,14 +46,17 @@ export interface ReloadWatcher {
 /**
  * The `ha` actor of the design: one node's HA cycle. It runs every loop_wait (or at once when the
  * DCS watch or a PostgreSQL transition says something changed), reads the cluster, asks the pure
- * decide() what to do, and carries it out on the node's other actors (`NodeContext`).
+ * decide() what to do, and carries it out on the node's other actors (`NodeActors`, which it builds once and owns).
  */
 export class HaNode {
-  private readonly node: NodeContext;
+  private readonly node: NodeActors;
   private reloadRequested = false;
   private readonly reloadWatchers: ReloadWatcher[] = [];
   private lastCycleAt = 0;
-  /** `primary_race_backoff`'s memory (RaceBackoffState). */
+  /**
+   * `primary_race_backoff`'s memory (RaceBackoffState). Private and not recorded: both follow from each
+   * cycle's readings (the DCS's leader key, the WAL position), which the log does not hold either.
+   */
   private noLeaderSince = 0;
   private lastCycleWalPosition: number | null = null;
   private readonly wallClockJumps: WallClockJumps;
@@ -59,7 +68,12 @@ export class HaNode {
   private readonly dynamicConfig: DynamicConfigApplier;
 
   constructor(private readonly deps: HaNodeDeps) {
-    this.node = new NodeContext(deps, () => this.wake(), (timeout) => this.restartNow(timeout));
+    this.node = new NodeActors(deps, {
+      wake: () => this.wake(),
+      restartNow: (timeout) => this.restartNow(timeout),
+      sampled: () => reconcileRoleWithServer(this.node),
+      reconfigure: () => reconfigureRunning(this.node),
+    });
     this.wallClockJumps = new WallClockJumps(deps.clock);
     this.dynamicConfig = new DynamicConfigApplier(deps.dcs, deps.logger);
   }
@@ -89,29 +103,12 @@ export class HaNode {
     node.task.start();
     const { pg, dcs, logger } = this.deps;
     this.subscriptions.push(
-      pg.exits().subscribe((exit) => {
-        logger.warning(
-          `postmaster ${exit.pid} exited (${exit.signal ?? `code ${exit.code}`})${exit.fenced ? ': stopped by the fence' : ''}` +
-            (exit.lastLog ? `; its log ends: ${exit.lastLog}` : ''),
-        );
-        node.postgres.send({ type: 'POSTMASTER_EXITED', code: exit.code, signal: exit.signal, fenced: exit.fenced, lastLog: exit.lastLog });
-      }),
+      followPostgres(node, () => this.wake()),
       dcs.changes().subscribe((change) => {
         // Member keys change every cycle on every node: they are read on the next regular cycle.
         if (change.key === null || ['leader', 'config', 'failover', 'initialize'].includes(change.key)) this.wake();
       }),
     );
-    let previousState = node.pgState();
-    node.postgres.subscribe((snapshot) => {
-      const state = topLevelState(snapshot.value) as PostgresStateName;
-      if (state === previousState) return;
-      previousState = state;
-      if (state === 'running') {
-        node.sampler.serverStarted();
-        void node.sampler.take();
-      } else node.sampler.serverGone();
-      this.wake();
-    });
 
     const dataDir = await pg.inspectDataDir();
     node.remember({ type: 'DATA_DIR_INSPECTED', dataDir });
@@ -123,7 +120,7 @@ export class HaNode {
     }
     if (adopted) {
       logger.info(`adopting running postmaster ${adopted.pid}`);
-      node.postgres.send({ type: 'ADOPT', timeoutMs: node.startTimeoutMs(dataDir.standbySignal ? 'replica' : 'primary') });
+      node.postgres.send({ type: 'ADOPT', timeoutMs: startTimeoutOf(node, dataDir.standbySignal ? 'replica' : 'primary') });
     }
     node.sampler.start();
     this.loopDone = this.loop();
@@ -147,7 +144,7 @@ export class HaNode {
     if (stopPostgres && node.isPostmasterUp()) {
       await whileNotSyncStandby(node, async () => {
         // A primary with synchronous replication on: `primary_stop_timeout` when set, as the reference's shutdown.
-        const stopMs = shutdownStopDeadlineMs(node.lock.held, node.dynamic, node.pgCtlTimeoutMs());
+        const stopMs = shutdownStopDeadlineMs(node.lock.held, node.dynamic, pgCtlTimeoutOf(node));
         node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: stopMs });
         await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: stopMs + 5000 }).catch(() => undefined);
       });
@@ -247,7 +244,7 @@ export class HaNode {
   }
 
   memberData() {
-    return this.node.memberData();
+    return memberKeyOf(this.node);
   }
 
   /** Appends a cluster fact (switchover requested, config changed...) to the event log. */
@@ -289,47 +286,17 @@ export class HaNode {
       this.lastCycleAt = clock.monotonic();
       if (this.reloadRequested) {
         this.reloadRequested = false;
-        node.reloadLocalConfig();
+        reloadLocalConfig(node);
         for (const watcher of this.reloadWatchers) watcher.done();
       }
       this.recordFenceJournal();
       if (node.pgState() === 'running') await node.sampler.take();
       if (!node.isPostmasterUp()) node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await this.deps.pg.inspectDataDir() });
 
-      let cluster: ClusterView | null = null;
-      let dcsError: string | null = null;
-      try {
-        // From the watch's cache while it is live and current, as the reference reads (no request); a
-        // lock holder that does not find itself there confirms against the store before it gives the
-        // lock up: a watch may trail this node's own acquisition.
-        const cached = await dcs.readCached();
-        cluster = node.lock.held && cached.leader?.value !== node.name ? await dcs.read() : cached;
-        node.observeCluster(cluster, clock.monotonic());
-        node.sightings.see(cluster, clock.now());
-        for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, { ...change });
-      } catch (error) {
-        dcsError = errorText(error);
-      }
-      // Without a DCS answer the last configuration read stays in force (failsafe mode set through /config included).
-      if (cluster) {
-        await this.dynamicConfig.apply(this.node, cluster.config);
-        const dataDirReady = node.busy === null && (node.isPostmasterUp() || node.dataDir?.state === 'initialized');
-        await node.configCache.keep(cluster.config?.value ?? null, node.config.bootstrap.dcs, dataDirReady);
-      }
+      const { cluster, dcsError } = await readCluster(node, this.dynamicConfig);
 
-      // Without a DCS answer the lock cannot be confirmed, so it is given up, as the reference does,
-      // unless failsafe mode may keep this leader (decide() asks the members first).
-      const failsafeMayHold = !cluster && node.dynamic.failsafe_mode && node.sampler.sample?.inRecovery === false;
-      if (node.lock.held && (cluster ? cluster.leader?.value !== node.name : !failsafeMayHold)) {
-        node.lock.lost(cluster ? `leader key is now ${cluster.leader?.value ?? 'absent'}` : `DCS is not accessible: ${dcsError}`);
-      }
-      if (cluster) {
-        node.failsafe.leaderEnded();
-        node.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: cluster.failsafe?.value ?? null });
-      }
-
-      node.trackReadPool(clock.now());
-      node.checkWatchdog();
+      trackReadPool(node, clock.now());
+      checkWatchdog(node);
       const wallJump = this.wallClockJumps.observe();
       if (wallJump.note) logger.warning(wallJump.note);
       let snapshot: HaSnapshot = { ...snapshotOf(node, cluster, dcsError, clock), wallJumpMs: wallJump.jumpMs, raceBackoff: this.raceBackoffState(cluster) };
@@ -351,7 +318,7 @@ export class HaNode {
       // file without an upstream could be the one PostgreSQL reads: seen after an agent restart beside its replica).
       applyChangedParameters(this.node, this.deps.logger);
 
-      if (cluster) await dcs.touchMember(node.memberData()).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
+      if (cluster) await dcs.touchMember(memberKeyOf(node)).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
       node.lock.keepFence();
     } catch (error) {
       logger.error(`HA cycle failed: ${errorText(error)}`);

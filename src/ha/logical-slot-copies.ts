@@ -2,7 +2,7 @@ import { errorText } from '../common/error-text';
 import { PermanentSlot } from '../config/slots-config';
 import { ClusterView } from '../dcs/dcs.port';
 import { HaSnapshot, upstreamOf } from './cluster-snapshot';
-import { NodeContext } from './node-context';
+import { NodeActors } from './node-actors';
 import { restart } from './postgres-procedures';
 import { failedTaskRetryAt } from './start-failure';
 
@@ -17,7 +17,7 @@ type TaskRunner = (name: string, work: () => Promise<void>) => void;
  * leader publishes (where its consumer confirmed), so the new leader's slot resumes there: changes
  * after it may come again, as logical decoding promises, but none is lost.
  */
-export async function keepLogicalSlotCopies(node: NodeContext, snapshot: HaSnapshot, cluster: ClusterView, slots: PermanentSlot[], runTask: TaskRunner): Promise<void> {
+export async function keepLogicalSlotCopies(node: NodeActors, snapshot: HaSnapshot, cluster: ClusterView, slots: PermanentSlot[], runTask: TaskRunner): Promise<void> {
   const { query, pg, logger } = node.deps;
   const published = cluster.status?.value.slots ?? {};
   const here = await query.logicalSlotPositions(slots.map((slot) => slot.name));

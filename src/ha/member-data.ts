@@ -21,7 +21,7 @@ export interface MemberFacts {
   checkpointAfterPromotePending: boolean;
   scheduledRestart: ScheduledRestart | null;
   paused: boolean;
-  /** Where a primary stopped cleanly ends its WAL, shown while its server is down (see NodeContext). */
+  /** Where a primary stopped cleanly ends its WAL, shown while its server is down (see NodeActors). */
   shutdownCheckpoint: { lsn: number; timeline?: number } | null;
 }
 

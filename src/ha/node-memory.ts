@@ -18,7 +18,7 @@ import { effectiveTags } from './tags';
 /**
  * A node's memory between HA cycles, read through typed accessors and changed only by the memory
  * machine's recorded events (ha-memory.machine.ts), beside the cycle's last DCS reading, which is an
- * observation and is not recorded. NodeContext, the node's wiring of actors, builds on it.
+ * observation and is not recorded. NodeActors, the node's wiring of actors, builds on it.
  */
 export class NodeMemory {
   /** What the HA cycle remembers between cycles, as a recorded machine. */
@@ -91,6 +91,10 @@ export class NodeMemory {
     return this.remembered.knownFailsafeMembers;
   }
 
+  get settingsDigest(): string | null {
+    return this.remembered.settingsDigest;
+  }
+
   get cluster(): ClusterView | null {
     return this.observedCluster;
   }
@@ -125,7 +129,7 @@ export class NodeMemory {
   }
 
   /** The local configuration in force from now on (at start, after a reload): recorded (digest, changed keys, tags) when it changed. */
-  protected applyLocalConfig(config: StatorConfig): void {
+  applyLocalConfig(config: StatorConfig): void {
     const digest = configDigest(config);
     if (digest !== this.remembered.configDigest)
       this.remember({

@@ -1,10 +1,10 @@
 import { TimerClock, wallTimeOf } from '../common/clock';
 import { replayableMemory } from './ha-memory.machine';
-import type { NodeContext } from './node-context';
+import type { NodeActors } from './node-actors';
 import { NodeView } from './node-view';
 
 /** What the API serves of a node, read from its actors (`lastCycleAt`: the last HA cycle, monotonic ms). */
-export function nodeViewOf(node: NodeContext, clock: TimerClock, lastCycleAt: number): NodeView {
+export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: number): NodeView {
   return {
     name: node.name,
     pgState: node.pgState(),

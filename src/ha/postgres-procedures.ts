@@ -2,10 +2,12 @@ import { waitFor } from 'xstate';
 import { errorText } from '../common/error-text';
 import { methodFlag } from '../config/custom-methods-config';
 import { UpstreamNode } from '../postgresql/postgres.port';
-import { activeSubstate, NodeContext } from './node-context';
+import { activeSubstate, NodeActors } from './node-actors';
 import { replicaMethodPlan } from './replica-methods';
 import { promoteTimeoutMs } from './postgres-deadlines';
 import { mayRemoveDataAfterFailedRewind, startFailureSummary } from './start-failure';
+import { currentSettings, parametersChanged, pgCtlTimeoutOf, removesDataDirectoryOn, settingsFor, startRequest } from './postgres-settings';
+import { memberKeyOf } from './node-member-key';
 
 /**
  * The multi-step PostgreSQL procedures of a node: each is a sequence of postgres-machine events
@@ -19,7 +21,7 @@ import { mayRemoveDataAfterFailedRewind, startFailureSummary } from './start-fai
  * when every one failed. Each attempt is a recorded clone of the postgres machine and a node event
  * with its method, duration and exit code.
  */
-export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, methods?: string[] | null): Promise<boolean> {
+export async function cloneFrom(node: NodeActors, source: UpstreamNode | null, methods?: string[] | null): Promise<boolean> {
   const { clock, logger } = node.deps;
   let keptDataLeft = false;
   for (const step of replicaMethodPlan(node.config.postgresql, source !== null, methods ?? node.config.postgresql.create_replica_methods)) {
@@ -46,11 +48,11 @@ export async function cloneFrom(node: NodeContext, source: UpstreamNode | null, 
   return false;
 }
 
-export async function startAsReplica(node: NodeContext, upstream: UpstreamNode | null): Promise<void> {
+export async function startAsReplica(node: NodeActors, upstream: UpstreamNode | null): Promise<void> {
   const role = node.roleName();
   if (role === 'primary' || role === 'promoted') node.sendRole({ type: 'DEMOTED' });
   node.setUpstream(upstream?.name ?? null);
-  node.postgres.send({ type: 'START', start: node.startRequest(node.settings('replica', upstream)) });
+  node.postgres.send({ type: 'START', start: startRequest(node, settingsFor(node, 'replica', upstream)) });
   await node.waitForPostgres((state) => state !== 'starting');
   if (node.pgState() !== 'running') return;
   if (node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
@@ -59,7 +61,7 @@ export async function startAsReplica(node: NodeContext, upstream: UpstreamNode |
 }
 
 /** Stops a running server and waits until it is down. */
-export async function stopServer(node: NodeContext, mode: 'fast' | 'immediate', timeoutMs = node.pgCtlTimeoutMs()): Promise<void> {
+export async function stopServer(node: NodeActors, mode: 'fast' | 'immediate', timeoutMs = pgCtlTimeoutOf(node)): Promise<void> {
   node.postgres.send({ type: 'STOP', mode, timeoutMs });
   await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
 }
@@ -69,7 +71,7 @@ export async function stopServer(node: NodeContext, mode: 'fast' | 'immediate', 
  * Nothing is removed while the leader does not answer: a dead leader is no reason to lose data, nor when
  * `remove_data_directory_on_*` says not to (see removalAfterRewind).
  */
-export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewind: boolean): Promise<void> {
+export async function rejoin(node: NodeActors, upstream: UpstreamNode, useRewind: boolean): Promise<void> {
   const { pg, logger } = node.deps;
   // A failed task: the next try waits a backoff (recover.ts), and the log says no pg_rewind ran.
   if (!(await pg.upstreamReachable(upstream))) throw new Error(`not rejoining ${upstream.name} now: it does not accept connections; nothing was run`);
@@ -121,13 +123,13 @@ export async function rejoin(node: NodeContext, upstream: UpstreamNode, useRewin
  * `remove_data_directory_on_rewind_failure` (either key, after a failed rewind) and
  * `remove_data_directory_on_diverged_timelines`. Both default to true in Stator.
  */
-function removalAfterRewind(node: NodeContext, rewindFailed: boolean): boolean {
-  const onDiverged = node.removesDataDirectoryOn('diverged_timelines');
-  return rewindFailed ? node.removesDataDirectoryOn('rewind_failure') || onDiverged : onDiverged;
+function removalAfterRewind(node: NodeActors, rewindFailed: boolean): boolean {
+  const onDiverged = removesDataDirectoryOn(node, 'diverged_timelines');
+  return rewindFailed ? removesDataDirectoryOn(node, 'rewind_failure') || onDiverged : onDiverged;
 }
 
 /** Removes the data directory (the server is down) and says so to the role machine. */
-export async function removeData(node: NodeContext): Promise<void> {
+export async function removeData(node: NodeActors): Promise<void> {
   node.postgres.send({ type: 'REMOVE_DATA' });
   await node.waitForIdleStop();
   node.sendRole({ type: 'DATA_REMOVED' });
@@ -137,13 +139,13 @@ export async function removeData(node: NodeContext): Promise<void> {
  * Throws the data directory away and clones it again from `source` (POST /reinitialize). As with Patroni, a first
  * replica method with `keep_data` (`pgbackrest --delta restore`) is given the directory as it is, to copy only what differs.
  */
-export async function reinitialize(node: NodeContext, source: UpstreamNode): Promise<void> {
+export async function reinitialize(node: NodeActors, source: UpstreamNode): Promise<void> {
   if (!(await node.deps.pg.upstreamReachable(source))) {
     node.deps.logger.warning(`not reinitializing: ${source.name} does not accept connections`);
     return;
   }
   if (node.isPostmasterUp()) {
-    node.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: node.pgCtlTimeoutMs() });
+    node.postgres.send({ type: 'STOP', mode: 'immediate', timeoutMs: pgCtlTimeoutOf(node) });
     await node.waitForPostgres((state) => !['running', 'stopping', 'starting'].includes(state));
   }
   const [first] = replicaMethodPlan(node.config.postgresql, true);
@@ -151,7 +153,7 @@ export async function reinitialize(node: NodeContext, source: UpstreamNode): Pro
   if (await cloneFrom(node, source)) await startAsReplica(node, source);
 }
 
-export async function promote(node: NodeContext): Promise<void> {
+export async function promote(node: NodeActors): Promise<void> {
   const { dcs, logger, query, clock } = node.deps;
   // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
   // on a former primary reads it: from now until that checkpoint the member key says so. Peers wait
@@ -159,11 +161,11 @@ export async function promote(node: NodeContext): Promise<void> {
   node.remember({ type: 'CHECKPOINT_AFTER_PROMOTE_PENDING' });
   node.sendRole({ type: 'PROMOTE_STARTED' });
   // synchronous_standby_names as decided before the promotion is in the file the promoted server reads.
-  if (node.parametersChanged()) {
-    node.postgres.send({ type: 'RECONFIGURE', settings: node.currentSettings() });
+  if (parametersChanged(node)) {
+    node.postgres.send({ type: 'RECONFIGURE', settings: currentSettings(node) });
     await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'reconfiguring', { timeout: 30_000 });
   }
-  node.postgres.send({ type: 'PROMOTE', timeoutMs: promoteTimeoutMs(node.dynamic.loop_wait, node.pgCtlTimeoutMs()) });
+  node.postgres.send({ type: 'PROMOTE', timeoutMs: promoteTimeoutMs(node.dynamic.loop_wait, pgCtlTimeoutOf(node)) });
   // While PostgreSQL promotes (the write gap waits on nothing else): slots for the other members, the
   // former leader included (its member key may have gone with its lease: the history names it), exist
   // before they reconnect to us, or they retry only after wal_retrieve_retry_interval (5 s); and the
@@ -174,7 +176,7 @@ export async function promote(node: NodeContext): Promise<void> {
     node.dynamic.use_slots && cluster
       ? node.leaderDuties.syncMemberSlots(cluster, node.dynamic).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`))
       : Promise.resolve();
-  const memberWritten = dcs.touchMember(node.memberData()).catch(() => undefined);
+  const memberWritten = dcs.touchMember(memberKeyOf(node)).catch(() => undefined);
   await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
   const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
   if (lastOutcome !== 'promoted') {
@@ -193,8 +195,8 @@ export async function promote(node: NodeContext): Promise<void> {
 }
 
 /** Restarts PostgreSQL now (POST /restart): fast stop, same settings, start; a stopped server is started, as the reference does. */
-export async function restart(node: NodeContext, timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
-  const start = node.startRequest(node.currentSettings());
+export async function restart(node: NodeActors, timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
+  const start = startRequest(node, currentSettings(node));
   if (timeoutSeconds) start.timeoutMs = timeoutSeconds * 1000;
   if (node.pgState() === 'running') {
     node.postgres.send({ type: 'RESTART', start, mode: 'fast' });
@@ -212,9 +214,9 @@ export async function restart(node: NodeContext, timeoutSeconds?: number): Promi
 /**
  * A leader that stopped cleanly says where its WAL ends before it gives the lock up: `/status` gets
  * the shutdown checkpoint's location (as the reference's `delete_leader(last_lsn)`), and its member
- * key, left to expire after the agent exits, shows it too (NodeContext.shutdownCheckpoint).
+ * key, left to expire after the agent exits, shows it too (NodeActors.shutdownCheckpoint).
  */
-export async function publishShutdownPosition(node: NodeContext): Promise<boolean> {
+export async function publishShutdownPosition(node: NodeActors): Promise<boolean> {
   const { dcs, pg, logger } = node.deps;
   node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await pg.inspectDataDir().catch(() => node.dataDir) });
   const checkpoint = node.dataDir?.clusterState === 'shut down' ? node.dataDir.checkpointLsn : undefined;
@@ -223,7 +225,7 @@ export async function publishShutdownPosition(node: NodeContext): Promise<boolea
   try {
     // The site stays in /status: the members racing next prefer the stopped leader's site (docs/sites.md).
     await dcs.setStatus({ optime: checkpoint, ...(node.config.site ? { current_site: node.config.site } : {}) });
-    await dcs.touchMember(node.memberData());
+    await dcs.touchMember(memberKeyOf(node));
     logger.info(`published the shutdown checkpoint at ${checkpoint} on timeline ${node.dataDir!.timeline}`);
     return true;
   } catch (error) {
@@ -240,7 +242,7 @@ export async function publishShutdownPosition(node: NodeContext): Promise<boolea
  * leader. A clone or start that fails gives the initialize key back and fails the task, so the next
  * try waits a backoff.
  */
-export async function bootstrapStandbyLeader(node: NodeContext, remote: UpstreamNode, bootstrapDcs: Record<string, unknown>, configStored: boolean): Promise<void> {
+export async function bootstrapStandbyLeader(node: NodeActors, remote: UpstreamNode, bootstrapDcs: Record<string, unknown>, configStored: boolean): Promise<void> {
   const { dcs } = node.deps;
   node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: building a standby cluster from ${remote.name}`, { remote: remote.name });
   // An archive-only standby cluster has no primary to copy: only a `no_leader` method (a backup restore) can build it.

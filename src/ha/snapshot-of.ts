@@ -1,7 +1,7 @@
 import { TimerClock, wallTimeOf } from '../common/clock';
 import { ClusterView } from '../dcs/dcs.port';
 import { HaSnapshot, LocalView } from './cluster-snapshot';
-import { activeSubstate, NodeContext } from './node-context';
+import { activeSubstate, NodeActors } from './node-actors';
 import { canCloneWithoutLeader } from './replica-methods';
 import { RoleName } from './role.machine';
 import { unresponsiveForMs } from './unresponsive';
@@ -12,7 +12,7 @@ import { unresponsiveForMs } from './unresponsive';
  * (as it compares scheduled times), so each is handed over as the wall time it corresponds to at this
  * moment: the time elapsed since it stays true whatever the wall clock did meanwhile.
  */
-export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsError: string | null, clock: TimerClock): HaSnapshot {
+export function snapshotOf(node: NodeActors, cluster: ClusterView | null, dcsError: string | null, clock: TimerClock): HaSnapshot {
   const now = clock.now();
   const monotonicNow = clock.monotonic();
   const wall = (at: number) => wallTimeOf(clock, at);
@@ -54,7 +54,7 @@ export function snapshotOf(node: NodeContext, cluster: ClusterView | null, dcsEr
   };
 }
 
-function lastTaskOf(node: NodeContext, wall: (at: number | null) => number | null): LocalView['lastTask'] {
+function lastTaskOf(node: NodeActors, wall: (at: number | null) => number | null): LocalView['lastTask'] {
   const { lastTask, lastError, lastEndedAt, failuresInRow } = node.task.getSnapshot().context;
   return lastTask === null ? null : { name: lastTask, error: lastError, endedAt: wall(lastEndedAt), failuresInRow };
 }

@@ -2,7 +2,10 @@ import { join } from 'node:path';
 import { LocalCluster } from '../local-cluster';
 import { splitBrainIntervals, lostWrites, SplitBrainInterval } from './checker';
 import { Fault, FAULTS } from './faults';
+import { compareWithReplay, MemoryPoller, RoundMemory } from './memory-replay';
 import { RoundWrites, writesByRound } from './per-round';
+import { EtcdEventStore } from '../../../src/events/etcd-event-store';
+import { RecordedEvent } from '../../../src/events/event';
 import { wallClockEnvironment } from './wall-clock';
 import { Acknowledgement, ReadWriteClient } from './writer';
 import { Client } from 'pg';
@@ -41,6 +44,8 @@ export interface RoundResult {
   fromMs: number;
   /** The checker's findings in this round's window (filled in at the end of the run). */
   writes?: RoundWrites;
+  /** Each node's memory as served during the round against the replay of its log (filled in at the end of the run). */
+  memory?: RoundMemory;
 }
 
 export interface ChaosReport {
@@ -156,6 +161,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const started = performance.now();
     const writers = [0, 1].map(() => new ReadWriteClient(cluster, keys, acknowledged, started));
     writers.forEach((writer) => writer.start());
+    const poller = new MemoryPoller(cluster.nodes);
 
     for (const [index, fault] of plan.entries()) {
       const leader = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
@@ -164,6 +170,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         log(`round ${index + 1}: the cluster was not healthy before "${fault.name}"; stopping`);
         break;
       }
+      // From the healthy cluster before the fault on: a round that heals at once is sampled before and after.
+      poller.start(index + 1, fault.needsFakeTime ? new Set([leader.name]) : new Set());
       await new Promise((resolve) => setTimeout(resolve, 2000)); // writes flow before the fault
       const at = performance.now();
       log(`round ${index + 1}: ${fault.name} (leader ${leader.name})`);
@@ -171,6 +179,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const after = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       const recoveryMs = after ? Math.round(performance.now() - at) : null;
       const writeGapMs = after ? await longestWriteGap(acknowledged, at - started, () => performance.now() - started) : null;
+      await poller.stop();
       rounds.push({ round: index + 1, fault: fault.name, leaderBefore: leader.name, leaderAfter: after?.name ?? null, recoveryMs, writeGapMs, fromMs: at - started });
       log(`round ${index + 1}: ${after ? `healthy after ${recoveryMs} ms, leader ${after.name}, longest write gap ${writeGapMs} ms` : 'NOT healthy'}`);
     }
@@ -191,9 +200,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const lost = lostWrites(acknowledged, stored);
     const splitBrain = splitBrainIntervals(acknowledged);
     const perRound = writesByRound(rounds.map((round) => round.fromMs), acknowledged, lost, splitBrain);
+    const memory = await replayedMemory(cluster, poller, rounds.length);
     return {
       seed: options.seed,
-      rounds: rounds.map((round, index) => ({ ...round, writes: perRound[index] })),
+      rounds: rounds.map((round, index) => ({ ...round, writes: perRound[index], memory: memory[index] })),
       acknowledged: acknowledged.length,
       lost,
       splitBrain,
@@ -204,12 +214,32 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
 }
 
+/**
+ * The memory samples of every round against the replay of the cluster's event log. A recorder may still be
+ * flushing its last events: the log is read again for up to 15 s while some sample is not rebuilt.
+ */
+async function replayedMemory(cluster: LocalCluster, poller: MemoryPoller, rounds: number): Promise<RoundMemory[]> {
+  const store = new EtcdEventStore({ hosts: [cluster.etcd.endpoint], scope: cluster.scope, requestTimeoutMs: 5000 });
+  const deadline = performance.now() + 15_000;
+  try {
+    for (;;) {
+      const events: RecordedEvent[] = await store.read();
+      const compared = compareWithReplay(events, poller.taken(), rounds);
+      if (compared.every((round) => round.mismatches.length === 0) || performance.now() > deadline) return compared;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } finally {
+    await store.close();
+  }
+}
+
 /** The report as Markdown: one table row per round, then the totals. */
 export function formatReport(reports: ChaosReport[]): string {
   const lines = [
-    '| seed | round | fault | leader before | leader after | healthy after (s) | longest write gap (s) | acknowledged | lost | two writers (s) |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| seed | round | fault | leader before | leader after | healthy after (s) | longest write gap (s) | acknowledged | lost | two writers (s) | memory instants replayed | not rebuilt |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
+  const mismatches: string[] = [];
   for (const report of reports) {
     for (const round of report.rounds) {
       const recovery = round.recoveryMs === null ? 'not recovered' : (round.recoveryMs / 1000).toFixed(1);
@@ -219,8 +249,9 @@ export function formatReport(reports: ChaosReport[]): string {
       const twoWriters = writes?.twoWriters.length ? writes.twoWriters.map((interval) => ((interval.toMs - interval.fromMs) / 1000).toFixed(1)).join(', ') : '-';
       lines.push(
         `| ${report.seed} | ${round.round} | ${round.fault} | ${round.leaderBefore} | ${round.leaderAfter ?? '-'} | ${recovery} | ${gap} | ` +
-          `${writes?.acknowledged ?? '-'} | ${writes?.lost ?? '-'} | ${twoWriters} |`,
+          `${writes?.acknowledged ?? '-'} | ${writes?.lost ?? '-'} | ${twoWriters} | ${instantsOf(round.memory)} | ${round.memory?.mismatches.length ?? '-'} |`,
       );
+      for (const mismatch of round.memory?.mismatches ?? []) mismatches.push(`- seed ${report.seed}, round ${round.round}: ${mismatch.node} at ${mismatch.at}: ${mismatch.detail}`);
     }
   }
   const recoveries = reports.flatMap((r) => r.rounds.map((round) => round.recoveryMs)).filter((ms): ms is number => ms !== null);
@@ -236,5 +267,18 @@ export function formatReport(reports: ChaosReport[]): string {
       `${reports.reduce((s, r) => s + r.lost.length, 0)} | ${reports.reduce((s, r) => s + r.splitBrain.length, 0)} | ` +
       `${reports.reduce((s, r) => s + r.diverging.length, 0)} | ${median.toFixed(1)} s | ${max.toFixed(1)} s |`,
   );
+  if (mismatches.length > 0) lines.push('', 'Memory served but not rebuilt by the replay of the log:', ...mismatches);
   return lines.join('\n');
+}
+
+/** `node1 5, node2 4`: the instants compared per node. */
+function instantsOf(memory: RoundMemory | undefined): string {
+  if (!memory) return '-';
+  const nodes = Object.keys(memory.instants).sort();
+  return nodes.length ? nodes.map((node) => `${node} ${memory.instants[node]}`).join(', ') : '0';
+}
+
+/** Whether a round's checks failed: not recovered, or the log's replay did not rebuild what a node served. */
+export function roundFailed(round: RoundResult): boolean {
+  return round.recoveryMs === null || (round.memory?.mismatches.length ?? 0) > 0;
 }

@@ -1,16 +1,17 @@
 import { ClusterView } from '../../dcs/dcs.port';
-import type { NodeContext } from '../node-context';
+import type { NodeActors } from '../node-actors';
+import { memberKeyOf } from '../node-member-key';
 
 /**
  * One failsafe round: every other member in `/failsafe` is asked to accept this leader (2 s each, in
  * parallel). Accepted by all, the leader may stay primary for a ttl from the round's start.
  */
 export async function failsafeRound(
-  node: NodeContext,
+  node: NodeActors,
   members: Record<string, string>,
 ): Promise<{ accepted: boolean; validUntil: number; refusals: string[] }> {
   const startedAt = node.deps.clock.monotonic();
-  const { conn_url, api_url } = node.memberData();
+  const { conn_url, api_url } = memberKeyOf(node);
   const others = Object.entries(members).filter(([name]) => name !== node.name);
   // The slot positions go with the call, so that the replicas keep their copies in step meanwhile (as the reference).
   const sample = node.sampler.sample;
@@ -31,7 +32,7 @@ export async function failsafeRound(
 }
 
 /** The lock holder keeps `/failsafe` naming every member's API while failsafe mode is on, and removes it once off. */
-export async function publishFailsafe(node: NodeContext, cluster: ClusterView | null): Promise<void> {
+export async function publishFailsafe(node: NodeActors, cluster: ClusterView | null): Promise<void> {
   if (!cluster) return;
   const stored = cluster.failsafe?.value ?? null;
   if (!node.dynamic.failsafe_mode) {
@@ -41,7 +42,7 @@ export async function publishFailsafe(node: NodeContext, cluster: ClusterView | 
   }
   const wanted: Record<string, string> = {};
   for (const member of cluster.members) if (member.data.api_url) wanted[member.name] = member.data.api_url;
-  wanted[node.name] = node.memberData().api_url;
+  wanted[node.name] = memberKeyOf(node).api_url;
   if (JSON.stringify(wanted) === JSON.stringify(stored)) return;
   await node.deps.dcs.setFailsafe(wanted);
   node.remember({ type: 'FAILSAFE_MEMBERS_KNOWN', members: wanted });

@@ -1,8 +1,9 @@
 import { sleep } from '../../common/clock';
 import { errorText } from '../../common/error-text';
-import { NodeContext } from '../node-context';
+import { NodeActors } from '../node-actors';
 import { isNoSync } from './sync-candidates';
 import { syncNames } from './sync-key';
+import { memberKeyOf } from '../node-member-key';
 
 /** How often a leaving standby reads `/sync` again. */
 const POLL_MS = 1_000;
@@ -13,7 +14,7 @@ const POLL_MS = 1_000;
  * `nosync` and waits up to 2 loop_waits for `/sync` to drop it. Only a hint: a DCS failure or the
  * deadline ends the wait, and `work` runs anyway.
  */
-export async function whileNotSyncStandby<T>(node: NodeContext, work: () => Promise<T>): Promise<T> {
+export async function whileNotSyncStandby<T>(node: NodeActors, work: () => Promise<T>): Promise<T> {
   const { dcs, clock, logger } = node.deps;
   const isSyncStandby = (sync = node.cluster?.sync?.value, leader = node.cluster?.leader?.value) =>
     Boolean(leader) && sync?.leader === leader && syncNames(sync, node.name);
@@ -23,7 +24,7 @@ export async function whileNotSyncStandby<T>(node: NodeContext, work: () => Prom
   if (!isSyncStandby(current?.sync?.value, current?.leader?.value)) return work();
   node.remember({ type: 'LEAVING_SYNC_STARTED' });
   try {
-    await dcs.touchMember(node.memberData());
+    await dcs.touchMember(memberKeyOf(node));
     const deadline = clock.monotonic() + 2 * node.dynamic.loop_wait * 1000;
     for (;;) {
       const cluster = await dcs.read();

@@ -53,6 +53,7 @@ const table: [HaMemoryEvent, Partial<HaMemory>][] = [
     { type: 'DYNAMIC_CONFIG_APPLIED', dynamic, digest: 'def', changedKeys: ['ttl'] },
     { dynamic, dynamicDigest: 'def' },
   ],
+  [{ type: 'SETTINGS_CONFIGURED', digest: '0a1b2c3d4e5f' }, { settingsDigest: '0a1b2c3d4e5f' }],
 ];
 
 describe('the memory machine', () => {
