@@ -1,16 +1,14 @@
 import { FailoverRequest } from '../dcs/dcs.port';
 import { LONG_ACTION_STATES, POSTMASTER_UP_STATES } from '../postgresql/postgres-states';
-import { UpstreamNode } from '../postgresql/postgres.port';
 import { downstreamMembers, nodeToFollow } from './cascade';
 import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
 import { Decision, HaAction } from './decision';
-import { cloneMember } from './clone-source';
+import { bootstrap, continueBootstrap } from './decide-bootstrap';
 import { goodCandidates, pendingFailover, unhealthyCluster } from './leader-race';
 import { promoteAfterDrain } from './read-pool';
 import { recover, rejoinBackoff } from './recover';
 import { followRemote, remotePrimary } from './standby-cluster';
 import { scheduledActionDue } from './scheduled-restart';
-import { failedTaskRetryAt, startRetryDelayMs } from './start-failure';
 import { quorumAllowsCandidates } from './sync/sync-eligibility';
 import { isUnresponsive } from './unresponsive';
 
@@ -43,12 +41,17 @@ export function decide(s: HaSnapshot): Decision {
     return { verdict: `${local.busy ?? local.pgState} in progress`, actions: [] };
   }
 
-  if (isUnresponsive(local.unresponsiveMs, config.postgres_unresponsive_timeout)) return unresponsive(s, iHoldLeaderKey);
+  if (isUnresponsive(local.unresponsiveMs, config.postgres_unresponsive_timeout))
+    return unresponsive(s, iHoldLeaderKey);
 
   if (local.bootstrapping) return continueBootstrap(s, pgIsPrimary);
 
   if (local.dataDir.state !== 'initialized' && !pgUp) {
-    if (iHoldLeaderKey) return { verdict: 'released leader key voluntarily as data dir empty and currently leader', actions: [{ type: 'releaseLock' }] };
+    if (iHoldLeaderKey)
+      return {
+        verdict: 'released leader key voluntarily as data dir empty and currently leader',
+        actions: [{ type: 'releaseLock' }],
+      };
     if (paused) return { verdict: 'running with empty data directory', actions: [] };
     return bootstrap(s);
   }
@@ -82,7 +85,10 @@ function unresponsive(s: HaSnapshot, iHoldLeaderKey: boolean): Decision {
   const { local, config } = s;
   const what = `PostgreSQL has not answered for ${Math.floor(local.unresponsiveMs / 1000)} s (postgres_unresponsive_timeout ${config.postgres_unresponsive_timeout} s)`;
   if (iHoldLeaderKey && !config.pause) {
-    return { verdict: `${what}: killing it and releasing the leader key`, actions: [{ type: 'killPostgres' }, { type: 'releaseLock' }] };
+    return {
+      verdict: `${what}: killing it and releasing the leader key`,
+      actions: [{ type: 'killPostgres' }, { type: 'releaseLock' }],
+    };
   }
   return { verdict: what, actions: [] };
 }
@@ -109,7 +115,10 @@ function dcsUnreachable(s: HaSnapshot): Decision {
     };
   }
   // A replica that accepted a failsafe leader keeps its slots in step with the positions it sent (as the reference).
-  const keepSlots: HaAction[] = s.config.use_slots && s.failsafeLeader && s.failsafeLeader !== s.local.name ? [{ type: 'serveDownstreams', members: [] }] : [];
+  const keepSlots: HaAction[] =
+    s.config.use_slots && s.failsafeLeader && s.failsafeLeader !== s.local.name
+      ? [{ type: 'serveDownstreams', members: [] }]
+      : [];
   return { verdict: 'DCS is not accessible', actions: keepSlots };
 }
 
@@ -120,13 +129,17 @@ function dcsUnreachable(s: HaSnapshot): Decision {
  */
 function failsafeWhileDcsDown(s: HaSnapshot): Decision | null {
   const members = s.failsafeMembers;
-  if (!s.config.failsafe_mode || s.local.leadership !== 'leader' || !members || !Object.hasOwn(members, s.local.name)) return null;
+  if (!s.config.failsafe_mode || s.local.leadership !== 'leader' || !members || !Object.hasOwn(members, s.local.name))
+    return null;
   if (!s.failsafeResult) return { need: 'failsafeRound' };
   if (s.failsafeResult.accepted) {
     return {
       verdict: 'continue to run as a leader because failsafe mode is enabled and all members are accessible',
       // As the reference: its slots stay kept meanwhile, so that no consumer's WAL piles up until the DCS is back.
-      actions: [{ type: 'holdInFailsafe', until: s.failsafeResult.validUntil }, ...(s.config.use_slots ? [{ type: 'keepSlotsInFailsafe' } as const] : [])],
+      actions: [
+        { type: 'holdInFailsafe', until: s.failsafeResult.validUntil },
+        ...(s.config.use_slots ? [{ type: 'keepSlotsInFailsafe' } as const] : []),
+      ],
     };
   }
   return {
@@ -136,74 +149,14 @@ function failsafeWhileDcsDown(s: HaSnapshot): Decision | null {
   };
 }
 
-function bootstrap(s: HaSnapshot): Decision {
-  const cluster = s.cluster!;
-  const leaderName = cluster.leader?.value ?? null;
-  if (!leaderName) {
-    // Watchdog mode `required` without one: the reference cancels such a bootstrap after initdb; this node never starts it.
-    if (cluster.initialize === null && !isNoFailover(s.local.tags) && !s.local.watchdogFailed) {
-      const remote = remotePrimary(s.config.standby_cluster);
-      const retry = remote ? standbyBootstrapBackoff(s) : null;
-      if (retry) return retry;
-      if (!s.initializeResult) return { need: 'raceInitialize' };
-      // A standby cluster's first member clones the remote primary instead of running initdb.
-      if (s.initializeResult === 'won' && remote) return { verdict: 'trying to bootstrap a new standby leader', actions: [{ type: 'bootstrapStandbyLeader', remote }] };
-      if (s.initializeResult === 'won') return { verdict: 'trying to bootstrap a new cluster', actions: [{ type: 'initdb' }] };
-      return { verdict: 'failed to acquire initialize lock', actions: [] };
-    }
-    // A restore from backup (a `no_leader` replica method) needs no member; not while another node bootstraps.
-    if (s.local.canCloneWithoutLeader && cluster.initialize !== '') return cloneAfterBackoff(s, null, 'trying to bootstrap (without leader)');
-    return { verdict: `waiting for ${s.config.standby_cluster ? 'standby_leader' : 'leader'} to bootstrap`, actions: [] };
-  }
-  const source = cloneSource(s, leaderName);
-  if (!source) return { verdict: 'waiting for leader to bootstrap', actions: [] };
-  const from = source.name === leaderName ? 'leader' : 'replica';
-  return cloneAfterBackoff(s, source, `trying to bootstrap from ${from} '${source.name}'`);
-}
-
-/** A standby leader's bootstrap that failed (the remote did not answer) is tried again after a backoff. */
-function standbyBootstrapBackoff(s: HaSnapshot): Decision | null {
-  const at = failedTaskRetryAt(s.local.lastTask, 'bootstrap_standby_leader', s.now, s.config.loop_wait);
-  if (at === null) return null;
-  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before bootstrapping the standby leader again: ${s.local.lastTask!.error}`, actions: [{ type: 'wakeAt', at }] };
-}
-
-function cloneAfterBackoff(s: HaSnapshot, source: UpstreamNode | null, verdict: string): Decision {
-  const { failedClones, lastCloneAt, lastError } = s.local;
-  if (failedClones > 0 && lastCloneAt !== null) {
-    // A clone that failed (a refused login, a missing certificate) would fail again at once: back off as for starts.
-    const at = lastCloneAt + startRetryDelayMs(failedClones, s.config.loop_wait);
-    if (s.now < at) {
-      return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before cloning again: ${failedClones} failed clone(s): ${lastError ?? 'unknown error'}`, actions: [{ type: 'wakeAt', at }] };
-    }
-  }
-  return { verdict, actions: [{ type: 'clone', source }] };
-}
-
-/** A running member tagged `clonefrom` (of this node's site first), else the leader (clone-source.ts). */
-function cloneSource(s: HaSnapshot, leaderName: string): UpstreamNode | null {
-  const members = s.cluster!.members;
-  return upstreamOf(cloneMember(members, s.local.name, leaderName, s.local.site)) ?? upstreamOf(members.find((m) => m.name === leaderName));
-}
-
-function continueBootstrap(s: HaSnapshot, pgIsPrimary: boolean): Decision {
-  const { local } = s;
-  if (local.pgState === 'initdb_failed' || local.pgState === 'start_failed' || local.pgState === 'custom_bootstrap_failed') {
-    return {
-      verdict: `removing initialize key after failed attempt to bootstrap the cluster: ${local.lastError ?? local.pgState}`,
-      actions: [{ type: 'abandonBootstrap' }],
-    };
-  }
-  if (local.pgState === 'stopped') return { verdict: 'starting primary after bootstrap', actions: [{ type: 'startPrimary' }] };
-  if (!pgIsPrimary) return { verdict: 'waiting for end of recovery after bootstrap', actions: [] };
-  return { verdict: 'initialized a new cluster', actions: [{ type: 'finishBootstrap' }] };
-}
-
 /** This node's name is in the leader key (reference 3.4, "I hold L"). */
 function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
   const { local, config } = s;
   if (config.pause && !pgIsPrimary) {
-    return { verdict: 'removed leader lock because postgres is not running as primary', actions: [{ type: 'releaseLock' }] };
+    return {
+      verdict: 'removed leader lock because postgres is not running as primary',
+      actions: [{ type: 'releaseLock' }],
+    };
   }
   if (!s.lockResult) return { need: 'refreshLock' };
   // The read answered but the refresh did not: the DCS went away within the cycle, and failsafe mode decides.
@@ -225,9 +178,15 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
     if (remote && pgIsPrimary && !remote.host) {
       // Reference `demote-cluster` with no host: keep the lock (no member of this cluster races), restart restoring from the archive.
       if (!config.standby_cluster?.restore_command) {
-        return { verdict: `no action. I am (${local.name}), the leader with the lock; standby_cluster names neither a host nor a restore_command, so there is nothing to follow`, actions: [{ type: 'leaderDuties' }] };
+        return {
+          verdict: `no action. I am (${local.name}), the leader with the lock; standby_cluster names neither a host nor a restore_command, so there is nothing to follow`,
+          actions: [{ type: 'leaderDuties' }],
+        };
       }
-      return { verdict: 'converting to a standby cluster: demoting self to restore WAL from the archive (demote-cluster)', actions: [{ type: 'demoteToArchive', remote }] };
+      return {
+        verdict: 'converting to a standby cluster: demoting self to restore WAL from the archive (demote-cluster)',
+        actions: [{ type: 'demoteToArchive', remote }],
+      };
     }
     if (remote && pgIsPrimary) {
       // Reference `demote-cluster`: a fast stop, then pg_rewind onto the remote and stream from it, keeping the lock.
@@ -236,19 +195,39 @@ function leaderCycle(s: HaSnapshot, pgIsPrimary: boolean): Decision {
         actions: [{ type: 'demote', mode: 'fast', restart: true, upstream: remote }],
       };
     }
-    if (remote) return { verdict: `no action. I am (${local.name}), the standby leader with the lock`, actions: [...followRemote(s, remote), { type: 'leaderDuties' }] };
+    if (remote)
+      return {
+        verdict: `no action. I am (${local.name}), the standby leader with the lock`,
+        actions: [...followRemote(s, remote), { type: 'leaderDuties' }],
+      };
     if (pgIsPrimary && local.watchdogFailed && !config.pause) {
       // The lock goes once PostgreSQL is down (the next cycle's release): no other node promotes before then.
-      return { verdict: 'Demoting self because watchdog could not be activated', actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }] };
+      return {
+        verdict: 'Demoting self because watchdog could not be activated',
+        actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }],
+      };
     }
-    if (pgIsPrimary) return { verdict: `no action. I am (${local.name}), the leader with the lock`, actions: [{ type: 'leaderDuties' }] };
+    if (pgIsPrimary)
+      return {
+        verdict: `no action. I am (${local.name}), the leader with the lock`,
+        actions: [{ type: 'leaderDuties' }],
+      };
     // Tagged nofailover after it won the race (its promotion interrupted): it hands the lock on instead.
-    if (isNoFailover(local.tags)) return { verdict: 'released leader key because I am not allowed to promote (nofailover)', actions: [{ type: 'releaseLock' }] };
-    if (local.watchdogFailed && !config.pause) return { verdict: 'Not promoting self because watchdog could not be activated', actions: [{ type: 'releaseLock' }] };
+    if (isNoFailover(local.tags))
+      return {
+        verdict: 'released leader key because I am not allowed to promote (nofailover)',
+        actions: [{ type: 'releaseLock' }],
+      };
+    if (local.watchdogFailed && !config.pause)
+      return {
+        verdict: 'Not promoting self because watchdog could not be activated',
+        actions: [{ type: 'releaseLock' }],
+      };
     return { verdict: 'promoted self to leader because I had the session lock', actions: [promoteAfterDrain(s)] };
   }
   if (pgIsPrimary) {
-    if (config.pause) return { verdict: 'continue to run as primary after failing to update leader lock in DCS', actions: [] };
+    if (config.pause)
+      return { verdict: 'continue to run as primary after failing to update leader lock in DCS', actions: [] };
     return {
       verdict: 'demoted self because failed to update leader lock in DCS',
       actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }],
@@ -297,8 +276,11 @@ function followLeader(s: HaSnapshot, leaderName: string, pgIsPrimary: boolean): 
       actions: [{ type: 'rewindReplica', upstream }],
     };
   }
-  const downstreams: HaAction[] = config.use_slots ? [{ type: 'serveDownstreams', members: downstreamMembers(cluster!, local.name, false) }] : [];
-  if (target && local.upstream !== target.name) return { verdict: following, actions: [{ type: 'follow', upstream: target }, ...downstreams] };
+  const downstreams: HaAction[] = config.use_slots
+    ? [{ type: 'serveDownstreams', members: downstreamMembers(cluster!, local.name, false) }]
+    : [];
+  if (target && local.upstream !== target.name)
+    return { verdict: following, actions: [{ type: 'follow', upstream: target }, ...downstreams] };
   return { verdict: following, actions: downstreams };
 }
 
@@ -314,11 +296,14 @@ function manualFailoverAsLeader(s: HaSnapshot, failover: FailoverRequest): Decis
     const at = Date.parse(failover.scheduled_at);
     if (Number.isNaN(at)) return cleanUp(`Invalid scheduled_at ${failover.scheduled_at}, cleaning up`);
     if (config.pause) return null;
-    if (scheduledActionDue(at, s.now, config.loop_wait, s.wallJumpMs) === 'stale') return cleanUp(`Found a stale ${kind} value, cleaning up: ${failover.scheduled_at}`, 'expired');
+    if (scheduledActionDue(at, s.now, config.loop_wait, s.wallJumpMs) === 'stale')
+      return cleanUp(`Found a stale ${kind} value, cleaning up: ${failover.scheduled_at}`, 'expired');
   }
   if (failover.member === local.name) return cleanUp(`I am already the leader, no need to ${kind}`);
-  if (failover.leader && failover.leader !== local.name) return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);
-  if (config.pause && !failover.member) return cleanUp(`${kind} is possible only to a specific candidate in a paused state`);
+  if (failover.leader && failover.leader !== local.name)
+    return cleanUp(`${kind}: leader name does not match: ${failover.leader} != ${local.name}`);
+  if (config.pause && !failover.member)
+    return cleanUp(`${kind} is possible only to a specific candidate in a paused state`);
   if (!s.peers) return { need: 'probePeers' };
   // A switchover to a site waits for nobody else: the leader steps down only if a member of that site can take over.
   const site = failover.member ? undefined : failover.site;
