@@ -6,7 +6,10 @@ import tseslint from 'typescript-eslint';
 
 /** An import of a folder of src/ reached by a relative path ('../ha/x', '../../api/y'), for no-restricted-imports. */
 function importOf(folder, why) {
-  return { regex: `^(\\.\\./)+${folder}(/|$)`, message: `${why} (docs/architecture.md: imports flow api -> ha -> ports)` };
+  return {
+    regex: `^(\\.\\./)+${folder}(/|$)`,
+    message: `${why} (docs/architecture.md: imports flow api -> ha -> ports)`,
+  };
 }
 
 /** The folders below `files` may not import these folders of src/: they are its callers. */
@@ -50,7 +53,10 @@ export default tseslint.config(
     rules: {
       // A promise nobody awaits loses its error and its deadline: the house rule "every action has a way out".
       '@typescript-eslint/no-floating-promises': 'error',
-      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+      '@typescript-eslint/no-misused-promises': [
+        'error',
+        { checksVoidReturn: { arguments: false, attributes: false } },
+      ],
       '@typescript-eslint/await-thenable': 'error',
       // `_name` marks a parameter an interface requires but this implementation does not read.
       '@typescript-eslint/no-unused-vars': [
@@ -67,7 +73,11 @@ export default tseslint.config(
     CALLERS_OF_PORTS,
     'a port or adapter may not import the HA core or its callers',
   ),
-  mayNotImport(['src/config/**'], [...CALLERS_OF_PORTS, 'dcs', 'postgresql', 'events'], 'configuration is read by everyone and reads no one'),
+  mayNotImport(
+    ['src/config/**'],
+    [...CALLERS_OF_PORTS, 'dcs', 'postgresql', 'events'],
+    'configuration is read by everyone and reads no one',
+  ),
   mayNotImport(
     ['src/common/**'],
     [...CALLERS_OF_PORTS, 'dcs', 'postgresql', 'events', 'config', 'callbacks', 'projections', 'security'],

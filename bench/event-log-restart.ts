@@ -32,8 +32,18 @@ async function main(): Promise<void> {
   const variant: AgentVariant = process.env.BENCH_EVENT_LOG_AGENT
     ? parseVariants(process.env.BENCH_EVENT_LOG_AGENT, REPO_ROOT, join(tmpdir(), 'stator-bench-builds'))[0]
     : currentVariant(REPO_ROOT);
-  const cluster = await LocalCluster.start({ nodes: 1, baseDir, scope: 'eventlog', pgPassword: PG_PASSWORD, agentProgram: writeLauncher(variant, baseDir) });
-  track({ label: 'event-log cluster', stop: () => cluster.stop(), pids: () => cluster.nodes.flatMap((n) => (n.pid ? [n.pid] : [])) });
+  const cluster = await LocalCluster.start({
+    nodes: 1,
+    baseDir,
+    scope: 'eventlog',
+    pgPassword: PG_PASSWORD,
+    agentProgram: writeLauncher(variant, baseDir),
+  });
+  track({
+    label: 'event-log cluster',
+    stop: () => cluster.stop(),
+    pids: () => cluster.nodes.flatMap((n) => (n.pid ? [n.pid] : [])),
+  });
   const node = cluster.nodes[0];
   let failed = false;
   try {
@@ -45,10 +55,16 @@ async function main(): Promise<void> {
     const appendStarted = performance.now();
     for (let written = 0; written < EVENTS; written += PER_TXN) {
       const stream = `node/other${(written / PER_TXN) % 2}/ha`;
-      await store.append(stream, Array.from({ length: Math.min(PER_TXN, EVENTS - written) }, (_, i) => syntheticEvent(stream, written + i)), 'any');
+      await store.append(
+        stream,
+        Array.from({ length: Math.min(PER_TXN, EVENTS - written) }, (_, i) => syntheticEvent(stream, written + i)),
+        'any',
+      );
     }
     await store.close();
-    log(`${EVENTS} events appended in ${((performance.now() - appendStarted) / 1000).toFixed(1)} s (load ${loadAverage()})`);
+    log(
+      `${EVENTS} events appended in ${((performance.now() - appendStarted) / 1000).toFixed(1)} s (load ${loadAverage()})`,
+    );
     const ranThrough = await settledReadings(node, 'ran through the events', performance.now());
     await node.killAgent();
     node.start();
@@ -60,8 +76,12 @@ async function main(): Promise<void> {
         '',
         `| agent (${variant.label}), ${EVENTS} events | ${SETTLE_S.map((s) => `RSS at ${s} s, MiB`).join(' | ')} | load average at the last reading |`,
         `| --- | ${SETTLE_S.map(() => '---').join(' | ')} | --- |`,
-        `| fresh, before the events (at 5 s) | ${fresh.rss.toFixed(1)} | ${SETTLE_S.slice(1).map(() => '').join(' | ')} | ${fresh.load} |`,
-        ...[ranThrough, restarted].map((r) => `| ${r.label} | ${r.rss.map((x) => x.toFixed(1)).join(' | ')} | ${r.load} |`),
+        `| fresh, before the events (at 5 s) | ${fresh.rss.toFixed(1)} | ${SETTLE_S.slice(1)
+          .map(() => '')
+          .join(' | ')} | ${fresh.load} |`,
+        ...[ranThrough, restarted].map(
+          (r) => `| ${r.label} | ${r.rss.map((x) => x.toFixed(1)).join(' | ')} | ${r.load} |`,
+        ),
         '',
       ].join('\n'),
     );
@@ -90,13 +110,23 @@ function syntheticEvent(stream: string, index: number): NewEvent {
     cause: transition ? 'postgres.sampled' : 'ha.cycle',
     data: {
       verdict: `no action: I am (${node}) a secondary, and following a leader (node1); lag ${index % 4096} bytes, timeline 1, cycle ${index}`,
-      sample: { lsn: `0/${(index * 256).toString(16).toUpperCase()}`, timeline: 1, receiving: true, replayPaused: false, lagBytes: index % 4096 },
+      sample: {
+        lsn: `0/${(index * 256).toString(16).toUpperCase()}`,
+        timeline: 1,
+        receiving: true,
+        replayPaused: false,
+        lagBytes: index % 4096,
+      },
     },
   };
 }
 
 async function waitPrimary(node: LocalNode): Promise<void> {
-  const ok = await pollUntil(async () => (await httpJson(`${node.apiUrl}/stator`, 1000))?.role === 'primary', 120_000, 200);
+  const ok = await pollUntil(
+    async () => (await httpJson(`${node.apiUrl}/stator`, 1000))?.role === 'primary',
+    120_000,
+    200,
+  );
   if (!ok) throw new Error(`${node.name} did not become primary`);
 }
 
@@ -106,14 +136,20 @@ function readings(node: LocalNode, label: string): { label: string; rss: number;
 }
 
 /** RSS at each of SETTLE_S seconds after `since` (performance.now()). */
-async function settledReadings(node: LocalNode, label: string, since: number): Promise<{ label: string; rss: number[]; load: string }> {
+async function settledReadings(
+  node: LocalNode,
+  label: string,
+  since: number,
+): Promise<{ label: string; rss: number[]; load: string }> {
   const rss: number[] = [];
   for (const seconds of SETTLE_S) {
     const wait = since + seconds * 1000 - performance.now();
     if (wait > 0) await sleep(wait);
     rss.push(readings(node, label).rss);
     const reading = memory(node.pid ?? 0);
-    log(`${label}: RSS ${rss.at(-1)!.toFixed(1)} MiB at ${seconds} s (anonymous ${((reading?.rssAnon ?? NaN) / 1024).toFixed(1)}, file ${((reading?.rssFile ?? NaN) / 1024).toFixed(1)}, threads ${reading?.threads}; load ${loadAverage()})`);
+    log(
+      `${label}: RSS ${rss.at(-1)!.toFixed(1)} MiB at ${seconds} s (anonymous ${((reading?.rssAnon ?? NaN) / 1024).toFixed(1)}, file ${((reading?.rssFile ?? NaN) / 1024).toFixed(1)}, threads ${reading?.threads}; load ${loadAverage()})`,
+    );
   }
   return { label, rss, load: loadAverage() };
 }

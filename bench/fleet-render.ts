@@ -11,7 +11,9 @@ export function renderFleetReport(results: FleetResults): string {
   const runs = [...results.runs].sort((a, b) => a.clusters - b.clusters || a.kind.localeCompare(b.kind));
   const label = (run: FleetRun) => [String(run.clusters), run.kind, String(run.agents)];
   const called = (kind: string) => runs.some((run) => (run.load.requestsPerSecond[kind] ?? 0) > 0);
-  const others = [...new Set(runs.flatMap((run) => Object.keys(run.load.requestsPerSecond)))].filter((kind) => !(REQUEST_KINDS as readonly string[]).includes(kind));
+  const others = [...new Set(runs.flatMap((run) => Object.keys(run.load.requestsPerSecond)))].filter(
+    (kind) => !(REQUEST_KINDS as readonly string[]).includes(kind),
+  );
   const kinds = [...REQUEST_KINDS, ...others.sort()].filter(called);
   // Runs of older results have no writes by role.
   const roles = [...new Set(runs.flatMap((run) => Object.keys(run.writesPerMinuteByRole ?? {})))].sort();
@@ -41,23 +43,45 @@ export function renderFleetReport(results: FleetResults): string {
       ]),
     ),
     '',
-    'Keys written in the window (puts and txn puts), per minute for the fleet, by the key\'s role: each key\'s `version` read before and after the window (outside it).',
+    "Keys written in the window (puts and txn puts), per minute for the fleet, by the key's role: each key's `version` read before and after the window (outside it).",
     '',
     table(
       ['clusters', 'product', 'agents', ...roles, 'all'],
       runs.map((run) => [
         ...label(run),
         ...roles.map((role) => fmt(run.writesPerMinuteByRole?.[role] ?? 0, 1)),
-        fmt(Object.values(run.writesPerMinuteByRole ?? {}).reduce((a, b) => a + b, 0), 1),
+        fmt(
+          Object.values(run.writesPerMinuteByRole ?? {}).reduce((a, b) => a + b, 0),
+          1,
+        ),
       ]),
     ),
     '',
     '## etcd: bytes, watchers, resources, database, write latency',
     '',
-    'Bytes are etcd\'s gRPC counters (`etcd_network_client_grpc_received_bytes_total` / `..._sent_...`); CPU and RSS are the three members\' together (/proc); the database figures are the largest member\'s, its growth scaled to an hour from the window; p99 from the histograms\' buckets (upper bound).',
+    "Bytes are etcd's gRPC counters (`etcd_network_client_grpc_received_bytes_total` / `..._sent_...`); CPU and RSS are the three members' together (/proc); the database figures are the largest member's, its growth scaled to an hour from the window; p99 from the histograms' buckets (upper bound).",
     '',
     table(
-      ['clusters', 'product', 'agents', 'KiB/s in', 'KiB/s out', 'KiB in / agent / min', 'KiB out / agent / min', 'writes/s', 'watchers', 'watch streams', 'etcd CPU s/min', 'etcd RSS MiB', 'db MiB', 'db in use MiB', 'db growth MiB/h', 'keys', 'WAL fsync p99 ms', 'commit p99 ms'],
+      [
+        'clusters',
+        'product',
+        'agents',
+        'KiB/s in',
+        'KiB/s out',
+        'KiB in / agent / min',
+        'KiB out / agent / min',
+        'writes/s',
+        'watchers',
+        'watch streams',
+        'etcd CPU s/min',
+        'etcd RSS MiB',
+        'db MiB',
+        'db in use MiB',
+        'db growth MiB/h',
+        'keys',
+        'WAL fsync p99 ms',
+        'commit p99 ms',
+      ],
       runs.map((run) => [
         ...label(run),
         fmt(run.load.bytesInPerSecond / 1024, 2),
@@ -78,12 +102,23 @@ export function renderFleetReport(results: FleetResults): string {
       ]),
     ),
     '',
-    '## Agents at idle, and one cluster\'s failover while the others run',
+    "## Agents at idle, and one cluster's failover while the others run",
     '',
-    'Per agent (Stator\'s with its fence): CPU seconds per minute of the window and RSS at its end, median (max). Failover: `kill -9` of fleet-1\'s leader agent and postmaster, until another node answers 200 on `/primary`; the write gap of a client writing through it; whether any other cluster\'s leader changed meanwhile.',
+    "Per agent (Stator's with its fence): CPU seconds per minute of the window and RSS at its end, median (max). Failover: `kill -9` of fleet-1's leader agent and postmaster, until another node answers 200 on `/primary`; the write gap of a client writing through it; whether any other cluster's leader changed meanwhile.",
     '',
     table(
-      ['clusters', 'product', 'agents', 'healthy after s', 'agent CPU s/min', 'agent RSS MiB', 'failover ms', 'write gap ms', 'rejoin ms', 'other leaders moved'],
+      [
+        'clusters',
+        'product',
+        'agents',
+        'healthy after s',
+        'agent CPU s/min',
+        'agent RSS MiB',
+        'failover ms',
+        'write gap ms',
+        'rejoin ms',
+        'other leaders moved',
+      ],
       runs.map((run) => [
         ...label(run),
         fmt(run.startMs / 1000),
@@ -96,8 +131,19 @@ export function renderFleetReport(results: FleetResults): string {
       ]),
     ),
   ];
-  const plot = results.plot && ('file' in results.plot ? `![etcd requests/s, etcd CPU, db growth and failover time per N and product](${results.plot.file})` : `No plot: ${results.plot.error}`);
-  lines.push('', ...renderFleetScenarios(runs), '', ...(plot ? ['## Plot', '', plot, ''] : []), ...renderExtrapolation(runs));
-  if (results.errors.length) lines.push('', '## Errors', '', ...results.errors.map((error) => `- ${error.split('\n')[0]}`));
+  const plot =
+    results.plot &&
+    ('file' in results.plot
+      ? `![etcd requests/s, etcd CPU, db growth and failover time per N and product](${results.plot.file})`
+      : `No plot: ${results.plot.error}`);
+  lines.push(
+    '',
+    ...renderFleetScenarios(runs),
+    '',
+    ...(plot ? ['## Plot', '', plot, ''] : []),
+    ...renderExtrapolation(runs),
+  );
+  if (results.errors.length)
+    lines.push('', '## Errors', '', ...results.errors.map((error) => `- ${error.split('\n')[0]}`));
   return lines.join('\n') + '\n';
 }

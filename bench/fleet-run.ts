@@ -51,7 +51,9 @@ async function main(): Promise<void> {
   results.environment = environment(options.products.includes('patroni'));
   const baseDir = mkdtempSync(join(tmpdir(), 'stator-fleet-bench-'));
   chmodSync(baseDir, 0o755); // PostgreSQL runs as the postgres OS user and must reach its directories
-  log(`node directories under ${baseDir}; fleets of ${options.counts.join(', ')} clusters, ${options.windowSeconds} s windows`);
+  log(
+    `node directories under ${baseDir}; fleets of ${options.counts.join(', ')} clusters, ${options.windowSeconds} s windows`,
+  );
   log(estimateFleetRun(options).text);
   try {
     for (const [index, count] of options.counts.entries()) {
@@ -63,7 +65,8 @@ async function main(): Promise<void> {
           results.runs.push(run);
           if (run.failoverError) results.errors.push(`${kind}, ${count} clusters: ${run.failoverError}`);
           const s = run.scenarios;
-          for (const error of [s?.agentFailoverError, s?.stormError, s?.etcdLeaderKillError]) if (error) results.errors.push(`${kind}, ${count} clusters: ${error}`);
+          for (const error of [s?.agentFailoverError, s?.stormError, s?.etcdLeaderKillError])
+            if (error) results.errors.push(`${kind}, ${count} clusters: ${error}`);
         } catch (error) {
           results.errors.push(`${kind}, ${count} clusters: ${(error as Error).stack ?? error}`);
           log(`${kind}, ${count} clusters failed: ${(error as Error).message}`);
@@ -93,12 +96,18 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
   log(`${kind}: ${count} clusters of 3 nodes on a fresh 3-member etcd`);
   const started = now();
   const etcd = await startEtcdCluster({ members: 3, productionTimeouts: true });
-  const etcdStoppable = { label: `etcd of the ${kind} fleet`, stop: () => etcd.stop(), pids: () => etcd.members.map((m) => m.pid) };
+  const etcdStoppable = {
+    label: `etcd of the ${kind} fleet`,
+    stop: () => etcd.stop(),
+    pids: () => etcd.members.map((m) => m.pid),
+  };
   track(etcdStoppable);
   let fleet: Fleet | null = null;
   try {
     fleet = await startFleet(kind, count, baseDir, options.timing.values, etcd, options.startBatch);
-    log(`${kind}: ${count} clusters healthy after ${(fleet.startMs / 1000).toFixed(0)} s; settling ${options.settleSeconds} s`);
+    log(
+      `${kind}: ${count} clusters healthy after ${(fleet.startMs / 1000).toFixed(0)} s; settling ${options.settleSeconds} s`,
+    );
     const first = fleet.clusters[0];
     await createWriteTable((await waitHealthy(first, 60_000)).leader.pgPort);
     await sleep(options.settleSeconds * 1000);
@@ -112,7 +121,9 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
     const after = await scrapeEtcd(etcd.endpoints);
     const keysAfter = await snapshotKeys(etcd.endpoints[0]);
     const windowMinutes = (after.at - before.at) / 60_000;
-    const writesPerMinuteByRole = Object.fromEntries(Object.entries(writesByRole(keysBefore, keysAfter)).map(([role, count]) => [role, count / windowMinutes]));
+    const writesPerMinuteByRole = Object.fromEntries(
+      Object.entries(writesByRole(keysBefore, keysAfter)).map(([role, count]) => [role, count / windowMinutes]),
+    );
     const processes = usage.finish();
     const load = etcdLoad(before, after);
     const agents = processes.agents;
@@ -142,7 +153,11 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       load,
       writesPerMinuteByRole,
       usage: processes,
-      perAgentPerMinute: { requests: perMinute(load.allRequestsPerSecond), bytesIn: perMinute(load.bytesInPerSecond), bytesOut: perMinute(load.bytesOutPerSecond) },
+      perAgentPerMinute: {
+        requests: perMinute(load.allRequestsPerSecond),
+        bytesIn: perMinute(load.bytesInPerSecond),
+        bytesOut: perMinute(load.bytesOutPerSecond),
+      },
       failover: failoverRun,
       ...(failoverError && { failoverError }),
       otherLeadersMoved: othersBefore.filter((name, i) => othersAfter[i] !== name).length,
@@ -174,17 +189,24 @@ async function leaderNames(fleet: Fleet, from: number): Promise<string[]> {
 function preflight(options: FleetOptions): void {
   const missing: string[] = [];
   if (!existsSync(ETCD_BINARY)) missing.push(`etcd (${ETCD_BINARY}): apt-get install etcd-server`);
-  if (!existsSync(join(PG_BIN_DIR, 'postgres'))) missing.push(`PostgreSQL 15 (${PG_BIN_DIR}): apt-get install postgresql-15`);
-  if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'))) missing.push('dist/: run `npm run build` (npm run fleet-bench does)');
+  if (!existsSync(join(PG_BIN_DIR, 'postgres')))
+    missing.push(`PostgreSQL 15 (${PG_BIN_DIR}): apt-get install postgresql-15`);
+  if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js')))
+    missing.push('dist/: run `npm run build` (npm run fleet-bench does)');
   if (options.products.includes('patroni')) {
-    if (!existsSync(PATRONI_BINARY)) missing.push(`Patroni (${PATRONI_BINARY}): apt-get install patroni, or --products stator`);
-    if (process.getuid?.() !== 0) missing.push('root: Patroni must run as the postgres OS user, which only root can switch to (or --products stator)');
+    if (!existsSync(PATRONI_BINARY))
+      missing.push(`Patroni (${PATRONI_BINARY}): apt-get install patroni, or --products stator`);
+    if (process.getuid?.() !== 0)
+      missing.push(
+        'root: Patroni must run as the postgres OS user, which only root can switch to (or --products stator)',
+      );
   }
   if (missing.length) {
     process.stderr.write(`fleet-bench cannot start; missing:\n${missing.map((m) => `- ${m}`).join('\n')}\n`);
     process.exit(1);
   }
-  if (process.getuid?.() === 0) execFileSync('sh', [join(REPO_ROOT, 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
+  if (process.getuid?.() === 0)
+    execFileSync('sh', [join(REPO_ROOT, 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
 }
 
 function environment(patroni: boolean): Record<string, string> {

@@ -25,7 +25,11 @@ async function main(): Promise<void> {
   const nodes = Number(process.env.BENCH_HEALTH_NODES ?? 3);
   const pairs = Number(process.env.BENCH_HEALTH_PAIRS ?? 4);
   const seconds = Number(process.env.BENCH_HEALTH_SECONDS ?? 10);
-  const variants = parseVariants(process.env.BENCH_HEALTH_VARIANTS ?? DEFAULT_VARIANTS, REPO_ROOT, join(tmpdir(), 'stator-bench-builds'));
+  const variants = parseVariants(
+    process.env.BENCH_HEALTH_VARIANTS ?? DEFAULT_VARIANTS,
+    REPO_ROOT,
+    join(tmpdir(), 'stator-bench-builds'),
+  );
   const loadAtStart = loadAverage();
   let failed = false;
   try {
@@ -36,7 +40,14 @@ async function main(): Promise<void> {
       '',
       `\`npm run bench:health\`: ${nodes}-node clusters, one per agent variant, each with its own etcd; load average at start ${loadAtStart}.`,
       '',
-      ...variants.map((v) => `- \`${v.label}\`: ${v.checkout === REPO_ROOT ? 'this checkout' : v.checkout}, node ${v.nodeFlags.join(' ') || '(no flags)'}, env ${Object.entries(v.env).map(([k, x]) => `${k}=${x}`).join(' ') || '(none)'}`),
+      ...variants.map(
+        (v) =>
+          `- \`${v.label}\`: ${v.checkout === REPO_ROOT ? 'this checkout' : v.checkout}, node ${v.nodeFlags.join(' ') || '(no flags)'}, env ${
+            Object.entries(v.env)
+              .map(([k, x]) => `${k}=${x}`)
+              .join(' ') || '(none)'
+          }`,
+      ),
       '',
       renderSideBySide(runs, seconds),
     ].join('\n');
@@ -58,7 +69,11 @@ async function main(): Promise<void> {
 }
 
 /** One cluster per variant, started one after the other (their starts would otherwise compete for the CPU). */
-export async function startVariants(variants: AgentVariant[], baseDir: string, nodes: number): Promise<{ variant: string; cluster: StatorBenchCluster }[]> {
+export async function startVariants(
+  variants: AgentVariant[],
+  baseDir: string,
+  nodes: number,
+): Promise<{ variant: string; cluster: StatorBenchCluster }[]> {
   const clusters: { variant: string; cluster: StatorBenchCluster }[] = [];
   for (const variant of variants) {
     const dir = join(baseDir, variant.label.replace(/[^\w.-]/g, '_'));

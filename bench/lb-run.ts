@@ -41,7 +41,8 @@ const started = now();
 
 async function main(): Promise<void> {
   if (!existsSync(HAPROXY_BINARY)) throw new Error(`HAProxy is missing (${HAPROXY_BINARY}): apt-get install haproxy`);
-  if (VIA_PGBOUNCER && !existsSync(PGBOUNCER_BINARY)) throw new Error(`PgBouncer is missing (${PGBOUNCER_BINARY}): apt-get install pgbouncer`);
+  if (VIA_PGBOUNCER && !existsSync(PGBOUNCER_BINARY))
+    throw new Error(`PgBouncer is missing (${PGBOUNCER_BINARY}): apt-get install pgbouncer`);
   const notes: string[] = [];
   const patroni = WANT_PATRONI && preflight(notes);
   for (const note of notes) log(note);
@@ -52,7 +53,11 @@ async function main(): Promise<void> {
     runs: { stator: RUNS, patroni: patroni ? PATRONI_RUNS : 0 },
     statorDrainMs: STATOR_DRAIN_MS !== undefined ? Number(STATOR_DRAIN_MS) : 750,
     timing: LB_TIMING,
-    environment: { ...environment(patroni), haproxy: HAPROXY_BINARY, ...(VIA_PGBOUNCER ? { pgbouncer: PGBOUNCER_BINARY } : {}) },
+    environment: {
+      ...environment(patroni),
+      haproxy: HAPROXY_BINARY,
+      ...(VIA_PGBOUNCER ? { pgbouncer: PGBOUNCER_BINARY } : {}),
+    },
     targets: [],
     pgbouncer: VIA_PGBOUNCER,
     switchovers: [],
@@ -76,19 +81,29 @@ async function main(): Promise<void> {
       await createLbTable(leader.pgPort);
       if (cluster.kind === 'stator' && STATOR_DRAIN_MS !== undefined) {
         const answer = await httpPatch(`${leader.apiUrl}/config`, { load_balancer_drain_ms: Number(STATOR_DRAIN_MS) });
-        if (answer.status !== 200) throw new Error(`PATCH /config load_balancer_drain_ms: ${answer.status} ${answer.text}`);
+        if (answer.status !== 200)
+          throw new Error(`PATCH /config load_balancer_drain_ms: ${answer.status} ${answer.text}`);
         results.environment.statorDrain = `load_balancer_drain_ms ${STATOR_DRAIN_MS} (PATCH /config)`;
       }
-      const flavours: HaproxyFlavour[] = cluster.kind === 'stator' ? ['stator'] : PATRONI_TUNED ? ['patroni-documented', 'stator'] : ['patroni-documented'];
+      const flavours: HaproxyFlavour[] =
+        cluster.kind === 'stator'
+          ? ['stator']
+          : PATRONI_TUNED
+            ? ['patroni-documented', 'stator']
+            : ['patroni-documented'];
       for (const flavour of flavours) {
         const haproxy = await BenchHaproxy.start(cluster, flavour, baseDir);
         const pgbouncerPort = VIA_PGBOUNCER ? await startPgbouncer(baseDir, haproxy.primaryPort) : undefined;
         targets.push({ cluster, haproxy, pgbouncerPort, runs: cluster.kind === 'stator' ? RUNS : PATRONI_RUNS });
       }
     }
-    results.targets = targets.map((t) => `${t.cluster.kind} with ${t.haproxy.flavour} HAProxy configuration (${t.haproxy.configPath.split('/').pop()})`);
+    results.targets = targets.map(
+      (t) =>
+        `${t.cluster.kind} with ${t.haproxy.flavour} HAProxy configuration (${t.haproxy.configPath.split('/').pop()})`,
+    );
     log(`targets: ${results.targets.join('; ')}; load ${loadAverage()}`);
-    if (EVENTS.has('switchover')) await interleave(targets, 'switchover', lbSwitchover, results.switchovers, results.errors);
+    if (EVENTS.has('switchover'))
+      await interleave(targets, 'switchover', lbSwitchover, results.switchovers, results.errors);
     if (EVENTS.has('failover')) await interleave(targets, 'failover', lbFailover, results.failovers, results.errors);
     for (const target of targets) target.haproxy.stop();
     await Promise.all(clusters.map((c) => c.stop()));
@@ -118,7 +133,13 @@ async function main(): Promise<void> {
 async function startPgbouncer(baseDir: string, upstreamPort: number): Promise<number> {
   const dir = join(baseDir, 'pgbouncer');
   mkdirSync(dir);
-  const bouncer = await LocalPgbouncer.start({ dir, listenPort: await freePort(), upstreamPort, user: 'postgres', password: PG_PASSWORD });
+  const bouncer = await LocalPgbouncer.start({
+    dir,
+    listenPort: await freePort(),
+    upstreamPort,
+    user: 'postgres',
+    password: PG_PASSWORD,
+  });
   track({ label: 'pgbouncer', stop: () => bouncer.stop(), pids: () => (bouncer.pid ? [bouncer.pid] : []) });
   return bouncer.port;
 }

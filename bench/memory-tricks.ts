@@ -1,4 +1,14 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StatorBenchCluster } from './lib/cluster';
@@ -31,7 +41,11 @@ interface Undo {
 }
 
 const LIGHTLY = 'cli/load-dependencies-lightly.js';
-const NO_INTL: Undo['edits'][number] = [LIGHTLY, /[^\n]*withPropertyReplaced\)\(Intl,[^\n]*/.source, "require('@nestjs/common');"];
+const NO_INTL: Undo['edits'][number] = [
+  LIGHTLY,
+  /[^\n]*withPropertyReplaced\)\(Intl,[^\n]*/.source,
+  "require('@nestjs/common');",
+];
 
 /**
  * The tricks still in the code, each undone. (The three that saved under 5 MiB were measured the same way and removed:
@@ -46,7 +60,8 @@ function variantOf(undo: Undo, dir: string): AgentVariant {
   cpSync(join(REPO_ROOT, 'dist'), join(checkout, 'dist'), { recursive: true });
   cpSync(join(REPO_ROOT, 'bin'), join(checkout, 'bin'), { recursive: true });
   cpSync(join(REPO_ROOT, 'package.json'), join(checkout, 'package.json'));
-  if (!existsSync(join(checkout, 'node_modules'))) symlinkSync(join(REPO_ROOT, 'node_modules'), join(checkout, 'node_modules'));
+  if (!existsSync(join(checkout, 'node_modules')))
+    symlinkSync(join(REPO_ROOT, 'node_modules'), join(checkout, 'node_modules'));
   for (const [file, from, to] of undo.edits) {
     const path = join(checkout, 'dist', 'src', file);
     const text = readFileSync(path, 'utf8');
@@ -71,7 +86,9 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'stator-bench-tricks-'));
   chmodSync(dir, 0o755);
   const variants = [currentVariant(REPO_ROOT, 'as-shipped'), ...UNDOS.map((undo) => variantOf(undo, dir))];
-  const readings = new Map<string, Record<Role, MemoryReading[]>>(variants.map((v) => [v.label, { leader: [], replica: [] }]));
+  const readings = new Map<string, Record<Role, MemoryReading[]>>(
+    variants.map((v) => [v.label, { leader: [], replica: [] }]),
+  );
   const loadAtStart = loadAverage();
   try {
     for (let round = 1; round <= ROUNDS; round++) {
@@ -80,7 +97,10 @@ async function main(): Promise<void> {
       const clusters: { label: string; cluster: StatorBenchCluster; leader: string }[] = [];
       for (const variant of order) {
         const agentProgram = writeLauncher(variant, dir);
-        const cluster = await StatorBenchCluster.start(join(dir, `r${round}-${variant.label}`), FAST, 'tricks', { label: variant.label, agentProgram });
+        const cluster = await StatorBenchCluster.start(join(dir, `r${round}-${variant.label}`), FAST, 'tricks', {
+          label: variant.label,
+          agentProgram,
+        });
         track(cluster);
         const { leader } = await waitHealthy(cluster, 180_000);
         clusters.push({ label: variant.label, cluster, leader: leader.name });

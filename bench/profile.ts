@@ -38,12 +38,20 @@ async function main(): Promise<void> {
   // --cpu-prof is refused in NODE_OPTIONS, and the cluster launcher spawns `process.execPath`:
   // point that at a wrapper that adds the flag, for the agents' start only.
   const wrapper = join(baseDir, 'node-cpu-prof');
-  writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --cpu-prof --cpu-prof-dir=${JSON.stringify(profDir)} "$@"\n`, { mode: 0o755 });
+  writeFileSync(
+    wrapper,
+    `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --cpu-prof --cpu-prof-dir=${JSON.stringify(profDir)} "$@"\n`,
+    { mode: 0o755 },
+  );
   const realNode = process.execPath;
   process.execPath = wrapper;
   let cluster: StatorBenchCluster;
   try {
-    cluster = await StatorBenchCluster.start(join(baseDir, 'stator'), { ttl: 10, loopWait: 2, retryTimeout: 3 }, 'profile');
+    cluster = await StatorBenchCluster.start(
+      join(baseDir, 'stator'),
+      { ttl: 10, loopWait: 2, retryTimeout: 3 },
+      'profile',
+    );
   } finally {
     process.execPath = realNode;
   }
@@ -60,7 +68,8 @@ async function main(): Promise<void> {
     }
     await cleanupAll();
     const file = readdirSync(profDir).find((f) => f.includes(`.${leaderPid}.`) && f.endsWith('.cpuprofile'));
-    if (!file) throw new Error(`no profile of the leader (pid ${leaderPid}) in ${profDir}: ${readdirSync(profDir).join(', ')}`);
+    if (!file)
+      throw new Error(`no profile of the leader (pid ${leaderPid}) in ${profDir}: ${readdirSync(profDir).join(', ')}`);
     const profile = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as CpuProfile;
     const kept = join(tmpdir(), `stator-leader-${path.replace(/\W/g, '') || 'root'}.cpuprofile`);
     writeFileSync(kept, JSON.stringify(profile));
@@ -84,14 +93,19 @@ export function summarize(profile: CpuProfile): string {
   const pkg = new Map<string, number>();
   for (const [id, us] of selfUs) {
     const frame = byId.get(id)!.callFrame;
-    const where = frame.url ? `${frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/dist\//, 'dist/')}:${frame.lineNumber + 1}` : '';
+    const where = frame.url
+      ? `${frame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/dist\//, 'dist/')}:${frame.lineNumber + 1}`
+      : '';
     const key = `${frame.functionName || '(anonymous)'} ${where}`.trim();
     fn.set(key, (fn.get(key) ?? 0) + us);
     const p = !frame.url
-      ? frame.functionName.startsWith('(') ? frame.functionName : '(native)'
+      ? frame.functionName.startsWith('(')
+        ? frame.functionName
+        : '(native)'
       : frame.url.startsWith('node:')
         ? 'node: internals'
-        : /node_modules\/((@[^/]+\/)?[^/]+)/.exec(frame.url)?.[1] ?? (frame.url.includes('/dist/') ? 'stator (dist/)' : frame.url);
+        : (/node_modules\/((@[^/]+\/)?[^/]+)/.exec(frame.url)?.[1] ??
+          (frame.url.includes('/dist/') ? 'stator (dist/)' : frame.url));
     pkg.set(p, (pkg.get(p) ?? 0) + us);
   }
   const rows = (m: Map<string, number>, n: number) =>
@@ -113,7 +127,8 @@ export function summarize(profile: CpuProfile): string {
   ].join('\n');
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void cleanupAll().then(() => process.exit(130)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.on(signal, () => void cleanupAll().then(() => process.exit(130)));
 
 if (require.main === module) {
   main().catch(async (error) => {

@@ -22,7 +22,13 @@ function percentile(sorted: number[], p: number): number {
 
 async function measure(withBurst: boolean): Promise<string> {
   const dir = tmpDir('stator-recorder-burst-');
-  const recorder = new EventRecorder({ store: new MemoryEventStore(), queueDir: dir, node: 'node1', clock: systemClock, logger: { warn: () => undefined, log: () => undefined } });
+  const recorder = new EventRecorder({
+    store: new MemoryEventStore(),
+    queueDir: dir,
+    node: 'node1',
+    clock: systemClock,
+    logger: { warn: () => undefined, log: () => undefined },
+  });
   await recorder.start();
   const body = JSON.stringify({ state: 'running', role: 'primary' });
   const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
@@ -38,7 +44,15 @@ async function measure(withBurst: boolean): Promise<string> {
     ? setInterval(() => {
         const started = process.hrtime.bigint();
         for (let i = 0; i < BURST; i++) {
-          recorder.record({ stream: 'node/node1/postgres', type: 'postgres.transition', at: new Date().toISOString(), node: 'node1', from: 'a', to: `s${seq++}`, cause: 'bench' });
+          recorder.record({
+            stream: 'node/node1/postgres',
+            type: 'postgres.transition',
+            at: new Date().toISOString(),
+            node: 'node1',
+            from: 'a',
+            to: `s${seq++}`,
+            cause: 'bench',
+          });
         }
         recordTimes.push(Number(process.hrtime.bigint() - started) / 1e6);
       }, 100)
@@ -78,7 +92,12 @@ async function measure(withBurst: boolean): Promise<string> {
 async function main(): Promise<void> {
   const rows = [await measure(false), await measure(true)];
   process.stdout.write(
-    ['| load | health answers | p50 ms | p99 ms | max ms | one burst of record() calls: median / max ms | event loop delay p99 ms |', '|---|---|---|---|---|---|---|', ...rows, ''].join('\n'),
+    [
+      '| load | health answers | p50 ms | p99 ms | max ms | one burst of record() calls: median / max ms | event loop delay p99 ms |',
+      '|---|---|---|---|---|---|---|',
+      ...rows,
+      '',
+    ].join('\n'),
   );
 }
 

@@ -15,8 +15,6 @@ const FAULT_WORDS: Record<LeaderFault, string> = {
   frozen: "the leader's agent frozen (SIGSTOP)",
 };
 
-
-
 /** The markdown report: one table per scenario (metric | Stator | Patroni | ratio), targets, per-run details. */
 export function renderReport(r: BenchResults): string {
   const out: string[] = [];
@@ -49,9 +47,24 @@ export function renderReport(r: BenchResults): string {
     const q = r.health.find((h) => h.kind === 'patroni' && h.target === target.key);
     if (!s && !q) continue;
     const v = (run: typeof s, f: (x: NonNullable<typeof s>) => number, d = 0) => (run ? fmt(f(run), d) : '—');
-    healthRows.push([`${target.label}: req/s`, v(s, (x) => x.result.requestsPerSecond), v(q, (x) => x.result.requestsPerSecond), ratio(s?.result.requestsPerSecond ?? NaN, q?.result.requestsPerSecond ?? NaN)]);
-    healthRows.push([`${target.label}: p50 ms`, v(s, (x) => x.result.p50Ms, 2), v(q, (x) => x.result.p50Ms, 2), ratio(s?.result.p50Ms ?? NaN, q?.result.p50Ms ?? NaN)]);
-    healthRows.push([`${target.label}: p99 ms`, v(s, (x) => x.result.p99Ms, 2), v(q, (x) => x.result.p99Ms, 2), ratio(s?.result.p99Ms ?? NaN, q?.result.p99Ms ?? NaN)]);
+    healthRows.push([
+      `${target.label}: req/s`,
+      v(s, (x) => x.result.requestsPerSecond),
+      v(q, (x) => x.result.requestsPerSecond),
+      ratio(s?.result.requestsPerSecond ?? NaN, q?.result.requestsPerSecond ?? NaN),
+    ]);
+    healthRows.push([
+      `${target.label}: p50 ms`,
+      v(s, (x) => x.result.p50Ms, 2),
+      v(q, (x) => x.result.p50Ms, 2),
+      ratio(s?.result.p50Ms ?? NaN, q?.result.p50Ms ?? NaN),
+    ]);
+    healthRows.push([
+      `${target.label}: p99 ms`,
+      v(s, (x) => x.result.p99Ms, 2),
+      v(q, (x) => x.result.p99Ms, 2),
+      ratio(s?.result.p99Ms ?? NaN, q?.result.p99Ms ?? NaN),
+    ]);
   }
   out.push(table(['endpoint: metric', 'Stator', 'Patroni', 'ratio'], healthRows), '');
   if (r.reference.length) {
@@ -75,15 +88,25 @@ export function renderReport(r: BenchResults): string {
     );
   }
   if (r.healthBaseline?.length) {
-    out.push(`### The health path against older code`, '', renderSideBySide(r.healthBaseline, r.settings.wrkSeconds), '');
+    out.push(
+      `### The health path against older code`,
+      '',
+      renderSideBySide(r.healthBaseline, r.settings.wrkSeconds),
+      '',
+    );
   }
-  const codes = r.health.map((h) => `${h.kind} ${h.target} HTTP ${h.code}, ${h.result.requests} requests, non-2xx ${h.result.non2xx}, socket errors: ${h.result.socketErrors}, load ${h.loadBefore}`);
-  if (codes.length) out.push('<details><summary>wrk details</summary>', '', ...codes.map((c) => `- ${c}`), '', '</details>', '');
+  const codes = r.health.map(
+    (h) =>
+      `${h.kind} ${h.target} HTTP ${h.code}, ${h.result.requests} requests, non-2xx ${h.result.non2xx}, socket errors: ${h.result.socketErrors}, load ${h.loadBefore}`,
+  );
+  if (codes.length)
+    out.push('<details><summary>wrk details</summary>', '', ...codes.map((c) => `- ${c}`), '', '</details>', '');
 
   // 2. Switchover
   out.push('## 2. Planned switchover (POST /switchover {leader, candidate} to the leader)', '');
   const sw = (kind: string) => r.switchovers.filter((x) => x.kind === kind);
-  const swRow = (metric: string, f: (x: (typeof r.switchovers)[number]) => number) => spreadRow(metric, sw('stator').map(f), sw('patroni').map(f));
+  const swRow = (metric: string, f: (x: (typeof r.switchovers)[number]) => number) =>
+    spreadRow(metric, sw('stator').map(f), sw('patroni').map(f));
   out.push(
     table(
       ['metric (ms, from the POST)', 'Stator', 'Patroni', 'ratio'],
@@ -122,7 +145,8 @@ export function renderReport(r: BenchResults): string {
       const fo = (kind: string) => r.failovers.filter((x) => x.kind === kind && x.ttl === ttl && faultOf(x) === fault);
       if (fo('stator').length + fo('patroni').length === 0) continue;
       const loopWait = (fo('stator')[0] ?? fo('patroni')[0]).loopWait;
-      const row = (metric: string, f: (x: FailoverRun) => number) => spreadRow(metric, fo('stator').map(f), fo('patroni').map(f));
+      const row = (metric: string, f: (x: FailoverRun) => number) =>
+        spreadRow(metric, fo('stator').map(f), fo('patroni').map(f));
       out.push(`## 3. Unplanned failover at ttl ${ttl} / loop_wait ${loopWait}: ${FAULT_WORDS[fault]}`, '');
       out.push(
         table(
@@ -131,8 +155,14 @@ export function renderReport(r: BenchResults): string {
             row('fault → new leader answers 200 on /primary', (x) => x.newPrimaryMs),
             row('write gap', (x) => x.writes.gapMs),
             row("old leader's last acknowledged write after the fault", (x) => x.oldLastAckMs),
-            row('two writable primaries (old leader acknowledging after the new one is up)', (x) => x.twoWritersMs ?? NaN),
-            row('leader key deleted → new leader answers 200 on /primary (the agent alone)', (x) => x.newPrimaryMs - (x.lease.keyGoneLowMs + x.lease.keyGoneHighMs) / 2),
+            row(
+              'two writable primaries (old leader acknowledging after the new one is up)',
+              (x) => x.twoWritersMs ?? NaN,
+            ),
+            row(
+              'leader key deleted → new leader answers 200 on /primary (the agent alone)',
+              (x) => x.newPrimaryMs - (x.lease.keyGoneLowMs + x.lease.keyGoneHighMs) / 2,
+            ),
             row('old agent back → cluster healthy again', (x) => x.rejoinMs),
           ],
         ),
@@ -149,9 +179,9 @@ export function renderReport(r: BenchResults): string {
     }
   }
   out.push(
-    'The lease expiry comes from etcd itself: during the failover the benchmark samples `LeaseTimeToLive` of the old leader key\'s lease ' +
+    "The lease expiry comes from etcd itself: during the failover the benchmark samples `LeaseTimeToLive` of the old leader key's lease " +
       'every 20 ms (etcd truncates the remaining TTL to whole seconds, so the step from k to k−1 s pins the expiry to the sampling interval, ±10–20 ms). ' +
-      'Stator\'s lock time is the `at` of the new leader\'s `leader.acquired` cluster event in the event log (`/stator-events/<scope>/` in etcd); ' +
+      "Stator's lock time is the `at` of the new leader's `leader.acquired` cluster event in the event log (`/stator-events/<scope>/` in etcd); " +
       "Patroni has no event log, so its log line `promoted self to leader by acquiring session lock` stands in. etcd's lessor looks for expired leases " +
       'every 500 ms, so the key disappears 0–500 ms after the expiry whatever the agent does; the agents can only react to the deletion.',
     '',
@@ -160,11 +190,16 @@ export function renderReport(r: BenchResults): string {
   // 4. PostgreSQL crash
   out.push("## 4. Leader PostgreSQL crash (kill -9 of the leader's postmaster, agent alive)", '');
   const cr = (kind: string) => r.crashes.filter((x) => x.kind === kind);
-  const crRow = (metric: string, f: (x: (typeof r.crashes)[number]) => number) => spreadRow(metric, cr('stator').map(f), cr('patroni').map(f));
+  const crRow = (metric: string, f: (x: (typeof r.crashes)[number]) => number) =>
+    spreadRow(metric, cr('stator').map(f), cr('patroni').map(f));
   out.push(
     table(
       ['metric (ms, from the kill)', 'Stator', 'Patroni', 'ratio'],
-      [crRow('writes succeed again', (x) => x.writesBackMs), crRow('write gap', (x) => x.writes.gapMs), crRow('cluster healthy again', (x) => x.healthyMs)],
+      [
+        crRow('writes succeed again', (x) => x.writesBackMs),
+        crRow('write gap', (x) => x.writes.gapMs),
+        crRow('cluster healthy again', (x) => x.healthyMs),
+      ],
     ),
     '',
   );
@@ -181,7 +216,8 @@ export function renderReport(r: BenchResults): string {
   };
   const cpu = (kind: string) => r.idleCpu.filter((x) => x.kind === kind).map((x) => x.agentPerMinute);
   const fenceCpu = r.idleCpu.filter((x) => x.kind === 'stator').map((x) => x.helperPerMinute ?? NaN);
-  const settled = (kind: string) => (r.idleCpuSettled ?? []).filter((x) => x.kind === kind).map((x) => x.agentPerMinute + (x.helperPerMinute ?? 0));
+  const settled = (kind: string) =>
+    (r.idleCpuSettled ?? []).filter((x) => x.kind === kind).map((x) => x.agentPerMinute + (x.helperPerMinute ?? 0));
   out.push(
     table(
       ['metric (3 agents: min / median / max)', 'Stator', 'Patroni', 'ratio'],
@@ -189,11 +225,23 @@ export function renderReport(r: BenchResults): string {
         memRow('RSS at idle, MiB', r.rssIdle, (x) => x.agent?.rss),
         memRow('RSS after the health-check load, MiB', r.rssAfterLoad, (x) => x.agent?.rss),
         memRow('↳ of which anonymous (heap, stacks), after load, MiB', r.rssAfterLoad, (x) => x.agent?.rssAnon),
-        memRow('↳ of which file-backed (binary, libraries; shared), after load, MiB', r.rssAfterLoad, (x) => x.agent?.rssFile),
+        memRow(
+          '↳ of which file-backed (binary, libraries; shared), after load, MiB',
+          r.rssAfterLoad,
+          (x) => x.agent?.rssFile,
+        ),
         memRow('PSS after load (shared pages divided), MiB', r.rssAfterLoad, (x) => x.agent?.pss),
-        memRow("Stator's fence process RSS after load, MiB", r.rssAfterLoad, (x) => (x.kind === 'stator' ? x.helper?.rss : null)),
-        memRow("↳ the fence's own memory (anonymous; the rest is Python's interpreter and libraries), MiB", r.rssAfterLoad, (x) => (x.kind === 'stator' ? x.helper?.rssAnon : null)),
-        memRow("↳ the fence's PSS (shared pages divided), MiB", r.rssAfterLoad, (x) => (x.kind === 'stator' ? x.helper?.pss : null)),
+        memRow("Stator's fence process RSS after load, MiB", r.rssAfterLoad, (x) =>
+          x.kind === 'stator' ? x.helper?.rss : null,
+        ),
+        memRow(
+          "↳ the fence's own memory (anonymous; the rest is Python's interpreter and libraries), MiB",
+          r.rssAfterLoad,
+          (x) => (x.kind === 'stator' ? x.helper?.rssAnon : null),
+        ),
+        memRow("↳ the fence's PSS (shared pages divided), MiB", r.rssAfterLoad, (x) =>
+          x.kind === 'stator' ? x.helper?.pss : null,
+        ),
         spreadRow(`CPU seconds per idle minute (over ${r.settings.idleSeconds} s)`, cpu('stator'), cpu('patroni'), 3),
         spreadRow(
           '↳ of which the main thread',
@@ -230,7 +278,9 @@ export function renderReport(r: BenchResults): string {
       out.push(
         `A running agent holds ${fmt(running.median, 1)} MiB (median after the load; ${fmt(anon.median, 1)} MiB of it anonymous), ` +
           `${fmt(running.median - loaded, 1)} MiB more than its loaded code: run-time state (V8 heap growth, compiled code, sockets and buffers). ` +
-          (fence.n ? `Each node also runs a fence process, a Python program of ${fmt(fence.median, 1)} MiB RSS (src/postgresql/fence/).` : ''),
+          (fence.n
+            ? `Each node also runs a fence process, a Python program of ${fmt(fence.median, 1)} MiB RSS (src/postgresql/fence/).`
+            : ''),
         '',
       );
     }

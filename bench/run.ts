@@ -141,14 +141,19 @@ async function phaseFast(baseDir: string, results: BenchResults): Promise<void> 
         });
         for (const r of results.reference) {
           const rss = `RSS ${((r.memoryIdle?.rss ?? NaN) / 1024).toFixed(1)} MiB idle, ${((r.memoryAfterLoad?.rss ?? NaN) / 1024).toFixed(1)} after its load`;
-          log(`reference ${r.server}: ${r.result.requestsPerSecond.toFixed(0)} req/s, p50 ${r.result.p50Ms} ms, p99 ${r.result.p99Ms} ms; ${rss}`);
+          log(
+            `reference ${r.server}: ${r.result.requestsPerSecond.toFixed(0)} req/s, p50 ${r.result.p50Ms} ms, p99 ${r.result.p99Ms} ms; ${rss}`,
+          );
         }
       });
     } else results.notes.push(`wrk is missing (${WRK_BINARY}): health checks not measured`);
   }
   if (wanted('baseline') && BASELINE !== '0' && existsSync(WRK_BINARY)) {
     log(`scenario 1b: the health path against ${BASELINE}'s, alternating`);
-    results.healthBaseline = await againstBaseline(baseDir, clusters.find((c) => c.kind === 'stator')!).catch((error) => {
+    results.healthBaseline = await againstBaseline(
+      baseDir,
+      clusters.find((c) => c.kind === 'stator')!,
+    ).catch((error) => {
       results.errors.push(`health path against ${BASELINE}: ${(error as Error).message}`);
       return [];
     });
@@ -164,16 +169,37 @@ async function phaseFast(baseDir: string, results: BenchResults): Promise<void> 
   }
   if (wanted('switchover')) {
     log('scenario 2: planned switchover');
-    await interleave(clusters, SETTINGS.switchoverRuns, 'switchover', (c, i) => switchover(c, i), results.switchovers, results.errors);
+    await interleave(
+      clusters,
+      SETTINGS.switchoverRuns,
+      'switchover',
+      (c, i) => switchover(c, i),
+      results.switchovers,
+      results.errors,
+    );
   }
   if (wanted('crash')) {
     log('scenario 4: leader PostgreSQL crash');
-    await interleave(clusters, SETTINGS.crashRuns, 'postgres crash', (c) => pgCrash(c), results.crashes, results.errors);
+    await interleave(
+      clusters,
+      SETTINGS.crashRuns,
+      'postgres crash',
+      (c) => pgCrash(c),
+      results.crashes,
+      results.errors,
+    );
   }
   if (wanted('failover')) {
     for (const fault of FAULTS) {
       log(`scenario 3: unplanned failover at ttl 10 / loop_wait 2 (${fault})`);
-      await interleave(clusters, SETTINGS.failoverRuns, `failover ttl 10 (${fault})`, (c) => failover(c, fault), results.failovers, results.errors);
+      await interleave(
+        clusters,
+        SETTINGS.failoverRuns,
+        `failover ttl 10 (${fault})`,
+        (c) => failover(c, fault),
+        results.failovers,
+        results.errors,
+      );
     }
   }
   await stopClusters(clusters);
@@ -215,13 +241,22 @@ async function phaseSlow(baseDir: string, results: BenchResults): Promise<void> 
   for (const fault of FAULTS) {
     if (!withinBudget()) break;
     log(`scenario 3: unplanned failover at ttl 30 / loop_wait 10 (${fault})`);
-    await interleave(clusters, SETTINGS.failoverRuns, `failover ttl 30 (${fault})`, (c) => failover(c, fault), results.failovers, results.errors);
+    await interleave(
+      clusters,
+      SETTINGS.failoverRuns,
+      `failover ttl 30 (${fault})`,
+      (c) => failover(c, fault),
+      results.failovers,
+      results.errors,
+    );
   }
   await stopClusters(clusters);
 }
 
 async function startClusters(baseDir: string, timing: Timing, withPatroni: boolean): Promise<BenchCluster[]> {
-  log(`starting ${withPatroni ? 'Stator and Patroni clusters' : 'a Stator cluster'} (3 nodes each) at ttl ${timing.ttl} / loop_wait ${timing.loopWait} / retry_timeout ${timing.retryTimeout}`);
+  log(
+    `starting ${withPatroni ? 'Stator and Patroni clusters' : 'a Stator cluster'} (3 nodes each) at ttl ${timing.ttl} / loop_wait ${timing.loopWait} / retry_timeout ${timing.retryTimeout}`,
+  );
   const t0 = now();
   const starts: Promise<BenchCluster>[] = [StatorBenchCluster.start(join(baseDir, 'stator'), timing, 'bench')];
   if (withPatroni) starts.push(PatroniBenchCluster.start(join(baseDir, 'patroni'), timing, 'bench'));
@@ -230,7 +265,11 @@ async function startClusters(baseDir: string, timing: Timing, withPatroni: boole
   clusters.forEach(track);
   const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failure) throw failure.reason;
-  await Promise.all(clusters.map(async (c) => log(`${c.label} healthy after ${((( await waitHealthy(c, 180_000)).at - t0) / 1000).toFixed(1)} s`)));
+  await Promise.all(
+    clusters.map(async (c) =>
+      log(`${c.label} healthy after ${(((await waitHealthy(c, 180_000)).at - t0) / 1000).toFixed(1)} s`),
+    ),
+  );
   return clusters;
 }
 
@@ -256,7 +295,9 @@ async function interleave<T>(
     const order = i % 2 === 0 ? clusters : [...clusters].reverse();
     for (const cluster of order) {
       if (!withinBudget()) {
-        errors.push(`${what}: run ${i + 1} of ${cluster.kind} skipped (time budget of ${SETTINGS.budgetMs / 1000} s spent)`);
+        errors.push(
+          `${what}: run ${i + 1} of ${cluster.kind} skipped (time budget of ${SETTINGS.budgetMs / 1000} s spent)`,
+        );
         continue;
       }
       if (broken.has(cluster)) {
@@ -269,7 +310,13 @@ async function interleave<T>(
         errors.push(`${what}: run ${i + 1} of ${cluster.kind} failed: ${(error as Error).message}`);
         log(`${what} run ${i + 1} of ${cluster.kind} failed: ${(error as Error).message}`);
         // Waiting minutes for a cluster that cannot recover would spend the time budget of the others.
-        if (!(await waitHealthy(cluster, 60_000).then(() => true, () => false))) broken.add(cluster);
+        if (
+          !(await waitHealthy(cluster, 60_000).then(
+            () => true,
+            () => false,
+          ))
+        )
+          broken.add(cluster);
       }
     }
   }
@@ -287,7 +334,10 @@ function quoteInReadme(report: string, file: string): void {
   const to = text.indexOf(END);
   if (from < 0 || to < from) return;
   const body = report.replace(/^# .*\n/, '').replace(/^#/gm, '###');
-  writeFileSync(readme, `${text.slice(0, from + START.length)}\n\nFrom [${file}](${file}):\n\n${body.trim()}\n\n${text.slice(to)}`);
+  writeFileSync(
+    readme,
+    `${text.slice(0, from + START.length)}\n\nFrom [${file}](${file}):\n\n${body.trim()}\n\n${text.slice(to)}`,
+  );
 }
 
 let interrupted = 0;

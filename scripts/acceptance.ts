@@ -28,7 +28,9 @@ interface FeatureResult {
 }
 
 function usage(): never {
-  process.stderr.write('usage: npm run acceptance -- <path of an extracted patroni/patroni tree> [--features patroni_api,recovery] [--keep]\n');
+  process.stderr.write(
+    'usage: npm run acceptance -- <path of an extracted patroni/patroni tree> [--features patroni_api,recovery] [--keep]\n',
+  );
   process.exit(2);
 }
 
@@ -55,12 +57,16 @@ async function run(tree: string, features: string[], keep: boolean): Promise<voi
     const result = await runFeature(work, feature, user);
     killLeftovers(work);
     results.push(result);
-    process.stdout.write(`${feature}: ${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped (${result.seconds} s)\n`);
+    process.stdout.write(
+      `${feature}: ${result.passed} passed, ${result.failed} failed, ${result.skipped} skipped (${result.seconds} s)\n`,
+    );
     for (const failure of result.failures) process.stdout.write(`  ✘ ${failure}\n`);
   }
   const total = (key: 'passed' | 'failed' | 'skipped') => results.reduce((sum, r) => sum + r[key], 0);
   const seconds = results.reduce((sum, r) => sum + r.seconds, 0);
-  process.stdout.write(`\nscenarios: ${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped in ${seconds} s\n`);
+  process.stdout.write(
+    `\nscenarios: ${total('passed')} passed, ${total('failed')} failed, ${total('skipped')} skipped in ${seconds} s\n`,
+  );
   process.stdout.write(keep ? `logs kept in ${work}/acceptance-logs\n` : '');
   if (!keep) execFileSync('rm', ['-rf', work]);
   process.exit(total('failed') > 0 ? 1 : 0);
@@ -101,11 +107,13 @@ function writeShim(work: string): void {
   writeFileSync(
     shim,
     [
-      '# Written by Stator\'s `npm run acceptance`: Stator in the place of Patroni, in compatibility mode.',
+      "# Written by Stator's `npm run acceptance`: Stator in the place of Patroni, in compatibility mode.",
       'import os',
       'import sys',
       "os.environ['STATOR_COMPAT'] = 'patroni'",
-      ...Object.entries(AGENT_ENVIRONMENT).map(([name, value]) => `os.environ[${JSON.stringify(name)}] = ${JSON.stringify(value)}`),
+      ...Object.entries(AGENT_ENVIRONMENT).map(
+        ([name, value]) => `os.environ[${JSON.stringify(name)}] = ${JSON.stringify(value)}`,
+      ),
       `os.execv(${JSON.stringify(process.execPath)}, [${[process.execPath, ...AGENT_NODE_FLAGS, stator].map((arg) => JSON.stringify(arg)).join(', ')}] + sys.argv[1:])`,
       '',
     ].join('\n'),
@@ -144,7 +152,12 @@ function runFeature(work: string, feature: string, user: string | null): Promise
       writeFileSync(logPath, output);
       const featureOutput = join(work, 'features', 'output');
       if (existsSync(featureOutput)) cpSync(featureOutput, join(logs, feature), { recursive: true });
-      resolveResult({ feature, ...scenarioCounts(output), seconds: Math.round((Date.now() - started) / 1000), failures: failedScenarios(output) });
+      resolveResult({
+        feature,
+        ...scenarioCounts(output),
+        seconds: Math.round((Date.now() - started) / 1000),
+        failures: failedScenarios(output),
+      });
     });
   });
 }
@@ -153,7 +166,11 @@ function runFeature(work: string, feature: string, user: string | null): Promise
 function scenarioCounts(output: string): { passed: number; failed: number; skipped: number } {
   const summary = /(\d+) scenarios? passed, (\d+) failed, (?:(\d+) error, )?(\d+) skipped/.exec(output);
   if (!summary) return { passed: 0, failed: 1, skipped: 0 };
-  return { passed: Number(summary[1]), failed: Number(summary[2]) + Number(summary[3] ?? 0), skipped: Number(summary[4]) };
+  return {
+    passed: Number(summary[1]),
+    failed: Number(summary[2]) + Number(summary[3] ?? 0),
+    skipped: Number(summary[4]),
+  };
 }
 
 /** `Failing scenarios:` lists each failed scenario with its line. */

@@ -22,16 +22,33 @@ async function main(): Promise<void> {
   const mode = value('--mode', 'async') as ReplicationMode;
   // Only these faults (their names as in the table), to look into one kind of round; the opt-in ones run only so.
   const faults = argv.includes('--faults') ? splitFaultList(value('--faults', '')) : undefined;
-  if (seeds.some((seed) => !Number.isInteger(seed)) || !Number.isInteger(rounds) || rounds < 1 || !['async', 'sync', 'quorum'].includes(mode)) {
-    throw new Error("usage: npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum] [--faults 'name,name']");
+  if (
+    seeds.some((seed) => !Number.isInteger(seed)) ||
+    !Number.isInteger(rounds) ||
+    rounds < 1 ||
+    !['async', 'sync', 'quorum'].includes(mode)
+  ) {
+    throw new Error(
+      "usage: npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum] [--faults 'name,name']",
+    );
   }
   const unknown = faults?.filter((name) => !FAULTS.some((fault) => fault.name === name)) ?? [];
-  if (unknown.length > 0) throw new Error(`unknown faults: ${unknown.join(', ')}; known: ${FAULTS.map((fault) => fault.name).join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`unknown faults: ${unknown.join(', ')}; known: ${FAULTS.map((fault) => fault.name).join(', ')}`);
   const reports = [];
   for (const seed of seeds) {
     const baseDir = tmpDir(`stator-chaos-${seed}-`);
     try {
-      reports.push(await runChaos({ seed, rounds, baseDir, mode, faults, log: (line) => process.stdout.write(`[seed ${seed}] ${line}\n`) }));
+      reports.push(
+        await runChaos({
+          seed,
+          rounds,
+          baseDir,
+          mode,
+          faults,
+          log: (line) => process.stdout.write(`[seed ${seed}] ${line}\n`),
+        }),
+      );
     } finally {
       if (!process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
     }
@@ -42,7 +59,9 @@ async function main(): Promise<void> {
   const file = join(dir, `${new Date().toISOString().slice(0, 16).replace(':', '')}-${mode}.md`);
   writeFileSync(file, `# npm run chaos -- --seeds ${seeds.join(',')} --rounds ${rounds} --mode ${mode}\n\n${table}\n`);
   process.stdout.write(`\n${table}\n\nwritten to ${file}\n`);
-  const failed = reports.some((r) => r.lost.length > 0 || r.splitBrain.length > 0 || r.diverging.length > 0 || r.rounds.some(roundFailed));
+  const failed = reports.some(
+    (r) => r.lost.length > 0 || r.splitBrain.length > 0 || r.diverging.length > 0 || r.rounds.some(roundFailed),
+  );
   process.exit(failed ? 1 : 0);
 }
 

@@ -29,4 +29,6 @@ for (const entry of Object.values(lock.packages)) {
   }
 }
 fs.writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
-process.stdout.write(added.length ? `added ${added.length} platform stubs: ${added.join(', ')}\n` : 'lock file complete\n');
+process.stdout.write(
+  added.length ? `added ${added.length} platform stubs: ${added.join(', ')}\n` : 'lock file complete\n',
+);

@@ -11,4 +11,5 @@ const FROM = join(ROOT, 'src', 'postgresql', 'fence');
 const TO = join(ROOT, 'dist', 'src', 'postgresql', 'fence');
 
 mkdirSync(TO, { recursive: true });
-for (const file of readdirSync(FROM).filter((name) => name.endsWith('.py'))) copyFileSync(join(FROM, file), join(TO, file));
+for (const file of readdirSync(FROM).filter((name) => name.endsWith('.py')))
+  copyFileSync(join(FROM, file), join(TO, file));

@@ -35,16 +35,39 @@ export function parseDemoArgs(argv: string[]): DemoOptions {
     const flag = argv[i];
     const value = argv[i + 1];
     switch (flag) {
-      case '--nodes': options.nodes = integer(flag, value, 1); break;
-      case '--api-port': options.apiPort = integer(flag, value, 1); break;
-      case '--pg-port': options.pgPort = integer(flag, value, 1); break;
-      case '--ttl': options.ttl = integer(flag, value, 5); break;
-      case '--loop-wait': options.loopWait = integer(flag, value, 1); break;
-      case '--retry-timeout': options.retryTimeout = integer(flag, value, 1); break;
-      case '--data-dir': if (!value) throw new Error('--data-dir: needs a directory'); options.dataDir = resolve(value); break;
-      case '--pg-password': if (!value) throw new Error('--pg-password: needs a value'); options.pgPassword = value; break;
-      case '--help': case '-h': process.stdout.write(`${USAGE}\n`); process.exit(0); break;
-      default: throw new Error(`unknown option ${flag}\n${USAGE}`);
+      case '--nodes':
+        options.nodes = integer(flag, value, 1);
+        break;
+      case '--api-port':
+        options.apiPort = integer(flag, value, 1);
+        break;
+      case '--pg-port':
+        options.pgPort = integer(flag, value, 1);
+        break;
+      case '--ttl':
+        options.ttl = integer(flag, value, 5);
+        break;
+      case '--loop-wait':
+        options.loopWait = integer(flag, value, 1);
+        break;
+      case '--retry-timeout':
+        options.retryTimeout = integer(flag, value, 1);
+        break;
+      case '--data-dir':
+        if (!value) throw new Error('--data-dir: needs a directory');
+        options.dataDir = resolve(value);
+        break;
+      case '--pg-password':
+        if (!value) throw new Error('--pg-password: needs a value');
+        options.pgPassword = value;
+        break;
+      case '--help':
+      case '-h':
+        process.stdout.write(`${USAGE}\n`);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown option ${flag}\n${USAGE}`);
     }
     i++;
   }
@@ -53,12 +76,18 @@ export function parseDemoArgs(argv: string[]): DemoOptions {
 
 /** etcd (Debian's etcd-server) and Python 3 for the fence: as root we can install them, otherwise we say what to install. */
 function ensurePackages(): void {
-  const missing = [...(existsSync(ETCD_BINARY) ? [] : ['etcd-server']), ...(existsSync(pythonInterpreter()) ? [] : ['python3'])];
+  const missing = [
+    ...(existsSync(ETCD_BINARY) ? [] : ['etcd-server']),
+    ...(existsSync(pythonInterpreter()) ? [] : ['python3']),
+  ];
   if (missing.length === 0) return;
   if (process.getuid?.() === 0) {
     process.stdout.write(`installing Debian packages ${missing.join(' ')}...\n`);
     execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-    execFileSync('apt-get', ['install', '-y', '-qq', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    execFileSync('apt-get', ['install', '-y', '-qq', ...missing], {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
     return;
   }
   throw new Error(`missing: ${missing.join(', ')}. Install with: sudo apt-get install -y ${missing.join(' ')}`);
@@ -87,13 +116,16 @@ function writeKeptPorts(dir: string, cluster: LocalCluster): void {
 async function main(): Promise<void> {
   const options = parseDemoArgs(process.argv.slice(2));
   ensurePackages();
-  if (process.getuid?.() === 0) execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
+  if (process.getuid?.() === 0)
+    execFileSync('bash', [join(__dirname, '..', '..', 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
   const baseDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'stator-demo-'));
   // With --data-dir, etcd's data and every port are kept there too: running the demo again restarts the same cluster.
   const kept = options.dataDir ? readKeptPorts(baseDir) : null;
   const started = Date.now();
   const cluster = await LocalCluster.start({
-    etcd: options.dataDir ? { keepIn: join(baseDir, 'etcd'), clientPort: kept?.etcd.client, peerPort: kept?.etcd.peer } : undefined,
+    etcd: options.dataDir
+      ? { keepIn: join(baseDir, 'etcd'), clientPort: kept?.etcd.client, peerPort: kept?.etcd.peer }
+      : undefined,
     nodePorts: kept?.nodes,
     nodes: options.nodes,
     baseDir,
@@ -121,9 +153,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
-  process.stdout.write(`etcd: http://${cluster.etcd.endpoint} (pid ${cluster.etcd.pid})\nnode directories: ${baseDir}\n\n`);
+  process.stdout.write(
+    `etcd: http://${cluster.etcd.endpoint} (pid ${cluster.etcd.pid})\nnode directories: ${baseDir}\n\n`,
+  );
   for (const node of cluster.nodes) {
-    process.stdout.write(`${node.name}: API ${node.apiUrl}/stator   PostgreSQL ${node.connectionString()}   log ${node.logPath}\n`);
+    process.stdout.write(
+      `${node.name}: API ${node.apiUrl}/stator   PostgreSQL ${node.connectionString()}   log ${node.logPath}\n`,
+    );
   }
   try {
     const leader = await cluster.waitForLeader(60_000);

@@ -1,5 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import {
@@ -26,7 +36,10 @@ const ROOT = resolve(__dirname, '..', '..');
 function main(argv: string[]): void {
   const outIndex = argv.indexOf('--out');
   const outDir = resolve(outIndex >= 0 && argv[outIndex + 1] ? argv[outIndex + 1] : ROOT);
-  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; description: string };
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    description: string;
+  };
   const staging = mkdtempSync(join(tmpdir(), 'stator-package-'));
   try {
     const tree = join(staging, 'root');
@@ -34,14 +47,22 @@ function main(argv: string[]): void {
     stageFiles(tree);
     const debian = join(tree, 'DEBIAN');
     mkdirSync(debian);
-    const installedSizeKiB = Number(execFileSync('du', ['-sk', '--exclude=DEBIAN', tree], { encoding: 'utf8' }).split('\t')[0]);
-    writeFileSync(join(debian, 'control'), controlFile({ version: manifest.version, description: manifest.description, installedSizeKiB }));
+    const installedSizeKiB = Number(
+      execFileSync('du', ['-sk', '--exclude=DEBIAN', tree], { encoding: 'utf8' }).split('\t')[0],
+    );
+    writeFileSync(
+      join(debian, 'control'),
+      controlFile({ version: manifest.version, description: manifest.description, installedSizeKiB }),
+    );
     writeFileSync(join(debian, 'conffiles'), CONFFILES);
-    for (const [name, text] of Object.entries({ postinst: postinst(), prerm: prerm(), postrm: postrm() })) writeExecutable(join(debian, name), text);
+    for (const [name, text] of Object.entries({ postinst: postinst(), prerm: prerm(), postrm: postrm() }))
+      writeExecutable(join(debian, name), text);
     mkdirSync(outDir, { recursive: true });
     const deb = join(outDir, `stator_${manifest.version}_all.deb`);
     // Files owned by root whatever user builds; gzip, as xz took a minute more in CI for 4 MiB less.
-    execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '--build', tree, deb], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('dpkg-deb', ['--root-owner-group', '-Zgzip', '--build', tree, deb], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     process.stdout.write(`${deb}\n`);
   } finally {
     rmSync(staging, { recursive: true, force: true });
@@ -52,14 +73,21 @@ function main(argv: string[]): void {
 function stageCode(lib: string): void {
   mkdirSync(lib, { recursive: true });
   for (const file of ['package.json', 'package-lock.json']) copyFileSync(join(ROOT, file), join(lib, file));
-  execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
-    cwd: lib,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  execFileSync(
+    'npm',
+    ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+    {
+      cwd: lib,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   rmSync(join(lib, 'node_modules', '.package-lock.json'), { force: true });
   pruneForRuntime(join(lib, 'node_modules'));
   cpSync(join(ROOT, 'bin'), join(lib, 'bin'), { recursive: true });
-  cpSync(join(ROOT, 'dist', 'src'), join(lib, 'dist', 'src'), { recursive: true, filter: (path) => !/\.(map|d\.ts)$/.test(path) });
+  cpSync(join(ROOT, 'dist', 'src'), join(lib, 'dist', 'src'), {
+    recursive: true,
+    filter: (path) => !/\.(map|d\.ts)$/.test(path),
+  });
   cpSync(join(ROOT, 'dist', 'ui'), join(lib, 'dist', 'ui'), { recursive: true });
   cpSync(join(ROOT, 'src', 'ui'), join(lib, 'src', 'ui'), { recursive: true });
   mkdirSync(join(lib, 'statecharts'));

@@ -39,8 +39,12 @@ export const fatal = new EventEmitter<{ fatal: [string] }>();
  */
 @Module({})
 export class NodeModule {
-  static forConfig(config: StatorConfig, { clock = systemClock, reloadConfig, logger: given }: NodeOptions = {}): DynamicModule {
-    const logger = given ?? createConfiguredLogger(config.log, `${config.compat === 'patroni' ? 'patroni' : 'stator'}.log`);
+  static forConfig(
+    config: StatorConfig,
+    { clock = systemClock, reloadConfig, logger: given }: NodeOptions = {},
+  ): DynamicModule {
+    const logger =
+      given ?? createConfiguredLogger(config.log, `${config.compat === 'patroni' ? 'patroni' : 'stator'}.log`);
     return {
       module: NodeModule,
       global: true,
@@ -101,7 +105,9 @@ export class NodeLifecycle implements OnApplicationShutdown {
     await this.retention.stop();
     await this.recorder.stop();
     this.eventLog.stop();
-    await this.dcs.close({ keepLease: keepMemberKey || paused }).catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
+    await this.dcs
+      .close({ keepLease: keepMemberKey || paused })
+      .catch((e) => this.logger.warning(`closing the DCS connection failed: ${String(e)}`));
   }
 }
 

@@ -35,7 +35,8 @@ export function commitVariant(repoRoot: string, commit: string, dir: string, lab
     mkdirSync(checkout, { recursive: true });
     const archive = execFileSync('git', ['-C', repoRoot, 'archive', '--format=tar', commit], { maxBuffer: 1 << 30 });
     execFileSync('tar', ['-x', '-C', checkout], { input: archive });
-    if (!existsSync(join(checkout, 'node_modules'))) symlinkSync(join(repoRoot, 'node_modules'), join(checkout, 'node_modules'));
+    if (!existsSync(join(checkout, 'node_modules')))
+      symlinkSync(join(repoRoot, 'node_modules'), join(checkout, 'node_modules'));
     // The commit's own build: later ones copy files tsc does not emit (the Python fence) into dist.
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: checkout, stdio: 'inherit' });
   }
@@ -48,9 +49,17 @@ export function writeLauncher(variant: AgentVariant, dir: string): string {
   const path = join(dir, `launch-${variant.label.replace(/[^\w.-]/g, '_')}.sh`);
   const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`;
   // The cluster's launcher passes the agents' environment (AGENT_ENVIRONMENT): a variant without a name has it removed.
-  const unset = Object.keys(AGENT_ENVIRONMENT).filter((name) => !(name in variant.env)).flatMap((name) => ['-u', name]);
+  const unset = Object.keys(AGENT_ENVIRONMENT)
+    .filter((name) => !(name in variant.env))
+    .flatMap((name) => ['-u', name]);
   const env = Object.entries(variant.env).map(([name, value]) => quote(`${name}=${value}`));
-  const command = [...unset, ...env, quote(process.execPath), ...variant.nodeFlags.map(quote), quote(join(variant.checkout, 'bin', 'stator.js'))];
+  const command = [
+    ...unset,
+    ...env,
+    quote(process.execPath),
+    ...variant.nodeFlags.map(quote),
+    quote(join(variant.checkout, 'bin', 'stator.js')),
+  ];
   writeFileSync(path, `#!/bin/sh\nexec env ${command.join(' ')} "$@"\n`);
   chmodSync(path, 0o755);
   return path;
@@ -77,7 +86,8 @@ export function parseVariants(spec: string, repoRoot: string, buildDir: string):
         const words = value.split(' ').filter(Boolean);
         if (key === 'commit') continue;
         else if (key === 'flags') variant.nodeFlags = words;
-        else if (key === 'env') variant.env = Object.fromEntries(words.map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+        else if (key === 'env')
+          variant.env = Object.fromEntries(words.map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
         else if (key === 'checkout') variant.checkout = value;
         else throw new Error(`BENCH_HEALTH_VARIANTS: unknown option ${key} in ${part} (commit, flags, env, checkout)`);
       }

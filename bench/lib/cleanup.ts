@@ -39,7 +39,6 @@ export function killPid(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
   }
 }
 
-
 /** SIGKILL to every known PID, synchronously (last resort and `exit` handler). */
 export function killEverythingNow(): void {
   for (const child of children) if (child.pid && child.exitCode === null) killPid(child.pid);

@@ -65,7 +65,11 @@ export async function primaries(cluster: BenchCluster, timeoutMs = 1000): Promis
   return cluster.nodes.filter((_n, i) => codes[i] === 200);
 }
 
-export async function status(cluster: BenchCluster, node: BenchNode, timeoutMs = 1000): Promise<Record<string, unknown> | null> {
+export async function status(
+  cluster: BenchCluster,
+  node: BenchNode,
+  timeoutMs = 1000,
+): Promise<Record<string, unknown> | null> {
   return httpJson(node.apiUrl + cluster.statusPath, timeoutMs);
 }
 

@@ -18,14 +18,21 @@ export async function snapshotKeys(endpoint: string, timeoutMs = 5000): Promise<
   const response = await fetch(`http://${endpoint}/v3/kv/range`, {
     method: 'POST',
     // key "\0" to range_end "\0": every key.
-    body: JSON.stringify({ key: Buffer.from([0]).toString('base64'), range_end: Buffer.from([0]).toString('base64'), keys_only: true }),
+    body: JSON.stringify({
+      key: Buffer.from([0]).toString('base64'),
+      range_end: Buffer.from([0]).toString('base64'),
+      keys_only: true,
+    }),
     signal: AbortSignal.timeout(timeoutMs),
   });
   if (!response.ok) throw new Error(`etcd ${endpoint} range: HTTP ${response.status}`);
   const body = (await response.json()) as { kvs?: Array<{ key: string; create_revision?: string; version?: string }> };
   const keys: KeySnapshot = new Map();
   for (const kv of body.kvs ?? []) {
-    keys.set(Buffer.from(kv.key, 'base64').toString(), { createRevision: kv.create_revision ?? '0', version: Number(kv.version ?? 0) });
+    keys.set(Buffer.from(kv.key, 'base64').toString(), {
+      createRevision: kv.create_revision ?? '0',
+      version: Number(kv.version ?? 0),
+    });
   }
   return keys;
 }

@@ -51,14 +51,26 @@ function samples(metrics: MemberMetrics, name: string, labels: string[] = []): n
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
-const summedOverMembers = (scrape: EtcdScrape, name: string, labels: string[] = []) => sum(scrape.members.map((m) => sum(samples(m, name, labels))));
-const largestOverMembers = (scrape: EtcdScrape, name: string) => Math.max(...scrape.members.map((m) => sum(samples(m, name))));
+const summedOverMembers = (scrape: EtcdScrape, name: string, labels: string[] = []) =>
+  sum(scrape.members.map((m) => sum(samples(m, name, labels))));
+const largestOverMembers = (scrape: EtcdScrape, name: string) =>
+  Math.max(...scrape.members.map((m) => sum(samples(m, name))));
 
 /**
  * gRPC methods of etcd's client API, as etcd labels them (`grpc_method`), in the order the tables show them; any other
  * method of etcd's services that was called (Status, MemberList...) follows them.
  */
-export const REQUEST_KINDS = ['Range', 'Txn', 'Put', 'DeleteRange', 'LeaseGrant', 'LeaseKeepAlive', 'LeaseRevoke', 'LeaseTimeToLive', 'Watch'] as const;
+export const REQUEST_KINDS = [
+  'Range',
+  'Txn',
+  'Put',
+  'DeleteRange',
+  'LeaseGrant',
+  'LeaseKeepAlive',
+  'LeaseRevoke',
+  'LeaseTimeToLive',
+  'Watch',
+] as const;
 
 /** Every method of etcd's own services (`etcdserverpb.*`, not gRPC's health service) that the scrape has a counter for. */
 function etcdMethods(scrape: EtcdScrape): string[] {
@@ -109,16 +121,24 @@ export interface EtcdLoad {
 /** What etcd served between two scrapes. */
 export function etcdLoad(before: EtcdScrape, after: EtcdScrape): EtcdLoad {
   const seconds = (after.at - before.at) / 1000;
-  const rate = (name: string, labels: string[] = []) => (summedOverMembers(after, name, labels) - summedOverMembers(before, name, labels)) / seconds;
+  const rate = (name: string, labels: string[] = []) =>
+    (summedOverMembers(after, name, labels) - summedOverMembers(before, name, labels)) / seconds;
   const requestsPerSecond: Record<string, number> = {};
   for (const kind of REQUEST_KINDS) {
-    requestsPerSecond[kind] = rate('grpc_server_msg_received_total', [`grpc_method="${kind}"`, 'grpc_service="etcdserverpb.']);
+    requestsPerSecond[kind] = rate('grpc_server_msg_received_total', [
+      `grpc_method="${kind}"`,
+      'grpc_service="etcdserverpb.',
+    ]);
   }
   for (const method of etcdMethods(after).filter((m) => !(REQUEST_KINDS as readonly string[]).includes(m))) {
-    const perSecond = rate('grpc_server_msg_received_total', [`grpc_method="${method}"`, 'grpc_service="etcdserverpb.']);
+    const perSecond = rate('grpc_server_msg_received_total', [
+      `grpc_method="${method}"`,
+      'grpc_service="etcdserverpb.',
+    ]);
     if (perSecond > 0) requestsPerSecond[method] = perSecond;
   }
-  const growth = (name: string) => ((largestOverMembers(after, name) - largestOverMembers(before, name)) / seconds) * 3600;
+  const growth = (name: string) =>
+    ((largestOverMembers(after, name) - largestOverMembers(before, name)) / seconds) * 3600;
   return {
     seconds,
     requestsPerSecond,
@@ -126,7 +146,10 @@ export function etcdLoad(before: EtcdScrape, after: EtcdScrape): EtcdLoad {
     watchEventsPerSecond: rate('etcd_debugging_mvcc_events_total'),
     bytesInPerSecond: rate('etcd_network_client_grpc_received_bytes_total'),
     bytesOutPerSecond: rate('etcd_network_client_grpc_sent_bytes_total'),
-    proposalsPerSecond: (largestOverMembers(after, 'etcd_server_proposals_committed_total') - largestOverMembers(before, 'etcd_server_proposals_committed_total')) / seconds,
+    proposalsPerSecond:
+      (largestOverMembers(after, 'etcd_server_proposals_committed_total') -
+        largestOverMembers(before, 'etcd_server_proposals_committed_total')) /
+      seconds,
     watchers: summedOverMembers(after, 'etcd_debugging_mvcc_watcher_total'),
     watchStreams: summedOverMembers(after, 'etcd_debugging_mvcc_watch_stream_total'),
     dbSizeBytes: largestOverMembers(after, 'etcd_mvcc_db_total_size_in_bytes'),

@@ -32,7 +32,12 @@ export function leaderKeyName(scope: string): string {
 }
 
 export async function readLeaderKey(endpoint: string, scope: string, timeoutMs = 1000): Promise<LeaderKey | null> {
-  const response = await call<{ kvs?: RawKv[] }>(endpoint, '/v3/kv/range', { key: b64(leaderKeyName(scope)) }, timeoutMs);
+  const response = await call<{ kvs?: RawKv[] }>(
+    endpoint,
+    '/v3/kv/range',
+    { key: b64(leaderKeyName(scope)) },
+    timeoutMs,
+  );
   const kv = response.kvs?.[0];
   return kv ? { holder: unb64(kv.value), lease: kv.lease ?? '0' } : null;
 }
@@ -48,7 +53,12 @@ export async function leaseTimeToLive(endpoint: string, lease: string, timeoutMs
 export async function readStatorEvents(endpoint: string, scope: string): Promise<StatorEvent[]> {
   const prefix = `/stator-events/${scope}/`;
   const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
-  const response = await call<{ kvs?: RawKv[] }>(endpoint, '/v3/kv/range', { key: b64(prefix), range_end: b64(end) }, 5000);
+  const response = await call<{ kvs?: RawKv[] }>(
+    endpoint,
+    '/v3/kv/range',
+    { key: b64(prefix), range_end: b64(end) },
+    5000,
+  );
   const events: StatorEvent[] = [];
   for (const kv of response.kvs ?? []) {
     if (unb64(kv.key).startsWith(`${prefix}heads/`)) continue;
@@ -158,7 +168,10 @@ export class LeaseWatcher {
       if (s.holder === null) continue;
       if (s.holder !== this.oldHolder && Number.isNaN(keyGoneHigh)) {
         keyGoneHigh = s.t;
-        const before = this.samples.slice(0, i).reverse().find((p) => p.holder === this.oldHolder);
+        const before = this.samples
+          .slice(0, i)
+          .reverse()
+          .find((p) => p.holder === this.oldHolder);
         keyGoneLow = before ? before.t : NaN;
       }
       if (s.holder && s.holder !== this.oldHolder) {
@@ -167,6 +180,14 @@ export class LeaseWatcher {
         break;
       }
     }
-    return { expiryLow: low, expiryHigh: high, expiry: (low + high) / 2, keyGoneLow, keyGoneHigh, newHolder, newHolderSeen };
+    return {
+      expiryLow: low,
+      expiryHigh: high,
+      expiry: (low + high) / 2,
+      keyGoneLow,
+      keyGoneHigh,
+      newHolder,
+      newHolderSeen,
+    };
   }
 }

@@ -106,7 +106,8 @@ export function extrapolate(runs: FleetRun[], kind: Kind, clusters = EXTRAPOLATE
   const logBound = kind === 'stator' ? clusters * log.max_bytes : 0;
   const guardBound = log.etcd_quota_bytes * log.etcd_quota_share;
   // The guard stops appends past its share; what is already there beyond it stays.
-  const steadyInUseBytes = kind === 'stator' ? Math.min(measuredInUse + logBound, Math.max(guardBound, measuredInUse)) : measuredInUse;
+  const steadyInUseBytes =
+    kind === 'stator' ? Math.min(measuredInUse + logBound, Math.max(guardBound, measuredInUse)) : measuredInUse;
   const room = steadyInUseBytes - measuredInUse;
   return {
     clusters,
@@ -134,7 +135,9 @@ export function renderExtrapolation(runs: FleetRun[], clusters = EXTRAPOLATED_CL
   // No "-0.0": a figure that rounds to zero is shown as zero.
   const shown = (value: number, digits: number) => fmt(Math.abs(value) < 0.5 * 10 ** -digits ? 0 : value, digits);
   const fitText = (fit: LinearFit | null, digits: number) =>
-    fit ? `${shown(fit.intercept, digits)} ${fit.slope < 0 ? '−' : '+'} ${shown(Math.abs(fit.slope), digits + 2)} N` : '—';
+    fit
+      ? `${shown(fit.intercept, digits)} ${fit.slope < 0 ? '−' : '+'} ${shown(Math.abs(fit.slope), digits + 2)} N`
+      : '—';
   const lines = [
     `## ${clusters} clusters on one etcd, extrapolated`,
     '',
@@ -149,7 +152,10 @@ export function renderExtrapolation(runs: FleetRun[], clusters = EXTRAPOLATED_CL
         `${metric.name}${metric.unit ? ` (${metric.unit})` : ''}`,
         ...projections.flatMap((p) => {
           const projected = p.byMetric[metric.name].projected;
-          return [fitText(p.byMetric[metric.name].fit, metric.digits), projected < 0 ? 'below 0 (noise)' : fmt(projected, metric.digits)];
+          return [
+            fitText(p.byMetric[metric.name].fit, metric.digits),
+            projected < 0 ? 'below 0 (noise)' : fmt(projected, metric.digits),
+          ];
         }),
       ]),
     ),
@@ -163,22 +169,39 @@ export function renderExtrapolation(runs: FleetRun[], clusters = EXTRAPOLATED_CL
       ['at ' + clusters + ' clusters', ...projections.map((p) => p.kind)],
       [
         ['clients (agents)', ...projections.map(() => `${fmt(clusters * 3)}: ${etcdSizeFor('clients', clusters * 3)}`)],
-        ['requests/s', ...projections.map((p) => `${fmt(p.byMetric.requests.projected, 0)}: ${etcdSizeFor('requestsPerSecond', p.byMetric.requests.projected)}`)],
+        [
+          'requests/s',
+          ...projections.map(
+            (p) =>
+              `${fmt(p.byMetric.requests.projected, 0)}: ${etcdSizeFor('requestsPerSecond', p.byMetric.requests.projected)}`,
+          ),
+        ],
         ['watchers', ...projections.map((p) => fmt(p.byMetric.watchers.projected))],
-        ['db in use as measured (young logs)', ...projections.map((p) => `${fmt(p.byMetric['db in use'].projected, 0)} MiB`)],
+        [
+          'db in use as measured (young logs)',
+          ...projections.map((p) => `${fmt(p.byMetric['db in use'].projected, 0)} MiB`),
+        ],
         [
           'db in use once the event logs reach retention',
           ...projections.map((p) =>
             p.kind === 'stator'
-              ? `${fmt(p.steadyInUseBytes / MiB, 0)} MiB (${fmt(p.steadyInUseBytes / ETCD_LIMITS.defaultQuotaBytes * 100, 0)}% of 2 GiB)` +
-                (p.guardHoldsBack ? `: ${clusters} × ${DEFAULT_EVENT_LOG.max_bytes / MiB} MiB is over the guard's ${DEFAULT_EVENT_LOG.etcd_quota_share} × 2 GiB, so events wait in the nodes' queues` : '') +
+              ? `${fmt(p.steadyInUseBytes / MiB, 0)} MiB (${fmt((p.steadyInUseBytes / ETCD_LIMITS.defaultQuotaBytes) * 100, 0)}% of 2 GiB)` +
+                (p.guardHoldsBack
+                  ? `: ${clusters} × ${DEFAULT_EVENT_LOG.max_bytes / MiB} MiB is over the guard's ${DEFAULT_EVENT_LOG.etcd_quota_share} × 2 GiB, so events wait in the nodes' queues`
+                  : '') +
                 `; ${etcdSizeFor('dataBytes', p.steadyInUseBytes)}`
               : `${fmt(p.steadyInUseBytes / MiB, 0)} MiB (no event log); ${etcdSizeFor('dataBytes', p.steadyInUseBytes)}`,
           ),
         ],
         [
           'hours until then, at the measured growth in use',
-          ...projections.map((p) => (p.kind === 'stator' ? (Number.isFinite(p.hoursToRetention) ? fmt(p.hoursToRetention, 0) : 'no growth measured') : '—')),
+          ...projections.map((p) =>
+            p.kind === 'stator'
+              ? Number.isFinite(p.hoursToRetention)
+                ? fmt(p.hoursToRetention, 0)
+                : 'no growth measured'
+              : '—',
+          ),
         ],
         [
           'hours until the db file reaches 2 GiB without compaction',
@@ -194,7 +217,7 @@ export function renderExtrapolation(runs: FleetRun[], clusters = EXTRAPOLATED_CL
       `more than \`event_log.etcd_quota_share\` ${DEFAULT_EVENT_LOG.etcd_quota_share} of \`event_log.etcd_quota_bytes\` (2 GiB). ` +
       `For ${clusters} clusters to keep their whole logs, run etcd with an 8 GiB quota and set \`etcd_quota_bytes\` to match ` +
       `(${clusters} × ${DEFAULT_EVENT_LOG.max_bytes / MiB} MiB = ${fmt((clusters * DEFAULT_EVENT_LOG.max_bytes) / GiB, 1)} GiB, under half of 8 GiB). ` +
-      'etcd keeps every revision until compacted: the file growth is without compaction (etcd\'s default; neither product compacts); ' +
+      "etcd keeps every revision until compacted: the file growth is without compaction (etcd's default; neither product compacts); " +
       'a production etcd runs `--auto-compaction-retention` and a periodic defragmentation, which give the space back. ' +
       'A negative fit is the noise of a short window: read it as no growth.',
   ];

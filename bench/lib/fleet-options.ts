@@ -43,7 +43,9 @@ export function parseFleetOptions(argv: string[]): FleetOptions {
   const options: FleetOptions = { ...DEFAULT_FLEET_OPTIONS };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const [flag, inline] = arg.includes('=')
+      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
+      : [arg, undefined];
     const value = () => {
       const given = inline ?? argv[++i];
       if (given === undefined || given === '') throw new FleetOptionError(`${flag}: a value is required`);
@@ -68,7 +70,8 @@ export function parseFleetOptions(argv: string[]): FleetOptions {
       }
       case '--timing': {
         const name = value();
-        if (name !== 'patroni' && name !== 'fast') throw new FleetOptionError(`--timing: ${name} is not patroni or fast`);
+        if (name !== 'patroni' && name !== 'fast')
+          throw new FleetOptionError(`--timing: ${name} is not patroni or fast`);
         options.timing = { name, values: FLEET_TIMINGS[name] };
         break;
       }
@@ -84,7 +87,8 @@ export function parseFleetOptions(argv: string[]): FleetOptions {
 
 function integer(flag: string, text: string, min: number, max: number): number {
   const n = Number(text);
-  if (!/^\d+$/.test(text) || n < min || n > max) throw new FleetOptionError(`${flag}: ${text} is not a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(text) || n < min || n > max)
+    throw new FleetOptionError(`${flag}: ${text} is not a whole number from ${min} to ${max}`);
   return n;
 }
 

@@ -37,15 +37,31 @@ export function fleetPanels(runs: FleetRun[]): Panel[] {
         .sort((a, b) => a.n - b.n),
     }));
   return [
-    { title: 'etcd requests per second', unit: 'requests/s', series: series('', (run) => run.load.allRequestsPerSecond) },
-    { title: 'etcd CPU, three members together', unit: 'CPU s/min', series: series('', (run) => run.usage.etcdCpuPerMinute) },
-    { title: 'etcd database growth (file)', unit: 'MiB/h', series: series('', (run) => run.load.dbGrowthBytesPerHour / (1024 * 1024)) },
+    {
+      title: 'etcd requests per second',
+      unit: 'requests/s',
+      series: series('', (run) => run.load.allRequestsPerSecond),
+    },
+    {
+      title: 'etcd CPU, three members together',
+      unit: 'CPU s/min',
+      series: series('', (run) => run.usage.etcdCpuPerMinute),
+    },
+    {
+      title: 'etcd database growth (file)',
+      unit: 'MiB/h',
+      series: series('', (run) => run.load.dbGrowthBytesPerHour / (1024 * 1024)),
+    },
     {
       title: 'failover: new primary after kill -9',
       unit: 's',
       series: [
         ...series('', (run) => (run.failover ? run.failover.newPrimaryMs / 1000 : NaN)),
-        ...series(' (agent alone)', (run) => (run.scenarios?.agentFailover ? run.scenarios.agentFailover.newPrimaryMs / 1000 : NaN), true),
+        ...series(
+          ' (agent alone)',
+          (run) => (run.scenarios?.agentFailover ? run.scenarios.agentFailover.newPrimaryMs / 1000 : NaN),
+          true,
+        ),
       ],
     },
   ];
@@ -77,23 +93,41 @@ function panelSvg(panel: Panel, x0: number, y0: number, sizes: number[]): string
   const out: string[] = [];
   out.push(`<text x="${x0 + MARGIN.left}" y="${y0 + 22}" class="title">${escape(panel.title)}</text>`);
   for (const tick of yTicks) {
-    out.push(`<line x1="${x0 + MARGIN.left}" x2="${x0 + MARGIN.left + w}" y1="${py(tick)}" y2="${py(tick)}" class="grid"/>`);
+    out.push(
+      `<line x1="${x0 + MARGIN.left}" x2="${x0 + MARGIN.left + w}" y1="${py(tick)}" y2="${py(tick)}" class="grid"/>`,
+    );
     out.push(`<text x="${x0 + MARGIN.left - 6}" y="${py(tick) + 4}" class="tick" text-anchor="end">${tick}</text>`);
   }
-  for (const n of sizes) out.push(`<text x="${px(n)}" y="${y0 + MARGIN.top + h + 16}" class="tick" text-anchor="middle">${n}</text>`);
-  out.push(`<text x="${x0 + MARGIN.left + w / 2}" y="${y0 + PANEL_H - 8}" class="axis" text-anchor="middle">clusters of 3 nodes (N)</text>`);
-  out.push(`<text transform="translate(${x0 + 16} ${y0 + MARGIN.top + h / 2}) rotate(-90)" class="axis" text-anchor="middle">${escape(panel.unit)}</text>`);
+  for (const n of sizes)
+    out.push(`<text x="${px(n)}" y="${y0 + MARGIN.top + h + 16}" class="tick" text-anchor="middle">${n}</text>`);
+  out.push(
+    `<text x="${x0 + MARGIN.left + w / 2}" y="${y0 + PANEL_H - 8}" class="axis" text-anchor="middle">clusters of 3 nodes (N)</text>`,
+  );
+  out.push(
+    `<text transform="translate(${x0 + 16} ${y0 + MARGIN.top + h / 2}) rotate(-90)" class="axis" text-anchor="middle">${escape(panel.unit)}</text>`,
+  );
   out.push(`<rect x="${x0 + MARGIN.left}" y="${y0 + MARGIN.top}" width="${w}" height="${h}" class="frame"/>`);
   const labels: { n: number; x: number; y: number; text: string; color: string; end: boolean }[] = [];
   for (const series of panel.series) {
     const points = series.points.filter((p) => Number.isFinite(p.y));
     if (points.length === 0) continue;
     const dash = series.dashed ? ' stroke-dasharray="6 4"' : '';
-    out.push(`<polyline points="${points.map((p) => `${px(p.n).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}" fill="none" stroke="${series.color}" stroke-width="2"${dash}/>`);
+    out.push(
+      `<polyline points="${points.map((p) => `${px(p.n).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}" fill="none" stroke="${series.color}" stroke-width="2"${dash}/>`,
+    );
     for (const p of points) {
-      out.push(`<circle cx="${px(p.n).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3.5" fill="${series.dashed ? 'white' : series.color}" stroke="${series.color}" stroke-width="1.5"/>`);
+      out.push(
+        `<circle cx="${px(p.n).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="3.5" fill="${series.dashed ? 'white' : series.color}" stroke="${series.color}" stroke-width="1.5"/>`,
+      );
       const last = p.n === nMax && nMax !== nMin;
-      labels.push({ n: p.n, x: px(p.n) + (last ? -6 : 6), y: py(p.y) - 6, text: pointLabel(p.y), color: series.color, end: last });
+      labels.push({
+        n: p.n,
+        x: px(p.n) + (last ? -6 : 6),
+        y: py(p.y) - 6,
+        text: pointLabel(p.y),
+        color: series.color,
+        end: last,
+      });
     }
   }
   // The value beside each point (a line near zero beside one in the tens is still read), labels of one N at least
@@ -103,7 +137,9 @@ function panelSvg(panel: Panel, x0: number, y0: number, sizes: number[]): string
     for (let i = 1; i < column.length; i++) column[i].y = Math.max(column[i].y, column[i - 1].y + 12);
   }
   for (const label of labels) {
-    out.push(`<text x="${label.x.toFixed(1)}" y="${label.y.toFixed(1)}" class="value" fill="${label.color}"${label.end ? ' text-anchor="end"' : ''}>${label.text}</text>`);
+    out.push(
+      `<text x="${label.x.toFixed(1)}" y="${label.y.toFixed(1)}" class="value" fill="${label.color}"${label.end ? ' text-anchor="end"' : ''}>${label.text}</text>`,
+    );
   }
   return out.join('\n');
 }
@@ -116,31 +152,46 @@ export function pointLabel(value: number): string {
 /** The legend, once for every panel: the products' colours, and what a dashed line is. */
 function legendSvg(panels: Panel[], y: number): string {
   const seen = new Map<string, string>();
-  for (const series of panels.flatMap((panel) => panel.series)) if (!series.dashed) seen.set(series.label, series.color);
-  const dashed = panels.some((panel) => panel.series.some((s) => s.dashed && s.points.some((p) => Number.isFinite(p.y))));
+  for (const series of panels.flatMap((panel) => panel.series))
+    if (!series.dashed) seen.set(series.label, series.color);
+  const dashed = panels.some((panel) =>
+    panel.series.some((s) => s.dashed && s.points.some((p) => Number.isFinite(p.y))),
+  );
   const out: string[] = [];
   let x = 12;
   for (const [label, color] of seen) {
-    out.push(`<line x1="${x}" x2="${x + 24}" y1="${y - 4}" y2="${y - 4}" stroke="${color}" stroke-width="2"/><circle cx="${x + 12}" cy="${y - 4}" r="3.5" fill="${color}"/>`);
+    out.push(
+      `<line x1="${x}" x2="${x + 24}" y1="${y - 4}" y2="${y - 4}" stroke="${color}" stroke-width="2"/><circle cx="${x + 12}" cy="${y - 4}" r="3.5" fill="${color}"/>`,
+    );
     out.push(`<text x="${x + 30}" y="${y}" class="legend">${escape(label)}</text>`);
     x += 40 + label.length * 7;
   }
   if (dashed) {
-    out.push(`<line x1="${x}" x2="${x + 24}" y1="${y - 4}" y2="${y - 4}" stroke="#555" stroke-width="2" stroke-dasharray="6 4"/><circle cx="${x + 12}" cy="${y - 4}" r="3.5" fill="white" stroke="#555" stroke-width="1.5"/>`);
-    out.push(`<text x="${x + 30}" y="${y}" class="legend">failover: the agent alone killed (solid: agent and postmaster)</text>`);
+    out.push(
+      `<line x1="${x}" x2="${x + 24}" y1="${y - 4}" y2="${y - 4}" stroke="#555" stroke-width="2" stroke-dasharray="6 4"/><circle cx="${x + 12}" cy="${y - 4}" r="3.5" fill="white" stroke="#555" stroke-width="1.5"/>`,
+    );
+    out.push(
+      `<text x="${x + 30}" y="${y}" class="legend">failover: the agent alone killed (solid: agent and postmaster)</text>`,
+    );
   }
   return out.join('\n');
 }
 
 /** The panels two by two, as one SVG document. */
 export function fleetPlotSvg(panels: Panel[], heading: string): string {
-  const sizes = [...new Set(panels.flatMap((panel) => panel.series.flatMap((s) => s.points.map((p) => p.n))))].sort((a, b) => a - b);
+  const sizes = [...new Set(panels.flatMap((panel) => panel.series.flatMap((s) => s.points.map((p) => p.n))))].sort(
+    (a, b) => a - b,
+  );
   const columns = 2;
   const rows = Math.ceil(panels.length / columns);
   const width = PANEL_W * columns;
   const top = 54;
   const height = PANEL_H * rows + top;
-  const body = panels.map((panel, i) => panelSvg(panel, (i % columns) * PANEL_W, top + Math.floor(i / columns) * PANEL_H, sizes.length ? sizes : [1])).join('\n');
+  const body = panels
+    .map((panel, i) =>
+      panelSvg(panel, (i % columns) * PANEL_W, top + Math.floor(i / columns) * PANEL_H, sizes.length ? sizes : [1]),
+    )
+    .join('\n');
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="DejaVu Sans, sans-serif">`,
     '<style>.title{font-size:14px;font-weight:bold}.tick{font-size:11px;fill:#444}.axis{font-size:12px;fill:#222}.legend{font-size:12px}.value{font-size:10px}' +
@@ -168,9 +219,15 @@ export async function svgToPng(svg: string, pngPath: string): Promise<void> {
 }
 
 /** The fleet report's plot, written as `pngPath` (and its SVG beside it); a failure is returned, never thrown. */
-export async function writeFleetPlot(results: FleetResults, pngPath: string): Promise<{ file: string } | { error: string }> {
+export async function writeFleetPlot(
+  results: FleetResults,
+  pngPath: string,
+): Promise<{ file: string } | { error: string }> {
   if (results.runs.length === 0) return { error: 'no fleet was measured' };
-  const svg = fleetPlotSvg(fleetPanels(results.runs), `A fleet on one etcd, ${results.date}: ttl ${results.options.timing.values.ttl}, ${results.options.windowSeconds} s windows`);
+  const svg = fleetPlotSvg(
+    fleetPanels(results.runs),
+    `A fleet on one etcd, ${results.date}: ttl ${results.options.timing.values.ttl}, ${results.options.windowSeconds} s windows`,
+  );
   writeFileSync(pngPath.replace(/\.png$/, '.svg'), svg);
   if (!chromiumAvailable()) return { error: 'no chromium to render the plot: the SVG beside the report is the plot' };
   try {

@@ -8,16 +8,27 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
   if (withScenarios.length === 0) return [];
   const label = (run: FleetRun) => [String(run.clusters), run.kind, String(run.agents)];
   return [
-    '## The leader\'s agent alone killed',
+    "## The leader's agent alone killed",
     '',
-    '`kill -9` of the leader\'s agent on fleet-2 (fleet-1 when alone), its postmaster left running: Stator\'s fence stops ' +
-      'it; Patroni\'s primary runs on, writable, until it is stopped. New primary: until another node answers 200 on ' +
+    "`kill -9` of the leader's agent on fleet-2 (fleet-1 when alone), its postmaster left running: Stator's fence stops " +
+      "it; Patroni's primary runs on, writable, until it is stopped. New primary: until another node answers 200 on " +
       '`/primary`; two writers: how long after the new primary came up the old one still acknowledged a write (a client ' +
-      'writing to it alone, stopped 2 s after the new primary took writes, so Patroni\'s figure is a lower bound); lost: ' +
+      "writing to it alone, stopped 2 s after the new primary took writes, so Patroni's figure is a lower bound); lost: " +
       'writes either client saw acknowledged that the primary does not hold once the cluster is healthy again.',
     '',
     table(
-      ['clusters', 'product', 'agents', 'new primary ms', 'write gap ms', 'two writers ms', 'old primary\'s last write ms', 'lost writes', 'rejoin ms', 'other leaders moved'],
+      [
+        'clusters',
+        'product',
+        'agents',
+        'new primary ms',
+        'write gap ms',
+        'two writers ms',
+        "old primary's last write ms",
+        'lost writes',
+        'rejoin ms',
+        'other leaders moved',
+      ],
       withScenarios.map((run) => {
         const f = run.scenarios!.agentFailover;
         return [
@@ -41,11 +52,29 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
       'candidate was not the healthy leader within 2 minutes; lost: acknowledged writes the new primary does not hold.',
     '',
     table(
-      ['clusters', 'product', 'agents', 'failed', 'write gap median ms', 'write gap max ms', 'slowest', 'lost writes', 'all healthy after ms'],
+      [
+        'clusters',
+        'product',
+        'agents',
+        'failed',
+        'write gap median ms',
+        'write gap max ms',
+        'slowest',
+        'lost writes',
+        'all healthy after ms',
+      ],
       withScenarios.map((run) => {
         const s = run.scenarios!.storm;
         if (!s) return [...label(run), 'not run', '—', '—', '—', '—', '—'];
-        return [...label(run), String(s.failed), fmt(s.gapMs.median), fmt(s.gapMs.max), s.slowest?.scope ?? '—', fmt(s.lostWrites), fmt(s.allHealthyMs)];
+        return [
+          ...label(run),
+          String(s.failed),
+          fmt(s.gapMs.median),
+          fmt(s.gapMs.max),
+          s.slowest?.scope ?? '—',
+          fmt(s.lostWrites),
+          fmt(s.allHealthyMs),
+        ];
       }),
     ),
     ...stormFailures(withScenarios),
@@ -58,17 +87,41 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
       `${GAP_THRESHOLD_MS} ms, and acknowledged writes the cluster's final primary does not hold.`,
     '',
     table(
-      ['clusters', 'product', 'agents', 'new etcd leader ms', 'primaries demoted', 'leaders moved', `write gaps > ${GAP_THRESHOLD_MS / 1000} s`, 'max write gap ms', 'lost writes', 'member back ms'],
+      [
+        'clusters',
+        'product',
+        'agents',
+        'new etcd leader ms',
+        'primaries demoted',
+        'leaders moved',
+        `write gaps > ${GAP_THRESHOLD_MS / 1000} s`,
+        'max write gap ms',
+        'lost writes',
+        'member back ms',
+      ],
       withScenarios.map((run) => {
         const k = run.scenarios!.etcdLeaderKill;
         if (!k) return [...label(run), 'not run', '—', '—', '—', '—', '—', '—'];
-        return [...label(run), fmt(k.newEtcdLeaderMs), `${k.demoted} of ${k.clusters}`, String(k.leadersMoved), String(k.gapOverThreshold), fmt(k.maxGapMs), fmt(k.lostWrites), fmt(k.restartMs)];
+        return [
+          ...label(run),
+          fmt(k.newEtcdLeaderMs),
+          `${k.demoted} of ${k.clusters}`,
+          String(k.leadersMoved),
+          String(k.gapOverThreshold),
+          fmt(k.maxGapMs),
+          fmt(k.lostWrites),
+          fmt(k.restartMs),
+        ];
       }),
     ),
   ];
 }
 
 function stormFailures(runs: FleetRun[]): string[] {
-  const failures = runs.flatMap((run) => (run.scenarios?.storm?.runs ?? []).filter((r) => r.failure).map((r) => `- ${run.kind}, ${run.clusters} clusters, ${r.scope}: ${r.failure}`));
+  const failures = runs.flatMap((run) =>
+    (run.scenarios?.storm?.runs ?? [])
+      .filter((r) => r.failure)
+      .map((r) => `- ${run.kind}, ${run.clusters} clusters, ${r.scope}: ${r.failure}`),
+  );
   return failures.length ? ['', 'Switchovers that failed:', '', ...failures] : [];
 }

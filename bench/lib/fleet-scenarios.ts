@@ -38,7 +38,10 @@ export async function runFleetScenarios(fleet: Fleet, etcd: EtcdCluster): Promis
     etcdLeaderKill: null,
     seconds: { agentFailover: 0, storm: 0, etcdLeaderKill: 0 },
   };
-  const timed = async <T>(name: keyof FleetScenarioResults['seconds'], run: () => Promise<T>): Promise<{ value: T | null; error?: string }> => {
+  const timed = async <T>(
+    name: keyof FleetScenarioResults['seconds'],
+    run: () => Promise<T>,
+  ): Promise<{ value: T | null; error?: string }> => {
     const started = now();
     try {
       return { value: await run() };

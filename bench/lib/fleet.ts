@@ -20,7 +20,14 @@ export interface Fleet {
  * Starts the fleet `batch` clusters at a time (sixty initdb and base backups at once would only queue on the CPU) and
  * waits until every cluster is healthy. Each cluster is registered for cleanup as soon as it starts.
  */
-export async function startFleet(kind: Kind, count: number, baseDir: string, timing: Timing, etcd: EtcdCluster, batch: number): Promise<Fleet> {
+export async function startFleet(
+  kind: Kind,
+  count: number,
+  baseDir: string,
+  timing: Timing,
+  etcd: EtcdCluster,
+  batch: number,
+): Promise<Fleet> {
   const started = now();
   const clusters: BenchCluster[] = [];
   /** Every cluster started so far, in the order they started (a failed batch's too). */
@@ -31,7 +38,10 @@ export async function startFleet(kind: Kind, count: number, baseDir: string, tim
       const starting = await Promise.all(
         scopes.map(async (scope) => {
           const dir = join(baseDir, scope);
-          const cluster = kind === 'stator' ? await StatorBenchCluster.start(dir, timing, scope, undefined, etcd) : await PatroniBenchCluster.start(dir, timing, scope, etcd);
+          const cluster =
+            kind === 'stator'
+              ? await StatorBenchCluster.start(dir, timing, scope, undefined, etcd)
+              : await PatroniBenchCluster.start(dir, timing, scope, etcd);
           track(cluster);
           launched.push(cluster);
           return cluster;
@@ -73,7 +83,9 @@ interface AgentPids {
 
 function agentsOf(fleet: Fleet): AgentPids[] {
   return fleet.clusters.flatMap((cluster) =>
-    cluster.nodes.map((node) => ({ pids: [node.agentPid(), ...node.helperPids()].filter((pid): pid is number => pid !== null) })),
+    cluster.nodes.map((node) => ({
+      pids: [node.agentPid(), ...node.helperPids()].filter((pid): pid is number => pid !== null),
+    })),
   );
 }
 
@@ -94,7 +106,8 @@ export function startProcessUsage(fleet: Fleet): { finish(): ProcessUsage } {
   const startedAt = now();
   const agentMarks = agents.map((agent) => cpuMark(agent.pids));
   const etcdMark = cpuMark(etcdPids);
-  const used = (before: CpuMark, after: CpuMark) => [...before].reduce((total, [pid, seconds]) => total + (after.has(pid) ? after.get(pid)! - seconds : 0), 0);
+  const used = (before: CpuMark, after: CpuMark) =>
+    [...before].reduce((total, [pid, seconds]) => total + (after.has(pid) ? after.get(pid)! - seconds : 0), 0);
   const rssMiB = (pids: number[]) => pids.reduce((total, pid) => total + (memory(pid)?.rss ?? 0), 0) / 1024;
   return {
     finish() {

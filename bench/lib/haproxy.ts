@@ -15,10 +15,20 @@ export type HaproxyFlavour = 'stator' | 'patroni-documented';
  * Patroni's documented HAProxy configuration (its `haproxy.cfg` example and documentation): checks
  * with `OPTIONS`, every 3 s, a server down after 3 failed checks and up after 2 good ones.
  */
-export function patroniDocumentedConfig(backends: HaproxyBackend[], listen: { primary: string; replicas: string; stats: string }): string {
-  const servers = backends.map((b) => `    server ${b.name} ${b.host}:${b.pgPort} maxconn 100 check port ${b.apiPort}`).join('\n');
+export function patroniDocumentedConfig(
+  backends: HaproxyBackend[],
+  listen: { primary: string; replicas: string; stats: string },
+): string {
+  const servers = backends
+    .map((b) => `    server ${b.name} ${b.host}:${b.pgPort} maxconn 100 check port ${b.apiPort}`)
+    .join('\n');
   const checked = (path: string) =>
-    [`    option httpchk OPTIONS ${path}`, '    http-check expect status 200', '    default-server inter 3s fall 3 rise 2 on-marked-down shutdown-sessions', servers].join('\n');
+    [
+      `    option httpchk OPTIONS ${path}`,
+      '    http-check expect status 200',
+      '    default-server inter 3s fall 3 rise 2 on-marked-down shutdown-sessions',
+      servers,
+    ].join('\n');
   return `# Patroni's documented configuration (haproxy.cfg in its repository), for the benchmark.
 global
     maxconn 1000
@@ -59,10 +69,19 @@ export class BenchHaproxy {
   ) {}
 
   static async start(cluster: BenchCluster, flavour: HaproxyFlavour, dir: string): Promise<BenchHaproxy> {
-    const backends = cluster.nodes.map((n) => ({ name: n.name, host: '127.0.0.1', pgPort: n.pgPort, apiPort: Number(new URL(n.apiUrl).port) }));
+    const backends = cluster.nodes.map((n) => ({
+      name: n.name,
+      host: '127.0.0.1',
+      pgPort: n.pgPort,
+      apiPort: Number(new URL(n.apiUrl).port),
+    }));
     const primary = await freePort();
     const replicas = await freePort();
-    const listen = { primary: `127.0.0.1:${primary}`, replicas: `127.0.0.1:${replicas}`, stats: `127.0.0.1:${await freePort()}` };
+    const listen = {
+      primary: `127.0.0.1:${primary}`,
+      replicas: `127.0.0.1:${replicas}`,
+      stats: `127.0.0.1:${await freePort()}`,
+    };
     const text = flavour === 'stator' ? haproxyConfig(backends, listen) : patroniDocumentedConfig(backends, listen);
     const configPath = join(dir, `haproxy-${cluster.kind}-${flavour}.cfg`);
     writeFileSync(configPath, text);

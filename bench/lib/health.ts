@@ -20,7 +20,12 @@ export async function healthyLeader(cluster: BenchCluster, expected?: BenchNode)
   return others.every((name) => streaming.includes(name)) ? leader : null;
 }
 
-export async function waitHealthy(cluster: BenchCluster, timeoutMs: number, expected?: BenchNode, intervalMs = 100): Promise<{ leader: BenchNode; at: number }> {
+export async function waitHealthy(
+  cluster: BenchCluster,
+  timeoutMs: number,
+  expected?: BenchNode,
+  intervalMs = 100,
+): Promise<{ leader: BenchNode; at: number }> {
   const leader = await pollUntil(() => healthyLeader(cluster, expected), timeoutMs, intervalMs);
   if (!leader) throw new Error(`${cluster.label}: not healthy within ${timeoutMs} ms`);
   return { leader, at: now() };

@@ -21,7 +21,11 @@ export async function httpJson(url: string, timeoutMs = 1000): Promise<Record<st
   }
 }
 
-export async function httpPost(url: string, body: unknown, timeoutMs: number): Promise<{ status: number; text: string }> {
+export async function httpPost(
+  url: string,
+  body: unknown,
+  timeoutMs: number,
+): Promise<{ status: number; text: string }> {
   try {
     const response = await fetch(url, {
       method: 'POST',
@@ -35,9 +39,18 @@ export async function httpPost(url: string, body: unknown, timeoutMs: number): P
   }
 }
 
-export async function httpPatch(url: string, body: unknown, timeoutMs = 5000): Promise<{ status: number; text: string }> {
+export async function httpPatch(
+  url: string,
+  body: unknown,
+  timeoutMs = 5000,
+): Promise<{ status: number; text: string }> {
   try {
-    const response = await fetch(url, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    const response = await fetch(url, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     return { status: response.status, text: (await response.text()).trim() };
   } catch (error) {
     return { status: 0, text: (error as Error).message };

@@ -66,7 +66,10 @@ export class LbTraffic {
   /** Longest interval between consecutive acknowledged writes from the last one before `from` on. */
   gapFrom(from: number): { gapMs: number; gapStartMs: number } {
     const lastBefore = [...this.acked].reverse().find((w) => w.at < from);
-    const times = [...(lastBefore ? [lastBefore.at] : [from]), ...this.acked.filter((w) => w.at >= from).map((w) => w.at)];
+    const times = [
+      ...(lastBefore ? [lastBefore.at] : [from]),
+      ...this.acked.filter((w) => w.at >= from).map((w) => w.at),
+    ];
     let gapMs = 0;
     let gapStartMs = NaN;
     for (let i = 1; i < times.length; i++) {
@@ -96,7 +99,11 @@ export class LbTraffic {
 
   private async readLoop(): Promise<void> {
     while (this.running) {
-      const rows = await once<{ recovery: boolean; port: number }>(this.replicaPort, 'SELECT pg_is_in_recovery() AS recovery, inet_server_port() AS port', []);
+      const rows = await once<{ recovery: boolean; port: number }>(
+        this.replicaPort,
+        'SELECT pg_is_in_recovery() AS recovery, inet_server_port() AS port',
+        [],
+      );
       if (rows) {
         this.reads++;
         if (!rows[0].recovery) this.misrouted.push({ at: now(), port: rows[0].port });
@@ -107,7 +114,13 @@ export class LbTraffic {
 }
 
 /** One statement on a new connection; null on any failure (told to `failed`). */
-async function once<T>(port: number, text: string, values: unknown[], failed?: (message: string) => void, serverTimeout = true): Promise<T[] | null> {
+async function once<T>(
+  port: number,
+  text: string,
+  values: unknown[],
+  failed?: (message: string) => void,
+  serverTimeout = true,
+): Promise<T[] | null> {
   const client = pgClient(port, 1000, serverTimeout);
   try {
     await client.connect();
@@ -129,6 +142,10 @@ export async function presentTags(port: number, tags: string[]): Promise<Set<str
 }
 
 export async function createLbTable(port: number): Promise<void> {
-  const rows = await once(port, `CREATE TABLE IF NOT EXISTS ${LB_TABLE} (tag text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())`, []);
+  const rows = await once(
+    port,
+    `CREATE TABLE IF NOT EXISTS ${LB_TABLE} (tag text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())`,
+    [],
+  );
   if (!rows) throw new Error(`cannot create ${LB_TABLE} on port ${port}`);
 }

@@ -34,7 +34,12 @@ export class PatroniBenchCluster implements BenchCluster {
   }
 
   /** With `sharedEtcd`, the cluster uses it (every member in `etcd3.hosts`) instead of starting one, and stop() leaves it running. */
-  static async start(baseDir: string, timing: Timing, scope: string, sharedEtcd?: SharedEtcd): Promise<PatroniBenchCluster> {
+  static async start(
+    baseDir: string,
+    timing: Timing,
+    scope: string,
+    sharedEtcd?: SharedEtcd,
+  ): Promise<PatroniBenchCluster> {
     mkdirSync(baseDir, { recursive: true });
     chmodSync(baseDir, 0o755); // the postgres OS user must reach the node directories
     const etcd = sharedEtcd?.handle ?? (await startEtcd());

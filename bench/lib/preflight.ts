@@ -26,17 +26,23 @@ export function preflight(notes: string[]): boolean {
     const result = spawnSync('apt-get', ['install', '-y', '-qq', pkg], { stdio: 'inherit', env });
     return result.status === 0;
   };
-  if (!existsSync(ETCD_BINARY) && !install('etcd-server')) throw new Error(`etcd is missing (${ETCD_BINARY}): apt-get install etcd-server`);
-  if (!existsSync(join(PG_BIN_DIR, 'postgres'))) throw new Error(`PostgreSQL 15 is missing (${PG_BIN_DIR}): apt-get install postgresql-15`);
-  if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm run bench does)');
+  if (!existsSync(ETCD_BINARY) && !install('etcd-server'))
+    throw new Error(`etcd is missing (${ETCD_BINARY}): apt-get install etcd-server`);
+  if (!existsSync(join(PG_BIN_DIR, 'postgres')))
+    throw new Error(`PostgreSQL 15 is missing (${PG_BIN_DIR}): apt-get install postgresql-15`);
+  if (!existsSync(join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js')))
+    throw new Error('dist/ is missing: run `npm run build` (npm run bench does)');
   if (root) execFileSync('sh', [join(REPO_ROOT, 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
-  if (!existsSync(WRK_BINARY) && !install('wrk')) notes.push(`wrk is missing (${WRK_BINARY}) and could not be installed: apt-get install wrk`);
+  if (!existsSync(WRK_BINARY) && !install('wrk'))
+    notes.push(`wrk is missing (${WRK_BINARY}) and could not be installed: apt-get install wrk`);
   if (!WANT_PATRONI) {
     notes.push('Patroni not measured (BENCH_PATRONI=0)');
     return false;
   }
   if (!existsSync(PATRONI_BINARY) && !install('patroni')) {
-    notes.push(`Patroni not measured: ${PATRONI_BINARY} is missing and could not be installed (run as root, or apt-get install patroni)`);
+    notes.push(
+      `Patroni not measured: ${PATRONI_BINARY} is missing and could not be installed (run as root, or apt-get install patroni)`,
+    );
     return false;
   }
   if (!root) {
@@ -63,7 +69,6 @@ export function environment(patroni: boolean): Record<string, string> {
     loadAtStart: loadAverage(),
   };
 }
-
 
 export function findRepoRoot(from: string): string {
   for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {

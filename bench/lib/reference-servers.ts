@@ -29,7 +29,8 @@ export interface ReferenceRun {
 
 /** Quiet time before the idle reading: startup garbage collected (V8's memory reducer starts ~8 s after). */
 const IDLE_BEFORE_LOAD_MS = 15_000;
-export const MEMORY_READINGS = "15 s after its first answer (idle) and right after its load (the floor's: as many wrk runs as the leader gets)";
+export const MEMORY_READINGS =
+  "15 s after its first answer (idle) and right after its load (the floor's: as many wrk runs as the leader gets)";
 
 /** The least any agent of the required stack holds: no Stator code, one route. */
 export const STACK_FLOOR_SERVER = 'Nest on Fastify (one controller) + pg + xstate, loaded as the agent loads them';
@@ -55,7 +56,10 @@ function scripts(repoRoot: string): [string, string][] {
     ['Nest on Fastify (one controller)', nestServer(mod, '')],
     [
       STACK_FLOOR_SERVER,
-      nestServer(mod, `require(${JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'))}); require(${mod('pg')}); require(${mod('xstate')});`),
+      nestServer(
+        mod,
+        `require(${JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'))}); require(${mod('pg')}); require(${mod('xstate')});`,
+      ),
     ],
   ];
 }
@@ -75,7 +79,11 @@ function nestServer(mod: (name: string) => string, preload: string): string {
     NestFactory.create(M, new FastifyAdapter(), { logger: false }).then((app) => app.listen(+process.argv[2], '127.0.0.1'));`;
 }
 
-export async function referenceServers(repoRoot: string, seconds: number, leaderLoadRuns: number): Promise<ReferenceRun[]> {
+export async function referenceServers(
+  repoRoot: string,
+  seconds: number,
+  leaderLoadRuns: number,
+): Promise<ReferenceRun[]> {
   const dir = mkdtempSync(join(tmpdir(), 'stator-bench-ref-'));
   const runs: ReferenceRun[] = [];
   try {
@@ -90,13 +98,18 @@ export async function referenceServers(repoRoot: string, seconds: number, leader
       });
       trackChild(child);
       try {
-        const up = await pollUntil(async () => (await httpCode(`http://127.0.0.1:${port}/primary`, 500)) === 200, 10_000, 100);
+        const up = await pollUntil(
+          async () => (await httpCode(`http://127.0.0.1:${port}/primary`, 500)) === 200,
+          10_000,
+          100,
+        );
         if (!up || !child.pid) throw new Error(`${server} did not start`);
         await sleep(IDLE_BEFORE_LOAD_MS);
         const memoryIdle = memory(child.pid);
         const result = { ...(await runWrk(`http://127.0.0.1:${port}/primary`, seconds)), raw: '' };
         // The floor gets as much load as the most loaded agent (the leader: every target but /replica).
-        if (server === STACK_FLOOR_SERVER) for (let run = 1; run < leaderLoadRuns; run++) await runWrk(`http://127.0.0.1:${port}/primary`, seconds);
+        if (server === STACK_FLOOR_SERVER)
+          for (let run = 1; run < leaderLoadRuns; run++) await runWrk(`http://127.0.0.1:${port}/primary`, seconds);
         runs.push({ server, result, memoryIdle, memoryAfterLoad: memory(child.pid) });
       } finally {
         if (child.pid && child.exitCode === null) {

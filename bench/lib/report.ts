@@ -7,7 +7,9 @@ export const MiB = 1024;
 
 export function fmt(value: number, digits = 0): string {
   if (!Number.isFinite(value)) return '—';
-  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }).replace(/,/g, ' ');
+  return value
+    .toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    .replace(/,/g, ' ');
 }
 
 export function ratio(stator: number, patroni: number): string {

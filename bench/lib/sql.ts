@@ -19,7 +19,11 @@ export function pgClient(port: number, timeoutMs = 1000, serverTimeout = true): 
 }
 
 /** One query on a short-lived connection; throws on any failure. */
-export async function query<T extends Record<string, unknown>>(port: number, text: string, timeoutMs = 1000): Promise<T[]> {
+export async function query<T extends Record<string, unknown>>(
+  port: number,
+  text: string,
+  timeoutMs = 1000,
+): Promise<T[]> {
   const client = pgClient(port, timeoutMs);
   try {
     await client.connect();
@@ -31,6 +35,9 @@ export async function query<T extends Record<string, unknown>>(port: number, tex
 
 /** application_name of the replicas that stream from the server on `port`. */
 export async function streamingReplicas(port: number): Promise<string[]> {
-  const rows = await query<{ application_name: string }>(port, "SELECT application_name FROM pg_stat_replication WHERE state = 'streaming'");
+  const rows = await query<{ application_name: string }>(
+    port,
+    "SELECT application_name FROM pg_stat_replication WHERE state = 'streaming'",
+  );
   return rows.map((r) => r.application_name);
 }

@@ -29,7 +29,11 @@ export function spread(values: number[]): Spread {
 }
 
 /** Polls `probe` every `intervalMs` until it returns a truthy value or `timeoutMs` passes (then null). */
-export async function pollUntil<T>(probe: () => Promise<T | null | undefined | false>, timeoutMs: number, intervalMs: number): Promise<T | null> {
+export async function pollUntil<T>(
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs: number,
+  intervalMs: number,
+): Promise<T | null> {
   const deadline = now() + timeoutMs;
   for (;;) {
     const started = now();

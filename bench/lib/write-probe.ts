@@ -136,7 +136,11 @@ export async function connectReadWrite(ports: number[], preferred: number): Prom
 }
 
 export async function createWriteTable(port: number): Promise<void> {
-  await query(port, 'CREATE TABLE IF NOT EXISTS bench_writes (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())', 5000);
+  await query(
+    port,
+    'CREATE TABLE IF NOT EXISTS bench_writes (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())',
+    5000,
+  );
 }
 
 /** The acknowledged ids `port`'s PostgreSQL does not hold: acknowledged writes lost (read on the final primary). */
@@ -145,7 +149,9 @@ export async function missingIds(port: number, ids: number[]): Promise<number[]>
   const client = pgClient(port, 5000);
   try {
     await client.connect();
-    const found = (await client.query('SELECT id FROM bench_writes WHERE id = ANY($1::bigint[])', [ids])).rows as { id: string }[];
+    const found = (await client.query('SELECT id FROM bench_writes WHERE id = ANY($1::bigint[])', [ids])).rows as {
+      id: string;
+    }[];
     const held = new Set(found.map((row) => Number(row.id)));
     return ids.filter((id) => !held.has(id));
   } finally {

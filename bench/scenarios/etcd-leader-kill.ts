@@ -45,7 +45,11 @@ const HEALTHY_TIMEOUT_MS = 180_000;
  * /primary), the member is started again on its data, and each cluster's final primary is asked for every write its
  * client saw acknowledged.
  */
-export async function etcdLeaderKill(clusters: BenchCluster[], etcd: EtcdCluster, observeMs: number): Promise<EtcdLeaderKill> {
+export async function etcdLeaderKill(
+  clusters: BenchCluster[],
+  etcd: EtcdCluster,
+  observeMs: number,
+): Promise<EtcdLeaderKill> {
   const plans = await Promise.all(
     clusters.map(async (cluster) => {
       const { leader } = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS);
@@ -63,7 +67,9 @@ export async function etcdLeaderKill(clusters: BenchCluster[], etcd: EtcdCluster
     const t0 = now();
     await member.kill();
     killed = member;
-    log(`${clusters[0]?.kind}: etcd leader ${member.name} killed with ${clusters.length} clusters running; watching ${(observeMs / 1000).toFixed(0)} s`);
+    log(
+      `${clusters[0]?.kind}: etcd leader ${member.name} killed with ${clusters.length} clusters running; watching ${(observeMs / 1000).toFixed(0)} s`,
+    );
     const newLeaderAt = pollUntil(async () => ((await etcd.leader()) !== member ? now() : null), observeMs, 100);
     // An explicit 503 is a demotion; no answer within the timeout (a busy machine) is not counted as one.
     const deadline = t0 + observeMs;
@@ -79,7 +85,9 @@ export async function etcdLeaderKill(clusters: BenchCluster[], etcd: EtcdCluster
     await member.restart();
     killed = null;
     const restartMs = now() - restartStarted;
-    const runs = await Promise.all(plans.map((plan) => settle(plan.cluster, plan.leader, plan.probe, plan.demoted, t0)));
+    const runs = await Promise.all(
+      plans.map((plan) => settle(plan.cluster, plan.leader, plan.probe, plan.demoted, t0)),
+    );
     const result: EtcdLeaderKill = {
       killedMember: member.name,
       newEtcdLeaderMs: elected === null ? NaN : elected - t0,
@@ -102,15 +110,32 @@ export async function etcdLeaderKill(clusters: BenchCluster[], etcd: EtcdCluster
   } finally {
     await Promise.all(plans.map((plan) => plan.probe.stop()));
     // The fleet's etcd must have its three members for what follows, even after a failed run.
-    if (killed) await killed.restart().catch((error: Error) => log(`etcd member ${killed?.name} did not come back: ${error.message}`));
+    if (killed)
+      await killed
+        .restart()
+        .catch((error: Error) => log(`etcd member ${killed?.name} did not come back: ${error.message}`));
   }
 }
 
-async function settle(cluster: BenchCluster, leaderBefore: BenchNode, probe: WriteProbe, demoted: boolean, t0: number): Promise<EtcdKillClusterRun> {
-  const healthy = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS).then((h) => h, () => null);
+async function settle(
+  cluster: BenchCluster,
+  leaderBefore: BenchNode,
+  probe: WriteProbe,
+  demoted: boolean,
+  t0: number,
+): Promise<EtcdKillClusterRun> {
+  const healthy = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS).then(
+    (h) => h,
+    () => null,
+  );
   if (healthy) await probe.waitForAckAfter(healthy.at, 5000);
   const writes = probe.gapAround(t0);
-  const lost = healthy ? await missingIds(healthy.leader.pgPort, [...probe.ackedIds]).then((ids) => ids.length, () => NaN) : NaN;
+  const lost = healthy
+    ? await missingIds(healthy.leader.pgPort, [...probe.ackedIds]).then(
+        (ids) => ids.length,
+        () => NaN,
+      )
+    : NaN;
   return {
     scope: cluster.scope,
     leaderBefore: leaderBefore.name,

@@ -65,7 +65,8 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
   const { leader } = await waitHealthy(cluster, 180_000);
   const others = cluster.nodes.filter((n) => n !== leader);
   const key = await readLeaderKey(cluster.etcdEndpoint, cluster.scope);
-  if (!key || key.holder !== leader.name) throw new Error(`${cluster.label}: leader key ${JSON.stringify(key)} is not ${leader.name}`);
+  if (!key || key.holder !== leader.name)
+    throw new Error(`${cluster.label}: leader key ${JSON.stringify(key)} is not ${leader.name}`);
   const probe = new WriteProbe(cluster.nodes.map((n) => n.pgPort));
   probe.start(ttl * 1000 + 120_000);
   // A client that keeps writing to the old leader alone: any write it gets acknowledged after the new primary is up is split brain.
@@ -74,7 +75,8 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
   let killed = false;
   let frozen = false;
   try {
-    if ((await probe.waitForAckAfter(now(), 10_000)) === null) throw new Error(`${cluster.label}: the write client cannot write`);
+    if ((await probe.waitForAckAfter(now(), 10_000)) === null)
+      throw new Error(`${cluster.label}: the write client cannot write`);
     const jitterMs = Math.random() * loopWait * 1000;
     await sleep(jitterMs);
     const postmaster = leader.postmasterPid();
@@ -128,7 +130,10 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
     }
     const healthy = await waitHealthy(cluster, 180_000, winner.node);
     const acknowledged = [...probe.ackedIds, ...oldLeaderProbe.ackedIds];
-    const lostWrites = await missingIds(healthy.leader.pgPort, acknowledged).then((ids) => ids.length, () => NaN);
+    const lostWrites = await missingIds(healthy.leader.pgPort, acknowledged).then(
+      (ids) => ids.length,
+      () => NaN,
+    );
 
     const rel = (t: number) => t - t0;
     const run: FailoverRun = {
@@ -190,12 +195,18 @@ function leaseRelative(lease: LeaseAnalysis, t0: number): FailoverRun['lease'] {
  * event log, so its log line `promoted self to leader by acquiring session lock` (written right after
  * it took the lock and started the promotion) stands for both.
  */
-async function newLeaderRecord(cluster: BenchCluster, winner: BenchNode, t0: number): Promise<{ acquired: number; promoted: number; source: string }> {
+async function newLeaderRecord(
+  cluster: BenchCluster,
+  winner: BenchNode,
+  t0: number,
+): Promise<{ acquired: number; promoted: number; source: string }> {
   if (cluster.kind === 'stator') {
     // The recorder flushes its queue to etcd asynchronously: give it a moment.
     const found = await pollUntil(
       async () => {
-        const events = (await readStatorEvents(cluster.etcdEndpoint, cluster.scope)).filter((e) => e.node === winner.name && Date.parse(e.at) >= t0);
+        const events = (await readStatorEvents(cluster.etcdEndpoint, cluster.scope)).filter(
+          (e) => e.node === winner.name && Date.parse(e.at) >= t0,
+        );
         const acquired = events.find((e) => e.type === 'leader.acquired');
         const promoted = events.find((e) => e.type === 'leader.promoted');
         return acquired && promoted ? { acquired: Date.parse(acquired.at), promoted: Date.parse(promoted.at) } : null;
@@ -203,13 +214,17 @@ async function newLeaderRecord(cluster: BenchCluster, winner: BenchNode, t0: num
       5000,
       200,
     );
-    return found ? { ...found, source: 'event log' } : { acquired: NaN, promoted: NaN, source: 'event log (not found)' };
+    return found
+      ? { ...found, source: 'event log' }
+      : { acquired: NaN, promoted: NaN, source: 'event log (not found)' };
   }
   const line = readFileSync(winner.logPath, 'utf8')
     .split('\n')
     .map((l) => ({ l, at: patroniLogTime(l) }))
     .find((x) => x.at >= t0 - 1 && /acquiring session lock/.test(x.l));
-  return line ? { acquired: line.at, promoted: line.at, source: 'Patroni log' } : { acquired: NaN, promoted: NaN, source: 'Patroni log (not found)' };
+  return line
+    ? { acquired: line.at, promoted: line.at, source: 'Patroni log' }
+    : { acquired: NaN, promoted: NaN, source: 'Patroni log (not found)' };
 }
 
 /** `2026-11-21 05:33:20,007 INFO: ...` (local time) → epoch ms, NaN when the line has no such stamp. */

@@ -56,10 +56,15 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
     const mute = plans.filter((_plan, i) => ready[i] === null).map((plan) => plan.cluster.scope);
     if (mute.length) throw new Error(`the write client cannot write to ${mute.join(', ')}`);
     const t0 = now();
-    const runs = await Promise.all(plans.map((plan) => switchOne(plan.cluster, plan.leader, plan.candidate, plan.probe, t0)));
+    const runs = await Promise.all(
+      plans.map((plan) => switchOne(plan.cluster, plan.leader, plan.candidate, plan.probe, t0)),
+    );
     const allHealthyMs = now() - t0;
     const succeeded = runs.filter((run) => !run.failure);
-    const slowest = succeeded.reduce<StormClusterRun | null>((worst, run) => (!worst || run.gapMs > worst.gapMs ? run : worst), null);
+    const slowest = succeeded.reduce<StormClusterRun | null>(
+      (worst, run) => (!worst || run.gapMs > worst.gapMs ? run : worst),
+      null,
+    );
     const storm: SwitchoverStorm = {
       clusters: clusters.length,
       failed: runs.length - succeeded.length,
@@ -80,22 +85,43 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
   }
 }
 
-async function switchOne(cluster: BenchCluster, leader: BenchNode, candidate: BenchNode, probe: WriteProbe, t0: number): Promise<StormClusterRun> {
-  const answer = await httpPost(`${leader.apiUrl}/switchover`, { leader: leader.name, candidate: candidate.name }, POST_TIMEOUT_MS);
-  let failure: string | undefined = answer.status === 200 ? undefined : `POST /switchover answered ${answer.status || 'nothing'}: ${answer.text.slice(0, 120)}`;
+async function switchOne(
+  cluster: BenchCluster,
+  leader: BenchNode,
+  candidate: BenchNode,
+  probe: WriteProbe,
+  t0: number,
+): Promise<StormClusterRun> {
+  const answer = await httpPost(
+    `${leader.apiUrl}/switchover`,
+    { leader: leader.name, candidate: candidate.name },
+    POST_TIMEOUT_MS,
+  );
+  let failure: string | undefined =
+    answer.status === 200
+      ? undefined
+      : `POST /switchover answered ${answer.status || 'nothing'}: ${answer.text.slice(0, 120)}`;
   // Whatever the answer, the cluster must be healthy again before the next scenario: under the candidate, or any leader.
   let newLeader: BenchNode | null;
   try {
     newLeader = (await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, failure ? undefined : candidate)).leader;
   } catch {
     failure ??= `${candidate.name} not the healthy leader within ${HEALTHY_TIMEOUT_MS / 1000} s`;
-    newLeader = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS).then((h) => h.leader, () => null);
+    newLeader = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS).then(
+      (h) => h.leader,
+      () => null,
+    );
   }
   const settled = now();
   await probe.waitForAckAfter(settled, 5000);
   await sleep(200);
   const writes = probe.gapAround(t0);
-  const lost = newLeader ? await missingIds(newLeader.pgPort, [...probe.ackedIds]).then((ids) => ids.length, () => NaN) : NaN;
+  const lost = newLeader
+    ? await missingIds(newLeader.pgPort, [...probe.ackedIds]).then(
+        (ids) => ids.length,
+        () => NaN,
+      )
+    : NaN;
   return {
     scope: cluster.scope,
     from: leader.name,

@@ -40,7 +40,9 @@ export interface CpuReading {
 
 /** Scenario 5b: CPU seconds of every agent over `seconds` of idle time, every cluster at once, scaled to one minute. */
 export async function idleCpu(clusters: BenchCluster[], seconds: number): Promise<CpuReading[]> {
-  const pids = clusters.flatMap((c) => c.nodes.map((n) => ({ kind: c.kind, node: n.name, agent: n.agentPid(), helper: n.helperPids()[0] ?? null })));
+  const pids = clusters.flatMap((c) =>
+    c.nodes.map((n) => ({ kind: c.kind, node: n.name, agent: n.agentPid(), helper: n.helperPids()[0] ?? null })),
+  );
   const before = pids.map((p) => ({
     agent: p.agent ? cpuSeconds(p.agent) : null,
     main: p.agent ? cpuSeconds(p.agent, true) : null,
@@ -87,12 +89,18 @@ export function moduleCosts(repoRoot: string): ModuleCost[] {
   const lightly = JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'));
   const steps: [string, string][] = [
     ['node itself (empty script)', ''],
-    ['@nestjs/common (with rxjs, reflect-metadata), pg: as the agent loads them', `require(${lightly}); require('pg');`],
+    [
+      '@nestjs/common (with rxjs, reflect-metadata), pg: as the agent loads them',
+      `require(${lightly}); require('pg');`,
+    ],
     ['@nestjs/core', "require('@nestjs/core');"],
     ['@nestjs/platform-fastify (fastify)', "require('@nestjs/platform-fastify');"],
     ['xstate', "require('xstate');"],
     ['yaml', "require('yaml');"],
-    ['Stator itself (dist/src/cli/main.js, not started)', `require(${JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'main.js'))});`],
+    [
+      'Stator itself (dist/src/cli/main.js, not started)',
+      `require(${JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'main.js'))});`,
+    ],
   ];
   const script = `
     const out = [];
@@ -101,7 +109,10 @@ export function moduleCosts(repoRoot: string): ModuleCost[] {
     process.stdout.write(JSON.stringify(out));
   `;
   try {
-    const output = execFileSync(process.execPath, ['--expose-gc', '-e', script], { cwd: repoRoot, timeout: 60_000 }).toString();
+    const output = execFileSync(process.execPath, ['--expose-gc', '-e', script], {
+      cwd: repoRoot,
+      timeout: 60_000,
+    }).toString();
     const rows = JSON.parse(output) as { what: string; rss: number; heapUsed: number }[];
     const MiB = 1024 * 1024;
     return rows.map((r, i) => ({

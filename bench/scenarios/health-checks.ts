@@ -29,7 +29,11 @@ export interface HealthCheckRun {
 }
 
 /** Scenario 1: wrk on each endpoint, Stator and Patroni alternately (the first of each pair alternates too). */
-export async function healthChecks(clusters: BenchCluster[], seconds: number, afterFirstTarget?: () => Promise<void>): Promise<HealthCheckRun[]> {
+export async function healthChecks(
+  clusters: BenchCluster[],
+  seconds: number,
+  afterFirstTarget?: () => Promise<void>,
+): Promise<HealthCheckRun[]> {
   const runs: HealthCheckRun[] = [];
   for (const [index, target] of HEALTH_TARGETS.entries()) {
     if (index === 1 && afterFirstTarget) await afterFirstTarget();

@@ -22,7 +22,11 @@ export interface SideBySideRun {
  * `wrk -t2 -c16` on the leader's `/primary` of each cluster in turn, `pairs` times, the order
  * alternating (A B, B A, A B...), so that a change in the machine's load falls on both sides.
  */
-export async function healthSideBySide(clusters: { variant: string; cluster: BenchCluster }[], pairs: number, seconds: number): Promise<SideBySideRun[]> {
+export async function healthSideBySide(
+  clusters: { variant: string; cluster: BenchCluster }[],
+  pairs: number,
+  seconds: number,
+): Promise<SideBySideRun[]> {
   const runs: SideBySideRun[] = [];
   for (let pair = 0; pair < pairs; pair++) {
     const order = pair % 2 === 0 ? clusters : [...clusters].reverse();
@@ -49,16 +53,26 @@ export function renderSideBySide(runs: SideBySideRun[], seconds: number): string
   const variants = [...new Set(runs.map((r) => r.variant))];
   const text = (values: number[], digits = 0) => spreadText(spread(values), digits);
   const first = variants[0];
-  const rps = (variant: string) => spread(runs.filter((r) => r.variant === variant).map((r) => r.result.requestsPerSecond)).median;
+  const rps = (variant: string) =>
+    spread(runs.filter((r) => r.variant === variant).map((r) => r.result.requestsPerSecond)).median;
   const rows = variants.map((variant) => {
     const mine = runs.filter((r) => r.variant === variant);
     return [
       variant,
       text(mine.map((r) => r.result.requestsPerSecond)),
       variant === first ? '1' : ratio(rps(variant), rps(first)),
-      text(mine.map((r) => r.result.p50Ms), 2),
-      text(mine.map((r) => r.result.p99Ms), 2),
-      text(mine.map((r) => (r.leaderRssKiB ?? NaN) / 1024), 1),
+      text(
+        mine.map((r) => r.result.p50Ms),
+        2,
+      ),
+      text(
+        mine.map((r) => r.result.p99Ms),
+        2,
+      ),
+      text(
+        mine.map((r) => (r.leaderRssKiB ?? NaN) / 1024),
+        1,
+      ),
     ];
   });
   const detail = runs.map(

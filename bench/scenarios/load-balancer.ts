@@ -64,19 +64,30 @@ async function settled(target: LbTarget, leader: BenchNode): Promise<void> {
         if (!replicas.has(read.port)) return false;
         seen.add(read.port);
       }
-      const [write] = await query<{ port: number }>(target.haproxy.primaryPort, 'SELECT inet_server_port() AS port WHERE NOT pg_is_in_recovery()');
+      const [write] = await query<{ port: number }>(
+        target.haproxy.primaryPort,
+        'SELECT inet_server_port() AS port WHERE NOT pg_is_in_recovery()',
+      );
       return write?.port === leader.pgPort && seen.size === replicas.size;
     },
     60_000,
     500,
   );
-  if (!ok) throw new Error(`${target.cluster.label}: HAProxy (${target.haproxy.flavour}) did not settle on the cluster's roles within 60 s`);
+  if (!ok)
+    throw new Error(
+      `${target.cluster.label}: HAProxy (${target.haproxy.flavour}) did not settle on the cluster's roles within 60 s`,
+    );
 }
 
 async function prepare(target: LbTarget, tag: string): Promise<{ leader: BenchNode; traffic: LbTraffic }> {
   const { leader } = await waitHealthy(target.cluster, 120_000);
   await settled(target, leader);
-  const traffic = new LbTraffic(target.pgbouncerPort ?? target.haproxy.primaryPort, target.haproxy.replicaPort, tag, target.pgbouncerPort !== undefined);
+  const traffic = new LbTraffic(
+    target.pgbouncerPort ?? target.haproxy.primaryPort,
+    target.haproxy.replicaPort,
+    tag,
+    target.pgbouncerPort !== undefined,
+  );
   if ((await traffic.waitForAck(now(), leader.pgPort, 10_000)) === null) {
     await traffic.stop();
     throw new Error(`${target.cluster.label}: no write through ${target.pgbouncerPort ? 'PgBouncer and ' : ''}HAProxy`);
@@ -88,21 +99,34 @@ async function prepare(target: LbTarget, tag: string): Promise<{ leader: BenchNo
 /** A planned switchover (POST /switchover {leader, candidate}) with a writer and a reader through HAProxy. */
 export async function lbSwitchover(target: LbTarget, index: number): Promise<LbRun> {
   const { cluster } = target;
-  const { leader, traffic } = await prepare(target, `${cluster.kind}-${target.haproxy.flavour}-so-${index}-${Date.now()}`);
+  const { leader, traffic } = await prepare(
+    target,
+    `${cluster.kind}-${target.haproxy.flavour}-so-${index}-${Date.now()}`,
+  );
   const replicas = cluster.nodes.filter((n) => n !== leader);
   const candidate = replicas[index % replicas.length];
   try {
     const loadBefore = loadAverage();
     const t0 = now();
     const post = httpPost(`${leader.apiUrl}/switchover`, { leader: leader.name, candidate: candidate.name }, 60_000);
-    const primaryAt = pollUntil(async () => ((await httpCode(`${candidate.apiUrl}/primary`, 500)) === 200 ? now() : null), 60_000, 20);
+    const primaryAt = pollUntil(
+      async () => ((await httpCode(`${candidate.apiUrl}/primary`, 500)) === 200 ? now() : null),
+      60_000,
+      20,
+    );
     const answer = await post;
     if (answer.status !== 200) throw new Error(`${cluster.label}: switchover answered ${answer.status} ${answer.text}`);
     const first = await traffic.waitForAck(t0, candidate.pgPort, 60_000);
     const healthy = await waitHealthy(cluster, 120_000, candidate);
     await sleep(300);
     await traffic.stop();
-    return await finish(target, 'switchover', leader, candidate, traffic, t0, { primaryAt: await primaryAt, first, loadBefore, rejoinMs: NaN, until: healthy.at });
+    return await finish(target, 'switchover', leader, candidate, traffic, t0, {
+      primaryAt: await primaryAt,
+      first,
+      loadBefore,
+      rejoinMs: NaN,
+      until: healthy.at,
+    });
   } finally {
     await traffic.stop();
   }
@@ -111,14 +135,18 @@ export async function lbSwitchover(target: LbTarget, index: number): Promise<LbR
 /** kill -9 of the leader's agent and postmaster with a writer and a reader through HAProxy; then the agent is started again. */
 export async function lbFailover(target: LbTarget, index: number): Promise<LbRun> {
   const { cluster } = target;
-  const { leader, traffic } = await prepare(target, `${cluster.kind}-${target.haproxy.flavour}-fo-${index}-${Date.now()}`);
+  const { leader, traffic } = await prepare(
+    target,
+    `${cluster.kind}-${target.haproxy.flavour}-fo-${index}-${Date.now()}`,
+  );
   const others = cluster.nodes.filter((n) => n !== leader);
   let killed = false;
   try {
     // A random moment of the HA loop, as the failover scenario does.
     await sleep(Math.random() * cluster.timing.loopWait * 1000);
     const postmaster = leader.postmasterPid();
-    if (!postmaster || !leader.agentPid()) throw new Error(`${cluster.label}: ${leader.name} has no agent or postmaster PID`);
+    if (!postmaster || !leader.agentPid())
+      throw new Error(`${cluster.label}: ${leader.name} has no agent or postmaster PID`);
     const loadBefore = loadAverage();
     const t0 = now();
     killed = true;
@@ -143,7 +171,13 @@ export async function lbFailover(target: LbTarget, index: number): Promise<LbRun
     leader.startAgent();
     killed = false;
     const healthy = await waitHealthy(cluster, 180_000, winner.node);
-    return await finish(target, 'failover', leader, winner.node, traffic, t0, { primaryAt: winner.at, first, loadBefore, rejoinMs: healthy.at - restarted, until: healthy.at });
+    return await finish(target, 'failover', leader, winner.node, traffic, t0, {
+      primaryAt: winner.at,
+      first,
+      loadBefore,
+      rejoinMs: healthy.at - restarted,
+      until: healthy.at,
+    });
   } finally {
     await traffic.stop();
     // A failed run must not leave the cluster a node short for the next ones.
@@ -164,7 +198,10 @@ async function finish(
   at: { primaryAt: number | null; first: { at: number } | null; loadBefore: string; rejoinMs: number; until: number },
 ): Promise<LbRun> {
   const { cluster } = target;
-  const present = await presentTags(to.pgPort, traffic.acked.map((w) => w.tag));
+  const present = await presentTags(
+    to.pgPort,
+    traffic.acked.map((w) => w.tag),
+  );
   const portName = new Map(cluster.nodes.map((n) => [n.pgPort, n.name]));
   const gap = traffic.gapFrom(t0);
   const run: LbRun = {
@@ -204,7 +241,11 @@ async function statorMoments(cluster: BenchCluster, from: number, until: number)
     const events = await readStatorEvents(cluster.etcdEndpoint, cluster.scope);
     return events
       .filter((e) => Date.parse(e.at) >= from - 1 && Date.parse(e.at) <= until)
-      .filter((e) => e.type.startsWith('load_balancer.') || ['leader.acquired', 'leader.released', 'leader.promoted'].includes(e.type))
+      .filter(
+        (e) =>
+          e.type.startsWith('load_balancer.') ||
+          ['leader.acquired', 'leader.released', 'leader.promoted'].includes(e.type),
+      )
       .map((e) => `+${Math.round(Date.parse(e.at) - from)} ms ${e.node} ${e.type} (${e.cause})`);
   } catch (error) {
     return [`event log not readable: ${(error as Error).message}`];

@@ -25,7 +25,8 @@ export async function pgCrash(cluster: BenchCluster): Promise<PgCrashRun> {
   const probe = new WriteProbe(cluster.nodes.map((n) => n.pgPort));
   probe.start(120_000);
   try {
-    if ((await probe.waitForAckAfter(now(), 10_000)) === null) throw new Error(`${cluster.label}: the write client cannot write`);
+    if ((await probe.waitForAckAfter(now(), 10_000)) === null)
+      throw new Error(`${cluster.label}: the write client cannot write`);
     await sleep(500 + Math.random() * 1000 * cluster.timing.loopWait);
     const loadBefore = loadAverage();
     const t0 = now();

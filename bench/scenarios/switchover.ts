@@ -36,13 +36,26 @@ export async function switchover(cluster: BenchCluster, runIndex: number): Promi
   const probe = new WriteProbe(cluster.nodes.map((n) => n.pgPort));
   probe.start(120_000);
   try {
-    if ((await probe.waitForAckAfter(now(), 10_000)) === null) throw new Error(`${cluster.label}: the write client cannot write`);
+    if ((await probe.waitForAckAfter(now(), 10_000)) === null)
+      throw new Error(`${cluster.label}: the write client cannot write`);
     await sleep(500);
     const loadBefore = loadAverage();
     const t0 = now();
-    const post = httpPost(`${leader.apiUrl}/switchover`, { leader: leader.name, candidate: candidate.name }, 60_000).then((r) => ({ ...r, at: now() }));
-    const primaryAt = pollUntil(async () => ((await httpCode(`${candidate.apiUrl}/primary`, 500)) === 200 ? now() : null), 60_000, 20);
-    const streamingAt = pollUntil(async () => ((await streamingReplicas(candidate.pgPort)).includes(leader.name) ? now() : null), 90_000, 50);
+    const post = httpPost(
+      `${leader.apiUrl}/switchover`,
+      { leader: leader.name, candidate: candidate.name },
+      60_000,
+    ).then((r) => ({ ...r, at: now() }));
+    const primaryAt = pollUntil(
+      async () => ((await httpCode(`${candidate.apiUrl}/primary`, 500)) === 200 ? now() : null),
+      60_000,
+      20,
+    );
+    const streamingAt = pollUntil(
+      async () => ((await streamingReplicas(candidate.pgPort)).includes(leader.name) ? now() : null),
+      90_000,
+      50,
+    );
     const healthyAt = waitHealthy(cluster, 120_000, candidate).then((h) => h.at);
     const [answer, primary, streaming, healthy] = await Promise.all([post, primaryAt, streamingAt, healthyAt]);
     await probe.waitForAckAfter(healthy, 5000);

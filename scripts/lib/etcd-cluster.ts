@@ -91,9 +91,18 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
   };
   const servingReads = (m: EtcdMember, i: number) =>
     Promise.race([
-      waitFor(readinessProbe(m.endpoint, undefined).probe, { timeoutMs: 20_000, description: `etcd member ${m.name} serving reads on ${m.endpoint}` }),
+      waitFor(readinessProbe(m.endpoint, undefined).probe, {
+        timeoutMs: 20_000,
+        description: `etcd member ${m.name} serving reads on ${m.endpoint}`,
+      }),
       new Promise<never>((_resolve, reject) =>
-        children[i].once('exit', (code, signal) => reject(new Error(`etcd member ${m.name} exited (${code ?? signal}) during start; see ${join(dir, m.name, 'etcd.log')}`))),
+        children[i].once('exit', (code, signal) =>
+          reject(
+            new Error(
+              `etcd member ${m.name} exited (${code ?? signal}) during start; see ${join(dir, m.name, 'etcd.log')}`,
+            ),
+          ),
+        ),
       ),
     ]);
   const members: EtcdMember[] = ports.map((p, i) => {
@@ -114,7 +123,8 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       },
       async restart() {
         const child = children[i];
-        if (child.exitCode === null && child.signalCode === null) throw new Error(`etcd member ${p.name} is running: kill it before restarting it`);
+        if (child.exitCode === null && child.signalCode === null)
+          throw new Error(`etcd member ${p.name} is running: kill it before restarting it`);
         spawnMember(p, i);
         await servingReads(member, i);
       },
@@ -160,7 +170,11 @@ async function leaderOf(members: EtcdMember[]): Promise<EtcdMember> {
   const statuses = await Promise.all(
     members.map(async (member) => {
       try {
-        const response = await fetch(`http://${member.endpoint}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+        const response = await fetch(`http://${member.endpoint}/v3/maintenance/status`, {
+          method: 'POST',
+          body: '{}',
+          signal: AbortSignal.timeout(1000),
+        });
         const status = (await response.json()) as { header?: { member_id?: string }; leader?: string };
         return { member, id: status.header?.member_id, leader: status.leader };
       } catch {

@@ -36,7 +36,11 @@ export interface EtcdHandle {
 /** SIGSTOP to `pid`; resolves once all its threads have stopped (see EtcdHandle.pause). */
 export async function freezeProcess(pid: number): Promise<void> {
   process.kill(pid, 'SIGSTOP');
-  await waitFor(() => everyThreadStopped(pid), { timeoutMs: 5000, intervalMs: 2, description: `every thread of process ${pid} stopped` });
+  await waitFor(() => everyThreadStopped(pid), {
+    timeoutMs: 5000,
+    intervalMs: 2,
+    description: `every thread of process ${pid} stopped`,
+  });
 }
 
 /** True once every thread of `pid` is in the stopped state (`T` in /proc/<pid>/task/<tid>/stat). */
@@ -101,7 +105,9 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHan
     '--election-timeout=500',
     '--pre-vote',
     '--log-level=warn',
-    ...(tls ? [`--cert-file=${tls.cert}`, `--key-file=${tls.key}`, `--trusted-ca-file=${tls.ca}`, '--client-cert-auth'] : []),
+    ...(tls
+      ? [`--cert-file=${tls.cert}`, `--key-file=${tls.key}`, `--trusted-ca-file=${tls.ca}`, '--client-cert-auth']
+      : []),
     ...(options.extraArgs ?? []),
   ];
   const endpoint = `127.0.0.1:${clientPort}`;
@@ -144,8 +150,13 @@ export async function startEtcd(options: StartEtcdOptions = {}): Promise<EtcdHan
  * Whether etcd serves reads: a linearizable read succeeds only once the member has elected itself
  * leader (it answers `/version` earlier). Over TLS, with the client certificate etcd demands.
  */
-export function readinessProbe(endpoint: string, tls: EtcdTlsFiles | undefined): { endpoint: string; probe: () => Promise<boolean> } {
-  const dispatcher = tls ? new Agent({ connect: { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) } }) : undefined;
+export function readinessProbe(
+  endpoint: string,
+  tls: EtcdTlsFiles | undefined,
+): { endpoint: string; probe: () => Promise<boolean> } {
+  const dispatcher = tls
+    ? new Agent({ connect: { ca: readFileSync(tls.ca), cert: readFileSync(tls.cert), key: readFileSync(tls.key) } })
+    : undefined;
   const probe = async () => {
     const response = await fetch(`${tls ? 'https' : 'http'}://${endpoint}/v3/kv/range`, {
       method: 'POST',
@@ -159,13 +170,19 @@ export function readinessProbe(endpoint: string, tls: EtcdTlsFiles | undefined):
   return { endpoint, probe };
 }
 
-async function launch(args: string[], logFile: string, ready: { endpoint: string; probe: () => Promise<boolean> }): Promise<ChildProcess> {
+async function launch(
+  args: string[],
+  logFile: string,
+  ready: { endpoint: string; probe: () => Promise<boolean> },
+): Promise<ChildProcess> {
   const log = openSync(logFile, 'a');
   const child = spawn(ETCD_BINARY, args, { stdio: ['ignore', log, log] });
   closeSync(log);
   running.add(child);
   const exited = new Promise<never>((_resolve, reject) =>
-    child.once('exit', (code, signal) => reject(new Error(`etcd exited (${code ?? signal}) during start; see ${logFile}`))),
+    child.once('exit', (code, signal) =>
+      reject(new Error(`etcd exited (${code ?? signal}) during start; see ${logFile}`)),
+    ),
   );
   exited.catch(() => undefined);
   await Promise.race([

@@ -33,7 +33,9 @@ export interface HaproxyListeners {
  * (containers); HAProxy then starts anyway and resolves them as they appear.
  */
 export function haproxyConfig(backends: HaproxyBackend[], listen: HaproxyListeners, dns?: string): string {
-  const servers = backends.map((b) => `    server ${b.name} ${b.host}:${b.pgPort} maxconn 100 check port ${b.apiPort}`).join('\n');
+  const servers = backends
+    .map((b) => `    server ${b.name} ${b.host}:${b.pgPort} maxconn 100 check port ${b.apiPort}`)
+    .join('\n');
   const resolution = dns ? ' resolvers dns init-addr last,libc,none' : '';
   const checked = (path: string, fallRise: string) =>
     [

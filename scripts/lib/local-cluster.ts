@@ -63,7 +63,9 @@ export class LocalCluster {
 
   /** The names of the nodes whose API says they run as primary with the lock (`/primary` 200). */
   async primaries(): Promise<string[]> {
-    const answers = await Promise.all(this.nodes.map(async (node) => ((await node.healthCode('/primary')) === 200 ? node.name : null)));
+    const answers = await Promise.all(
+      this.nodes.map(async (node) => ((await node.healthCode('/primary')) === 200 ? node.name : null)),
+    );
     return answers.filter((name): name is string => name !== null);
   }
 
@@ -89,7 +91,12 @@ export class LocalCluster {
     // Streaming on the leader's timeline: a replica whose WAL forked off it may report `streaming` for a moment.
     const streaming = async (node: LocalNode, timeline: unknown) => {
       const status = await node.status();
-      return status?.state === 'running' && status.role === 'replica' && status.replication_state === 'streaming' && status.timeline === timeline;
+      return (
+        status?.state === 'running' &&
+        status.role === 'replica' &&
+        status.replication_state === 'streaming' &&
+        status.timeline === timeline
+      );
     };
     let leader: LocalNode | null = null;
     try {
@@ -207,7 +214,12 @@ export class LocalNode {
     const [command, ...args] = [...prefix, ...agent, this.configPath];
     this.child = spawn(command, args, {
       stdio: ['ignore', this.options.echo ? 'pipe' : log, this.options.echo ? 'pipe' : log],
-      env: { ...process.env, ...AGENT_ENVIRONMENT, ...this.options.agentEnv, ...this.options.agentEnvFor?.(this.index) },
+      env: {
+        ...process.env,
+        ...AGENT_ENVIRONMENT,
+        ...this.options.agentEnv,
+        ...this.options.agentEnvFor?.(this.index),
+      },
     });
     if (this.options.echo) {
       const prefix = `[${this.name}] `;
@@ -271,14 +283,17 @@ export class LocalNode {
       if (pid && isAlive(pid)) process.kill(pid, 'SIGKILL');
     }
     await this.killAgent();
-    const survivors = () => [postmaster, fence, ...backends].filter((pid): pid is number => pid !== null && isRunningProcess(pid));
+    const survivors = () =>
+      [postmaster, fence, ...backends].filter((pid): pid is number => pid !== null && isRunningProcess(pid));
     await waitFor(() => survivors().length === 0, { timeoutMs: 5000, description: `${this.name}'s processes gone` });
   }
 
   /** The last `count` log lines of the agent that are not routine (`no action`, `in progress`). */
   lastVerdicts(count: number): string[] {
     if (!existsSync(this.logPath)) return [];
-    const lines = readFileSync(this.logPath, 'utf8').split('\n').filter((line) => line && !/no action\.|in progress$/.test(line));
+    const lines = readFileSync(this.logPath, 'utf8')
+      .split('\n')
+      .filter((line) => line && !/no action\.|in progress$/.test(line));
     return lines.slice(-count);
   }
 
@@ -338,7 +353,6 @@ export class LocalNode {
     clearTimeout(timer);
   }
 }
-
 
 function findRepoRoot(from: string): string {
   for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {

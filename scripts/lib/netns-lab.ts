@@ -6,7 +6,9 @@ import { NodeNetwork } from './local-cluster';
 import { waitFor } from './wait-for';
 
 /** The latency helper, beside this file in the source tree (also when this file runs from `dist/`). */
-const DELAYER = [join(__dirname, 'nfqueue-delay.py'), join(__dirname, '../../../scripts/lib/nfqueue-delay.py')].find(existsSync)!;
+const DELAYER = [join(__dirname, 'nfqueue-delay.py'), join(__dirname, '../../../scripts/lib/nfqueue-delay.py')].find(
+  existsSync,
+)!;
 const DELAYER_QUEUE = 7;
 /** The iptables target that hands a packet to the delayer (--queue-bypass: should it die, packets pass instead of being dropped). */
 export const QUEUE_TO_DELAYER = ['-j', 'NFQUEUE', '--queue-num', String(DELAYER_QUEUE), '--queue-bypass'];
@@ -48,7 +50,9 @@ export class NetnsLab {
   private readonly delayers = new Map<number, ChildProcess>();
 
   private constructor(private readonly dir: string) {
-    this.id = `sl${Math.floor(Math.random() * 0xffff).toString(16).padStart(4, '0')}`;
+    this.id = `sl${Math.floor(Math.random() * 0xffff)
+      .toString(16)
+      .padStart(4, '0')}`;
     this.bridge = `${this.id}br`;
   }
 
@@ -84,7 +88,9 @@ export class NetnsLab {
       .map((line) => line.split(' ')[0])
       .filter((name) => /^sl[0-9a-f]{4}-[en]\d+$/.test(name));
     for (const namespace of names) {
-      for (const pid of execFileSync('ip', ['netns', 'pids', namespace], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
+      for (const pid of execFileSync('ip', ['netns', 'pids', namespace], { encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean)) {
         try {
           process.kill(Number(pid), 'SIGKILL');
         } catch {
@@ -169,12 +175,17 @@ export class NetnsLab {
       `add rule inet lossy ${hook} ${direction} "eth0" numgen random mod 100 < ${percent} drop`,
     ];
     const script = ['add table inet lossy', ...rule('input', 'iifname'), ...rule('output', 'oifname')].join('\n');
-    execFileSync('ip', ['netns', 'exec', namespace, 'nft', '-f', '-'], { input: script, stdio: ['pipe', 'ignore', 'pipe'] });
+    execFileSync('ip', ['netns', 'exec', namespace, 'nft', '-f', '-'], {
+      input: script,
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
   }
 
   /** Ends `loseOnNode`. */
   stopLosingOnNode(index: number): void {
-    execFileSync('ip', ['netns', 'exec', `${this.id}-n${index}`, 'nft', 'delete', 'table', 'inet', 'lossy'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('ip', ['netns', 'exec', `${this.id}-n${index}`, 'nft', 'delete', 'table', 'inet', 'lossy'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
   }
 
   /**
@@ -203,7 +214,9 @@ export class NetnsLab {
   }
 
   private iptables(namespace: string, ...args: string[]): void {
-    execFileSync('ip', ['netns', 'exec', namespace, 'iptables', '-t', 'mangle', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('ip', ['netns', 'exec', namespace, 'iptables', '-t', 'mangle', ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
   }
 
   /** Cuts etcd member `member` off the cluster network. */
@@ -217,7 +230,10 @@ export class NetnsLab {
 
   /** A 3-member etcd cluster, one member per namespace; resolves once it serves reads. */
   async startEtcd(members = 3): Promise<EtcdHandle> {
-    const peers = Array.from({ length: members }, (_, i) => `e${i + 1}=http://${NetnsLab.etcdAddress(i + 1)}:2380`).join(',');
+    const peers = Array.from(
+      { length: members },
+      (_, i) => `e${i + 1}=http://${NetnsLab.etcdAddress(i + 1)}:2380`,
+    ).join(',');
     for (let member = 1; member <= members; member++) {
       const namespace = this.host(`e${member}`, NetnsLab.etcdAddress(member));
       const address = NetnsLab.etcdAddress(member);
@@ -225,7 +241,10 @@ export class NetnsLab {
       const child = spawn(
         'ip',
         [
-          'netns', 'exec', namespace, process.env.ETCD_BINARY ?? '/usr/bin/etcd',
+          'netns',
+          'exec',
+          namespace,
+          process.env.ETCD_BINARY ?? '/usr/bin/etcd',
           `--name=e${member}`,
           `--data-dir=${join(this.dir, `etcd${member}`)}`,
           `--listen-client-urls=http://${address}:2379`,
@@ -246,9 +265,13 @@ export class NetnsLab {
       this.etcdChildren.push(child);
     }
     const endpoint = `${NetnsLab.etcdAddress(1)}:2379`;
-    await waitFor(() => this.etcdServes(endpoint), { timeoutMs: 20_000, description: `etcd cluster serving on ${endpoint}` });
+    await waitFor(() => this.etcdServes(endpoint), {
+      timeoutMs: 20_000,
+      description: `etcd cluster serving on ${endpoint}`,
+    });
     const children = this.etcdChildren;
-    const signalAll = (signal: NodeJS.Signals) => children.forEach((child) => child.pid && process.kill(child.pid, signal));
+    const signalAll = (signal: NodeJS.Signals) =>
+      children.forEach((child) => child.pid && process.kill(child.pid, signal));
     return {
       endpoint,
       clientPort: 2379,

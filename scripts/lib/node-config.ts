@@ -21,7 +21,11 @@ export function nodeConfig(node: ConfiguredNode, o: LocalClusterOptions): Record
     scope: node.scope,
     namespace: o.namespace ?? '/service',
     name: node.name,
-    restapi: { listen: `${listenHost}:${node.apiPort}`, connect_address: `${connectHost}:${node.apiPort}`, ...o.restapi },
+    restapi: {
+      listen: `${listenHost}:${node.apiPort}`,
+      connect_address: `${connectHost}:${node.apiPort}`,
+      ...o.restapi,
+    },
     etcd3: { hosts: o.network?.etcdHosts ?? [node.etcdEndpoint], ...o.etcd3 },
     bootstrap: {
       dcs: {
@@ -79,6 +83,11 @@ export function addClusterDefaults(defaults: AddedClusterDefaults): void {
 /** `bootstrap.dcs.postgresql`: a caller's keys and parameters merged over the small defaults every test cluster runs with. */
 function withDefaultPostgresql(given: unknown): Record<string, unknown> {
   const extra = (given ?? {}) as Record<string, unknown>;
-  const parameters = { max_connections: 50, shared_buffers: '32MB', ...added.parameters, ...(extra.parameters as Record<string, unknown> | undefined) };
+  const parameters = {
+    max_connections: 50,
+    shared_buffers: '32MB',
+    ...added.parameters,
+    ...(extra.parameters as Record<string, unknown> | undefined),
+  };
   return { use_pg_rewind: true, use_slots: true, ...extra, parameters };
 }

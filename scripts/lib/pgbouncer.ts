@@ -47,7 +47,8 @@ export function localPgbouncerIni(shipped: string, local: PgbouncerLocal): strin
     const match = /^(\S+) = /.exec(line);
     if (!match || !lines[i - 1]?.startsWith('; local')) return line;
     const value = values[match[1]];
-    if (value === undefined) throw new Error(`deploy/pgbouncer.ini: "${match[1]}" is marked local but has no local value`);
+    if (value === undefined)
+      throw new Error(`deploy/pgbouncer.ini: "${match[1]}" is marked local but has no local value`);
     replaced.add(match[1]);
     return `${match[1]} = ${value}`;
   });
@@ -68,15 +69,21 @@ export class LocalPgbouncer {
     writeFileSync(ini, localPgbouncerIni(shippedPgbouncerIni(), local));
     writeFileSync(join(local.dir, 'userlist.txt'), `"${local.user}" "${local.password}"\n`, { mode: 0o600 });
     const owner = osUser();
-    if (owner) for (const path of [local.dir, ini, join(local.dir, 'userlist.txt')]) chownSync(path, owner.uid, owner.gid);
+    if (owner)
+      for (const path of [local.dir, ini, join(local.dir, 'userlist.txt')]) chownSync(path, owner.uid, owner.gid);
     const child = spawn(PGBOUNCER_BINARY, [ini], { stdio: 'ignore', ...(owner ?? {}) });
-    const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`pgbouncer exited (${code}); see ${local.dir}/pgbouncer.log`))));
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code) => reject(new Error(`pgbouncer exited (${code}); see ${local.dir}/pgbouncer.log`))),
+    );
     exited.catch(() => undefined);
     const bouncer = new LocalPgbouncer(child, local.listenPort, local.dir);
     try {
       await Promise.race([
         exited,
-        waitFor(() => readFileSync(join(local.dir, 'pgbouncer.log'), 'utf8').includes('process up'), { timeoutMs: 10_000, description: 'pgbouncer listening' }),
+        waitFor(() => readFileSync(join(local.dir, 'pgbouncer.log'), 'utf8').includes('process up'), {
+          timeoutMs: 10_000,
+          description: 'pgbouncer listening',
+        }),
       ]);
     } catch (error) {
       await bouncer.stop(); // a PgBouncer that never came up must not outlive the caller

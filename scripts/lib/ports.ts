@@ -39,7 +39,10 @@ function wholeRange(): { low: number; high: number } {
   // Several checkouts testing at once on one machine each take a range of their own.
   if (given && Number(given[1]) < Number(given[2])) return { low: Number(given[1]), high: Number(given[2]) };
   try {
-    const [ephemeralLow] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    const [ephemeralLow] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
     if (ephemeralLow > 12_000) return { low: 10_000, high: ephemeralLow - 1 };
   } catch {
     // Not Linux: fall back to the registered range, probed all the same.

@@ -36,7 +36,10 @@ export class SitesLab {
       const members = sites.flatMap((site) => site.etcd).length;
       const etcd = await lab.startEtcd(members);
       // The nodes' namespaces, before the delayers that run in them.
-      const network = { ...lab.network(etcd, sites.flatMap((site) => site.nodes).length), etcdHosts: lab.etcdHosts(members) };
+      const network = {
+        ...lab.network(etcd, sites.flatMap((site) => site.nodes).length),
+        etcdHosts: lab.etcdHosts(members),
+      };
       return new SitesLab(lab, sites, etcd, network);
     } catch (error) {
       lab.destroy();
@@ -69,14 +72,19 @@ export class SitesLab {
       `add rule inet sitecut output oifname "eth0" ip daddr { ${outside} } drop`,
     ].join('\n');
     for (const namespace of this.namespacesOf(name)) {
-      execFileSync('ip', ['netns', 'exec', namespace, 'nft', '-f', '-'], { input: script, stdio: ['pipe', 'ignore', 'pipe'] });
+      execFileSync('ip', ['netns', 'exec', namespace, 'nft', '-f', '-'], {
+        input: script,
+        stdio: ['pipe', 'ignore', 'pipe'],
+      });
     }
   }
 
   /** Ends `cutOff(name)`. */
   reconnect(name: string): void {
     for (const namespace of this.namespacesOf(name)) {
-      execFileSync('ip', ['netns', 'exec', namespace, 'nft', 'delete', 'table', 'inet', 'sitecut'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      execFileSync('ip', ['netns', 'exec', namespace, 'nft', 'delete', 'table', 'inet', 'sitecut'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
     }
   }
 
@@ -97,9 +105,27 @@ export class SitesLab {
         const delayer = startDelayer(namespace, ms);
         this.delayers.push(delayer);
         await delayerReady(delayer);
-        execFileSync('ip', ['netns', 'exec', namespace, 'iptables', '-t', 'mangle', '-A', 'OUTPUT', '-o', 'eth0', '-d', outside, ...QUEUE_TO_DELAYER], {
-          stdio: ['ignore', 'ignore', 'pipe'],
-        });
+        execFileSync(
+          'ip',
+          [
+            'netns',
+            'exec',
+            namespace,
+            'iptables',
+            '-t',
+            'mangle',
+            '-A',
+            'OUTPUT',
+            '-o',
+            'eth0',
+            '-d',
+            outside,
+            ...QUEUE_TO_DELAYER,
+          ],
+          {
+            stdio: ['ignore', 'ignore', 'pipe'],
+          },
+        );
       }
     }
   }
@@ -108,7 +134,9 @@ export class SitesLab {
   stopDelaying(): void {
     for (const site of this.sites) {
       for (const namespace of this.namespacesOf(site.name)) {
-        execFileSync('ip', ['netns', 'exec', namespace, 'iptables', '-t', 'mangle', '-F'], { stdio: ['ignore', 'ignore', 'pipe'] });
+        execFileSync('ip', ['netns', 'exec', namespace, 'iptables', '-t', 'mangle', '-F'], {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
       }
     }
     for (const delayer of this.delayers.splice(0)) delayer.kill('SIGTERM');
@@ -117,7 +145,10 @@ export class SitesLab {
   private namespacesOf(name: string): string[] {
     const site = this.sites.find((s) => s.name === name);
     if (!site) throw new Error(`no site ${name} in the lab`);
-    return [...site.etcd.map((member) => this.lab.namespaceOf(`e${member}`)), ...site.nodes.map((node) => this.lab.namespaceOf(`n${node}`))];
+    return [
+      ...site.etcd.map((member) => this.lab.namespaceOf(`e${member}`)),
+      ...site.nodes.map((node) => this.lab.namespaceOf(`n${node}`)),
+    ];
   }
 
   /** The cluster-network addresses of every other site's etcd members and nodes. */

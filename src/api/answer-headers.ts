@@ -7,7 +7,10 @@ import { PATRONI_REFERENCE_VERSION, STATOR_VERSION } from '../version';
  * `https_extra_headers` (merged over them, as the reference does), and the `Server` header `server_tokens` asks for.
  */
 export function answerHeaders(restapi: RestApiConfig, compat: StatorConfig['compat']): Record<string, string> {
-  const headers: Record<string, string> = { ...restapi.http_extra_headers, ...(restapi.certfile ? restapi.https_extra_headers : {}) };
+  const headers: Record<string, string> = {
+    ...restapi.http_extra_headers,
+    ...(restapi.certfile ? restapi.https_extra_headers : {}),
+  };
   const server = serverHeader(restapi.server_tokens ?? 'original', compat);
   if (server) headers.server = server;
   return headers;
@@ -18,7 +21,10 @@ export function answerHeaders(restapi: RestApiConfig, compat: StatorConfig['comp
  * Stator implements, as peers and tools read them). `original`: no Server header, Stator's behaviour before the
  * setting existed (the reference's original is Python's `BaseHTTP/0.6 Python/3.x`, which Stator is not).
  */
-export function serverHeader(tokens: NonNullable<RestApiConfig['server_tokens']>, compat: StatorConfig['compat']): string | null {
+export function serverHeader(
+  tokens: NonNullable<RestApiConfig['server_tokens']>,
+  compat: StatorConfig['compat'],
+): string | null {
   const [product, version] = compat === 'patroni' ? ['Patroni', PATRONI_REFERENCE_VERSION] : ['Stator', STATOR_VERSION];
   if (tokens === 'productonly') return product;
   if (tokens === 'minimal') return `${product}/${version}`;

@@ -31,7 +31,10 @@ export interface ApiModuleOptions {
 
 /** A fixed view has no fence and no event recorder behind it. */
 const NOTHING_BEHIND_THE_VIEW: NodeDiagnosticsSource = {
-  diagnostics: () => ({ fence: { connected: false, deadline: null }, eventQueue: { depth: 0, oldestAt: null, storeDownSince: null } }),
+  diagnostics: () => ({
+    fence: { connected: false, deadline: null },
+    eventQueue: { depth: 0, oldestAt: null, storeDownSince: null },
+  }),
 };
 
 /** The node's HTTP API. Controllers read the node view and never talk to PostgreSQL or etcd. */
@@ -50,7 +53,9 @@ export class ApiModule {
         OpenApiController,
       ],
       providers: [
-        options.source ? { provide: NODE_VIEW_SOURCE, useValue: options.source } : { provide: NODE_VIEW_SOURCE, useExisting: HaNode },
+        options.source
+          ? { provide: NODE_VIEW_SOURCE, useValue: options.source }
+          : { provide: NODE_VIEW_SOURCE, useExisting: HaNode },
         { provide: API_IDENTITY, useValue: options.identity },
         options.clock ? { provide: API_CLOCK, useValue: options.clock } : { provide: API_CLOCK, useExisting: CLOCK },
         HealthRoutes,

@@ -6,7 +6,14 @@ import { ClusterView, DynamicConfig, Member, MemberData } from '../dcs/dcs.port'
 export type ClusterMemberRole = 'leader' | 'standby_leader' | 'sync_standby' | 'quorum_standby' | 'replica';
 
 /** Member-key fields copied into the member object when present, in the reference's order. */
-const OPTIONAL_MEMBER_FIELDS = ['timeline', 'pending_restart', 'pending_restart_reason', 'scheduled_restart', 'tags', 'site'] as const;
+const OPTIONAL_MEMBER_FIELDS = [
+  'timeline',
+  'pending_restart',
+  'pending_restart_reason',
+  'scheduled_restart',
+  'tags',
+  'site',
+] as const;
 
 /** Non-leaders' positions: the member-key field, and the names of the position and lag in the member object. */
 const POSITIONS = [
@@ -54,7 +61,12 @@ export function synchronousRoleOf(cluster: ClusterView, memberName: string): 'sy
   return quorum ? 'quorum_standby' : 'sync_standby';
 }
 
-function memberRole(name: string, leaderName: string | null, cluster: ClusterView, config: DynamicConfig): ClusterMemberRole {
+function memberRole(
+  name: string,
+  leaderName: string | null,
+  cluster: ClusterView,
+  config: DynamicConfig,
+): ClusterMemberRole {
   if (name === leaderName) return isStandbyCluster(config) ? 'standby_leader' : 'leader';
   return synchronousRoleOf(cluster, name) ?? 'replica';
 }
@@ -134,11 +146,20 @@ function stringOr(value: unknown, fallback: string): string {
  * (`2023-09-24T10:36Z` → `2023-09-24T10:36:00+00:00`); text it cannot read is passed on unchanged.
  */
 export function pythonIsoformat(timestamp: string): string {
-  const match = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i.exec(timestamp.trim());
+  const match =
+    /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(?::(\d{2})(?:\.(\d{1,6}))?)?\s*(Z|[+-]\d{2}(?::?\d{2})?)?$/i.exec(
+      timestamp.trim(),
+    );
   if (!match) return timestamp;
   const [, date, minutes, seconds = '00', fraction, zone] = match;
   const micros = fraction && Number(fraction) !== 0 ? `.${fraction.padEnd(6, '0')}` : '';
   let offset = '';
-  if (zone) offset = zone.toUpperCase() === 'Z' ? '+00:00' : zone.length === 3 ? `${zone}:00` : zone.replace(/^([+-]\d{2}):?(\d{2})$/, '$1:$2');
+  if (zone)
+    offset =
+      zone.toUpperCase() === 'Z'
+        ? '+00:00'
+        : zone.length === 3
+          ? `${zone}:00`
+          : zone.replace(/^([+-]\d{2}):?(\d{2})$/, '$1:$2');
   return `${date}T${minutes}:${seconds}${micros}${offset}`;
 }

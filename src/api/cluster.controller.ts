@@ -18,7 +18,10 @@ import { clusterViewIsFresh } from './status-document';
  * (the reference's cache validity), is answered 503 rather than served as if it were current.
  * OPTIONS gives the code GET would give, without a body; HEAD is Fastify's, from GET.
  */
-const STALE_VIEW: [number, string] = [503, 'The node has not read the cluster from etcd yet, or its view is older than ttl.'];
+const STALE_VIEW: [number, string] = [
+  503,
+  'The node has not read the cluster from etcd yet, or its view is older than ttl.',
+];
 
 @ApiTags('cluster')
 @Controller()
@@ -43,7 +46,11 @@ export class ClusterController {
    */
   @Get('history')
   @ApiOperation({ summary: 'The timeline history (spec 4.5)' })
-  @JsonAnswer(200, 'The timeline history (spec 2.3): `[timeline, position, reason, created]` per switch.', HISTORY_SCHEMA as never)
+  @JsonAnswer(
+    200,
+    'The timeline history (spec 2.3): `[timeline, position, reason, created]` per switch.',
+    HISTORY_SCHEMA as never,
+  )
   @ErrorAnswers(STALE_VIEW)
   history(): unknown[] {
     const folded = this.eventLog?.projections().history ?? [];
@@ -71,11 +78,18 @@ export class ClusterController {
   /** The members a leader must reach to stay primary while the DCS is down; 502 as the reference when there is no such key. */
   @Get('failsafe')
   @ApiOperation({ summary: 'The failsafe key: members a leader must reach while etcd is down' })
-  @JsonAnswer(200, 'The members a failsafe leader must reach: member name to API URL.', { type: 'object', additionalProperties: { type: 'string' } })
+  @JsonAnswer(200, 'The members a failsafe leader must reach: member name to API URL.', {
+    type: 'object',
+    additionalProperties: { type: 'string' },
+  })
   @ErrorAnswers([502, 'Failsafe mode is not enabled (no failsafe key).'])
   failsafe(): Record<string, string> {
     const failsafe = this.state.view().cluster?.failsafe?.value;
-    if (!failsafe) throw new HttpException(errorBody(HttpStatus.BAD_GATEWAY, 'failsafe mode is not enabled (the DCS has no failsafe key)'), HttpStatus.BAD_GATEWAY);
+    if (!failsafe)
+      throw new HttpException(
+        errorBody(HttpStatus.BAD_GATEWAY, 'failsafe mode is not enabled (the DCS has no failsafe key)'),
+        HttpStatus.BAD_GATEWAY,
+      );
     return failsafe;
   }
 
@@ -85,7 +99,9 @@ export class ClusterController {
   @EmptyAnswer(502, '`/config`: etcd holds no configuration.')
   @EmptyAnswer(503, 'GET would answer 503.')
   options(@Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
-    const refusal = this.refusal() ?? (normalizePath(request.url) === '/config' && !this.state.view().cluster?.config ? missingConfig() : null);
+    const refusal =
+      this.refusal() ??
+      (normalizePath(request.url) === '/config' && !this.state.view().cluster?.config ? missingConfig() : null);
     void reply.code(refusal ? refusal.getStatus() : HttpStatus.OK).send();
   }
 
@@ -112,5 +128,8 @@ function unavailable(message: string): HttpException {
 
 /** The reference answers 502 when the `config` key is missing. */
 function missingConfig(): HttpException {
-  return new HttpException(errorBody(HttpStatus.BAD_GATEWAY, 'the DCS has no config key: the cluster is not initialized yet'), HttpStatus.BAD_GATEWAY);
+  return new HttpException(
+    errorBody(HttpStatus.BAD_GATEWAY, 'the DCS has no config key: the cluster is not initialized yet'),
+    HttpStatus.BAD_GATEWAY,
+  );
 }

@@ -53,7 +53,8 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
   const receiving = new Map<Socket, Receiving>();
   let checker: NodeJS.Timeout | null = null;
 
-  const awaitNextRequest = (socket: Socket) => receiving.set(socket, { idleBytes: socket.bytesRead, since: null, request: null });
+  const awaitNextRequest = (socket: Socket) =>
+    receiving.set(socket, { idleBytes: socket.bytesRead, since: null, request: null });
   const checkDeadlines = () => {
     const now = performance.now();
     for (const [socket, state] of receiving) {

@@ -1,4 +1,16 @@
-import { applyDecorators, BeforeApplicationShutdown, Controller, Get, HttpException, HttpStatus, Inject, Optional, Query, Req, Res } from '@nestjs/common';
+import {
+  applyDecorators,
+  BeforeApplicationShutdown,
+  Controller,
+  Get,
+  HttpException,
+  HttpStatus,
+  Inject,
+  Optional,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Subscription } from 'rxjs';
@@ -14,14 +26,27 @@ import { ErrorAnswers, JsonArrayAnswer } from './openapi/api-answers';
 
 /** The filters of both endpoints, for the OpenAPI document. */
 const FILTERS = [
-  ApiQuery({ name: 'stream', required: false, type: String, description: 'Only this stream (`cluster`, `node/<name>`...).' }),
+  ApiQuery({
+    name: 'stream',
+    required: false,
+    type: String,
+    description: 'Only this stream (`cluster`, `node/<name>`...).',
+  }),
   ApiQuery({ name: 'node', required: false, type: String }),
   ApiQuery({ name: 'type', required: false, type: String, description: 'Only this event type.' }),
-  ApiQuery({ name: 'from_seq', required: false, type: 'integer', description: 'With `stream`: from this sequence number.' }),
+  ApiQuery({
+    name: 'from_seq',
+    required: false,
+    type: 'integer',
+    description: 'With `stream`: from this sequence number.',
+  }),
   ApiQuery({ name: 'since', required: false, type: String, description: 'ISO 8601 time with an offset.' }),
   ApiQuery({ name: 'limit', required: false, type: 'integer', description: '1 to 10000 (default 1000).' }),
 ];
-const BAD_FILTER: [number, string] = [400, 'An unknown, repeated, empty or unreadable parameter (named in the message).'];
+const BAD_FILTER: [number, string] = [
+  400,
+  'An unknown, repeated, empty or unreadable parameter (named in the message).',
+];
 const NO_LOG: [number, string] = [503, 'This API serves no event log.'];
 
 /** Milliseconds between the comment lines that keep an idle event stream (and any proxy on the way) open. */
@@ -40,7 +65,6 @@ const MAX_UNSENT_BYTES = 1024 * 1024;
 
 const PARAMETERS = ['stream', 'node', 'type', 'from_seq', 'since', 'limit', 'before'] as const;
 type Parameter = (typeof PARAMETERS)[number];
-
 
 /**
  * The event log as the node holds it (its recent events in memory; older pages read from etcd):
@@ -68,12 +92,32 @@ export class EventsController implements BeforeApplicationShutdown {
 
   @Get()
   @ApiOperation({ summary: 'Recorded events, oldest first, paged by Link headers' })
-  @applyDecorators(...FILTERS, ApiQuery({ name: 'before', required: false, type: String, description: 'The cursor of a `Link: rel="next"` header: the page before.' }))
-  @JsonArrayAnswer(200, 'The latest matching events, oldest first; `Link: <...>; rel="next"` when older ones may exist.', EventDto)
+  @applyDecorators(
+    ...FILTERS,
+    ApiQuery({
+      name: 'before',
+      required: false,
+      type: String,
+      description: 'The cursor of a `Link: rel="next"` header: the page before.',
+    }),
+  )
+  @JsonArrayAnswer(
+    200,
+    'The latest matching events, oldest first; `Link: <...>; rel="next"` when older ones may exist.',
+    EventDto,
+  )
   @ErrorAnswers(BAD_FILTER, NO_LOG)
-  async list(@Query() query: Record<string, unknown>, @Res({ passthrough: true }) reply: FastifyReply): Promise<RecordedEvent[]> {
+  async list(
+    @Query() query: Record<string, unknown>,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<RecordedEvent[]> {
     const { before, ...filter } = parseEventQuery(query);
-    const page = await this.eventLog().page({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT, before, maxBytes: MAX_EVENTS_ANSWER_BYTES });
+    const page = await this.eventLog().page({
+      ...filter,
+      limit: filter.limit ?? DEFAULT_EVENT_LIMIT,
+      before,
+      maxBytes: MAX_EVENTS_ANSWER_BYTES,
+    });
     if (page.next) void reply.header('link', `<${nextPageUrl(query, page.next)}>; rel="next"`);
     return page.events;
   }
@@ -81,7 +125,15 @@ export class EventsController implements BeforeApplicationShutdown {
   /** `{checkpoint}`: where retention cut the log (null: never), so that the pages of GET /events can be folded from it (/ui's time travel). */
   @Get('checkpoint')
   @ApiOperation({ summary: 'Where retention cut the event log (null: never cut)' })
-  @ApiResponse({ status: 200, description: 'The retention checkpoint: what the cut-off events folded to.', schema: { type: 'object', properties: { checkpoint: { type: 'object', nullable: true } }, required: ['checkpoint'] } })
+  @ApiResponse({
+    status: 200,
+    description: 'The retention checkpoint: what the cut-off events folded to.',
+    schema: {
+      type: 'object',
+      properties: { checkpoint: { type: 'object', nullable: true } },
+      required: ['checkpoint'],
+    },
+  })
   @ErrorAnswers(NO_LOG)
   async checkpoint(): Promise<{ checkpoint: LogCheckpoint | null }> {
     return { checkpoint: await this.eventLog().storedCheckpoint() };
@@ -90,7 +142,11 @@ export class EventsController implements BeforeApplicationShutdown {
   @Get('stream')
   @ApiOperation({ summary: 'Events as they are recorded (Server-Sent Events)' })
   @applyDecorators(...FILTERS)
-  @ApiResponse({ status: 200, description: 'Server-Sent Events: `event: <type>`, `data: <event JSON>`; a comment every 15 s.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiResponse({
+    status: 200,
+    description: 'Server-Sent Events: `event: <type>`, `data: <event JSON>`; a comment every 15 s.',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  })
   @ErrorAnswers([400, 'A bad filter, or `before` (the stream pages nothing).'], NO_LOG)
   stream(@Req() request: FastifyRequest, @Query() query: Record<string, unknown>, @Res() reply: FastifyReply): void {
     const { before, ...filter } = parseEventQuery(query);
@@ -129,7 +185,10 @@ export class EventsController implements BeforeApplicationShutdown {
     response.on('close', end);
 
     // Replay and subscription happen in one synchronous step, so no event falls between them or comes twice.
-    const replay = filter.since !== undefined || filter.fromSeq !== undefined ? log.query({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT }) : [];
+    const replay =
+      filter.since !== undefined || filter.fromSeq !== undefined
+        ? log.query({ ...filter, limit: filter.limit ?? DEFAULT_EVENT_LIMIT })
+        : [];
     subscription = log.feed().subscribe({
       next: (event) => {
         if (matchesFilter(event, filter)) send(sseFrame(event));
@@ -150,7 +209,10 @@ export class EventsController implements BeforeApplicationShutdown {
 
   private eventLog(): EventLog {
     if (this.log) return this.log;
-    throw new HttpException(errorBody(HttpStatus.SERVICE_UNAVAILABLE, 'this API serves no event log'), HttpStatus.SERVICE_UNAVAILABLE);
+    throw new HttpException(
+      errorBody(HttpStatus.SERVICE_UNAVAILABLE, 'this API serves no event log'),
+      HttpStatus.SERVICE_UNAVAILABLE,
+    );
   }
 }
 
@@ -186,7 +248,8 @@ function nextPageUrl(query: Record<string, unknown>, next: EventCursor): string 
 export function parseEventQuery(query: Record<string, unknown>): EventQuery & { before?: EventCursor } {
   const values: Partial<Record<Parameter, string>> = {};
   for (const [name, value] of Object.entries(query ?? {})) {
-    if (!(PARAMETERS as readonly string[]).includes(name)) throw badParameter(`unknown parameter ${name.slice(0, MAX_VALUE_CHARS)}; known: ${PARAMETERS.join(', ')}`);
+    if (!(PARAMETERS as readonly string[]).includes(name))
+      throw badParameter(`unknown parameter ${name.slice(0, MAX_VALUE_CHARS)}; known: ${PARAMETERS.join(', ')}`);
     if (Array.isArray(value)) throw badParameter(`parameter ${name} is given more than once`);
     if (value === '') throw badParameter(`parameter ${name} is empty`);
     const text = String(value);
@@ -200,15 +263,19 @@ export function parseEventQuery(query: Record<string, unknown>): EventQuery & { 
   if (values.node !== undefined) filter.node = values.node;
   if (values.type !== undefined) filter.type = values.type;
   if (values.from_seq !== undefined) {
-    if (!/^\d+$/.test(values.from_seq)) throw badParameter(`from_seq must be a non-negative integer, got ${values.from_seq}`);
-    if (filter.stream === undefined) throw badParameter('from_seq needs stream: sequence numbers count within one stream');
+    if (!/^\d+$/.test(values.from_seq))
+      throw badParameter(`from_seq must be a non-negative integer, got ${values.from_seq}`);
+    if (filter.stream === undefined)
+      throw badParameter('from_seq needs stream: sequence numbers count within one stream');
     filter.fromSeq = Number(values.from_seq);
   }
   if (values.since !== undefined) {
     // Calendar-valid only: Date.parse would roll 2030-02-30 over into March.
     const since = readIsoTimestamp(values.since);
     if (since.kind !== 'valid') {
-      throw badParameter(`since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got ${values.since}`);
+      throw badParameter(
+        `since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got ${values.since}`,
+      );
     }
     filter.since = since.at;
   }
@@ -221,7 +288,8 @@ export function parseEventQuery(query: Record<string, unknown>): EventQuery & { 
   }
   if (values.before !== undefined) {
     const cursor = decodeCursor(values.before);
-    if (typeof cursor === 'string') throw badParameter(`before must be the cursor of a Link header of GET /events; this one ${cursor}`);
+    if (typeof cursor === 'string')
+      throw badParameter(`before must be the cursor of a Link header of GET /events; this one ${cursor}`);
     filter.before = cursor;
   }
   return filter;

@@ -16,7 +16,9 @@ export function parseLag(text: string): number {
   const bytes = readLagBytes(text);
   if (bytes !== null) return bytes;
   const shown = text.length > 40 ? `${text.slice(0, 37)}...` : text;
-  throw new BadHealthQuery(`lag: must be a number of bytes or a size such as 16MB (units B, kB, MB, GB, TB; at most ${MAX_VALUE_TEXT_LENGTH} characters), got "${shown}"`);
+  throw new BadHealthQuery(
+    `lag: must be a number of bytes or a size such as 16MB (units B, kB, MB, GB, TB; at most ${MAX_VALUE_TEXT_LENGTH} characters), got "${shown}"`,
+  );
 }
 
 export interface HealthQuery {
@@ -32,7 +34,10 @@ export interface HealthQuery {
 export function healthStatus(path: string, query: HealthQuery, view: NodeView, now: number): number {
   const ok = (condition: boolean) => (condition ? 200 : 503);
   // A server that answers nothing is no target for anyone, whatever its last reading said.
-  const hung = isUnresponsive(unresponsiveForMs(view.pgState, view.pgAnsweredAt, now), view.config.postgres_unresponsive_timeout);
+  const hung = isUnresponsive(
+    unresponsiveForMs(view.pgState, view.pgAnsweredAt, now),
+    view.config.postgres_unresponsive_timeout,
+  );
   const running = view.pgState === 'running' && !hung;
   const sample = running ? view.sample : null;
   const role = sample ? (sample.inRecovery ? 'replica' : 'primary') : view.role;
@@ -62,7 +67,8 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
     if (view.tags.noloadbalance === true || !running || role !== 'replica' || !sample) return false;
     // About to be primary: out of the read pool before promotion starts, so no read reaches a new primary.
     if (readPoolWithdrawal(view.leadership, view.cluster, view.name, now) !== null) return false;
-    if (query.replication_state !== undefined && query.replication_state !== (sample.replicationState ?? undefined)) return false;
+    if (query.replication_state !== undefined && query.replication_state !== (sample.replicationState ?? undefined))
+      return false;
     if (maxLag !== null) {
       const optime = Math.max(view.cluster?.status?.value.optime ?? 0, sample.latestEndLsn ?? 0);
       if (optime > 0 && optime > (sample.replayedLsn ?? 0) + maxLag) return false;
@@ -81,7 +87,8 @@ export function healthStatus(path: string, query: HealthQuery, view: NodeView, n
       });
   const withTags = (code: number) => (code === 200 && !tagsMatch() ? 503 : code);
   // A replica `/sync` names: by the last fresh view of the DCS, as the reference reads its cache.
-  const synchronousRole = role === 'replica' && fresh && view.cluster ? synchronousRoleOf(view.cluster, view.name) : null;
+  const synchronousRole =
+    role === 'replica' && fresh && view.cluster ? synchronousRoleOf(view.cluster, view.name) : null;
   const syncStandby = synchronousRole === 'sync_standby';
   const quorumStandby = synchronousRole === 'quorum_standby';
 
@@ -137,7 +144,10 @@ function readiness(view: NodeView, query: HealthQuery, now: number, isLeader: bo
   const sample = view.sample;
   if (view.pgState !== 'running' || !sample) return 503;
   if (sample.replicationState !== 'streaming') return 503;
-  const optime = Math.max(clusterViewIsFresh(view, now) ? (view.cluster?.status?.value.optime ?? 0) : 0, sample.latestEndLsn ?? 0);
+  const optime = Math.max(
+    clusterViewIsFresh(view, now) ? (view.cluster?.status?.value.optime ?? 0) : 0,
+    sample.latestEndLsn ?? 0,
+  );
   if (optime === 0) return 503;
   const limit = query.lag !== undefined ? parseLag(query.lag) : view.config.maximum_lag_on_failover;
   const position = query.mode === 'write' ? (sample.receivedLsn ?? 0) : (sample.replayedLsn ?? 0);

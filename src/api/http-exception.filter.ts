@@ -1,5 +1,15 @@
 import { STATUS_CODES } from 'node:http';
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus, Inject, Logger, NotFoundException, Optional } from '@nestjs/common';
+import {
+  ArgumentsHost,
+  Catch,
+  ExceptionFilter,
+  HttpException,
+  HttpStatus,
+  Inject,
+  Logger,
+  NotFoundException,
+  Optional,
+} from '@nestjs/common';
 import { logException, Logger as NodeLogger } from '../common/logger';
 import { LOGGER } from '../common/tokens';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -94,8 +104,13 @@ export class HttpExceptionFilter implements ExceptionFilter {
     }
     const failure = `${request.method} ${request.url} failed`;
     if (this.nodeLogger) logException(this.nodeLogger, failure, exception);
-    else this.logger.error(`${failure}: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`);
-    void reply.code(HttpStatus.INTERNAL_SERVER_ERROR).send(errorBody(HttpStatus.INTERNAL_SERVER_ERROR, 'internal error; see the node log'));
+    else
+      this.logger.error(
+        `${failure}: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`,
+      );
+    void reply
+      .code(HttpStatus.INTERNAL_SERVER_ERROR)
+      .send(errorBody(HttpStatus.INTERNAL_SERVER_ERROR, 'internal error; see the node log'));
   }
 
   /** 405 with the methods the path serves, or 404 when no route serves the path at all. */
@@ -106,7 +121,12 @@ export class HttpExceptionFilter implements ExceptionFilter {
       void reply
         .code(HttpStatus.METHOD_NOT_ALLOWED)
         .header('Allow', allowed.join(', '))
-        .send(errorBody(HttpStatus.METHOD_NOT_ALLOWED, `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
+        .send(
+          errorBody(
+            HttpStatus.METHOD_NOT_ALLOWED,
+            `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`,
+          ),
+        );
       return;
     }
     void reply.code(HttpStatus.NOT_FOUND).send(errorBody(HttpStatus.NOT_FOUND, `no endpoint at ${path}`));
@@ -138,6 +158,7 @@ function fastifyRequestError(exception: unknown, request: FastifyRequest): { sta
   const { code, statusCode } = exception as Error & { code?: string; statusCode?: number };
   const known = code ? FASTIFY_ERRORS[code] : undefined;
   if (known) return known(request);
-  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) return { status: statusCode, message: exception.message };
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500)
+    return { status: statusCode, message: exception.message };
   return null;
 }

@@ -48,7 +48,11 @@ export interface HttpAppOptions {
   warn?: (message: string) => void;
 }
 
-export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConfig, options: HttpAppOptions = {}): Promise<NestFastifyApplication> {
+export async function createHttpApp(
+  module: DynamicModule,
+  api?: ApiSecurityConfig,
+  options: HttpAppOptions = {},
+): Promise<NestFastifyApplication> {
   const https = api ? httpsServerOptions(api.restapi) : null;
   // guardConnections enforces the headers and request timeouts; Node's own checker never runs.
   const timeouts = { connectionsCheckingInterval: NODE_CONNECTION_CHECK_NEVER_MS };
@@ -60,7 +64,9 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
     clientErrorHandler: answerClientError,
     // A URL the router cannot decode (`/%zz`) is answered before any route or filter: same JSON shape as every error.
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
-      void reply.code(HttpStatus.BAD_REQUEST).send(errorBody(HttpStatus.BAD_REQUEST, `the URL is not valid: ${error.message}`));
+      void reply
+        .code(HttpStatus.BAD_REQUEST)
+        .send(errorBody(HttpStatus.BAD_REQUEST, `the URL is not valid: ${error.message}`));
     },
   });
   acceptJsonBodies(adapter.getInstance());
@@ -74,9 +80,13 @@ export async function createHttpApp(module: DynamicModule, api?: ApiSecurityConf
     checkIntervalMs: CONNECTION_CHECK_INTERVAL_MS,
   });
   if (api) installAnswerHeaders(adapter.getInstance(), answerHeaders(api.restapi, api.compat));
-  if (api) await installApiSecurity(adapter.getInstance(), api, options.warn ?? createLogger().warning, options.memberApiUrls);
+  if (api)
+    await installApiSecurity(adapter.getInstance(), api, options.warn ?? createLogger().warning, options.memberApiUrls);
   // bodyParser: false keeps Nest from installing its own JSON and form parsers over ours.
-  const app = await NestFactory.create<NestFastifyApplication>(module, adapter, { logger: ['error', 'warn'], bodyParser: false });
+  const app = await NestFactory.create<NestFastifyApplication>(module, adapter, {
+    logger: ['error', 'warn'],
+    bodyParser: false,
+  });
   attachOpenApiDocument(app);
   return app;
 }
@@ -99,7 +109,10 @@ export function acceptJsonBodies(fastify: FastifyInstance): void {
     const mediaType = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
     if (mediaType.length > MAX_MEDIA_TYPE_LENGTH || !JSON_MEDIA_TYPE.test(mediaType)) {
       done(
-        refusal(HttpStatus.UNSUPPORTED_MEDIA_TYPE, `Content-Type ${mediaType.slice(0, 64)} is not accepted: request bodies are JSON (application/json)`),
+        refusal(
+          HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+          `Content-Type ${mediaType.slice(0, 64)} is not accepted: request bodies are JSON (application/json)`,
+        ),
         undefined,
       );
       return;
@@ -136,7 +149,11 @@ export function acceptJsonBodies(fastify: FastifyInstance): void {
 function limitConfigBodies(fastify: FastifyInstance): void {
   // A callback hook, not an async one: every request (health checks too) would pay for a promise.
   fastify.addHook('onRequest', (request, _reply, done) => {
-    done(isConfigRoute(request) && Number(request.headers['content-length'] ?? 0) > CONFIG_BODY_LIMIT_BYTES ? configBodyTooLarge() : undefined);
+    done(
+      isConfigRoute(request) && Number(request.headers['content-length'] ?? 0) > CONFIG_BODY_LIMIT_BYTES
+        ? configBodyTooLarge()
+        : undefined,
+    );
   });
 }
 
@@ -158,14 +175,19 @@ const CLIENT_ERRORS: Readonly<Record<string, [number, string]>> = Object.freeze(
  */
 function answerClientError(error: ConnectionError, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, message] = (Object.hasOwn(CLIENT_ERRORS, error.code) ? CLIENT_ERRORS[error.code] : null) ?? [HttpStatus.BAD_REQUEST, 'the request is not valid HTTP/1.1'];
+  const [status, message] = (Object.hasOwn(CLIENT_ERRORS, error.code) ? CLIENT_ERRORS[error.code] : null) ?? [
+    HttpStatus.BAD_REQUEST,
+    'the request is not valid HTTP/1.1',
+  ];
   const body = JSON.stringify(errorBody(status, message));
   // A Buffer at run time, whatever Fastify's types say.
   const raw = error.rawPacket as unknown as Buffer | undefined;
   const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
   if (socket.writable) {
     const reason = STATUS_CODES[status] ?? '';
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${head ? '' : body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${head ? '' : body}`,
+    );
   }
   socket.destroy(error);
 }

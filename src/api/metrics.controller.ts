@@ -16,9 +16,16 @@ export class MetricsController {
 
   @Get()
   @ApiOperation({ summary: 'Prometheus metrics (spec 4.3)' })
-  @ApiResponse({ status: 200, description: 'The Prometheus text exposition (version 0.0.4), `stator_*` or `patroni_*` metrics.', content: { 'text/plain': { schema: { type: 'string' } } } })
+  @ApiResponse({
+    status: 200,
+    description: 'The Prometheus text exposition (version 0.0.4), `stator_*` or `patroni_*` metrics.',
+    content: { 'text/plain': { schema: { type: 'string' } } },
+  })
   get(@Res() reply: FastifyReply): void {
-    void reply.code(200).type(METRICS_CONTENT_TYPE).send(buildMetrics(this.state.view(), this.state.identity, this.state.now()));
+    void reply
+      .code(200)
+      .type(METRICS_CONTENT_TYPE)
+      .send(buildMetrics(this.state.view(), this.state.identity, this.state.now()));
   }
 
   @Options()

@@ -29,7 +29,13 @@ interface Metric {
  */
 export function buildMetrics(view: NodeView, identity: ApiIdentity, now: number): string {
   const status = buildStatusDocument(view, identity, now);
-  const xlog = (status.xlog ?? {}) as { location?: number; received_location?: number; replayed_location?: number; replayed_timestamp?: string | null; paused?: boolean };
+  const xlog = (status.xlog ?? {}) as {
+    location?: number;
+    received_location?: number;
+    replayed_location?: number;
+    replayed_timestamp?: string | null;
+    paused?: boolean;
+  };
   const role = status.role;
   const serverVersion = typeof status.server_version === 'number' ? status.server_version : 0;
   const freshCluster = clusterViewIsFresh(view, now) ? view.cluster : null;
@@ -39,7 +45,11 @@ export function buildMetrics(view: NodeView, identity: ApiIdentity, now: number)
 
   const metrics: Metric[] = [
     { name: 'version', help: `${product} semver without periods.`, value: paddedVersion(identity.version) },
-    { name: 'postgres_running', help: 'Value is 1 if Postgres is running, 0 otherwise.', value: flag(view.pgState === 'running') },
+    {
+      name: 'postgres_running',
+      help: 'Value is 1 if Postgres is running, 0 otherwise.',
+      value: flag(view.pgState === 'running'),
+    },
     {
       name: 'postmaster_start_time',
       help: 'Epoch seconds since Postgres started.',
@@ -51,9 +61,17 @@ export function buildMetrics(view: NodeView, identity: ApiIdentity, now: number)
       help: 'Current location of the Postgres transaction log, 0 if this node is not the leader.',
       value: xlog.location ?? 0,
     },
-    { name: 'standby_leader', help: 'Value is 1 if this node is the standby_leader, 0 otherwise.', value: flag(role === 'standby_leader') },
+    {
+      name: 'standby_leader',
+      help: 'Value is 1 if this node is the standby_leader, 0 otherwise.',
+      value: flag(role === 'standby_leader'),
+    },
     { name: 'replica', help: 'Value is 1 if this node is a replica, 0 otherwise.', value: flag(role === 'replica') },
-    { name: 'sync_standby', help: 'Value is 1 if this node is a sync standby, 0 otherwise.', value: flag(synchronousRole === 'sync_standby') },
+    {
+      name: 'sync_standby',
+      help: 'Value is 1 if this node is a sync standby, 0 otherwise.',
+      value: flag(synchronousRole === 'sync_standby'),
+    },
     {
       name: 'quorum_standby',
       help: 'Value is 1 if this node is a quorum standby, 0 otherwise.',
@@ -74,27 +92,43 @@ export function buildMetrics(view: NodeView, identity: ApiIdentity, now: number)
       help: 'Current timestamp of the replayed Postgres transaction log, 0 if null.',
       value: epochSeconds(xlog.replayed_timestamp ?? undefined),
     },
-    { name: 'xlog_paused', help: 'Value is 1 if the Postgres xlog is paused, 0 otherwise.', value: flag(xlog.paused === true) },
+    {
+      name: 'xlog_paused',
+      help: 'Value is 1 if the Postgres xlog is paused, 0 otherwise.',
+      value: flag(xlog.paused === true),
+    },
   ];
   if (serverVersion >= STREAMING_METRICS_SINCE) {
     metrics.push(
       {
         name: 'postgres_streaming',
-          help: 'Value is 1 if Postgres is streaming, 0 otherwise.',
+        help: 'Value is 1 if Postgres is streaming, 0 otherwise.',
         value: flag(status.replication_state === 'streaming'),
       },
       {
         name: 'postgres_in_archive_recovery',
-          help: 'Value is 1 if Postgres is replicating from archive, 0 otherwise.',
+        help: 'Value is 1 if Postgres is replicating from archive, 0 otherwise.',
         value: flag(status.replication_state === 'in archive recovery'),
       },
     );
   }
   metrics.push(
     { name: 'postgres_server_version', help: 'Version of Postgres (if running), 0 otherwise.', value: serverVersion },
-    { name: 'cluster_unlocked', help: 'Value is 1 if the cluster is unlocked, 0 if locked.', value: flag(status.cluster_unlocked === true) },
-    { name: 'failsafe_mode_is_active', help: 'Value is 1 if failsafe mode is active, 0 if inactive.', value: flag(view.failsafeActive) },
-    { name: 'failsafe_mode_enabled', help: 'Value is 1 if failsafe_mode is enabled, 0 otherwise.', value: flag(view.config.failsafe_mode) },
+    {
+      name: 'cluster_unlocked',
+      help: 'Value is 1 if the cluster is unlocked, 0 if locked.',
+      value: flag(status.cluster_unlocked === true),
+    },
+    {
+      name: 'failsafe_mode_is_active',
+      help: 'Value is 1 if failsafe mode is active, 0 if inactive.',
+      value: flag(view.failsafeActive),
+    },
+    {
+      name: 'failsafe_mode_enabled',
+      help: 'Value is 1 if failsafe_mode is enabled, 0 otherwise.',
+      value: flag(view.config.failsafe_mode),
+    },
     {
       name: 'failsafe_member',
       help: 'Value is 1 if this node is a member of failsafe, 0 otherwise.',
@@ -110,8 +144,16 @@ export function buildMetrics(view: NodeView, identity: ApiIdentity, now: number)
       help: `Epoch timestamp when DCS was last contacted successfully by ${product}.`,
       value: status.dcs_last_seen as number,
     },
-    { name: 'pending_restart', help: 'Value is 1 if the node needs a restart, 0 otherwise.', value: flag(status.pending_restart === true) },
-    { name: 'is_paused', help: 'Value is 1 if auto failover is disabled, 0 otherwise.', value: flag(status.pause === true) },
+    {
+      name: 'pending_restart',
+      help: 'Value is 1 if the node needs a restart, 0 otherwise.',
+      value: flag(status.pending_restart === true),
+    },
+    {
+      name: 'is_paused',
+      help: 'Value is 1 if auto failover is disabled, 0 otherwise.',
+      value: flag(status.pause === true),
+    },
     {
       name: 'postgres_state',
       help: 'Numeric representation of Postgres state.',
@@ -150,10 +192,13 @@ export function paddedVersion(version: string): string {
  */
 export function epochSeconds(timestamp: string | undefined): number {
   if (!timestamp) return 0;
-  const match = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}(?::?\d{2})?)?$/.exec(timestamp.trim());
+  const match = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?(Z|[+-]\d{2}(?::?\d{2})?)?$/.exec(
+    timestamp.trim(),
+  );
   if (!match) return 0;
   const [, date, time, fraction, zone] = match;
-  const offset = !zone || zone === 'Z' ? 'Z' : zone.length === 3 ? `${zone}:00` : zone.replace(/^([+-]\d{2}):?(\d{2})$/, '$1:$2');
+  const offset =
+    !zone || zone === 'Z' ? 'Z' : zone.length === 3 ? `${zone}:00` : zone.replace(/^([+-]\d{2}):?(\d{2})$/, '$1:$2');
   const wholeMs = Date.parse(`${date}T${time}${offset}`);
   if (Number.isNaN(wholeMs)) return 0;
   return Number(`${wholeMs / 1000}${fraction ? `.${fraction}` : ''}`);

@@ -12,38 +12,61 @@ import { readSchedule, readTimeoutSeconds } from './request-values';
 import { FailsafeCall } from '../ha/failsafe/failsafe-caller';
 
 /** Body pipes of the operation endpoints, with the reference's order for unknown keys. */
-export const switchoverBody = new OperationBodyPipe(SwitchoverBody, { unknownKeys: { kind: 'left-to-mapping' }, required: true, aliases: ['member'] });
+export const switchoverBody = new OperationBodyPipe(SwitchoverBody, {
+  unknownKeys: { kind: 'left-to-mapping' },
+  required: true,
+  aliases: ['member'],
+});
 export const restartBody = new OperationBodyPipe(RestartBody, {
   unknownKeys: { kind: 'in-body-order', message: (key) => `Unknown filter for the scheduled restart: ${key}` },
 });
 export const reinitializeBody = new OperationBodyPipe(ReinitializeBody, {
-  unknownKeys: { kind: 'first', message: (keys, accepted) => `Unknown field: ${keys.join(', ')} (accepted: ${accepted.join(', ')})` },
+  unknownKeys: {
+    kind: 'first',
+    message: (keys, accepted) => `Unknown field: ${keys.join(', ')} (accepted: ${accepted.join(', ')})`,
+  },
   aliases: ['from-leader'],
 });
 /** POST /reload: no field is read, but a body that is sent must be a JSON object. */
-export const reloadBody = { transform: (raw: unknown): void => void objectBody(raw, true) } satisfies PipeTransform<unknown, void>;
+export const reloadBody = { transform: (raw: unknown): void => void objectBody(raw, true) } satisfies PipeTransform<
+  unknown,
+  void
+>;
 /** POST /failsafe: a failsafe leader's call (parseFailsafeCall). */
-export const failsafeBody = { transform: (raw: unknown): FailsafeCall => parseFailsafeCall(objectBody(raw, false)) } satisfies PipeTransform<unknown, FailsafeCall>;
+export const failsafeBody = {
+  transform: (raw: unknown): FailsafeCall => parseFailsafeCall(objectBody(raw, false)),
+} satisfies PipeTransform<unknown, FailsafeCall>;
 
 /** '' and null mean "not given", as in the reference. */
-const given = (value: string | null | undefined): string | undefined => (value === null || value === '' ? undefined : value);
+const given = (value: string | null | undefined): string | undefined =>
+  value === null || value === '' ? undefined : value;
 
 /** POST /switchover and POST /failover up to the point where the cluster must be read (checks 1-6). */
-export function parseSwitchover(kind: 'switchover' | 'failover', body: ValidatedBody<SwitchoverBody>, paused: boolean, now: number): SwitchoverRequest {
+export function parseSwitchover(
+  kind: 'switchover' | 'failover',
+  body: ValidatedBody<SwitchoverBody>,
+  paused: boolean,
+  now: number,
+): SwitchoverRequest {
   const { fields, unknownKeys, acceptedKeys } = body;
   const leader = given(fields.leader);
   const candidate = given(fields.candidate) ?? given(fields.member);
   const scheduledText = given(fields.scheduled_at);
-  if (kind === 'failover' && !candidate) throw new OperationRefused(400, 'Failover could be performed only to a specific candidate');
-  if (kind === 'switchover' && !leader) throw new OperationRefused(400, 'Switchover could be performed only from a specific leader');
-  if (unknownKeys.length > 0) throw new OperationRefused(400, `Unknown field: ${unknownKeys.join(', ')} (accepted: ${acceptedKeys.join(', ')})`);
+  if (kind === 'failover' && !candidate)
+    throw new OperationRefused(400, 'Failover could be performed only to a specific candidate');
+  if (kind === 'switchover' && !leader)
+    throw new OperationRefused(400, 'Switchover could be performed only from a specific leader');
+  if (unknownKeys.length > 0)
+    throw new OperationRefused(400, `Unknown field: ${unknownKeys.join(', ')} (accepted: ${acceptedKeys.join(', ')})`);
   if (scheduledText && kind === 'failover') throw new OperationRefused(400, "Failover can't be scheduled");
   if (scheduledText && paused) throw new OperationRefused(400, "Can't schedule switchover in the paused state");
   const scheduledAt = scheduledText ? readSchedule(scheduledText, 'switchover', now) : undefined;
-  if (paused && !candidate) throw new OperationRefused(400, 'Switchover is possible only to a specific candidate in a paused state');
+  if (paused && !candidate)
+    throw new OperationRefused(400, 'Switchover is possible only to a specific candidate in a paused state');
   // A failover that names the leader is a switchover from here on (reference 1.7).
   const effectiveKind = kind === 'failover' && leader ? 'switchover' : kind;
-  if (leader && candidate && leader === candidate) throw new OperationRefused(400, 'Switchover target and source are the same');
+  if (leader && candidate && leader === candidate)
+    throw new OperationRefused(400, 'Switchover target and source are the same');
   const site = given(fields.site);
   return { kind: effectiveKind, leader, candidate, scheduledAt, ...(site ? { site } : {}) };
 }
@@ -51,7 +74,8 @@ export function parseSwitchover(kind: 'switchover' | 'failover', body: Validated
 /** POST /restart: the filters, the timeout in seconds and the schedule (reference 1.8). */
 export function parseRestart(body: ValidatedBody<RestartBody>, paused: boolean, now: number): RestartRequest {
   const { fields } = body;
-  if (paused && fields.schedule !== undefined) throw new OperationRefused(500, "Can't schedule restart in the paused state");
+  if (paused && fields.schedule !== undefined)
+    throw new OperationRefused(500, "Can't schedule restart in the paused state");
   const request: RestartRequest = {};
   if (fields.schedule !== undefined) request.schedule = readSchedule(fields.schedule, 'restart', now);
   if (fields.role !== undefined) request.role = fields.role;
@@ -92,7 +116,10 @@ export function parseFailsafeCall(body: Record<string, unknown>): FailsafeCall {
   const slots = body.slots;
   if (typeof slots !== 'object' || slots === null || Array.isArray(slots)) return call as unknown as FailsafeCall;
   const positions = Object.entries(slots)
-    .filter(([name, lsn]) => /^[a-z0-9_]{1,63}$/.test(name) && typeof lsn === 'number' && Number.isSafeInteger(lsn) && lsn >= 0)
+    .filter(
+      ([name, lsn]) =>
+        /^[a-z0-9_]{1,63}$/.test(name) && typeof lsn === 'number' && Number.isSafeInteger(lsn) && lsn >= 0,
+    )
     .slice(0, FAILSAFE_MAX_SLOTS);
   return { ...(call as unknown as FailsafeCall), slots: Object.fromEntries(positions) as Record<string, number> };
 }

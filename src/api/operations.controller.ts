@@ -1,4 +1,17 @@
-import { ArgumentsHost, Body, Catch, Controller, Delete, ExceptionFilter, Inject, Patch, Post, Put, Res, UseFilters } from '@nestjs/common';
+import {
+  ArgumentsHost,
+  Body,
+  Catch,
+  Controller,
+  Delete,
+  ExceptionFilter,
+  Inject,
+  Patch,
+  Post,
+  Put,
+  Res,
+  UseFilters,
+} from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { NodeOperations } from '../ha/node-operations';
@@ -9,7 +22,16 @@ import { ReinitializeBody, RestartBody, SwitchoverBody } from './dto/operation-b
 import { DynamicConfigDto } from './dto/read-documents.dto';
 import { AccessRefusals, BodyRefusals, ErrorAnswers, JsonAnswer, TextAnswer } from './openapi/api-answers';
 import { FailsafeCall } from '../ha/failsafe/failsafe-caller';
-import { failsafeBody, parseReinitialize, parseRestart, parseSwitchover, reinitializeBody, reloadBody, restartBody, switchoverBody } from './operation-requests';
+import {
+  failsafeBody,
+  parseReinitialize,
+  parseRestart,
+  parseSwitchover,
+  reinitializeBody,
+  reloadBody,
+  restartBody,
+  switchoverBody,
+} from './operation-requests';
 
 const PLAIN_TEXT = 'text/plain; charset=utf-8';
 
@@ -34,7 +56,8 @@ async function answerText(reply: FastifyReply, work: () => Promise<OperationAnsw
  */
 function answerConfig(reply: FastifyReply, answer: ConfigAnswer): void {
   const warnings = answer.warnings ?? [];
-  if (warnings.length > 0) void reply.header('warning', warnings.map((w) => `299 stator ${JSON.stringify(w)}`).join(', '));
+  if (warnings.length > 0)
+    void reply.header('warning', warnings.map((w) => `299 stator ${JSON.stringify(w)}`).join(', '));
   void reply.code(answer.status).send(answer.body);
 }
 
@@ -113,8 +136,20 @@ export class OperationsController {
 
   @Post('failsafe')
   @ApiOperation({ summary: "A failsafe leader's call while etcd is down" })
-  @ApiBody({ required: true, schema: { type: 'object', additionalProperties: true, description: 'The failsafe leader\'s call: its name and position.' } })
-  @TextAnswer(200, 'Accepted', { lsn: { description: "This member's received/replayed WAL position in bytes (absent before its first reading)", schema: { type: 'integer' } } })
+  @ApiBody({
+    required: true,
+    schema: {
+      type: 'object',
+      additionalProperties: true,
+      description: "The failsafe leader's call: its name and position.",
+    },
+  })
+  @TextAnswer(200, 'Accepted', {
+    lsn: {
+      description: "This member's received/replayed WAL position in bytes (absent before its first reading)",
+      schema: { type: 'integer' },
+    },
+  })
   @TextAnswer(500, 'Running as a leader')
   @TextAnswer(502, 'failsafe mode is not enabled')
   @BodyRefusals('1 MiB', 'Request body must be a JSON object')
@@ -128,15 +163,28 @@ export class OperationsController {
   @TextAnswer(200, 'reinitialize started')
   @TextAnswer(503, 'I am the leader, can not reinitialize')
   @BodyRefusals('1 MiB', 'force: must be true or false')
-  reinitialize(@Body(reinitializeBody) body: ValidatedBody<ReinitializeBody>, @Res() reply: FastifyReply): Promise<void> {
+  reinitialize(
+    @Body(reinitializeBody) body: ValidatedBody<ReinitializeBody>,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     return answerText(reply, () => this.operations.reinitialize(parseReinitialize(body)));
   }
 
   @Patch('config')
   @ApiOperation({ summary: 'Merge a change into the dynamic configuration (spec 4.6)' })
-  @ApiBody({ type: DynamicConfigDto, description: 'A subset of the configuration, merged into it; `null` removes a key.' })
-  @JsonAnswer(200, 'The complete new configuration; keys stored but not acted on come back as `Warning: 299` headers.', DynamicConfigDto)
-  @ErrorAnswers([409, 'The configuration changed concurrently; read it again and retry.'], [503, 'etcd is not accessible, or holds no configuration yet.'])
+  @ApiBody({
+    type: DynamicConfigDto,
+    description: 'A subset of the configuration, merged into it; `null` removes a key.',
+  })
+  @JsonAnswer(
+    200,
+    'The complete new configuration; keys stored but not acted on come back as `Warning: 299` headers.',
+    DynamicConfigDto,
+  )
+  @ErrorAnswers(
+    [409, 'The configuration changed concurrently; read it again and retry.'],
+    [503, 'etcd is not accessible, or holds no configuration yet.'],
+  )
   @BodyRefusals('64 KiB')
   async patchConfig(@Body(ConfigBodyPipe) write: ConfigWrite, @Res() reply: FastifyReply): Promise<void> {
     answerConfig(reply, await this.operations.patchConfig(write));
@@ -145,14 +193,25 @@ export class OperationsController {
   @Put('config')
   @ApiOperation({ summary: 'Replace the dynamic configuration (spec 4.6)' })
   @ApiBody({ type: DynamicConfigDto, description: 'The whole configuration.' })
-  @JsonAnswer(200, 'The new configuration; keys stored but not acted on come back as `Warning: 299` headers.', DynamicConfigDto)
-  @ErrorAnswers([409, 'The configuration changed concurrently; read it again and retry.'], [503, 'etcd is not accessible.'])
+  @JsonAnswer(
+    200,
+    'The new configuration; keys stored but not acted on come back as `Warning: 299` headers.',
+    DynamicConfigDto,
+  )
+  @ErrorAnswers(
+    [409, 'The configuration changed concurrently; read it again and retry.'],
+    [503, 'etcd is not accessible.'],
+  )
   @BodyRefusals('64 KiB')
   async putConfig(@Body(ConfigBodyPipe) write: ConfigWrite, @Res() reply: FastifyReply): Promise<void> {
     answerConfig(reply, await this.operations.putConfig(write));
   }
 
-  private handover(kind: 'switchover' | 'failover', body: ValidatedBody<SwitchoverBody>, reply: FastifyReply): Promise<void> {
+  private handover(
+    kind: 'switchover' | 'failover',
+    body: ValidatedBody<SwitchoverBody>,
+    reply: FastifyReply,
+  ): Promise<void> {
     const { paused, now } = this.operations.requestContext();
     return answerText(reply, () => this.operations.switchover(parseSwitchover(kind, body, paused, now), kind));
   }

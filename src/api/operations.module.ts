@@ -14,7 +14,8 @@ import { OperationsController } from './operations.controller';
     {
       provide: NodeOperations,
       inject: [HaNode, DCS, CLOCK, LOGGER],
-      useFactory: (node: HaNode, dcs: Dcs, clock: Clock, logger: Logger) => new NodeOperations(node, dcs, clock, componentLogger(logger, COMPONENT_LOGGERS.api).warning),
+      useFactory: (node: HaNode, dcs: Dcs, clock: Clock, logger: Logger) =>
+        new NodeOperations(node, dcs, clock, componentLogger(logger, COMPONENT_LOGGERS.api).warning),
     },
   ],
 })

@@ -4,12 +4,23 @@
  * characters, so each costs time linear in a short input whatever a client sends.
  */
 import { readIsoTimestamp } from '../common/iso-timestamp';
-import { MAX_RESTART_TIMEOUT_SECONDS, MAX_SCHEDULE_AHEAD_DAYS, OperationRefused, ScheduledInstant } from '../ha/operation-types';
+import {
+  MAX_RESTART_TIMEOUT_SECONDS,
+  MAX_SCHEDULE_AHEAD_DAYS,
+  OperationRefused,
+  ScheduledInstant,
+} from '../ha/operation-types';
 
 /** Longer than any sensible size or duration ("18446744073709551615", "4097.5 kB", "2.5e3 min"). */
 export const MAX_VALUE_TEXT_LENGTH = 64;
 
-const SIZE_UNITS: Readonly<Record<string, number>> = Object.freeze({ B: 1, kB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 });
+const SIZE_UNITS: Readonly<Record<string, number>> = Object.freeze({
+  B: 1,
+  kB: 1024,
+  MB: 1024 ** 2,
+  GB: 1024 ** 3,
+  TB: 1024 ** 4,
+});
 /** The unit a value in each unit is rounded to, as the reference's `convert_to_base_unit` does. */
 const NEXT_SMALLER_UNIT: Readonly<Record<string, string>> = Object.freeze({ kB: 'B', MB: 'kB', GB: 'MB', TB: 'GB' });
 
@@ -51,7 +62,14 @@ export function readLagBytes(text: string): number | null {
 }
 
 const TIMEOUT_SYNTAX = /^(\d+(?:\.\d+)?)\s*(us|ms|s|min|h|d)?$/;
-const TIMEOUT_UNITS: Readonly<Record<string, number>> = Object.freeze({ us: 1e-6, ms: 1e-3, s: 1, min: 60, h: 3600, d: 86400 });
+const TIMEOUT_UNITS: Readonly<Record<string, number>> = Object.freeze({
+  us: 1e-6,
+  ms: 1e-3,
+  s: 1,
+  min: 60,
+  h: 3600,
+  d: 86400,
+});
 
 /**
  * A restart's `timeout` in seconds: a positive number, or a string such as `30`, `2.5 min`, `1h`
@@ -76,9 +94,13 @@ export function readTimeoutSeconds(value: unknown): number | null {
 export function readSchedule(text: string, what: 'switchover' | 'restart', now: number): ScheduledInstant {
   const reading = readIsoTimestamp(text);
   if (reading.kind === 'invalid') {
-    throw new OperationRefused(422, 'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601');
+    throw new OperationRefused(
+      422,
+      'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601',
+    );
   }
-  if (reading.kind === 'no-offset') throw new OperationRefused(400, `Timezone information is mandatory for the scheduled ${what}`);
+  if (reading.kind === 'no-offset')
+    throw new OperationRefused(400, `Timezone information is mandatory for the scheduled ${what}`);
   if (reading.at < now) throw new OperationRefused(422, `Cannot schedule ${what} in the past`);
   if (reading.at > now + MAX_SCHEDULE_AHEAD_DAYS * 86_400_000) {
     throw new OperationRefused(422, `Cannot schedule ${what} more than ${MAX_SCHEDULE_AHEAD_DAYS} days ahead`);

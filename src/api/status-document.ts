@@ -42,14 +42,16 @@ export function buildStatusDocument(view: NodeView, identity: ApiIdentity, now: 
     if (sample.inRecovery && sample.replicationState) document.replication_state = sample.replicationState;
     if (sample.replication.length > 0) {
       // pg_stat_replication's columns as the reference shows them; the positions are for the leader's own use.
-      document.replication = sample.replication.map(({ usename, application_name, client_addr, state, sync_state, sync_priority }) => ({
-        usename,
-        application_name,
-        client_addr,
-        state,
-        sync_state,
-        sync_priority,
-      }));
+      document.replication = sample.replication.map(
+        ({ usename, application_name, client_addr, state, sync_state, sync_priority }) => ({
+          usename,
+          application_name,
+          client_addr,
+          state,
+          sync_state,
+          sync_priority,
+        }),
+      );
     }
   } else {
     document.role = view.role;

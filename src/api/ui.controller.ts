@@ -8,7 +8,8 @@ import { errorBody } from './http-exception.filter';
 import { ErrorAnswers } from './openapi/api-answers';
 
 const NOT_INSTALLED: [number, string] = [404, 'No such file, or the UI files are not installed with this agent.'];
-const file = (type: string, description: string) => ApiResponse({ status: 200, description, content: { [type]: { schema: { type: 'string' } } } });
+const file = (type: string, description: string) =>
+  ApiResponse({ status: 200, description, content: { [type]: { schema: { type: 'string' } } } });
 
 interface Asset {
   contentType: string;
@@ -36,7 +37,8 @@ const REPLAY_FOLD = 'replay-fold.js';
  * Everything the page loads comes from this node: no other origin, no inline script. Inline
  * styles are allowed because the statechart SVGs carry their own `<style>`.
  */
-const CONTENT_SECURITY_POLICY = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /**
  * The cluster's web page: `GET /ui` (the HTML), `GET /ui/assets/<name>` (its CSS and scripts, and
@@ -52,7 +54,7 @@ export class UiController {
 
   @Get()
   @ApiOperation({ summary: "The cluster's web page" })
-  @file('text/html', 'The cluster\'s web page.')
+  @file('text/html', "The cluster's web page.")
   @ErrorAnswers(NOT_INSTALLED)
   page(@Res() reply: FastifyReply): void {
     this.send(reply, PAGE);
@@ -60,7 +62,11 @@ export class UiController {
 
   @Get('assets/:name')
   @ApiOperation({ summary: "The page's CSS and script" })
-  @ApiResponse({ status: 200, description: 'The page\'s CSS or script.', content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } } } })
+  @ApiResponse({
+    status: 200,
+    description: "The page's CSS or script.",
+    content: { 'text/css': { schema: { type: 'string' } }, 'text/javascript': { schema: { type: 'string' } } },
+  })
   @ErrorAnswers(NOT_INSTALLED)
   asset(@Param('name') name: string, @Res() reply: FastifyReply): void {
     this.send(reply, `assets/${name}`);
@@ -68,7 +74,7 @@ export class UiController {
 
   @Get('statecharts/:file')
   @ApiOperation({ summary: 'A statechart diagram (SVG)' })
-  @file('image/svg+xml', 'A statechart of the agent\'s machines.')
+  @file('image/svg+xml', "A statechart of the agent's machines.")
   @ErrorAnswers(NOT_INSTALLED)
   statechart(@Param('file') file: string, @Res() reply: FastifyReply): void {
     this.send(reply, `statecharts/${file}`);
@@ -76,10 +82,14 @@ export class UiController {
 
   private send(reply: FastifyReply, path: string): void {
     if (!this.assets) {
-      throw new HttpException(errorBody(HttpStatus.NOT_FOUND, 'the UI files (src/ui/, statecharts/) are not installed with this agent'), HttpStatus.NOT_FOUND);
+      throw new HttpException(
+        errorBody(HttpStatus.NOT_FOUND, 'the UI files (src/ui/, statecharts/) are not installed with this agent'),
+        HttpStatus.NOT_FOUND,
+      );
     }
     const asset = this.assets.get(path);
-    if (!asset) throw new HttpException(errorBody(HttpStatus.NOT_FOUND, `no UI file at /ui/${path}`), HttpStatus.NOT_FOUND);
+    if (!asset)
+      throw new HttpException(errorBody(HttpStatus.NOT_FOUND, `no UI file at /ui/${path}`), HttpStatus.NOT_FOUND);
     void reply
       .code(HttpStatus.OK)
       .header('content-type', asset.contentType)
@@ -96,9 +106,11 @@ function loadAssets(): Map<string, Asset> | null {
   if (!root) return null;
   // Keyed by the request path under /ui/: a request for anything else finds nothing.
   const assets = new Map<string, Asset>();
-  const add = (key: string, file: string, contentType: string) => assets.set(key, { contentType, body: readFileSync(file) });
+  const add = (key: string, file: string, contentType: string) =>
+    assets.set(key, { contentType, body: readFileSync(file) });
   add(PAGE, join(root, 'src', 'ui', 'index.html'), 'text/html; charset=utf-8');
-  for (const [name, contentType] of Object.entries(PAGE_ASSETS)) add(`assets/${name}`, join(root, 'src', 'ui', name), contentType);
+  for (const [name, contentType] of Object.entries(PAGE_ASSETS))
+    add(`assets/${name}`, join(root, 'src', 'ui', name), contentType);
   // Missing when the agent runs from sources that were never built: the page then offers no time travel.
   const fold = join(root, 'dist', 'ui', REPLAY_FOLD);
   if (existsSync(fold)) add(`assets/${REPLAY_FOLD}`, fold, JAVASCRIPT);

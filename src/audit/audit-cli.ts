@@ -90,7 +90,9 @@ export async function runAudit(argv: string[], io: AuditIo, source?: AuditSource
     const log = await loadAuditLog(source, io.env);
     const removedUntil = removedUpTo(log.checkpoint);
     if (removedUntil !== null && instant < removedUntil) {
-      throw new SourceError(`retention removed the events up to ${new Date(removedUntil).toISOString()}; replay --at needs a later instant`);
+      throw new SourceError(
+        `retention removed the events up to ${new Date(removedUntil).toISOString()}; replay --at needs a later instant`,
+      );
     }
     const state = clusterAt(log.events, instant, log.checkpoint);
     io.stdout(options.json ? clusterAtJson(state) : formatClusterAt(state));
@@ -117,7 +119,9 @@ export function formatVerifyReport(report: VerifyReport, log: Pick<AuditLog, 'li
   const lines = [`audit of ${log.description}`];
   for (const check of report.checks) lines.push(`${marks[check.status]} ${check.title}: ${check.summary}`);
   const problems = report.checks.flatMap((check) => check.problems);
-  lines.push(`${count(report.eventsChecked, 'event')} checked, ${problems.length === 0 ? 'no problems' : count(problems.length, 'problem')}`);
+  lines.push(
+    `${count(report.eventsChecked, 'event')} checked, ${problems.length === 0 ? 'no problems' : count(problems.length, 'problem')}`,
+  );
   for (const problem of problems) lines.push(`  ${describeProblem(problem, log.lines)}`);
   return `${lines.join('\n')}\n`;
 }
@@ -153,16 +157,29 @@ function parseCommandLine(argv: string[], sourceGiven = false): { command: strin
 function sourceOf(options: ParsedOptions): AuditSource {
   const given = ['etcd', 'config', 'file'].filter((name) => options[name as keyof ParsedOptions] !== undefined);
   if (given.length !== 1) {
-    throw new UsageError(given.length === 0 ? 'a source is needed: --etcd with --scope, --config or --file' : `one source only, got --${given.join(' and --')}`);
+    throw new UsageError(
+      given.length === 0
+        ? 'a source is needed: --etcd with --scope, --config or --file'
+        : `one source only, got --${given.join(' and --')}`,
+    );
   }
   if (options.scope !== undefined && options.etcd === undefined) throw new UsageError('--scope goes with --etcd');
-  if (options.namespace !== undefined && options.etcd === undefined) throw new UsageError('--namespace goes with --etcd');
+  if (options.namespace !== undefined && options.etcd === undefined)
+    throw new UsageError('--namespace goes with --etcd');
   if (options.config !== undefined) return { kind: 'config', path: options.config };
   if (options.file !== undefined) return { kind: 'file', path: options.file };
-  const hosts = options.etcd!.split(',').map((host) => host.trim()).filter(Boolean);
+  const hosts = options
+    .etcd!.split(',')
+    .map((host) => host.trim())
+    .filter(Boolean);
   if (hosts.length === 0) throw new UsageError('--etcd needs host:port');
   if (!options.scope) throw new UsageError('--etcd needs --scope NAME');
-  return { kind: 'etcd', hosts, scope: options.scope, namespace: normalizeNamespace(options.namespace ?? DEFAULT_NAMESPACE) };
+  return {
+    kind: 'etcd',
+    hosts,
+    scope: options.scope,
+    namespace: normalizeNamespace(options.namespace ?? DEFAULT_NAMESPACE),
+  };
 }
 
 function apiUrl(value: string): string {
@@ -172,7 +189,8 @@ function apiUrl(value: string): string {
   } catch {
     throw new UsageError(`--api: not a URL: '${value}'`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--api: http or https only, got '${value}'`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--api: http or https only, got '${value}'`);
   return value.replace(/\/+$/, '');
 }
 

@@ -42,10 +42,17 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
   if (source.kind === 'file') return readExportFile(source.path);
   if (source.kind === 'events') {
     if (source.events.length === 0) throw new SourceError(`${source.description}: no events`);
-    return { events: source.events, lines: source.events.map((_, index) => index + 1), description: source.description, checkpoint: null };
+    return {
+      events: source.events,
+      lines: source.events.map((_, index) => index + 1),
+      description: source.description,
+      checkpoint: null,
+    };
   }
   const { connection, scope, namespace } =
-    source.kind === 'etcd' ? { connection: { hosts: source.hosts }, scope: source.scope, namespace: source.namespace } : await etcdOfConfig(source.path, env);
+    source.kind === 'etcd'
+      ? { connection: { hosts: source.hosts }, scope: source.scope, namespace: source.namespace }
+      : await etcdOfConfig(source.path, env);
   const description = `etcd ${connection.hosts.join(',')}, scope ${scope}${namespace === DEFAULT_NAMESPACE ? '' : `, namespace ${namespace}`}`;
   const store = new EtcdEventStore({ ...connection, scope, namespace, requestTimeoutMs: ETCD_READ_TIMEOUT_MS });
   let events: RecordedEvent[];
@@ -61,12 +68,16 @@ export async function loadAuditLog(source: AuditSource, env: NodeJS.ProcessEnv):
     await store.close();
   }
   // An empty log is almost always a wrong scope or endpoint; auditing it would prove nothing.
-  if (events.length === 0) throw new SourceError(`${description}: no events stored under ${eventLogPrefix(namespace, scope)}`);
+  if (events.length === 0)
+    throw new SourceError(`${description}: no events stored under ${eventLogPrefix(namespace, scope)}`);
   return { events, lines: events.map((_, index) => index + 1 + (checkpoint ? 1 : 0)), description, checkpoint };
 }
 
 /** etcd as the node reaches it (endpoints, TLS, user) and the scope. */
-async function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): Promise<{ connection: EtcdConnection; scope: string; namespace: string }> {
+async function etcdOfConfig(
+  path: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ connection: EtcdConnection; scope: string; namespace: string }> {
   let config;
   try {
     config = loadConfig(path, env).config;
@@ -76,7 +87,11 @@ async function etcdOfConfig(path: string, env: NodeJS.ProcessEnv): Promise<{ con
   }
   try {
     // etcd3.srv: etcd as the agent finds it; the description names the hosts used.
-    return { connection: await withSrvEndpoints(config.etcd3, { info: () => undefined, warning: () => undefined }), scope: config.scope, namespace: config.namespace };
+    return {
+      connection: await withSrvEndpoints(config.etcd3, { info: () => undefined, warning: () => undefined }),
+      scope: config.scope,
+      namespace: config.namespace,
+    };
   } catch (error) {
     throw new SourceError(`${path}: ${(error as Error).message}`);
   }
@@ -117,7 +132,11 @@ function parseCheckpointLine(line: string): LogCheckpoint | null {
   try {
     const value = JSON.parse(line) as { checkpoint?: LogCheckpoint } | null;
     const checkpoint = value?.checkpoint;
-    return typeof checkpoint?.streams === 'object' && checkpoint.streams !== null && typeof checkpoint.projections === 'object' ? checkpoint : null;
+    return typeof checkpoint?.streams === 'object' &&
+      checkpoint.streams !== null &&
+      typeof checkpoint.projections === 'object'
+      ? checkpoint
+      : null;
   } catch {
     return null;
   }

@@ -14,7 +14,11 @@ export interface ClusterAt {
 }
 
 /** Folds every event with `at` ≤ `instant` (epoch ms), in source order, into the projections. */
-export function clusterAt(events: RecordedEvent[], instant: number, checkpoint: LogCheckpoint | null = null): ClusterAt {
+export function clusterAt(
+  events: RecordedEvent[],
+  instant: number,
+  checkpoint: LogCheckpoint | null = null,
+): ClusterAt {
   const past = events.filter((event) => withinRange(Date.parse(event.at), { to: instant }));
   const from = checkpoint ? { ...initialProjections(), ...checkpoint.projections } : undefined;
   return { at: new Date(instant).toISOString(), events: past.length, projections: rebuildProjections(past, from) };
@@ -54,7 +58,10 @@ export function formatClusterAt(state: ClusterAt): string {
     lines.push(`  ${name.padEnd(width)}  ${fields.join(', ')}`);
     // The full state of each machine: what the page at /ui highlights at this instant.
     const machines = Object.entries(member.machines ?? {}).sort(([a], [b]) => a.localeCompare(b));
-    if (machines.length > 0) lines.push(`  ${''.padEnd(width)}  machines: ${machines.map(([machine, state]) => `${machine} ${state}`).join(', ')}`);
+    if (machines.length > 0)
+      lines.push(
+        `  ${''.padEnd(width)}  machines: ${machines.map(([machine, state]) => `${machine} ${state}`).join(', ')}`,
+      );
   }
   lines.push(schedule.length === 0 ? 'scheduled operations: none' : 'scheduled operations:');
   for (const operation of schedule) lines.push(`  ${describeOperation(operation)}`);
@@ -62,7 +69,11 @@ export function formatClusterAt(state: ClusterAt): string {
 }
 
 function describeOperation(op: ScheduledOperation): string {
-  const what = op.kind === 'switchover' ? `switchover from ${op.node}${op.candidate ? ` to ${op.candidate}` : ''}` : `restart of ${op.node}`;
-  const fate = op.fate === 'scheduled' ? 'still scheduled' : `${op.fate} at ${op.ended_at}${op.reason ? ` (${op.reason})` : ''}`;
+  const what =
+    op.kind === 'switchover'
+      ? `switchover from ${op.node}${op.candidate ? ` to ${op.candidate}` : ''}`
+      : `restart of ${op.node}`;
+  const fate =
+    op.fate === 'scheduled' ? 'still scheduled' : `${op.fate} at ${op.ended_at}${op.reason ? ` (${op.reason})` : ''}`;
   return `${what} for ${op.at}, requested ${op.requested_at}: ${fate}`;
 }

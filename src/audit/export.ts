@@ -12,7 +12,11 @@ export interface TimeRange {
  * lines: the format `stator audit --file` reads back. A cut log's checkpoint comes first, as
  * `{"checkpoint": ...}`, so the export verifies as the store does.
  */
-export function exportLines(events: RecordedEvent[], range: TimeRange = {}, checkpoint: LogCheckpoint | null = null): string {
+export function exportLines(
+  events: RecordedEvent[],
+  range: TimeRange = {},
+  checkpoint: LogCheckpoint | null = null,
+): string {
   const first = checkpoint ? `${JSON.stringify({ checkpoint })}\n` : '';
   return (
     first +

@@ -44,7 +44,10 @@ const INIT_EVENT = 'xstate.init';
  * once rather than for everything after it. A stream in `startsAtCheckpoint` lost its beginning
  * to retention: its machine starts in the `from` of its first retained event.
  */
-export function replayTransitions(events: RecordedEvent[], startsAtCheckpoint: ReadonlySet<string> = new Set()): TransitionReplay {
+export function replayTransitions(
+  events: RecordedEvent[],
+  startsAtCheckpoint: ReadonlySet<string> = new Set(),
+): TransitionReplay {
   const streams = new Map<string, { event: RecordedEvent; index: number }[]>();
   events.forEach((event, index) => {
     if (!event.type.endsWith(TRANSITION_SUFFIX) || !event.stream.startsWith('node/')) return;
@@ -73,7 +76,10 @@ export function replayTransitions(events: RecordedEvent[], startsAtCheckpoint: R
 export function replayedMachineAt(events: RecordedEvent[], stream: string, until: string): ReplayedMachine | null {
   const entries = events
     .map((event, index) => ({ event, index }))
-    .filter(({ event }) => event.stream === stream && event.type.endsWith(TRANSITION_SUFFIX) && Date.parse(event.at) <= Date.parse(until))
+    .filter(
+      ({ event }) =>
+        event.stream === stream && event.type.endsWith(TRANSITION_SUFFIX) && Date.parse(event.at) <= Date.parse(until),
+    )
     .sort((a, b) => a.event.seq - b.event.seq);
   if (entries.length === 0) return null;
   const replayed = replayStream(entries, () => undefined, false);
@@ -104,12 +110,14 @@ function replayStream(
   for (const entry of entries) {
     const { event } = entry;
     if (event.from === null) {
-      if (event.cause !== INIT_EVENT) report(entry, `starts the ${machineName} machine (from null) by ${event.cause}, not ${INIT_EVENT}`);
+      if (event.cause !== INIT_EVENT)
+        report(entry, `starts the ${machineName} machine (from null) by ${event.cause}, not ${INIT_EVENT}`);
       actor?.stop();
       actor = startActor(logic, null);
       const initial = stateOf(actor);
       diverged = initial !== event.to;
-      if (diverged) report(entry, `illegal transition: a new ${machineName} machine starts in ${initial}, recorded ${event.to}`);
+      if (diverged)
+        report(entry, `illegal transition: a new ${machineName} machine starts in ${initial}, recorded ${event.to}`);
       continue;
     }
     if (!actor || stateOf(actor) !== event.from) {
@@ -141,9 +149,12 @@ function replayStream(
     }
     const reached = stateOf(actor);
     diverged = reached !== event.to;
-    if (diverged) report(entry, `illegal transition: ${event.cause} in ${event.from} leads to ${reached}, recorded ${event.to}`);
+    if (diverged)
+      report(entry, `illegal transition: ${event.cause} in ${event.from} leads to ${reached}, recorded ${event.to}`);
   }
-  const ending = actor ? { state: stateOf(actor), context: actor.getSnapshot().context as unknown } : { state: null, context: null };
+  const ending = actor
+    ? { state: stateOf(actor), context: actor.getSnapshot().context as unknown }
+    : { state: null, context: null };
   actor?.stop();
   return ending;
 }
@@ -167,7 +178,10 @@ function startActor(logic: AnyStateMachine, snapshot: ReturnType<AnyStateMachine
 /** An actor in the recorded state `state`, keeping `context` (e.g. the pause flag) when given; null when there is no such state. */
 function resumeAt(logic: AnyStateMachine, state: string, context: unknown): AnyActorRef | null {
   try {
-    const resolved = logic.resolveState({ value: toStateValue(state), context: context ?? createActor(logic).getSnapshot().context });
+    const resolved = logic.resolveState({
+      value: toStateValue(state),
+      context: context ?? createActor(logic).getSnapshot().context,
+    });
     return stateValueToString(resolved.value) === state ? startActor(logic, resolved) : null;
   } catch {
     return null;

@@ -54,17 +54,27 @@ const KIND_WORDS: Record<ChainProblemKind, string> = {
 export async function verifyLog(events: RecordedEvent[], options: VerifyOptions = {}): Promise<VerifyReport> {
   const checkpoint = options.checkpoint ?? null;
   const checks = [checkChains(events, checkpoint), ...checkReplay(events, checkpoint)];
-  if (options.api) checks.push(...(await checkServedProjections(events, checkpoint, options.api, options.fetch ?? fetch)));
+  if (options.api)
+    checks.push(...(await checkServedProjections(events, checkpoint, options.api, options.fetch ?? fetch)));
   return { eventsChecked: events.length, checks };
 }
 
 function checkChains(events: RecordedEvent[], checkpoint: LogCheckpoint | null): CheckResult {
-  const problems = verifyChain(events, checkpoint?.streams).map((problem) => ({ ...problem, message: `${KIND_WORDS[problem.kind]}: ${problem.message}` }));
+  const problems = verifyChain(events, checkpoint?.streams).map((problem) => ({
+    ...problem,
+    message: `${KIND_WORDS[problem.kind]}: ${problem.message}`,
+  }));
   const streams = new Set(events.map((event) => event.stream)).size;
   const unchained = events.filter((event) => event.hash === undefined).length;
   const before = unchained > 0 ? ` (${unchained} written before the chain existed, not covered)` : '';
-  const cut = checkpoint ? `; ${count(Object.keys(checkpoint.streams).length, 'stream')} ${Object.keys(checkpoint.streams).length === 1 ? 'starts' : 'start'} at the retention checkpoint of ${checkpoint.cutAt}` : '';
-  return result('hash chains', problems, `${count(events.length, 'event')} in ${count(streams, 'stream')}, every link intact${before}${cut}`);
+  const cut = checkpoint
+    ? `; ${count(Object.keys(checkpoint.streams).length, 'stream')} ${Object.keys(checkpoint.streams).length === 1 ? 'starts' : 'start'} at the retention checkpoint of ${checkpoint.cutAt}`
+    : '';
+  return result(
+    'hash chains',
+    problems,
+    `${count(events.length, 'event')} in ${count(streams, 'stream')}, every link intact${before}${cut}`,
+  );
 }
 
 function checkReplay(events: RecordedEvent[], checkpoint: LogCheckpoint | null): CheckResult[] {
@@ -79,33 +89,64 @@ function checkReplay(events: RecordedEvent[], checkpoint: LogCheckpoint | null):
       message: `the replayed machine ends in ${ending.replayed}, the log's last transition in ${ending.last.to}`,
     }));
   return [
-    result('machine replay', replay.problems, `${count(replay.transitions, 'transition')} of ${count(machines, 'node machine')} replayed, all legal`),
-    result('final states', endings, `${count(machines, 'node machine')} ${machines === 1 ? 'ends where its log says' : 'end where their logs say'}`),
+    result(
+      'machine replay',
+      replay.problems,
+      `${count(replay.transitions, 'transition')} of ${count(machines, 'node machine')} replayed, all legal`,
+    ),
+    result(
+      'final states',
+      endings,
+      `${count(machines, 'node machine')} ${machines === 1 ? 'ends where its log says' : 'end where their logs say'}`,
+    ),
   ];
 }
 
-async function checkServedProjections(events: RecordedEvent[], checkpoint: LogCheckpoint | null, api: string, fetchFn: typeof fetch): Promise<CheckResult[]> {
-  const rebuilt = rebuildProjections(events, checkpoint ? { ...initialProjections(), ...checkpoint.projections } : undefined);
+async function checkServedProjections(
+  events: RecordedEvent[],
+  checkpoint: LogCheckpoint | null,
+  api: string,
+  fetchFn: typeof fetch,
+): Promise<CheckResult[]> {
+  const rebuilt = rebuildProjections(
+    events,
+    checkpoint ? { ...initialProjections(), ...checkpoint.projections } : undefined,
+  );
   const history = await getJson(fetchFn, api, '/history');
   if (history.status !== 200) throw new SourceError(`${api}/history answered HTTP ${history.status}`);
   const schedule = await getJson(fetchFn, api, '/schedule');
   return [
-    result(`/history of ${api}`, compareHistory(history.body, rebuilt), `${count(rebuilt.history.length, 'entry', 'entries')}, as the log tells`),
+    result(
+      `/history of ${api}`,
+      compareHistory(history.body, rebuilt),
+      `${count(rebuilt.history.length, 'entry', 'entries')}, as the log tells`,
+    ),
     schedule.status === 200
-      ? result(`/schedule of ${api}`, compareSchedule(schedule.body, rebuilt), `${count(rebuilt.schedule.length, 'operation')}, as the log tells`)
-      : { title: `/schedule of ${api}`, status: 'skipped', summary: `not served (HTTP ${schedule.status}), not compared`, problems: [] },
+      ? result(
+          `/schedule of ${api}`,
+          compareSchedule(schedule.body, rebuilt),
+          `${count(rebuilt.schedule.length, 'operation')}, as the log tells`,
+        )
+      : {
+          title: `/schedule of ${api}`,
+          status: 'skipped',
+          summary: `not served (HTTP ${schedule.status}), not compared`,
+          problems: [],
+        },
   ];
 }
 
 /** Entries compared as [timeline, lsn, reason]: the time and new leader are not in every reference's history. */
 function compareHistory(served: unknown, rebuilt: ServedProjections): AuditProblem[] {
-  if (!Array.isArray(served)) return [{ message: `/history: not a JSON array: ${canonicalJson(served).slice(0, 200)}` }];
+  if (!Array.isArray(served))
+    return [{ message: `/history: not a JSON array: ${canonicalJson(served).slice(0, 200)}` }];
   const essential = (entry: unknown) => canonicalJson(Array.isArray(entry) ? entry.slice(0, 3) : entry);
   const problems: AuditProblem[] = [];
   for (let i = 0; i < Math.max(served.length, rebuilt.history.length); i++) {
     const fromApi = i < served.length ? essential(served[i]) : 'nothing';
     const fromLog = i < rebuilt.history.length ? essential(rebuilt.history[i]) : 'nothing';
-    if (fromApi !== fromLog) problems.push({ message: `/history entry ${i + 1}: served ${fromApi}, the log gives ${fromLog}` });
+    if (fromApi !== fromLog)
+      problems.push({ message: `/history entry ${i + 1}: served ${fromApi}, the log gives ${fromLog}` });
   }
   return problems;
 }

@@ -37,18 +37,26 @@ export function callbackFor(fact: TransitionFact, currentRole: string | null): C
     const [from, to] = [top(fact.from), top(fact.to)];
     const role = callbackRole(currentRole);
     // A start that is part of a role change (a demoted primary coming back as a replica) fires on_role_change instead, as in the reference.
-    if (to === 'running' && (from === 'starting' || from === 'bootstrap_starting')) return currentRole === 'demoted' ? null : { action: 'on_start', role };
+    if (to === 'running' && (from === 'starting' || from === 'bootstrap_starting'))
+      return currentRole === 'demoted' ? null : { action: 'on_start', role };
     if (to === 'running' && from === 'restarting') return { action: 'on_restart', role };
     if (to === 'stopped' && from === 'stopping') return { action: 'on_stop', role };
-    if (fact.from === 'running.reconfiguring' && fact.to === 'running.idle' && fact.cause.startsWith('xstate.done.actor')) return { action: 'on_reload', role };
+    if (
+      fact.from === 'running.reconfiguring' &&
+      fact.to === 'running.idle' &&
+      fact.cause.startsWith('xstate.done.actor')
+    )
+      return { action: 'on_reload', role };
     return null;
   }
   if (fact.type === 'role.transition') {
     const [from, to] = [top(fact.from), top(fact.to)];
     if (from === to || from === '' || from === 'uninitialized') return null;
-    if (to === 'promoted' || (to === 'primary' && from !== 'promoted')) return { action: 'on_role_change', role: 'primary' };
+    if (to === 'promoted' || (to === 'primary' && from !== 'promoted'))
+      return { action: 'on_role_change', role: 'primary' };
     if (to === 'replica' || to === 'standby_leader') return { action: 'on_role_change', role: to };
-    if (to === 'demoted' && fact.cause === 'GAVE_UP_AFTER_FAILED_START') return { action: 'on_role_change', role: 'demoted' };
+    if (to === 'demoted' && fact.cause === 'GAVE_UP_AFTER_FAILED_START')
+      return { action: 'on_role_change', role: 'demoted' };
   }
   return null;
 }

@@ -78,7 +78,11 @@ export class CallbackRunner {
 
     const argv = [...words.slice(1), call.action, call.role, this.options.scope];
     const startedAt = this.options.clock.now();
-    this.record('callback.started', `${call.action} ${call.role}`, { action: call.action, role: call.role, command: words[0] });
+    this.record('callback.started', `${call.action} ${call.role}`, {
+      action: call.action,
+      role: call.role,
+      command: words[0],
+    });
     // Its own process group, so that a timeout or a newer callback ends the whole tree.
     const child = spawn(words[0], argv, { detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
     const running: Running = {
@@ -107,7 +111,13 @@ export class CallbackRunner {
     }
   }
 
-  private finish(slot: 'main' | 'reload', running: Running, code: number | null, signal: string | null, error: string | null): void {
+  private finish(
+    slot: 'main' | 'reload',
+    running: Running,
+    code: number | null,
+    signal: string | null,
+    error: string | null,
+  ): void {
     clearTimeout(running.timer);
     if (this.slots.get(slot) === running) this.slots.delete(slot);
     if (running.finished) return;
@@ -124,6 +134,15 @@ export class CallbackRunner {
 
   private record(type: string, cause: string, data: Record<string, unknown>): void {
     const { node, clock } = this.options;
-    this.options.events.record({ stream: `node/${node}/callbacks`, type, at: eventTime(clock.now()), node, from: null, to: null, cause, data });
+    this.options.events.record({
+      stream: `node/${node}/callbacks`,
+      type,
+      at: eventTime(clock.now()),
+      node,
+      from: null,
+      to: null,
+      cause,
+      data,
+    });
   }
 }

@@ -15,7 +15,14 @@ import { CallbackRunner } from './callback-runner';
       provide: CallbackRunner,
       inject: [STATOR_CONFIG, EVENT_RECORDER, CLOCK, LOGGER],
       useFactory: (config: StatorConfig, events: EventRecorder, clock: TimerClock, logger: Logger) =>
-        new CallbackRunner({ commands: config.postgresql.callbacks ?? {}, scope: config.scope, node: config.name, events, clock, log: componentLogger(logger, COMPONENT_LOGGERS.callbacks) }),
+        new CallbackRunner({
+          commands: config.postgresql.callbacks ?? {},
+          scope: config.scope,
+          node: config.name,
+          events,
+          clock,
+          log: componentLogger(logger, COMPONENT_LOGGERS.callbacks),
+        }),
     },
   ],
   exports: [CallbackRunner],

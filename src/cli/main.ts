@@ -40,7 +40,11 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (wantsValidation(argv)) {
-    process.exitCode = validateConfig(argv, { stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text), env: process.env });
+    process.exitCode = validateConfig(argv, {
+      stdout: (text) => process.stdout.write(text),
+      stderr: (text) => process.stderr.write(text),
+      env: process.env,
+    });
     return;
   }
   if (argv.includes('--version')) {
@@ -84,11 +88,18 @@ export async function main(argv: string[]): Promise<void> {
   const reloadConfig = () => loadConfig(argv[0] ?? null, process.env).config;
   let app: Awaited<ReturnType<typeof createHttpApp>>;
   // For allowlist_include_members: the members as the node last read them from the DCS (none before it starts).
-  const memberApiUrls = () => app.get(HaNode).view().cluster?.members.map((member) => member.data.api_url) ?? [];
+  const memberApiUrls = () =>
+    app
+      .get(HaNode)
+      .view()
+      .cluster?.members.map((member) => member.data.api_url) ?? [];
   try {
     // The client certificate for the other members' APIs (ctl.certfile, as Patroni's agent) is checked before anything starts.
     peerTlsOptions(config.restapi, config.ctl);
-    app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config, { memberApiUrls, warn: log.warning });
+    app = await createHttpApp(AppModule.forConfig(config, { reloadConfig, logger: log }), config, {
+      memberApiUrls,
+      warn: log.warning,
+    });
   } catch (error) {
     // A TLS file that cannot be used (wrong keyfile_password, a cipher list OpenSSL rejects): the message names the key.
     if (!(error instanceof Error && /^(restapi|ctl)\./.test(error.message))) throw error;
@@ -104,7 +115,11 @@ export async function main(argv: string[]): Promise<void> {
   }
   // request_queue_size: the socket's listen backlog. Unset, Node's 511 rather than Patroni's 5: one thread serves every
   // connection here, and a burst of health checks during a pause of the event loop must queue, not be dropped.
-  await app.listen({ port, host, ...(config.restapi.request_queue_size ? { backlog: config.restapi.request_queue_size } : {}) });
+  await app.listen({
+    port,
+    host,
+    ...(config.restapi.request_queue_size ? { backlog: config.restapi.request_queue_size } : {}),
+  });
   log.info(`stator ${STATOR_VERSION}: node ${config.name} of ${config.scope}, API on ${config.restapi.listen}`);
   await lifecycle.start();
   // Up as for the reference: the API listens and the HA loop runs. A reload is done once the cycle has read the file.

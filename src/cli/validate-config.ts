@@ -58,6 +58,9 @@ export function hideSecrets(value: unknown): unknown {
   // Only mappings are walked: a YAML 1.1 timestamp is a Date, printed as it is.
   if (!isMapping(value)) return value;
   return Object.fromEntries(
-    Object.entries(value).map(([key, inner]) => [key, SECRET_KEY.test(key) && inner !== null && typeof inner !== 'object' ? HIDDEN : hideSecrets(inner)]),
+    Object.entries(value).map(([key, inner]) => [
+      key,
+      SECRET_KEY.test(key) && inner !== null && typeof inner !== 'object' ? HIDDEN : hideSecrets(inner),
+    ]),
   );
 }

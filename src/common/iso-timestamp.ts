@@ -5,7 +5,8 @@
  *
  * Linear in its input: every quantifier below is bounded, and longer text is refused before matching.
  */
-const TIMESTAMP_SYNTAX = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+const TIMESTAMP_SYNTAX =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
 
 /** Longer than any timestamp of the syntax above (35 characters at most). */
 export const MAX_TIMESTAMP_LENGTH = 40;
@@ -16,15 +17,18 @@ export type TimestampReading =
   | { kind: 'invalid'; reason: string };
 
 export function readIsoTimestamp(raw: string): TimestampReading {
-  if (raw.length > MAX_TIMESTAMP_LENGTH + 8) return { kind: 'invalid', reason: `longer than ${MAX_TIMESTAMP_LENGTH} characters` };
+  if (raw.length > MAX_TIMESTAMP_LENGTH + 8)
+    return { kind: 'invalid', reason: `longer than ${MAX_TIMESTAMP_LENGTH} characters` };
   const text = raw.trim();
   const match = TIMESTAMP_SYNTAX.exec(text);
   if (!match) return { kind: 'invalid', reason: 'not YYYY-MM-DDTHH:MM[:SS[.fraction]] with Z or an offset ±HH:MM' };
   const [, year, month, day, hour, minute, second = '0', fraction = '', offset] = match;
   const [y, mo, d, h, mi, s] = [year, month, day, hour, minute, second].map(Number);
   if (mo < 1 || mo > 12) return { kind: 'invalid', reason: `month ${month} does not exist` };
-  if (d < 1 || d > daysInMonth(y, mo)) return { kind: 'invalid', reason: `day ${day} does not exist in ${year}-${month}` };
-  if (h > 23 || mi > 59 || s > 59) return { kind: 'invalid', reason: `time ${hour}:${minute}:${second.padStart(2, '0')} does not exist` };
+  if (d < 1 || d > daysInMonth(y, mo))
+    return { kind: 'invalid', reason: `day ${day} does not exist in ${year}-${month}` };
+  if (h > 23 || mi > 59 || s > 59)
+    return { kind: 'invalid', reason: `time ${hour}:${minute}:${second.padStart(2, '0')} does not exist` };
   if (offset === undefined) return { kind: 'no-offset' };
   const offsetMinutes = readOffsetMinutes(offset);
   if (offsetMinutes === null) return { kind: 'invalid', reason: `offset ${offset} does not exist` };

@@ -50,9 +50,12 @@ export function compileLogFormat(
   dateformat?: string,
   staticFields: Readonly<Record<string, unknown>> = {},
 ): LineRenderer | { problem: string } {
-  const fields = Array.isArray(format) ? format : [...format.matchAll(PLACEHOLDER)].filter((m) => m[1]).map((m) => m[1]);
+  const fields = Array.isArray(format)
+    ? format
+    : [...format.matchAll(PLACEHOLDER)].filter((m) => m[1]).map((m) => m[1]);
   const unknown = fields.filter((field) => !Object.hasOwn(FIELDS, field));
-  if (unknown.length > 0) return { problem: `unknown field ${unknown.join(', ')} (known: ${Object.keys(FIELDS).join(', ')})` };
+  if (unknown.length > 0)
+    return { problem: `unknown field ${unknown.join(', ')} (known: ${Object.keys(FIELDS).join(', ')})` };
   const directive = dateformat === undefined ? null : unknownDirective(dateformat);
   if (directive) return { problem: `dateformat: ${directive} is not supported` };
   const asctimeOf = (time: Date) => (dateformat === undefined ? defaultAsctime(time) : strftime(dateformat, time));
@@ -61,16 +64,29 @@ export function compileLogFormat(
     return (record) => {
       const asctime = asctimeOf(record.time);
       // Static fields after the format's, and over a same-named one, as python-json-logger merges them.
-      return JSON.stringify({ ...Object.fromEntries(fields.map((field) => [field, FIELDS[field](record, asctime)])), ...staticFields });
+      return JSON.stringify({
+        ...Object.fromEntries(fields.map((field) => [field, FIELDS[field](record, asctime)])),
+        ...staticFields,
+      });
     };
   }
   const text = Array.isArray(format) ? format.map((field) => `%(${field})s`).join(' ') : format;
   return (record) => {
     const asctime = asctimeOf(record.time);
-    return text.replace(PLACEHOLDER, (match, field: string | undefined, flags: string, width: string, precision: string | undefined, conversion: string) => {
-      if (!field) return '%';
-      return pad(convert(FIELDS[field](record, asctime), conversion, precision), flags, width);
-    });
+    return text.replace(
+      PLACEHOLDER,
+      (
+        match,
+        field: string | undefined,
+        flags: string,
+        width: string,
+        precision: string | undefined,
+        conversion: string,
+      ) => {
+        if (!field) return '%';
+        return pad(convert(FIELDS[field](record, asctime), conversion, precision), flags, width);
+      },
+    );
   };
 }
 
@@ -93,7 +109,20 @@ export function defaultAsctime(time: Date): string {
   return `${time.getFullYear()}-${two(time.getMonth() + 1)}-${two(time.getDate())} ${two(time.getHours())}:${two(time.getMinutes())}:${two(time.getSeconds())},${String(time.getMilliseconds()).padStart(3, '0')}`;
 }
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 
 const DIRECTIVES: Readonly<Record<string, (time: Date) => string>> = Object.freeze({
@@ -107,7 +136,8 @@ const DIRECTIVES: Readonly<Record<string, (time: Date) => string>> = Object.free
   M: (t) => two(t.getMinutes()),
   S: (t) => two(t.getSeconds()),
   f: (t) => String(t.getMilliseconds() * 1000).padStart(6, '0'),
-  j: (t) => String(Math.floor((t.getTime() - new Date(t.getFullYear(), 0, 1).getTime()) / 86_400_000) + 1).padStart(3, '0'),
+  j: (t) =>
+    String(Math.floor((t.getTime() - new Date(t.getFullYear(), 0, 1).getTime()) / 86_400_000) + 1).padStart(3, '0'),
   b: (t) => MONTHS[t.getMonth()].slice(0, 3),
   B: (t) => MONTHS[t.getMonth()],
   a: (t) => DAYS[t.getDay()].slice(0, 3),

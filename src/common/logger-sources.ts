@@ -101,13 +101,17 @@ export function sourceOfPatroniLogger(name: string): string | null | undefined {
  * unless the source's own name has an entry, which is more specific. Several modules of one source: the most verbose
  * wins, so that the lines asked for are written (Stator cannot tell them apart within the source).
  */
-export function sourceLevels<L extends string>(loggers: Readonly<Record<string, L>>, verbosity: (level: L) => number): Record<string, L> {
+export function sourceLevels<L extends string>(
+  loggers: Readonly<Record<string, L>>,
+  verbosity: (level: L) => number,
+): Record<string, L> {
   const levels: Record<string, L> = {};
   const mapped: Record<string, L> = {};
   for (const [name, level] of Object.entries(loggers)) {
     const source = sourceOfPatroniLogger(name);
     if (source === undefined) levels[name] = level;
-    else if (source !== null && (!Object.hasOwn(mapped, source) || verbosity(level) < verbosity(mapped[source]))) mapped[source] = level;
+    else if (source !== null && (!Object.hasOwn(mapped, source) || verbosity(level) < verbosity(mapped[source])))
+      mapped[source] = level;
   }
   for (const [source, level] of Object.entries(mapped)) if (!Object.hasOwn(levels, source)) levels[source] = level;
   return levels;

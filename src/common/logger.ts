@@ -49,7 +49,11 @@ export { COMPONENT_LOGGERS } from './logger-sources';
 
 /** The level `levels` gives the logger `name`: its own entry, else its nearest ancestor's, else `fallback`. */
 export function effectiveLevel<L>(name: string, levels: Readonly<Record<string, L>>, fallback: L): L {
-  for (let current = name; current !== ''; current = current.includes('.') ? current.slice(0, current.lastIndexOf('.')) : '') {
+  for (
+    let current = name;
+    current !== '';
+    current = current.includes('.') ? current.slice(0, current.lastIndexOf('.')) : ''
+  ) {
     if (Object.hasOwn(levels, current)) return levels[current];
   }
   return fallback;
@@ -130,7 +134,15 @@ export function createLogger(
       else emit('ERROR', `${message}, DETAIL: '${errorText(error)}'`);
     };
     const component = (name: string) => loggerFor(effectiveLevel(name, levels, rootMinimum));
-    return { debug: log('DEBUG'), info: log('INFO'), warning: log('WARNING'), error: log('ERROR'), critical: log('CRITICAL'), exception, component };
+    return {
+      debug: log('DEBUG'),
+      info: log('INFO'),
+      warning: log('WARNING'),
+      error: log('ERROR'),
+      critical: log('CRITICAL'),
+      exception,
+      component,
+    };
   };
   // Every Stator line is one of Patroni's (`patroni.*`): a `patroni` entry sets the level of all those no other entry covers.
   return loggerFor(effectiveLevel('patroni', levels, rootMinimum));
@@ -144,9 +156,18 @@ export function createConfiguredLogger(log: LogSettings, fileName: string): Logg
   const render = compileLogFormat(log.format, log.type, log.dateformat, log.static_fields);
   if ('problem' in render) throw new Error(`log.format: ${render.problem}`); // the loader has checked it
   const level = log.level === 'warning' ? 'WARNING' : (log.level.toUpperCase() as LogLevel);
-  const written = Object.fromEntries(Object.entries(log.loggers ?? {}).map(([name, value]) => [name, value === 'warning' ? 'WARNING' : (value.toUpperCase() as LogLevel)]));
+  const written = Object.fromEntries(
+    Object.entries(log.loggers ?? {}).map(([name, value]) => [
+      name,
+      value === 'warning' ? 'WARNING' : (value.toUpperCase() as LogLevel),
+    ]),
+  );
   const loggerLevels = sourceLevels(written, (value) => ORDER[value]);
-  const options: LoggerOptions = { tracebackLevel: log.traceback_level, deduplicateHeartbeats: log.deduplicate_heartbeat_logs, loggerLevels };
+  const options: LoggerOptions = {
+    tracebackLevel: log.traceback_level,
+    deduplicateHeartbeats: log.deduplicate_heartbeat_logs,
+    loggerLevels,
+  };
   if (!log.dir && isRegularFile(STDOUT_FD)) {
     // Redirected to a file: writes never wait for a reader, so each line is written at once.
     return createLogger(level, (line) => writeSync(STDOUT_FD, line), render, options);
@@ -156,7 +177,12 @@ export function createConfiguredLogger(log: LogSettings, fileName: string): Logg
     const lostLine = (count: number) =>
       `${render({ level: 'WARNING', levelNumber: ORDER.WARNING, message: `lost ${count} log lines: standard output did not take them in time (log.max_queue_size)`, time: new Date() })}\n`;
     const queue = new LogQueue(STDOUT_FD, log.max_queue_size ?? DEFAULT_MAX_QUEUE_SIZE, lostLine);
-    return createLogger(level, (line, lineLevel) => (lineLevel === 'CRITICAL' ? queue.writeNow(line) : queue.write(line)), render, options);
+    return createLogger(
+      level,
+      (line, lineLevel) => (lineLevel === 'CRITICAL' ? queue.writeNow(line) : queue.write(line)),
+      render,
+      options,
+    );
   }
   mkdirSync(log.dir, { recursive: true });
   const file = new RotatingLogFile(join(log.dir, fileName), log.file_size, log.file_num, log.mode);

@@ -64,10 +64,16 @@ export const silentNotifier: ServiceNotifier = {
 };
 
 /** A notifier for `socket` (a path, or `@name` in the abstract namespace); silent when there is none. */
-export function createServiceNotifier(socket: string | null, logger: Logger, python: string = pythonOnPath()): ServiceNotifier {
+export function createServiceNotifier(
+  socket: string | null,
+  logger: Logger,
+  python: string = pythonOnPath(),
+): ServiceNotifier {
   if (socket === null) return silentNotifier;
   if (!socket.startsWith('/') && !socket.startsWith('@')) {
-    logger.warning(`NOTIFY_SOCKET=${socket}: only a socket path or an abstract @name is supported; systemd is not notified`);
+    logger.warning(
+      `NOTIFY_SOCKET=${socket}: only a socket path or an abstract @name is supported; systemd is not notified`,
+    );
     return silentNotifier;
   }
   return new DatagramHelperNotifier(socket, logger, python);
@@ -79,10 +85,19 @@ class DatagramHelperNotifier implements ServiceNotifier {
   private readonly answers: ((answer: string | null) => void)[] = [];
   private queue: Promise<void> = Promise.resolve();
 
-  constructor(socket: string, private readonly logger: Logger, python: string) {
-    const helper = spawn(python, ['-c', HELPER], { env: { [NOTIFY_SOCKET]: socket, PATH: process.env.PATH ?? '' }, stdio: 'pipe' });
+  constructor(
+    socket: string,
+    private readonly logger: Logger,
+    python: string,
+  ) {
+    const helper = spawn(python, ['-c', HELPER], {
+      env: { [NOTIFY_SOCKET]: socket, PATH: process.env.PATH ?? '' },
+      stdio: 'pipe',
+    });
     this.helper = helper;
-    helper.on('error', (error) => this.giveUp(`the systemd notification helper (${python}) could not run: ${error.message}`));
+    helper.on('error', (error) =>
+      this.giveUp(`the systemd notification helper (${python}) could not run: ${error.message}`),
+    );
     helper.on('exit', (code, signal) => this.giveUp(`the systemd notification helper exited (${signal ?? code})`));
     helper.stdin.on('error', () => undefined);
     createInterface({ input: helper.stdout }).on('line', (line) => this.answers.shift()?.(line));
@@ -121,7 +136,8 @@ class DatagramHelperNotifier implements ServiceNotifier {
         clearTimeout(timer);
         const index = this.answers.indexOf(answer);
         if (index >= 0) this.answers.splice(index, 1);
-        if (text !== null && text !== 'ok') this.logger.warning(`telling systemd ${message.split('\n')[0]} failed: ${text}`);
+        if (text !== null && text !== 'ok')
+          this.logger.warning(`telling systemd ${message.split('\n')[0]} failed: ${text}`);
         resolve();
       };
       this.answers.push(answer);
@@ -139,7 +155,13 @@ class DatagramHelperNotifier implements ServiceNotifier {
 
 /** Debian's `/usr/bin/python3`, else the first `python3` on PATH (as the fence's default). */
 function pythonOnPath(): string {
-  const candidates = ['/usr/bin/python3', ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'python3'))];
+  const candidates = [
+    '/usr/bin/python3',
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'python3')),
+  ];
   return (
     candidates.find((path) => {
       try {

@@ -5,7 +5,12 @@
  */
 export function withPropertyReplaced<T>(owner: object, key: string, value: unknown, load: () => T): T {
   const original = Object.getOwnPropertyDescriptor(owner, key);
-  Object.defineProperty(owner, key, { value, configurable: true, writable: true, enumerable: original?.enumerable ?? false });
+  Object.defineProperty(owner, key, {
+    value,
+    configurable: true,
+    writable: true,
+    enumerable: original?.enumerable ?? false,
+  });
   try {
     return load();
   } finally {

@@ -20,7 +20,10 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
     if (BOOTSTRAP_KEYS.includes(key)) continue;
     if (key === 'users') {
       // Patroni 4 only logs an error and creates nobody: a cluster missing its roles must not start quietly.
-      findings.problem('bootstrap.users', 'removed in Patroni 4.0 and not supported: create roles in a bootstrap.post_bootstrap script');
+      findings.problem(
+        'bootstrap.users',
+        'removed in Patroni 4.0 and not supported: create roles in a bootstrap.post_bootstrap script',
+      );
       continue;
     }
     // Any other mapping with a `command` is a custom bootstrap method, as in Patroni.
@@ -32,7 +35,10 @@ export function readBootstrap(findings: Findings, doc: Mapping): StatorConfig['b
     findings.problems.push(`bootstrap.${method}.command: required because bootstrap.method is "${method}"`);
   }
   // `post_init` is the reference's older name for the same script.
-  const postBootstrap = readString(findings, section, 'post_bootstrap', path) || readString(findings, section, 'post_init', path) || undefined;
+  const postBootstrap =
+    readString(findings, section, 'post_bootstrap', path) ||
+    readString(findings, section, 'post_init', path) ||
+    undefined;
   const pgHba = readStringList(findings, section, 'pg_hba', path) ?? [];
   return {
     dcs,

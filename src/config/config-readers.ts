@@ -36,7 +36,6 @@ export class Findings {
   }
 }
 
-
 export function childPath(parent: string, key: string): string {
   return parent ? `${parent}.${key}` : key;
 }
@@ -53,7 +52,12 @@ export function readSection(findings: Findings, parent: Mapping, key: string, pa
   return {};
 }
 
-export function ignoreUnsupported(findings: Findings, section: Mapping, path: string, supported: readonly string[]): void {
+export function ignoreUnsupported(
+  findings: Findings,
+  section: Mapping,
+  path: string,
+  supported: readonly string[],
+): void {
   for (const key of Object.keys(section)) {
     if (!supported.includes(key)) findings.unsupported(childPath(path, key));
   }
@@ -123,7 +127,14 @@ export function readStringList(findings: Findings, section: Mapping, key: string
 }
 
 /** An integer from `min` to `max`, or its digits as text (as a PATRONI_ variable gives it). */
-export function readIntegerInRange(findings: Findings, section: Mapping, key: string, path: string, min: number, max: number): number | undefined {
+export function readIntegerInRange(
+  findings: Findings,
+  section: Mapping,
+  key: string,
+  path: string,
+  min: number,
+  max: number,
+): number | undefined {
   const value = section[key];
   if (isAbsent(value)) return undefined;
   const number = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;

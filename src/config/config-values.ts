@@ -31,7 +31,13 @@ export function describeValue(value: unknown): string {
 export const PARAMETER_RULE = 'must be a string, number or boolean';
 
 /** Patroni's `int(value)` for DCS documents: integers, and strings holding one. */
-const SECONDS_PER_UNIT: Readonly<Record<string, number>> = Object.freeze({ ms: 0.001, s: 1, min: 60, h: 3600, d: 86_400 });
+const SECONDS_PER_UNIT: Readonly<Record<string, number>> = Object.freeze({
+  ms: 0.001,
+  s: 1,
+  min: 60,
+  h: 3600,
+  d: 86_400,
+});
 
 /** Seconds as the reference reads them: an integer, or a number with PostgreSQL's time units (`30min`, `1h`). */
 export function toSeconds(value: unknown): number | undefined {
@@ -60,13 +66,15 @@ export function parameterLabel(name: string): string {
 
 /** Why a server parameter cannot be written into postgresql.conf, or null when it can. */
 export function parameterProblem(name: string, value: unknown): string | null {
-  if (!PARAMETER_NAME.test(name)) return 'must be named as PostgreSQL names parameters (letters, digits, _ . $; at most 63)';
+  if (!PARAMETER_NAME.test(name))
+    return 'must be named as PostgreSQL names parameters (letters, digits, _ . $; at most 63)';
   if (!isParameterValue(value)) return PARAMETER_RULE;
   if (typeof value === 'number' && !Number.isFinite(value)) return 'must be a finite number';
   if (typeof value === 'string') {
     if (value.length > MAX_PARAMETER_VALUE_LENGTH) return `must be at most ${MAX_PARAMETER_VALUE_LENGTH} characters`;
     // eslint-disable-next-line no-control-regex -- control characters are what this check refuses
-    if (/[\u0000-\u001f\u007f]/.test(value)) return 'must not contain control characters (a line break would end the setting)';
+    if (/[\u0000-\u001f\u007f]/.test(value))
+      return 'must not contain control characters (a line break would end the setting)';
   }
   return null;
 }

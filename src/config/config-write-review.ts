@@ -72,7 +72,8 @@ export function reviewConfigWrite(written: Record<string, unknown>): ConfigWrite
     for (const [key, value] of Object.entries(written.postgresql)) {
       if (value === null || POSTGRESQL_ACTED_ON.has(key)) continue;
       if (Object.hasOwn(POSTGRESQL_REFUSED, key)) problems.push(`postgresql.${key}: ${POSTGRESQL_REFUSED[key]}`);
-      else problems.push(`postgresql.${quoted(key)}: unknown key (Stator acts on ${[...POSTGRESQL_ACTED_ON].join(', ')})`);
+      else
+        problems.push(`postgresql.${quoted(key)}: unknown key (Stator acts on ${[...POSTGRESQL_ACTED_ON].join(', ')})`);
     }
   }
   return { problems };

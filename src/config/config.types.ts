@@ -30,7 +30,18 @@ export interface StatorConfig {
   ctl?: CtlConfig;
   /** `hosts`: `host:port` entries (port defaults to 2379), from `hosts`, `host` or PATRONI_ETCD3_HOSTS. */
   /** etcd: endpoints, TLS (PEM files) and RBAC user, as Patroni's `etcd3` section. `srv` (and `srvSuffix`): the DNS domain whose SRV records name the endpoints, found at start; `hosts` is then the fallback. */
-  etcd3: { hosts: string[]; protocol: 'http' | 'https'; srv?: string; srvSuffix?: string; cacert?: string; cert?: string; key?: string; keyPassword?: string; username?: string; password?: string };
+  etcd3: {
+    hosts: string[];
+    protocol: 'http' | 'https';
+    srv?: string;
+    srvSuffix?: string;
+    cacert?: string;
+    cert?: string;
+    key?: string;
+    keyPassword?: string;
+    username?: string;
+    password?: string;
+  };
   bootstrap: {
     /**
      * Written to `/config` by the node that bootstraps the cluster: the defaults (ttl, loop_wait, retry_timeout,
@@ -133,7 +144,9 @@ export interface PostgresqlConfig {
   /** Commands run on PostgreSQL events, called with `<action> <role> <scope>` appended. */
   callbacks?: Partial<Record<CallbackAction, string>>;
   /** Other names for PostgreSQL's programs (`pg_ctl`, `postgres`...): a file in `bin_dir`, or an absolute path. */
-  bin_name?: Partial<Record<'pg_ctl' | 'initdb' | 'pg_controldata' | 'pg_basebackup' | 'postgres' | 'pg_isready' | 'pg_rewind', string>>;
+  bin_name?: Partial<
+    Record<'pg_ctl' | 'initdb' | 'pg_controldata' | 'pg_basebackup' | 'postgres' | 'pg_isready' | 'pg_rewind', string>
+  >;
   /** Seconds a start, stop or promote may take (default 60). */
   pg_ctl_timeout?: number;
   /** host:port of a connection pooler or proxy in front of this server, published as the member's `proxy_url`. */
@@ -168,7 +181,17 @@ export interface BootstrapMethod extends CustomMethod {
 }
 
 /** libpq connection options Patroni passes on from a role's `authentication` section. */
-export const LIBPQ_OPTIONS = ['sslmode', 'sslcert', 'sslkey', 'sslpassword', 'sslrootcert', 'sslcrl', 'sslcrldir', 'gssencmode', 'channel_binding'] as const;
+export const LIBPQ_OPTIONS = [
+  'sslmode',
+  'sslcert',
+  'sslkey',
+  'sslpassword',
+  'sslrootcert',
+  'sslcrl',
+  'sslcrldir',
+  'gssencmode',
+  'channel_binding',
+] as const;
 export type LibpqOptions = Partial<Record<(typeof LIBPQ_OPTIONS)[number], string>>;
 
 /** A PostgreSQL login the agent uses, with the libpq options of its connections (TLS client certificates...). */

@@ -42,13 +42,19 @@ export function readCtlSection(findings: Findings, value: unknown): CtlConfig {
   }
   const password = readString(findings, value, 'keyfile_password', 'ctl', { secret: true });
   if (password !== undefined) ctl.keyfile_password = password;
-  if (ctl.keyfile && !ctl.certfile) findings.warnings.push('ctl.keyfile: ignored without ctl.certfile (the certificate the key belongs to), as in Patroni');
+  if (ctl.keyfile && !ctl.certfile)
+    findings.warnings.push(
+      'ctl.keyfile: ignored without ctl.certfile (the certificate the key belongs to), as in Patroni',
+    );
   if (!isAbsent(value.authentication)) {
     const auth = value.authentication;
     const username = isMapping(auth) ? readString(findings, auth, 'username', 'ctl.authentication') : undefined;
-    const password = isMapping(auth) ? readString(findings, auth, 'password', 'ctl.authentication', { secret: true }) : undefined;
+    const password = isMapping(auth)
+      ? readString(findings, auth, 'password', 'ctl.authentication', { secret: true })
+      : undefined;
     if (!isMapping(auth)) findings.invalid('ctl.authentication', 'must be a mapping with username and password', auth);
-    else if (username === undefined || password === undefined) findings.problem('ctl.authentication', 'needs both username and password');
+    else if (username === undefined || password === undefined)
+      findings.problem('ctl.authentication', 'needs both username and password');
     else ctl.authentication = { username, password };
   }
   return ctl;

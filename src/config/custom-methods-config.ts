@@ -1,6 +1,14 @@
 import { splitCommandLine } from '../common/command-line';
 import { BootstrapMethod, CustomMethod, MethodOption } from './config.types';
-import { childPath, Findings, isAbsent, Mapping, readRequiredString, readSection, readStringList } from './config-readers';
+import {
+  childPath,
+  Findings,
+  isAbsent,
+  Mapping,
+  readRequiredString,
+  readSection,
+  readStringList,
+} from './config-readers';
 import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './config-values';
 
 /** Keys of a bootstrap method's section that are settings, not arguments for its command (as the reference). */
@@ -13,7 +21,10 @@ const MAX_OPTIONS = 64;
  * (`postgresql.<name>`: `command`, `no_params`, `keep_data`, `no_leader`, and any `--key=value`).
  * `basebackup` is the built-in method; its options stay in `postgresql.basebackup`.
  */
-export function readReplicaMethods(findings: Findings, postgresql: Mapping): { create_replica_methods?: string[]; replica_methods?: Record<string, CustomMethod> } {
+export function readReplicaMethods(
+  findings: Findings,
+  postgresql: Mapping,
+): { create_replica_methods?: string[]; replica_methods?: Record<string, CustomMethod> } {
   const path = 'postgresql';
   const names = readStringList(findings, postgresql, 'create_replica_methods', path) ?? [];
   const sections = methodSectionNames(postgresql);
@@ -23,7 +34,10 @@ export function readReplicaMethods(findings: Findings, postgresql: Mapping): { c
     if (name === 'basebackup') continue;
     const section = readSection(findings, postgresql, name, path);
     // The reference runs a method without a section as a command named like the method.
-    replica_methods[name] = readMethod(findings, { command: name, ...section }, childPath(path, name), ['command', 'no_params']);
+    replica_methods[name] = readMethod(findings, { command: name, ...section }, childPath(path, name), [
+      'command',
+      'no_params',
+    ]);
   }
   return { ...(names.length > 0 ? { create_replica_methods: names } : {}), replica_methods };
 }
@@ -33,7 +47,9 @@ export function readReplicaMethods(findings: Findings, postgresql: Mapping): { c
  * mapping with a `command` (a method only a standby cluster's `create_replica_methods` may name).
  */
 export function methodSectionNames(postgresql: Mapping): string[] {
-  const listed = Array.isArray(postgresql.create_replica_methods) ? postgresql.create_replica_methods.filter((name): name is string => typeof name === 'string') : [];
+  const listed = Array.isArray(postgresql.create_replica_methods)
+    ? postgresql.create_replica_methods.filter((name): name is string => typeof name === 'string')
+    : [];
   const withCommand = Object.keys(postgresql).filter((key) => {
     const value = postgresql[key];
     return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, 'command');
@@ -65,14 +81,20 @@ export function readBootstrapMethod(findings: Findings, bootstrap: Mapping, name
 
 function readMethod(findings: Findings, section: Mapping, path: string, reserved: string[]): CustomMethod {
   const command = readRequiredString(findings, section, 'command', path) ?? '';
-  if (command && splitCommandLine(command) === null) findings.invalid(childPath(path, 'command'), 'must be a command line with balanced quotes', command);
+  if (command && splitCommandLine(command) === null)
+    findings.invalid(childPath(path, 'command'), 'must be a command line with balanced quotes', command);
   const method: CustomMethod = { command, options: readScalars(findings, section, path, reserved) };
   if (readOptionalFlag(findings, section, 'no_params', path)) method.no_params = true;
   return method;
 }
 
 /** Every other key of the section, which must hold a string, a number or a boolean. */
-function readScalars(findings: Findings, section: Mapping, path: string, reserved: string[]): Record<string, MethodOption> {
+function readScalars(
+  findings: Findings,
+  section: Mapping,
+  path: string,
+  reserved: string[],
+): Record<string, MethodOption> {
   const options: Record<string, MethodOption> = {};
   for (const [key, value] of Object.entries(section)) {
     if (reserved.includes(key) || isAbsent(value)) continue;
@@ -80,8 +102,18 @@ function readScalars(findings: Findings, section: Mapping, path: string, reserve
       findings.problem(path, `at most ${MAX_OPTIONS} options`);
       break;
     }
-    if (typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) options[key] = value;
-    else findings.invalid(childPath(path, key), isMapping(value) || Array.isArray(value) ? 'must be a string, a number or a boolean' : 'must be finite', value);
+    if (
+      typeof value === 'string' ||
+      typeof value === 'boolean' ||
+      (typeof value === 'number' && Number.isFinite(value))
+    )
+      options[key] = value;
+    else
+      findings.invalid(
+        childPath(path, key),
+        isMapping(value) || Array.isArray(value) ? 'must be a string, a number or a boolean' : 'must be finite',
+        value,
+      );
   }
   return options;
 }

@@ -88,7 +88,11 @@ export const POSTGRESQL_RULES: Readonly<Record<string, ValueRule>> = Object.free
 });
 
 /** Each key of `doc` that has a rule and breaks it, as `<prefix><key>: <rule>, got <value>`. */
-export function checkKeys(doc: Record<string, unknown>, rules: Readonly<Record<string, ValueRule>>, prefix: string): string[] {
+export function checkKeys(
+  doc: Record<string, unknown>,
+  rules: Readonly<Record<string, ValueRule>>,
+  prefix: string,
+): string[] {
   const problems: string[] = [];
   for (const [key, value] of Object.entries(doc)) {
     // Own keys only: `constructor` or `toString` must not find Object's methods as rules.

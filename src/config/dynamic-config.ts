@@ -2,7 +2,17 @@ import { DynamicConfig, EffectiveDynamicConfig } from './config.types';
 import { readIgnoreSlots, readPermanentSlots } from './slots-config';
 import { readStandbyCluster } from './standby-cluster-config';
 import { configurationFilesProblems, readDynamicConfigurationFiles } from './dynamic-files-config';
-import { describeValue, isMapping, isParameterValue, PARAMETER_RULE, parameterLabel, parameterProblem, parsePatroniBoolean, toInteger, toSeconds } from './config-values';
+import {
+  describeValue,
+  isMapping,
+  isParameterValue,
+  PARAMETER_RULE,
+  parameterLabel,
+  parameterProblem,
+  parsePatroniBoolean,
+  toInteger,
+  toSeconds,
+} from './config-values';
 import {
   checkKeys,
   MAX_BYTES,
@@ -18,7 +28,12 @@ import {
 } from './dynamic-config-rules';
 
 /** Defaults of the dynamic settings (reference-behavior section 5; `use_pg_rewind` is on in Stator, off in Patroni). */
-export const DYNAMIC_CONFIG_DEFAULTS: Readonly<Omit<EffectiveDynamicConfig, 'parameters' | 'slots' | 'ignore_slots' | 'standby_cluster' | 'pg_hba' | 'pg_ident' | 'recovery_conf'>> = Object.freeze({
+export const DYNAMIC_CONFIG_DEFAULTS: Readonly<
+  Omit<
+    EffectiveDynamicConfig,
+    'parameters' | 'slots' | 'ignore_slots' | 'standby_cluster' | 'pg_hba' | 'pg_ident' | 'recovery_conf'
+  >
+> = Object.freeze({
   ttl: 30,
   loop_wait: 10,
   retry_timeout: 10,
@@ -119,7 +134,12 @@ export function effectiveDynamicConfig(
   }
 
   const standbyCluster = readStandbyCluster(source.standby_cluster, adjustments);
-  const synchronousMode = source.synchronous_mode === 'quorum' ? 'quorum' : boolean('synchronous_mode', source.synchronous_mode, false) ? 'on' : 'off';
+  const synchronousMode =
+    source.synchronous_mode === 'quorum'
+      ? 'quorum'
+      : boolean('synchronous_mode', source.synchronous_mode, false)
+        ? 'on'
+        : 'off';
   return {
     config: {
       ...timing,
@@ -140,7 +160,15 @@ export function effectiveDynamicConfig(
         source.primary_stop_timeout ?? source.master_stop_timeout,
         defaults.primary_stop_timeout,
       ),
-      max_timelines_history: Math.max(0, integer('max_timelines_history', source.max_timelines_history, defaults.max_timelines_history, MAX_TIMELINES_HISTORY)),
+      max_timelines_history: Math.max(
+        0,
+        integer(
+          'max_timelines_history',
+          source.max_timelines_history,
+          defaults.max_timelines_history,
+          MAX_TIMELINES_HISTORY,
+        ),
+      ),
       remove_data_directory_on_rewind_failure: boolean(
         'postgresql.remove_data_directory_on_rewind_failure',
         postgresql.remove_data_directory_on_rewind_failure,
@@ -154,18 +182,48 @@ export function effectiveDynamicConfig(
       pause: boolean('pause', source.pause, defaults.pause),
       use_pg_rewind: boolean('postgresql.use_pg_rewind', postgresql.use_pg_rewind, defaults.use_pg_rewind),
       use_slots: boolean('postgresql.use_slots', postgresql.use_slots, defaults.use_slots),
-      postgres_unresponsive_timeout: integer('postgres_unresponsive_timeout', source.postgres_unresponsive_timeout, unresponsiveDefault(timing.ttl)),
+      postgres_unresponsive_timeout: integer(
+        'postgres_unresponsive_timeout',
+        source.postgres_unresponsive_timeout,
+        unresponsiveDefault(timing.ttl),
+      ),
       // As Patroni: a standby cluster has no synchronous replication (its leader acknowledges nothing to clients), so the
       // setting waits, stored, until the cluster is promoted.
       synchronous_mode: standbyCluster !== null ? 'off' : synchronousMode,
-      synchronous_mode_strict: boolean('synchronous_mode_strict', source.synchronous_mode_strict, defaults.synchronous_mode_strict),
-      synchronous_node_count: Math.max(1, integer('synchronous_node_count', source.synchronous_node_count, defaults.synchronous_node_count, 255)),
-      synchronous_site_count: Math.max(0, integer('synchronous_site_count', source.synchronous_site_count, defaults.synchronous_site_count, MAX_SYNCHRONOUS_SITES)),
+      synchronous_mode_strict: boolean(
+        'synchronous_mode_strict',
+        source.synchronous_mode_strict,
+        defaults.synchronous_mode_strict,
+      ),
+      synchronous_node_count: Math.max(
+        1,
+        integer('synchronous_node_count', source.synchronous_node_count, defaults.synchronous_node_count, 255),
+      ),
+      synchronous_site_count: Math.max(
+        0,
+        integer(
+          'synchronous_site_count',
+          source.synchronous_site_count,
+          defaults.synchronous_site_count,
+          MAX_SYNCHRONOUS_SITES,
+        ),
+      ),
       maximum_lag_on_syncnode: syncNodeLag(source.maximum_lag_on_syncnode),
       failsafe_mode: boolean('failsafe_mode', source.failsafe_mode, defaults.failsafe_mode),
       member_slots_ttl: memberSlotsTtl(source.member_slots_ttl, origin, adjustments),
-      load_balancer_drain_ms: Math.max(0, integer('load_balancer_drain_ms', source.load_balancer_drain_ms, defaults.load_balancer_drain_ms, MAX_LOAD_BALANCER_DRAIN_MS)),
-      primary_race_backoff: Math.max(0, integer('primary_race_backoff', source.primary_race_backoff, defaults.primary_race_backoff)),
+      load_balancer_drain_ms: Math.max(
+        0,
+        integer(
+          'load_balancer_drain_ms',
+          source.load_balancer_drain_ms,
+          defaults.load_balancer_drain_ms,
+          MAX_LOAD_BALANCER_DRAIN_MS,
+        ),
+      ),
+      primary_race_backoff: Math.max(
+        0,
+        integer('primary_race_backoff', source.primary_race_backoff, defaults.primary_race_backoff),
+      ),
       parameters,
       ...readDynamicConfigurationFiles(postgresql, origin, parameterProblem, adjustments),
       standby_cluster: standbyCluster,
@@ -181,7 +239,9 @@ function memberSlotsTtl(value: unknown, origin: string, adjustments: string[]): 
   if (value === undefined || value === null) return DYNAMIC_CONFIG_DEFAULTS.member_slots_ttl;
   const seconds = toSeconds(value);
   if (seconds !== undefined && seconds >= 0 && seconds <= MAX_MEMBER_SLOTS_TTL) return seconds;
-  adjustments.push(`member_slots_ttl ${describeValue(value)} in ${origin} is not ${MEMBER_SLOTS_TTL_RULE.rule.replace(/^must be /, '')}; using the default ${DYNAMIC_CONFIG_DEFAULTS.member_slots_ttl}`);
+  adjustments.push(
+    `member_slots_ttl ${describeValue(value)} in ${origin} is not ${MEMBER_SLOTS_TTL_RULE.rule.replace(/^must be /, '')}; using the default ${DYNAMIC_CONFIG_DEFAULTS.member_slots_ttl}`,
+  );
   return DYNAMIC_CONFIG_DEFAULTS.member_slots_ttl;
 }
 
@@ -233,26 +293,31 @@ export function validateDynamicConfigKeys(doc: unknown): string[] {
   const problems = checkKeys(doc, TOP_LEVEL_RULES, '');
   if (isMapping(doc.postgresql)) {
     const postgresql = doc.postgresql;
-    problems.push(...checkKeys(postgresql, POSTGRESQL_RULES, 'postgresql.'), ...configurationFilesProblems(postgresql, parameterProblem));
+    problems.push(
+      ...checkKeys(postgresql, POSTGRESQL_RULES, 'postgresql.'),
+      ...configurationFilesProblems(postgresql, parameterProblem),
+    );
     if (isMapping(postgresql.parameters)) {
       for (const [name, value] of Object.entries(postgresql.parameters)) {
         // null deletes a parameter in a PATCH.
         const problem = value === null ? null : parameterProblem(name, value);
-        if (problem) problems.push(`postgresql.parameters.${parameterLabel(name)}: ${problem}, got ${describeValue(value)}`);
+        if (problem)
+          problems.push(`postgresql.parameters.${parameterLabel(name)}: ${problem}, got ${describeValue(value)}`);
       }
     }
   }
   return problems;
 }
 
-
-
 /**
  * effectiveDynamicConfig of `/config` as read, computed again only when the key's revision or the
  * bootstrap section (replaced by a reload) changes: the HA cycle reads `/config` every loop_wait, and
  * a revision names one value. Holds the last result only.
  */
-export function effectiveConfigOfRevision(): (fromDcs: { value: DynamicConfig; modRevision: string } | null, bootstrap: DynamicConfig) => EffectiveDynamicConfigResult {
+export function effectiveConfigOfRevision(): (
+  fromDcs: { value: DynamicConfig; modRevision: string } | null,
+  bootstrap: DynamicConfig,
+) => EffectiveDynamicConfigResult {
   let last: { revision: string | null; bootstrap: DynamicConfig; result: EffectiveDynamicConfigResult } | null = null;
   return (fromDcs, bootstrap) => {
     const revision = fromDcs?.modRevision ?? null;

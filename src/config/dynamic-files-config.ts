@@ -23,7 +23,9 @@ const STRING_LIST_RULE = 'must be a list of strings (one line each)';
  */
 export function decidedByStator(name: string): boolean {
   const lower = name.toLowerCase();
-  return lower.startsWith('recovery_target') || ['primary_conninfo', 'primary_slot_name', 'standby_mode'].includes(lower);
+  return (
+    lower.startsWith('recovery_target') || ['primary_conninfo', 'primary_slot_name', 'standby_mode'].includes(lower)
+  );
 }
 
 function isStringList(value: unknown): value is string[] {
@@ -39,17 +41,24 @@ export function configurationFilesProblems(postgresql: Record<string, unknown>, 
   const problems: string[] = [];
   for (const key of ['pg_hba', 'pg_ident'] as const) {
     const value = postgresql[key];
-    if (value !== undefined && value !== null && !isStringList(value)) problems.push(`postgresql.${key}: ${STRING_LIST_RULE}, got ${JSON.stringify(value)?.slice(0, 60)}`);
+    if (value !== undefined && value !== null && !isStringList(value))
+      problems.push(`postgresql.${key}: ${STRING_LIST_RULE}, got ${JSON.stringify(value)?.slice(0, 60)}`);
   }
   const recovery = postgresql.recovery_conf;
   if (recovery !== undefined && recovery !== null) {
-    if (!isPlainMapping(recovery)) problems.push('postgresql.recovery_conf: must be a mapping of recovery settings (restore_command, recovery_min_apply_delay...)');
+    if (!isPlainMapping(recovery))
+      problems.push(
+        'postgresql.recovery_conf: must be a mapping of recovery settings (restore_command, recovery_min_apply_delay...)',
+      );
     else {
       for (const [name, value] of Object.entries(recovery)) {
         if (value === null) continue;
         const problem = check(name, value);
         if (problem) problems.push(`postgresql.recovery_conf.${name.slice(0, 63)}: ${problem}`);
-        else if (decidedByStator(name)) problems.push(`postgresql.recovery_conf.${name}: Stator decides it for a replica (the upstream, timeline latest, no recovery target); remove it`);
+        else if (decidedByStator(name))
+          problems.push(
+            `postgresql.recovery_conf.${name}: Stator decides it for a replica (the upstream, timeline latest, no recovery target); remove it`,
+          );
       }
     }
   }
@@ -57,7 +66,12 @@ export function configurationFilesProblems(postgresql: Record<string, unknown>, 
 }
 
 /** What a stored configuration says (never throws: anyone may have written it); unusable values are left out and said. */
-export function readDynamicConfigurationFiles(postgresql: Record<string, unknown>, origin: string, check: ParameterCheck, adjustments: string[]): DynamicConfigurationFiles {
+export function readDynamicConfigurationFiles(
+  postgresql: Record<string, unknown>,
+  origin: string,
+  check: ParameterCheck,
+  adjustments: string[],
+): DynamicConfigurationFiles {
   const lines = (key: 'pg_hba' | 'pg_ident'): string[] => {
     const value = postgresql[key];
     if (value === undefined || value === null) return [];

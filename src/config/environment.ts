@@ -53,7 +53,10 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
   { name: 'FENCE_AGENT_GRACE', path: 'fence.agent_grace' },
   { name: 'FENCE_RELEASE_LEASE', path: 'fence.release_lease' },
   { name: 'FENCE_PYTHON', path: 'fence.python' },
-  ...['max_age', 'max_events_per_stream', 'max_bytes', 'etcd_quota_bytes', 'etcd_quota_share'].map((key) => ({ name: `EVENT_LOG_${key.toUpperCase()}`, path: `event_log.${key}` })),
+  ...['max_age', 'max_events_per_stream', 'max_bytes', 'etcd_quota_bytes', 'etcd_quota_share'].map((key) => ({
+    name: `EVENT_LOG_${key.toUpperCase()}`,
+    path: `event_log.${key}`,
+  })),
   { name: 'POSTGRESQL_LISTEN', path: 'postgresql.listen' },
   { name: 'POSTGRESQL_CONNECT_ADDRESS', path: 'postgresql.connect_address' },
   { name: 'POSTGRESQL_DATA_DIR', path: 'postgresql.data_dir' },
@@ -76,7 +79,9 @@ const ENVIRONMENT_SETTINGS: ReadonlyArray<{ name: string; path: string; list?: t
 ];
 
 /** Key path -> the PATRONI_ variable that can set it, for "required (or ...)" hints. */
-export const VARIABLE_BY_PATH = new Map(ENVIRONMENT_SETTINGS.map((setting) => [setting.path, `PATRONI_${setting.name}`]));
+export const VARIABLE_BY_PATH = new Map(
+  ENVIRONMENT_SETTINGS.map((setting) => [setting.path, `PATRONI_${setting.name}`]),
+);
 
 /** Patroni's etcd v2 variables: recognised only to say that etcd3 is needed instead. */
 const ETCD_V2_VARIABLE = /^(?:PATRONI|STATOR)_ETCD_(HOSTS?|URL|PROXY|SRV)$/;

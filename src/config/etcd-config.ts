@@ -1,12 +1,21 @@
 import { StatorConfig } from './config.types';
 import { checkEtcdKeyPassword, readEtcdEndpoint } from './etcd-endpoint-config';
-import { Findings, ignoreUnsupported, isAbsent, isReadableFile, Mapping, readOneOf, readSection, readString, splitHostPort } from './config-readers';
+import {
+  Findings,
+  ignoreUnsupported,
+  isAbsent,
+  isReadableFile,
+  Mapping,
+  readOneOf,
+  readSection,
+  readString,
+  splitHostPort,
+} from './config-readers';
 
 const DEFAULT_ETCD_PORT = 2379;
 
 /** Patroni's other DCS sections: fatal when they replace etcd3, ignored with a warning next to it. */
 export const OTHER_DCS_SECTIONS = ['etcd', 'consul', 'zookeeper', 'exhibitor', 'kubernetes', 'raft'];
-
 
 export function readDcs(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
   const otherDcs = OTHER_DCS_SECTIONS.filter((key) => !isAbsent(doc[key]));
@@ -24,21 +33,40 @@ export function readDcs(findings: Findings, doc: Mapping): StatorConfig['etcd3']
 function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
   const path = 'etcd3';
   const section = readSection(findings, doc, 'etcd3', '');
-  ignoreUnsupported(findings, section, path, ['hosts', 'host', 'url', 'proxy', 'srv', 'srv_suffix', 'protocol', 'username', 'password', 'cacert', 'cert', 'key', 'key_password']);
+  ignoreUnsupported(findings, section, path, [
+    'hosts',
+    'host',
+    'url',
+    'proxy',
+    'srv',
+    'srv_suffix',
+    'protocol',
+    'username',
+    'password',
+    'cacert',
+    'cert',
+    'key',
+    'key_password',
+  ]);
   const endpoint = readEtcdEndpoint(findings, section);
   const srv = readEtcdSrv(findings, section, endpoint?.key === 'proxy');
   if (endpoint) {
     // As in Patroni, the URL wins over hosts/host and sets the protocol; say so rather than drop them silently.
     for (const ignored of ['hosts', 'host', ...(endpoint.key === 'proxy' ? ['url'] : [])]) {
-      if (!isAbsent(section[ignored])) findings.warnings.push(`etcd3.${ignored} ignored: etcd3.${endpoint.key} is set and wins`);
+      if (!isAbsent(section[ignored]))
+        findings.warnings.push(`etcd3.${ignored} ignored: etcd3.${endpoint.key} is set and wins`);
     }
-    if (!isAbsent(section.protocol) && section.protocol !== endpoint.protocol) findings.warnings.push(`etcd3.protocol ignored: etcd3.${endpoint.key} says ${endpoint.protocol}`);
+    if (!isAbsent(section.protocol) && section.protocol !== endpoint.protocol)
+      findings.warnings.push(`etcd3.protocol ignored: etcd3.${endpoint.key} says ${endpoint.protocol}`);
   }
   const etcd3: StatorConfig['etcd3'] = endpoint
     ? { hosts: [endpoint.host], protocol: endpoint.protocol }
     : endpoint === null
       ? { hosts: [], protocol: 'http' }
-      : { hosts: readEtcdHosts(findings, section, !isAbsent(section.srv)), protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http') };
+      : {
+          hosts: readEtcdHosts(findings, section, !isAbsent(section.srv)),
+          protocol: readOneOf(findings, section, 'protocol', path, ['http', 'https'] as const, 'http'),
+        };
   if (srv) Object.assign(etcd3, srv);
   for (const key of ['cacert', 'cert', 'key'] as const) {
     const file = readString(findings, section, key, path);
@@ -68,7 +96,11 @@ function readEtcd3(findings: Findings, doc: Mapping): StatorConfig['etcd3'] {
  * `srv` (a DNS domain) and `srv_suffix`: the etcd endpoints come from SRV records at start, and
  * `hosts`/`host`/`url` are the fallback when they name none, as in Patroni. `proxy` wins over `srv`.
  */
-function readEtcdSrv(findings: Findings, section: Mapping, proxyWins: boolean): { srv: string; srvSuffix?: string } | undefined {
+function readEtcdSrv(
+  findings: Findings,
+  section: Mapping,
+  proxyWins: boolean,
+): { srv: string; srvSuffix?: string } | undefined {
   const srv = readString(findings, section, 'srv', 'etcd3');
   const suffix = readString(findings, section, 'srv_suffix', 'etcd3');
   if (srv === undefined) {
@@ -81,11 +113,17 @@ function readEtcdSrv(findings: Findings, section: Mapping, proxyWins: boolean): 
   }
   let valid = true;
   if (!/^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9])?\.?$/.test(srv) || srv.includes('..')) {
-    findings.problem('etcd3.srv', `must be a DNS domain such as example.com (its _etcd-client._tcp SRV records name etcd), got "${srv}"`);
+    findings.problem(
+      'etcd3.srv',
+      `must be a DNS domain such as example.com (its _etcd-client._tcp SRV records name etcd), got "${srv}"`,
+    );
     valid = false;
   }
   if (suffix !== undefined && !/^[A-Za-z0-9_-]+$/.test(suffix)) {
-    findings.problem('etcd3.srv_suffix', `must be letters, digits, - or _ (as etcd's --discovery-srv-name), got "${suffix}"`);
+    findings.problem(
+      'etcd3.srv_suffix',
+      `must be letters, digits, - or _ (as etcd's --discovery-srv-name), got "${suffix}"`,
+    );
     valid = false;
   }
   if (!valid) return undefined;
@@ -98,7 +136,11 @@ function readEtcdHosts(findings: Findings, section: Mapping, optional = false): 
   const path = `etcd3.${key}`;
   const value = section[key];
   let entries: unknown[];
-  if (typeof value === 'string') entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+  if (typeof value === 'string')
+    entries = value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
   else if (Array.isArray(value)) entries = value;
   else if (isAbsent(value)) entries = [];
   else {

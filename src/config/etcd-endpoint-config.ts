@@ -46,7 +46,11 @@ export function readEtcdEndpoint(findings: Findings, section: Mapping): EtcdEndp
     protocol: url.protocol === 'https:' ? 'https' : 'http',
   };
   if (url.username) {
-    if (!url.password) findings.problem(path, 'names a user without a password (give user:password@, or use etcd3.username and etcd3.password)');
+    if (!url.password)
+      findings.problem(
+        path,
+        'names a user without a password (give user:password@, or use etcd3.username and etcd3.password)',
+      );
     endpoint.username = decodeURIComponent(url.username);
     endpoint.password = decodeURIComponent(url.password);
   }
@@ -58,6 +62,9 @@ export function checkEtcdKeyPassword(findings: Findings, keyFile: string, passph
   try {
     createPrivateKey({ key: readFileSync(keyFile), format: 'pem', passphrase });
   } catch {
-    findings.problem('etcd3.key_password', `does not decrypt the key in ${keyFile} (wrong passphrase, or not a PEM private key)`);
+    findings.problem(
+      'etcd3.key_password',
+      `does not decrypt the key in ${keyFile} (wrong passphrase, or not a PEM private key)`,
+    );
   }
 }

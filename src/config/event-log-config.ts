@@ -1,4 +1,12 @@
-import { childPath, Findings, ignoreUnsupported, isAbsent, Mapping, readIntegerInRange, readSection } from './config-readers';
+import {
+  childPath,
+  Findings,
+  ignoreUnsupported,
+  isAbsent,
+  Mapping,
+  readIntegerInRange,
+  readSection,
+} from './config-readers';
 
 /**
  * Stator's own `event_log` section: how much of etcd the cluster's event log may hold. Many clusters
@@ -34,7 +42,8 @@ const KEYS = ['max_age', 'max_events_per_stream', 'max_bytes', 'etcd_quota_bytes
 export function readEventLog(findings: Findings, doc: Mapping): EventLogSettings {
   const section = readSection(findings, doc, 'event_log', '');
   ignoreUnsupported(findings, section, 'event_log', KEYS);
-  const integer = (key: (typeof KEYS)[number], min: number, max: number) => readIntegerInRange(findings, section, key, 'event_log', min, max);
+  const integer = (key: (typeof KEYS)[number], min: number, max: number) =>
+    readIntegerInRange(findings, section, key, 'event_log', min, max);
   return {
     max_age: integer('max_age', 3600, 366 * 24 * 3600) ?? DEFAULT_EVENT_LOG.max_age,
     max_events_per_stream: integer('max_events_per_stream', 100, 10_000_000) ?? DEFAULT_EVENT_LOG.max_events_per_stream,

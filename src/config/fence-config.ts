@@ -26,8 +26,14 @@ export function readFence(findings: Findings, doc: Mapping): FenceSettings {
   const settings: FenceSettings = { agent_grace: DEFAULT_AGENT_GRACE_SECONDS, release_lease: true };
   if (!isAbsent(section.agent_grace)) {
     const grace = typeof section.agent_grace === 'string' ? Number(section.agent_grace) : section.agent_grace;
-    if (typeof grace === 'number' && Number.isFinite(grace) && grace >= 0 && grace <= MAX_AGENT_GRACE_SECONDS) settings.agent_grace = grace;
-    else findings.invalid('fence.agent_grace', `must be a number of seconds from 0 to ${MAX_AGENT_GRACE_SECONDS}`, section.agent_grace);
+    if (typeof grace === 'number' && Number.isFinite(grace) && grace >= 0 && grace <= MAX_AGENT_GRACE_SECONDS)
+      settings.agent_grace = grace;
+    else
+      findings.invalid(
+        'fence.agent_grace',
+        `must be a number of seconds from 0 to ${MAX_AGENT_GRACE_SECONDS}`,
+        section.agent_grace,
+      );
   }
   if (!isAbsent(section.release_lease)) {
     const release = parsePatroniBoolean(section.release_lease);
@@ -35,8 +41,19 @@ export function readFence(findings: Findings, doc: Mapping): FenceSettings {
     else settings.release_lease = release;
   }
   if (!isAbsent(section.python)) {
-    if (typeof section.python === 'string' && section.python.trim() && section.python.length <= MAX_PATH_LENGTH && !section.python.includes('\0')) settings.python = section.python;
-    else findings.invalid('fence.python', `must be the path of a Python 3 interpreter (at most ${MAX_PATH_LENGTH} characters)`, section.python);
+    if (
+      typeof section.python === 'string' &&
+      section.python.trim() &&
+      section.python.length <= MAX_PATH_LENGTH &&
+      !section.python.includes('\0')
+    )
+      settings.python = section.python;
+    else
+      findings.invalid(
+        'fence.python',
+        `must be the path of a Python 3 interpreter (at most ${MAX_PATH_LENGTH} characters)`,
+        section.python,
+      );
   }
   return settings;
 }

@@ -3,7 +3,16 @@ import { parseDocument } from 'yaml';
 import { readCtlSection } from './ctl-config';
 import { NodeTags, StatorConfig } from './config.types';
 import { BOOLEAN_RULE, describeValue, isMapping, parsePatroniBoolean } from './config-values';
-import { Findings, ignoreUnsupported, isAbsent, Mapping, readOneOf, readRequiredString, readSection, readString } from './config-readers';
+import {
+  Findings,
+  ignoreUnsupported,
+  isAbsent,
+  Mapping,
+  readOneOf,
+  readRequiredString,
+  readSection,
+  readString,
+} from './config-readers';
 import { applyEnvironment, VARIABLE_BY_PATH } from './environment';
 import { OTHER_DCS_SECTIONS, readDcs } from './etcd-config';
 import { readBootstrap } from './bootstrap-config';
@@ -32,7 +41,6 @@ export interface LoadedConfig {
 }
 
 export const DEFAULT_NAMESPACE = '/service';
-
 
 const TOP_LEVEL_KEYS = [
   'scope',
@@ -95,7 +103,11 @@ function readConfigFile(path: string, findings: Findings): Mapping {
 function readConfig(doc: Mapping, findings: Findings): StatorConfig {
   ignoreUnsupported(findings, doc, '', [...TOP_LEVEL_KEYS, ...OTHER_DCS_SECTIONS, 'citus']);
   // Ignoring it would run a Citus coordinator or worker without the metadata Patroni keeps for it.
-  if (!isAbsent(doc.citus)) findings.problem('citus', 'Citus clusters are not supported by Stator (it does not register workers with the coordinator); remove the section, or run this cluster with Patroni');
+  if (!isAbsent(doc.citus))
+    findings.problem(
+      'citus',
+      'Citus clusters are not supported by Stator (it does not register workers with the coordinator); remove the section, or run this cluster with Patroni',
+    );
   const scope = readIdentifier(findings, doc, 'scope');
   const namespace = normalizeNamespace(readString(findings, doc, 'namespace', '') ?? DEFAULT_NAMESPACE);
   const name = readIdentifier(findings, doc, 'name');
@@ -149,7 +161,10 @@ function readSite(findings: Findings, doc: Mapping): string | undefined {
 
 /** Leading slash, no trailing slash, no doubled slashes; `/` (the root) becomes ''. */
 export function normalizeNamespace(namespace: string): string {
-  const inner = namespace.trim().replace(/\/+/g, '/').replace(/^\/|\/$/g, '');
+  const inner = namespace
+    .trim()
+    .replace(/\/+/g, '/')
+    .replace(/^\/|\/$/g, '');
   return inner === '' ? '' : `/${inner}`;
 }
 

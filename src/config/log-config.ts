@@ -1,7 +1,16 @@
 import { LogSettings } from '../common/logger';
 import { compileLogFormat, DEFAULT_LOG_FORMAT } from '../common/log-format';
 import { LOG_LEVELS, LOG_OPTION_KEYS, readLogOptions } from './log-options-config';
-import { Findings, ignoreUnsupported, isAbsent, Mapping, readOneOf, readSection, readString, readStringList } from './config-readers';
+import {
+  Findings,
+  ignoreUnsupported,
+  isAbsent,
+  Mapping,
+  readOneOf,
+  readSection,
+  readString,
+  readStringList,
+} from './config-readers';
 
 /** Patroni's defaults for a log directory: four files of 25 MB. */
 const DEFAULT_FILE_NUM = 4;
@@ -15,7 +24,17 @@ const DEFAULT_FILE_SIZE = 25_000_000;
 export function readLog(findings: Findings, doc: Mapping): LogSettings {
   const path = 'log';
   const section = readSection(findings, doc, 'log', '');
-  ignoreUnsupported(findings, section, path, ['level', 'type', 'format', 'dateformat', 'dir', 'file_num', 'file_size', 'mode', ...LOG_OPTION_KEYS]);
+  ignoreUnsupported(findings, section, path, [
+    'level',
+    'type',
+    'format',
+    'dateformat',
+    'dir',
+    'file_num',
+    'file_size',
+    'mode',
+    ...LOG_OPTION_KEYS,
+  ]);
   const log: LogSettings = {
     level: readLevel(findings, section),
     type: readOneOf(findings, section, 'type', path, ['plain', 'json'] as const, 'plain'),
@@ -23,7 +42,9 @@ export function readLog(findings: Findings, doc: Mapping): LogSettings {
     file_num: readCount(findings, section, 'file_num', DEFAULT_FILE_NUM, 1000),
     file_size: readCount(findings, section, 'file_size', DEFAULT_FILE_SIZE, 2 ** 40),
   };
-  const format = Array.isArray(section.format) ? readStringList(findings, section, 'format', path) : readString(findings, section, 'format', path);
+  const format = Array.isArray(section.format)
+    ? readStringList(findings, section, 'format', path)
+    : readString(findings, section, 'format', path);
   if (format !== undefined) log.format = format;
   const dateformat = readString(findings, section, 'dateformat', path);
   if (dateformat !== undefined) log.dateformat = dateformat;
@@ -45,7 +66,9 @@ export function readLog(findings: Findings, doc: Mapping): LogSettings {
 function readLevel(findings: Findings, section: Mapping): LogSettings['level'] {
   const level = readString(findings, section, 'level', 'log');
   if (level === undefined) return 'info';
-  const mapped = Object.hasOwn(LOG_LEVELS, level.trim().toLowerCase()) ? LOG_LEVELS[level.trim().toLowerCase()] : undefined;
+  const mapped = Object.hasOwn(LOG_LEVELS, level.trim().toLowerCase())
+    ? LOG_LEVELS[level.trim().toLowerCase()]
+    : undefined;
   if (!mapped) findings.invalid('log.level', 'must be one of debug, info, warning, error', level);
   return mapped ?? 'info';
 }

@@ -3,7 +3,13 @@ import { BOOLEAN_RULE, isMapping, parsePatroniBoolean } from './config-values';
 import { Findings, isAbsent, Mapping, readIntegerInRange } from './config-readers';
 
 /** The `log` keys beyond level, layout and files. */
-export const LOG_OPTION_KEYS = ['static_fields', 'traceback_level', 'deduplicate_heartbeat_logs', 'loggers', 'max_queue_size'] as const;
+export const LOG_OPTION_KEYS = [
+  'static_fields',
+  'traceback_level',
+  'deduplicate_heartbeat_logs',
+  'loggers',
+  'max_queue_size',
+] as const;
 
 /** Python's level names, as `log.level` reads them. */
 export const LOG_LEVELS: Readonly<Record<string, LogSettings['level']>> = Object.freeze({
@@ -24,7 +30,8 @@ export function readLogOptions(findings: Findings, section: Mapping, log: LogSet
   if (!isAbsent(section.static_fields)) {
     const fields = readStaticFields(findings, section.static_fields);
     if (fields) log.static_fields = fields;
-    if (fields && log.type !== 'json') findings.warnings.push('log.static_fields has effect only with log.type: json, as in Patroni');
+    if (fields && log.type !== 'json')
+      findings.warnings.push('log.static_fields has effect only with log.type: json, as in Patroni');
   }
   if (!isAbsent(section.traceback_level)) {
     const level = readLevelName(findings, 'log.traceback_level', section.traceback_level);
@@ -32,7 +39,8 @@ export function readLogOptions(findings: Findings, section: Mapping, log: LogSet
   }
   if (!isAbsent(section.deduplicate_heartbeat_logs)) {
     const flag = parsePatroniBoolean(section.deduplicate_heartbeat_logs);
-    if (flag === undefined) findings.invalid('log.deduplicate_heartbeat_logs', BOOLEAN_RULE, section.deduplicate_heartbeat_logs);
+    if (flag === undefined)
+      findings.invalid('log.deduplicate_heartbeat_logs', BOOLEAN_RULE, section.deduplicate_heartbeat_logs);
     else log.deduplicate_heartbeat_logs = flag;
   }
   if (!isAbsent(section.loggers)) {
@@ -47,7 +55,10 @@ export function readLogOptions(findings: Findings, section: Mapping, log: LogSet
 const MAX_QUEUE_SIZE = 1_000_000;
 
 /** Scalars only: a JSON line's extra fields are fixed values (`app: patroni`, `cluster: main`). */
-function readStaticFields(findings: Findings, value: unknown): Record<string, string | number | boolean | null> | undefined {
+function readStaticFields(
+  findings: Findings,
+  value: unknown,
+): Record<string, string | number | boolean | null> | undefined {
   if (!isMapping(value)) {
     findings.invalid('log.static_fields', 'must be a mapping of field names to values', value);
     return undefined;
@@ -55,7 +66,8 @@ function readStaticFields(findings: Findings, value: unknown): Record<string, st
   const fields: Record<string, string | number | boolean | null> = {};
   for (const [name, field] of Object.entries(value)) {
     if (name === '__proto__') findings.problem('log.static_fields', 'the field name "__proto__" is not allowed');
-    else if (field === null || ['string', 'number', 'boolean'].includes(typeof field)) fields[name] = field as string | number | boolean | null;
+    else if (field === null || ['string', 'number', 'boolean'].includes(typeof field))
+      fields[name] = field as string | number | boolean | null;
     else findings.invalid(`log.static_fields.${name}`, 'must be a string, number, boolean or null', field);
   }
   return fields;

@@ -1,6 +1,15 @@
 import { splitCommandLine } from '../common/command-line';
 import { CALLBACK_ACTIONS, LIBPQ_OPTIONS, LibpqOptions, PostgresqlConfig, PostgresRole } from './config.types';
-import { Findings, ignoreUnsupported, isAbsent, Mapping, readRequiredString, readSection, readString, readStringList } from './config-readers';
+import {
+  Findings,
+  ignoreUnsupported,
+  isAbsent,
+  Mapping,
+  readRequiredString,
+  readSection,
+  readString,
+  readStringList,
+} from './config-readers';
 import { readConfigurationFiles } from './configuration-files-config';
 import { methodSectionNames, readReplicaMethods } from './custom-methods-config';
 import { BOOLEAN_RULE, PARAMETER_RULE, isMapping, isParameterValue, parsePatroniBoolean } from './config-values';
@@ -87,7 +96,8 @@ function readCallbacks(findings: Findings, postgresql: Mapping): NonNullable<Pos
   for (const action of CALLBACK_ACTIONS) {
     const command = readString(findings, section, action, path);
     if (command === undefined || command.trim() === '') continue;
-    if (splitCommandLine(command) === null) findings.invalid(`${path}.${action}`, 'must be a command line with balanced quotes', command);
+    if (splitCommandLine(command) === null)
+      findings.invalid(`${path}.${action}`, 'must be a command line with balanced quotes', command);
     else callbacks[action] = command;
   }
   return callbacks;
@@ -104,7 +114,12 @@ function readPostgresUsers(findings: Findings, postgresql: Mapping): PostgresqlC
   };
 }
 
-function readPostgresUser(findings: Findings, authentication: Mapping, role: 'superuser' | 'replication' | 'rewind', defaultName: string): PostgresRole {
+function readPostgresUser(
+  findings: Findings,
+  authentication: Mapping,
+  role: 'superuser' | 'replication' | 'rewind',
+  defaultName: string,
+): PostgresRole {
   const path = `postgresql.authentication.${role}`;
   const section = readSection(findings, authentication, role, 'postgresql.authentication');
   ignoreUnsupported(findings, section, path, ['username', 'password', ...LIBPQ_OPTIONS]);
@@ -115,18 +130,32 @@ function readPostgresUser(findings: Findings, authentication: Mapping, role: 'su
     const value = readString(findings, section, option, path, option === 'sslpassword' ? { secret: true } : undefined);
     if (value) libpq[option] = value;
   }
-  if (libpq.sslmode && !SSL_MODES.includes(libpq.sslmode)) findings.invalid(`${path}.sslmode`, `must be one of ${SSL_MODES.join(', ')}`, libpq.sslmode);
-  return { username, ...(password === undefined ? {} : { password }), ...(Object.keys(libpq).length > 0 ? { libpq } : {}) };
+  if (libpq.sslmode && !SSL_MODES.includes(libpq.sslmode))
+    findings.invalid(`${path}.sslmode`, `must be one of ${SSL_MODES.join(', ')}`, libpq.sslmode);
+  return {
+    username,
+    ...(password === undefined ? {} : { password }),
+    ...(Object.keys(libpq).length > 0 ? { libpq } : {}),
+  };
 }
 
 const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'];
 
 /** `basebackup`-style options: a list of names and single-key mappings, or one mapping (as Patroni accepts both). */
-function readOptionList(findings: Findings, section: Mapping, key: string, path: string): Array<string | Record<string, string>> {
+function readOptionList(
+  findings: Findings,
+  section: Mapping,
+  key: string,
+  path: string,
+): Array<string | Record<string, string>> {
   const value = section[key];
   if (isAbsent(value)) return [];
   const rule = 'must be a list of option names and single-key mappings (name: value), or a mapping';
-  const items = isMapping(value) ? Object.entries(value).map(([name, v]) => ({ [name]: v })) : Array.isArray(value) ? value : null;
+  const items = isMapping(value)
+    ? Object.entries(value).map(([name, v]) => ({ [name]: v }))
+    : Array.isArray(value)
+      ? value
+      : null;
   if (!items) {
     findings.invalid(`${path}.${key}`, rule, value);
     return [];
@@ -135,7 +164,8 @@ function readOptionList(findings: Findings, section: Mapping, key: string, path:
   items.forEach((item: unknown, index) => {
     const entries = isMapping(item) ? Object.entries(item) : [];
     if (typeof item === 'string' && /^[a-z][a-z-]*$/.test(item)) options.push(item);
-    else if (entries.length === 1 && /^[a-z][a-z-]*$/.test(entries[0][0]) && isParameterValue(entries[0][1])) options.push({ [entries[0][0]]: String(entries[0][1]) });
+    else if (entries.length === 1 && /^[a-z][a-z-]*$/.test(entries[0][0]) && isParameterValue(entries[0][1]))
+      options.push({ [entries[0][0]]: String(entries[0][1]) });
     else findings.invalid(`${path}.${key}[${index}]`, rule, item);
   });
   return options;

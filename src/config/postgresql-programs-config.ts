@@ -8,18 +8,36 @@ import type { PostgresqlConfig } from './config.types';
  */
 
 /** The programs Patroni lets `bin_name` rename (and PATRONI_POSTGRESQL_BIN_<program> set). */
-export const PG_PROGRAMS = ['pg_ctl', 'initdb', 'pg_controldata', 'pg_basebackup', 'postgres', 'pg_isready', 'pg_rewind'] as const;
+export const PG_PROGRAMS = [
+  'pg_ctl',
+  'initdb',
+  'pg_controldata',
+  'pg_basebackup',
+  'postgres',
+  'pg_isready',
+  'pg_rewind',
+] as const;
 export type PgProgram = (typeof PG_PROGRAMS)[number];
 
 /** Patroni's default `pg_ctl_timeout`: how long a start may take before it is reported as failed. */
 export const DEFAULT_PG_CTL_TIMEOUT_SECONDS = 60;
 const MAX_PG_CTL_TIMEOUT_SECONDS = 86_400;
 
-export const PROGRAM_KEYS = ['bin_name', 'pg_ctl_timeout', 'proxy_address', 'remove_data_directory_on_rewind_failure', 'remove_data_directory_on_diverged_timelines'];
+export const PROGRAM_KEYS = [
+  'bin_name',
+  'pg_ctl_timeout',
+  'proxy_address',
+  'remove_data_directory_on_rewind_failure',
+  'remove_data_directory_on_diverged_timelines',
+];
 
 export type ProgramSettings = Pick<
   PostgresqlConfig,
-  'bin_name' | 'pg_ctl_timeout' | 'proxy_address' | 'remove_data_directory_on_rewind_failure' | 'remove_data_directory_on_diverged_timelines'
+  | 'bin_name'
+  | 'pg_ctl_timeout'
+  | 'proxy_address'
+  | 'remove_data_directory_on_rewind_failure'
+  | 'remove_data_directory_on_diverged_timelines'
 >;
 
 export function readProgramSettings(findings: Findings, postgresql: Mapping): ProgramSettings {
@@ -31,10 +49,14 @@ export function readProgramSettings(findings: Findings, postgresql: Mapping): Pr
   const proxy = readString(findings, postgresql, 'proxy_address', 'postgresql');
   if (proxy) {
     const address = splitHostPort(proxy);
-    if (!address || /[\s,/]/.test(address.host) || address.host === '') findings.invalid('postgresql.proxy_address', 'must be host:port', proxy);
+    if (!address || /[\s,/]/.test(address.host) || address.host === '')
+      findings.invalid('postgresql.proxy_address', 'must be host:port', proxy);
     else settings.proxy_address = proxy.trim();
   }
-  for (const key of ['remove_data_directory_on_rewind_failure', 'remove_data_directory_on_diverged_timelines'] as const) {
+  for (const key of [
+    'remove_data_directory_on_rewind_failure',
+    'remove_data_directory_on_diverged_timelines',
+  ] as const) {
     const value = postgresql[key];
     if (isAbsent(value)) continue;
     const flag = parsePatroniBoolean(value);
@@ -66,7 +88,12 @@ function readBinName(findings: Findings, postgresql: Mapping): Partial<Record<Pg
 function readPgCtlTimeout(findings: Findings, postgresql: Mapping): number | undefined {
   const value = postgresql.pg_ctl_timeout;
   if (isAbsent(value) || value === '') return undefined;
-  const seconds = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
+  const seconds =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value)
+        ? Number(value)
+        : NaN;
   if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_PG_CTL_TIMEOUT_SECONDS) {
     findings.invalid('postgresql.pg_ctl_timeout', `must be seconds from 1 to ${MAX_PG_CTL_TIMEOUT_SECONDS}`, value);
     return undefined;

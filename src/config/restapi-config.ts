@@ -1,5 +1,15 @@
 import { RestApiConfig } from './config.types';
-import { Findings, ignoreUnsupported, isAbsent, Mapping, readOneOf, readRequiredString, readSection, readString, readStringList } from './config-readers';
+import {
+  Findings,
+  ignoreUnsupported,
+  isAbsent,
+  Mapping,
+  readOneOf,
+  readRequiredString,
+  readSection,
+  readString,
+  readStringList,
+} from './config-readers';
 import { checkListenAddress, readConnectAddress } from './listen-address';
 import { readRestApiOptions, RESTAPI_OPTION_KEYS } from './restapi-options-config';
 
@@ -44,10 +54,24 @@ export function readRestApi(findings: Findings, doc: Mapping): RestApiConfig {
   if (allowlist) restapi.allowlist = allowlist;
   readRestApiOptions(findings, section, path, restapi);
   if (!isAbsent(section.authentication_scope)) {
-    restapi.authentication_scope = readOneOf(findings, section, 'authentication_scope', path, ['unsafe', 'admin'] as const, 'unsafe');
-    const guarded = restapi.authentication || restapi.allowlist?.length || restapi.allowlist_include_members || (restapi.verify_client && restapi.verify_client !== 'none');
+    restapi.authentication_scope = readOneOf(
+      findings,
+      section,
+      'authentication_scope',
+      path,
+      ['unsafe', 'admin'] as const,
+      'unsafe',
+    );
+    const guarded =
+      restapi.authentication ||
+      restapi.allowlist?.length ||
+      restapi.allowlist_include_members ||
+      (restapi.verify_client && restapi.verify_client !== 'none');
     if (restapi.authentication_scope === 'admin' && !guarded) {
-      findings.problem('restapi.authentication_scope', '"admin" requires restapi.authentication, restapi.allowlist, restapi.allowlist_include_members or restapi.verify_client');
+      findings.problem(
+        'restapi.authentication_scope',
+        '"admin" requires restapi.authentication, restapi.allowlist, restapi.allowlist_include_members or restapi.verify_client',
+      );
     }
   }
 

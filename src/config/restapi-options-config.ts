@@ -45,7 +45,8 @@ export function readRestApiOptions(findings: Findings, section: Mapping, path: s
 
   if (!isAbsent(section.allowlist_include_members)) {
     const flag = parsePatroniBoolean(section.allowlist_include_members);
-    if (flag === undefined) findings.invalid(childPath(path, 'allowlist_include_members'), BOOLEAN_RULE, section.allowlist_include_members);
+    if (flag === undefined)
+      findings.invalid(childPath(path, 'allowlist_include_members'), BOOLEAN_RULE, section.allowlist_include_members);
     else restapi.allowlist_include_members = flag;
   }
   for (const key of ['http_extra_headers', 'https_extra_headers'] as const) {
@@ -55,16 +56,29 @@ export function readRestApiOptions(findings: Findings, section: Mapping, path: s
   const queueSize = readIntegerInRange(findings, section, 'request_queue_size', path, 1, MAX_REQUEST_QUEUE_SIZE);
   if (queueSize !== undefined) restapi.request_queue_size = queueSize;
   if (!isAbsent(section.server_tokens)) {
-    restapi.server_tokens = readOneOf(findings, section, 'server_tokens', path, ['original', 'productonly', 'minimal'] as const, 'original');
+    restapi.server_tokens = readOneOf(
+      findings,
+      section,
+      'server_tokens',
+      path,
+      ['original', 'productonly', 'minimal'] as const,
+      'original',
+    );
   }
 
   // Without certfile there is no TLS server for these to change; Patroni ignores them silently, Stator says so.
   for (const key of ['keyfile_password', 'ciphers', 'https_extra_headers'] as const) {
-    if (restapi[key] !== undefined && !section.certfile) findings.warnings.push(`${path}.${key} has no effect without ${path}.certfile (the API serves plain HTTP)`);
+    if (restapi[key] !== undefined && !section.certfile)
+      findings.warnings.push(`${path}.${key} has no effect without ${path}.certfile (the API serves plain HTTP)`);
   }
 }
 
-function readHeaders(findings: Findings, section: Mapping, key: string, path: string): Record<string, string> | undefined {
+function readHeaders(
+  findings: Findings,
+  section: Mapping,
+  key: string,
+  path: string,
+): Record<string, string> | undefined {
   const value = section[key];
   const headersPath = childPath(path, key);
   if (isAbsent(value)) return undefined;
@@ -75,11 +89,16 @@ function readHeaders(findings: Findings, section: Mapping, key: string, path: st
   const headers: Record<string, string> = {};
   for (const [name, raw] of Object.entries(value)) {
     const headerPath = `${headersPath}.${name}`;
-    const managed = Object.hasOwn(MANAGED_HEADERS, name.toLowerCase()) ? MANAGED_HEADERS[name.toLowerCase()] : undefined;
-    if (!HEADER_NAME.test(name)) findings.problem(headersPath, `${describeValue(name)} is not a valid HTTP header name`);
+    const managed = Object.hasOwn(MANAGED_HEADERS, name.toLowerCase())
+      ? MANAGED_HEADERS[name.toLowerCase()]
+      : undefined;
+    if (!HEADER_NAME.test(name))
+      findings.problem(headersPath, `${describeValue(name)} is not a valid HTTP header name`);
     else if (managed) findings.problem(headerPath, `Stator sets this header itself (${managed})`);
-    else if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') findings.invalid(headerPath, 'must be a string', raw);
-    else if (!HEADER_VALUE.test(String(raw))) findings.invalid(headerPath, 'must be one line of at most 8192 characters', raw);
+    else if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean')
+      findings.invalid(headerPath, 'must be a string', raw);
+    else if (!HEADER_VALUE.test(String(raw)))
+      findings.invalid(headerPath, 'must be one line of at most 8192 characters', raw);
     else headers[name] = String(raw);
   }
   return headers;

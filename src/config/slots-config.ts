@@ -34,7 +34,8 @@ const SLOT_NAME = /^[a-z0-9_]{1,63}$/;
 const MAX_SLOTS = 256;
 const MATCHER_FIELDS = ['name', 'type', 'database', 'plugin'] as const;
 
-const isMapping = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isMapping = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A database or output plugin name: an identifier PostgreSQL accepts, without quotes. */
 const IDENTIFIER = /^[A-Za-z0-9_.$-]{1,63}$/;
@@ -52,14 +53,24 @@ export function slotsProblems(value: unknown): string[] {
   const problems: string[] = [];
   for (const [name, spec] of entries) {
     const slot = slotSpec(spec);
-    if (!SLOT_NAME.test(name)) problems.push(`slots.${name.slice(0, 80)}: a slot name is 1 to 63 lowercase letters, digits or underscores`);
-    else if (slot === null) problems.push(`slots.${name}: must be a mapping (type: physical), or 0 for a physical slot`);
-    else if (slot.type !== undefined && slot.type !== 'physical' && slot.type !== 'logical') problems.push(`slots.${name}.type: must be physical or logical`);
-    else if (slot.cluster_type !== undefined && slot.cluster_type !== null && !CLUSTER_TYPES.includes(slot.cluster_type)) {
+    if (!SLOT_NAME.test(name))
+      problems.push(`slots.${name.slice(0, 80)}: a slot name is 1 to 63 lowercase letters, digits or underscores`);
+    else if (slot === null)
+      problems.push(`slots.${name}: must be a mapping (type: physical), or 0 for a physical slot`);
+    else if (slot.type !== undefined && slot.type !== 'physical' && slot.type !== 'logical')
+      problems.push(`slots.${name}.type: must be physical or logical`);
+    else if (
+      slot.cluster_type !== undefined &&
+      slot.cluster_type !== null &&
+      !CLUSTER_TYPES.includes(slot.cluster_type)
+    ) {
       problems.push(`slots.${name}.cluster_type: must be primary or standby (the kind of cluster the slot is kept in)`);
     } else if (slot.type === 'logical') {
       for (const field of ['database', 'plugin'] as const) {
-        if (typeof slot[field] !== 'string' || !IDENTIFIER.test(slot[field] as string)) problems.push(`slots.${name}.${field}: a logical slot needs its ${field}, a name of 1 to 63 letters, digits or _.$-`);
+        if (typeof slot[field] !== 'string' || !IDENTIFIER.test(slot[field] as string))
+          problems.push(
+            `slots.${name}.${field}: a logical slot needs its ${field}, a name of 1 to 63 letters, digits or _.$-`,
+          );
       }
     }
   }
@@ -82,7 +93,13 @@ export function readPermanentSlots(value: unknown, adjustments: string[], standb
       adjustments.push(`permanent slot ${JSON.stringify(name.slice(0, 80))} skipped: not a valid slot`);
     } else if (type === 'logical') {
       const { database, plugin } = slot;
-      if (typeof database === 'string' && IDENTIFIER.test(database) && typeof plugin === 'string' && IDENTIFIER.test(plugin)) slots.push({ name, type, database, plugin });
+      if (
+        typeof database === 'string' &&
+        IDENTIFIER.test(database) &&
+        typeof plugin === 'string' &&
+        IDENTIFIER.test(plugin)
+      )
+        slots.push({ name, type, database, plugin });
       else adjustments.push(`permanent slot ${name} skipped: a logical slot needs its database and plugin`);
     } else if (slot.cluster_type === undefined || slot.cluster_type === null) {
       slots.push({ name, type });
@@ -98,14 +115,20 @@ export function readPermanentSlots(value: unknown, adjustments: string[], standb
 /** `ignore_slots`: the mappings among its entries, each reduced to its string fields. */
 export function readIgnoreSlots(value: unknown): SlotMatcher[] {
   if (!Array.isArray(value)) return [];
-  return value.slice(0, MAX_SLOTS).filter(isMapping).map((entry) => {
-    const matcher: SlotMatcher = {};
-    for (const field of MATCHER_FIELDS) if (typeof entry[field] === 'string') matcher[field] = entry[field] as string;
-    return matcher;
-  }).filter((matcher) => Object.keys(matcher).length > 0);
+  return value
+    .slice(0, MAX_SLOTS)
+    .filter(isMapping)
+    .map((entry) => {
+      const matcher: SlotMatcher = {};
+      for (const field of MATCHER_FIELDS) if (typeof entry[field] === 'string') matcher[field] = entry[field] as string;
+      return matcher;
+    })
+    .filter((matcher) => Object.keys(matcher).length > 0);
 }
 
 /** Whether one of the matchers covers this slot (every field it gives is equal). */
 export function isIgnoredSlot(matchers: SlotMatcher[], slot: SlotMatcher): boolean {
-  return matchers.some((matcher) => MATCHER_FIELDS.every((field) => matcher[field] === undefined || matcher[field] === slot[field]));
+  return matchers.some((matcher) =>
+    MATCHER_FIELDS.every((field) => matcher[field] === undefined || matcher[field] === slot[field]),
+  );
 }

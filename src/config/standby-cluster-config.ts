@@ -16,9 +16,18 @@ export interface StandbyCluster {
   create_replica_methods: string[] | null;
 }
 
-const isMapping = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isMapping = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const KNOWN_KEYS = ['host', 'port', 'primary_slot_name', 'create_replica_methods', 'restore_command', 'archive_cleanup_command', 'recovery_min_apply_delay'];
+const KNOWN_KEYS = [
+  'host',
+  'port',
+  'primary_slot_name',
+  'create_replica_methods',
+  'restore_command',
+  'archive_cleanup_command',
+  'recovery_min_apply_delay',
+];
 /** A host name or address: no spaces or quotes, which could not go into primary_conninfo safely. */
 const HOST = /^[A-Za-z0-9._:%\-[\]]{1,253}$/;
 const SLOT_NAME = /^[a-z0-9_]{1,63}$/;
@@ -36,28 +45,51 @@ export function standbyClusterProblems(value: unknown): string[] {
   if (!isMapping(value)) return ['standby_cluster: must be a mapping'];
   const problems: string[] = [];
   for (const key of Object.keys(value)) {
-    if (!KNOWN_KEYS.includes(key)) problems.push(`standby_cluster.${key.slice(0, 80)}: unknown key (known: ${KNOWN_KEYS.join(', ')})`);
+    if (!KNOWN_KEYS.includes(key))
+      problems.push(`standby_cluster.${key.slice(0, 80)}: unknown key (known: ${KNOWN_KEYS.join(', ')})`);
   }
   const { host, port, primary_slot_name, create_replica_methods } = value;
-  if (host !== undefined && host !== null && (typeof host !== 'string' || !HOST.test(host))) problems.push('standby_cluster.host: must be a host name or address');
-  if (port !== undefined && port !== null && !validPort(port)) problems.push('standby_cluster.port: must be an integer from 1 to 65535');
-  if (primary_slot_name !== undefined && primary_slot_name !== null && (typeof primary_slot_name !== 'string' || !SLOT_NAME.test(primary_slot_name))) {
+  if (host !== undefined && host !== null && (typeof host !== 'string' || !HOST.test(host)))
+    problems.push('standby_cluster.host: must be a host name or address');
+  if (port !== undefined && port !== null && !validPort(port))
+    problems.push('standby_cluster.port: must be an integer from 1 to 65535');
+  if (
+    primary_slot_name !== undefined &&
+    primary_slot_name !== null &&
+    (typeof primary_slot_name !== 'string' || !SLOT_NAME.test(primary_slot_name))
+  ) {
     problems.push('standby_cluster.primary_slot_name: a slot name is 1 to 63 lowercase letters, digits or underscores');
   }
   for (const key of ['restore_command', 'archive_cleanup_command'] as const) {
     const command = value[key];
-    if (command !== undefined && command !== null && (typeof command !== 'string' || command.length > MAX_COMMAND || /[\n\r]/.test(command))) {
+    if (
+      command !== undefined &&
+      command !== null &&
+      (typeof command !== 'string' || command.length > MAX_COMMAND || /[\n\r]/.test(command))
+    ) {
       problems.push(`standby_cluster.${key}: must be one line of at most ${MAX_COMMAND} characters`);
     }
   }
   const delay = value.recovery_min_apply_delay;
-  if (delay !== undefined && delay !== null && !(typeof delay === 'number' && Number.isInteger(delay) && delay >= 0) && !(typeof delay === 'string' && /^\d{1,10}\s?(ms|s|min|h|d)?$/.test(delay))) {
+  if (
+    delay !== undefined &&
+    delay !== null &&
+    !(typeof delay === 'number' && Number.isInteger(delay) && delay >= 0) &&
+    !(typeof delay === 'string' && /^\d{1,10}\s?(ms|s|min|h|d)?$/.test(delay))
+  ) {
     problems.push('standby_cluster.recovery_min_apply_delay: must be a duration such as 300000, "5min" or "1h"');
   }
-  if (create_replica_methods !== undefined && create_replica_methods !== null && methodNames(create_replica_methods) === null) {
-    problems.push('standby_cluster.create_replica_methods: must be a list of at most 16 method names (basebackup, or a method section of postgresql)');
+  if (
+    create_replica_methods !== undefined &&
+    create_replica_methods !== null &&
+    methodNames(create_replica_methods) === null
+  ) {
+    problems.push(
+      'standby_cluster.create_replica_methods: must be a list of at most 16 method names (basebackup, or a method section of postgresql)',
+    );
   }
-  if (Object.keys(value).length > 0 && !isStandbyClusterValue(value)) problems.push('standby_cluster: needs a host (and port) or a restore_command');
+  if (Object.keys(value).length > 0 && !isStandbyClusterValue(value))
+    problems.push('standby_cluster: needs a host (and port) or a restore_command');
   return problems;
 }
 
@@ -77,7 +109,10 @@ export function readStandbyCluster(value: unknown, adjustments: string[]): Stand
     primary_slot_name: text('primary_slot_name'),
     restore_command: text('restore_command'),
     archive_cleanup_command: text('archive_cleanup_command'),
-    recovery_min_apply_delay: typeof v.recovery_min_apply_delay === 'number' || typeof v.recovery_min_apply_delay === 'string' ? v.recovery_min_apply_delay : null,
+    recovery_min_apply_delay:
+      typeof v.recovery_min_apply_delay === 'number' || typeof v.recovery_min_apply_delay === 'string'
+        ? v.recovery_min_apply_delay
+        : null,
     create_replica_methods: methodNames(v.create_replica_methods),
   };
 }
@@ -95,7 +130,9 @@ export function standbyRecoveryParameters(standby: StandbyCluster): Record<strin
 function methodNames(value: unknown): string[] | null {
   const names = typeof value === 'string' ? [value] : value;
   if (!Array.isArray(names) || names.length === 0 || names.length > 16) return null;
-  return names.every((name) => typeof name === 'string' && /^[A-Za-z0-9_.-]{1,63}$/.test(name)) ? (names as string[]) : null;
+  return names.every((name) => typeof name === 'string' && /^[A-Za-z0-9_.-]{1,63}$/.test(name))
+    ? (names as string[])
+    : null;
 }
 
 function validPort(port: unknown): boolean {

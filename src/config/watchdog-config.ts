@@ -15,7 +15,12 @@ export interface WatchdogSettings {
   driver: 'default' | 'testing';
 }
 
-export const DEFAULT_WATCHDOG: WatchdogSettings = { mode: 'automatic', device: '/dev/watchdog', safety_margin: 5, driver: 'default' };
+export const DEFAULT_WATCHDOG: WatchdogSettings = {
+  mode: 'automatic',
+  device: '/dev/watchdog',
+  safety_margin: 5,
+  driver: 'default',
+};
 
 /** Patroni's `parse_mode` spellings; YAML 1.1 reads `off`, `no` and `false` as the boolean false. */
 const MODE_SPELLINGS: Record<string, WatchdogSettings['mode']> = {
@@ -49,17 +54,37 @@ export function readWatchdog(findings: Findings, doc: Mapping): WatchdogSettings
   }
   if (!isAbsent(section.device)) {
     const device = section.device;
-    if (typeof device === 'string' && device.startsWith('/') && device.length <= MAX_PATH_LENGTH && !device.includes('\0')) settings.device = device;
+    if (
+      typeof device === 'string' &&
+      device.startsWith('/') &&
+      device.length <= MAX_PATH_LENGTH &&
+      !device.includes('\0')
+    )
+      settings.device = device;
     else findings.invalid(path('device'), `must be an absolute path (at most ${MAX_PATH_LENGTH} characters)`, device);
   }
   if (!isAbsent(section.safety_margin)) {
-    const margin = typeof section.safety_margin === 'string' && section.safety_margin.trim() ? Number(section.safety_margin) : section.safety_margin;
-    if (typeof margin === 'number' && Number.isInteger(margin) && margin >= -1 && margin <= MAX_SAFETY_MARGIN) settings.safety_margin = margin;
-    else findings.invalid(path('safety_margin'), `must be a whole number of seconds from 0 to ${MAX_SAFETY_MARGIN}, or -1 for ttl / 2`, section.safety_margin);
+    const margin =
+      typeof section.safety_margin === 'string' && section.safety_margin.trim()
+        ? Number(section.safety_margin)
+        : section.safety_margin;
+    if (typeof margin === 'number' && Number.isInteger(margin) && margin >= -1 && margin <= MAX_SAFETY_MARGIN)
+      settings.safety_margin = margin;
+    else
+      findings.invalid(
+        path('safety_margin'),
+        `must be a whole number of seconds from 0 to ${MAX_SAFETY_MARGIN}, or -1 for ttl / 2`,
+        section.safety_margin,
+      );
   }
   if (!isAbsent(section.driver)) {
     if (section.driver === 'default' || section.driver === 'testing') settings.driver = section.driver;
-    else findings.invalid(path('driver'), 'must be default (Linux /dev/watchdog) or testing (a FIFO, for acceptance tests)', section.driver);
+    else
+      findings.invalid(
+        path('driver'),
+        'must be default (Linux /dev/watchdog) or testing (a FIFO, for acceptance tests)',
+        section.driver,
+      );
   }
   return settings;
 }
@@ -73,9 +98,15 @@ export function watchdogTimeoutSeconds(settings: WatchdogSettings, ttlSeconds: n
  * Why this configuration cannot have a safe watchdog for these timings, or null when it can. The reference
  * gives up on a timeout shorter than loop_wait (the device would fire between two keepalives) or under 1 s.
  */
-export function watchdogTimingProblem(settings: WatchdogSettings, ttlSeconds: number, loopWaitSeconds: number): string | null {
+export function watchdogTimingProblem(
+  settings: WatchdogSettings,
+  ttlSeconds: number,
+  loopWaitSeconds: number,
+): string | null {
   const timeout = watchdogTimeoutSeconds(settings, ttlSeconds);
-  if (timeout < 1) return `watchdog timeout ${timeout} s (ttl ${ttlSeconds} - safety_margin ${settings.safety_margin}) is below 1 s`;
-  if (timeout < loopWaitSeconds) return `Watchdog not supported because leader TTL ${ttlSeconds} is less than 2x loop_wait ${loopWaitSeconds}`;
+  if (timeout < 1)
+    return `watchdog timeout ${timeout} s (ttl ${ttlSeconds} - safety_margin ${settings.safety_margin}) is below 1 s`;
+  if (timeout < loopWaitSeconds)
+    return `Watchdog not supported because leader TTL ${ttlSeconds} is less than 2x loop_wait ${loopWaitSeconds}`;
   return null;
 }

@@ -55,7 +55,18 @@ export const OPTIONS = {
 
 export type OptionName = keyof typeof OPTIONS;
 
-export const GLOBAL_OPTIONS: readonly OptionName[] = ['api', 'config', 'format', 'auth', 'cacert', 'cert', 'key', 'insecure', 'timeout', 'help'];
+export const GLOBAL_OPTIONS: readonly OptionName[] = [
+  'api',
+  'config',
+  'format',
+  'auth',
+  'cacert',
+  'cert',
+  'key',
+  'insecure',
+  'timeout',
+  'help',
+];
 
 /** Each command: its own flags, how many positionals it takes, and a line of help. */
 export interface CommandSpec {
@@ -68,25 +79,56 @@ export interface CommandSpec {
 }
 
 export const COMMANDS: Record<string, CommandSpec> = {
-  list: { options: ['watch', 'interval', 'site'], positionals: 'none', usage: 'list [--watch] [-w SECONDS] [--site SITE]', summary: 'members with site, role, state, timeline, lag, pending restart, tags' },
-  topology: { options: ['watch', 'interval'], positionals: 'none', usage: 'topology [--watch] [-w SECONDS]', summary: 'the members as a replication tree' },
+  list: {
+    options: ['watch', 'interval', 'site'],
+    positionals: 'none',
+    usage: 'list [--watch] [-w SECONDS] [--site SITE]',
+    summary: 'members with site, role, state, timeline, lag, pending restart, tags',
+  },
+  topology: {
+    options: ['watch', 'interval'],
+    positionals: 'none',
+    usage: 'topology [--watch] [-w SECONDS]',
+    summary: 'the members as a replication tree',
+  },
   switchover: {
     options: ['leader', 'primary', 'candidate', 'site', 'scheduled', 'force'],
     positionals: 'none',
     usage: 'switchover [--leader NAME] [--candidate NAME | --site SITE] [--scheduled TIME|now] [--force]',
     summary: 'planned change of leader, with progress',
   },
-  failover: { options: ['candidate', 'site', 'force'], positionals: 'none', usage: 'failover [--candidate NAME | --site SITE] [--force]', summary: 'forced change of leader, with progress' },
+  failover: {
+    options: ['candidate', 'site', 'force'],
+    positionals: 'none',
+    usage: 'failover [--candidate NAME | --site SITE] [--force]',
+    summary: 'forced change of leader, with progress',
+  },
   restart: {
     options: ['role', 'pending', 'scheduled', 'force'],
     positionals: 'members',
     usage: 'restart [MEMBER...] [--role leader|replica|any] [--pending] [--scheduled TIME] [--force]',
     summary: 'restart PostgreSQL on members, with progress',
   },
-  reload: { options: ['force'], positionals: 'members', usage: 'reload [MEMBER...] [--force]', summary: 'reload the configuration of members' },
-  reinit: { options: ['force', 'wait'], positionals: 'members', usage: 'reinit MEMBER... [--force] [--wait]', summary: 'rebuild replicas from the leader, followed to the end with progress (--wait is accepted as patronictl takes it)' },
+  reload: {
+    options: ['force'],
+    positionals: 'members',
+    usage: 'reload [MEMBER...] [--force]',
+    summary: 'reload the configuration of members',
+  },
+  reinit: {
+    options: ['force', 'wait'],
+    positionals: 'members',
+    usage: 'reinit MEMBER... [--force] [--wait]',
+    summary:
+      'rebuild replicas from the leader, followed to the end with progress (--wait is accepted as patronictl takes it)',
+  },
   pause: { options: ['wait'], positionals: 'none', usage: 'pause [--wait]', summary: 'turn automatic failover off' },
-  resume: { options: ['wait'], positionals: 'none', usage: 'resume [--wait]', summary: 'turn automatic failover back on' },
+  resume: {
+    options: ['wait'],
+    positionals: 'none',
+    usage: 'resume [--wait]',
+    summary: 'turn automatic failover back on',
+  },
   'edit-config': {
     options: ['set', 'pg', 'force'],
     positionals: 'none',
@@ -97,10 +139,16 @@ export const COMMANDS: Record<string, CommandSpec> = {
   'demote-cluster': {
     options: ['host', 'port', 'restore-command', 'primary-slot-name', 'force'],
     positionals: 'members',
-    usage: 'demote-cluster [CLUSTER] [--host HOST] [--port PORT] [--restore-command CMD] [--primary-slot-name SLOT] [--force]',
+    usage:
+      'demote-cluster [CLUSTER] [--host HOST] [--port PORT] [--restore-command CMD] [--primary-slot-name SLOT] [--force]',
     summary: 'turn the cluster into a standby cluster of a remote primary (or of an archive), with progress',
   },
-  'promote-cluster': { options: ['force'], positionals: 'members', usage: 'promote-cluster [CLUSTER] [--force]', summary: 'promote a standby cluster: it runs on its own, writable' },
+  'promote-cluster': {
+    options: ['force'],
+    positionals: 'members',
+    usage: 'promote-cluster [CLUSTER] [--force]',
+    summary: 'promote a standby cluster: it runs on its own, writable',
+  },
   history: { options: [], positionals: 'none', usage: 'history', summary: 'timeline switches' },
   flush: {
     options: ['force'],
@@ -122,15 +170,30 @@ export const COMMANDS: Record<string, CommandSpec> = {
     usage: 'audit verify | export [--from ISO] [--to ISO] | replay --at ISO',
     summary: "check, export or replay the cluster's event log, read through the API",
   },
-  diagnose: { options: [], positionals: 'none', usage: 'diagnose', summary: "every member's diagnostics (alias: doctor)" },
-  completion: { options: [], positionals: 'one', choices: ['bash', 'zsh'], usage: 'completion bash|zsh', summary: 'print a shell completion script' },
+  diagnose: {
+    options: [],
+    positionals: 'none',
+    usage: 'diagnose',
+    summary: "every member's diagnostics (alias: doctor)",
+  },
+  completion: {
+    options: [],
+    positionals: 'one',
+    choices: ['bash', 'zsh'],
+    usage: 'completion bash|zsh',
+    summary: 'print a shell completion script',
+  },
   version: { options: [], positionals: 'none', usage: 'version', summary: "statorctl's version" },
 };
 
 export const ALIASES: Record<string, string> = { doctor: 'diagnose', 'show-topology': 'topology' };
 
 export type Values = {
-  [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string;
+  [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true }
+    ? string[]
+    : (typeof OPTIONS)[K]['type'] extends 'boolean'
+      ? boolean
+      : string;
 };
 
 export interface CommandLine {
@@ -149,7 +212,8 @@ export interface CommandLine {
  */
 export function parseCommandLine(argv: string[]): CommandLine {
   // `statorctl --version`, as `stator --version` (and what a package's smoke test runs): the `version` command.
-  if (argv.length === 1 && argv[0] === '--version') return { command: 'version', args: [], values: {} as Values, format: 'table', timeoutMs: 10_000 };
+  if (argv.length === 1 && argv[0] === '--version')
+    return { command: 'version', args: [], values: {} as Values, format: 'table', timeoutMs: 10_000 };
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -160,7 +224,8 @@ export function parseCommandLine(argv: string[]): CommandLine {
   }
   const values = parsed.values as Values;
   const [word, ...args] = parsed.positionals;
-  if (word === undefined || word === 'help') return { command: 'help', args: word === 'help' ? args : [], values, format: 'table', timeoutMs: 10_000 };
+  if (word === undefined || word === 'help')
+    return { command: 'help', args: word === 'help' ? args : [], values, format: 'table', timeoutMs: 10_000 };
   const command = ALIASES[word] ?? word;
   const spec = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!spec) throw new UsageError(`unknown command '${word}' (commands: ${Object.keys(COMMANDS).join(', ')})`);
@@ -173,10 +238,12 @@ export function parseCommandLine(argv: string[]): CommandLine {
 }
 
 function checkPositionals(command: string, spec: CommandSpec, args: string[]): void {
-  if (spec.positionals === 'none' && args.length > 0) throw new UsageError(`${command}: unexpected argument '${args[0]}'`);
+  if (spec.positionals === 'none' && args.length > 0)
+    throw new UsageError(`${command}: unexpected argument '${args[0]}'`);
   if (spec.positionals === 'one') {
     if (args.length === 0) throw new UsageError(`${command}: needs one of ${spec.choices!.join(', ')}`);
-    if (!spec.choices!.includes(args[0])) throw new UsageError(`${command}: '${args[0]}' is not one of ${spec.choices!.join(', ')}`);
+    if (!spec.choices!.includes(args[0]))
+      throw new UsageError(`${command}: '${args[0]}' is not one of ${spec.choices!.join(', ')}`);
     // `flush switchover|restart` takes member names after the word; the others nothing.
     if (command !== 'flush' && args.length > 1) throw new UsageError(`${command}: unexpected argument '${args[1]}'`);
   }
@@ -184,14 +251,16 @@ function checkPositionals(command: string, spec: CommandSpec, args: string[]): v
 
 function formatOf(value: string | undefined): Format {
   if (value === undefined) return 'table';
-  if (!(FORMATS as readonly string[]).includes(value)) throw new UsageError(`--format: must be one of ${FORMATS.join(', ')}, got '${value}'`);
+  if (!(FORMATS as readonly string[]).includes(value))
+    throw new UsageError(`--format: must be one of ${FORMATS.join(', ')}, got '${value}'`);
   return value as Format;
 }
 
 function timeoutOf(value: string | undefined): number {
   if (value === undefined) return 10_000;
   const seconds = Number(value);
-  if (!/^\d+(\.\d+)?$/.test(value) || seconds <= 0 || seconds > 3600) throw new UsageError(`--timeout: seconds from 0 to 3600, got '${value}'`);
+  if (!/^\d+(\.\d+)?$/.test(value) || seconds <= 0 || seconds > 3600)
+    throw new UsageError(`--timeout: seconds from 0 to 3600, got '${value}'`);
   return Math.round(seconds * 1000);
 }
 
@@ -199,7 +268,8 @@ function timeoutOf(value: string | undefined): number {
 export function intervalOf(value: string | undefined): number {
   if (value === undefined) return 2000;
   const seconds = Number(value);
-  if (!/^\d+(\.\d+)?$/.test(value) || seconds < 0.1 || seconds > 3600) throw new UsageError(`--interval: seconds from 0.1 to 3600, got '${value}'`);
+  if (!/^\d+(\.\d+)?$/.test(value) || seconds < 0.1 || seconds > 3600)
+    throw new UsageError(`--interval: seconds from 0.1 to 3600, got '${value}'`);
   return Math.round(seconds * 1000);
 }
 
@@ -207,14 +277,15 @@ export function intervalOf(value: string | undefined): number {
 export function limitOf(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const limit = Number(value);
-  if (!/^\d+$/.test(value) || limit < 1 || limit > 10_000) throw new UsageError(`--limit: an integer from 1 to 10000, got '${value}'`);
+  if (!/^\d+$/.test(value) || limit < 1 || limit > 10_000)
+    throw new UsageError(`--limit: an integer from 1 to 10000, got '${value}'`);
   return limit;
 }
 
 /** `--auth user:password`. */
 export function credentialsOf(value: string): { username: string; password: string } {
   const colon = value.indexOf(':');
-  if (colon <= 0) throw new UsageError("--auth: must be USER:PASSWORD");
+  if (colon <= 0) throw new UsageError('--auth: must be USER:PASSWORD');
   return { username: value.slice(0, colon), password: value.slice(colon + 1) };
 }
 

@@ -123,14 +123,22 @@ export class ApiClient {
    * Follows `/events/stream` (SSE) until `signal` aborts or the node closes it; calls `onMessage` for each
    * message. Resolves once connected (the headers arrived) with a promise of the stream's end.
    */
-  async stream(path: string, onMessage: (message: SseMessage) => void, signal: AbortSignal): Promise<{ ended: Promise<void> }> {
+  async stream(
+    path: string,
+    onMessage: (message: SseMessage) => void,
+    signal: AbortSignal,
+  ): Promise<{ ended: Promise<void> }> {
     const url = this.base + path;
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (this.connection.auth) headers.authorization = basicAuthorizationHeader(this.connection.auth);
     let response;
     const connectDeadline = AbortSignal.timeout(this.connection.timeoutMs);
     try {
-      response = await fetch(url, { headers, dispatcher: this.dispatcher, signal: AbortSignal.any([signal, connectDeadline]) });
+      response = await fetch(url, {
+        headers,
+        dispatcher: this.dispatcher,
+        signal: AbortSignal.any([signal, connectDeadline]),
+      });
     } catch (error) {
       throw new UnreachableError(`${url}: ${describeFailure(error, this.connection.timeoutMs)}`);
     }

@@ -12,7 +12,13 @@ function commandWords(command: string): string[] {
 export function bashCompletion(): string {
   const commands = [...Object.keys(COMMANDS), ...Object.keys(ALIASES)].join(' ');
   const cases = Object.keys(COMMANDS)
-    .map((command) => `    ${command}${Object.entries(ALIASES).filter(([, to]) => to === command).map(([alias]) => `|${alias}`).join('')}) words="${commandWords(command).join(' ')}" ;;`)
+    .map(
+      (command) =>
+        `    ${command}${Object.entries(ALIASES)
+          .filter(([, to]) => to === command)
+          .map(([alias]) => `|${alias}`)
+          .join('')}) words="${commandWords(command).join(' ')}" ;;`,
+    )
     .join('\n');
   return `# statorctl bash completion: source <(statorctl completion bash)
 _statorctl() {
@@ -60,4 +66,3 @@ autoload -U +X compinit && compinit
 autoload -U +X bashcompinit && bashcompinit
 ${bashCompletion()}`;
 }
-

@@ -68,7 +68,10 @@ export function selectMembers(cluster: ClusterDocument, names: string[]): Cluste
   if (wanted.length === 0) return cluster.members;
   return wanted.map((name) => {
     const member = cluster.members.find((m) => m.name === name);
-    if (!member) throw new OperationFailed(`${name} is not a member of cluster ${cluster.scope} (members: ${cluster.members.map((m) => m.name).join(', ')})`);
+    if (!member)
+      throw new OperationFailed(
+        `${name} is not a member of cluster ${cluster.scope} (members: ${cluster.members.map((m) => m.name).join(', ')})`,
+      );
     return member;
   });
 }

@@ -9,7 +9,8 @@ export function unifiedDiff(before: string, after: string, labels: [string, stri
   if (b[b.length - 1] === '') b.pop();
   const lcs: number[][] = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
   for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+    for (let j = b.length - 1; j >= 0; j--)
+      lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
   }
   type Op = { kind: ' ' | '-' | '+'; text: string; ai: number; bi: number };
   const ops: Op[] = [];
@@ -18,7 +19,8 @@ export function unifiedDiff(before: string, after: string, labels: [string, stri
   while (i < a.length || j < b.length) {
     if (i < a.length && j < b.length && a[i] === b[j]) ops.push({ kind: ' ', text: a[i++], ai: i, bi: ++j });
     // Removals before additions, as diff -u writes a changed line.
-    else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1])) ops.push({ kind: '-', text: a[i++], ai: i, bi: j });
+    else if (i < a.length && (j === b.length || lcs[i + 1][j] >= lcs[i][j + 1]))
+      ops.push({ kind: '-', text: a[i++], ai: i, bi: j });
     else ops.push({ kind: '+', text: b[j++], ai: i, bi: j });
   }
   const changed = ops.map((op, index) => (op.kind !== ' ' ? index : -1)).filter((index) => index >= 0);
@@ -35,7 +37,9 @@ export function unifiedDiff(before: string, after: string, labels: [string, stri
     const bStart = hunk.find((op) => op.kind !== '-')?.bi ?? hunk[0].bi;
     const aCount = hunk.filter((op) => op.kind !== '+').length;
     const bCount = hunk.filter((op) => op.kind !== '-').length;
-    lines.push(`@@ -${aCount ? aStart : aStart}${aCount === 1 ? '' : `,${aCount}`} +${bStart}${bCount === 1 ? '' : `,${bCount}`} @@`);
+    lines.push(
+      `@@ -${aCount ? aStart : aStart}${aCount === 1 ? '' : `,${aCount}`} +${bStart}${bCount === 1 ? '' : `,${bCount}`} @@`,
+    );
     for (const op of hunk) lines.push(`${op.kind}${op.text}`);
     start = end + 1;
   }

@@ -19,12 +19,17 @@ export interface Table {
  * ```
  */
 export function renderTable(table: Table): string {
-  const widths = table.columns.map((column, index) => Math.max(column.length, ...table.rows.map((row) => (row[index] ?? '').length)));
+  const widths = table.columns.map((column, index) =>
+    Math.max(column.length, ...table.rows.map((row) => (row[index] ?? '').length)),
+  );
   const rule = `+${widths.map((width) => '-'.repeat(width + 2)).join('+')}+`;
   const line = (cells: string[]) =>
     `| ${cells.map((cell, index) => (table.right?.includes(table.columns[index]) ? cell.padStart(widths[index]) : cell.padEnd(widths[index]))).join(' | ')} |`;
   const top = table.title ? titledRule(rule, table.title) : rule;
-  return [top, line(table.columns), rule, ...table.rows.map((row) => line(row.map((cell) => cell ?? ''))), rule].join('\n') + '\n';
+  return (
+    [top, line(table.columns), rule, ...table.rows.map((row) => line(row.map((cell) => cell ?? ''))), rule].join('\n') +
+    '\n'
+  );
 }
 
 /** `+ Cluster: demo ----+---` : the title written over the start of the rule, as patronictl does. */
@@ -45,7 +50,11 @@ export function cell(value: unknown): string {
   if (value === undefined || value === null) return '';
   if (typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>);
-    return entries.map(([key, item]) => `${key}: ${typeof item === 'object' && item !== null ? JSON.stringify(item) : String(item)}`).join(', ');
+    return entries
+      .map(
+        ([key, item]) => `${key}: ${typeof item === 'object' && item !== null ? JSON.stringify(item) : String(item)}`,
+      )
+      .join(', ');
   }
   return String(value);
 }

@@ -58,7 +58,8 @@ export function describeEvent(event: RecordedEvent): string | null {
       // `start` and `stop` tasks show as PostgreSQL's own transitions.
       if (task === 'start' || task === 'stop') return null;
       if (cause.type === 'TASK_STARTED') return `${event.node} ${TASK_PHASES[task] ?? `${task} started`}`;
-      if (cause.type === 'TASK_ENDED') return `${event.node} ${task} ${cause.error ? `failed: ${String(cause.error)}` : 'done'}`;
+      if (cause.type === 'TASK_ENDED')
+        return `${event.node} ${task} ${cause.error ? `failed: ${String(cause.error)}` : 'done'}`;
       return null;
     }
     case 'role.transition':
@@ -76,7 +77,10 @@ export function describeEvent(event: RecordedEvent): string | null {
 /** Progress lines of an operation, read from `/events/stream` of the node statorctl talks to. */
 export class Progress {
   private readonly seen: RecordedEvent[] = [];
-  private readonly waiters: Array<{ test: (event: RecordedEvent) => boolean; resolve: (event: RecordedEvent | null) => void }> = [];
+  private readonly waiters: Array<{
+    test: (event: RecordedEvent) => boolean;
+    resolve: (event: RecordedEvent | null) => void;
+  }> = [];
   private readonly abort = new AbortController();
   private ended: Promise<void> = Promise.resolve();
 
@@ -92,10 +96,18 @@ export class Progress {
    * Connects to the event stream before the operation is sent, so no phase is missed.
    * @throws UnreachableError or ApiError when the stream cannot be opened.
    */
-  static async start(client: ApiClient, write: (text: string) => void, options: { now?: () => number; nodes?: string[] } = {}): Promise<Progress> {
+  static async start(
+    client: ApiClient,
+    write: (text: string) => void,
+    options: { now?: () => number; nodes?: string[] } = {},
+  ): Promise<Progress> {
     const now = options.now ?? Date.now;
     const progress = new Progress(write, now(), now, options.nodes ?? []);
-    const { ended } = await client.stream('/events/stream', (message) => progress.onMessage(message.data), progress.abort.signal);
+    const { ended } = await client.stream(
+      '/events/stream',
+      (message) => progress.onMessage(message.data),
+      progress.abort.signal,
+    );
     progress.ended = ended;
     return progress;
   }
@@ -165,18 +177,24 @@ export class Progress {
 /** The event that ends a switchover or failover: a role transition to primary, on `candidate` if named. */
 export function becamePrimary(candidate: string | undefined, oldLeader: string | undefined) {
   return (event: RecordedEvent) =>
-    event.type === 'role.transition' && (event.to ?? '').split('.')[0] === 'primary' && event.node !== oldLeader && (!candidate || event.node === candidate);
+    event.type === 'role.transition' &&
+    (event.to ?? '').split('.')[0] === 'primary' &&
+    event.node !== oldLeader &&
+    (!candidate || event.node === candidate);
 }
 
 /** The old leader following again (a role transition to replica). */
 export function becameReplica(node: string) {
-  return (event: RecordedEvent) => event.type === 'role.transition' && event.node === node && (event.to ?? '').split('.')[0] === 'replica';
+  return (event: RecordedEvent) =>
+    event.type === 'role.transition' && event.node === node && (event.to ?? '').split('.')[0] === 'replica';
 }
 
 /** A node's task of this name ended (with or without an error). */
 export function taskEnded(node: string, task: string) {
   return (event: RecordedEvent) => {
     const cause = ((event.data ?? {}) as { event?: { type?: string; task?: string } }).event;
-    return event.type === 'task.transition' && event.node === node && cause?.type === 'TASK_ENDED' && cause.task === task;
+    return (
+      event.type === 'task.transition' && event.node === node && cause?.type === 'TASK_ENDED' && cause.task === task
+    );
   };
 }

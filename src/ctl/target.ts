@@ -36,12 +36,18 @@ export async function resolveTarget(values: Values, env: NodeJS.ProcessEnv, time
   const configPath = values.config ?? (api === undefined ? env[ENV.config] : undefined);
   if (api !== undefined && values.config !== undefined) throw new UsageError('--api and -c/--config: give one of them');
   if (api === undefined && configPath === undefined) {
-    throw new UsageError(`how to reach the cluster: --api URL of any member, or -c stator.yml (or ${ENV.api} / ${ENV.config})`);
+    throw new UsageError(
+      `how to reach the cluster: --api URL of any member, or -c stator.yml (or ${ENV.api} / ${ENV.config})`,
+    );
   }
   const auth = values.auth ?? env[ENV.auth];
   if (api !== undefined) {
     const url = apiBase(api);
-    const connection: Connection = { timeoutMs, ...tlsFromFlags(values), ...(auth ? { auth: credentialsOf(auth) } : {}) };
+    const connection: Connection = {
+      timeoutMs,
+      ...tlsFromFlags(values),
+      ...(auth ? { auth: credentialsOf(auth) } : {}),
+    };
     return { urls: [url], connection, description: `--api ${url}` };
   }
   return targetOfFile(configPath!, values, auth, timeoutMs);
@@ -56,7 +62,8 @@ export function apiBase(value: string): string {
   } catch {
     throw new UsageError(`--api: not a URL: '${value}'`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--api: http or https only, got '${value}'`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new UsageError(`--api: http or https only, got '${value}'`);
   return `${url.protocol}//${url.host}`;
 }
 
@@ -82,7 +89,12 @@ function tlsFromFlags(values: Values): Partial<Connection> {
   };
 }
 
-async function targetOfFile(path: string, values: Values, auth: string | undefined, timeoutMs: number): Promise<Target> {
+async function targetOfFile(
+  path: string,
+  values: Values,
+  auth: string | undefined,
+  timeoutMs: number,
+): Promise<Target> {
   const doc = readYaml(path);
   const ctlFindings = new Findings();
   const ctl = readCtlSection(ctlFindings, doc.ctl);
@@ -90,8 +102,9 @@ async function targetOfFile(path: string, values: Values, auth: string | undefin
   const restapi = section(doc, 'restapi');
   const scope = typeof doc.scope === 'string' ? doc.scope : undefined;
   if (!scope) throw new UsageError(`${path}: scope: required`);
-  const credentials = auth ? credentialsOf(auth) : ctl.authentication ?? credentialsIn(restapi.authentication);
-  const file = (key: string, name: unknown) => (typeof name === 'string' && name ? readPem(`${path}: ${key}`, name) : undefined);
+  const credentials = auth ? credentialsOf(auth) : (ctl.authentication ?? credentialsIn(restapi.authentication));
+  const file = (key: string, name: unknown) =>
+    typeof name === 'string' && name ? readPem(`${path}: ${key}`, name) : undefined;
   const connection: Connection = {
     timeoutMs,
     ...(credentials ? { auth: credentials } : {}),
@@ -123,18 +136,41 @@ async function targetOfFile(path: string, values: Values, auth: string | undefin
   }
   const connectAddress = typeof restapi.connect_address === 'string' ? restapi.connect_address : undefined;
   if (connectAddress) urls.push(`${restapi.certfile ? 'https' : 'http'}://${connectAddress}`);
-  if (urls.length === 0) throw new UsageError(`${path}: no member to reach: no member keys in etcd and no restapi.connect_address${etcdNote}`);
-  return { urls: [...new Set(urls)], connection, description: `${path} (scope ${scope}${etcd3.hosts.length ? `, etcd ${etcd3.hosts.join(',')}` : ''})` };
+  if (urls.length === 0)
+    throw new UsageError(
+      `${path}: no member to reach: no member keys in etcd and no restapi.connect_address${etcdNote}`,
+    );
+  return {
+    urls: [...new Set(urls)],
+    connection,
+    description: `${path} (scope ${scope}${etcd3.hosts.length ? `, etcd ${etcd3.hosts.join(',')}` : ''})`,
+  };
 }
 
 /** The members' API base URLs as their keys in etcd tell, the leader first. */
-async function memberUrlsFromEtcd(etcd3: ReturnType<typeof readDcs>, namespace: string, scope: string, timeoutMs: number): Promise<string[]> {
-  const dcs = new EtcdDcs({ ...etcd3, namespace, scope, name: 'statorctl', ttlSeconds: 30, retryTimeoutMs: Math.min(timeoutMs, 5000), clock: systemClock });
+async function memberUrlsFromEtcd(
+  etcd3: ReturnType<typeof readDcs>,
+  namespace: string,
+  scope: string,
+  timeoutMs: number,
+): Promise<string[]> {
+  const dcs = new EtcdDcs({
+    ...etcd3,
+    namespace,
+    scope,
+    name: 'statorctl',
+    ttlSeconds: 30,
+    retryTimeoutMs: Math.min(timeoutMs, 5000),
+    clock: systemClock,
+  });
   try {
     const view = await dcs.read();
     const leader = view.leader?.value;
     const members = [...view.members].sort((a, b) => Number(b.name === leader) - Number(a.name === leader));
-    return members.map((member) => member.data.api_url).filter((url): url is string => typeof url === 'string' && url !== '').map(memberBase);
+    return members
+      .map((member) => member.data.api_url)
+      .filter((url): url is string => typeof url === 'string' && url !== '')
+      .map(memberBase);
   } finally {
     await dcs.close().catch(() => undefined);
   }
@@ -165,7 +201,9 @@ function readYaml(path: string): Mapping {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new UsageError(`-c: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new UsageError(
+      `-c: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   const document = parseDocument(text, { version: '1.1' });
   if (document.errors.length > 0) throw new UsageError(`${path}: ${document.errors[0].message.split('\n')[0]}`);
@@ -188,7 +226,9 @@ function readPem(what: string, path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new UsageError(`${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new UsageError(
+      `${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
 }
 
@@ -196,10 +236,19 @@ function readPem(what: string, path: string): Buffer {
 function checkClientKey(source: string, connection: Connection): void {
   if (!connection.cert) return;
   try {
-    createSecureContext({ cert: connection.cert, key: connection.key ?? connection.cert, ...(connection.passphrase !== undefined ? { passphrase: connection.passphrase } : {}) });
+    createSecureContext({
+      cert: connection.cert,
+      key: connection.key ?? connection.cert,
+      ...(connection.passphrase !== undefined ? { passphrase: connection.passphrase } : {}),
+    });
   } catch (error) {
-    const hint = connection.passphrase === undefined ? 'is it encrypted? set ctl.keyfile_password' : 'is ctl.keyfile_password right?';
-    throw new UsageError(`${source}: cannot load the client certificate's private key (${(error as Error).message}); ${hint}`);
+    const hint =
+      connection.passphrase === undefined
+        ? 'is it encrypted? set ctl.keyfile_password'
+        : 'is ctl.keyfile_password right?';
+    throw new UsageError(
+      `${source}: cannot load the client certificate's private key (${(error as Error).message}); ${hint}`,
+    );
   }
 }
 

@@ -147,7 +147,8 @@ function parseHistory(value: string): HistoryEntry[] {
   const parsed = parseJson(value);
   if (!Array.isArray(parsed)) return [];
   return parsed.filter(
-    (entry): entry is HistoryEntry => Array.isArray(entry) && typeof entry[0] === 'number' && typeof entry[1] === 'number',
+    (entry): entry is HistoryEntry =>
+      Array.isArray(entry) && typeof entry[0] === 'number' && typeof entry[1] === 'number',
   );
 }
 
@@ -164,7 +165,9 @@ function parseSync(value: string): SyncState {
 /** `/failsafe`: member name → API URL; anything else in it is dropped. */
 function parseFailsafe(value: string): Record<string, string> {
   const parsed = parseObject(value);
-  return Object.fromEntries(Object.entries(parsed).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return Object.fromEntries(
+    Object.entries(parsed).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
 }
 
 function parseStatus(value: string): LeaderStatus {

@@ -105,7 +105,9 @@ export class EtcdDcs implements Dcs {
    * live watch.
    */
   async readCached(): Promise<ClusterView> {
-    const trusted = this.watch.trustedView((this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.lease.ttlSeconds * 1000);
+    const trusted = this.watch.trustedView(
+      (this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.lease.ttlSeconds * 1000,
+    );
     if (!trusted) return this.read();
     const { leader } = trusted;
     this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.monotonic() } : null;
@@ -158,7 +160,8 @@ export class EtcdDcs implements Dcs {
    * sighting older than a third of the TTL is not trusted.
    */
   async refreshLeader(): Promise<LockLease | null> {
-    const recent = this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.lease.ttlSeconds * 1000) / 3;
+    const recent =
+      this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.lease.ttlSeconds * 1000) / 3;
     const seen = recent ? this.leaderSeen : null;
     this.leaderSeen = null;
     return this.withRetry('refresh leader lock', async (remaining) => {
@@ -261,7 +264,10 @@ export class EtcdDcs implements Dcs {
 
   async setFailsafe(members: Record<string, string> | null): Promise<void> {
     if (members) await this.write('write failsafe key', ClusterKeys.failsafe, JSON.stringify(members));
-    else await this.withRetry('delete failsafe key', (remaining) => this.client.deleteRange(this.prefix + ClusterKeys.failsafe, {}, remaining()));
+    else
+      await this.withRetry('delete failsafe key', (remaining) =>
+        this.client.deleteRange(this.prefix + ClusterKeys.failsafe, {}, remaining()),
+      );
   }
 
   async setStatus(status: LeaderStatus): Promise<void> {
@@ -320,7 +326,10 @@ export class EtcdDcs implements Dcs {
         await this.client.put(fullKey, value, {}, remaining());
         return true;
       }
-      const result = await this.client.txn({ compare: [revisionIs(fullKey, expected)], success: [{ put: { key: fullKey, value } }] }, remaining());
+      const result = await this.client.txn(
+        { compare: [revisionIs(fullKey, expected)], success: [{ put: { key: fullKey, value } }] },
+        remaining(),
+      );
       return result.succeeded;
     });
   }
@@ -342,7 +351,9 @@ export class EtcdDcs implements Dcs {
     if (!budget) return retryTransient(this.retryTimeoutMs, operation, attempt, this.retryHooks);
     const allowedMs = Math.min(this.retryTimeoutMs, budget.remainingMs());
     if (allowedMs < MIN_ATTEMPT_MS) {
-      throw new DcsError(`${operation}: not sent, this HA cycle already waited its retry_timeout (${budget.limitMs} ms) for the DCS`);
+      throw new DcsError(
+        `${operation}: not sent, this HA cycle already waited its retry_timeout (${budget.limitMs} ms) for the DCS`,
+      );
     }
     return budget.charge(() => retryTransient(allowedMs, operation, attempt, this.retryHooks));
   }
@@ -350,5 +361,7 @@ export class EtcdDcs implements Dcs {
 
 /** The compare of a compare-and-set: `'absent'` means the key must not exist. */
 function revisionIs(key: string, expected: Revision): TxnCompare {
-  return expected === 'absent' ? { key, target: 'CREATE', createRevision: '0' } : { key, target: 'MOD', modRevision: expected };
+  return expected === 'absent'
+    ? { key, target: 'CREATE', createRevision: '0' }
+    : { key, target: 'MOD', modRevision: expected };
 }

@@ -77,13 +77,21 @@ export class MemoryDcsBackend {
 
   /** Every key starting with `prefix`, in key order. */
   range(prefix: string): MemoryEntry[] {
-    return [...this.entries.values()].filter((entry) => entry.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : 1));
+    return [...this.entries.values()]
+      .filter((entry) => entry.key.startsWith(prefix))
+      .sort((a, b) => (a.key < b.key ? -1 : 1));
   }
 
   put(key: string, value: string, lease: string | null = null): MemoryEntry {
     if (lease !== null && !this.leases.has(lease)) throw new DcsError(`put ${key}: lease ${lease} not found`);
     const revision = String(++this.revision);
-    const entry = { key, value, createRevision: this.entries.get(key)?.createRevision ?? revision, modRevision: revision, lease };
+    const entry = {
+      key,
+      value,
+      createRevision: this.entries.get(key)?.createRevision ?? revision,
+      modRevision: revision,
+      lease,
+    };
     this.entries.set(key, entry);
     this.changeFeed.next({ key, type: 'put' });
     return entry;
@@ -153,7 +161,9 @@ export class MemoryDcs implements Dcs {
 
   async read(): Promise<ClusterView> {
     this.ready('read cluster');
-    const keys = this.backend.range(this.prefix).map((entry) => ({ ...entry, key: entry.key.slice(this.prefix.length) }));
+    const keys = this.backend
+      .range(this.prefix)
+      .map((entry) => ({ ...entry, key: entry.key.slice(this.prefix.length) }));
     return parseClusterView(keys, this.backend.currentRevision);
   }
 
@@ -253,7 +263,8 @@ export class MemoryDcs implements Dcs {
     const key = this.key(ClusterKeys.sync);
     const current = this.backend.get(key);
     const leaderHolds = this.backend.get(this.key(ClusterKeys.leader))?.value === this.options.name;
-    const revisionMatches = expectedRevision === 'absent' ? current === null : current?.modRevision === expectedRevision;
+    const revisionMatches =
+      expectedRevision === 'absent' ? current === null : current?.modRevision === expectedRevision;
     if (!leaderHolds || !revisionMatches) return null;
     if (state) return this.backend.put(key, JSON.stringify(state)).modRevision;
     if (current) this.backend.delete(key);

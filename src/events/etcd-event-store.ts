@@ -1,14 +1,37 @@
 import { Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { compareRevisions, EtcdClient, KeyValue, nextRevision, TxnCompare, watchUntilBroken, WatchBrokenError } from '../dcs/etcd/etcd-client';
+import {
+  compareRevisions,
+  EtcdClient,
+  KeyValue,
+  nextRevision,
+  TxnCompare,
+  watchUntilBroken,
+  WatchBrokenError,
+} from '../dcs/etcd/etcd-client';
 import { EtcdConnection } from '../dcs/etcd/etcd-transport';
 import { NewEvent, RecordedEvent } from './event';
-import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict, StreamRange } from './event-store.port';
+import {
+  assertRangesWithinLimit,
+  EventFilter,
+  EventStore,
+  ExpectedVersion,
+  ExpectedVersionConflict,
+  StreamRange,
+} from './event-store.port';
 import { chainEvents } from './hash-chain';
 import { CheckpointConflict, LogCheckpoint } from './log-checkpoint';
 import { Backoff } from '../common/backoff';
 import { EtcdQuotaGuard, EtcdQuotaLimit } from './etcd-quota-guard';
-import { assertStreamName, CHECKPOINT, HEADS, parseCheckpoint, parseEvent, parseHead, StoredHead } from './etcd-event-values';
+import {
+  assertStreamName,
+  CHECKPOINT,
+  HEADS,
+  parseCheckpoint,
+  parseEvent,
+  parseHead,
+  StoredHead,
+} from './etcd-event-values';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), and the cluster whose events are stored. */
 export interface EtcdEventStoreOptions extends EtcdConnection {
@@ -93,7 +116,8 @@ export class EtcdEventStore implements EventStore {
     }
     await this.quotaGuard?.check();
     const known = this.knownHeads.get(stream);
-    let head = known && (expectedVersion === 'any' || known.seq === expectedVersion) ? known : await this.readHead(stream);
+    let head =
+      known && (expectedVersion === 'any' || known.seq === expectedVersion) ? known : await this.readHead(stream);
     for (let attempt = 1; ; attempt++) {
       if (expectedVersion !== 'any' && head.seq !== expectedVersion) {
         throw new ExpectedVersionConflict(stream, expectedVersion, head.seq);
@@ -136,12 +160,18 @@ export class EtcdEventStore implements EventStore {
     nonEmpty.forEach((range) => assertStreamName(range.stream));
     const results = await Promise.all(
       nonEmpty.map((range) =>
-        this.client.range(this.eventKey(range.stream, range.fromSeq), { rangeEnd: this.eventKey(range.stream, range.toSeq + 1) }, this.options.requestTimeoutMs),
+        this.client.range(
+          this.eventKey(range.stream, range.fromSeq),
+          { rangeEnd: this.eventKey(range.stream, range.toSeq + 1) },
+          this.options.requestTimeoutMs,
+        ),
       ),
     );
     return results
       .flatMap((result, index) =>
-        result.kvs.map((kv) => ({ kv, event: parseEvent(kv.value) })).filter((entry) => entry.event?.stream === nonEmpty[index].stream),
+        result.kvs
+          .map((kv) => ({ kv, event: parseEvent(kv.value) }))
+          .filter((entry) => entry.event?.stream === nonEmpty[index].stream),
       )
       .sort((a, b) => compareRevisions(a.kv.modRevision, b.kv.modRevision) || a.event!.seq - b.event!.seq)
       .map((entry) => entry.event!);
@@ -149,7 +179,9 @@ export class EtcdEventStore implements EventStore {
 
   async streamHeads(): Promise<{ stream: string; seq: number }[]> {
     const heads = await this.client.range(this.headsPrefix, { prefix: true }, this.options.requestTimeoutMs);
-    return heads.kvs.map((kv) => ({ stream: kv.key.slice(this.headsPrefix.length), seq: parseHead(kv.value).seq })).filter((head) => head.seq > 0);
+    return heads.kvs
+      .map((kv) => ({ stream: kv.key.slice(this.headsPrefix.length), seq: parseHead(kv.value).seq }))
+      .filter((head) => head.seq > 0);
   }
 
   async readCheckpoint(): Promise<LogCheckpoint | null> {
@@ -187,7 +219,11 @@ export class EtcdEventStore implements EventStore {
     for (const [stream, { seq }] of Object.entries(next.streams)) {
       if (signal?.aborted) return;
       assertStreamName(stream);
-      await this.client.deleteRange(this.eventKey(stream, 1), { rangeEnd: this.eventKey(stream, seq + 1) }, this.options.requestTimeoutMs);
+      await this.client.deleteRange(
+        this.eventKey(stream, 1),
+        { rangeEnd: this.eventKey(stream, seq + 1) },
+        this.options.requestTimeoutMs,
+      );
     }
   }
 
@@ -207,8 +243,8 @@ export class EtcdEventStore implements EventStore {
       const unsubscribed = new AbortController();
       const stop = AbortSignal.any([unsubscribed.signal, this.lifetime.signal]);
       const seen = this.client.lastSeenRevision;
-      void this.followEvents(seen === null ? null : nextRevision(seen), stop, (event) => subscriber.next(event)).then(() =>
-        subscriber.complete(),
+      void this.followEvents(seen === null ? null : nextRevision(seen), stop, (event) => subscriber.next(event)).then(
+        () => subscriber.complete(),
       );
       return () => unsubscribed.abort();
     });
@@ -221,17 +257,26 @@ export class EtcdEventStore implements EventStore {
   }
 
   /** Keeps a prefix watch running until `stop`, resuming after the last delivered revision whenever it breaks. */
-  private async followEvents(from: string | null, stop: AbortSignal, emit: (event: RecordedEvent) => void): Promise<void> {
+  private async followEvents(
+    from: string | null,
+    stop: AbortSignal,
+    emit: (event: RecordedEvent) => void,
+  ): Promise<void> {
     let resumeFrom = from;
     const backoff = new Backoff();
     while (!stop.aborted) {
       try {
         resumeFrom ??= nextRevision(
-          (await this.client.range(this.prefix, { prefix: true, countOnly: true }, this.options.requestTimeoutMs)).revision,
+          (await this.client.range(this.prefix, { prefix: true, countOnly: true }, this.options.requestTimeoutMs))
+            .revision,
         );
         // Held until it breaks, as the cluster's watch is (ClusterWatch): a settled log is silent for hours, and a
         // watch restarted after every silence cost each agent a Watch request a minute (issue 35).
-        const watch = this.client.watch(this.prefix, { prefix: true, startRevision: resumeFrom, restartWhenSilentMs: null }, this.options.requestTimeoutMs);
+        const watch = this.client.watch(
+          this.prefix,
+          { prefix: true, startRevision: resumeFrom, restartWhenSilentMs: null },
+          this.options.requestTimeoutMs,
+        );
         await watchUntilBroken(watch, stop, (response) => {
           backoff.reset();
           for (const { type, kv } of response.events) {

@@ -29,7 +29,10 @@ export interface TruncatedData {
  */
 export function boundEvent<T extends NewEvent>(event: T): T {
   const data = boundEventData(event.data);
-  const cause = typeof event.cause === 'string' && event.cause.length > MAX_EVENT_CAUSE_CHARS ? `${event.cause.slice(0, MAX_EVENT_CAUSE_CHARS - 1)}…` : event.cause;
+  const cause =
+    typeof event.cause === 'string' && event.cause.length > MAX_EVENT_CAUSE_CHARS
+      ? `${event.cause.slice(0, MAX_EVENT_CAUSE_CHARS - 1)}…`
+      : event.cause;
   if (data === event.data && cause === event.cause) return event;
   return { ...event, cause, ...(data === undefined ? {} : { data }) };
 }

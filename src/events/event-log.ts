@@ -1,5 +1,10 @@
 import { Observable, Subject, Subscription } from 'rxjs';
-import { evolveAll, initialProjections, rebuildProjections, type ServedProjections } from '../projections/served-projections';
+import {
+  evolveAll,
+  initialProjections,
+  rebuildProjections,
+  type ServedProjections,
+} from '../projections/served-projections';
 import { RecordedEvent } from './event';
 import { readPage } from './event-page';
 import { CachedEvent, EventPage, EventPageRequest, EventQuery, matchesQuery } from './event-query';
@@ -23,7 +28,6 @@ export const MAX_CACHED_EVENTS = 5000;
 export const MAX_CACHED_BYTES = 16 * 1024 * 1024;
 /** The cache array is compacted once this many evicted slots have piled up at its front. */
 const COMPACT_AFTER = 1024;
-
 
 /**
  * The cluster's event log as this node sees it: the stored log read once at start, in bounded
@@ -62,7 +66,10 @@ export class EventLog {
    * (or zero). While the store is unreachable the read is retried in the background: the agent
    * does not wait for it.
    */
-  start(onError: (message: string) => void = () => undefined, onRead: (message: string) => void = () => undefined): void {
+  start(
+    onError: (message: string) => void = () => undefined,
+    onRead: (message: string) => void = () => undefined,
+  ): void {
     this.subscription = this.store.subscribe().subscribe({
       next: (event) => (this.liveWhileLoading ? this.liveWhileLoading.push(event) : this.add(event)),
       error: (e) => onError(`event feed: ${String(e)}`),
@@ -104,7 +111,9 @@ export class EventLog {
         const live = this.liveWhileLoading ?? [];
         this.liveWhileLoading = null;
         for (const event of live) this.add(event);
-        onRead(`event log read: ${read} events${checkpoint ? ' after the retention checkpoint' : ''} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+        onRead(
+          `event log read: ${read} events${checkpoint ? ' after the retention checkpoint' : ''} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+        );
         this.loadedResolve();
         return;
       } catch (error) {
@@ -121,7 +130,9 @@ export class EventLog {
     this.cachedBytes = 0;
     this.lastSeq.clear();
     this.evicted.clear();
-    this.state = checkpoint ? { ...initialProjections(), ...structuredClone(checkpoint.projections) } : initialProjections();
+    this.state = checkpoint
+      ? { ...initialProjections(), ...structuredClone(checkpoint.projections) }
+      : initialProjections();
     for (const [stream, { seq, at }] of Object.entries(checkpoint?.streams ?? {})) {
       this.lastSeq.set(stream, seq);
       this.evicted.set(stream, { seq, at: Date.parse(at) });
@@ -199,7 +210,10 @@ export class EventLog {
 
   /** Oldest first, keeping at least the newest event. */
   private evictBeyondBounds(): void {
-    while (this.cache.length - this.cacheStart > 1 && (this.cache.length - this.cacheStart > this.maxCachedEvents || this.cachedBytes > this.maxCachedBytes)) {
+    while (
+      this.cache.length - this.cacheStart > 1 &&
+      (this.cache.length - this.cacheStart > this.maxCachedEvents || this.cachedBytes > this.maxCachedBytes)
+    ) {
       const { event, bytes } = this.cache[this.cacheStart++];
       this.cachedBytes -= bytes;
       this.evicted.set(event.stream, { seq: event.seq, at: Date.parse(event.at) });

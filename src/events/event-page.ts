@@ -37,7 +37,12 @@ export async function readPage(source: PageSource, request: EventPageRequest): P
   let cursor = request.before ?? null;
   let bytesLeft = request.maxBytes;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const older = await pageOnce(source, { ...request, limit: request.limit - events.length, maxBytes: bytesLeft }, cursor, events.length === 0);
+    const older = await pageOnce(
+      source,
+      { ...request, limit: request.limit - events.length, maxBytes: bytesLeft },
+      cursor,
+      events.length === 0,
+    );
     events = [...older.events, ...events];
     bytesLeft -= older.bytes;
     cursor = older.next;
@@ -54,18 +59,27 @@ interface PartialPage {
   full: boolean;
 }
 
-async function pageOnce(source: PageSource, request: EventPageRequest, before: EventCursor | null, atLeastOne: boolean): Promise<PartialPage> {
+async function pageOnce(
+  source: PageSource,
+  request: EventPageRequest,
+  before: EventCursor | null,
+  atLeastOne: boolean,
+): Promise<PartialPage> {
   const lowest = request.stream !== undefined ? Math.max(1, request.fromSeq ?? 1) : 1;
   // Per stream in scope: events below this seq are wanted.
   const upper = new Map<string, number>();
   for (const stream of request.stream !== undefined ? [request.stream] : source.streams()) {
-    if (request.node !== undefined && stream.startsWith('node/') && !stream.startsWith(`node/${request.node}/`)) continue;
+    if (request.node !== undefined && stream.startsWith('node/') && !stream.startsWith(`node/${request.node}/`))
+      continue;
     const bound = before ? before[stream] : source.lastSeq(stream) + 1;
     if (bound !== undefined && bound > lowest) upper.set(stream, bound);
   }
   const inScope = (event: RecordedEvent) => event.seq < (upper.get(event.stream) ?? 0) && event.seq >= lowest;
 
-  const fromCache = source.cached().filter((cached) => inScope(cached.event)).map((cached) => cached.event);
+  const fromCache = source
+    .cached()
+    .filter((cached) => inScope(cached.event))
+    .map((cached) => cached.event);
   const cacheSuffices = fromCache.filter((event) => matchesQuery(event, request)).length >= request.limit;
   // Streams whose store read stopped short of their beginning: they may hold more, older events.
   const cutShort = new Set<string>();
@@ -75,7 +89,10 @@ async function pageOnce(source: PageSource, request: EventPageRequest, before: E
     fromStore = ranges.length > 0 ? await source.store.readRanges(ranges) : [];
     for (const range of ranges) {
       const oldestRead = fromStore.find((event) => event.stream === range.stream);
-      const pastSince = request.since !== undefined && oldestRead !== undefined && Date.parse(oldestRead.at) < request.since - SINCE_CLOCK_SLACK_MS;
+      const pastSince =
+        request.since !== undefined &&
+        oldestRead !== undefined &&
+        Date.parse(oldestRead.at) < request.since - SINCE_CLOCK_SLACK_MS;
       // Nothing at `fromSeq` means retention removed what lies below: the stream has no more.
       if (range.fromSeq > lowest && oldestRead?.seq === range.fromSeq && !pastSince) cutShort.add(range.stream);
     }
@@ -85,12 +102,21 @@ async function pageOnce(source: PageSource, request: EventPageRequest, before: E
   // Before its oldest event read, a cut-short stream may have unread events newer than other
   // candidates: only candidates from the latest such event on are known to be complete.
   let horizon = 0;
-  for (const stream of cutShort) horizon = Math.max(horizon, candidates.findIndex((event) => event.stream === stream));
+  for (const stream of cutShort)
+    horizon = Math.max(
+      horizon,
+      candidates.findIndex((event) => event.stream === stream),
+    );
   const matching = candidates.slice(horizon).filter((event) => matchesQuery(event, request));
   const { kept, bytes } = newestWithinBytes(matching.slice(-request.limit), request.maxBytes, atLeastOne);
   const full = kept.length < matching.length || kept.length >= request.limit;
   // Candidates from `cut` on are served (or did not match); those before it are left for later.
-  const cut = kept.length < matching.length ? (kept.length > 0 ? candidates.indexOf(kept[0]) : candidates.indexOf(matching[matching.length - 1]) + 1) : horizon;
+  const cut =
+    kept.length < matching.length
+      ? kept.length > 0
+        ? candidates.indexOf(kept[0])
+        : candidates.indexOf(matching[matching.length - 1]) + 1
+      : horizon;
 
   const next: EventCursor = {};
   for (const [stream, bound] of upper) {
@@ -105,21 +131,34 @@ async function pageOnce(source: PageSource, request: EventPageRequest, before: E
 }
 
 /** Per stream, the newest evicted events below its bound, within the round's budget. */
-function storeRanges(source: PageSource, request: EventPageRequest, upper: Map<string, number>, lowest: number): StreamRange[] {
+function storeRanges(
+  source: PageSource,
+  request: EventPageRequest,
+  upper: Map<string, number>,
+  lowest: number,
+): StreamRange[] {
   const wanted: { stream: string; toSeq: number }[] = [];
   for (const [stream, bound] of upper) {
     const evicted = source.evicted(stream);
     if (evicted === null) continue;
-    if (request.since !== undefined && evicted.at < request.since - SINCE_CLOCK_SLACK_MS && evicted.seq < bound) continue;
+    if (request.since !== undefined && evicted.at < request.since - SINCE_CLOCK_SLACK_MS && evicted.seq < bound)
+      continue;
     const toSeq = Math.min(bound - 1, evicted.seq);
     if (toSeq >= lowest) wanted.push({ stream, toSeq });
   }
-  const perStream = Math.max(10, Math.min(request.limit, Math.floor(STORE_EVENTS_PER_ROUND / Math.max(1, wanted.length))));
+  const perStream = Math.max(
+    10,
+    Math.min(request.limit, Math.floor(STORE_EVENTS_PER_ROUND / Math.max(1, wanted.length))),
+  );
   return wanted.map(({ stream, toSeq }) => ({ stream, fromSeq: Math.max(lowest, toSeq - perStream + 1), toSeq }));
 }
 
 /** The newest events whose JSON array fits in `maxBytes` (with `atLeastOne`, the newest even when it alone does not). */
-function newestWithinBytes(events: RecordedEvent[], maxBytes: number, atLeastOne: boolean): { kept: RecordedEvent[]; bytes: number } {
+function newestWithinBytes(
+  events: RecordedEvent[],
+  maxBytes: number,
+  atLeastOne: boolean,
+): { kept: RecordedEvent[]; bytes: number } {
   let bytes = 2; // []
   let first = events.length;
   while (first > 0) {
@@ -157,7 +196,8 @@ export function decodeCursor(text: string): EventCursor | string {
   const entries = Object.entries(parsed);
   if (entries.length === 0) return 'names no stream';
   for (const [stream, seq] of entries) {
-    if (!stream || typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) return `has a bad position for stream ${stream.slice(0, 100)}`;
+    if (!stream || typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1)
+      return `has a bad position for stream ${stream.slice(0, 100)}`;
   }
   return parsed as EventCursor;
 }

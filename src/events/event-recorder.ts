@@ -130,7 +130,11 @@ export class EventRecorder {
    */
   queueState(): EventQueueState {
     const oldest = this.queue.length > 0 ? Date.parse(this.queue[0].at) : NaN;
-    return { depth: this.queue.length, oldestAt: Number.isFinite(oldest) ? oldest : null, storeDownSince: this.storeDownSince };
+    return {
+      depth: this.queue.length,
+      oldestAt: Number.isFinite(oldest) ? oldest : null,
+      storeDownSince: this.storeDownSince,
+    };
   }
 
   /** Resolves once every event recorded so far is durable in the queue storage (or stored and forgotten there). */
@@ -152,7 +156,8 @@ export class EventRecorder {
     await this.storage.close();
     const waiters = this.flushWaiters;
     this.flushWaiters = [];
-    for (const waiter of waiters) waiter.reject(new Error(`event recorder stopped with ${this.queue.length} events queued`));
+    for (const waiter of waiters)
+      waiter.reject(new Error(`event recorder stopped with ${this.queue.length} events queued`));
     this.recorded.complete();
   }
 
@@ -175,7 +180,8 @@ export class EventRecorder {
     for (const event of events) {
       this.queue.push(event);
       if (event.seq === undefined) this.uncertainStreams.add(event.stream);
-      else if (event.seq > (this.lastAssignedSeq.get(event.stream) ?? 0)) this.lastAssignedSeq.set(event.stream, event.seq);
+      else if (event.seq > (this.lastAssignedSeq.get(event.stream) ?? 0))
+        this.lastAssignedSeq.set(event.stream, event.seq);
     }
   }
 
@@ -204,13 +210,17 @@ export class EventRecorder {
         backoff.reset();
         if (this.storeDownSince !== null) {
           const downForMs = this.options.clock.now() - this.storeDownSince;
-          this.logger.log(`event store reachable again after ${downForMs} ms; ${this.queue.length} events still queued`);
+          this.logger.log(
+            `event store reachable again after ${downForMs} ms; ${this.queue.length} events still queued`,
+          );
           this.storeDownSince = null;
         }
       } catch (error) {
         if (this.storeDownSince === null) {
           this.storeDownSince = this.options.clock.now();
-          this.logger.warn(`event store unavailable, events wait in the local queue (${this.options.queueDir}): ${(error as Error).message}`);
+          this.logger.warn(
+            `event store unavailable, events wait in the local queue (${this.options.queueDir}): ${(error as Error).message}`,
+          );
         }
         await sleep(backoff.next(), undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
       }
@@ -264,7 +274,10 @@ export class EventRecorder {
     const stored = storedHead >= firstSeq ? await this.options.store.read({ stream, fromSeq: firstSeq }) : [];
     const storedBySeq = new Map(stored.map((event) => [event.seq, event]));
     let alreadyStored = 0;
-    while (alreadyStored < queued.length && sameEvent(storedBySeq.get(queued[alreadyStored].seq ?? 0), queued[alreadyStored])) {
+    while (
+      alreadyStored < queued.length &&
+      sameEvent(storedBySeq.get(queued[alreadyStored].seq ?? 0), queued[alreadyStored])
+    ) {
       alreadyStored++;
     }
     const flushed = new Set(queued.slice(0, alreadyStored));

@@ -71,7 +71,11 @@ export class EventRetention {
         if (this.stopped.signal.aborted) return;
         this.running = this.runOnce()
           .then((outcome) => this.report(outcome))
-          .catch((error) => this.logger.warn(`event log retention failed, retrying in ${Math.round(interval / 1000)} s: ${(error as Error).message}`))
+          .catch((error) =>
+            this.logger.warn(
+              `event log retention failed, retrying in ${Math.round(interval / 1000)} s: ${(error as Error).message}`,
+            ),
+          )
           .finally(() => schedule(interval));
       }, delay);
       this.timer.unref();
@@ -91,7 +95,10 @@ export class EventRetention {
    * stops as soon as no later event can be due.
    */
   async runOnce(): Promise<RetentionOutcome> {
-    const deadline = AbortSignal.any([this.stopped.signal, AbortSignal.timeout(this.options.deadlineMs ?? DEFAULT_DEADLINE_MS)]);
+    const deadline = AbortSignal.any([
+      this.stopped.signal,
+      AbortSignal.timeout(this.options.deadlineMs ?? DEFAULT_DEADLINE_MS),
+    ]);
     const { store } = this.options;
     const checkpoint = await store.readCheckpoint();
     // By count: per stream, the seqs up to this one go.
@@ -100,28 +107,39 @@ export class EventRetention {
       const kept = seq - (checkpoint?.streams[stream]?.seq ?? 0);
       if (kept > this.policy.maxEventsPerStream) dueByCount.set(stream, seq - this.policy.maxEventsPerStream);
     }
-    for (const [stream, seq] of await this.dueByBytes(checkpoint, deadline)) dueByCount.set(stream, Math.max(seq, dueByCount.get(stream) ?? 0));
+    for (const [stream, seq] of await this.dueByBytes(checkpoint, deadline))
+      dueByCount.set(stream, Math.max(seq, dueByCount.get(stream) ?? 0));
     const oldestKept = this.options.clock.now() - this.policy.maxAgeMs;
     let agePrefixEnded = false;
     let state: ServedProjections = { ...initialProjections(), ...checkpoint?.projections };
     const lastRead: Record<string, StreamCheckpoint> = { ...checkpoint?.streams };
     const readCount: Record<string, number> = {};
-    let cut: { projections: ServedProjections; streams: Record<string, StreamCheckpoint>; removed: Record<string, number> } | null = null;
+    let cut: {
+      projections: ServedProjections;
+      streams: Record<string, StreamCheckpoint>;
+      removed: Record<string, number>;
+    } | null = null;
 
-    await readInStoreOrder(store, checkpoint, (batch) => {
-      for (const event of batch) {
-        agePrefixEnded ||= Date.parse(event.at) >= oldestKept;
-        state = evolveAll(state, event);
-        lastRead[event.stream] = { seq: event.seq, hash: event.hash ?? '', at: event.at };
-        readCount[event.stream] = (readCount[event.stream] ?? 0) + 1;
-        if (!agePrefixEnded || event.seq <= (dueByCount.get(event.stream) ?? 0)) {
-          cut = { projections: state, streams: { ...lastRead }, removed: { ...readCount } };
+    await readInStoreOrder(
+      store,
+      checkpoint,
+      (batch) => {
+        for (const event of batch) {
+          agePrefixEnded ||= Date.parse(event.at) >= oldestKept;
+          state = evolveAll(state, event);
+          lastRead[event.stream] = { seq: event.seq, hash: event.hash ?? '', at: event.at };
+          readCount[event.stream] = (readCount[event.stream] ?? 0) + 1;
+          if (!agePrefixEnded || event.seq <= (dueByCount.get(event.stream) ?? 0)) {
+            cut = { projections: state, streams: { ...lastRead }, removed: { ...readCount } };
+          }
+          if (event.seq >= (dueByCount.get(event.stream) ?? Infinity)) dueByCount.delete(event.stream);
+          if (agePrefixEnded && dueByCount.size === 0) return false;
         }
-        if (event.seq >= (dueByCount.get(event.stream) ?? Infinity)) dueByCount.delete(event.stream);
-        if (agePrefixEnded && dueByCount.size === 0) return false;
-      }
-      return !deadline.aborted;
-    }, PACED_READ.eventsPerRound, PACED_READ.pauseMs);
+        return !deadline.aborted;
+      },
+      PACED_READ.eventsPerRound,
+      PACED_READ.pauseMs,
+    );
     if (deadline.aborted) return { removed: {}, skipped: 'the deadline passed before the cut was found' };
     if (cut === null) {
       await this.finishEarlierRemoval(checkpoint, deadline);
@@ -147,29 +165,40 @@ export class EventRetention {
     const oldestKept = new Map<string, number>();
     const heads = await this.options.store.streamHeads();
     let keptBytes = 0;
-    await readNewestFirst(this.options.store, checkpoint, (batch) => {
-      for (const event of batch) {
-        keptBytes += storedBytes(event);
-        if (keptBytes > this.policy.maxBytes) {
-          // This event and every older one go: in each stream, what comes before its oldest kept event.
-          for (const { stream, seq } of heads) {
-            const lastDue = oldestKept.has(stream) ? oldestKept.get(stream)! - 1 : seq;
-            if (lastDue > (checkpoint?.streams[stream]?.seq ?? 0)) due.set(stream, lastDue);
+    await readNewestFirst(
+      this.options.store,
+      checkpoint,
+      (batch) => {
+        for (const event of batch) {
+          keptBytes += storedBytes(event);
+          if (keptBytes > this.policy.maxBytes) {
+            // This event and every older one go: in each stream, what comes before its oldest kept event.
+            for (const { stream, seq } of heads) {
+              const lastDue = oldestKept.has(stream) ? oldestKept.get(stream)! - 1 : seq;
+              if (lastDue > (checkpoint?.streams[stream]?.seq ?? 0)) due.set(stream, lastDue);
+            }
+            return false;
           }
-          return false;
+          oldestKept.set(event.stream, event.seq);
         }
-        oldestKept.set(event.stream, event.seq);
-      }
-      return !deadline.aborted;
-    }, PACED_READ.eventsPerRound, PACED_READ.pauseMs);
+        return !deadline.aborted;
+      },
+      PACED_READ.eventsPerRound,
+      PACED_READ.pauseMs,
+    );
     return due;
   }
 
   /** An earlier run may have stopped before removing everything its checkpoint covers: the last covered key tells. */
   private async finishEarlierRemoval(checkpoint: LogCheckpoint | null, deadline: AbortSignal): Promise<void> {
     if (!checkpoint) return;
-    const lastCovered = Object.entries(checkpoint.streams).map(([stream, { seq }]) => ({ stream, fromSeq: seq, toSeq: seq }));
-    if ((await this.options.store.readRanges(lastCovered)).length > 0) await this.options.store.writeCheckpoint(checkpoint, checkpoint, deadline);
+    const lastCovered = Object.entries(checkpoint.streams).map(([stream, { seq }]) => ({
+      stream,
+      fromSeq: seq,
+      toSeq: seq,
+    }));
+    if ((await this.options.store.readRanges(lastCovered)).length > 0)
+      await this.options.store.writeCheckpoint(checkpoint, checkpoint, deadline);
   }
 
   private report(outcome: RetentionOutcome): void {

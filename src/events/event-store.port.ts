@@ -77,5 +77,6 @@ export function assertRangesWithinLimit(ranges: StreamRange[]): void {
     }
     total += Math.max(0, range.toSeq - range.fromSeq + 1);
   }
-  if (total > MAX_RANGED_READ_EVENTS) throw new Error(`a ranged read of ${total} events exceeds ${MAX_RANGED_READ_EVENTS}`);
+  if (total > MAX_RANGED_READ_EVENTS)
+    throw new Error(`a ranged read of ${total} events exceeds ${MAX_RANGED_READ_EVENTS}`);
 }

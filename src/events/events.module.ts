@@ -32,7 +32,13 @@ import { EventStore } from './event-store.port';
       provide: EVENT_RECORDER,
       inject: [EVENT_STORE, STATOR_CONFIG, CLOCK, LOGGER],
       useFactory: (store: EventStore, config: StatorConfig, clock: TimerClock, logger: Logger) =>
-        new EventRecorder({ store, queueDir: config.state_dir, node: config.name, clock, logger: { warn: logger.warning, log: logger.info } }),
+        new EventRecorder({
+          store,
+          queueDir: config.state_dir,
+          node: config.name,
+          clock,
+          logger: { warn: logger.warning, log: logger.info },
+        }),
     },
     { provide: EVENT_LOG, inject: [EVENT_STORE], useFactory: (store: EventStore) => new EventLog(store) },
     {
@@ -42,7 +48,11 @@ import { EventStore } from './event-store.port';
         new EventRetention({
           store,
           clock,
-          policy: { maxAgeMs: settings.max_age * 1000, maxEventsPerStream: settings.max_events_per_stream, maxBytes: settings.max_bytes },
+          policy: {
+            maxAgeMs: settings.max_age * 1000,
+            maxEventsPerStream: settings.max_events_per_stream,
+            maxBytes: settings.max_bytes,
+          },
           logger: { warn: logger.warning, log: logger.info },
         }),
     },

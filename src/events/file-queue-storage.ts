@@ -51,7 +51,8 @@ export class FileQueueStorage implements QueueStorage {
   load(): { events: LocalEvent[]; seqs: Record<string, number> } {
     fs.mkdirSync(this.dir, { recursive: true });
     const seqs: Record<string, number> = {};
-    for (const [stream, seq] of Object.entries(readJson(this.seqPath) ?? {})) if (typeof seq === 'number') seqs[stream] = seq;
+    for (const [stream, seq] of Object.entries(readJson(this.seqPath) ?? {}))
+      if (typeof seq === 'number') seqs[stream] = seq;
     this.seqs = seqs;
     const text = fs.existsSync(this.queuePath) ? fs.readFileSync(this.queuePath, 'utf8') : '';
     const stored = Number(fs.existsSync(this.storedPath) ? fs.readFileSync(this.storedPath, 'utf8') : 0) || 0;

@@ -60,7 +60,9 @@ function serialize(value: unknown): string | undefined {
 /** SHA-256 (hex) of the canonical JSON of the event's content and `prev`; stored `prev`/`hash` fields are not part of it. */
 export function eventHash(event: Omit<RecordedEvent, 'prev' | 'hash'>, prev: string): string {
   const { stream, seq, type, at, node, from, to, cause, data } = event;
-  return createHash('sha256').update(canonicalJson({ stream, seq, type, at, node, from, to, cause, data, prev })).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson({ stream, seq, type, at, node, from, to, cause, data, prev }))
+    .digest('hex');
 }
 
 /**
@@ -122,7 +124,11 @@ export function verifyChain(events: RecordedEvent[], checkpoints: Record<string,
     let highest = 0;
     for (const entry of entries) {
       if (entry.event.seq <= highest) {
-        report('reordered', entry, entry.event.seq === highest ? `repeats #${highest}` : `comes after #${highest} of its stream`);
+        report(
+          'reordered',
+          entry,
+          entry.event.seq === highest ? `repeats #${highest}` : `comes after #${highest} of its stream`,
+        );
       }
       highest = Math.max(highest, entry.event.seq);
     }
@@ -131,7 +137,9 @@ export function verifyChain(events: RecordedEvent[], checkpoints: Record<string,
       .sort((a, b) => a.event.seq - b.event.seq)
       .filter((entry, i, sorted) => i === 0 || sorted[i - 1].event.seq !== entry.event.seq);
     const checkpoint = checkpoints[entries[0].event.stream];
-    let previous: Pick<RecordedEvent, 'seq' | 'hash'> | null = checkpoint ? { seq: checkpoint.seq, hash: checkpoint.hash } : null;
+    let previous: Pick<RecordedEvent, 'seq' | 'hash'> | null = checkpoint
+      ? { seq: checkpoint.seq, hash: checkpoint.hash }
+      : null;
     let chainedFrom: number | null = checkpoint?.hash ? checkpoint.seq : null;
     // A stripped hash is reported once, at that event: the link after it cannot be checked.
     let previousStripped = false;
@@ -143,14 +151,22 @@ export function verifyChain(events: RecordedEvent[], checkpoints: Record<string,
         report('altered', entry, `has no hash, though its stream is chained from #${chainedFrom}`);
       } else if (event.hash !== undefined) {
         chainedFrom ??= event.seq;
-        if (eventHash(event, event.prev ?? '') !== event.hash) report('altered', entry, 'its content does not match its hash');
+        if (eventHash(event, event.prev ?? '') !== event.hash)
+          report('altered', entry, 'its content does not match its hash');
       }
       if (event.seq > expectedSeq) {
         const missing = event.seq - expectedSeq === 1 ? `#${expectedSeq} is` : `#${expectedSeq}..#${event.seq - 1} are`;
         report('removed', entry, `${missing} missing before it`);
       } else if (event.hash !== undefined && !previousStripped && (event.prev ?? '') !== (previous?.hash ?? '')) {
-        const of = checkpoint && previous?.seq === checkpoint.seq ? `the checkpoint's #${checkpoint.seq}` : `#${previous?.seq}`;
-        report('broken-link', entry, previous ? `its prev is not the hash of ${of} (altered along with its hash?)` : 'the first event of its stream has a prev');
+        const of =
+          checkpoint && previous?.seq === checkpoint.seq ? `the checkpoint's #${checkpoint.seq}` : `#${previous?.seq}`;
+        report(
+          'broken-link',
+          entry,
+          previous
+            ? `its prev is not the hash of ${of} (altered along with its hash?)`
+            : 'the first event of its stream has a prev',
+        );
       }
       previous = event;
       previousStripped = stripped;

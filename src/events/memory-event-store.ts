@@ -1,6 +1,13 @@
 import { Observable, Subject } from 'rxjs';
 import { NewEvent, RecordedEvent } from './event';
-import { assertRangesWithinLimit, EventFilter, EventStore, ExpectedVersion, ExpectedVersionConflict, StreamRange } from './event-store.port';
+import {
+  assertRangesWithinLimit,
+  EventFilter,
+  EventStore,
+  ExpectedVersion,
+  ExpectedVersionConflict,
+  StreamRange,
+} from './event-store.port';
 import { ChainHead, chainEvents } from './hash-chain';
 import { CheckpointConflict, coveredByCheckpoint, LogCheckpoint } from './log-checkpoint';
 
@@ -38,7 +45,9 @@ export class MemoryEventStore implements EventStore {
   async readRanges(ranges: StreamRange[]): Promise<RecordedEvent[]> {
     assertRangesWithinLimit(ranges);
     return this.events
-      .filter((event) => ranges.some((range) => range.stream === event.stream && event.seq >= range.fromSeq && event.seq <= range.toSeq))
+      .filter((event) =>
+        ranges.some((range) => range.stream === event.stream && event.seq >= range.fromSeq && event.seq <= range.toSeq),
+      )
       .map((event) => ({ ...event }));
   }
 
@@ -55,7 +64,8 @@ export class MemoryEventStore implements EventStore {
   }
 
   async writeCheckpoint(next: LogCheckpoint, expected: LogCheckpoint | null): Promise<void> {
-    if (JSON.stringify(this.checkpoint) !== JSON.stringify(expected)) throw new CheckpointConflict('the checkpoint changed since it was read');
+    if (JSON.stringify(this.checkpoint) !== JSON.stringify(expected))
+      throw new CheckpointConflict('the checkpoint changed since it was read');
     this.checkpoint = structuredClone(next);
     const checkpoint = this.checkpoint;
     this.events = this.events.filter((event) => !coveredByCheckpoint(checkpoint, event.stream, event.seq));

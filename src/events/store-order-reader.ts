@@ -42,7 +42,11 @@ export async function readInStoreOrder(
   }
   while (next.size > 0) {
     const perStream = Math.max(1, Math.floor(eventsPerRound / next.size));
-    const ranges: StreamRange[] = [...next].map(([stream, fromSeq]) => ({ stream, fromSeq, toSeq: Math.min(last.get(stream)!, fromSeq + perStream - 1) }));
+    const ranges: StreamRange[] = [...next].map(([stream, fromSeq]) => ({
+      stream,
+      fromSeq,
+      toSeq: Math.min(last.get(stream)!, fromSeq + perStream - 1),
+    }));
     const batch = await store.readRanges(ranges);
     let complete = batch.length;
     for (const range of ranges) {
@@ -84,7 +88,11 @@ export async function readNewestFirst(
   }
   while (next.size > 0) {
     const perStream = Math.max(1, Math.floor(eventsPerRound / next.size));
-    const ranges: StreamRange[] = [...next].map(([stream, toSeq]) => ({ stream, fromSeq: Math.max(first.get(stream)!, toSeq - perStream + 1), toSeq }));
+    const ranges: StreamRange[] = [...next].map(([stream, toSeq]) => ({
+      stream,
+      fromSeq: Math.max(first.get(stream)!, toSeq - perStream + 1),
+      toSeq,
+    }));
     const batch = await store.readRanges(ranges);
     let complete = 0;
     for (const range of ranges) {

@@ -44,7 +44,13 @@ export interface TransitionRecording {
  * as `<machine>.transition` on the stream `node/<node>/<machine>`. The recorded `cause` is the
  * machine event type and `data.event` its payload, which is what a replay feeds back.
  */
-export function transitionRecorder(machine: string, node: string, sink: EventSink, clock: Clock, options: TransitionRecording = {}) {
+export function transitionRecorder(
+  machine: string,
+  node: string,
+  sink: EventSink,
+  clock: Clock,
+  options: TransitionRecording = {},
+) {
   const contextEvents = options.contextEvents ?? CONTEXT_EVENTS;
   const recorded = options.recordedEvent ?? ((event: { type: string; [key: string]: unknown }) => event);
   let previous: StateValue | undefined;
@@ -69,4 +75,3 @@ export function transitionRecorder(machine: string, node: string, sink: EventSin
     });
   };
 }
-

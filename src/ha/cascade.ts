@@ -10,7 +10,11 @@ import { isTruthyTag } from './cluster-snapshot';
  * broken cascade re-points by itself. A `nostream` replica streams from nobody (it replays WAL from
  * its restore_command only).
  */
-export function nodeToFollow(cluster: ClusterView, self: { name: string; tags: NodeTags }, leaderName: string): Member | undefined {
+export function nodeToFollow(
+  cluster: ClusterView,
+  self: { name: string; tags: NodeTags },
+  leaderName: string,
+): Member | undefined {
   if (isTruthyTag(self.tags.nostream)) return undefined;
   const leader = cluster.members.find((m) => m.name === leaderName);
   const wanted = typeof self.tags.replicatefrom === 'string' ? self.tags.replicatefrom : null;

@@ -15,7 +15,12 @@ export function configChange(before: DynamicConfig, after: DynamicConfig): Confi
   return Object.keys(change.set).length > 0 || change.removed.length > 0 ? change : null;
 }
 
-function compare(before: Record<string, unknown>, after: Record<string, unknown>, prefix: string, change: ConfigChange): void {
+function compare(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+  prefix: string,
+  change: ConfigChange,
+): void {
   for (const key of Object.keys(before)) if (!Object.hasOwn(after, key)) change.removed.push(prefix + key);
   for (const [key, value] of Object.entries(after)) {
     const old = Object.hasOwn(before, key) ? before[key] : undefined;

@@ -9,7 +9,10 @@ import { NodeActors } from './node-actors';
  * with what follows at once from it: the dynamic configuration in force and its cached copy, the members seen,
  * a lock this node no longer holds, the `/failsafe` members known.
  */
-export async function readCluster(node: NodeActors, dynamicConfig: DynamicConfigApplier): Promise<{ cluster: ClusterView | null; dcsError: string | null }> {
+export async function readCluster(
+  node: NodeActors,
+  dynamicConfig: DynamicConfigApplier,
+): Promise<{ cluster: ClusterView | null; dcsError: string | null }> {
   const { dcs, clock } = node.deps;
   let cluster: ClusterView | null = null;
   let dcsError: string | null = null;
@@ -21,7 +24,10 @@ export async function readCluster(node: NodeActors, dynamicConfig: DynamicConfig
     cluster = node.lock.held && cached.leader?.value !== node.name ? await dcs.read() : cached;
     node.observeCluster(cluster, clock.monotonic());
     node.sightings.see(cluster, clock.now());
-    for (const change of node.agents.see(cluster)) node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, { ...change });
+    for (const change of node.agents.see(cluster))
+      node.events.recordCluster('member.agent_seen', `${change.member}'s key written by ${describeAgent(change)}`, {
+        ...change,
+      });
   } catch (error) {
     dcsError = errorText(error);
   }
@@ -36,7 +42,9 @@ export async function readCluster(node: NodeActors, dynamicConfig: DynamicConfig
   // unless failsafe mode may keep this leader (decide() asks the members first).
   const failsafeMayHold = !cluster && node.dynamic.failsafe_mode && node.sampler.sample?.inRecovery === false;
   if (node.lock.held && (cluster ? cluster.leader?.value !== node.name : !failsafeMayHold)) {
-    node.lock.lost(cluster ? `leader key is now ${cluster.leader?.value ?? 'absent'}` : `DCS is not accessible: ${dcsError}`);
+    node.lock.lost(
+      cluster ? `leader key is now ${cluster.leader?.value ?? 'absent'}` : `DCS is not accessible: ${dcsError}`,
+    );
   }
   if (cluster) {
     node.failsafe.leaderEnded();

@@ -55,7 +55,8 @@ export class DynamicConfigCache {
       this.lastFailure = null;
     } catch (error) {
       const failure = errorText(error);
-      if (failure !== this.lastFailure) this.logger.warning(`could not write patroni.dynamic.json, trying again next cycle: ${failure}`);
+      if (failure !== this.lastFailure)
+        this.logger.warning(`could not write patroni.dynamic.json, trying again next cycle: ${failure}`);
       this.lastFailure = failure;
     }
   }

@@ -12,7 +12,15 @@ import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeActors } from './node-actors';
 import { publishFailsafe } from './failsafe/failsafe-rounds';
 import { demoteStopDeadlineMs, primaryStopTimeoutMs } from './postgres-deadlines';
-import { bootstrapStandbyLeader, cloneFrom, promote, rejoin, removeData, startAsReplica, stopServer } from './postgres-procedures';
+import {
+  bootstrapStandbyLeader,
+  cloneFrom,
+  promote,
+  rejoin,
+  removeData,
+  startAsReplica,
+  stopServer,
+} from './postgres-procedures';
 import { pgCtlTimeoutOf, settingsFor, startRequest } from './postgres-settings';
 import { configWithoutDcs } from './dynamic-config-apply';
 import { watchdogBeforePromotion } from './watchdog-checks';
@@ -26,13 +34,22 @@ const SLOTS_READING_MAX_AGE_MS = 1_000;
 export type TaskRunner = (name: string, work: () => Promise<void>) => void;
 
 /** Carries out one action decide() returned: a machine event, a DCS write, or a background task. */
-export async function executeAction(node: NodeActors, action: HaAction, snapshot: HaSnapshot, runTask: TaskRunner): Promise<void> {
+export async function executeAction(
+  node: NodeActors,
+  action: HaAction,
+  snapshot: HaSnapshot,
+  runTask: TaskRunner,
+): Promise<void> {
   const { dcs, config, pg, query, logger } = node.deps;
   switch (action.type) {
     case 'initdb':
       node.remember({ type: 'BOOTSTRAP_STARTED' });
       node.sendRole({ type: 'BOOTSTRAP_STARTED' });
-      node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: bootstrapping by ${config.bootstrap.method}`, { method: config.bootstrap.method });
+      node.events.recordCluster(
+        'cluster.bootstrap_started',
+        `won the initialize race: bootstrapping by ${config.bootstrap.method}`,
+        { method: config.bootstrap.method },
+      );
       if (config.bootstrap.method !== 'initdb') {
         const method = config.bootstrap.methods[config.bootstrap.method];
         const settings = {
@@ -51,7 +68,12 @@ export async function executeAction(node: NodeActors, action: HaAction, snapshot
       });
     case 'bootstrapStandbyLeader':
       return runTask('bootstrap_standby_leader', () =>
-        bootstrapStandbyLeader(node, action.remote, config.bootstrap.dcs as DynamicConfig, Boolean(snapshot.cluster?.config)),
+        bootstrapStandbyLeader(
+          node,
+          action.remote,
+          config.bootstrap.dcs as DynamicConfig,
+          Boolean(snapshot.cluster?.config),
+        ),
       );
     case 'becomeStandbyLeader':
       node.sendRole({ type: 'STANDBY_LEADER' });
@@ -101,7 +123,9 @@ export async function executeAction(node: NodeActors, action: HaAction, snapshot
       return runTask('rejoin', async () => {
         // A failed task: the next try waits a backoff (recover.ts), and the log says no pg_rewind ran.
         if (!(await pg.upstreamReachable(action.upstream))) {
-          throw new Error(`not rewinding from ${action.upstream.name} now: it does not accept connections; nothing was run`);
+          throw new Error(
+            `not rewinding from ${action.upstream.name} now: it does not accept connections; nothing was run`,
+          );
         }
         await stopServer(node, 'fast');
         await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
@@ -125,11 +149,19 @@ export async function executeAction(node: NodeActors, action: HaAction, snapshot
         await dcs.initialize(sysid, false);
         if (!snapshot.cluster?.config) await dcs.setConfig(config.bootstrap.dcs as DynamicConfig, 'absent');
         await node.lock.force('initialized a new cluster');
-        node.events.recordCluster('cluster.initialized', 'initialized a new cluster', { system_identifier: sysid, method: config.bootstrap.method });
+        node.events.recordCluster('cluster.initialized', 'initialized a new cluster', {
+          system_identifier: sysid,
+          method: config.bootstrap.method,
+        });
         node.remember({ type: 'BOOTSTRAP_ENDED' });
       });
     case 'abandonBootstrap':
-      return runTask('abandon_bootstrap', () => abandonBootstrap(node, `failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`));
+      return runTask('abandon_bootstrap', () =>
+        abandonBootstrap(
+          node,
+          `failed to bootstrap the cluster: ${snapshot.local.lastError ?? snapshot.local.pgState}`,
+        ),
+      );
     case 'writeInitialize': {
       const sysid = node.dataDir?.systemIdentifier ?? node.sampler.sample?.systemIdentifier;
       if (sysid) await dcs.initialize(sysid, true).catch(() => false);
@@ -141,14 +173,23 @@ export async function executeAction(node: NodeActors, action: HaAction, snapshot
     case 'clearFailover': {
       const cleared = await dcs.setFailover({}).catch(() => false);
       const request = snapshot.cluster?.failover?.value;
-      if (cleared && action.fate && request?.scheduled_at) node.events.recordCluster(`switchover.${action.fate}`, node.events.verdict, { ...request });
+      if (cleared && action.fate && request?.scheduled_at)
+        node.events.recordCluster(`switchover.${action.fate}`, node.events.verdict, { ...request });
       return;
     }
     case 'leaderDuties': {
       const sample = node.sampler.sample;
-      await node.leaderDuties.perform(snapshot.cluster, sample, node.dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS));
-      await publishFailsafe(node, snapshot.cluster).catch((e) => logger.warning(`writing the failsafe key failed: ${errorText(e)}`));
-      if (snapshot.cluster && sample && !sample.inRecovery) await node.sync.manage(snapshot.cluster, sample, node.dynamic);
+      await node.leaderDuties.perform(
+        snapshot.cluster,
+        sample,
+        node.dynamic,
+        node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS),
+      );
+      await publishFailsafe(node, snapshot.cluster).catch((e) =>
+        logger.warning(`writing the failsafe key failed: ${errorText(e)}`),
+      );
+      if (snapshot.cluster && sample && !sample.inRecovery)
+        await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
     }
     case 'serveDownstreams': {
@@ -156,11 +197,22 @@ export async function executeAction(node: NodeActors, action: HaAction, snapshot
       // positions, so that whichever node is promoted already holds the WAL its consumers need.
       const { dynamic } = node;
       // While the DCS is down: the last view read, at the positions the failsafe leader sent.
-      const cluster = snapshot.cluster ?? failsafeView(node.cluster, node.failsafe.leaderAccepted(node.deps.clock.monotonic(), dynamic.ttl));
+      const cluster =
+        snapshot.cluster ??
+        failsafeView(node.cluster, node.failsafe.leaderAccepted(node.deps.clock.monotonic(), dynamic.ttl));
       if (!cluster) return;
       const plan = planSlots({ self: { name: node.name, tags: node.tags }, isLeader: false, cluster, dynamic });
-      await keepSlots({ query, events: node.events, logger }, plan, dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS), cluster.leader !== null);
-      if (plan.logical.length > 0) await keepLogicalSlotCopies(node, snapshot, cluster, plan.logical, runTask).catch((e) => logger.warning(`keeping logical slot copies failed: ${errorText(e)}`));
+      await keepSlots(
+        { query, events: node.events, logger },
+        plan,
+        dynamic,
+        node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS),
+        cluster.leader !== null,
+      );
+      if (plan.logical.length > 0)
+        await keepLogicalSlotCopies(node, snapshot, cluster, plan.logical, runTask).catch((e) =>
+          logger.warning(`keeping logical slot copies failed: ${errorText(e)}`),
+        );
       return;
     }
     case 'demoteGraceful': {
@@ -188,7 +240,13 @@ export async function executeAction(node: NodeActors, action: HaAction, snapshot
     case 'keepSlotsInFailsafe': {
       const cluster = failsafeLeaderView(node.cluster, node.failsafe.memberPositions());
       const sample = node.sampler.sample;
-      if (cluster && sample) await node.leaderDuties.keepSlotsOnly(cluster, sample, node.dynamic, node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS));
+      if (cluster && sample)
+        await node.leaderDuties.keepSlotsOnly(
+          cluster,
+          sample,
+          node.dynamic,
+          node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS),
+        );
       return;
     }
     case 'killPostgres':
@@ -225,7 +283,9 @@ async function followAfterDemotion(node: NodeActors): Promise<void> {
   };
   // Promoted and checkpointed: its member key says `primary` without `checkpoint_after_promote: false`.
   const ready = (member: Awaited<ReturnType<typeof readLeader>>) =>
-    member !== null && ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '') && member.data.checkpoint_after_promote !== false;
+    member !== null &&
+    ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '') &&
+    member.data.checkpoint_after_promote !== false;
   let leader = await readLeader();
   while (!ready(leader) && clock.monotonic() < deadline) {
     await sleep(clock, 100);

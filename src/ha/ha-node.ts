@@ -120,7 +120,10 @@ export class HaNode {
     }
     if (adopted) {
       logger.info(`adopting running postmaster ${adopted.pid}`);
-      node.postgres.send({ type: 'ADOPT', timeoutMs: startTimeoutOf(node, dataDir.standbySignal ? 'replica' : 'primary') });
+      node.postgres.send({
+        type: 'ADOPT',
+        timeoutMs: startTimeoutOf(node, dataDir.standbySignal ? 'replica' : 'primary'),
+      });
     }
     node.sampler.start();
     this.loopDone = this.loop();
@@ -146,7 +149,9 @@ export class HaNode {
         // A primary with synchronous replication on: `primary_stop_timeout` when set, as the reference's shutdown.
         const stopMs = shutdownStopDeadlineMs(node.lock.held, node.dynamic, pgCtlTimeoutOf(node));
         node.postgres.send({ type: 'STOP', mode: 'fast', timeoutMs: stopMs });
-        await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), { timeout: stopMs + 5000 }).catch(() => undefined);
+        await waitFor(node.postgres, (s) => !['running', 'stopping'].includes(topLevelState(s.value)), {
+          timeout: stopMs + 5000,
+        }).catch(() => undefined);
       });
       if (node.lock.held) {
         keepMemberKey = await publishShutdownPosition(node);
@@ -212,7 +217,8 @@ export class HaNode {
   acceptFailsafe(call: FailsafeCall): OperationAnswer {
     const node = this.node;
     if (!node.dynamic.failsafe_mode) return { status: 502, text: 'failsafe mode is not enabled' };
-    if (node.pgState() === 'running' && node.sampler.sample?.inRecovery === false) return { status: 500, text: 'Running as a leader' };
+    if (node.pgState() === 'running' && node.sampler.sample?.inRecovery === false)
+      return { status: 500, text: 'Running as a leader' };
     node.failsafe.accept(call, this.deps.clock.monotonic());
     // The reference's `lsn` header: this member's received/replayed WAL position, as its last reading found it.
     const position = node.sampler.sample?.inRecovery ? node.sampler.sample.walPosition : 0;
@@ -291,7 +297,8 @@ export class HaNode {
       }
       this.recordFenceJournal();
       if (node.pgState() === 'running') await node.sampler.take();
-      if (!node.isPostmasterUp()) node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await this.deps.pg.inspectDataDir() });
+      if (!node.isPostmasterUp())
+        node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await this.deps.pg.inspectDataDir() });
 
       const { cluster, dcsError } = await readCluster(node, this.dynamicConfig);
 
@@ -299,7 +306,11 @@ export class HaNode {
       checkWatchdog(node);
       const wallJump = this.wallClockJumps.observe();
       if (wallJump.note) logger.warning(wallJump.note);
-      let snapshot: HaSnapshot = { ...snapshotOf(node, cluster, dcsError, clock), wallJumpMs: wallJump.jumpMs, raceBackoff: this.raceBackoffState(cluster) };
+      let snapshot: HaSnapshot = {
+        ...snapshotOf(node, cluster, dcsError, clock),
+        wallJumpMs: wallJump.jumpMs,
+        raceBackoff: this.raceBackoffState(cluster),
+      };
       let decision = decide(snapshot);
       for (let step = 0; 'need' in decision && step < 4; step++) {
         snapshot = await fulfilNeed(this.node, decision.need, snapshot);
@@ -307,18 +318,23 @@ export class HaNode {
       }
       if ('need' in decision) throw new Error(`decide() still needs ${decision.need}`);
 
-      if (cluster && !node.dynamic.pause && node.activity() === null) node.scheduler.evaluate(this.view(), node.dynamic.loop_wait, wallJump.jumpMs);
+      if (cluster && !node.dynamic.pause && node.activity() === null)
+        node.scheduler.evaluate(this.view(), node.dynamic.loop_wait, wallJump.jumpMs);
 
       for (const note of decision.notes ?? []) logger.info(note);
       (this.deps.verdictLogger ?? logger).info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
-      for (const action of decision.actions) await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
+      for (const action of decision.actions)
+        await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
       // After the actions, and only when the postgres machine is idle: sent first, a reload would race a `follow`
       // action's own reconfiguration (the machine starts the second while the first still writes its files, and the
       // file without an upstream could be the one PostgreSQL reads: seen after an agent restart beside its replica).
       applyChangedParameters(this.node, this.deps.logger);
 
-      if (cluster) await dcs.touchMember(memberKeyOf(node)).catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
+      if (cluster)
+        await dcs
+          .touchMember(memberKeyOf(node))
+          .catch((e) => logger.warning(`failed to update member key: ${errorText(e)}`));
       node.lock.keepFence();
     } catch (error) {
       logger.error(`HA cycle failed: ${errorText(error)}`);

@@ -1,7 +1,16 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { TimerClock } from '../common/clock';
 import { COMPONENT_LOGGERS, componentLogger, Logger } from '../common/logger';
-import { CLOCK, DCS, EVENT_LOG, EVENT_RECORDER, LOGGER, POSTGRES_PROCESS, POSTGRES_QUERY, STATOR_CONFIG } from '../common/tokens';
+import {
+  CLOCK,
+  DCS,
+  EVENT_LOG,
+  EVENT_RECORDER,
+  LOGGER,
+  POSTGRES_PROCESS,
+  POSTGRES_QUERY,
+  STATOR_CONFIG,
+} from '../common/tokens';
 import { StatorConfig } from '../config/config.types';
 import { DcsModule } from '../dcs/dcs.module';
 import { Dcs } from '../dcs/dcs.port';
@@ -41,7 +50,22 @@ export class HaModule {
             eventLog: EventLog,
             clock: TimerClock,
             logger: Logger,
-          ) => new HaNode({ config, dcs, pg, query, events, eventLog, clock, logger: componentLogger(logger, COMPONENT_LOGGERS.ha), verdictLogger: componentLogger(logger, COMPONENT_LOGGERS.cycle), version: STATOR_VERSION, runtime: STATOR_RUNTIME, reloadConfig, onFatal }),
+          ) =>
+            new HaNode({
+              config,
+              dcs,
+              pg,
+              query,
+              events,
+              eventLog,
+              clock,
+              logger: componentLogger(logger, COMPONENT_LOGGERS.ha),
+              verdictLogger: componentLogger(logger, COMPONENT_LOGGERS.cycle),
+              version: STATOR_VERSION,
+              runtime: STATOR_RUNTIME,
+              reloadConfig,
+              onFatal,
+            }),
         },
         {
           provide: NODE_DIAGNOSTICS,

@@ -36,7 +36,12 @@ export class LeaderDuties {
   ) {}
 
   /** `reading`: the slots as this cycle's reading found them (see PostgresQuery.syncPhysicalSlots). */
-  async perform(cluster: ClusterView | null, sample: PostgresSample | null, dynamic: EffectiveDynamicConfig, reading: SlotReading = {}): Promise<void> {
+  async perform(
+    cluster: ClusterView | null,
+    sample: PostgresSample | null,
+    dynamic: EffectiveDynamicConfig,
+    reading: SlotReading = {},
+  ): Promise<void> {
     if (!cluster || !sample) return;
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
     const plan = this.plan(cluster, dynamic, departed);
@@ -57,20 +62,41 @@ export class LeaderDuties {
     if (sample.timeline === 1 && !history) await this.dcs.setHistory([]);
     const lastTimeline = history && history.length > 0 ? Number(history[history.length - 1][0]) : 0;
     if (sample.timeline > 1 && (!history || lastTimeline !== sample.timeline - 1)) {
-      await this.dcs.setHistory(await this.readTimelineHistory(sample.timeline, history ?? [], dynamic.max_timelines_history));
+      await this.dcs.setHistory(
+        await this.readTimelineHistory(sample.timeline, history ?? [], dynamic.max_timelines_history),
+      );
     }
-    if (dynamic.use_slots) await keepSlots({ query: this.query, events: this.events, logger: this.logger }, plan, dynamic, reading, !sample.inRecovery);
+    if (dynamic.use_slots)
+      await keepSlots(
+        { query: this.query, events: this.events, logger: this.logger },
+        plan,
+        dynamic,
+        reading,
+        !sample.inRecovery,
+      );
   }
 
   /**
    * The slots alone, as `perform` keeps them, nothing written to the DCS: what a failsafe leader does
    * while the DCS is down, from the last view read (see failsafeLeaderView).
    */
-  async keepSlotsOnly(cluster: ClusterView, sample: PostgresSample, dynamic: EffectiveDynamicConfig, reading: SlotReading = {}): Promise<void> {
+  async keepSlotsOnly(
+    cluster: ClusterView,
+    sample: PostgresSample,
+    dynamic: EffectiveDynamicConfig,
+    reading: SlotReading = {},
+  ): Promise<void> {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
     const plan = this.plan(cluster, dynamic, departed);
     if (plan.logical.length > 0 && !sample.inRecovery) await this.keepLogicalSlots(plan.logical);
-    if (dynamic.use_slots) await keepSlots({ query: this.query, events: this.events, logger: this.logger }, plan, dynamic, reading, !sample.inRecovery);
+    if (dynamic.use_slots)
+      await keepSlots(
+        { query: this.query, events: this.events, logger: this.logger },
+        plan,
+        dynamic,
+        reading,
+        !sample.inRecovery,
+      );
   }
 
   /**
@@ -78,7 +104,11 @@ export class LeaderDuties {
    * its own name at its WAL position (so that each replica moves its copies of the members' slots
    * forward, as Patroni 4.1); with 0, the permanent slots only.
    */
-  private async publishedPositions(plan: SlotPlan, dynamic: EffectiveDynamicConfig, walPosition: number): Promise<Record<string, number>> {
+  private async publishedPositions(
+    plan: SlotPlan,
+    dynamic: EffectiveDynamicConfig,
+    walPosition: number,
+  ): Promise<Record<string, number>> {
     if (!dynamic.use_slots) return {};
     const permanent = new Set(dynamic.slots.map((slot) => slot.name));
     const own = slotNameOf(this.name);
@@ -86,13 +116,19 @@ export class LeaderDuties {
     const physical = plan.physical.map((slot) => slot.name).filter((name) => everySlot || permanent.has(name));
     const positions = {
       ...(physical.length > 0 ? await this.query.physicalSlotPositions(physical).catch(() => ({})) : {}),
-      ...(plan.logical.length > 0 ? await this.query.logicalSlotPositions(plan.logical.map((slot) => slot.name)).catch(() => ({})) : {}),
+      ...(plan.logical.length > 0
+        ? await this.query.logicalSlotPositions(plan.logical.map((slot) => slot.name)).catch(() => ({}))
+        : {}),
     };
     return everySlot || permanent.has(own) ? { ...positions, [own]: walPosition } : positions;
   }
 
   /** The positions `/status` would carry now, from the last view read: what a failsafe call sends while the DCS is down. */
-  async slotPositions(cluster: ClusterView, dynamic: EffectiveDynamicConfig, walPosition: number): Promise<Record<string, number>> {
+  async slotPositions(
+    cluster: ClusterView,
+    dynamic: EffectiveDynamicConfig,
+    walPosition: number,
+  ): Promise<Record<string, number>> {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
     return this.publishedPositions(this.plan(cluster, dynamic, departed), dynamic, walPosition);
   }
@@ -108,7 +144,13 @@ export class LeaderDuties {
    */
   async syncMemberSlots(cluster: ClusterView, dynamic: EffectiveDynamicConfig): Promise<void> {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
-    await keepSlots({ query: this.query, events: this.events, logger: this.logger }, this.plan(cluster, dynamic, departed), dynamic, {}, false);
+    await keepSlots(
+      { query: this.query, events: this.events, logger: this.logger },
+      this.plan(cluster, dynamic, departed),
+      dynamic,
+      {},
+      false,
+    );
   }
 
   /**
@@ -124,7 +166,9 @@ export class LeaderDuties {
     } catch (error) {
       const message = errorText(error);
       if (message !== this.logicalSlotError) {
-        this.events.recordCluster('slot.create_failed', `creating permanent logical slots failed: ${message}`, { slots: slots.map((slot) => slot.name) });
+        this.events.recordCluster('slot.create_failed', `creating permanent logical slots failed: ${message}`, {
+          slots: slots.map((slot) => slot.name),
+        });
       }
       this.logicalSlotError = message;
     }
@@ -134,7 +178,11 @@ export class LeaderDuties {
    * Rebuilds `/history` from `pg_wal/<TL>.history`, keeping stored timestamps of known entries and only the
    * newest `maxEntries` (`max_timelines_history`, 0: all).
    */
-  private async readTimelineHistory(timeline: number, stored: HistoryEntry[], maxEntries: number): Promise<HistoryEntry[]> {
+  private async readTimelineHistory(
+    timeline: number,
+    stored: HistoryEntry[],
+    maxEntries: number,
+  ): Promise<HistoryEntry[]> {
     const file = `pg_wal/${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`;
     const rows = await this.query.query<{ content: string }>('SELECT pg_read_file($1) AS content', [file]);
     const lines = newestEntries(rows[0]?.content.split('\n').filter((line) => /^\d+\t/.test(line)) ?? [], maxEntries);
@@ -145,7 +193,13 @@ export class LeaderDuties {
       const known = stored.find((e) => Number(e[0]) === entryTimeline && Number(e[1]) === position);
       if (known && known.length >= 5) return known;
       const newest = index === lines.length - 1;
-      const entry = [entryTimeline, position, reason.join('\t').trim(), isoWithOffset(this.clock.now()), newest ? this.name : (known?.[4] ?? '')] as HistoryEntry;
+      const entry = [
+        entryTimeline,
+        position,
+        reason.join('\t').trim(),
+        isoWithOffset(this.clock.now()),
+        newest ? this.name : (known?.[4] ?? ''),
+      ] as HistoryEntry;
       // The fact behind /history: recorded as the leader reads it from PostgreSQL's own file.
       this.events.recordCluster('timeline.created', `pg_wal/${file.slice(7)}`, {
         timeline: entry[0],

@@ -65,7 +65,12 @@ export class LeaderLock {
     if (unanswered && keepWhenUnanswered) return 'dcs_unreachable';
     if (lease) {
       if (this.held) this.deps.leadership.send({ type: 'LOCK_REFRESHED', validUntil: lease.validUntil });
-      else this.deps.leadership.send({ type: 'LOCK_ACQUIRED', reason: 'leader key still held by this node', validUntil: lease.validUntil });
+      else
+        this.deps.leadership.send({
+          type: 'LOCK_ACQUIRED',
+          reason: 'leader key still held by this node',
+          validUntil: lease.validUntil,
+        });
       this.armFence();
       return 'refreshed';
     }

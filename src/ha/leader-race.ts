@@ -17,7 +17,10 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
   const { local, cluster, config } = s;
   if (config.failsafe_mode && !pgIsPrimary && s.failsafeLeader && s.failsafeLeader !== local.name) {
     // A leader that reached this node while the DCS was down may still run: no race until its call is a ttl old.
-    return { verdict: `following failsafe leader ${s.failsafeLeader}: it reached every member less than ttl ago`, actions: [] };
+    return {
+      verdict: `following failsafe leader ${s.failsafeLeader}: it reached every member less than ttl ago`,
+      actions: [],
+    };
   }
   const backoff = primaryRaceBackoff(s, s.raceBackoff);
   if (backoff) return backoff;
@@ -27,15 +30,33 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
     if (!s.lockResult) return { need: 'acquireLock' };
     const notes = health.note ? { notes: [health.note] } : {};
     if (s.lockResult === 'acquired') {
-      const cleanup: HaAction[] = cluster!.failover && Object.keys(cluster!.failover.value).length > 0 ? [{ type: 'clearFailover' }] : [];
-      if (pgIsPrimary) return { verdict: 'acquired session lock as a leader', actions: [...cleanup, { type: 'leaderDuties' }], ...notes };
+      const cleanup: HaAction[] =
+        cluster!.failover && Object.keys(cluster!.failover.value).length > 0 ? [{ type: 'clearFailover' }] : [];
+      if (pgIsPrimary)
+        return {
+          verdict: 'acquired session lock as a leader',
+          actions: [...cleanup, { type: 'leaderDuties' }],
+          ...notes,
+        };
       const remote = remotePrimary(config.standby_cluster);
-      if (remote) return { verdict: 'promoted self to a standby leader by acquiring session lock', actions: [...cleanup, ...followRemote(s, remote)], ...notes };
-      return { verdict: 'promoted self to leader by acquiring session lock', actions: [...cleanup, promoteAfterDrain(s)], ...notes };
+      if (remote)
+        return {
+          verdict: 'promoted self to a standby leader by acquiring session lock',
+          actions: [...cleanup, ...followRemote(s, remote)],
+          ...notes,
+        };
+      return {
+        verdict: 'promoted self to leader by acquiring session lock',
+        actions: [...cleanup, promoteAfterDrain(s)],
+        ...notes,
+      };
     }
     // Another node took the key first: a running primary must not go on taking writes without it (reference `follow`).
     if (pgIsPrimary && !config.pause) {
-      return { verdict: 'demoted self after trying and failing to obtain lock', actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }] };
+      return {
+        verdict: 'demoted self after trying and failing to obtain lock',
+        actions: [{ type: 'demote', mode: 'immediate', restart: true, upstream: null }],
+      };
     }
     return { verdict: 'following new leader after trying and failing to obtain lock', actions: [] };
   }
@@ -47,7 +68,11 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
   }
   const reason = isNoFailover(local.tags) ? 'I am not allowed to promote' : 'i am not the healthiest node';
   const notes = isNoFailover(local.tags) ? [] : [health.reason];
-  return { verdict: `following a different leader because ${reason}`, actions: [], ...(notes.length > 0 ? { notes } : {}) };
+  return {
+    verdict: `following a different leader because ${reason}`,
+    actions: [],
+    ...(notes.length > 0 ? { notes } : {}),
+  };
 }
 
 /** `_is_healthiest_node` and its preconditions (reference 3.5). */
@@ -62,19 +87,23 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
       : { ok: true, reason: 'running primary' };
   }
   const failover = pendingFailover(s);
-  if (!config.pause && barredBySync(s, local.name, failover)) return { ok: false, reason: 'I am not a synchronous standby' };
+  if (!config.pause && barredBySync(s, local.name, failover))
+    return { ok: false, reason: 'I am not a synchronous standby' };
   // A failsafe leader asked only the members in /failsafe: one it never asked may not take over from it.
   const failsafe = config.failsafe_mode ? (s.failsafeMembers ?? {}) : {};
-  if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name)) return { ok: false, reason: 'I am not in the /failsafe key' };
+  if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name))
+    return { ok: false, reason: 'I am not in the /failsafe key' };
   // Before the candidate's pass, as the reference: a candidate tagged nofailover after the request never leads.
   if (isNoFailover(local.tags)) return { ok: false, reason: 'nofailover' };
   // Watchdog mode `required` without a usable one: not a candidate, a manual failover's included.
-  if (local.watchdogFailed && !config.pause) return { ok: false, reason: `Watchdog device is not usable: ${local.watchdogFailed}` };
+  if (local.watchdogFailed && !config.pause)
+    return { ok: false, reason: `Watchdog device is not usable: ${local.watchdogFailed}` };
   if (failover?.member === local.name) return { ok: true, reason: 'I am the failover candidate' };
   if (config.pause) return { ok: false, reason: 'paused' };
   if (failover?.member) {
     const candidate = s.peers?.find((p) => p.name === failover.member);
-    if (candidate?.reachable && !isNoFailover(candidate.tags)) return { ok: false, reason: `${failover.member} is the failover candidate` };
+    if (candidate?.reachable && !isNoFailover(candidate.tags))
+      return { ok: false, reason: `${failover.member} is the failover candidate` };
   }
   if (failover?.leader === local.name) {
     // The leader that stepped down only takes the lock back when nobody else can.
@@ -98,7 +127,10 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
     if (peer.name === local.name || peer.name === failover?.leader) continue;
     if (!peer.reachable) {
       if (publishedAhead(s, peer.name, ownWal, ownTimeline)) {
-        return { ok: false, reason: `${peer.name} does not answer, and its member key shows a wal position ahead of mine` };
+        return {
+          ok: false,
+          reason: `${peer.name} does not answer, and its member key shows a wal position ahead of mine`,
+        };
       }
       continue;
     }
@@ -106,14 +138,24 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
     if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
     const peerWal = peer.walPosition ?? 0;
     // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
-    if (ownWal < peerWal && !isFormerSyncLeader(s, peer.name)) return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
+    if (ownWal < peerWal && !isFormerSyncLeader(s, peer.name))
+      return { ok: false, reason: `Wal position of ${peer.name} is ahead of my wal position` };
     if (ownWal === peerWal && peerWal > 0) equals.push(peer);
     else if (peerWal > 0 && peerWal < ownWal) behind.push(peer);
   }
   // Among the members as far along as this one, the preferred site goes first, then failover_priority.
   const noLeaderSince = s.raceBackoff?.noLeaderSince ?? 0;
   const readingsMayTrail = noLeaderSince > 0 && s.now - noLeaderSince < config.loop_wait * 1000;
-  const sites = siteChoice({ ownSite: local.site, failover, currentSite: siteOf(cluster!.status?.value.current_site), behind, readingsMayTrail }, equals);
+  const sites = siteChoice(
+    {
+      ownSite: local.site,
+      failover,
+      currentSite: siteOf(cluster!.status?.value.current_site),
+      behind,
+      readingsMayTrail,
+    },
+    equals,
+  );
   if ('defer' in sites) return { ok: false, reason: sites.defer };
   const ownPriority = failoverPriority(local.tags);
   for (const peer of sites.rivals) {

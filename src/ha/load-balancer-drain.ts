@@ -14,13 +14,21 @@ import { readPoolWithdrawal } from './read-pool';
  * and waits before promoting. Returns false when the lock went meanwhile: then it must not promote.
  */
 export async function drainBeforePromotion(node: NodeActors, drainMs: number): Promise<boolean> {
-  node.events.recordLoadBalancer('load_balancer.drain_started', 'before promotion: the read pool drops this node first', { drain_ms: drainMs, before: 'promotion' });
+  node.events.recordLoadBalancer(
+    'load_balancer.drain_started',
+    'before promotion: the read pool drops this node first',
+    { drain_ms: drainMs, before: 'promotion' },
+  );
   await sleep(node.deps.clock, drainMs);
   const held = node.lock.held;
-  node.events.recordLoadBalancer('load_balancer.drain_ended', held ? 'promoting now' : 'lost the leader lock while draining: not promoting', {
-    drain_ms: drainMs,
-    before: 'promotion',
-  });
+  node.events.recordLoadBalancer(
+    'load_balancer.drain_ended',
+    held ? 'promoting now' : 'lost the leader lock while draining: not promoting',
+    {
+      drain_ms: drainMs,
+      before: 'promotion',
+    },
+  );
   return held;
 }
 
@@ -31,9 +39,16 @@ export async function drainBeforePromotion(node: NodeActors, drainMs: number): P
 export async function drainBeforeDemotion(node: NodeActors): Promise<void> {
   const drainMs = node.dynamic.load_balancer_drain_ms;
   if (drainMs <= 0) return;
-  node.events.recordLoadBalancer('load_balancer.drain_started', 'before demotion: the read pool drops the switchover candidate first', { drain_ms: drainMs, before: 'demotion' });
+  node.events.recordLoadBalancer(
+    'load_balancer.drain_started',
+    'before demotion: the read pool drops the switchover candidate first',
+    { drain_ms: drainMs, before: 'demotion' },
+  );
   await sleep(node.deps.clock, drainMs);
-  node.events.recordLoadBalancer('load_balancer.drain_ended', 'demoting now', { drain_ms: drainMs, before: 'demotion' });
+  node.events.recordLoadBalancer('load_balancer.drain_ended', 'demoting now', {
+    drain_ms: drainMs,
+    before: 'demotion',
+  });
 }
 
 /** A primary about to stop taking writes: its role says `demoted`, so /primary and /read-write answer 503 from now. */
@@ -49,14 +64,18 @@ export function withdrawPrimaryChecks(node: NodeActors, cause: string): void {
  * facts; each change is an event. The promotion waits the drain from this moment (read-pool.ts).
  */
 export function trackReadPool(node: NodeActors, now: number): void {
-  const inPool = node.pgState() === 'running' && node.sampler.sample?.inRecovery === true && node.tags.noloadbalance !== true;
+  const inPool =
+    node.pgState() === 'running' && node.sampler.sample?.inRecovery === true && node.tags.noloadbalance !== true;
   const leadership = node.leadership.getSnapshot().value as 'leader' | 'follower';
   const reason = inPool ? readPoolWithdrawal(leadership, node.cluster, node.name, now) : null;
   if (reason !== null && node.readPoolWithdrawnAt === null) {
     node.remember({ type: 'READ_POOL_WITHDRAWN', at: node.deps.clock.monotonic() });
-    node.events.recordLoadBalancer('load_balancer.replica_checks_withdrawn', reason, { drain_ms: node.dynamic.load_balancer_drain_ms });
+    node.events.recordLoadBalancer('load_balancer.replica_checks_withdrawn', reason, {
+      drain_ms: node.dynamic.load_balancer_drain_ms,
+    });
   } else if (reason === null && node.readPoolWithdrawnAt !== null) {
     node.remember({ type: 'READ_POOL_RESTORED' });
-    if (inPool) node.events.recordLoadBalancer('load_balancer.replica_checks_restored', 'no longer about to be primary');
+    if (inPool)
+      node.events.recordLoadBalancer('load_balancer.replica_checks_restored', 'no longer about to be primary');
   }
 }

@@ -9,7 +9,10 @@ export function reloadLocalConfig(node: NodeActors): void {
   try {
     const reloaded = reloadConfig();
     // As Patroni's branch: the site is read at start only (members and /status must not change sites under a running leader).
-    if (reloaded.site !== node.config.site) logger.warning(`site changed from ${node.config.site ?? '(none)'} to ${reloaded.site ?? '(none)'} in the file: it takes effect at the next start`);
+    if (reloaded.site !== node.config.site)
+      logger.warning(
+        `site changed from ${node.config.site ?? '(none)'} to ${reloaded.site ?? '(none)'} in the file: it takes effect at the next start`,
+      );
     const next = { ...reloaded, site: node.config.site };
     if (next.site === undefined) delete next.site;
     node.applyLocalConfig(next);

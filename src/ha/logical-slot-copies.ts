@@ -17,7 +17,13 @@ type TaskRunner = (name: string, work: () => Promise<void>) => void;
  * leader publishes (where its consumer confirmed), so the new leader's slot resumes there: changes
  * after it may come again, as logical decoding promises, but none is lost.
  */
-export async function keepLogicalSlotCopies(node: NodeActors, snapshot: HaSnapshot, cluster: ClusterView, slots: PermanentSlot[], runTask: TaskRunner): Promise<void> {
+export async function keepLogicalSlotCopies(
+  node: NodeActors,
+  snapshot: HaSnapshot,
+  cluster: ClusterView,
+  slots: PermanentSlot[],
+  runTask: TaskRunner,
+): Promise<void> {
   const { query, pg, logger } = node.deps;
   const published = cluster.status?.value.slots ?? {};
   const here = await query.logicalSlotPositions(slots.map((slot) => slot.name));
@@ -27,18 +33,33 @@ export async function keepLogicalSlotCopies(node: NodeActors, snapshot: HaSnapsh
   // While the DCS is down (`cluster` is then the failsafe leader's view) copies are only advanced, as the reference does.
   if (missing.length > 0 && leader && snapshot.cluster) {
     // A copy that could not be made (the slot needs WAL this replica lacks) is tried again after a growing pause.
-    if (failedTaskRetryAt(snapshot.local.lastTask, 'copy_logical_slots', snapshot.now, snapshot.config.loop_wait) !== null) return;
+    if (
+      failedTaskRetryAt(snapshot.local.lastTask, 'copy_logical_slots', snapshot.now, snapshot.config.loop_wait) !== null
+    )
+      return;
     runTask('copy_logical_slots', async () => {
       const oldestWal = await query.oldestWalPosition();
       for (const slot of missing) {
         await pg.copyLogicalSlot(leader, slot.name, oldestWal);
-        node.events.recordCluster('slot.copied', `logical slot ${slot.name} copied from ${leader.name}`, { slot: slot.name, type: 'logical', source: leader.name });
+        node.events.recordCluster('slot.copied', `logical slot ${slot.name} copied from ${leader.name}`, {
+          slot: slot.name,
+          type: 'logical',
+          source: leader.name,
+        });
       }
-      logger.info(`restarting to load the logical slots copied from ${leader.name}: ${missing.map((slot) => slot.name).join(', ')}`);
+      logger.info(
+        `restarting to load the logical slots copied from ${leader.name}: ${missing.map((slot) => slot.name).join(', ')}`,
+      );
       if ((await restart(node)) !== 'restarted') throw new Error('the restart to load the copied logical slots failed');
     });
     return;
   }
-  const positions = Object.fromEntries(slots.filter((slot) => slot.name in here && typeof published[slot.name] === 'number').map((slot) => [slot.name, published[slot.name]]));
-  await query.advanceLogicalSlots(slots, positions).catch((error) => logger.warning(`advancing permanent logical slots failed: ${errorText(error)}`));
+  const positions = Object.fromEntries(
+    slots
+      .filter((slot) => slot.name in here && typeof published[slot.name] === 'number')
+      .map((slot) => [slot.name, published[slot.name]]),
+  );
+  await query
+    .advanceLogicalSlots(slots, positions)
+    .catch((error) => logger.warning(`advancing permanent logical slots failed: ${errorText(error)}`));
 }

@@ -53,7 +53,14 @@ export class MemberAgents {
       if (previous?.agent === agent && previous.runtime === runtime) continue;
       this.agents.delete(name);
       this.agents.set(name, { agent, runtime });
-      changes.push({ member: name, agent, version: data.version, runtime, previous: previous?.agent ?? null, previousRuntime: previous?.runtime ?? null });
+      changes.push({
+        member: name,
+        agent,
+        version: data.version,
+        runtime,
+        previous: previous?.agent ?? null,
+        previousRuntime: previous?.runtime ?? null,
+      });
     }
     for (const name of this.agents.keys()) {
       if (this.agents.size <= MAX_REMEMBERED) break;

@@ -89,7 +89,9 @@ export class NodeActors extends NodeMemory {
       inspect: transitionRecorder('postgres', this.name, events, clock),
     });
     this.role = createActor(roleMachine, { inspect: transitionRecorder('role', this.name, events, clock) });
-    this.leadership = createActor(leadershipMachine, { inspect: transitionRecorder('leadership', this.name, events, clock) });
+    this.leadership = createActor(leadershipMachine, {
+      inspect: transitionRecorder('leadership', this.name, events, clock),
+    });
     this.task = createActor(taskMachine, { inspect: transitionRecorder('task', this.name, events, clock) });
     this.events = new NodeEvents(this.name, events, clock, () => this.sampler.sample?.timeline ?? null);
     this.sampler = new Sampler(
@@ -98,9 +100,15 @@ export class NodeActors extends NodeMemory {
       logger,
       () => this.pgState() === 'running',
       () => hooks.sampled(),
-      () => (this.dynamic.postgres_unresponsive_timeout > 0 ? this.dynamic.postgres_unresponsive_timeout * 500 : Infinity),
+      () =>
+        this.dynamic.postgres_unresponsive_timeout > 0 ? this.dynamic.postgres_unresponsive_timeout * 500 : Infinity,
     );
-    this.watchdog = new WatchdogGuard(() => this.config.watchdog, logger, (type, cause, data) => this.events.recordWatchdog(type, cause, data), deps.watchdogDevice);
+    this.watchdog = new WatchdogGuard(
+      () => this.config.watchdog,
+      logger,
+      (type, cause, data) => this.events.recordWatchdog(type, cause, data),
+      deps.watchdogDevice,
+    );
     this.lock = new LeaderLock({
       clock,
       dcs: deps.dcs,
@@ -111,14 +119,37 @@ export class NodeActors extends NodeMemory {
       ttlSeconds: () => this.dynamic.ttl,
       // A primary being stopped (a demotion's fast shutdown can wait for WAL senders to replicas it cannot reach)
       // may still take writes: its fence stays armed, to end it at the lease's deadline if the stop has not.
-      serverIsPrimary: () => this.sampler.sample?.inRecovery === false || ['stopping', 'stop_failed'].includes(this.pgState()),
+      serverIsPrimary: () =>
+        this.sampler.sample?.inRecovery === false || ['stopping', 'stop_failed'].includes(this.pgState()),
       paused: () => this.dynamic.pause,
       fenceSettings: () => this.config.fence,
       // As the reference: only a primary's term has a watchdog (a standby leader takes no writes), none while paused.
-      watchdog: () => this.watchdog.request(this.dynamic.ttl, this.dynamic.loop_wait, !this.dynamic.pause && remotePrimary(this.dynamic.standby_cluster) === null),
+      watchdog: () =>
+        this.watchdog.request(
+          this.dynamic.ttl,
+          this.dynamic.loop_wait,
+          !this.dynamic.pause && remotePrimary(this.dynamic.standby_cluster) === null,
+        ),
     });
-    this.scheduler = new RestartScheduler({ name: this.name, clock, logger, events: this.events, wake: hooks.wake, restartNow: hooks.restartNow });
-    this.leaderDuties = new LeaderDuties(this.name, deps.dcs, deps.query, clock, this.events, this.sightings, () => this.tags, logger, this.config.site);
+    this.scheduler = new RestartScheduler({
+      name: this.name,
+      clock,
+      logger,
+      events: this.events,
+      wake: hooks.wake,
+      restartNow: hooks.restartNow,
+    });
+    this.leaderDuties = new LeaderDuties(
+      this.name,
+      deps.dcs,
+      deps.query,
+      clock,
+      this.events,
+      this.sightings,
+      () => this.tags,
+      logger,
+      this.config.site,
+    );
     this.sync = new SyncReplication({
       name: this.name,
       dcs: deps.dcs,
@@ -159,11 +190,18 @@ export class NodeActors extends NodeMemory {
   activity(): string | null {
     const value = this.postgres.getSnapshot().value;
     const state = topLevelState(value);
-    return this.busy ?? activeSubstate(value) ?? (LONG_ACTION_STATES.includes(state as PostgresStateName) ? state : null);
+    return (
+      this.busy ?? activeSubstate(value) ?? (LONG_ACTION_STATES.includes(state as PostgresStateName) ? state : null)
+    );
   }
 
-  async waitForPostgres(done: (state: PostgresStateName, value: StateValue) => boolean, timeoutMs = 30 * 60_000): Promise<void> {
-    await waitFor(this.postgres, (s) => done(topLevelState(s.value) as PostgresStateName, s.value), { timeout: timeoutMs });
+  async waitForPostgres(
+    done: (state: PostgresStateName, value: StateValue) => boolean,
+    timeoutMs = 30 * 60_000,
+  ): Promise<void> {
+    await waitFor(this.postgres, (s) => done(topLevelState(s.value) as PostgresStateName, s.value), {
+      timeout: timeoutMs,
+    });
   }
 
   /** Until the postgres machine rests in `stopped` with no action (rewind, removal) running. */

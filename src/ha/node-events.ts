@@ -30,7 +30,13 @@ export class NodeEvents {
 
   /** A step the fence took on its own while no agent could (its journal, read by the next agent), at the time it was taken. */
   recordFenceStep(entry: FenceJournalEntry): void {
-    this.recordFact(`node/${this.node}/fence`, `fence.${entry.step}`, 'fence', { detail: entry.detail, recordedAt: isoWithOffset(this.clock.now()) }, entry.at);
+    this.recordFact(
+      `node/${this.node}/fence`,
+      `fence.${entry.step}`,
+      'fence',
+      { detail: entry.detail, recordedAt: isoWithOffset(this.clock.now()) },
+      entry.at,
+    );
   }
 
   /**
@@ -52,8 +58,23 @@ export class NodeEvents {
   }
 
   /** A fact, not a machine transition: no from and to. Its time in UTC, as every transition's (one format in every event table). */
-  private recordFact(stream: string, type: string, cause: string, data: Record<string, unknown>, at = this.clock.now()): void {
-    this.sink.record({ stream, type, at: new Date(at).toISOString(), node: this.node, from: null, to: null, cause, data });
+  private recordFact(
+    stream: string,
+    type: string,
+    cause: string,
+    data: Record<string, unknown>,
+    at = this.clock.now(),
+  ): void {
+    this.sink.record({
+      stream,
+      type,
+      at: new Date(at).toISOString(),
+      node: this.node,
+      from: null,
+      to: null,
+      cause,
+      data,
+    });
   }
 }
 

@@ -5,7 +5,15 @@ import { cloneMember } from './clone-source';
 import { configChange } from './config-change';
 import { isNoFailover, upstreamOf } from './cluster-snapshot';
 import { HaNode } from './ha-node';
-import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused, ReinitializeRequest, RestartRequest, SwitchoverRequest } from './operation-types';
+import {
+  ConfigAnswer,
+  ConfigWrite,
+  OperationAnswer,
+  OperationRefused,
+  ReinitializeRequest,
+  RestartRequest,
+  SwitchoverRequest,
+} from './operation-types';
 import { restartFilterMismatch } from './scheduled-restart';
 import { syncNames } from './sync/sync-key';
 import { FailsafeCall } from './failsafe/failsafe-caller';
@@ -45,7 +53,11 @@ export class NodeOperations {
     if (request.site && !request.candidate) value.site = request.site;
     const written = await this.dcs.setFailover(value).catch(() => false);
     if (!written) throw new OperationRefused(503, 'failed to write failover key into DCS');
-    this.node.recordCluster(request.scheduledAt ? 'switchover.scheduled' : `${request.kind}.requested`, `POST /${path}`, { ...value });
+    this.node.recordCluster(
+      request.scheduledAt ? 'switchover.scheduled' : `${request.kind}.requested`,
+      `POST /${path}`,
+      { ...value },
+    );
     if (request.scheduledAt) {
       await this.settle();
       return { status: 202, text: 'Switchover scheduled' };
@@ -60,7 +72,8 @@ export class NodeOperations {
     const failover = cluster.failover;
     if (!failover?.value.scheduled_at) return { status: 404, text: 'no switchover is scheduled' };
     const deleted = await this.dcs.setFailover({}, failover.modRevision).catch(() => false);
-    if (!deleted) return { status: 409, text: 'the scheduled switchover changed while it was being deleted; read it again' };
+    if (!deleted)
+      return { status: 409, text: 'the scheduled switchover changed while it was being deleted; read it again' };
     this.node.recordCluster('switchover.cancelled', 'DELETE /switchover', { ...failover.value });
     await this.settle();
     return { status: 200, text: 'scheduled switchover deleted' };
@@ -79,12 +92,16 @@ export class NodeOperations {
         timeout: request.timeout,
         postmasterStartTime: view.sample?.postmasterStartTime ?? null,
       });
-      return scheduled ? { status: 202, text: 'Restart scheduled' } : { status: 409, text: 'Another restart is already scheduled' };
+      return scheduled
+        ? { status: 202, text: 'Restart scheduled' }
+        : { status: 409, text: 'Another restart is already scheduled' };
     }
     if (restartFilterMismatch(request, view)) return { status: 503, text: 'restart conditions are not satisfied' };
     if (view.activity) return { status: 503, text: `${view.activity} already in progress` };
     const outcome = await this.node.restartNow(request.timeout);
-    return outcome === 'restarted' ? { status: 200, text: 'restarted successfully' } : { status: 503, text: 'restart failed' };
+    return outcome === 'restarted'
+      ? { status: 200, text: 'restarted successfully' }
+      : { status: 503, text: 'restart failed' };
   }
 
   /** DELETE /restart. */
@@ -117,9 +134,15 @@ export class NodeOperations {
     const view = this.node.view();
     if (leader === view.name) return { status: 503, text: 'I am the leader, can not reinitialize' };
     // No retry loop exists to interrupt: `force` cannot cut a running action short, so both wait for it.
-    if (view.activity) return { status: 503, text: `${view.activity} already in progress${force ? '; try again when it has ended' : ''}` };
+    if (view.activity)
+      return {
+        status: 503,
+        text: `${view.activity} already in progress${force ? '; try again when it has ended' : ''}`,
+      };
     const leaderMember = cluster.members.find((m) => m.name === leader);
-    const source = upstreamOf(fromLeader ? leaderMember : (cloneMember(cluster.members, view.name, leader, view.site) ?? leaderMember));
+    const source = upstreamOf(
+      fromLeader ? leaderMember : (cloneMember(cluster.members, view.name, leader, view.site) ?? leaderMember),
+    );
     if (!source) return { status: 503, text: `leader ${leader} has no member key to clone from` };
     this.node.recordCluster('node.reinitialize', 'POST /reinitialize', { node: view.name, source: source.name });
     this.node.startReinitialize(source);
@@ -149,7 +172,10 @@ export class NodeOperations {
     const problems = validateDynamicConfigKeys(next);
     if (problems.length > 0) return jsonError(400, problems.join('; '), problems);
     // As the reference, timings that break loop_wait + 2*retry_timeout <= ttl are stored and clamped where they act.
-    warnings = [...warnings, ...effectiveDynamicConfig(next, {}).adjustments.map((adjustment) => `${adjustment} (the stored value is kept)`)];
+    warnings = [
+      ...warnings,
+      ...effectiveDynamicConfig(next, {}).adjustments.map((adjustment) => `${adjustment} (the stored value is kept)`),
+    ];
     const change = configChange(current?.value ?? {}, next);
     if (change) {
       // With no stored configuration, a PUT may only create it: it cannot overwrite a concurrent first write.
@@ -157,7 +183,8 @@ export class NodeOperations {
       if (!written) return jsonError(409, 'the configuration changed concurrently; read it again and retry');
       this.node.recordCluster('config.changed', cause, { ...change });
       const pauseBefore = Boolean(current?.value.pause);
-      if (pauseBefore !== Boolean(next.pause)) this.node.recordCluster(next.pause ? 'cluster.paused' : 'cluster.resumed', cause);
+      if (pauseBefore !== Boolean(next.pause))
+        this.node.recordCluster(next.pause ? 'cluster.paused' : 'cluster.resumed', cause);
     }
     for (const warning of warnings) this.warn(`${cause}: ${warning}`);
     await this.settle();
@@ -188,14 +215,16 @@ export class NodeOperations {
     const syncOnly = this.node.view().config.synchronous_mode === 'on';
     const sync = cluster.sync?.value;
     if (request.candidate) {
-      if (action === 'switchover' && syncOnly && !syncNames(sync, request.candidate)) return 'candidate name does not match with sync_standby';
+      if (action === 'switchover' && syncOnly && !syncNames(sync, request.candidate))
+        return 'candidate name does not match with sync_standby';
       const candidate = cluster.members.find((m) => m.name === request.candidate);
       if (!candidate) return 'candidate does not exists';
       pool = [candidate];
     } else {
       // A site narrows the members first, as Patroni's branch: then the sync and leader rules apply within it.
       const members = request.site ? cluster.members.filter((m) => m.data.site === request.site) : cluster.members;
-      if (request.site && members.length === 0) return `${action} is not possible: can not find members in site ${request.site}`;
+      if (request.site && members.length === 0)
+        return `${action} is not possible: can not find members in site ${request.site}`;
       if (syncOnly) {
         pool = members.filter((m) => syncNames(sync, m.name));
         if (pool.length === 0) return `${action} is not possible: can not find sync_standby`;
@@ -205,7 +234,8 @@ export class NodeOperations {
       }
     }
     const readings = await Promise.all(pool.map((m) => this.node.probePeer(m.name, m.data.api_url)));
-    if (!readings.some((r) => r.reachable && !isNoFailover(r.tags))) return `${action} is not possible: no good candidates have been found`;
+    if (!readings.some((r) => r.reachable && !isNoFailover(r.tags)))
+      return `${action} is not possible: no good candidates have been found`;
     return null;
   }
 
@@ -213,7 +243,11 @@ export class NodeOperations {
    * Answers as soon as the DCS shows the outcome: a new leader (200), the request dropped (503),
    * or nothing within 2·max(10, loop_wait) seconds. Woken by the watch, with a 1 s re-read as backstop.
    */
-  private awaitNewLeader(request: SwitchoverRequest, oldLeader: string | null, loopWait: number): Promise<OperationAnswer> {
+  private awaitNewLeader(
+    request: SwitchoverRequest,
+    oldLeader: string | null,
+    loopWait: number,
+  ): Promise<OperationAnswer> {
     const limitSeconds = 2 * Math.max(10, loopWait);
     const [verb, past] = request.kind === 'failover' ? ['Failover', 'failed over'] : ['Switchover', 'switched over'];
     return new Promise((resolve) => {
@@ -234,9 +268,15 @@ export class NodeOperations {
           const asked = request.candidate;
           finish({
             status: 200,
-            text: !asked || asked === leader ? `Successfully ${past} to "${leader}"` : `${capitalize(past)} to "${leader}" instead of "${asked}"`,
+            text:
+              !asked || asked === leader
+                ? `Successfully ${past} to "${leader}"`
+                : `${capitalize(past)} to "${leader}" instead of "${asked}"`,
           });
-        } else if (!cluster.failover || (!cluster.failover.value.leader && !cluster.failover.value.member && !cluster.failover.value.site)) {
+        } else if (
+          !cluster.failover ||
+          (!cluster.failover.value.leader && !cluster.failover.value.member && !cluster.failover.value.site)
+        ) {
           finish({ status: 503, text: `${verb} failed` });
         }
       };
@@ -245,7 +285,11 @@ export class NodeOperations {
       });
       const backstop = setInterval(() => void check(), 1000);
       const limit = setTimeout(
-        () => finish({ status: 503, text: `${verb} status unknown after ${limitSeconds} seconds; operation may still be in progress` }),
+        () =>
+          finish({
+            status: 503,
+            text: `${verb} status unknown after ${limitSeconds} seconds; operation may still be in progress`,
+          }),
         limitSeconds * 1000,
       );
     });
@@ -267,7 +311,10 @@ function capitalize(text: string): string {
 const STATUS_NAMES: Record<number, string> = { 400: 'Bad Request', 409: 'Conflict', 503: 'Service Unavailable' };
 
 function jsonError(status: number, message: string, problems?: string[]): ConfigAnswer {
-  return { status, body: { error: STATUS_NAMES[status], message, ...(problems ? { problems } : {}), statusCode: status } };
+  return {
+    status,
+    body: { error: STATUS_NAMES[status], message, ...(problems ? { problems } : {}), statusCode: status },
+  };
 }
 
 /** The reference's merge: `null` deletes, objects merge recursively, anything else replaces. */
@@ -275,7 +322,8 @@ export function mergeConfig(current: DynamicConfig, patch: Record<string, unknow
   const merged: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete merged[key];
-    else if (isPlainObject(value) && isPlainObject(merged[key])) merged[key] = mergeConfig(merged[key] as DynamicConfig, value);
+    else if (isPlainObject(value) && isPlainObject(merged[key]))
+      merged[key] = mergeConfig(merged[key] as DynamicConfig, value);
     else merged[key] = value;
   }
   return merged as DynamicConfig;

@@ -70,7 +70,15 @@ export function readingFromStatus(name: string, status: PeerStatus): PeerReading
   const walPosition = isPrimary
     ? (status.xlog.location ?? 0)
     : Math.max(status.xlog.received_location ?? 0, status.xlog.replayed_location ?? 0);
-  const reading: PeerReading = { name, reachable: true, role: status.role, isPrimary, walPosition, timeline: status.timeline, tags: status.tags };
+  const reading: PeerReading = {
+    name,
+    reachable: true,
+    role: status.role,
+    isPrimary,
+    walPosition,
+    timeline: status.timeline,
+    tags: status.tags,
+  };
   if (status.watchdog_failed === true) reading.watchdogFailed = true;
   if (typeof status.site === 'string' && status.site !== '') reading.site = status.site;
   return reading;

@@ -5,7 +5,10 @@ import { EffectiveDynamicConfig } from '../config/config.types';
  * immediate shutdown, then SIGKILL). `pgCtlMs` is `postgresql.pg_ctl_timeout`, Patroni's bound of a
  * start through pg_ctl (default 60 s); Stator applies it to its stops and promotions too.
  */
-export type DeadlineSettings = Pick<EffectiveDynamicConfig, 'ttl' | 'primary_start_timeout' | 'primary_stop_timeout' | 'synchronous_mode'>;
+export type DeadlineSettings = Pick<
+  EffectiveDynamicConfig,
+  'ttl' | 'primary_start_timeout' | 'primary_stop_timeout' | 'synchronous_mode'
+>;
 
 /**
  * A start: `pg_ctl_timeout`; a primary's start may also take `primary_start_timeout` (its crash recovery,
@@ -30,7 +33,9 @@ export function demoteStopTimeoutMs(ttlSeconds: number): number {
  * replication is on, null otherwise (0, or synchronous_mode off).
  */
 export function primaryStopTimeoutMs(dynamic: DeadlineSettings): number | null {
-  return dynamic.primary_stop_timeout > 0 && dynamic.synchronous_mode !== 'off' ? dynamic.primary_stop_timeout * 1000 : null;
+  return dynamic.primary_stop_timeout > 0 && dynamic.synchronous_mode !== 'off'
+    ? dynamic.primary_stop_timeout * 1000
+    : null;
 }
 
 /**

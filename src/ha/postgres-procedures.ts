@@ -6,7 +6,14 @@ import { activeSubstate, NodeActors } from './node-actors';
 import { replicaMethodPlan } from './replica-methods';
 import { promoteTimeoutMs } from './postgres-deadlines';
 import { mayRemoveDataAfterFailedRewind, startFailureSummary } from './start-failure';
-import { currentSettings, parametersChanged, pgCtlTimeoutOf, removesDataDirectoryOn, settingsFor, startRequest } from './postgres-settings';
+import {
+  currentSettings,
+  parametersChanged,
+  pgCtlTimeoutOf,
+  removesDataDirectoryOn,
+  settingsFor,
+  startRequest,
+} from './postgres-settings';
 import { memberKeyOf } from './node-member-key';
 
 /**
@@ -21,21 +28,36 @@ import { memberKeyOf } from './node-member-key';
  * when every one failed. Each attempt is a recorded clone of the postgres machine and a node event
  * with its method, duration and exit code.
  */
-export async function cloneFrom(node: NodeActors, source: UpstreamNode | null, methods?: string[] | null): Promise<boolean> {
+export async function cloneFrom(
+  node: NodeActors,
+  source: UpstreamNode | null,
+  methods?: string[] | null,
+): Promise<boolean> {
   const { clock, logger } = node.deps;
   let keptDataLeft = false;
-  for (const step of replicaMethodPlan(node.config.postgresql, source !== null, methods ?? node.config.postgresql.create_replica_methods)) {
+  for (const step of replicaMethodPlan(
+    node.config.postgresql,
+    source !== null,
+    methods ?? node.config.postgresql.create_replica_methods,
+  )) {
     // pg_basebackup needs an empty directory: what a failed keep_data method left there goes first, as with Patroni.
     if (keptDataLeft && !('method' in step)) await removeData(node);
     const startedAt = clock.monotonic();
     node.postgres.send({ type: 'CLONE', source, ...('method' in step ? { method: step.method } : {}), at: startedAt });
     await node.waitForPostgres((state) => state !== 'creating_replica');
     const { lastOutcome, lastError, lastExitCode } = node.postgres.getSnapshot().context;
-    const attempt = { method: step.name, source: source?.name ?? null, durationMs: Math.round(clock.monotonic() - startedAt) };
+    const attempt = {
+      method: step.name,
+      source: source?.name ?? null,
+      durationMs: Math.round(clock.monotonic() - startedAt),
+    };
     if (lastOutcome === 'cloned') {
       logger.info(`replica has been created using ${step.name}`);
       // Patroni's line, which its site-aware acceptance scenario looks for.
-      if (source) logger.info(`bootstrapped from ${source.name === node.cluster?.leader?.value ? 'leader' : 'replica'} '${source.name}'`);
+      if (source)
+        logger.info(
+          `bootstrapped from ${source.name === node.cluster?.leader?.value ? 'leader' : 'replica'} '${source.name}'`,
+        );
       node.events.recordCluster('replica.created', `replica created using ${step.name}`, { ...attempt, exitCode: 0 });
       node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await node.deps.pg.inspectDataDir() });
       node.sendRole({ type: 'CLONE_COMPLETED' });
@@ -43,7 +65,11 @@ export async function cloneFrom(node: NodeActors, source: UpstreamNode | null, m
     }
     keptDataLeft = 'method' in step && methodFlag(step.method.options, 'keep_data');
     logger.error(`Error creating replica using method ${step.name}: ${lastError}`);
-    node.events.recordCluster('replica.method_failed', `replica method ${step.name} failed`, { ...attempt, exitCode: lastExitCode, error: lastError });
+    node.events.recordCluster('replica.method_failed', `replica method ${step.name} failed`, {
+      ...attempt,
+      exitCode: lastExitCode,
+      error: lastError,
+    });
   }
   return false;
 }
@@ -61,7 +87,11 @@ export async function startAsReplica(node: NodeActors, upstream: UpstreamNode | 
 }
 
 /** Stops a running server and waits until it is down. */
-export async function stopServer(node: NodeActors, mode: 'fast' | 'immediate', timeoutMs = pgCtlTimeoutOf(node)): Promise<void> {
+export async function stopServer(
+  node: NodeActors,
+  mode: 'fast' | 'immediate',
+  timeoutMs = pgCtlTimeoutOf(node),
+): Promise<void> {
   node.postgres.send({ type: 'STOP', mode, timeoutMs });
   await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
 }
@@ -74,12 +104,15 @@ export async function stopServer(node: NodeActors, mode: 'fast' | 'immediate', t
 export async function rejoin(node: NodeActors, upstream: UpstreamNode, useRewind: boolean): Promise<void> {
   const { pg, logger } = node.deps;
   // A failed task: the next try waits a backoff (recover.ts), and the log says no pg_rewind ran.
-  if (!(await pg.upstreamReachable(upstream))) throw new Error(`not rejoining ${upstream.name} now: it does not accept connections; nothing was run`);
+  if (!(await pg.upstreamReachable(upstream)))
+    throw new Error(`not rejoining ${upstream.name} now: it does not accept connections; nothing was run`);
   let rewound = false;
   if (useRewind) {
     // pg_rewind reads the source's timeline from its pg_control, which a standby (a standby leader) updates only
     // at its next restartpoint, and a promoted primary at its first checkpoint: without one it may see no fork.
-    await pg.checkpointOn(upstream).catch((e) => logger.warning(`checkpoint on ${upstream.name} before pg_rewind failed: ${errorText(e)}`));
+    await pg
+      .checkpointOn(upstream)
+      .catch((e) => logger.warning(`checkpoint on ${upstream.name} before pg_rewind failed: ${errorText(e)}`));
     const info = await pg.inspectDataDir();
     const cleanShutdown = info.clusterState === 'shut down' || info.clusterState === 'shut down in recovery';
     node.postgres.send({ type: 'REWIND', source: upstream, crashRecovery: !cleanShutdown });
@@ -88,33 +121,54 @@ export async function rejoin(node: NodeActors, upstream: UpstreamNode, useRewind
     rewound = lastOutcome === 'rewound' || lastOutcome === 'not_needed';
     if (!rewound && !(await pg.upstreamReachable(upstream))) {
       // A failed task, so the next try waits a backoff rather than the next cycle.
-      throw new Error(`pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`);
+      throw new Error(
+        `pg_rewind from ${upstream.name} failed and it no longer answers; keeping the data directory: ${lastError}`,
+      );
     }
     if (!rewound && !mayRemoveDataAfterFailedRewind(lastError)) {
       // A failed task, retried after a backoff: once space is freed the same rewind succeeds.
-      node.events.recordCluster('rejoin.deferred', `pg_rewind from ${upstream.name} failed for want of space: keeping the data directory, trying again after a backoff`, {
-        source: upstream.name,
-        error: startFailureSummary(lastError),
-      });
-      throw new Error(`pg_rewind from ${upstream.name} failed for want of space; keeping the data directory: ${lastError}`);
+      node.events.recordCluster(
+        'rejoin.deferred',
+        `pg_rewind from ${upstream.name} failed for want of space: keeping the data directory, trying again after a backoff`,
+        {
+          source: upstream.name,
+          error: startFailureSummary(lastError),
+        },
+      );
+      throw new Error(
+        `pg_rewind from ${upstream.name} failed for want of space; keeping the data directory: ${lastError}`,
+      );
     }
     if (!rewound && !removalAfterRewind(node, true)) {
       // A failed task, retried after a backoff; the data directory stays for an operator (POST /reinitialize).
-      throw new Error(`pg_rewind from ${upstream.name} failed and remove_data_directory_on_rewind_failure is off: keeping the data directory (reinitialize this member to clone it again): ${lastError}`);
+      throw new Error(
+        `pg_rewind from ${upstream.name} failed and remove_data_directory_on_rewind_failure is off: keeping the data directory (reinitialize this member to clone it again): ${lastError}`,
+      );
     }
     if (!rewound) logger.warning(`pg_rewind from ${upstream.name} failed, reinitializing: ${lastError}`);
-    if (lastOutcome === 'rewound') await pg.checkpointOn(upstream).catch((e) => logger.warning(`checkpoint on ${upstream.name} after pg_rewind failed: ${errorText(e)}`));
+    if (lastOutcome === 'rewound')
+      await pg
+        .checkpointOn(upstream)
+        .catch((e) => logger.warning(`checkpoint on ${upstream.name} after pg_rewind failed: ${errorText(e)}`));
   }
   if (!useRewind && !removalAfterRewind(node, false)) {
     // As the reference: without pg_rewind and without leave to remove the data, start as a replica as it is.
-    logger.warning(`use_pg_rewind and remove_data_directory_on_diverged_timelines are off: starting as a replica of ${upstream.name} without reinitializing`);
+    logger.warning(
+      `use_pg_rewind and remove_data_directory_on_diverged_timelines are off: starting as a replica of ${upstream.name} without reinitializing`,
+    );
   } else if (!rewound) {
     await removeData(node);
-    if (!(await cloneFrom(node, upstream))) throw new Error(`could not clone ${upstream.name} after pg_rewind failed: ${node.postgres.getSnapshot().context.lastError ?? 'every replica method failed'}`);
+    if (!(await cloneFrom(node, upstream)))
+      throw new Error(
+        `could not clone ${upstream.name} after pg_rewind failed: ${node.postgres.getSnapshot().context.lastError ?? 'every replica method failed'}`,
+      );
   }
   await startAsReplica(node, upstream);
   // A failed task, so the next try waits a backoff instead of rewinding again at once.
-  if (node.pgState() !== 'running') throw new Error(`PostgreSQL did not start after joining ${upstream.name}: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`);
+  if (node.pgState() !== 'running')
+    throw new Error(
+      `PostgreSQL did not start after joining ${upstream.name}: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`,
+    );
 }
 
 /**
@@ -174,7 +228,9 @@ export async function promote(node: NodeActors): Promise<void> {
   if (cluster) node.sightings.see(cluster, clock.now(), { history: true });
   const slotsReady =
     node.dynamic.use_slots && cluster
-      ? node.leaderDuties.syncMemberSlots(cluster, node.dynamic).catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`))
+      ? node.leaderDuties
+          .syncMemberSlots(cluster, node.dynamic)
+          .catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`))
       : Promise.resolve();
   const memberWritten = dcs.touchMember(memberKeyOf(node)).catch(() => undefined);
   await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
@@ -189,7 +245,9 @@ export async function promote(node: NodeActors): Promise<void> {
   await node.sampler.take();
   await Promise.all([slotsReady, memberWritten]);
   node.sendRole({ type: 'PROMOTE_COMPLETED' });
-  node.events.recordCluster('leader.promoted', 'promoted self to leader', { timeline: node.sampler.sample?.timeline ?? null });
+  node.events.recordCluster('leader.promoted', 'promoted self to leader', {
+    timeline: node.sampler.sample?.timeline ?? null,
+  });
   await query.checkpoint().catch((e) => logger.warning(`checkpoint after promote failed: ${errorText(e)}`));
   node.remember({ type: 'CHECKPOINT_AFTER_PROMOTE_DONE' });
 }
@@ -242,22 +300,35 @@ export async function publishShutdownPosition(node: NodeActors): Promise<boolean
  * leader. A clone or start that fails gives the initialize key back and fails the task, so the next
  * try waits a backoff.
  */
-export async function bootstrapStandbyLeader(node: NodeActors, remote: UpstreamNode, bootstrapDcs: Record<string, unknown>, configStored: boolean): Promise<void> {
+export async function bootstrapStandbyLeader(
+  node: NodeActors,
+  remote: UpstreamNode,
+  bootstrapDcs: Record<string, unknown>,
+  configStored: boolean,
+): Promise<void> {
   const { dcs } = node.deps;
-  node.events.recordCluster('cluster.bootstrap_started', `won the initialize race: building a standby cluster from ${remote.name}`, { remote: remote.name });
+  node.events.recordCluster(
+    'cluster.bootstrap_started',
+    `won the initialize race: building a standby cluster from ${remote.name}`,
+    { remote: remote.name },
+  );
   // An archive-only standby cluster has no primary to copy: only a `no_leader` method (a backup restore) can build it.
   const source = remote.host ? remote : null;
   if (!(await cloneFrom(node, source, node.dynamic.standby_cluster?.create_replica_methods ?? ['basebackup']))) {
     const { lastError } = node.postgres.getSnapshot().context;
     await dcs.cancelInitialization().catch(() => undefined);
     await removeData(node);
-    const why = source ? (lastError ?? 'unknown error') : 'an archive-only standby cluster is built by a create_replica_methods method with no_leader (a backup restore)';
+    const why = source
+      ? (lastError ?? 'unknown error')
+      : 'an archive-only standby cluster is built by a create_replica_methods method with no_leader (a backup restore)';
     throw new Error(`could not build the standby leader from ${remote.name}: ${why}`);
   }
   await startAsReplica(node, remote);
   if (node.pgState() !== 'running') {
     await dcs.cancelInitialization().catch(() => undefined);
-    throw new Error(`the standby leader did not start: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`);
+    throw new Error(
+      `the standby leader did not start: ${node.postgres.getSnapshot().context.lastError ?? node.pgState()}`,
+    );
   }
   const sysid = node.sampler.sample?.systemIdentifier ?? node.dataDir?.systemIdentifier ?? '';
   await dcs.initialize(sysid, false);

@@ -14,7 +14,11 @@ type Parameters = Record<string, string | number | boolean>;
 type ConfigurationFiles = Pick<PostgresSettings, 'pgHba' | 'pgIdent' | 'recoveryConf' | 'bootstrapHba'>;
 
 /** pg_hba, pg_ident and a replica's recovery settings: the local file's where it sets them, else `/config`'s (as Patroni). */
-export function configurationFiles(config: StatorConfig, dynamic: EffectiveDynamicConfig, role: 'primary' | 'replica'): ConfigurationFiles {
+export function configurationFiles(
+  config: StatorConfig,
+  dynamic: EffectiveDynamicConfig,
+  role: 'primary' | 'replica',
+): ConfigurationFiles {
   const local = config.postgresql;
   const pgHba = local.pg_hba.length ? local.pg_hba : dynamic.pg_hba;
   const pgIdent = local.pg_ident?.length ? local.pg_ident : dynamic.pg_ident;
@@ -30,12 +34,18 @@ export function configurationFiles(config: StatorConfig, dynamic: EffectiveDynam
  * Server parameters: `/config` ones, overridden by the local file's (as Patroni merges them); a standby leader's
  * restore settings; synchronous_standby_names when the sync keeper names one (`standbyNames`).
  */
-export function serverParameters(config: StatorConfig, dynamic: EffectiveDynamicConfig, fromRemote: boolean, standbyNames: string | undefined): Parameters {
+export function serverParameters(
+  config: StatorConfig,
+  dynamic: EffectiveDynamicConfig,
+  fromRemote: boolean,
+  standbyNames: string | undefined,
+): Parameters {
   const parameters: Parameters = { ...dynamic.parameters, ...config.postgresql.parameters };
   // A standby leader also restores from the remote's archive, as standby_cluster says.
   if (fromRemote) Object.assign(parameters, standbyRecoveryParameters(dynamic.standby_cluster!));
   // A replica's copy of a logical slot is only usable if the primary keeps the catalog rows it needs.
-  if (dynamic.slots.some((slot) => slot.type === 'logical') && !('hot_standby_feedback' in parameters)) parameters.hot_standby_feedback = 'on';
+  if (dynamic.slots.some((slot) => slot.type === 'logical') && !('hot_standby_feedback' in parameters))
+    parameters.hot_standby_feedback = 'on';
   if (standbyNames !== undefined) parameters.synchronous_standby_names = standbyNames;
   return parameters;
 }
@@ -55,7 +65,9 @@ function followsRemote(node: NodeActors): boolean {
 
 function parametersOf(node: NodeActors, fromRemote: boolean): Parameters {
   // A cluster being bootstrapped has nothing to lose yet, and its post_bootstrap must commit without standbys.
-  const standbyNames = node.bootstrapping ? undefined : node.sync.standbyNamesFor(node.dynamic, node.sampler.sample, node.lock.held);
+  const standbyNames = node.bootstrapping
+    ? undefined
+    : node.sync.standbyNamesFor(node.dynamic, node.sampler.sample, node.lock.held);
   return serverParameters(node.config, node.dynamic, fromRemote, standbyNames);
 }
 
@@ -63,14 +75,22 @@ function parametersOf(node: NodeActors, fromRemote: boolean): Parameters {
  * What PostgreSQL is to run with in `role` behind `upstream`. The digest of what it is given is remembered (a
  * recorded memory event), so that a later change of `/config` or the file is noticed (`parametersChanged`).
  */
-export function settingsFor(node: NodeActors, role: 'primary' | 'replica', upstream: UpstreamNode | null): PostgresSettings {
+export function settingsFor(
+  node: NodeActors,
+  role: 'primary' | 'replica',
+  upstream: UpstreamNode | null,
+): PostgresSettings {
   const { dynamic } = node;
   const remote = remotePrimary(dynamic.standby_cluster);
   const fromRemote = role === 'replica' && remote !== null && upstream?.name === remote.name;
   const parameters = parametersOf(node, fromRemote);
   node.remember({ type: 'SETTINGS_CONFIGURED', digest: settingsDigest(parameters, node.config, dynamic) });
   // The remote primary knows this cluster by the slot standby_cluster names, if any; a member by its own.
-  const slotName = fromRemote ? dynamic.standby_cluster!.primary_slot_name : role === 'replica' && upstream && dynamic.use_slots ? slotNameOf(node.name) : null;
+  const slotName = fromRemote
+    ? dynamic.standby_cluster!.primary_slot_name
+    : role === 'replica' && upstream && dynamic.use_slots
+      ? slotNameOf(node.name)
+      : null;
   return { role, upstream, slotName, parameters, ...configurationFiles(node.config, dynamic, role) };
 }
 
@@ -84,7 +104,9 @@ function serverRole(node: NodeActors): 'primary' | 'replica' {
 export function currentSettings(node: NodeActors): PostgresSettings {
   if (serverRole(node) === 'primary') return settingsFor(node, 'primary', null);
   const remote = remotePrimary(node.dynamic.standby_cluster);
-  const upstream = followsRemote(node) ? remote : upstreamOf(node.cluster?.members.find((m) => m.name === node.upstream));
+  const upstream = followsRemote(node)
+    ? remote
+    : upstreamOf(node.cluster?.members.find((m) => m.name === node.upstream));
   return settingsFor(node, 'replica', upstream);
 }
 
@@ -110,7 +132,11 @@ export function startTimeoutOf(node: NodeActors, role: 'primary' | 'replica'): n
 export function startRequest(node: NodeActors, settings: PostgresSettings): StartRequest {
   // A lock holder (a standby leader too) waits as a primary does before its start counts as failed: it gives the lock up then.
   const waitsAsPrimary = settings.role === 'primary' || node.lock.held;
-  return { settings, timeoutMs: startTimeoutOf(node, waitsAsPrimary ? 'primary' : 'replica'), at: node.deps.clock.monotonic() };
+  return {
+    settings,
+    timeoutMs: startTimeoutOf(node, waitsAsPrimary ? 'primary' : 'replica'),
+    at: node.deps.clock.monotonic(),
+  };
 }
 
 /** `postgresql.remove_data_directory_on_*`: the local file's value, else the dynamic configuration's. */

@@ -16,7 +16,13 @@ export function followPostgres(node: NodeActors, wake: () => void): Subscription
       `postmaster ${exit.pid} exited (${exit.signal ?? `code ${exit.code}`})${exit.fenced ? ': stopped by the fence' : ''}` +
         (exit.lastLog ? `; its log ends: ${exit.lastLog}` : ''),
     );
-    node.postgres.send({ type: 'POSTMASTER_EXITED', code: exit.code, signal: exit.signal, fenced: exit.fenced, lastLog: exit.lastLog });
+    node.postgres.send({
+      type: 'POSTMASTER_EXITED',
+      code: exit.code,
+      signal: exit.signal,
+      fenced: exit.fenced,
+      lastLog: exit.lastLog,
+    });
   });
   let previousState = node.pgState();
   node.postgres.subscribe((snapshot) => {

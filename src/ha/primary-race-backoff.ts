@@ -14,10 +14,20 @@ export function primaryRaceBackoff(s: HaSnapshot, race: RaceBackoffState | undef
   const { config, local } = s;
   const backoffMs = config.primary_race_backoff * 1000;
   if (backoffMs <= 0 || !race || race.noLeaderSince === 0 || race.previousWalPosition === null) return null;
-  if (config.pause || config.standby_cluster !== null || s.cluster?.failover?.value.member || s.cluster?.failover?.value.site) return null;
+  if (
+    config.pause ||
+    config.standby_cluster !== null ||
+    s.cluster?.failover?.value.member ||
+    s.cluster?.failover?.value.site
+  )
+    return null;
   const timeLeftMs = race.noLeaderSince + backoffMs - s.now;
   const sample = local.sample;
-  const walMoved = sample !== null && sample.inRecovery && sample.replicationState === 'streaming' && sample.walPosition > race.previousWalPosition;
+  const walMoved =
+    sample !== null &&
+    sample.inRecovery &&
+    sample.replicationState === 'streaming' &&
+    sample.walPosition > race.previousWalPosition;
   const justExpired = timeLeftMs > backoffMs - config.loop_wait * 1000;
   if (!((timeLeftMs > 0 && walMoved) || justExpired)) return null;
   return {

@@ -19,7 +19,12 @@ export function isDueCandidate(cluster: ClusterView | null, name: string, now: n
 }
 
 /** Whether (and why) a node is kept out of the read pool because it is about to be primary. */
-export function readPoolWithdrawal(leadership: 'leader' | 'follower', cluster: ClusterView | null, name: string, now: number): ReadPoolWithdrawal | null {
+export function readPoolWithdrawal(
+  leadership: 'leader' | 'follower',
+  cluster: ClusterView | null,
+  name: string,
+  now: number,
+): ReadPoolWithdrawal | null {
   if (leadership === 'leader') return 'holds the leader lock';
   if (isDueCandidate(cluster, name, now)) return 'named candidate of a due switchover or failover';
   return null;
@@ -32,7 +37,12 @@ export function readPoolWithdrawal(leadership: 'leader' | 'follower', cluster: C
  * failover candidate left it when it took the lock: the whole drain. A node never in a read pool
  * (`noloadbalance`) does not wait.
  */
-export function promotionDrainMs(drainMs: number, withdrawnAt: number | null, now: number, noLoadBalance: boolean): number {
+export function promotionDrainMs(
+  drainMs: number,
+  withdrawnAt: number | null,
+  now: number,
+  noLoadBalance: boolean,
+): number {
   if (noLoadBalance || drainMs <= 0) return 0;
   if (withdrawnAt === null) return drainMs;
   return Math.max(0, Math.min(drainMs, withdrawnAt + drainMs - now));
@@ -41,5 +51,13 @@ export function promotionDrainMs(drainMs: number, withdrawnAt: number | null, no
 /** The promotion decide() returns: after what is left of the drain for this node. */
 export function promoteAfterDrain(s: HaSnapshot): HaAction {
   const { local, config } = s;
-  return { type: 'promote', drainMs: promotionDrainMs(config.load_balancer_drain_ms, local.readPoolWithdrawnAt, s.now, isTruthyTag(local.tags.noloadbalance)) };
+  return {
+    type: 'promote',
+    drainMs: promotionDrainMs(
+      config.load_balancer_drain_ms,
+      local.readPoolWithdrawnAt,
+      s.now,
+      isTruthyTag(local.tags.noloadbalance),
+    ),
+  };
 }

@@ -2,7 +2,15 @@ import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
 import { nodeToFollow } from './cascade';
 import { remotePrimary } from './standby-cluster';
 import { Decision } from './decision';
-import { classifyStartFailure, divergedFromHistory, failedTaskRetryAt, needsRejoin, StartFailureKind, startFailureSummary, startRetryDelayMs } from './start-failure';
+import {
+  classifyStartFailure,
+  divergedFromHistory,
+  failedTaskRetryAt,
+  needsRejoin,
+  StartFailureKind,
+  startFailureSummary,
+  startRetryDelayMs,
+} from './start-failure';
 
 /** Failed starts after which the lock holder gives the lock up rather than try again (the reference's `post_recover`: one). */
 const LOCK_HOLDER_START_ATTEMPTS = 1;
@@ -12,7 +20,8 @@ export function recover(s: HaSnapshot): Decision {
   const { local, cluster, config } = s;
   const leaderName = cluster!.leader?.value ?? null;
   if (config.pause) {
-    if (leaderName === local.name) return { verdict: 'removed leader lock because postgres is not running', actions: [{ type: 'releaseLock' }] };
+    if (leaderName === local.name)
+      return { verdict: 'removed leader lock because postgres is not running', actions: [{ type: 'releaseLock' }] };
     return { verdict: 'postgres is not running', actions: [] };
   }
   const wasPrimary = local.role === 'primary' || local.role === 'promoted' || local.role === 'demoted';
@@ -23,7 +32,10 @@ export function recover(s: HaSnapshot): Decision {
     if (s.lockResult === 'refreshed') {
       // primary_start_timeout 0: no waiting for a crashed primary when another node can take over.
       if (wasPrimary && config.primary_start_timeout === 0 && failoverPossible(s)) {
-        return { verdict: 'stopped PostgreSQL to fail over after a crash', actions: [{ type: 'releaseLock', demote: 'crashed' }] };
+        return {
+          verdict: 'stopped PostgreSQL to fail over after a crash',
+          actions: [{ type: 'releaseLock', demote: 'crashed' }],
+        };
       }
       // A lock holder whose PostgreSQL failed to start hands the cluster to a node that can run.
       if (local.failedStarts >= LOCK_HOLDER_START_ATTEMPTS) {
@@ -38,7 +50,10 @@ export function recover(s: HaSnapshot): Decision {
         return { verdict: 'starting primary after failure', actions: [{ type: 'startPrimary' }] };
       }
       // A standby leader streams from the remote primary again.
-      return { verdict: 'starting as readonly because i had the session lock', actions: [{ type: 'startReplica', upstream: remotePrimary(config.standby_cluster) }] };
+      return {
+        verdict: 'starting as readonly because i had the session lock',
+        actions: [{ type: 'startReplica', upstream: remotePrimary(config.standby_cluster) }],
+      };
     }
   }
 
@@ -60,7 +75,10 @@ export function recover(s: HaSnapshot): Decision {
   if (wait) return wait;
   if (upstream && !wasPrimary) {
     // A replica starts streaming from where its tags say (cascading), as it will follow.
-    return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream: upstreamOf(nodeToFollow(cluster!, local, leaderName!)) }] };
+    return {
+      verdict: 'starting as a secondary',
+      actions: [{ type: 'startReplica', upstream: upstreamOf(nodeToFollow(cluster!, local, leaderName!)) }],
+    };
   }
   if (upstream && wasPrimary && leaderMember?.data.checkpoint_after_promote === false) {
     // pg_rewind compares pg_control timelines, which the new leader updates only at that checkpoint.
@@ -70,7 +88,9 @@ export function recover(s: HaSnapshot): Decision {
     const retry = rejoinBackoff(s, upstream.name);
     if (retry) return retry;
     return {
-      verdict: config.use_pg_rewind ? `running pg_rewind from ${upstream.name}` : `reinitializing from ${upstream.name}: former primary and use_pg_rewind is off`,
+      verdict: config.use_pg_rewind
+        ? `running pg_rewind from ${upstream.name}`
+        : `reinitializing from ${upstream.name}: former primary and use_pg_rewind is off`,
       actions: [{ type: 'rejoin', upstream, useRewind: config.use_pg_rewind }],
     };
   }
@@ -81,7 +101,10 @@ export function recover(s: HaSnapshot): Decision {
 export function rejoinBackoff(s: HaSnapshot, upstream: string): Decision | null {
   const at = failedTaskRetryAt(s.local.lastTask, 'rejoin', s.now, s.config.loop_wait);
   if (at === null) return null;
-  return { verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before rejoining ${upstream} again: ${s.local.lastTask!.error}`, actions: [{ type: 'wakeAt', at }] };
+  return {
+    verdict: `waiting ${Math.ceil((at - s.now) / 1000)} s before rejoining ${upstream} again: ${s.local.lastTask!.error}`,
+    actions: [{ type: 'wakeAt', at }],
+  };
 }
 
 /**
@@ -90,7 +113,8 @@ export function rejoinBackoff(s: HaSnapshot, upstream: string): Decision | null 
  */
 function divergence(s: HaSnapshot, failure: StartFailureKind | null): string | null {
   const { local, cluster } = s;
-  if (failure !== null && needsRejoin(failure)) return `PostgreSQL cannot start as a replica (${failure}): ${startFailureSummary(local.lastError)}`;
+  if (failure !== null && needsRejoin(failure))
+    return `PostgreSQL cannot start as a replica (${failure}): ${startFailureSummary(local.lastError)}`;
   if (divergedFromHistory(local.dataDir, cluster!.history?.value)) {
     return `my timeline ${local.dataDir.timeline} goes on past the point where the cluster's history ends it`;
   }
@@ -111,5 +135,7 @@ function startBackoff(s: HaSnapshot): Decision | null {
 
 /** Another member runs and may be promoted (the reference's `is_failover_possible`, without the probes). */
 function failoverPossible(s: HaSnapshot): boolean {
-  return s.cluster!.members.some((member) => member.name !== s.local.name && member.data.state === 'running' && !isNoFailover(member.data.tags));
+  return s.cluster!.members.some(
+    (member) => member.name !== s.local.name && member.data.state === 'running' && !isNoFailover(member.data.tags),
+  );
 }

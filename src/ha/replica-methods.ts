@@ -10,7 +10,11 @@ export type ReplicaMethodStep = { name: 'basebackup' } | { name: string; method:
  * `methods`, a standby cluster's own list), or basebackup alone. Without a member to copy, only the
  * custom methods marked `no_leader` can work.
  */
-export function replicaMethodPlan(postgresql: PostgresqlConfig, hasSource: boolean, methods = postgresql.create_replica_methods): ReplicaMethodStep[] {
+export function replicaMethodPlan(
+  postgresql: PostgresqlConfig,
+  hasSource: boolean,
+  methods = postgresql.create_replica_methods,
+): ReplicaMethodStep[] {
   const names = methods?.length ? methods : ['basebackup'];
   const steps: ReplicaMethodStep[] = names.map((name) => {
     const custom = name === 'basebackup' ? undefined : postgresql.replica_methods?.[name];

@@ -35,18 +35,25 @@ export class RestartScheduler {
   schedule(restart: ScheduledRestart): boolean {
     if (this.scheduled) return false;
     this.scheduled = restart;
-    this.deps.events.recordCluster('restart.scheduled', `restart of ${this.deps.name} scheduled at ${restart.schedule}`, {
-      node: this.deps.name,
-      schedule: restart.schedule,
-      filters: { ...publishedRestart(restart), postmaster_start_time: restart.postmasterStartTime },
-    });
+    this.deps.events.recordCluster(
+      'restart.scheduled',
+      `restart of ${this.deps.name} scheduled at ${restart.schedule}`,
+      {
+        node: this.deps.name,
+        schedule: restart.schedule,
+        filters: { ...publishedRestart(restart), postmaster_start_time: restart.postmasterStartTime },
+      },
+    );
     this.wakeAt(restart.at);
     return true;
   }
 
   cancel(reason = 'scheduled restart deleted'): boolean {
     if (!this.scheduled) return false;
-    this.deps.events.recordCluster('restart.cancelled', reason, { node: this.deps.name, schedule: this.scheduled.schedule });
+    this.deps.events.recordCluster('restart.cancelled', reason, {
+      node: this.deps.name,
+      schedule: this.scheduled.schedule,
+    });
     this.scheduled = null;
     return true;
   }
@@ -78,7 +85,10 @@ export class RestartScheduler {
     if (due === 'wait') return;
     if (due === 'stale') {
       this.scheduled = null;
-      events.recordCluster('restart.expired', `scheduled restart at ${restart.schedule} is stale, removed`, { node: name, schedule: restart.schedule });
+      events.recordCluster('restart.expired', `scheduled restart at ${restart.schedule} is stale, removed`, {
+        node: name,
+        schedule: restart.schedule,
+      });
       return;
     }
     if (restart.postmasterStartTime && view.sample && restart.postmasterStartTime !== view.sample.postmasterStartTime) {

@@ -164,10 +164,16 @@ export class Sampler {
       const sample = await this.query.sample();
       const fingerprint = JSON.stringify(sample);
       if (fingerprint !== this.lastFingerprint) this.speedUp();
-      else this.interval = Math.max(BUSY_SAMPLE_INTERVAL_MS, Math.min(this.interval * 2, IDLE_SAMPLE_INTERVAL_MS, this.idleCeilingMs()));
+      else
+        this.interval = Math.max(
+          BUSY_SAMPLE_INTERVAL_MS,
+          Math.min(this.interval * 2, IDLE_SAMPLE_INTERVAL_MS, this.idleCeilingMs()),
+        );
       this.lastFingerprint = fingerprint;
       if (this.timingOutSince !== 0) {
-        this.logger.info(`the monitoring query answers again after ${Math.round((this.clock.monotonic() - this.timingOutSince) / 1000)} s of statement timeouts`);
+        this.logger.info(
+          `the monitoring query answers again after ${Math.round((this.clock.monotonic() - this.timingOutSince) / 1000)} s of statement timeouts`,
+        );
         this.timingOutSince = 0;
       }
       this.current = sample;
@@ -179,7 +185,10 @@ export class Sampler {
       this.onSample(sample);
     } catch (error) {
       // An error PostgreSQL sent (a SQLSTATE) shows it answers; a timeout or a refused connection does not.
-      if (typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code)) {
+      if (
+        typeof (error as { code?: unknown }).code === 'string' &&
+        /^[0-9A-Z]{5}$/.test((error as { code: string }).code)
+      ) {
         this.lastAnswerAt = this.clock.monotonic();
       }
       if ((error as { code?: unknown }).code === QUERY_CANCELED && this.current) {
@@ -188,7 +197,9 @@ export class Sampler {
         if (this.timingOutSince === 0) {
           this.timingOutSince = this.clock.monotonic();
           const role = this.current.inRecovery ? 'replica' : 'primary';
-          this.logger.warning(`Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: ${role}`);
+          this.logger.warning(
+            `Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: ${role}`,
+          );
         }
         return;
       }

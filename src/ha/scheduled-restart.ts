@@ -8,14 +8,24 @@ import type { NodeView, ScheduledRestart } from './node-view';
  * away as stale (the reference, comparing the wall clock alone, discards it). A backward jump only
  * puts the action further ahead: it runs when the wall clock reaches its time again.
  */
-export function scheduledActionDue(at: number, now: number, loopWaitSeconds: number, wallJumpMs = 0): 'wait' | 'run' | 'stale' {
+export function scheduledActionDue(
+  at: number,
+  now: number,
+  loopWaitSeconds: number,
+  wallJumpMs = 0,
+): 'wait' | 'run' | 'stale' {
   const lateMs = now - at;
   if (lateMs < 0) return 'wait';
   if (lateMs - Math.max(0, wallJumpMs) > Math.floor(1.5 * loopWaitSeconds) * 1000) return 'stale';
   return 'run';
 }
 
-export function restartDue(restart: Pick<ScheduledRestart, 'at'>, now: number, loopWaitSeconds: number, wallJumpMs = 0): 'wait' | 'run' | 'stale' {
+export function restartDue(
+  restart: Pick<ScheduledRestart, 'at'>,
+  now: number,
+  loopWaitSeconds: number,
+  wallJumpMs = 0,
+): 'wait' | 'run' | 'stale' {
   return scheduledActionDue(restart.at, now, loopWaitSeconds, wallJumpMs);
 }
 
@@ -28,7 +38,8 @@ export function restartFilterMismatch(
   if (filters.postgres_version && view.sample && view.sample.serverVersion >= versionNumber(filters.postgres_version)) {
     return `PostgreSQL ${view.sample.serverVersion} is not older than ${filters.postgres_version}`;
   }
-  if (filters.restart_pending && (!view.sample || Object.keys(view.sample.pendingRestart).length === 0)) return 'no restart is pending';
+  if (filters.restart_pending && (!view.sample || Object.keys(view.sample.pendingRestart).length === 0))
+    return 'no restart is pending';
   return null;
 }
 

@@ -39,21 +39,30 @@ export function siteChoice(race: SiteRace, equals: PeerReading[]): SiteChoice {
   const preferred = failover?.site ?? currentSite;
   const trailing = race.readingsMayTrail ? (race.behind ?? []).find((peer) => peer.site === preferred) : undefined;
   if (preferred && trailing && ownSite !== preferred && !equals.some((peer) => peer.site === preferred)) {
-    return { defer: `${trailing.name} of the ${failover?.site ? 'requested' : 'current'} site ${preferred} shows a wal position behind mine: waiting for its next reading before a cross-site ${action}` };
+    return {
+      defer: `${trailing.name} of the ${failover?.site ? 'requested' : 'current'} site ${preferred} shows a wal position behind mine: waiting for its next reading before a cross-site ${action}`,
+    };
   }
   if (failover?.site) {
     const inSite = equals.filter((peer) => peer.site === failover.site);
     if (inSite.length > 0 && ownSite !== failover.site) {
-      return { defer: `${capitalize(action)} to the requested site ${failover.site} is possible, while my site is ${ownSite ?? 'not set'}` };
+      return {
+        defer: `${capitalize(action)} to the requested site ${failover.site} is possible, while my site is ${ownSite ?? 'not set'}`,
+      };
     }
     if (ownSite === failover.site) return { rivals: inSite };
     // Nobody of the requested site can take over: priorities decide among the rest (Patroni's branch races them unordered).
-    return { rivals: equals, note: `No members in the requested site ${failover.site}. Performing cross-site ${action}` };
+    return {
+      rivals: equals,
+      note: `No members in the requested site ${failover.site}. Performing cross-site ${action}`,
+    };
   }
   if (!currentSite) return { rivals: equals };
   const inCurrentSite = equals.filter((peer) => peer.site === currentSite);
   if (inCurrentSite.length > 0 && ownSite !== currentSite) {
-    return { defer: `Local ${action} in the current site ${currentSite} is possible, while my site is ${ownSite ?? 'not set'}` };
+    return {
+      defer: `Local ${action} in the current site ${currentSite} is possible, while my site is ${ownSite ?? 'not set'}`,
+    };
   }
   if (ownSite === currentSite) return { rivals: inCurrentSite };
   return { rivals: equals, note: `No members in the current site ${currentSite}. Performing cross-site ${action}` };

@@ -41,7 +41,8 @@ const EMPTY: SlotPlan = { physical: [], logical: [], conflicts: [] };
 export const replicatefromOf = (tags: Record<string, unknown> | undefined): string | null =>
   typeof tags?.replicatefrom === 'string' && tags.replicatefrom !== '' ? tags.replicatefrom : null;
 
-const positionOf = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
+const positionOf = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
 
 /**
  * The slot a node's WAL leaves the primary by, following `replicatefrom` up the cascade; null for a
@@ -81,7 +82,8 @@ export function planSlots({ self, isLeader, cluster, dynamic, departed = [] }: S
   const ownSlot = slotNameOf(self.name);
   const nofailover = failoverPriority(self.tags) === 0;
   const published = cluster.status?.value.slots ?? {};
-  const running = (name: string) => cluster.members.some((member) => member.name === name && member.data.state === 'running');
+  const running = (name: string) =>
+    cluster.members.some((member) => member.name === name && member.data.state === 'running');
   // Where a member streams from, as cascade.ts arranges it: from the leader when its upstream is not running.
   const expectedActive = (member: Member): boolean => {
     const from = replicatefromOf(member.data.tags);
@@ -91,7 +93,9 @@ export function planSlots({ self, isLeader, cluster, dynamic, departed = [] }: S
   const retainMembers = dynamic.member_slots_ttl > 0;
   const members = cluster.members
     .filter((member) => member.name !== self.name && !isTruthyTag(member.data.tags?.nostream))
-    .filter((member) => (retainMembers ? !nofailover || replicatefromOf(member.data.tags) === self.name : expectedActive(member)));
+    .filter((member) =>
+      retainMembers ? !nofailover || replicatefromOf(member.data.tags) === self.name : expectedActive(member),
+    );
 
   const physical = new Map<string, PlannedPhysicalSlot>();
   for (const member of members) {
@@ -101,23 +105,38 @@ export function planSlots({ self, isLeader, cluster, dynamic, departed = [] }: S
     physical.set(name, { name, ...(position > 0 ? { position } : {}), expectedActive: expectedActive(member) });
   }
   if (!nofailover) {
-    const retained = [...(Array.isArray(cluster.status?.value.retain_slots) ? cluster.status!.value.retain_slots : []), ...departed.map(slotNameOf)];
+    const retained = [
+      ...(Array.isArray(cluster.status?.value.retain_slots) ? cluster.status!.value.retain_slots : []),
+      ...departed.map(slotNameOf),
+    ];
     for (const name of retained) {
-      if (typeof name === 'string' && name !== ownSlot && !physical.has(name)) physical.set(name, { name, expectedActive: false });
+      if (typeof name === 'string' && name !== ownSlot && !physical.has(name))
+        physical.set(name, { name, expectedActive: false });
     }
   }
 
   const permanent = nofailover ? [] : dynamic.slots;
   const streamsFromPrimary = dynamic.standby_cluster === null && slotOnPrimary(cluster, self.name, self.tags) !== null;
-  const cascading = new Map(cluster.members.filter((member) => replicatefromOf(member.data.tags)).map((member) => [slotNameOf(member.name), member]));
+  const cascading = new Map(
+    cluster.members
+      .filter((member) => replicatefromOf(member.data.tags))
+      .map((member) => [slotNameOf(member.name), member]),
+  );
   const logical: PermanentSlot[] = [];
   const conflicts: string[] = [];
   for (const slot of permanent) {
     if (slot.type === 'physical') {
       if (slot.name === ownSlot || physical.has(slot.name)) continue;
       // A permanent slot named after a cascading member: that member's own report is its freshest position.
-      const position = Math.max(positionOf(published[slot.name]), positionOf(cascading.get(slot.name)?.data.xlog_location));
-      physical.set(slot.name, { name: slot.name, ...(position > 0 ? { position } : {}), expectedActive: isLeader && !cascading.has(slot.name) });
+      const position = Math.max(
+        positionOf(published[slot.name]),
+        positionOf(cascading.get(slot.name)?.data.xlog_location),
+      );
+      physical.set(slot.name, {
+        name: slot.name,
+        ...(position > 0 ? { position } : {}),
+        expectedActive: isLeader && !cascading.has(slot.name),
+      });
     } else if (streamsFromPrimary) {
       if (physical.has(slot.name)) conflicts.push(slot.name);
       else logical.push(slot);
@@ -132,10 +151,17 @@ export function planSlots({ self, isLeader, cluster, dynamic, departed = [] }: S
  * physical slots (kept anyway). Every node keeps these slots, so a member that comes back after a
  * failover finds its WAL. Absent (null) with `member_slots_ttl` 0.
  */
-export function retainedSlots(cluster: ClusterView, selfName: string, dynamic: Pick<EffectiveDynamicConfig, 'use_slots' | 'member_slots_ttl' | 'slots'>, departed: string[]): string[] | null {
+export function retainedSlots(
+  cluster: ClusterView,
+  selfName: string,
+  dynamic: Pick<EffectiveDynamicConfig, 'use_slots' | 'member_slots_ttl' | 'slots'>,
+  departed: string[],
+): string[] | null {
   if (!dynamic.use_slots || dynamic.member_slots_ttl <= 0) return null;
   const permanent = new Set(dynamic.slots.filter((slot) => slot.type === 'physical').map((slot) => slot.name));
-  const streaming = cluster.members.filter((member) => !isTruthyTag(member.data.tags?.nostream)).map((member) => member.name);
+  const streaming = cluster.members
+    .filter((member) => !isTruthyTag(member.data.tags?.nostream))
+    .map((member) => member.name);
   const names = new Set([...streaming, selfName, ...departed].map(slotNameOf));
   const retained = [...names].filter((name) => !permanent.has(name)).sort();
   return retained.length > 0 ? retained : null;

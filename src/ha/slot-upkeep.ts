@@ -25,18 +25,32 @@ export interface SlotUpkeep {
  * `resetXmin` only when the cluster has a leader and this node is it as a primary or follows it
  * (not while a leader still runs as a standby).
  */
-export function slotUpkeep(plan: SlotPlan, ignore: SlotMatcher[], reading: SlotReading, resetXmin: boolean): SlotUpkeep {
+export function slotUpkeep(
+  plan: SlotPlan,
+  ignore: SlotMatcher[],
+  reading: SlotReading,
+  resetXmin: boolean,
+): SlotUpkeep {
   const planned = new Map(plan.physical.map((slot) => [slot.name, slot]));
   const known = new Map((reading.physical ?? []).map((slot) => [slot.name, slot]));
   const reset = resetXmin
-    ? (reading.physical ?? []).filter((slot) => !slot.active && slot.xmin === true && planned.get(slot.name)?.expectedActive === false).map((slot) => slot.name)
+    ? (reading.physical ?? [])
+        .filter((slot) => !slot.active && slot.xmin === true && planned.get(slot.name)?.expectedActive === false)
+        .map((slot) => slot.name)
     : [];
   const advance: Record<string, number> = {};
   for (const slot of plan.physical) {
     if (slot.position === undefined || slot.expectedActive || reset.includes(slot.name)) continue;
     const here = known.get(slot.name);
     if (reading.physical && !here) continue; // created this cycle: advanced from the next
-    if (here && (here.active || here.xmin || here.restartLsn === null || (here.restartLsn !== undefined && here.restartLsn >= slot.position))) continue;
+    if (
+      here &&
+      (here.active ||
+        here.xmin ||
+        here.restartLsn === null ||
+        (here.restartLsn !== undefined && here.restartLsn >= slot.position))
+    )
+      continue;
     advance[slot.name] = slot.position;
   }
   const logical = new Map(plan.logical.map((slot) => [slot.name, slot]));

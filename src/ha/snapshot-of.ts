@@ -12,7 +12,12 @@ import { unresponsiveForMs } from './unresponsive';
  * (as it compares scheduled times), so each is handed over as the wall time it corresponds to at this
  * moment: the time elapsed since it stays true whatever the wall clock did meanwhile.
  */
-export function snapshotOf(node: NodeActors, cluster: ClusterView | null, dcsError: string | null, clock: TimerClock): HaSnapshot {
+export function snapshotOf(
+  node: NodeActors,
+  cluster: ClusterView | null,
+  dcsError: string | null,
+  clock: TimerClock,
+): HaSnapshot {
   const now = clock.now();
   const monotonicNow = clock.monotonic();
   const wall = (at: number) => wallTimeOf(clock, at);

@@ -17,16 +17,26 @@ import type { EndedTask } from './cluster-snapshot';
  * - `port_in_use`, `bad_setting`: an operator must act; retrying slowly keeps the node visible.
  * - `unknown`: anything else, retried slowly.
  */
-export type StartFailureKind = 'diverged' | 'wal_missing' | 'disk_full' | 'in_use' | 'port_in_use' | 'bad_setting' | 'unknown';
+export type StartFailureKind =
+  'diverged' | 'wal_missing' | 'disk_full' | 'in_use' | 'port_in_use' | 'bad_setting' | 'unknown';
 
 const PATTERNS: [StartFailureKind, RegExp][] = [
   // First: a full disk also makes recovery stop short, which could read as the WAL it needs missing.
   ['disk_full', /No space left on device|Disk quota exceeded|could not extend file/],
-  ['diverged', /is not a child of this server's history|does not contain minimum recovery point|forked off current database system timeline/],
-  ['wal_missing', /could not locate (a valid|required) checkpoint record|requested WAL segment \S+ has already been removed|could not find redo location/],
+  [
+    'diverged',
+    /is not a child of this server's history|does not contain minimum recovery point|forked off current database system timeline/,
+  ],
+  [
+    'wal_missing',
+    /could not locate (a valid|required) checkpoint record|requested WAL segment \S+ has already been removed|could not find redo location/,
+  ],
   ['port_in_use', /could not bind|Address already in use|could not create any TCP\/IP sockets/],
   ['in_use', /lock file "[^"]*" already exists|pre-existing shared memory block|Is another postmaster \(PID/],
-  ['bad_setting', /invalid value for parameter|unrecognized configuration parameter|configuration file "[^"]*" contains errors|must be at least|cannot be (less|greater) than/],
+  [
+    'bad_setting',
+    /invalid value for parameter|unrecognized configuration parameter|configuration file "[^"]*" contains errors|must be at least|cannot be (less|greater) than/,
+  ],
 ];
 
 export function classifyStartFailure(lastError: string | null): StartFailureKind {
@@ -38,7 +48,8 @@ export function classifyStartFailure(lastError: string | null): StartFailureKind
 export function startFailureSummary(lastError: string | null): string {
   if (!lastError) return 'no reason recorded';
   const lines = lastError.split(/\n| \| /).filter((line) => line.trim());
-  const fatal = lines.find((line) => /No space left on device/.test(line)) ?? lines.find((line) => /\b(FATAL|PANIC):/.test(line));
+  const fatal =
+    lines.find((line) => /No space left on device/.test(line)) ?? lines.find((line) => /\b(FATAL|PANIC):/.test(line));
   return (fatal ?? lines[lines.length - 1]).replace(/^.*?\b(FATAL|PANIC):\s*/, '').trim();
 }
 
@@ -74,7 +85,12 @@ export function startRetryDelayMs(failedStarts: number, loopWaitSeconds: number)
  * When task `name` may run again after failing (the same backoff as failed starts), or null when
  * it may run now: it did not fail last, or its pause is over.
  */
-export function failedTaskRetryAt(last: EndedTask | null, name: string, now: number, loopWaitSeconds: number): number | null {
+export function failedTaskRetryAt(
+  last: EndedTask | null,
+  name: string,
+  now: number,
+  loopWaitSeconds: number,
+): number | null {
   if (!last || last.name !== name || !last.error || last.endedAt === null) return null;
   const at = last.endedAt + startRetryDelayMs(last.failuresInRow, loopWaitSeconds);
   return now < at ? at : null;

@@ -11,7 +11,8 @@ export function effectiveTags(tags: NodeTags): Record<string, unknown> {
   for (const [key, value] of Object.entries(tags)) {
     if (value === undefined || value === null) continue;
     const keptBecauseOfPriority =
-      (key === 'nofailover' && tags.failover_priority !== undefined) || (key === 'nosync' && tags.sync_priority !== undefined);
+      (key === 'nofailover' && tags.failover_priority !== undefined) ||
+      (key === 'nosync' && tags.sync_priority !== undefined);
     if (BUILT_IN_TAGS.includes(key) && !value && !keptBecauseOfPriority) continue;
     published[key] = value;
   }
@@ -24,14 +25,19 @@ export function effectiveTags(tags: NodeTags): Record<string, unknown> {
  */
 export function tagConflicts(tags: NodeTags): string[] {
   const conflicts: string[] = [];
-  for (const [flagName, priorityName] of [['nofailover', 'failover_priority'], ['nosync', 'sync_priority']] as const) {
+  for (const [flagName, priorityName] of [
+    ['nofailover', 'failover_priority'],
+    ['nosync', 'sync_priority'],
+  ] as const) {
     if (!(flagName in tags)) continue;
     const flag = tags[flagName];
     const priority = pythonInt(tags[priorityName]);
     if (priority === null) continue;
     if ((pythonTruthy(flag) && priority > 0) || (!pythonTruthy(flag) && priority <= 0)) {
       const shown = pythonStr(flag);
-      conflicts.push(`Conflicting configuration between ${flagName}: ${shown} and ${priorityName}: ${priority}. Defaulting to ${flagName}: ${shown}`);
+      conflicts.push(
+        `Conflicting configuration between ${flagName}: ${shown} and ${priorityName}: ${priority}. Defaulting to ${flagName}: ${shown}`,
+      );
     }
   }
   return conflicts;

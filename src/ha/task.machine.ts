@@ -5,7 +5,8 @@ import { assign, setup } from 'xstate';
  * promote, switchover, restart, reinitialize...), so that "busy" is a recorded state, not a field:
  * an auditor replaying the log sees when each procedure began, how it ended and why it failed.
  */
-export type TaskEvent = { type: 'TASK_STARTED'; task: string } | { type: 'TASK_ENDED'; task: string; error?: string; at?: number };
+export type TaskEvent =
+  { type: 'TASK_STARTED'; task: string } | { type: 'TASK_ENDED'; task: string; error?: string; at?: number };
 
 export interface TaskContext {
   /** The running procedure, null when idle. */

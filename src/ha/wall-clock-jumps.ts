@@ -21,6 +21,9 @@ export class WallClockJumps {
     this.lastSkew = skew;
     if (Math.abs(jumpMs) < NOTEWORTHY_JUMP_MS) return { jumpMs, note: null };
     const seconds = Math.round(Math.abs(jumpMs) / 1000);
-    return { jumpMs, note: `the wall clock jumped ${jumpMs > 0 ? 'forward' : 'back'} by ${seconds} s since the last cycle: leases and waits are unaffected (they run on the monotonic clock), scheduled actions follow the wall clock` };
+    return {
+      jumpMs,
+      note: `the wall clock jumped ${jumpMs > 0 ? 'forward' : 'back'} by ${seconds} s since the last cycle: leases and waits are unaffected (they run on the monotonic clock), scheduled actions follow the wall clock`,
+    };
   }
 }

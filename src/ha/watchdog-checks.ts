@@ -6,7 +6,11 @@ import { WATCHDOG_ACTIVATION_WAIT_MS } from './watchdog-guard';
 export function watchdogBeforePromotion(node: NodeActors): Promise<void> {
   if (node.dynamic.pause) return Promise.resolve();
   const { pg, clock } = node.deps;
-  return node.watchdog.awaitActivation(() => pg.fenceState(), (ms) => sleep(clock, ms), WATCHDOG_ACTIVATION_WAIT_MS);
+  return node.watchdog.awaitActivation(
+    () => pg.fenceState(),
+    (ms) => sleep(clock, ms),
+    WATCHDOG_ACTIVATION_WAIT_MS,
+  );
 }
 
 /** Looks at the watchdog once per HA cycle (mode `required`): a node without one may not lead. */

@@ -58,7 +58,10 @@ export class WatchdogGuard {
         this.record('watchdog.unusable', failure, { device, mode: this.settings.mode });
       } else if (this.lastFailure) {
         this.logger.info(`watchdog device ${device} is usable again`);
-        this.record('watchdog.usable', `watchdog device ${device} is usable again`, { device, mode: this.settings.mode });
+        this.record('watchdog.usable', `watchdog device ${device} is usable again`, {
+          device,
+          mode: this.settings.mode,
+        });
       }
       this.lastFailure = failure;
     }
@@ -69,14 +72,20 @@ export class WatchdogGuard {
    * Mode `required`: resolves once the fence reports the device activated (the arm that took the lock asked for
    * it), as the reference activates it before it promotes; throws why not, after `timeoutMs` at most.
    */
-  async awaitActivation(fenceState: () => FenceState, wait: (ms: number) => Promise<void>, timeoutMs: number): Promise<void> {
+  async awaitActivation(
+    fenceState: () => FenceState,
+    wait: (ms: number) => Promise<void>,
+    timeoutMs: number,
+  ): Promise<void> {
     const { mode, device } = this.settings;
     if (mode !== 'required') return;
     for (let waited = 0; ; waited += ACTIVATION_POLL_MS) {
       const held = fenceState().watchdog;
       if (held?.device === device && held.running) return;
-      if (held?.device === device && held.error) throw new Error(`not promoting: watchdog could not be activated: ${held.error}`);
-      if (waited >= timeoutMs) throw new Error(`not promoting: the fence did not report watchdog ${device} activated within ${timeoutMs} ms`);
+      if (held?.device === device && held.error)
+        throw new Error(`not promoting: watchdog could not be activated: ${held.error}`);
+      if (waited >= timeoutMs)
+        throw new Error(`not promoting: the fence did not report watchdog ${device} activated within ${timeoutMs} ms`);
       await wait(ACTIVATION_POLL_MS);
     }
   }
@@ -85,7 +94,8 @@ export class WatchdogGuard {
   private recordFenceChange(held: FenceWatchdogState | null): void {
     const before = this.lastHeld;
     this.lastHeld = held;
-    const same = before && before.running === held?.running && before.timeout === held.timeout && before.error === held.error;
+    const same =
+      before && before.running === held?.running && before.timeout === held.timeout && before.error === held.error;
     if (!held || (same && before.reason === held.reason)) return;
     const data = { device: held.device, timeout: held.timeout };
     if (held.error) {
@@ -94,7 +104,11 @@ export class WatchdogGuard {
       // The term ended on the fence's deadline: the device fires; nothing this agent does cancels it.
       this.record('watchdog.left_armed', `${held.reason}: it fires ${held.timeout} s after its last keepalive`, data);
     } else if (held.running && !same) {
-      this.record(before?.running ? 'watchdog.timeout_changed' : 'watchdog.activated', `watchdog set to ${held.timeout} s`, data);
+      this.record(
+        before?.running ? 'watchdog.timeout_changed' : 'watchdog.activated',
+        `watchdog set to ${held.timeout} s`,
+        data,
+      );
     } else if (!held.running && before?.running) {
       this.record('watchdog.closed', held.reason ?? 'magic close: this node no longer leads', data);
     }

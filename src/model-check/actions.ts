@@ -5,11 +5,34 @@ import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, timelineStart } fr
 import { canStream, dcsRead, streamingFrom } from './snapshot';
 import { Fact } from './recording';
 
-const FAULTS: ReadonlySet<ActionKind> = new Set(['agentCrash', 'agentFreeze', 'pgCrash', 'fenceKill', 'fenceLate', 'dcsCut', 'quorumLoss']);
-const OPERATIONS: ReadonlySet<ActionKind> = new Set(['switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority']);
+const FAULTS: ReadonlySet<ActionKind> = new Set([
+  'agentCrash',
+  'agentFreeze',
+  'pgCrash',
+  'fenceKill',
+  'fenceLate',
+  'dcsCut',
+  'quorumLoss',
+]);
+const OPERATIONS: ReadonlySet<ActionKind> = new Set([
+  'switchover',
+  'switchoverAny',
+  'scheduledSwitchover',
+  'failover',
+  'pause',
+  'resume',
+  'syncMode',
+  'ttl',
+  'noFailover',
+  'failoverPriority',
+]);
 
 const LW = LOOP_WAIT_S * 1000;
-const act = (kind: ActionKind, node = -1): Action => ({ kind, node, label: node >= 0 ? `${kind} ${NODE_NAMES[node]}` : kind });
+const act = (kind: ActionKind, node = -1): Action => ({
+  kind,
+  node,
+  label: node >= 0 ? `${kind} ${NODE_NAMES[node]}` : kind,
+});
 
 /** Running out of recovery and not shutting down: it accepts and commits writes. */
 export function acceptsWrites(c: ClusterModel, i: number): boolean {
@@ -26,7 +49,8 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
   if (on('tick') && c.nodes.every((n) => n.agent !== 'up' || n.cycled)) actions.push(act('tick'));
   c.nodes.forEach((n, i) => {
     if (n.agent === 'up' && on('cycle')) actions.push(act('cycle', i));
-    if (n.agent === 'up' && !n.view && c.quorum && !n.dcsCut && c.staleReads < bounds.staleReads && on('read')) actions.push(act('read', i));
+    if (n.agent === 'up' && !n.view && c.quorum && !n.dcsCut && c.staleReads < bounds.staleReads && on('read'))
+      actions.push(act('read', i));
     if (n.agent === 'up' && n.op !== 'none' && on('complete')) actions.push(act('complete', i));
     if (n.pg === 'running' && !n.primary && n.op === 'none' && n.upstream >= 0 && on('ship')) {
       const up = c.nodes[n.upstream];
@@ -47,12 +71,14 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
     if (opsLeft && on('failoverPriority')) actions.push(act('failoverPriority', i));
     const candidate = c.leaderKey >= 0 && i !== c.leaderKey && n.member?.running && !n.noFailover && !c.failover;
     if (opsLeft && candidate && on('switchover')) actions.push(act('switchover', i));
-    if (opsLeft && n.member?.running && !n.noFailover && !c.failover && on('failover')) actions.push(act('failover', i));
+    if (opsLeft && n.member?.running && !n.noFailover && !c.failover && on('failover'))
+      actions.push(act('failover', i));
   });
   if (faultsLeft && c.quorum && on('quorumLoss')) actions.push(act('quorumLoss'));
   if (!c.quorum && on('quorumBack')) actions.push(act('quorumBack'));
   if (opsLeft && c.leaderKey >= 0 && !c.failover && on('switchoverAny')) actions.push(act('switchoverAny'));
-  if (opsLeft && c.leaderKey >= 0 && !c.failover && !c.pause && on('scheduledSwitchover')) actions.push(act('scheduledSwitchover'));
+  if (opsLeft && c.leaderKey >= 0 && !c.failover && !c.pause && on('scheduledSwitchover'))
+    actions.push(act('scheduledSwitchover'));
   if (opsLeft && !c.pause && on('pause')) actions.push(act('pause'));
   if (opsLeft && c.pause && on('resume')) actions.push(act('resume'));
   if (opsLeft && bounds.modes.length > 1 && on('syncMode')) actions.push(act('syncMode'));
@@ -82,7 +108,13 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       cycle = runCycle(next, i, mutation);
       // A manual failover may pick any member, as the reference allows: commits acknowledged before it are outside invariant 3.
       if (cycle.promotion?.forced) next.acked = null;
-      facts.push(...cycle.facts, { stream: `node/${NODE_NAMES[i]}/ha`, type: 'ha.verdict', node: i, cause: 'cycle', data: { verdict: cycle.verdict } });
+      facts.push(...cycle.facts, {
+        stream: `node/${NODE_NAMES[i]}/ha`,
+        type: 'ha.verdict',
+        node: i,
+        cause: 'cycle',
+        data: { verdict: cycle.verdict },
+      });
       break;
     case 'read':
       n!.view = JSON.stringify(dcsRead(next));
@@ -117,7 +149,8 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       n!.agent = 'frozen';
       break;
     case 'agentRestart':
-      if (n!.agent === 'down') n!.role = n!.pg === 'running' && n!.primary ? 'primary' : n!.role === 'replica' ? 'replica' : 'demoted';
+      if (n!.agent === 'down')
+        n!.role = n!.pg === 'running' && n!.primary ? 'primary' : n!.role === 'replica' ? 'replica' : 'demoted';
       n!.agent = 'up';
       n!.waking = true;
       break;
@@ -149,33 +182,74 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       break;
     case 'switchover':
       next.failover = { leader: next.leaderKey, member: i, dueIn: null };
-      facts.push({ stream: 'cluster', type: 'switchover.requested', node: next.leaderKey, cause: 'POST /switchover', data: { leader: NODE_NAMES[next.leaderKey], member: NODE_NAMES[i] } });
+      facts.push({
+        stream: 'cluster',
+        type: 'switchover.requested',
+        node: next.leaderKey,
+        cause: 'POST /switchover',
+        data: { leader: NODE_NAMES[next.leaderKey], member: NODE_NAMES[i] },
+      });
       break;
     case 'switchoverAny':
       next.failover = { leader: next.leaderKey, member: -1, dueIn: null };
-      facts.push({ stream: 'cluster', type: 'switchover.requested', node: next.leaderKey, cause: 'POST /switchover', data: { leader: NODE_NAMES[next.leaderKey] } });
+      facts.push({
+        stream: 'cluster',
+        type: 'switchover.requested',
+        node: next.leaderKey,
+        cause: 'POST /switchover',
+        data: { leader: NODE_NAMES[next.leaderKey] },
+      });
       break;
     case 'scheduledSwitchover':
       next.failover = { leader: next.leaderKey, member: -1, dueIn: LW };
-      facts.push({ stream: 'cluster', type: 'switchover.requested', node: next.leaderKey, cause: 'POST /switchover', data: { leader: NODE_NAMES[next.leaderKey], scheduled_in_ms: LW } });
+      facts.push({
+        stream: 'cluster',
+        type: 'switchover.requested',
+        node: next.leaderKey,
+        cause: 'POST /switchover',
+        data: { leader: NODE_NAMES[next.leaderKey], scheduled_in_ms: LW },
+      });
       break;
     case 'failover':
       next.failover = { leader: -1, member: i, dueIn: null };
-      facts.push({ stream: 'cluster', type: 'failover.requested', node: i, cause: 'POST /failover', data: { member: NODE_NAMES[i] } });
+      facts.push({
+        stream: 'cluster',
+        type: 'failover.requested',
+        node: i,
+        cause: 'POST /failover',
+        data: { member: NODE_NAMES[i] },
+      });
       break;
     case 'pause':
     case 'resume':
       next.pause = action.kind === 'pause';
-      facts.push({ stream: 'cluster', type: next.pause ? 'cluster.paused' : 'cluster.resumed', node: 0, cause: 'PATCH /config' });
+      facts.push({
+        stream: 'cluster',
+        type: next.pause ? 'cluster.paused' : 'cluster.resumed',
+        node: 0,
+        cause: 'PATCH /config',
+      });
       break;
     case 'syncMode': {
       next.mode = bounds.modes[(bounds.modes.indexOf(next.mode) + 1) % bounds.modes.length];
-      facts.push({ stream: 'cluster', type: 'config.changed', node: 0, cause: 'PATCH /config', data: { synchronous_mode: next.mode } });
+      facts.push({
+        stream: 'cluster',
+        type: 'config.changed',
+        node: 0,
+        cause: 'PATCH /config',
+        data: { synchronous_mode: next.mode },
+      });
       break;
     }
     case 'ttl':
       next.ttl = next.ttl === 30 ? 20 : 30;
-      facts.push({ stream: 'cluster', type: 'config.changed', node: 0, cause: 'PATCH /config', data: { ttl: next.ttl } });
+      facts.push({
+        stream: 'cluster',
+        type: 'config.changed',
+        node: 0,
+        cause: 'PATCH /config',
+        data: { ttl: next.ttl },
+      });
       break;
     case 'noFailover':
       n!.noFailover = !n!.noFailover;
@@ -204,7 +278,8 @@ function tick(c: ClusterModel): void {
     c.keyLease = Math.max(0, c.keyLease - LW);
     if (c.keyLease === 0) c.leaderKey = -1;
   }
-  if (c.failover?.dueIn !== null && c.failover?.dueIn !== undefined) c.failover.dueIn = Math.max(-2 * LW, c.failover.dueIn - LW);
+  if (c.failover?.dueIn !== null && c.failover?.dueIn !== undefined)
+    c.failover.dueIn = Math.max(-2 * LW, c.failover.dueIn - LW);
 }
 
 /** The fence's deadline passed without a new arm: it stops the postmaster (immediate shutdown), at once for one just started. */
@@ -223,12 +298,24 @@ function complete(c: ClusterModel, i: number, facts: Fact[], mutation?: Decision
   if (op === 'promote') {
     if (n.pg !== 'running') return;
     c.history.push([n.timeline, n.wal]);
-    facts.push({ stream: 'cluster', type: 'timeline.created', node: i, cause: 'promote', data: { timeline: n.timeline } });
+    facts.push({
+      stream: 'cluster',
+      type: 'timeline.created',
+      node: i,
+      cause: 'promote',
+      data: { timeline: n.timeline },
+    });
     n.timeline++;
     n.primary = true;
     n.role = 'primary';
     n.upstream = -1;
-    facts.push({ stream: 'cluster', type: 'leader.promoted', node: i, cause: 'promote', data: { timeline: n.timeline } });
+    facts.push({
+      stream: 'cluster',
+      type: 'leader.promoted',
+      node: i,
+      cause: 'promote',
+      data: { timeline: n.timeline },
+    });
     if (n.leader && n.lease > 0) armFence(c, i, mutation);
     return;
   }
@@ -306,6 +393,7 @@ export function settleAcks(c: ClusterModel): void {
     if (upTo <= timelineStart(c, n.timeline)) return;
     // Positions only grow along one history: a commit past the last acknowledged one is a new one.
     // Synchronous replication is in force once `/sync` names this primary its leader; before that, commits are asynchronous.
-    if (!c.acked || upTo > c.acked.wal) c.acked = { timeline: n.timeline, wal: upTo, sync: c.mode !== 'off' && c.sync?.leader === i };
+    if (!c.acked || upTo > c.acked.wal)
+      c.acked = { timeline: n.timeline, wal: upTo, sync: c.mode !== 'off' && c.sync?.leader === i };
   });
 }

@@ -6,9 +6,25 @@ import { ReplicationMode } from './model';
  * completes after the lease ran out runs a primary without a lease until its next cycle, a gap only
  * the fence closes (docs/chaos-and-safety.md, "Two layers").
  */
-const FENCELESS_KINDS: ReadonlySet<(typeof ACTION_KINDS)[number]> = new Set(ACTION_KINDS.filter((k) => k !== 'agentFreeze'));
+const FENCELESS_KINDS: ReadonlySet<(typeof ACTION_KINDS)[number]> = new Set(
+  ACTION_KINDS.filter((k) => k !== 'agentFreeze'),
+);
 
 /** The budgets of a search in `mode`: `syncMode` toggles between it and asynchronous replication. */
-export function boundsFor(mode: ReplicationMode, faults: number, operations: number, writes: number, staleReads = 1, fenceless = false): Bounds {
-  return { faults, operations, writes, staleReads, modes: mode === 'off' ? ['off', 'on'] : [mode, 'off'], ...(fenceless ? { fenceless, kinds: FENCELESS_KINDS } : {}) };
+export function boundsFor(
+  mode: ReplicationMode,
+  faults: number,
+  operations: number,
+  writes: number,
+  staleReads = 1,
+  fenceless = false,
+): Bounds {
+  return {
+    faults,
+    operations,
+    writes,
+    staleReads,
+    modes: mode === 'off' ? ['off', 'on'] : [mode, 'off'],
+    ...(fenceless ? { fenceless, kinds: FENCELESS_KINDS } : {}),
+  };
 }

@@ -50,7 +50,11 @@ function describeWalks(r: WalkReport): string {
 }
 
 export function describeViolation(v: FoundViolation): string {
-  return [`VIOLATION of invariant ${v.invariant}: ${v.message}`, `counter-example, ${v.path.length} steps:`, ...v.path.map((a, i) => `  ${i + 1}. ${a.label}`)].join('\n');
+  return [
+    `VIOLATION of invariant ${v.invariant}: ${v.message}`,
+    `counter-example, ${v.path.length} steps:`,
+    ...v.path.map((a, i) => `  ${i + 1}. ${a.label}`),
+  ].join('\n');
 }
 
 export function runModelCheck(argv: string[], io: ModelCheckIo): number {
@@ -60,9 +64,22 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       args: argv,
       strict: true,
       options: {
-        states: { type: 'string' }, depth: { type: 'string' }, faults: { type: 'string' }, operations: { type: 'string' }, writes: { type: 'string' },
-        walks: { type: 'string' }, 'walk-steps': { type: 'string' }, seed: { type: 'string' }, 'progress-every': { type: 'string' }, modes: { type: 'string' }, out: { type: 'string' }, fenceless: { type: 'boolean' }, 'site-rule': { type: 'string' }, 'no-symmetry': { type: 'boolean' },
-        mutants: { type: 'boolean' }, mutant: { type: 'string' },
+        states: { type: 'string' },
+        depth: { type: 'string' },
+        faults: { type: 'string' },
+        operations: { type: 'string' },
+        writes: { type: 'string' },
+        walks: { type: 'string' },
+        'walk-steps': { type: 'string' },
+        seed: { type: 'string' },
+        'progress-every': { type: 'string' },
+        modes: { type: 'string' },
+        out: { type: 'string' },
+        fenceless: { type: 'boolean' },
+        'site-rule': { type: 'string' },
+        'no-symmetry': { type: 'boolean' },
+        mutants: { type: 'boolean' },
+        mutant: { type: 'string' },
       },
     }).values;
   } catch (error) {
@@ -103,14 +120,22 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       io.stderr(`model-check: --mutant: not a regular expression: ${(error as Error).message}\n`);
       return 2;
     }
-    const budget = { ...FULL_BUDGET, ...(values.states ? { states: settings.states } : {}), ...(values.walks ? { walks: settings.walks } : {}), ...(values['walk-steps'] ? { walkSteps: settings.walkSteps } : {}) };
+    const budget = {
+      ...FULL_BUDGET,
+      ...(values.states ? { states: settings.states } : {}),
+      ...(values.walks ? { walks: settings.walks } : {}),
+      ...(values['walk-steps'] ? { walkSteps: settings.walkSteps } : {}),
+    };
     return runMutationReport(budget, filter, io).survived.length > 0 ? 1 : 0;
   }
   let total = 0;
   const started = Date.now();
   for (const mode of settings.modes) {
     const sites = settings.siteRule > 0 ? { siteRule: settings.siteRule } : {};
-    const bounds = { ...boundsFor(mode, settings.faults, settings.operations, settings.writes, 1, settings.fenceless), ...sites };
+    const bounds = {
+      ...boundsFor(mode, settings.faults, settings.operations, settings.writes, 1, settings.fenceless),
+      ...sites,
+    };
     const walkBounds = { ...boundsFor(mode, 8, 4, 12, 6, settings.fenceless), ...sites };
     const search = breadthFirst({
       mode,
@@ -119,24 +144,40 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       maxStates: settings.states,
       progressEvery: settings.progressEvery,
       symmetry: !values['no-symmetry'],
-      onLevel: (depth, states, transitions, ms) => io.stderr(`[${mode}] every state within ${depth} steps: ${states} states, ${transitions} transitions, ${(ms / 1000).toFixed(1)} s\n`),
+      onLevel: (depth, states, transitions, ms) =>
+        io.stderr(
+          `[${mode}] every state within ${depth} steps: ${states} states, ${transitions} transitions, ${(ms / 1000).toFixed(1)} s\n`,
+        ),
     });
     total += search.states;
     io.stdout(`${describeSearch(search)}\n`);
     const violation = search.violation;
-    const walks = violation ? null : randomWalks({ mode, bounds: walkBounds, walks: settings.walks, steps: settings.walkSteps, seed: settings.seed });
+    const walks = violation
+      ? null
+      : randomWalks({
+          mode,
+          bounds: walkBounds,
+          walks: settings.walks,
+          steps: settings.walkSteps,
+          seed: settings.seed,
+        });
     if (walks) io.stdout(`${describeWalks(walks)}\n`);
     const foundBounds = violation ? bounds : walkBounds;
     const walked = walks?.violation ?? null;
     const found = violation ?? (walked ? shrink(steadyStart(mode, foundBounds), walked, foundBounds) : null);
     if (found) {
-      if (walked) io.stdout(`random walk (seed ${walked.seed}) found it in ${walked.path.length} steps, shrunk to ${found.path.length}\n`);
+      if (walked)
+        io.stdout(
+          `random walk (seed ${walked.seed}) found it in ${walked.path.length} steps, shrunk to ${found.path.length}\n`,
+        );
       io.stdout(`${describeViolation(found)}\n`);
       writeCounterExample(settings.out, counterExampleEvents(mode, foundBounds, found));
       io.stdout(`events written to ${settings.out}: stator audit replay --file ${settings.out} --at <instant>\n`);
       return 1;
     }
   }
-  io.stdout(`model-check: ${total} distinct states in ${((Date.now() - started) / 1000).toFixed(1)} s, no invariant violated\n`);
+  io.stdout(
+    `model-check: ${total} distinct states in ${((Date.now() - started) / 1000).toFixed(1)} s, no invariant violated\n`,
+  );
   return 0;
 }

@@ -17,7 +17,8 @@ export interface CycleOutcome {
   promotion: Promotion | null;
 }
 
-const indexOf = (name: string | null | undefined) => (name ? NODE_NAMES.indexOf(name as (typeof NODE_NAMES)[number]) : -1);
+const indexOf = (name: string | null | undefined) =>
+  name ? NODE_NAMES.indexOf(name as (typeof NODE_NAMES)[number]) : -1;
 
 /**
  * Arms node i's fence from its lease, as LeaderLock.armFence does (the agent remembers the deadline
@@ -51,7 +52,12 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
   const read = stale ?? (reachable ? dcsRead(c) : null);
   if (n.leader && (!read || read.leaderKey !== i)) {
     n.leader = false;
-    facts.push({ stream: 'cluster', type: 'leader.lost', node: i, cause: reachable ? 'leader key is not ours' : 'DCS is not accessible' });
+    facts.push({
+      stream: 'cluster',
+      type: 'leader.lost',
+      node: i,
+      cause: reachable ? 'leader key is not ours' : 'DCS is not accessible',
+    });
   }
   let snapshot = snapshotOf(c, i, stale);
   let decision = decideWith(snapshot, mutation);
@@ -68,7 +74,13 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
       // SyncReplication.beforePromote's write failed: the promotion is postponed to the next cycle.
       if (syncMoved && c.mode !== 'off' && c.mode !== 'quorum') continue;
       const failover = codeOf(mutation).pendingFailover(snapshot);
-      promotion = { node: i, manual: failover !== null, forced: failover !== null && !failover.leader, paused: snapshot.config.pause, raced: snapshot.lockResult === 'acquired' };
+      promotion = {
+        node: i,
+        manual: failover !== null,
+        forced: failover !== null && !failover.leader,
+        paused: snapshot.config.pause,
+        raced: snapshot.lockResult === 'acquired',
+      };
     }
     carryOut(c, i, action, snapshot, facts, syncMoved, codeOf(mutation));
   }
@@ -83,7 +95,14 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
   return { verdict: decision.verdict, facts, promotion };
 }
 
-function fulfil(c: ClusterModel, i: number, s: HaSnapshot, need: string, facts: Fact[], mutation?: DecisionMutation): HaSnapshot {
+function fulfil(
+  c: ClusterModel,
+  i: number,
+  s: HaSnapshot,
+  need: string,
+  facts: Fact[],
+  mutation?: DecisionMutation,
+): HaSnapshot {
   const n = c.nodes[i];
   const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
   switch (need) {
@@ -94,7 +113,8 @@ function fulfil(c: ClusterModel, i: number, s: HaSnapshot, need: string, facts: 
         armFence(c, i, mutation);
         return { ...s, lockResult: 'refreshed' };
       }
-      if (n.leader) facts.push({ stream: 'cluster', type: 'leader.lost', node: i, cause: 'failed to update leader lock in DCS' });
+      if (n.leader)
+        facts.push({ stream: 'cluster', type: 'leader.lost', node: i, cause: 'failed to update leader lock in DCS' });
       n.leader = false;
       return { ...s, lockResult: 'refresh_failed' };
     case 'acquireLock':
@@ -114,7 +134,15 @@ function fulfil(c: ClusterModel, i: number, s: HaSnapshot, need: string, facts: 
   }
 }
 
-function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, facts: Fact[], syncMoved: boolean, code: DecisionCode): void {
+function carryOut(
+  c: ClusterModel,
+  i: number,
+  action: HaAction,
+  s: HaSnapshot,
+  facts: Fact[],
+  syncMoved: boolean,
+  code: DecisionCode,
+): void {
   const n = c.nodes[i];
   const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
   switch (action.type) {
@@ -131,8 +159,13 @@ function carryOut(c: ClusterModel, i: number, action: HaAction, s: HaSnapshot, f
         const others = c.sync ? [c.sync.leader, ...c.sync.standbys].filter((j) => j !== i) : [];
         const keep = c.mode === 'strict' ? others : [];
         c.sync = { leader: i, standbys: keep, quorum: 0 };
-        const held = c.mode === 'strict' ? promotionHoldForSites(c, i, keep, keep.length, false) : { names: [], count: 0 };
-        n.standbyNames = formatStandbyNames(held.names, c.mode === 'strict' && held.names.length === 0 ? 1 : null, false);
+        const held =
+          c.mode === 'strict' ? promotionHoldForSites(c, i, keep, keep.length, false) : { names: [], count: 0 };
+        n.standbyNames = formatStandbyNames(
+          held.names,
+          c.mode === 'strict' && held.names.length === 0 ? 1 : null,
+          false,
+        );
       } else if (c.mode === 'off') n.standbyNames = '';
       n.op = 'promote';
       return;

@@ -14,35 +14,72 @@ const outside = (reason: string): SurvivorReason => ({ kind: 'outside the model'
 const equivalent = (reason: string): SurvivorReason => ({ kind: 'equivalent', reason });
 
 export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
-  "ha/decide.ts decide: remove { type: 'releaseLock' }": outside('a lock holder with an empty data directory: bootstrap and cloning are not modelled'),
-  "ha/decide.ts unresponsive: remove { type: 'killPostgres' }": outside('hung (unresponsive) PostgreSQL is not modelled'),
-  "ha/decide.ts unresponsive: remove { type: 'releaseLock' }": outside('hung (unresponsive) PostgreSQL is not modelled'),
-  'ha/decide.ts failsafeWhileDcsDown: remove OFFLINE_DEMOTE': outside('failsafe mode (a member refusing the leader) is not modelled'),
-  "ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'fast', restart: true, upstream: remote }": outside('standby clusters are not modelled'),
-  "ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'immediate', restart: true, upstream: null }": outside('the watchdog (mode required, unusable) is not modelled'),
-  "ha/decide.ts leaderCycle: remove { type: 'releaseLock' } #3": outside('the watchdog (mode required, unusable) is not modelled'),
-  "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'crashed' }": outside('primary_start_timeout 0: the model runs with the default, 300'),
-  "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside('start failures are not modelled'),
-  'ha/leader-race.ts healthiest: skip if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name))': outside('failsafe mode is not modelled (without it the condition is always false: equivalent there)'),
-  'ha/leader-race.ts healthiest: skip if (local.watchdogFailed && !config.pause)': outside('the watchdog is not modelled'),
-  'ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)': outside('check_timeline: the model runs with the default, off'),
+  "ha/decide.ts decide: remove { type: 'releaseLock' }": outside(
+    'a lock holder with an empty data directory: bootstrap and cloning are not modelled',
+  ),
+  "ha/decide.ts unresponsive: remove { type: 'killPostgres' }": outside(
+    'hung (unresponsive) PostgreSQL is not modelled',
+  ),
+  "ha/decide.ts unresponsive: remove { type: 'releaseLock' }": outside(
+    'hung (unresponsive) PostgreSQL is not modelled',
+  ),
+  'ha/decide.ts failsafeWhileDcsDown: remove OFFLINE_DEMOTE': outside(
+    'failsafe mode (a member refusing the leader) is not modelled',
+  ),
+  "ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'fast', restart: true, upstream: remote }": outside(
+    'standby clusters are not modelled',
+  ),
+  "ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'immediate', restart: true, upstream: null }": outside(
+    'the watchdog (mode required, unusable) is not modelled',
+  ),
+  "ha/decide.ts leaderCycle: remove { type: 'releaseLock' } #3": outside(
+    'the watchdog (mode required, unusable) is not modelled',
+  ),
+  "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'crashed' }": outside(
+    'primary_start_timeout 0: the model runs with the default, 300',
+  ),
+  "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside(
+    'start failures are not modelled',
+  ),
+  'ha/leader-race.ts healthiest: skip if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name))':
+    outside('failsafe mode is not modelled (without it the condition is always false: equivalent there)'),
+  'ha/leader-race.ts healthiest: skip if (local.watchdogFailed && !config.pause)':
+    outside('the watchdog is not modelled'),
+  'ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)': outside(
+    'check_timeline: the model runs with the default, off',
+  ),
   'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside('the watchdog is not modelled'),
   // Site awareness (issue 36) in the race: the mutation run places no member in a site and writes no current_site.
   "ha/leader-race.ts healthiest: skip if ('defer' in sites)": outside(
     'site awareness is not modelled in the mutation run (no member has a site, /status has no current_site, no request names a site): siteChoice then has no preferred site and never defers, so the check never holds',
   ),
   'ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site': outside(
-    'a switchover or failover to a site is not modelled (the model\'s requests name a member or none): `site` is always undefined, so the condition always holds',
+    "a switchover or failover to a site is not modelled (the model's requests name a member or none): `site` is always undefined, so the condition always holds",
   ),
-  'ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline': outside('check_timeline: the model runs with the default, off'),
+  'ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline': outside(
+    'check_timeline: the model runs with the default, off',
+  ),
   // The synchronous planners (issue 34, part 3), one by one.
-  'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)': outside('the nosync and sync_priority tags are not modelled: with neither tag, both the original and the mutant answer false'),
-  'ha/sync/sync-candidates.ts isNoSync: invert if (tags.nosync !== undefined)': outside('the nosync and sync_priority tags are not modelled: with neither tag, isTruthyTag(undefined) and the sync_priority check both answer false'),
-  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_apply')": outside('synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal'),
-  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_write')": outside('synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal'),
-  "ha/sync/priority-plan.ts planPriority: invert if (standbyNames.kind !== 'priority' && active.length > 0)": equivalent(
-    'only the spelling of synchronous_standby_names changes: the branch is reached when the listed standbys are the active ones and the count equals their number, and then ANY n and FIRST n over those n names both make a commit wait for every one of them',
+  'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)': outside(
+    'the nosync and sync_priority tags are not modelled: with neither tag, both the original and the mutant answer false',
   ),
-  'ha/sync/priority-plan.ts planPriority: invert if (awaited.length > 0 && !sameNames(confirmed, awaited))': outside('it adds or leaves out a `recheck` step, which only brings the next cycle forward (time within a loop_wait is not modelled); no setting or /sync write changes'),
-  'ha/sync/readiness.ts observe: invert if (!listed.has(name))': outside('the model builds SyncReadiness afresh in every cycle (sync-duties.ts), so the set of ready standbys is empty when observe() prunes it; what the agent remembers across cycles is not modelled'),
+  'ha/sync/sync-candidates.ts isNoSync: invert if (tags.nosync !== undefined)': outside(
+    'the nosync and sync_priority tags are not modelled: with neither tag, isTruthyTag(undefined) and the sync_priority check both answer false',
+  ),
+  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_apply')": outside(
+    'synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal',
+  ),
+  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_write')": outside(
+    'synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal',
+  ),
+  "ha/sync/priority-plan.ts planPriority: invert if (standbyNames.kind !== 'priority' && active.length > 0)":
+    equivalent(
+      'only the spelling of synchronous_standby_names changes: the branch is reached when the listed standbys are the active ones and the count equals their number, and then ANY n and FIRST n over those n names both make a commit wait for every one of them',
+    ),
+  'ha/sync/priority-plan.ts planPriority: invert if (awaited.length > 0 && !sameNames(confirmed, awaited))': outside(
+    'it adds or leaves out a `recheck` step, which only brings the next cycle forward (time within a loop_wait is not modelled); no setting or /sync write changes',
+  ),
+  'ha/sync/readiness.ts observe: invert if (!listed.has(name))': outside(
+    'the model builds SyncReadiness afresh in every cycle (sync-duties.ts), so the set of ready standbys is empty when observe() prunes it; what the agent remembers across cycles is not modelled',
+  ),
 };

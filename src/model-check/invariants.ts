@@ -18,15 +18,20 @@ const name = (i: number) => NODE_NAMES[i];
 export function checkState(c: ClusterModel): Violation | null {
   const writers = c.nodes.map((_, i) => i).filter((i) => acceptsWrites(c, i) && !unstoppable(c, i));
   for (const i of writers) {
-    if (c.nodes[i].lease <= 0) return { invariant: 'lease', message: `${name(i)} accepts writes although its lease expired` };
+    if (c.nodes[i].lease <= 0)
+      return { invariant: 'lease', message: `${name(i)} accepts writes although its lease expired` };
   }
-  if (writers.length > 1) return { invariant: 'lease', message: `${writers.map(name).join(' and ')} accept writes at once` };
+  if (writers.length > 1)
+    return { invariant: 'lease', message: `${writers.map(name).join(' and ')} accept writes at once` };
   // In quorum mode a commit is on a quorum, not on every member: there the promotion itself is judged (checkPromotion).
   if ((c.mode === 'on' || c.mode === 'strict') && c.sync && c.acked?.sync) {
     for (const j of [c.sync.leader, ...c.sync.standbys]) {
       const n = c.nodes[j];
       if (!n.noFailover && !holdsCommit(c, n, c.acked)) {
-        return { invariant: 'sync', message: `${name(j)} may be promoted (/sync names it) but lacks the acknowledged commit at ${c.acked.timeline}/${c.acked.wal} (it has ${n.timeline}/${n.wal})` };
+        return {
+          invariant: 'sync',
+          message: `${name(j)} may be promoted (/sync names it) but lacks the acknowledged commit at ${c.acked.timeline}/${c.acked.wal} (it has ${n.timeline}/${n.wal})`,
+        };
       }
     }
   }
@@ -67,13 +72,20 @@ export function checkPromotion(before: ClusterModel, p: Promotion): Violation | 
   const n = before.nodes[p.node];
   if (n.noFailover) return { invariant: 'promotion', message: `${name(p.node)} promoted although tagged nofailover` };
   if (p.manual) return null;
-  if (p.paused) return { invariant: 'promotion', message: `${name(p.node)} promoted automatically while the cluster is paused` };
+  if (p.paused)
+    return { invariant: 'promotion', message: `${name(p.node)} promoted automatically while the cluster is paused` };
   const best = mostAdvanced(before);
   if (best - n.wal > MAXIMUM_LAG_ON_FAILOVER) {
-    return { invariant: 'promotion', message: `${name(p.node)} promoted at WAL ${n.wal}, ${best - n.wal} behind the most advanced known position ${best} (maximum_lag_on_failover ${MAXIMUM_LAG_ON_FAILOVER})` };
+    return {
+      invariant: 'promotion',
+      message: `${name(p.node)} promoted at WAL ${n.wal}, ${best - n.wal} behind the most advanced known position ${best} (maximum_lag_on_failover ${MAXIMUM_LAG_ON_FAILOVER})`,
+    };
   }
   if (!p.forced && before.mode !== 'off' && before.acked?.sync && !holdsCommit(before, n, before.acked)) {
-    return { invariant: 'sync', message: `${name(p.node)} promoted in synchronous mode without the acknowledged commit at ${before.acked.timeline}/${before.acked.wal}` };
+    return {
+      invariant: 'sync',
+      message: `${name(p.node)} promoted in synchronous mode without the acknowledged commit at ${before.acked.timeline}/${before.acked.wal}`,
+    };
   }
   return null;
 }
@@ -94,7 +106,16 @@ export function checkRace(before: ClusterModel, p: Promotion): Violation | null 
   const priorityMode = before.mode === 'on' || before.mode === 'strict';
   for (let j = 0; j < before.nodes.length; j++) {
     const peer = before.nodes[j];
-    if (j === p.node || peer.noFailover || peer.agent !== 'up' || !peer.member || peer.pg !== 'running' || peer.op === 'demote' || peer.op === 'start') continue;
+    if (
+      j === p.node ||
+      peer.noFailover ||
+      peer.agent !== 'up' ||
+      !peer.member ||
+      peer.pg !== 'running' ||
+      peer.op === 'demote' ||
+      peer.op === 'start'
+    )
+      continue;
     if (before.mode !== 'off' && before.sync) {
       if (before.sync.leader === j) continue;
       if (priorityMode && !before.sync.standbys.includes(j)) continue;
@@ -103,7 +124,10 @@ export function checkRace(before: ClusterModel, p: Promotion): Violation | null 
     const upTo = fork ? Math.min(peer.wal, fork[1]) : peer.wal;
     const commit = { timeline: peer.timeline, wal: upTo };
     if (!holdsCommit(before, winner, commit)) {
-      return { invariant: 'race', message: `${name(p.node)} won the leader race at ${winner.timeline}/${winner.wal} but ${name(j)}, reachable and eligible, held ${peer.timeline}/${upTo}` };
+      return {
+        invariant: 'race',
+        message: `${name(p.node)} won the leader race at ${winner.timeline}/${winner.wal} but ${name(j)}, reachable and eligible, held ${peer.timeline}/${upTo}`,
+      };
     }
   }
   return null;
@@ -121,7 +145,13 @@ export const SETTLE_ROUNDS = 24;
  * replication is weaker than the setting says (7, sync-settled.ts; 8 outside strict mode, site-rule-settled.ts).
  */
 export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: DecisionMutation): Violation | null {
-  const quiet: Bounds = { ...bounds, faults: start.faults, operations: start.operations, writes: start.writes, staleReads: start.staleReads };
+  const quiet: Bounds = {
+    ...bounds,
+    faults: start.faults,
+    operations: start.operations,
+    writes: start.writes,
+    staleReads: start.staleReads,
+  };
   const seen = new Map<string, number>();
   let c = start;
   for (let round = 0; round <= SETTLE_ROUNDS; round++) {
@@ -130,7 +160,10 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
     if (at !== undefined) {
       // Settled: 6. availability (availability.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
       if (at === round - 1) return checkAvailability(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c);
-      return { invariant: 'progress', message: `livelock: the fault-free schedule cycles through ${round - at} states without settling` };
+      return {
+        invariant: 'progress',
+        message: `livelock: the fault-free schedule cycles through ${round - at} states without settling`,
+      };
     }
     seen.set(key, round);
     c = fairRound(c, quiet, mutation);

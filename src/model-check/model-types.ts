@@ -9,7 +9,18 @@ import { DecisionCode } from './decision-code';
 import { ReplicationMode } from './model';
 
 /** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
-export type InvariantId = 'lease' | 'promotion' | 'race' | 'sync' | 'progress' | 'replay' | 'site' | 'availability' | 'sync-settled' | 'quorum-gap' | 'priority';
+export type InvariantId =
+  | 'lease'
+  | 'promotion'
+  | 'race'
+  | 'sync'
+  | 'progress'
+  | 'replay'
+  | 'site'
+  | 'availability'
+  | 'sync-settled'
+  | 'quorum-gap'
+  | 'priority';
 
 export interface Violation {
   invariant: InvariantId;
@@ -18,9 +29,32 @@ export interface Violation {
 
 /** Every step the checker may take: a node's HA cycle, time, PostgreSQL completing, faults, clients and operators. */
 export const ACTION_KINDS = [
-  'cycle', 'read', 'tick', 'complete', 'ship', 'write',
-  'agentCrash', 'agentFreeze', 'agentRestart', 'pgCrash', 'fenceKill', 'fenceLate', 'dcsCut', 'dcsHeal', 'quorumLoss', 'quorumBack',
-  'switchover', 'switchoverAny', 'scheduledSwitchover', 'failover', 'pause', 'resume', 'syncMode', 'ttl', 'noFailover', 'failoverPriority',
+  'cycle',
+  'read',
+  'tick',
+  'complete',
+  'ship',
+  'write',
+  'agentCrash',
+  'agentFreeze',
+  'agentRestart',
+  'pgCrash',
+  'fenceKill',
+  'fenceLate',
+  'dcsCut',
+  'dcsHeal',
+  'quorumLoss',
+  'quorumBack',
+  'switchover',
+  'switchoverAny',
+  'scheduledSwitchover',
+  'failover',
+  'pause',
+  'resume',
+  'syncMode',
+  'ttl',
+  'noFailover',
+  'failoverPriority',
 ] as const;
 export type ActionKind = (typeof ACTION_KINDS)[number];
 

@@ -68,7 +68,10 @@ export interface NodeModel {
 export type MemberKey = { running: boolean; primary: boolean; wal: number; timeline: number };
 
 /** What a node reads from the DCS: decided on later, the read is stale. */
-export type DcsRead = Pick<ClusterModel, 'leaderKey' | 'sync' | 'failover' | 'optime' | 'history' | 'pause' | 'mode' | 'ttl'> & {
+export type DcsRead = Pick<
+  ClusterModel,
+  'leaderKey' | 'sync' | 'failover' | 'optime' | 'history' | 'pause' | 'mode' | 'ttl'
+> & {
   members: (MemberKey | null)[];
 };
 
@@ -179,9 +182,25 @@ const OP = { none: '-', promote: 'p', demote: 'd', start: 's', switchover: 'w' }
 const ROLE = { replica: 'R', primary: 'P', demoted: 'D' };
 
 function nodeKey(n: NodeModel): string {
-  const m = n.member ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}` : 'x';
+  const m = n.member
+    ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}`
+    : 'x';
   return [
-    AGENT[n.agent] + (n.waking ? 'w' : '') + (n.cycled ? 1 : 0) + PG[n.pg] + (n.primary ? 1 : 0) + OP[n.op] + (n.opAsPrimary ? 1 : 0) + (n.opRestart ? 1 : 0) + ROLE[n.role] + (n.leader ? 1 : 0) + (n.dcsCut ? 1 : 0) + (n.noFailover ? 1 : 0) + n.priority + (n.fenceDead ? 'k' : '') + (n.fenceLate ? 'l' : ''),
+    AGENT[n.agent] +
+      (n.waking ? 'w' : '') +
+      (n.cycled ? 1 : 0) +
+      PG[n.pg] +
+      (n.primary ? 1 : 0) +
+      OP[n.op] +
+      (n.opAsPrimary ? 1 : 0) +
+      (n.opRestart ? 1 : 0) +
+      ROLE[n.role] +
+      (n.leader ? 1 : 0) +
+      (n.dcsCut ? 1 : 0) +
+      (n.noFailover ? 1 : 0) +
+      n.priority +
+      (n.fenceDead ? 'k' : '') +
+      (n.fenceLate ? 'l' : ''),
     n.opUpstream,
     n.wal,
     n.timeline,
@@ -200,7 +219,24 @@ export function stateKey(c: ClusterModel): string {
   const failover = c.failover ? `${c.failover.leader}>${c.failover.member}@${c.failover.dueIn ?? ''}` : '';
   const acked = c.acked ? `${c.acked.timeline}.${c.acked.wal}${c.acked.sync ? 's' : ''}` : '';
   const history = c.history.map((h) => `${h[0]}.${h[1]}`).join('/');
-  const head = [c.leaderKey, c.keyLease, c.quorum ? 1 : 0, sync, failover, c.optime, history, c.pause ? 1 : 0, c.mode, c.ttl, c.fenceLayer ? 'F' : 'f', acked, c.faults, c.operations, c.writes, c.staleReads].join(',');
+  const head = [
+    c.leaderKey,
+    c.keyLease,
+    c.quorum ? 1 : 0,
+    sync,
+    failover,
+    c.optime,
+    history,
+    c.pause ? 1 : 0,
+    c.mode,
+    c.ttl,
+    c.fenceLayer ? 'F' : 'f',
+    acked,
+    c.faults,
+    c.operations,
+    c.writes,
+    c.staleReads,
+  ].join(',');
   return `${head}|${c.nodes.map(nodeKey).join('|')}`;
 }
 

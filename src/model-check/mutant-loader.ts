@@ -29,7 +29,10 @@ function transpile(file: string, text: string): string {
   let js = transpiled.get(key);
   if (js === undefined) {
     const ts = require('typescript') as typeof Ts;
-    js = ts.transpileModule(text, { fileName: file, compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } }).outputText;
+    js = ts.transpileModule(text, {
+      fileName: file,
+      compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+    }).outputText;
     transpiled.set(key, js);
   }
   return js;
@@ -54,7 +57,13 @@ export function loadDecisionCode(replaced: ReadonlyMap<string, string>): Decisio
       // Outside src/ha/: the module the rest of the process uses (compiled, under dist/ when built).
       return require(join(runtimeRoot, relative(src, target)));
     };
-    new Function('exports', 'require', 'module', '__filename', '__dirname', transpile(file, text))(mod.exports, localRequire, mod, file, dirname(file));
+    new Function('exports', 'require', 'module', '__filename', '__dirname', transpile(file, text))(
+      mod.exports,
+      localRequire,
+      mod,
+      file,
+      dirname(file),
+    );
     return mod.exports;
   };
   const code: Record<string, unknown> = {};

@@ -38,7 +38,13 @@ const ACTION_FILES = ['ha/decide.ts', 'ha/recover.ts', 'ha/leader-race.ts'];
 const RACE_FILES = ['ha/leader-race.ts', 'ha/sync/sync-eligibility.ts'];
 /** The race's eligibility rules in leader-race.ts (the rest of the file is the flow around them, whose ending actions are mutated). */
 const RACE_FUNCTIONS = new Set(['healthiest', 'publishedAhead']);
-const PLANNER_FILES = ['ha/sync/priority-plan.ts', 'ha/sync/quorum-plan.ts', 'ha/sync/sync-candidates.ts', 'ha/sync/readiness.ts', 'ha/sync/quorum-resolver.ts'];
+const PLANNER_FILES = [
+  'ha/sync/priority-plan.ts',
+  'ha/sync/quorum-plan.ts',
+  'ha/sync/sync-candidates.ts',
+  'ha/sync/readiness.ts',
+  'ha/sync/quorum-resolver.ts',
+];
 const FENCE_FILE = 'ha/leader-lock.ts';
 const ENDING_ACTIONS = new Set(['demote', 'releaseLock', 'killPostgres']);
 /** Constants that stand for an ending action (decide.ts's offline demotion). */
@@ -69,7 +75,13 @@ function endingActionType(ts: typeof Ts, element: Ts.Expression): string | null 
   if (ts.isIdentifier(element) && ENDING_CONSTANTS.has(element.text)) return element.text;
   if (!ts.isObjectLiteralExpression(element)) return null;
   for (const p of element.properties) {
-    if (ts.isPropertyAssignment(p) && p.name.getText() === 'type' && ts.isStringLiteral(p.initializer) && ENDING_ACTIONS.has(p.initializer.text)) return p.initializer.text;
+    if (
+      ts.isPropertyAssignment(p) &&
+      p.name.getText() === 'type' &&
+      ts.isStringLiteral(p.initializer) &&
+      ENDING_ACTIONS.has(p.initializer.text)
+    )
+      return p.initializer.text;
   }
   return null;
 }
@@ -84,7 +96,8 @@ function removeElement(array: Ts.ArrayLiteralExpression, i: number): Edit {
 
 function returnsBoolean(ts: typeof Ts, node: Ts.Node): boolean {
   for (let at: Ts.Node | undefined = node.parent; at; at = at.parent) {
-    if (ts.isFunctionDeclaration(at) || ts.isArrowFunction(at) || ts.isFunctionExpression(at)) return at.type?.kind === ts.SyntaxKind.BooleanKeyword;
+    if (ts.isFunctionDeclaration(at) || ts.isArrowFunction(at) || ts.isFunctionExpression(at))
+      return at.type?.kind === ts.SyntaxKind.BooleanKeyword;
   }
   return false;
 }
@@ -92,7 +105,8 @@ function returnsBoolean(ts: typeof Ts, node: Ts.Node): boolean {
 /** The `&&` operands of goodCandidates' filter. */
 function conjuncts(ts: typeof Ts, e: Ts.Expression): Ts.Expression[] {
   if (ts.isParenthesizedExpression(e)) return conjuncts(ts, e.expression);
-  if (ts.isBinaryExpression(e) && e.operatorToken.kind === ts.SyntaxKind.AmpersandAmpersandToken) return [...conjuncts(ts, e.left), ...conjuncts(ts, e.right)];
+  if (ts.isBinaryExpression(e) && e.operatorToken.kind === ts.SyntaxKind.AmpersandAmpersandToken)
+    return [...conjuncts(ts, e.left), ...conjuncts(ts, e.right)];
   return [e];
 }
 
@@ -113,25 +127,56 @@ function mutantsOf(ts: typeof Ts, file: string, text: string): Mutant[] {
         if (type) add(element, 'remove', removeElement(node, i), oneLine(element.getText()));
       });
     }
-    const raceCheck = file === 'ha/sync/sync-eligibility.ts' || (file === 'ha/leader-race.ts' && RACE_FUNCTIONS.has(enclosingFunction(ts, node)));
+    const raceCheck =
+      file === 'ha/sync/sync-eligibility.ts' ||
+      (file === 'ha/leader-race.ts' && RACE_FUNCTIONS.has(enclosingFunction(ts, node)));
     if ((raceCheck || PLANNER_FILES.includes(file)) && ts.isIfStatement(node)) {
       const cond = node.expression;
       const code = `if (${oneLine(cond.getText())})`;
       if (raceCheck) add(node, 'skip', { ...condition(cond), text: 'false' }, code);
       add(node, 'invert', { ...condition(cond), text: `!(${cond.getText()})` }, code);
     }
-    if (file === 'ha/sync/sync-eligibility.ts' && ts.isReturnStatement(node) && node.expression && returnsBoolean(ts, node)) {
-      add(node, 'invert', { ...condition(node.expression), text: `!(${node.expression.getText()})` }, `return ${oneLine(node.expression.getText())}`);
+    if (
+      file === 'ha/sync/sync-eligibility.ts' &&
+      ts.isReturnStatement(node) &&
+      node.expression &&
+      returnsBoolean(ts, node)
+    ) {
+      add(
+        node,
+        'invert',
+        { ...condition(node.expression), text: `!(${node.expression.getText()})` },
+        `return ${oneLine(node.expression.getText())}`,
+      );
     }
-    if (file === 'ha/leader-race.ts' && ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'filter' && enclosingFunction(ts, node) === 'goodCandidates') {
+    if (
+      file === 'ha/leader-race.ts' &&
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      node.expression.name.text === 'filter' &&
+      enclosingFunction(ts, node) === 'goodCandidates'
+    ) {
       const predicate = node.arguments[0];
       if (predicate && ts.isArrowFunction(predicate) && !ts.isBlock(predicate.body)) {
-        for (const part of conjuncts(ts, predicate.body)) add(part, 'drop', { ...condition(part), text: 'true' }, oneLine(part.getText()));
+        for (const part of conjuncts(ts, predicate.body))
+          add(part, 'drop', { ...condition(part), text: 'true' }, oneLine(part.getText()));
       }
     }
-    if (file === FENCE_FILE && ts.isFunctionDeclaration(node) && node.name?.text === 'fenceSafetyMarginMs' && node.body) {
+    if (
+      file === FENCE_FILE &&
+      ts.isFunctionDeclaration(node) &&
+      node.name?.text === 'fenceSafetyMarginMs' &&
+      node.body
+    ) {
       const ret = node.body.statements.find(ts.isReturnStatement);
-      if (ret?.expression) add(ret, 'negate', { ...condition(ret.expression), text: `-(${ret.expression.getText()})` }, `return ${oneLine(ret.expression.getText())}`, true);
+      if (ret?.expression)
+        add(
+          ret,
+          'negate',
+          { ...condition(ret.expression), text: `-(${ret.expression.getText()})` },
+          `return ${oneLine(ret.expression.getText())}`,
+          true,
+        );
     }
     ts.forEachChild(node, visit);
   };

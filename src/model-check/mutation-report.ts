@@ -23,7 +23,9 @@ export interface MutationScore {
  */
 export function runMutationReport(budget: MutationBudget, filter: RegExp | null, io: MutationReportIo): MutationScore {
   const mutants = decisionMutants().filter((m) => !filter || filter.test(m.id));
-  io.stdout(`mutation run: ${mutants.length} mutants of the decision code, ${budget.states} states and ${budget.walks} walks of ${budget.walkSteps} steps per mode\n`);
+  io.stdout(
+    `mutation run: ${mutants.length} mutants of the decision code, ${budget.states} states and ${budget.walks} walks of ${budget.walkSteps} steps per mode\n`,
+  );
   const score: MutationScore = { total: mutants.length, caught: 0, equivalent: 0, outside: 0, survived: [] };
   const started = Date.now();
   for (const m of mutants) {
@@ -33,7 +35,9 @@ export function runMutationReport(budget: MutationBudget, filter: RegExp | null,
     else if (explained?.kind === 'equivalent') score.equivalent++;
     else if (explained) score.outside++;
     else score.survived.push(m.id);
-    io.stdout(`${describeMutantResult(r)}${!r.caught && explained ? `: ${explained.kind}: ${explained.reason}` : ''}\n`);
+    io.stdout(
+      `${describeMutantResult(r)}${!r.caught && explained ? `: ${explained.kind}: ${explained.reason}` : ''}\n`,
+    );
   }
   const judged = score.total - score.equivalent;
   io.stdout(

@@ -46,19 +46,90 @@ export const MUTANT_WALK_WEIGHTS = { tick: 8, cycle: 4, complete: 3, ship: 2, wr
  * writes for a lag past maximum_lag_on_failover, a stale read decided on after the lease ran out, an
  * operator's request together with a fault, a primary that answers while its key is gone.
  */
-export const SCENARIOS: { name: string; kinds: ActionKind[]; faults?: number; operations?: number; staleReads?: number; writes?: number; states?: number }[] = [
+export const SCENARIOS: {
+  name: string;
+  kinds: ActionKind[];
+  faults?: number;
+  operations?: number;
+  staleReads?: number;
+  writes?: number;
+  states?: number;
+}[] = [
   { name: 'two agents frozen', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2 },
   { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
   { name: 'a stale read', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'dcsCut'], staleReads: 1 },
   { name: 'PostgreSQL crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash'] },
   { name: 'agent crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'agentRestart'] },
-  { name: 'operator', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze', 'switchover', 'switchoverAny', 'failover', 'noFailover', 'failoverPriority', 'pause'], operations: 1 },
+  {
+    name: 'operator',
+    kinds: [
+      'cycle',
+      'tick',
+      'complete',
+      'write',
+      'ship',
+      'agentFreeze',
+      'switchover',
+      'switchoverAny',
+      'failover',
+      'noFailover',
+      'failoverPriority',
+      'pause',
+    ],
+    operations: 1,
+  },
   // The lag shows 12 steps down (two writes, one shipped, both other agents frozen, their keys run out): 30,000 states reach it.
-  { name: 'two writes of lag', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2, writes: 2, states: 30_000 },
-  { name: 'a stale read past the lease', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'agentFreeze', 'agentRestart'], staleReads: 1 },
-  { name: 'a request and a crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'agentRestart', 'pgCrash', 'switchover', 'switchoverAny', 'failover'], operations: 1 },
-  { name: 'a request and a freeze', kinds: ['cycle', 'tick', 'complete', 'ship', 'agentFreeze', 'agentRestart', 'switchover', 'switchoverAny', 'failover', 'noFailover'], operations: 2, writes: 0 },
-  { name: 'a primary without its key', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut', 'dcsHeal', 'pause', 'resume'], operations: 2 },
+  {
+    name: 'two writes of lag',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
+    faults: 2,
+    writes: 2,
+    states: 30_000,
+  },
+  {
+    name: 'a stale read past the lease',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'agentFreeze', 'agentRestart'],
+    staleReads: 1,
+  },
+  {
+    name: 'a request and a crash',
+    kinds: [
+      'cycle',
+      'tick',
+      'complete',
+      'write',
+      'ship',
+      'agentCrash',
+      'agentRestart',
+      'pgCrash',
+      'switchover',
+      'switchoverAny',
+      'failover',
+    ],
+    operations: 1,
+  },
+  {
+    name: 'a request and a freeze',
+    kinds: [
+      'cycle',
+      'tick',
+      'complete',
+      'ship',
+      'agentFreeze',
+      'agentRestart',
+      'switchover',
+      'switchoverAny',
+      'failover',
+      'noFailover',
+    ],
+    operations: 2,
+    writes: 0,
+  },
+  {
+    name: 'a primary without its key',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut', 'dcsHeal', 'pause', 'resume'],
+    operations: 2,
+  },
 ];
 
 export interface MutantResult {
@@ -91,30 +162,101 @@ export function modesFor(m: Mutant): ReplicationMode[] {
 export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationMode[] = modesFor(m)): MutantResult {
   const started = Date.now();
   let transitions = 0;
-  const result = (r: Partial<MutantResult>): MutantResult => ({ mutant: m, caught: false, transitions, elapsedMs: Date.now() - started, ...r });
+  const result = (r: Partial<MutantResult>): MutantResult => ({
+    mutant: m,
+    caught: false,
+    transitions,
+    elapsedMs: Date.now() - started,
+    ...r,
+  });
   let mode: ReplicationMode = modes[0];
   try {
     const mutation: DecisionMutation = { name: m.id, code: loadDecisionCode(new Map([[m.file, m.source]])) };
     for (mode of modes) {
       // A planner that never reaches the wanted state, or a race nobody wins, shows in the cluster left alone.
-      const settled = checkProgress(steadyStart(mode, boundsFor(mode, 0, 0, 0, 0, !m.withFence), mutation), boundsFor(mode, 0, 0, 0, 0, !m.withFence), mutation);
-      if (settled) return result({ caught: true, mode, scenario: 'left alone', invariant: settled.invariant, message: settled.message, steps: 0 });
+      const settled = checkProgress(
+        steadyStart(mode, boundsFor(mode, 0, 0, 0, 0, !m.withFence), mutation),
+        boundsFor(mode, 0, 0, 0, 0, !m.withFence),
+        mutation,
+      );
+      if (settled)
+        return result({
+          caught: true,
+          mode,
+          scenario: 'left alone',
+          invariant: settled.invariant,
+          message: settled.message,
+          steps: 0,
+        });
       for (const scenario of SCENARIOS) {
-        const bounds: Bounds = { ...boundsFor(mode, scenario.faults ?? 1, scenario.operations ?? 0, scenario.writes ?? 1, scenario.staleReads ?? 0, !m.withFence), kinds: new Set(scenario.kinds) };
-        const search = breadthFirst({ mode, bounds, maxDepth: 16, maxStates: scenario.states ?? budget.scenarioStates, progressEvery: SCENARIO_PROGRESS_EVERY, mutation });
+        const bounds: Bounds = {
+          ...boundsFor(
+            mode,
+            scenario.faults ?? 1,
+            scenario.operations ?? 0,
+            scenario.writes ?? 1,
+            scenario.staleReads ?? 0,
+            !m.withFence,
+          ),
+          kinds: new Set(scenario.kinds),
+        };
+        const search = breadthFirst({
+          mode,
+          bounds,
+          maxDepth: 16,
+          maxStates: scenario.states ?? budget.scenarioStates,
+          progressEvery: SCENARIO_PROGRESS_EVERY,
+          mutation,
+        });
         transitions += search.transitions;
-        if (search.violation) return result({ caught: true, mode, scenario: scenario.name, invariant: search.violation.invariant, message: search.violation.message, steps: search.violation.path.length });
+        if (search.violation)
+          return result({
+            caught: true,
+            mode,
+            scenario: scenario.name,
+            invariant: search.violation.invariant,
+            message: search.violation.message,
+            steps: search.violation.path.length,
+          });
       }
       const bounds = boundsFor(mode, 2, 1, 3, 1, !m.withFence);
-      const search = breadthFirst({ mode, bounds, maxDepth: 1000, maxStates: budget.states, progressEvery: 64, mutation });
+      const search = breadthFirst({
+        mode,
+        bounds,
+        maxDepth: 1000,
+        maxStates: budget.states,
+        progressEvery: 64,
+        mutation,
+      });
       transitions += search.transitions;
-      if (search.violation) return result({ caught: true, mode, invariant: search.violation.invariant, message: search.violation.message, steps: search.violation.path.length });
+      if (search.violation)
+        return result({
+          caught: true,
+          mode,
+          invariant: search.violation.invariant,
+          message: search.violation.message,
+          steps: search.violation.path.length,
+        });
       const walkBounds = boundsFor(mode, 8, 4, 12, 6, !m.withFence);
-      const walks = randomWalks({ mode, bounds: walkBounds, walks: budget.walks, steps: budget.walkSteps, seed: 19, mutation, weights: MUTANT_WALK_WEIGHTS });
+      const walks = randomWalks({
+        mode,
+        bounds: walkBounds,
+        walks: budget.walks,
+        steps: budget.walkSteps,
+        seed: 19,
+        mutation,
+        weights: MUTANT_WALK_WEIGHTS,
+      });
       transitions += walks.steps;
       if (walks.violation) {
         const shrunk = shrink(steadyStart(mode, walkBounds, mutation), walks.violation, walkBounds, mutation);
-        return result({ caught: true, mode, invariant: shrunk.invariant, message: shrunk.message, steps: shrunk.path.length });
+        return result({
+          caught: true,
+          mode,
+          invariant: shrunk.invariant,
+          message: shrunk.message,
+          steps: shrunk.path.length,
+        });
       }
     }
   } catch (error) {

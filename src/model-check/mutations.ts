@@ -13,7 +13,8 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
   lease: {
     name: 'writes without the lease check',
     noFence: true,
-    decision: (s, d) => ('need' in d || s.lockResult === 'refreshed' ? d : { ...d, actions: d.actions.filter((a) => a.type !== 'demote') }),
+    decision: (s, d) =>
+      'need' in d || s.lockResult === 'refreshed' ? d : { ...d, actions: d.actions.filter((a) => a.type !== 'demote') },
   },
   /** maximum_lag_on_failover is not looked at. */
   promotion: {
@@ -35,7 +36,10 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
     name: 'stepping down every cycle',
     decision: (s, d) =>
       !('need' in d) && d.verdict.startsWith('no action.') && s.lockResult === 'refreshed'
-        ? { verdict: 'stepping down (broken variant)', actions: [{ type: 'demote', mode: 'fast', restart: true, upstream: null }] }
+        ? {
+            verdict: 'stepping down (broken variant)',
+            actions: [{ type: 'demote', mode: 'fast', restart: true, upstream: null }],
+          }
         : d,
   },
   site: IGNORING_SITES,
@@ -43,12 +47,17 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
   /** The race reads no failover_priority tag: every member counts as priority 1. */
   priority: {
     name: 'racing without failover_priority',
-    snapshot: (s) => ({ ...s, local: { ...s.local, tags: { ...s.local.tags, failover_priority: 1 } }, peers: s.peers?.map((p) => ({ ...p, tags: { ...p.tags, failover_priority: 1 } })) }),
+    snapshot: (s) => ({
+      ...s,
+      local: { ...s.local, tags: { ...s.local.tags, failover_priority: 1 } },
+      peers: s.peers?.map((p) => ({ ...p, tags: { ...p.tags, failover_priority: 1 } })),
+    }),
   },
   /** Nobody ever takes the free leader key: a cluster that lost its leader settles without one. */
   availability: {
     name: 'never racing for the leader key',
-    decision: (_s, d) => ('need' in d && d.need === 'acquireLock' ? { verdict: 'not racing (broken variant)', actions: [] } : d),
+    decision: (_s, d) =>
+      'need' in d && d.need === 'acquireLock' ? { verdict: 'not racing (broken variant)', actions: [] } : d,
   },
   /** The synchronous planner never lists a standby: commits stay asynchronous although standbys stream. */
   'sync-settled': {

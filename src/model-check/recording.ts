@@ -10,7 +10,15 @@ import { postgresStateName } from './snapshot';
  */
 
 /** A recorded fact without its instant: the trace gives `at` when it is written out. */
-export type Fact = { stream: string; type: string; node: number; cause: string; from?: string | null; to?: string | null; data?: Record<string, unknown> };
+export type Fact = {
+  stream: string;
+  type: string;
+  node: number;
+  cause: string;
+  from?: string | null;
+  to?: string | null;
+  data?: Record<string, unknown>;
+};
 
 export type ModelEvent = Omit<NewEvent, 'at'>;
 
@@ -22,7 +30,12 @@ const leadership = (n: NodeModel) => (n.leader ? 'leader' : 'follower');
  * (`<machine>.transition` on `node/<name>/<machine>`); an agent that starts again records its machines
  * from null, as xstate's first snapshot does.
  */
-export function transitionEvents(before: ClusterModel, after: ClusterModel, cause: string, dropsEvent?: (type: string, to: string | null) => boolean): ModelEvent[] {
+export function transitionEvents(
+  before: ClusterModel,
+  after: ClusterModel,
+  cause: string,
+  dropsEvent?: (type: string, to: string | null) => boolean,
+): ModelEvent[] {
   const events: ModelEvent[] = [];
   after.nodes.forEach((n, i) => {
     const old = before.nodes[i];
@@ -31,7 +44,15 @@ export function transitionEvents(before: ClusterModel, after: ClusterModel, caus
     const add = (machine: string, from: string | null, to: string) => {
       if (!restarted && from === to) return;
       if (dropsEvent?.(`${machine}.transition`, to)) return;
-      events.push({ stream: `node/${node}/${machine}`, type: `${machine}.transition`, node, from: restarted ? null : from, to, cause, data: {} });
+      events.push({
+        stream: `node/${node}/${machine}`,
+        type: `${machine}.transition`,
+        node,
+        from: restarted ? null : from,
+        to,
+        cause,
+        data: {},
+      });
     };
     add('postgres', pgName(old), pgName(n));
     add('role', old.role, n.role);
@@ -41,7 +62,15 @@ export function transitionEvents(before: ClusterModel, after: ClusterModel, caus
 }
 
 export function factEvents(facts: Fact[]): ModelEvent[] {
-  return facts.map((f) => ({ stream: f.stream, type: f.type, node: NODE_NAMES[f.node], from: f.from ?? null, to: f.to ?? null, cause: f.cause, data: f.data ?? {} }));
+  return facts.map((f) => ({
+    stream: f.stream,
+    type: f.type,
+    node: NODE_NAMES[f.node],
+    from: f.from ?? null,
+    to: f.to ?? null,
+    cause: f.cause,
+    data: f.data ?? {},
+  }));
 }
 
 /** What the projections must say about a state: the fields the model knows. */
@@ -70,7 +99,8 @@ export function projectionOf(c: ClusterModel): ServedProjections {
 /** Folds the step's events into the projections of the state before; null when they agree with the state after, else what differs. */
 export function replayMismatch(before: ClusterModel, after: ClusterModel, events: ModelEvent[]): string | null {
   let projections = projectionOf(before);
-  for (const event of events) projections = evolveAll(projections, { ...event, seq: 1, at: '2026-01-01T00:00:00.000Z' });
+  for (const event of events)
+    projections = evolveAll(projections, { ...event, seq: 1, at: '2026-01-01T00:00:00.000Z' });
   const want = expectedProjection(after);
   const got = projections.cluster;
   if (got.timeline !== want.timeline) return `replayed timeline ${got.timeline}, state timeline ${want.timeline}`;
@@ -79,12 +109,14 @@ export function replayMismatch(before: ClusterModel, after: ClusterModel, events
     const member = got.members[NODE_NAMES[i]] ?? {};
     const expected = want.members[i];
     for (const field of ['state', 'role', 'leadership'] as const) {
-      if (member[field] !== expected[field]) return `${NODE_NAMES[i]}: replayed ${field} ${member[field]}, state ${expected[field]}`;
+      if (member[field] !== expected[field])
+        return `${NODE_NAMES[i]}: replayed ${field} ${member[field]}, state ${expected[field]}`;
     }
   }
   // With two nodes believing they lead (one stale), which one the log names depends on history before this step.
   const believers = (c: ClusterModel) => c.nodes.filter((n) => n.leader).length;
   const leaderName = NODE_NAMES[after.nodes.findIndex((n) => n.leader)];
-  if (believers(before) <= 1 && believers(after) === 1 && got.leader !== leaderName) return `replayed leader ${got.leader}, state leader ${leaderName}`;
+  if (believers(before) <= 1 && believers(after) === 1 && got.leader !== leaderName)
+    return `replayed leader ${got.leader}, state leader ${leaderName}`;
   return null;
 }

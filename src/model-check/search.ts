@@ -184,7 +184,14 @@ export function randomWalks(options: WalkOptions): WalkReport {
   let steps = 0;
   let exempt = 0;
   const done = (violation: WalkReport['violation'], walks: number): WalkReport => ({
-    mode: options.mode, walks, steps, maxDepth: options.steps, elapsedMs: Date.now() - started, coverage, exempt, violation,
+    mode: options.mode,
+    walks,
+    steps,
+    maxDepth: options.steps,
+    elapsedMs: Date.now() - started,
+    coverage,
+    exempt,
+    violation,
   });
   for (let w = 0; w < options.walks; w++) {
     const seed = options.seed + w;

@@ -6,7 +6,12 @@ import { FoundViolation } from './search';
 import { checkedStep } from './step';
 
 /** Replays `path` from `start`; each step must be enabled where it is taken. The first violation and its step, if any. */
-export function replayPath(start: ClusterModel, path: Action[], bounds: Bounds, mutation?: DecisionMutation): { violation: Violation; steps: number } | null {
+export function replayPath(
+  start: ClusterModel,
+  path: Action[],
+  bounds: Bounds,
+  mutation?: DecisionMutation,
+): { violation: Violation; steps: number } | null {
   let c = start;
   for (let s = 0; s < path.length; s++) {
     const action = path[s];
@@ -24,7 +29,12 @@ export function replayPath(start: ClusterModel, path: Action[], bounds: Bounds, 
  * long as the rest still violates the same invariant. The result is locally minimal, not always
  * the shortest (the exhaustive search gives those).
  */
-export function shrink(start: ClusterModel, found: FoundViolation, bounds: Bounds, mutation?: DecisionMutation): FoundViolation {
+export function shrink(
+  start: ClusterModel,
+  found: FoundViolation,
+  bounds: Bounds,
+  mutation?: DecisionMutation,
+): FoundViolation {
   let best = found;
   for (let size = 16; size >= 1; size = Math.floor(size / 2)) {
     let i = 0;

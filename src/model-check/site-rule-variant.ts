@@ -7,6 +7,13 @@ export const IGNORING_SITES: DecisionMutation = {
   code: {
     ...REAL_DECISION_CODE,
     pickSynchronous: (candidates, ready, leaderFlushLsn, config, acknowledgedUpTo, leaderSite) =>
-      REAL_DECISION_CODE.pickSynchronous(candidates, ready, leaderFlushLsn, { ...config, synchronous_site_count: 0 }, acknowledgedUpTo, leaderSite),
+      REAL_DECISION_CODE.pickSynchronous(
+        candidates,
+        ready,
+        leaderFlushLsn,
+        { ...config, synchronous_site_count: 0 },
+        acknowledgedUpTo,
+        leaderSite,
+      ),
   },
 };

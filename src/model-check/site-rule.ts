@@ -15,10 +15,25 @@ export function modelSiteOf(c: ClusterModel, i: number): string | undefined {
 }
 
 /** SyncReplication.beforePromote's hold: the setting node i starts with as a primary keeps waiting for the required sites. */
-export function promotionHoldForSites(c: ClusterModel, i: number, standbys: number[], count: number, quorum: boolean): { names: string[]; count: number } {
+export function promotionHoldForSites(
+  c: ClusterModel,
+  i: number,
+  standbys: number[],
+  count: number,
+  quorum: boolean,
+): { names: string[]; count: number } {
   const names = standbys.map((j) => NODE_NAMES[j]);
   const siteOf = (name: string) => modelSiteOf(c, NODE_NAMES.indexOf(name as (typeof NODE_NAMES)[number]));
-  return holdForSites(names, count, quorum, c.mode === 'strict', siteOf, modelSiteOf(c, i), c.siteRule ?? 0, STRICT_PLACEHOLDER);
+  return holdForSites(
+    names,
+    count,
+    quorum,
+    c.mode === 'strict',
+    siteOf,
+    modelSiteOf(c, i),
+    c.siteRule ?? 0,
+    STRICT_PLACEHOLDER,
+  );
 }
 
 /**
@@ -33,5 +48,8 @@ export function checkSiteRule(c: ClusterModel): Violation | null {
   const sites = new Set(holders.map((i) => MODEL_SITES[i]));
   if (sites.size > c.siteRule) return null;
   const on = holders.map((i) => `${NODE_NAMES[i]} (${MODEL_SITES[i]})`).join(', ') || 'no member';
-  return { invariant: 'site', message: `the acknowledged commit at ${acked.timeline}/${acked.wal} is on ${on} only: synchronous_site_count ${c.siteRule} wants ${c.siteRule + 1} sites` };
+  return {
+    invariant: 'site',
+    message: `the acknowledged commit at ${acked.timeline}/${acked.wal} is on ${on} only: synchronous_site_count ${c.siteRule} wants ${c.siteRule + 1} sites`,
+  };
 }

@@ -8,7 +8,16 @@ import { PostgresSample, ReplicationConnection } from '../postgresql/postgres.po
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { syncKeyValue } from '../ha/sync/sync-key';
 import { modelSiteOf } from './site-rule';
-import { ClusterModel, DcsRead, LOOP_WAIT_S, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, RETRY_TIMEOUT_S, SYSTEM_ID } from './model';
+import {
+  ClusterModel,
+  DcsRead,
+  LOOP_WAIT_S,
+  MAXIMUM_LAG_ON_FAILOVER,
+  NODE_NAMES,
+  NodeModel,
+  RETRY_TIMEOUT_S,
+  SYSTEM_ID,
+} from './model';
 
 /**
  * What the real HA code reads, built from the model: the DCS view, the node's own view of itself,
@@ -35,7 +44,8 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       postgresql: { use_pg_rewind: true, use_slots: false },
     };
     const result = effectiveDynamicConfig(document, {});
-    if (result.adjustments.length > 0) throw new Error(`model configuration not taken as written: ${result.adjustments.join('; ')}`);
+    if (result.adjustments.length > 0)
+      throw new Error(`model configuration not taken as written: ${result.adjustments.join('; ')}`);
     config = result.config;
     configs.set(key, config);
   }
@@ -46,7 +56,10 @@ const name = (i: number) => NODE_NAMES[i];
 
 /** The node's tags as its configuration would give them. */
 export function tagsOf(n: NodeModel): Record<string, unknown> {
-  return { ...(n.noFailover ? { nofailover: true } : {}), ...(n.priority !== 1 ? { failover_priority: n.priority } : {}) };
+  return {
+    ...(n.noFailover ? { nofailover: true } : {}),
+    ...(n.priority !== 1 ? { failover_priority: n.priority } : {}),
+  };
 }
 
 export function postgresStateName(n: NodeModel): PostgresStateName {
@@ -91,7 +104,9 @@ export function clusterViewOf(c: ClusterModel): ClusterView {
     config: null,
     failover: failover ? { value: failover, modRevision: '1' } : null,
     history: { value: c.history.map(([tl, lsn]) => [tl, lsn, 'no recovery target specified']), modRevision: '1' },
-    sync: c.sync ? { value: syncKeyValue(name(c.sync.leader), c.sync.standbys.map(name), c.sync.quorum), modRevision: '1' } : null,
+    sync: c.sync
+      ? { value: syncKeyValue(name(c.sync.leader), c.sync.standbys.map(name), c.sync.quorum), modRevision: '1' }
+      : null,
     status: { value: { optime: c.optime }, modRevision: '1' },
     failsafe: null,
     revision: '1',
@@ -103,7 +118,10 @@ export function streamingFrom(c: ClusterModel, i: number): number[] {
   const upstream = c.nodes[i];
   return c.nodes
     .map((n, j) => ({ n, j }))
-    .filter(({ n, j }) => j !== i && n.pg === 'running' && !n.primary && n.op === 'none' && n.upstream === i && canStream(c, n, upstream))
+    .filter(
+      ({ n, j }) =>
+        j !== i && n.pg === 'running' && !n.primary && n.op === 'none' && n.upstream === i && canStream(c, n, upstream),
+    )
     .map(({ j }) => j);
 }
 
@@ -182,7 +200,14 @@ function localOf(c: ClusterModel, i: number): LocalView {
     leadership: n.leader ? 'leader' : 'follower',
     // The load-balancer drain before a promotion is time inside one step of the model: not modelled.
     readPoolWithdrawnAt: null,
-    dataDir: { state: 'initialized', systemIdentifier: SYSTEM_ID, timeline: n.timeline, checkpointLsn: n.wal, standbySignal: n.role === 'replica', clusterState: n.primary ? 'in production' : 'in archive recovery' },
+    dataDir: {
+      state: 'initialized',
+      systemIdentifier: SYSTEM_ID,
+      timeline: n.timeline,
+      checkpointLsn: n.wal,
+      standbySignal: n.role === 'replica',
+      clusterState: n.primary ? 'in production' : 'in archive recovery',
+    },
     sample: sampleOf(c, i),
     upstream: n.upstream >= 0 ? name(n.upstream) : null,
     notStreamingSince: 0,
@@ -206,7 +231,11 @@ export function peerReadings(c: ClusterModel, i: number): PeerReading[] {
     .map(({ n, j }) => {
       if (n.agent !== 'up') return { name: name(j), reachable: false };
       const running = postgresStateName(n) === 'running';
-      const xlog = !running ? undefined : n.primary ? { location: n.wal } : { received_location: n.wal, replayed_location: n.wal };
+      const xlog = !running
+        ? undefined
+        : n.primary
+          ? { location: n.wal }
+          : { received_location: n.wal, replayed_location: n.wal };
       return readingFromStatus(name(j), { role: n.role, timeline: n.timeline, tags: tagsOf(n), xlog });
     });
 }

@@ -17,8 +17,20 @@ export interface CheckedStep {
 export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mutation?: DecisionMutation): CheckedStep {
   const { next, facts, cycle } = applyAction(c, action, bounds, mutation);
   const events = [...factEvents(facts), ...transitionEvents(c, next, action.label, mutation?.dropsEvent)];
-  const promotion = cycle?.promotion ? (checkPromotion(c, cycle.promotion) ?? checkRace(c, cycle.promotion) ?? checkRacePriority(c, cycle.promotion)) : null;
+  const promotion = cycle?.promotion
+    ? (checkPromotion(c, cycle.promotion) ?? checkRace(c, cycle.promotion) ?? checkRacePriority(c, cycle.promotion))
+    : null;
   const mismatch = replayMismatch(c, next, events);
-  const violation = promotion ?? (mismatch ? { invariant: 'replay' as const, message: `replaying the step's events does not rebuild the projections: ${mismatch}` } : null) ?? checkState(next) ?? checkSiteRule(next) ?? checkQuorumGap(next);
+  const violation =
+    promotion ??
+    (mismatch
+      ? {
+          invariant: 'replay' as const,
+          message: `replaying the step's events does not rebuild the projections: ${mismatch}`,
+        }
+      : null) ??
+    checkState(next) ??
+    checkSiteRule(next) ??
+    checkQuorumGap(next);
   return { next, events, violation };
 }

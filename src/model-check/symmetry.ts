@@ -12,7 +12,14 @@ import { MODEL_SITES } from './site-rule';
 type Permutation = readonly number[];
 
 /** Every permutation of the three nodes: perm[i] is the index node i takes. */
-const ALL: readonly Permutation[] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+const ALL: readonly Permutation[] = [
+  [0, 1, 2],
+  [0, 2, 1],
+  [1, 0, 2],
+  [1, 2, 0],
+  [2, 0, 1],
+  [2, 1, 0],
+];
 
 const renameIndex = (p: Permutation, i: number) => (i >= 0 ? p[i] : i);
 
@@ -47,8 +54,16 @@ function renameViewOnce(p: Permutation, view: string): string {
   const renamed: DcsRead = {
     ...read,
     leaderKey: renameIndex(p, read.leaderKey),
-    sync: read.sync && { leader: renameIndex(p, read.sync.leader), standbys: read.sync.standbys.map((j) => p[j]).sort(), quorum: read.sync.quorum },
-    failover: read.failover && { ...read.failover, leader: renameIndex(p, read.failover.leader), member: renameIndex(p, read.failover.member) },
+    sync: read.sync && {
+      leader: renameIndex(p, read.sync.leader),
+      standbys: read.sync.standbys.map((j) => p[j]).sort(),
+      quorum: read.sync.quorum,
+    },
+    failover: read.failover && {
+      ...read.failover,
+      leader: renameIndex(p, read.failover.leader),
+      member: renameIndex(p, read.failover.member),
+    },
     members: reorder(p, read.members),
   };
   // Keep the key order JSON.stringify gives the cycle's own reads, so that equal reads stay equal strings.
@@ -69,8 +84,16 @@ export function renameNodes(c: ClusterModel, p: Permutation): ClusterModel {
     nodes: reorder(p, c.nodes.map(node)),
     leaderKey: renameIndex(p, c.leaderKey),
     // `/sync` holds a set of standbys: the model keeps it sorted, as the code writes it.
-    sync: c.sync && { leader: renameIndex(p, c.sync.leader), standbys: c.sync.standbys.map((j) => p[j]).sort(), quorum: c.sync.quorum },
-    failover: c.failover && { ...c.failover, leader: renameIndex(p, c.failover.leader), member: renameIndex(p, c.failover.member) },
+    sync: c.sync && {
+      leader: renameIndex(p, c.sync.leader),
+      standbys: c.sync.standbys.map((j) => p[j]).sort(),
+      quorum: c.sync.quorum,
+    },
+    failover: c.failover && {
+      ...c.failover,
+      leader: renameIndex(p, c.failover.leader),
+      member: renameIndex(p, c.failover.member),
+    },
   };
 }
 
@@ -80,7 +103,9 @@ export function renameNodes(c: ClusterModel, p: Permutation): ClusterModel {
  */
 function signature(c: ClusterModel, i: number): string {
   const n = c.nodes[i];
-  const m = n.member ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}` : 'x';
+  const m = n.member
+    ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}`
+    : 'x';
   const roles = `${c.leaderKey === i ? 'K' : ''}${c.sync?.leader === i ? 'L' : ''}${c.sync?.standbys.includes(i) ? 'S' : ''}${c.failover?.leader === i ? 'F' : ''}${c.failover?.member === i ? 'M' : ''}`;
   const flags = `${n.waking ? 'w' : ''}${n.cycled ? 'c' : ''}${n.primary ? 'p' : ''}${n.opAsPrimary ? 'a' : ''}${n.opRestart ? 'r' : ''}${n.leader ? 'l' : ''}${n.dcsCut ? 'x' : ''}${n.noFailover ? 'n' : ''}${n.fenceDead ? 'k' : ''}${n.fenceLate ? 'z' : ''}${n.upstream < 0 ? '-' : '+'}${n.view ? 'v' : ''}`;
   return `${c.siteRule ? MODEL_SITES[i] : ''},${n.agent},${n.pg},${n.op},${n.role},${flags},${n.priority},${n.wal},${n.timeline},${n.lease},${n.fence},${m},${roles}`;

@@ -14,7 +14,16 @@ const indexOf = (name: string) => NODE_NAMES.indexOf(name as (typeof NODE_NAMES)
  * when the setting changed, which is never later): never more permissive than the agent.
  */
 export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: DecisionCode): void {
-  const { planPriority, planQuorum, SyncReadiness, pickSynchronous, quorumAcknowledgedPosition, syncCandidates, syncKeyValue, syncQuorumOf } = code;
+  const {
+    planPriority,
+    planQuorum,
+    SyncReadiness,
+    pickSynchronous,
+    quorumAcknowledgedPosition,
+    syncCandidates,
+    syncKeyValue,
+    syncQuorumOf,
+  } = code;
   const n = c.nodes[i];
   const config = configOf(c);
   if (c.mode === 'off') {
@@ -36,7 +45,11 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
       application_name: NODE_NAMES[j],
       client_addr: null,
       state: 'streaming',
-      sync_state: safeMembers(n.standbyNames).includes(NODE_NAMES[j]) ? (listedKind === 'quorum' ? 'quorum' : 'sync') : 'async',
+      sync_state: safeMembers(n.standbyNames).includes(NODE_NAMES[j])
+        ? listedKind === 'quorum'
+          ? 'quorum'
+          : 'sync'
+        : 'async',
       sync_priority: 1,
       write_lsn: c.nodes[j].wal,
       flush_lsn: c.nodes[j].wal,
@@ -44,13 +57,19 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
     })),
   };
   const sync = c.sync;
-  const syncState = syncKeyValue(NODE_NAMES[sync.leader], sync.standbys.map((j) => NODE_NAMES[j]), sync.quorum);
+  const syncState = syncKeyValue(
+    NODE_NAMES[sync.leader],
+    sync.standbys.map((j) => NODE_NAMES[j]),
+    sync.quorum,
+  );
   const candidates = syncCandidates(name, view, sample as never);
   const readiness = new SyncReadiness();
   readiness.observe(n.standbyNames, n.wal);
   const ready = readiness.update(candidates, syncState, quorumMode);
   const standbyNames = parseStandbyNames(n.standbyNames);
-  const acknowledgedUpTo = quorumMode ? quorumAcknowledgedPosition(streamingPositions(sample as never), standbyNames.members, standbyNames.count) : 0;
+  const acknowledgedUpTo = quorumMode
+    ? quorumAcknowledgedPosition(streamingPositions(sample as never), standbyNames.members, standbyNames.count)
+    : 0;
   const picked = pickSynchronous(candidates, ready, n.wal, config, acknowledgedUpTo, leaderSiteOf(view, name));
   const common = {
     voters: sync.standbys.map((j) => NODE_NAMES[j]),
@@ -62,11 +81,21 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
     sitesMissing: picked.sitesMissing,
   };
   const steps = quorumMode
-    ? planQuorum({ ...common, leader: NODE_NAMES[sync.leader], me: name, quorum: syncQuorumOf(syncState), syncWanted: picked.syncWanted })
+    ? planQuorum({
+        ...common,
+        leader: NODE_NAMES[sync.leader],
+        me: name,
+        quorum: syncQuorumOf(syncState),
+        syncWanted: picked.syncWanted,
+      })
     : planPriority(common);
   for (const step of steps) {
-    if (step.type === 'writeSync') c.sync = { leader: step.leader ? indexOf(step.leader) : i, standbys: step.standbys.map(indexOf).sort(), quorum: quorumMode ? step.quorum : 0 };
+    if (step.type === 'writeSync')
+      c.sync = {
+        leader: step.leader ? indexOf(step.leader) : i,
+        standbys: step.standbys.map(indexOf).sort(),
+        quorum: quorumMode ? step.quorum : 0,
+      };
     else if (step.type === 'setStandbyNames') n.standbyNames = step.value;
   }
 }
-

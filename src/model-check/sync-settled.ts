@@ -33,7 +33,8 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
   const shown = `synchronous_standby_names '${n.standbyNames}', /sync ${c.sync ? `${NODE_NAMES[c.sync.leader]}: ${c.sync.standbys.map((j) => NODE_NAMES[j]).join(',') || 'none'}` : 'absent'}`;
   if (candidates.length === 0) {
     if (!strict && listed.count > 0) return fail(`no standby can be synchronous, yet ${shown} makes commits wait`);
-    if (strict && listed.count === 0) return fail(`strict mode without a synchronous standby lets commits through: ${shown}`);
+    if (strict && listed.count === 0)
+      return fail(`strict mode without a synchronous standby lets commits through: ${shown}`);
     return null;
   }
   const syncNamed = c.sync && c.sync.leader === leader ? c.sync.standbys : [];
@@ -48,10 +49,17 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
             ? '/sync names a standby synchronous_standby_names does not list'
             : c.mode !== 'quorum' && listed.count !== 1
               ? 'waits for a number of standbys other than synchronous_node_count (1)'
-              : c.mode === 'quorum' && (candidates.some((j) => !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j))) || (listed.count !== 1 && !c.siteRule))
-              ? 'quorum mode does not list and name every streaming standby that may fail over, with ANY 1'
-              : null;
-  return problem ? fail(`settled with ${[...names].join(', ')} streaming from ${NODE_NAMES[leader]}, but ${shown} ${problem}`) : null;
+              : c.mode === 'quorum' &&
+                  (candidates.some(
+                    (j) =>
+                      !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j)),
+                  ) ||
+                    (listed.count !== 1 && !c.siteRule))
+                ? 'quorum mode does not list and name every streaming standby that may fail over, with ANY 1'
+                : null;
+  return problem
+    ? fail(`settled with ${[...names].join(', ')} streaming from ${NODE_NAMES[leader]}, but ${shown} ${problem}`)
+    : null;
 }
 
 const fail = (message: string) => ({ invariant: 'sync-settled' as const, message });

@@ -13,7 +13,12 @@ import { checkedStep } from './step';
  * `model-check` stream, the violation last. Time advances loop_wait at each tick and a millisecond
  * per event otherwise, so `stator audit replay --at` can show the cluster after any step.
  */
-export function counterExampleEvents(mode: ReplicationMode, bounds: Bounds, violation: FoundViolation, mutation?: DecisionMutation): RecordedEvent[] {
+export function counterExampleEvents(
+  mode: ReplicationMode,
+  bounds: Bounds,
+  violation: FoundViolation,
+  mutation?: DecisionMutation,
+): RecordedEvent[] {
   const seqs = new Map<string, number>();
   const out: RecordedEvent[] = [];
   let clock = EPOCH;
@@ -26,21 +31,50 @@ export function counterExampleEvents(mode: ReplicationMode, bounds: Bounds, viol
   let c: ClusterModel = steadyStart(mode, bounds, mutation);
   startEvents(c).forEach(record);
   violation.path.forEach((action: Action, index) => {
-    if (action.kind === 'tick') clock = Math.ceil((clock + 1 - EPOCH) / (LOOP_WAIT_S * 1000)) * LOOP_WAIT_S * 1000 + EPOCH;
-    record({ stream: 'model-check', type: 'model.step', node: action.node >= 0 ? NODE_NAMES[action.node] : 'cluster', from: null, to: null, cause: action.label, data: { step: index + 1, action: action.label } });
+    if (action.kind === 'tick')
+      clock = Math.ceil((clock + 1 - EPOCH) / (LOOP_WAIT_S * 1000)) * LOOP_WAIT_S * 1000 + EPOCH;
+    record({
+      stream: 'model-check',
+      type: 'model.step',
+      node: action.node >= 0 ? NODE_NAMES[action.node] : 'cluster',
+      from: null,
+      to: null,
+      cause: action.label,
+      data: { step: index + 1, action: action.label },
+    });
     const step = checkedStep(c, action, bounds, mutation);
     step.events.forEach(record);
     c = step.next;
   });
-  record({ stream: 'model-check', type: 'model.violation', node: 'cluster', from: null, to: null, cause: violation.invariant, data: { invariant: violation.invariant, message: violation.message, steps: violation.path.length } });
+  record({
+    stream: 'model-check',
+    type: 'model.violation',
+    node: 'cluster',
+    from: null,
+    to: null,
+    cause: violation.invariant,
+    data: { invariant: violation.invariant, message: violation.message, steps: violation.path.length },
+  });
   return out;
 }
 
 function startEvents(c: ClusterModel): ModelEvent[] {
   return c.nodes.flatMap((n, i) => {
     const node = NODE_NAMES[i];
-    const start = (machine: string, to: string): ModelEvent => ({ stream: `node/${node}/${machine}`, type: `${machine}.transition`, node, from: null, to, cause: 'xstate.init', data: {} });
-    return [start('postgres', postgresStateName(n)), start('role', n.role), start('leadership', n.leader ? 'leader' : 'follower')];
+    const start = (machine: string, to: string): ModelEvent => ({
+      stream: `node/${node}/${machine}`,
+      type: `${machine}.transition`,
+      node,
+      from: null,
+      to,
+      cause: 'xstate.init',
+      data: {},
+    });
+    return [
+      start('postgres', postgresStateName(n)),
+      start('role', n.role),
+      start('leadership', n.leader ? 'leader' : 'follower'),
+    ];
   });
 }
 

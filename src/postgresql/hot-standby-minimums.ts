@@ -42,7 +42,10 @@ export function controlDataMinimums(controlDataText: string): Record<string, num
 }
 
 /** Raises `parameters` in place to `minimums` where they are lower (or unset and PostgreSQL's default is lower). */
-export function raiseToControlData(parameters: Record<string, string | number | boolean>, minimums: Record<string, number>): RaisedSetting[] {
+export function raiseToControlData(
+  parameters: Record<string, string | number | boolean>,
+  minimums: Record<string, number>,
+): RaisedSetting[] {
   const raised: RaisedSetting[] = [];
   for (const [name, controlData] of Object.entries(minimums)) {
     const given = parameters[name];

@@ -14,7 +14,8 @@ export function clientSsl(libpq: LibpqOptions | undefined): false | ConnectionOp
   const mode = libpq?.sslmode;
   if (!libpq || !mode || mode === 'disable' || mode === 'allow' || mode === 'prefer') return false;
   const read = (path: string | undefined) => (path ? readFileSync(path) : undefined);
-  const verify = mode === 'verify-ca' || mode === 'verify-full' || (mode === 'require' && libpq.sslrootcert !== undefined);
+  const verify =
+    mode === 'verify-ca' || mode === 'verify-full' || (mode === 'require' && libpq.sslrootcert !== undefined);
   return {
     ca: read(libpq.sslrootcert),
     cert: read(libpq.sslcert),
@@ -25,4 +26,3 @@ export function clientSsl(libpq: LibpqOptions | undefined): false | ConnectionOp
     ...(mode === 'verify-full' ? {} : { checkServerIdentity: () => undefined }),
   };
 }
-

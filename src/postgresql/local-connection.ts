@@ -26,8 +26,10 @@ export function localConnection(config: PostgresqlConfig): LocalConnection {
     .map((host) => host.trim().replace(/^\[|\]$/g, ''))
     .filter(Boolean);
   const port = Number(config.listen.slice(separator + 1));
-  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`bad port in postgresql.listen: ${config.listen}`);
-  const loopbackOrWildcard = hosts.length === 0 || hosts.some((host) => ['*', '0.0.0.0', '::', '127.0.0.1', 'localhost'].includes(host));
+  if (!Number.isInteger(port) || port <= 0 || port > 65535)
+    throw new Error(`bad port in postgresql.listen: ${config.listen}`);
+  const loopbackOrWildcard =
+    hosts.length === 0 || hosts.some((host) => ['*', '0.0.0.0', '::', '127.0.0.1', 'localhost'].includes(host));
   const superuser = config.authentication.superuser;
   const login = { port, user: superuser.username, password: superuser.password, database: 'postgres' };
   if (config.use_unix_socket) return { ...login, host: socketDirectory(config) };
@@ -80,4 +82,3 @@ export function toClientConfig(connection: LocalConnection): ClientConfig {
     ssl: connection.host.startsWith('/') ? false : clientSsl(connection.libpq),
   };
 }
-

@@ -13,11 +13,13 @@ export function withVersionNames(parameters: Parameters, majorVersion: number): 
   if (majorVersion >= 13 && result.wal_keep_segments !== undefined) {
     const segments = Number(result.wal_keep_segments);
     delete result.wal_keep_segments;
-    if (result.wal_keep_size === undefined && Number.isFinite(segments)) result.wal_keep_size = `${segments * WAL_SEGMENT_MB}MB`;
+    if (result.wal_keep_size === undefined && Number.isFinite(segments))
+      result.wal_keep_size = `${segments * WAL_SEGMENT_MB}MB`;
   } else if (majorVersion < 13 && result.wal_keep_size !== undefined) {
     const megabytes = sizeInMegabytes(result.wal_keep_size);
     delete result.wal_keep_size;
-    if (result.wal_keep_segments === undefined && megabytes !== null) result.wal_keep_segments = Math.ceil(megabytes / WAL_SEGMENT_MB);
+    if (result.wal_keep_segments === undefined && megabytes !== null)
+      result.wal_keep_segments = Math.ceil(megabytes / WAL_SEGMENT_MB);
   }
   return result;
 }

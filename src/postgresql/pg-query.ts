@@ -36,11 +36,17 @@ export class PgQuery implements PostgresQuery {
   private readonly clientConfig: ClientConfig;
 
   constructor(connection: LocalConnection, options: PgQueryOptions = {}) {
-    const settings = { statementTimeoutMs: options.statementTimeoutMs ?? 2000, connectTimeoutMs: options.connectTimeoutMs ?? 2000 };
+    const settings = {
+      statementTimeoutMs: options.statementTimeoutMs ?? 2000,
+      connectTimeoutMs: options.connectTimeoutMs ?? 2000,
+    };
     this.clientConfig = toClientConfig(connection);
     this.main = new SerialConnection(this.clientConfig, settings);
     // As Patroni 4.1.4: the monitoring query, run every second, stays out of pg_stat_statements (its GC is costly).
-    this.sampling = new SerialConnection({ ...this.clientConfig, options: '-c pg_stat_statements.track=none' }, settings);
+    this.sampling = new SerialConnection(
+      { ...this.clientConfig, options: '-c pg_stat_statements.track=none' },
+      settings,
+    );
   }
 
   static fromConfig(config: PostgresqlConfig, options?: PgQueryOptions): PgQuery {
@@ -55,7 +61,11 @@ export class PgQuery implements PostgresQuery {
   /** CHECKPOINT, with its own (longer) timeout: a checkpoint writes every dirty buffer. */
   async checkpoint(timeoutMs = 60_000): Promise<void> {
     const timeout = Math.max(1, Math.round(timeoutMs));
-    await this.main.run(`SET statement_timeout = ${timeout}; CHECKPOINT; RESET statement_timeout`, undefined, timeout + 1000);
+    await this.main.run(
+      `SET statement_timeout = ${timeout}; CHECKPOINT; RESET statement_timeout`,
+      undefined,
+      timeout + 1000,
+    );
   }
 
   /**
@@ -63,7 +73,11 @@ export class PgQuery implements PostgresQuery {
    * A slot that is in use (its standby still streams) is left for a later call rather than
    * terminating the walsender.
    */
-  async syncPhysicalSlots(names: string[], keep: SlotMatcher[] = [], known?: PhysicalSlotState[]): Promise<SlotChanges> {
+  async syncPhysicalSlots(
+    names: string[],
+    keep: SlotMatcher[] = [],
+    known?: PhysicalSlotState[],
+  ): Promise<SlotChanges> {
     if (known && physicalSlotsInOrder(names, keep, known)) return { created: [], dropped: [] };
     // One statement (the leader runs this every cycle): the CTE creates the missing slots, exactly
     // once; the unwanted ones are read from the same snapshot, which the new slots cannot be among.
@@ -83,8 +97,12 @@ export class PgQuery implements PostgresQuery {
     );
     const created = rows.filter((row) => row.change === 'created');
     const unwanted = rows.filter((row) => row.change !== 'created');
-    const drop = unwanted.map((slot) => slot.slot_name).filter((name) => !isIgnoredSlot(keep, { name, type: 'physical' }));
-    const lost = rows.filter((row) => row.change === 'lost' && drop.includes(row.slot_name)).map((row) => row.slot_name);
+    const drop = unwanted
+      .map((slot) => slot.slot_name)
+      .filter((name) => !isIgnoredSlot(keep, { name, type: 'physical' }));
+    const lost = rows
+      .filter((row) => row.change === 'lost' && drop.includes(row.slot_name))
+      .map((row) => row.slot_name);
     const dropped =
       drop.length === 0
         ? []
@@ -99,7 +117,10 @@ export class PgQuery implements PostgresQuery {
     const recreated =
       recreate.length === 0
         ? []
-        : await this.query<{ slot_name: string }>('SELECT (pg_catalog.pg_create_physical_replication_slot(n, true)).slot_name FROM pg_catalog.unnest($1::text[]) AS n', [recreate]);
+        : await this.query<{ slot_name: string }>(
+            'SELECT (pg_catalog.pg_create_physical_replication_slot(n, true)).slot_name FROM pg_catalog.unnest($1::text[]) AS n',
+            [recreate],
+          );
     return {
       created: [...created.map((row) => row.slot_name), ...recreated.map((row) => row.slot_name)],
       dropped: droppedNames,
@@ -166,12 +187,22 @@ export class PgQuery implements PostgresQuery {
   async createLogicalSlots(slots: PermanentSlot[]): Promise<string[]> {
     if (slots.length === 0) return [];
     const existing = new Set(
-      (await this.query<{ slot_name: string }>('SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = ANY($1::text[])', [slots.map((slot) => slot.name)])).map((row) => row.slot_name),
+      (
+        await this.query<{ slot_name: string }>(
+          'SELECT slot_name FROM pg_catalog.pg_replication_slots WHERE slot_name = ANY($1::text[])',
+          [slots.map((slot) => slot.name)],
+        )
+      ).map((row) => row.slot_name),
     );
     const created: string[] = [];
     for (const slot of slots.filter((candidate) => !existing.has(candidate.name))) {
       // Creation waits for the transactions running now to end (its snapshot): a longer deadline than a query's.
-      await this.inDatabase(slot.database!, 'SELECT pg_catalog.pg_create_logical_replication_slot($1, $2)', [slot.name, slot.plugin], LOGICAL_SLOT_CREATE_TIMEOUT_MS);
+      await this.inDatabase(
+        slot.database!,
+        'SELECT pg_catalog.pg_create_logical_replication_slot($1, $2)',
+        [slot.name, slot.plugin],
+        LOGICAL_SLOT_CREATE_TIMEOUT_MS,
+      );
       created.push(slot.name);
     }
     return created;
@@ -187,13 +218,22 @@ export class PgQuery implements PostgresQuery {
       const slot = slots.find((candidate) => candidate.name === row.slot_name)!;
       const target = positions[slot.name];
       if (target === undefined || parseLsn(row.confirmed_flush_lsn) >= target) continue;
-      await this.inDatabase(slot.database!, 'SELECT pg_catalog.pg_replication_slot_advance($1, $2::pg_lsn)', [slot.name, formatLsn(target)]);
+      await this.inDatabase(slot.database!, 'SELECT pg_catalog.pg_replication_slot_advance($1, $2::pg_lsn)', [
+        slot.name,
+        formatLsn(target),
+      ]);
     }
   }
 
   /** One statement on a connection of its own to `database` (logical slots belong to one). */
   private async inDatabase(database: string, sql: string, params: unknown[], timeoutMs = 5000): Promise<void> {
-    const client = new Client({ ...this.clientConfig, database, connectionTimeoutMillis: 2000, statement_timeout: timeoutMs, query_timeout: timeoutMs + 1000 });
+    const client = new Client({
+      ...this.clientConfig,
+      database,
+      connectionTimeoutMillis: 2000,
+      statement_timeout: timeoutMs,
+      query_timeout: timeoutMs + 1000,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -219,4 +259,3 @@ function lastRows<T>(result: QueryResult | QueryResult[]): T[] {
   const last = Array.isArray(result) ? result[result.length - 1] : result;
   return (last?.rows ?? []) as T[];
 }
-

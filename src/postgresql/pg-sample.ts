@@ -59,7 +59,11 @@ FROM (SELECT 1) AS one
 LEFT JOIN pg_catalog.pg_stat_wal_receiver AS receiver ON true`;
 
 /** Patroni's replication_state: a replica streaming, or else restoring WAL by restore_command ('in archive recovery'); none for a primary. */
-export function replicationStateOf(inRecovery: boolean, receiverStatus: string | null, restoresWal: boolean): 'streaming' | 'in archive recovery' | null {
+export function replicationStateOf(
+  inRecovery: boolean,
+  receiverStatus: string | null,
+  restoresWal: boolean,
+): 'streaming' | 'in archive recovery' | null {
   if (!inRecovery) return null;
   if (receiverStatus === 'streaming') return 'streaming';
   return restoresWal ? 'in archive recovery' : null;
@@ -82,7 +86,8 @@ export interface SampleRow {
   latest_end_lsn: string | null;
   checkpoint_timeline: number;
   system_identifier: string;
-  replication: (Omit<ReplicationConnection, 'write_lsn' | 'flush_lsn' | 'replay_lsn'> & Record<'write_lsn' | 'flush_lsn' | 'replay_lsn', string | null>)[];
+  replication: (Omit<ReplicationConnection, 'write_lsn' | 'flush_lsn' | 'replay_lsn'> &
+    Record<'write_lsn' | 'flush_lsn' | 'replay_lsn', string | null>)[];
   synchronous_standby_names: string;
   synchronous_commit: string;
   pending_restart: Record<string, { old_value: string; new_value: string }>;
@@ -103,9 +108,7 @@ function lsnOrNull(text: string | null): number | null {
 export function sampleOf(row: SampleRow): PostgresSample {
   const receivedLsn = lsnOrNull(row.written_lsn) ?? lsnOrNull(row.receive_lsn);
   const replayedLsn = lsnOrNull(row.replay_lsn);
-  const walPosition = row.in_recovery
-    ? Math.max(receivedLsn ?? 0, replayedLsn ?? 0)
-    : parseLsn(row.flush_lsn ?? '0/0');
+  const walPosition = row.in_recovery ? Math.max(receivedLsn ?? 0, replayedLsn ?? 0) : parseLsn(row.flush_lsn ?? '0/0');
   const timeline = row.in_recovery
     ? row.received_tli && row.received_tli > 0
       ? row.received_tli
@@ -134,7 +137,10 @@ export function sampleOf(row: SampleRow): PostgresSample {
     synchronousCommit: row.synchronous_commit,
     systemIdentifier: row.system_identifier,
     pendingRestart: row.pending_restart,
-    physicalSlots: row.physical_slots.map(({ restart_lsn, ...slot }) => ({ ...slot, restartLsn: lsnOrNull(restart_lsn) })),
+    physicalSlots: row.physical_slots.map(({ restart_lsn, ...slot }) => ({
+      ...slot,
+      restartLsn: lsnOrNull(restart_lsn),
+    })),
     logicalSlots: row.logical_slots,
   };
 }

@@ -11,5 +11,7 @@ export function physicalSlotsInOrder(wanted: string[], keep: SlotMatcher[], know
   const existing = new Set(known.filter((slot) => !slot.lost).map((slot) => slot.name));
   if (!wanted.every((name) => existing.has(name))) return false;
   const wantedNames = new Set(wanted);
-  return known.every((slot) => slot.active || wantedNames.has(slot.name) || isIgnoredSlot(keep, { name: slot.name, type: 'physical' }));
+  return known.every(
+    (slot) => slot.active || wantedNames.has(slot.name) || isIgnoredSlot(keep, { name: slot.name, type: 'physical' }),
+  );
 }

@@ -22,7 +22,9 @@ export function postgresActors(pg: PostgresProcess) {
       await pg.configure(input.settings);
       return pg.start(input.timeoutMs);
     }),
-    stopPostgres: fromPromise<void, StopRequest>(({ input }) => pg.stop(input.mode, input.timeoutMs, input.onEscalation)),
+    stopPostgres: fromPromise<void, StopRequest>(({ input }) =>
+      pg.stop(input.mode, input.timeoutMs, input.onEscalation),
+    ),
     restartPostgres: fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>(async ({ input }) => {
       await pg.stop(input.mode, input.start.timeoutMs);
       if (input.start.settings) await pg.configure(input.start.settings);
@@ -33,10 +35,12 @@ export function postgresActors(pg: PostgresProcess) {
       await pg.configure(input.settings);
       await pg.reload();
     }),
-    rewindData: fromPromise<'rewound' | 'not_needed', { source: UpstreamNode; crashRecovery: boolean }>(async ({ input }) => {
-      if (input.crashRecovery) await pg.crashRecovery();
-      return pg.rewind(input.source);
-    }),
+    rewindData: fromPromise<'rewound' | 'not_needed', { source: UpstreamNode; crashRecovery: boolean }>(
+      async ({ input }) => {
+        if (input.crashRecovery) await pg.crashRecovery();
+        return pg.rewind(input.source);
+      },
+    ),
     removeData: fromPromise<void, void>(() => pg.removeDataDir()),
   };
 }

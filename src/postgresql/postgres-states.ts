@@ -25,10 +25,24 @@ export type PostgresStateName = keyof typeof POSTGRES_STATES;
 export const POSTGRES_STATE_NAMES = Object.keys(POSTGRES_STATES) as PostgresStateName[];
 
 /** States in which the postmaster is up (or coming up) under Stator's control. */
-export const POSTMASTER_UP_STATES: readonly PostgresStateName[] = ['running', 'starting', 'bootstrap_starting', 'restarting', 'stopping'];
+export const POSTMASTER_UP_STATES: readonly PostgresStateName[] = [
+  'running',
+  'starting',
+  'bootstrap_starting',
+  'restarting',
+  'stopping',
+];
 
 /** States that are themselves a long action: the HA loop waits for them to end. */
-export const LONG_ACTION_STATES: readonly PostgresStateName[] = ['initdb', 'custom_bootstrap', 'creating_replica', 'starting', 'bootstrap_starting', 'restarting', 'stopping'];
+export const LONG_ACTION_STATES: readonly PostgresStateName[] = [
+  'initdb',
+  'custom_bootstrap',
+  'creating_replica',
+  'starting',
+  'bootstrap_starting',
+  'restarting',
+  'stopping',
+];
 
 /** The `# Values:` line of the state metric. */
 export function postgresStateLegend(): string {

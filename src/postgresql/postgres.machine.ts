@@ -32,7 +32,9 @@ export const postgresMachine = setup({
   },
   actors: {
     runInitdb: notProvided('runInitdb') as ReturnType<typeof fromPromise<void, void>>,
-    runCustomBootstrap: notProvided('runCustomBootstrap') as ReturnType<typeof fromPromise<void, { method: BootstrapMethod }>>,
+    runCustomBootstrap: notProvided('runCustomBootstrap') as ReturnType<
+      typeof fromPromise<void, { method: BootstrapMethod }>
+    >,
     cloneReplica: notProvided('cloneReplica') as ReturnType<typeof fromPromise<void, CloneInput>>,
     startPostgres: notProvided('startPostgres') as ReturnType<typeof fromPromise<{ pid: number }, StartRequest>>,
     stopPostgres: notProvided('stopPostgres') as ReturnType<typeof fromPromise<void, StopRequest>>,
@@ -40,7 +42,9 @@ export const postgresMachine = setup({
       typeof fromPromise<{ pid: number }, { start: StartRequest; mode: StopMode }>
     >,
     promotePostgres: notProvided('promotePostgres') as ReturnType<typeof fromPromise<void, { timeoutMs: number }>>,
-    reconfigurePostgres: notProvided('reconfigurePostgres') as ReturnType<typeof fromPromise<void, { settings: PostgresSettings }>>,
+    reconfigurePostgres: notProvided('reconfigurePostgres') as ReturnType<
+      typeof fromPromise<void, { settings: PostgresSettings }>
+    >,
     rewindData: notProvided('rewindData') as ReturnType<
       typeof fromPromise<'rewound' | 'not_needed', { source: UpstreamNode; crashRecovery: boolean }>
     >,
@@ -62,11 +66,14 @@ export const postgresMachine = setup({
     }),
     rememberPause: assign({ paused: ({ event }) => (event.type === 'SET_PAUSE' ? event.paused : false) }),
     rememberStartRequest: assign({
-      lastStartAt: ({ event, context }) => (event.type === 'START' || event.type === 'RESTART' ? (event.start.at ?? null) : context.lastStartAt),
+      lastStartAt: ({ event, context }) =>
+        event.type === 'START' || event.type === 'RESTART' ? (event.start.at ?? null) : context.lastStartAt,
     }),
     countFailedStart: assign({ failedStarts: ({ context }) => context.failedStarts + 1 }),
     resetFailedStarts: assign({ failedStarts: 0 }),
-    rememberCloneRequest: assign({ lastCloneAt: ({ event, context }) => (event.type === 'CLONE' ? (event.at ?? null) : context.lastCloneAt) }),
+    rememberCloneRequest: assign({
+      lastCloneAt: ({ event, context }) => (event.type === 'CLONE' ? (event.at ?? null) : context.lastCloneAt),
+    }),
     rememberExitWhileStarting: assign({
       lastError: ({ event }) =>
         `postmaster exited while starting${event.type === 'POSTMASTER_EXITED' && event.lastLog ? `: ${event.lastLog}` : ''}`,
@@ -75,7 +82,19 @@ export const postgresMachine = setup({
 }).createMachine({
   id: 'postgres',
   initial: 'stopped',
-  context: { paused: false, lastError: null, lastExitCode: null, lastOutcome: null, pid: null, bootstrapStart: null, failedStarts: 0, lastStartAt: null, failedClones: 0, lastCloneAt: null, lastStopEscalation: null },
+  context: {
+    paused: false,
+    lastError: null,
+    lastExitCode: null,
+    lastOutcome: null,
+    pid: null,
+    bootstrapStart: null,
+    failedStarts: 0,
+    lastStartAt: null,
+    failedClones: 0,
+    lastCloneAt: null,
+    lastStopEscalation: null,
+  },
   on: {
     SET_PAUSE: { actions: 'rememberPause' },
   },
@@ -176,7 +195,10 @@ export const postgresMachine = setup({
         },
         // As the reference: the clone ends in `stopped` whatever its outcome; the HA loop reads lastError.
         onDone: { target: 'stopped', actions: assign({ lastOutcome: 'cloned', failedClones: 0 }) },
-        onError: { target: 'stopped', actions: ['rememberError', assign({ failedClones: ({ context }) => context.failedClones + 1 })] },
+        onError: {
+          target: 'stopped',
+          actions: ['rememberError', assign({ failedClones: ({ context }) => context.failedClones + 1 })],
+        },
       },
     },
     starting: {
@@ -260,7 +282,9 @@ export const postgresMachine = setup({
         id: 'stopPostgres',
         src: 'stopPostgres',
         input: ({ event, self }) => ({
-          ...(event.type === 'STOP' ? { mode: event.mode, timeoutMs: event.timeoutMs } : { mode: 'fast' as const, timeoutMs: 60_000 }),
+          ...(event.type === 'STOP'
+            ? { mode: event.mode, timeoutMs: event.timeoutMs }
+            : { mode: 'fast' as const, timeoutMs: 60_000 }),
           // Each escalation step comes back as an event, so the log shows the immediate shutdown and the SIGKILL.
           onEscalation: (step: StopEscalation) => self.send({ type: 'STOP_ESCALATED', step }),
         }),

@@ -27,7 +27,11 @@ import { RealPostgresProcess } from './real-postgres-process';
         });
       },
     },
-    { provide: POSTGRES_QUERY, inject: [STATOR_CONFIG], useFactory: (config: StatorConfig): PostgresQuery => PgQuery.fromConfig(config.postgresql) },
+    {
+      provide: POSTGRES_QUERY,
+      inject: [STATOR_CONFIG],
+      useFactory: (config: StatorConfig): PostgresQuery => PgQuery.fromConfig(config.postgresql),
+    },
   ],
   exports: [POSTGRES_PROCESS, POSTGRES_QUERY],
 })

@@ -7,7 +7,20 @@ import { fencePaths } from './fence/fence-protocol';
 import { Client } from 'pg';
 import { serverAcceptsConnections, toClientConfig } from './local-connection';
 import { BootstrapMethod } from '../config/config.types';
-import { DataDirInfo, FenceJournalEntry, FenceState, FenceWatchdog, LeaderTerm, PostgresProcess, PostgresSettings, PostmasterExit, ReplicaMethod, StopEscalation, StopMode, UpstreamNode } from './postgres.port';
+import {
+  DataDirInfo,
+  FenceJournalEntry,
+  FenceState,
+  FenceWatchdog,
+  LeaderTerm,
+  PostgresProcess,
+  PostgresSettings,
+  PostmasterExit,
+  ReplicaMethod,
+  StopEscalation,
+  StopMode,
+  UpstreamNode,
+} from './postgres.port';
 import { archiveWalFile } from './process/archive-command';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
@@ -72,7 +85,9 @@ export class RealPostgresProcess implements PostgresProcess {
     const paths = fencePaths(stateDir);
     const fence = options.fence ?? defaultFenceProgram();
     if (paths.socket.length > MAX_SOCKET_PATH) {
-      throw new Error(`state_dir ${stateDir} is too long for a unix socket path (${paths.socket.length} > ${MAX_SOCKET_PATH})`);
+      throw new Error(
+        `state_dir ${stateDir} is too long for a unix socket path (${paths.socket.length} > ${MAX_SOCKET_PATH})`,
+      );
     }
     this.local = new LocalPostgres(options);
     const commands = new CommandRunner(options.config, options.commandDeadlinesMs);
@@ -81,7 +96,12 @@ export class RealPostgresProcess implements PostgresProcess {
     this.customMethods = new CustomMethods(this.local, commands, this.dataDirectory, options.scope ?? '');
     this.configurationFiles = new ConfigurationFiles(this.local, commands, options.log);
     this.fenceLink = new FenceLink(paths, options.log);
-    this.postmaster = new Postmaster(this.local, commands, this.fenceLink, { stateDir, paths, fence, log: options.log });
+    this.postmaster = new Postmaster(this.local, commands, this.fenceLink, {
+      stateDir,
+      paths,
+      fence,
+      log: options.log,
+    });
   }
 
   // ---------------------------------------------------------------- data directory
@@ -166,7 +186,17 @@ export class RealPostgresProcess implements PostgresProcess {
   async upstreamReachable(source: UpstreamNode): Promise<boolean> {
     const { superuser, superuserPassword, config } = this.local;
     const libpq = config.authentication.superuser.libpq;
-    return serverAcceptsConnections({ host: source.host, port: source.port, user: superuser, password: superuserPassword, database: 'postgres', libpq }, 1000);
+    return serverAcceptsConnections(
+      {
+        host: source.host,
+        port: source.port,
+        user: superuser,
+        password: superuserPassword,
+        database: 'postgres',
+        libpq,
+      },
+      1000,
+    );
   }
 
   async checkpointOn(source: UpstreamNode): Promise<void> {
@@ -200,7 +230,14 @@ export class RealPostgresProcess implements PostgresProcess {
     const { superuser, superuserPassword, config } = this.local;
     const libpq = config.authentication.superuser.libpq;
     const client = new Client({
-      ...toClientConfig({ host: source.host, port: source.port, user: superuser, password: superuserPassword, database: 'postgres', libpq }),
+      ...toClientConfig({
+        host: source.host,
+        port: source.port,
+        user: superuser,
+        password: superuserPassword,
+        database: 'postgres',
+        libpq,
+      }),
       connectionTimeoutMillis: 2000,
       query_timeout: 5000,
       statement_timeout: 5000,
@@ -248,8 +285,8 @@ export class RealPostgresProcess implements PostgresProcess {
     const file = join(this.local.dataDir, DYNAMIC_CONFIG_CACHE);
     if (!existsSync(file)) return null;
     const parsed: unknown = JSON.parse(await readFile(file, 'utf8'));
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`${file} holds no JSON mapping`);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error(`${file} holds no JSON mapping`);
     return parsed as Record<string, unknown>;
   }
 }
-

@@ -40,9 +40,14 @@ export function quoteStandbyName(name: string): string {
   return bare ? name : `"${name.replace(/"/g, '""')}"`;
 }
 
-type Token = { type: 'first' | 'any' | 'ident' | 'dquot' | 'star' | 'num' | 'comma' | 'open' | 'close'; text: string; at: number };
+type Token = {
+  type: 'first' | 'any' | 'ident' | 'dquot' | 'star' | 'num' | 'comma' | 'open' | 'close';
+  text: string;
+  at: number;
+};
 
-const TOKEN = /\s+|([fF][iI][rR][sS][tT](?![A-Za-z_0-9$]))|([aA][nN][yY](?![A-Za-z_0-9$]))|([A-Za-z_][A-Za-z_0-9$]*)|("(?:[^"]|"")*")|(\*)|(\d+)|(,)|(\()|(\))|(.)/gy;
+const TOKEN =
+  /\s+|([fF][iI][rR][sS][tT](?![A-Za-z_0-9$]))|([aA][nN][yY](?![A-Za-z_0-9$]))|([A-Za-z_][A-Za-z_0-9$]*)|("(?:[^"]|"")*")|(\*)|(\d+)|(,)|(\()|(\))|(.)/gy;
 const TOKEN_TYPES = ['first', 'any', 'ident', 'dquot', 'star', 'num', 'comma', 'open', 'close'] as const;
 
 /** Reads a value PostgreSQL accepted; throws on one it would not have (the caller then treats it as unknown). */
@@ -67,7 +72,8 @@ export function parseStandbyNames(value: string): StandbyNames {
   let hasStar = false;
   list.forEach((token, index) => {
     if (index % 2 === 1) {
-      if (index === list.length - 1 || token.type !== 'comma') throw unexpected(value, token, index === list.length - 1 ? undefined : 'comma');
+      if (index === list.length - 1 || token.type !== 'comma')
+        throw unexpected(value, token, index === list.length - 1 ? undefined : 'comma');
     } else if (token.type === 'ident' || token.type === 'first' || token.type === 'any') members.push(token.text);
     else if (token.type === 'star') {
       members.push('*');
@@ -85,7 +91,10 @@ function tokenize(value: string): Token[] {
   for (let match = TOKEN.exec(value); match !== null && match[0].length > 0; match = TOKEN.exec(value)) {
     const group = match.slice(1).findIndex((g) => g !== undefined);
     if (group < 0) continue; // whitespace
-    if (group === TOKEN_TYPES.length) throw new Error(`unparsable synchronous_standby_names ${JSON.stringify(value)}: unexpected ${JSON.stringify(match[0])} at ${match.index}`);
+    if (group === TOKEN_TYPES.length)
+      throw new Error(
+        `unparsable synchronous_standby_names ${JSON.stringify(value)}: unexpected ${JSON.stringify(match[0])} at ${match.index}`,
+      );
     tokens.push({ type: TOKEN_TYPES[group], text: match[0], at: match.index });
   }
   return tokens;
@@ -93,5 +102,7 @@ function tokenize(value: string): Token[] {
 
 function unexpected(value: string, token: Token, expecting?: string): Error {
   const wanted = expecting ? ` while expecting ${expecting}` : '';
-  return new Error(`unparsable synchronous_standby_names ${JSON.stringify(value)}: token ${token.type} ${JSON.stringify(token.text)}${wanted} at ${token.at}`);
+  return new Error(
+    `unparsable synchronous_standby_names ${JSON.stringify(value)}: token ${token.type} ${JSON.stringify(token.text)}${wanted} at ${token.at}`,
+  );
 }

@@ -31,7 +31,13 @@ function withMachineState(cluster: ClusterProjection, event: RecordedEvent): Clu
   const machine = event.type.slice(0, -TRANSITION_SUFFIX.length);
   const member = cluster.members[event.node];
   if (member?.machines?.[machine] === event.to) return cluster;
-  return { ...cluster, members: { ...cluster.members, [event.node]: { ...member, machines: { ...member?.machines, [machine]: event.to } } } };
+  return {
+    ...cluster,
+    members: {
+      ...cluster.members,
+      [event.node]: { ...member, machines: { ...member?.machines, [machine]: event.to } },
+    },
+  };
 }
 
 export const clusterProjection: Projection<ClusterProjection> = {

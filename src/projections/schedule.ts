@@ -43,7 +43,14 @@ export const scheduleProjection: Projection<ScheduledOperation[]> = {
     if (outcome === 'scheduled') {
       const operation: ScheduledOperation =
         kind === 'switchover'
-          ? { kind, at: data.scheduled_at ?? '', requested_at: event.at, fate: 'scheduled', node: data.leader ?? event.node, ...(data.member ? { candidate: data.member } : {}) }
+          ? {
+              kind,
+              at: data.scheduled_at ?? '',
+              requested_at: event.at,
+              fate: 'scheduled',
+              node: data.leader ?? event.node,
+              ...(data.member ? { candidate: data.member } : {}),
+            }
           : {
               kind,
               at: data.schedule ?? '',
@@ -56,7 +63,10 @@ export const scheduleProjection: Projection<ScheduledOperation[]> = {
     }
     const fate = FATES[outcome];
     if (!fate) return operations;
-    const index = operations.findIndex((op) => op.kind === kind && op.fate === 'scheduled' && (kind === 'switchover' || op.node === (data.node ?? event.node)));
+    const index = operations.findIndex(
+      (op) =>
+        op.kind === kind && op.fate === 'scheduled' && (kind === 'switchover' || op.node === (data.node ?? event.node)),
+    );
     if (index < 0) return operations;
     const closed = { ...operations[index], fate, ended_at: event.at, reason: event.cause };
     return [...operations.slice(0, index), closed, ...operations.slice(index + 1)];

@@ -16,7 +16,11 @@ export interface ServedProjections {
 }
 
 export function initialProjections(): ServedProjections {
-  return { cluster: clusterProjection.initial(), history: historyProjection.initial(), schedule: scheduleProjection.initial() };
+  return {
+    cluster: clusterProjection.initial(),
+    history: historyProjection.initial(),
+    schedule: scheduleProjection.initial(),
+  };
 }
 
 export function evolveAll(state: ServedProjections, event: RecordedEvent): ServedProjections {
@@ -28,7 +32,10 @@ export function evolveAll(state: ServedProjections, event: RecordedEvent): Serve
 }
 
 /** Every projection rebuilt from `from` (zero by default, or a checkpoint's projections). */
-export function rebuildProjections(events: Iterable<RecordedEvent>, from: ServedProjections = initialProjections()): ServedProjections {
+export function rebuildProjections(
+  events: Iterable<RecordedEvent>,
+  from: ServedProjections = initialProjections(),
+): ServedProjections {
   let state = from;
   for (const event of events) state = evolveAll(state, event);
   return state;

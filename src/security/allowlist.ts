@@ -10,7 +10,8 @@ export interface Allowlist {
 /** Resolves a host name to all its addresses; replaceable in tests. */
 export type HostResolver = (host: string) => Promise<string[]>;
 
-export const systemResolver: HostResolver = async (host) => (await lookup(host, { all: true })).map((entry) => entry.address);
+export const systemResolver: HostResolver = async (host) =>
+  (await lookup(host, { all: true })).map((entry) => entry.address);
 
 /**
  * Builds the allowlist from CIDRs, IPs and host names. Host names are resolved once, here (the reference resolves

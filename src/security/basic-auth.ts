@@ -15,7 +15,9 @@ export function basicAuthorizationHeader(credentials: BasicCredentials): string 
 }
 
 /** Checks `Authorization` headers against the configured credentials in constant time: the failure, or `null`. */
-export function basicAuthChecker(credentials: BasicCredentials): (header: string | undefined) => BasicAuthFailure | null {
+export function basicAuthChecker(
+  credentials: BasicCredentials,
+): (header: string | undefined) => BasicAuthFailure | null {
   const expected = digest(basicAuthorizationHeader(credentials));
   return (header) => {
     if (header === undefined || header === '') return 'no auth header received';

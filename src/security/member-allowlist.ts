@@ -20,7 +20,11 @@ export interface MemberAllowlist {
  * is). Host names are resolved with a deadline and their answers kept RESOLVED_TTL_MS, so a slow resolver cannot hold
  * every unsafe request; a host that cannot be resolved is reported through `warn` once per TTL and admits no one.
  */
-export function memberAllowlist(memberApiUrls: MemberApiUrls, warn: (message: string) => void, resolve: HostResolver = systemResolver): MemberAllowlist {
+export function memberAllowlist(
+  memberApiUrls: MemberApiUrls,
+  warn: (message: string) => void,
+  resolve: HostResolver = systemResolver,
+): MemberAllowlist {
   const resolved = new Map<string, { addresses: string[]; until: number }>();
 
   const addressesOf = async (host: string): Promise<string[]> => {
@@ -47,7 +51,11 @@ export function memberAllowlist(memberApiUrls: MemberApiUrls, warn: (message: st
     allows: async (clientAddress) => {
       if (!clientAddress) return false;
       const client = unmapIpv4(clientAddress);
-      const hosts = new Set(memberApiUrls().map(hostOf).filter((host): host is string => host !== null));
+      const hosts = new Set(
+        memberApiUrls()
+          .map(hostOf)
+          .filter((host): host is string => host !== null),
+      );
       for (const host of hosts) {
         if ((await addressesOf(host)).some((address) => sameAddress(address, client))) return true;
       }

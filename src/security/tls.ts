@@ -34,9 +34,13 @@ function checkSecureContext(options: ServerOptions, restapi: RestApiConfig): voi
     createSecureContext(options);
   } catch (error) {
     const text = errorText(error);
-    if (/cipher/i.test(text) && restapi.ciphers) throw new Error(`restapi.ciphers: OpenSSL accepts none of "${restapi.ciphers}" (${text})`, { cause: error });
+    if (/cipher/i.test(text) && restapi.ciphers)
+      throw new Error(`restapi.ciphers: OpenSSL accepts none of "${restapi.ciphers}" (${text})`, { cause: error });
     if (/decrypt|passphrase|PEM|key/i.test(text)) {
-      const hint = restapi.keyfile_password === undefined ? 'is it encrypted? set restapi.keyfile_password' : 'is restapi.keyfile_password right?';
+      const hint =
+        restapi.keyfile_password === undefined
+          ? 'is it encrypted? set restapi.keyfile_password'
+          : 'is restapi.keyfile_password right?';
       throw new Error(`restapi.keyfile: cannot load the private key (${text}); ${hint}`, { cause: error });
     }
     throw new Error(`restapi.certfile: cannot use the certificate (${text})`, { cause: error });
@@ -48,7 +52,11 @@ function checkSecureContext(options: ServerOptions, restapi: RestApiConfig): voi
  * certificate when the members ask for one (`verify_client` optional or required; all members share the setting).
  */
 export function peerTlsOptions(restapi: RestApiConfig, ctl: CtlConfig = {}): AgentOptions {
-  const ca = ctl.cacert ? { ca: readPem('ctl.cacert', ctl.cacert) } : restapi.cafile ? { ca: readPem('cafile', restapi.cafile) } : {};
+  const ca = ctl.cacert
+    ? { ca: readPem('ctl.cacert', ctl.cacert) }
+    : restapi.cafile
+      ? { ca: readPem('cafile', restapi.cafile) }
+      : {};
   if (ctl.certfile) {
     // As Patroni's agent: `ctl.certfile` is the client certificate it shows the other members, asked for or not.
     const options: AgentOptions = {
@@ -64,7 +72,9 @@ export function peerTlsOptions(restapi: RestApiConfig, ctl: CtlConfig = {}): Age
   return {
     ...ca,
     ...(restapi.certfile && asksForCertificate ? certificateAndKey(restapi.certfile, restapi.keyfile) : {}),
-    ...(restapi.certfile && asksForCertificate && restapi.keyfile_password !== undefined ? { passphrase: restapi.keyfile_password } : {}),
+    ...(restapi.certfile && asksForCertificate && restapi.keyfile_password !== undefined
+      ? { passphrase: restapi.keyfile_password }
+      : {}),
   };
 }
 
@@ -74,21 +84,35 @@ function checkClientKey(options: AgentOptions, ctl: CtlConfig): void {
     createSecureContext(options);
   } catch (error) {
     const text = errorText(error);
-    const hint = ctl.keyfile_password === undefined ? 'is it encrypted? set ctl.keyfile_password' : 'is ctl.keyfile_password right?';
-    throw new Error(`${ctl.keyfile ? 'ctl.keyfile' : 'ctl.certfile'}: cannot load the client certificate's private key (${text}); ${hint}`, { cause: error });
+    const hint =
+      ctl.keyfile_password === undefined
+        ? 'is it encrypted? set ctl.keyfile_password'
+        : 'is ctl.keyfile_password right?';
+    throw new Error(
+      `${ctl.keyfile ? 'ctl.keyfile' : 'ctl.certfile'}: cannot load the client certificate's private key (${text}); ${hint}`,
+      { cause: error },
+    );
   }
 }
 
 /** As in the reference, the key may live in the certificate file when `keyfile` is not set. */
 function certificateAndKey(certfile: string, keyfile: string | undefined): { cert: Buffer; key: Buffer } {
-  return { cert: readPem('certfile', certfile), key: keyfile ? readPem('keyfile', keyfile) : readPem('certfile', certfile) };
+  return {
+    cert: readPem('certfile', certfile),
+    key: keyfile ? readPem('keyfile', keyfile) : readPem('certfile', certfile),
+  };
 }
 
 /** Reads a PEM file named by a `restapi` key; the error names the key, as configuration errors do. */
-function readPem(key: 'certfile' | 'keyfile' | 'cafile' | `ctl.${'cacert' | 'certfile' | 'keyfile'}`, path: string): Buffer {
+function readPem(
+  key: 'certfile' | 'keyfile' | 'cafile' | `ctl.${'cacert' | 'certfile' | 'keyfile'}`,
+  path: string,
+): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new Error(`${key.startsWith('ctl.') ? key : `restapi.${key}`}: cannot read ${path}: ${errorText(error)}`, { cause: error });
+    throw new Error(`${key.startsWith('ctl.') ? key : `restapi.${key}`}: cannot read ${path}: ${errorText(error)}`, {
+      cause: error,
+    });
   }
 }

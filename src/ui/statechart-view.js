@@ -41,7 +41,11 @@ class Chart {
     this.shownKey = null;
     this.stateLabel = element('span', { className: 'state', textContent: '–' });
     this.lastLabel = element('span', { className: 'last', textContent: '' });
-    const caption = element('figcaption', {}, [element('span', { className: 'machine', textContent: `${machine}: ` }), this.stateLabel, this.lastLabel]);
+    const caption = element('figcaption', {}, [
+      element('span', { className: 'machine', textContent: `${machine}: ` }),
+      this.stateLabel,
+      this.lastLabel,
+    ]);
     this.frame = element('div', { className: 'frame' });
     this.figure = element('figure', { className: `chart ${machine}` }, [caption, this.frame]);
     Object.assign(this.figure.dataset, { testid: `chart-${nodeName}-${machine}`, node: nodeName, machine });
@@ -54,7 +58,12 @@ class Chart {
       // Fits the box: as wide as the box, never larger than drawn, never below a legible scale.
       this.svg.removeAttribute('width');
       this.svg.removeAttribute('height');
-      Object.assign(this.svg.style, { width: '100%', height: 'auto', maxWidth: `${width}px`, minWidth: `${Math.round(width * SMALLEST_SCALE)}px` });
+      Object.assign(this.svg.style, {
+        width: '100%',
+        height: 'auto',
+        maxWidth: `${width}px`,
+        minWidth: `${Math.round(width * SMALLEST_SCALE)}px`,
+      });
       this.figure.style.setProperty('--natural-width', `${width}px`);
     } else {
       this.frame.textContent = 'diagram not available';
@@ -71,7 +80,9 @@ class Chart {
     this.shownKey = key;
     this.figure.dataset.state = statePath ?? '';
     this.stateLabel.textContent = statePath ?? '–';
-    this.lastLabel.textContent = last ? `last: ${last.from ?? '∅'} → ${last.to} on ${last.cause} at ${clockTime(last.at)}` : '';
+    this.lastLabel.textContent = last
+      ? `last: ${last.from ?? '∅'} → ${last.to} on ${last.cause} at ${clockTime(last.at)}`
+      : '';
     if (!this.svg) return;
     for (const highlighted of this.svg.querySelectorAll('.current, .last, .fired, .cause')) {
       highlighted.classList.remove('current', 'last', 'fired', 'cause');
@@ -89,10 +100,16 @@ class Chart {
       part.classList.add('last');
       if (part === arrow) part.style.setProperty('marker-end', `url(#${this.prefix}-arrow-last)`);
       // Of a label's lines (one per event), the event that fired.
-      for (const line of part.querySelectorAll('text[data-event]')) line.classList.toggle('cause', line.dataset.event === last.cause);
+      for (const line of part.querySelectorAll('text[data-event]'))
+        line.classList.toggle('cause', line.dataset.event === last.cause);
       if (fresh) part.classList.add('fired');
     }
-    if (fresh) setTimeout(() => arrow.isConnected && this.svg.querySelectorAll('.fired').forEach((part) => part.classList.remove('fired')), FIRED_MS);
+    if (fresh)
+      setTimeout(
+        () =>
+          arrow.isConnected && this.svg.querySelectorAll('.fired').forEach((part) => part.classList.remove('fired')),
+        FIRED_MS,
+      );
   }
 
   /**
@@ -125,7 +142,11 @@ function nodeView(name) {
   const charts = Object.fromEntries(MACHINES.map((machine) => [machine, new Chart(name, machine)]));
   const section = element('section', { className: 'node-charts' }, [
     element('h3', {}, [name, badge]),
-    element('div', { className: 'charts' }, MACHINES.map((machine) => charts[machine].figure)),
+    element(
+      'div',
+      { className: 'charts' },
+      MACHINES.map((machine) => charts[machine].figure),
+    ),
   ]);
   section.dataset.testid = `charts-${name}`;
   view = { section, badge, charts };

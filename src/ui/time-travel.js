@@ -35,7 +35,11 @@ function addToLog(events) {
     if (travel.seen.has(key)) continue;
     travel.seen.add(key);
     // The node's cache may still hold events the checkpoint's projections already count.
-    if (typeof StatorReplay !== 'undefined' && StatorReplay.coveredByCheckpoint(travel.checkpoint, event.stream, event.seq)) continue;
+    if (
+      typeof StatorReplay !== 'undefined' &&
+      StatorReplay.coveredByCheckpoint(travel.checkpoint, event.stream, event.seq)
+    )
+      continue;
     travel.log.push(event);
     added = true;
     if (machineTransition(event)) insertTransition(event);
@@ -145,7 +149,9 @@ function renderTravelBar() {
   slider.max = String(range.last);
   const shown = live ? range.last : travel.instant;
   slider.value = String(shown);
-  const instantText = live ? `now (log up to ${clockTime(new Date(range.last).toISOString())})` : `${clockTime(new Date(travel.instant).toISOString())}  ${new Date(travel.instant).toISOString()}`;
+  const instantText = live
+    ? `now (log up to ${clockTime(new Date(range.last).toISOString())})`
+    : `${clockTime(new Date(travel.instant).toISOString())}  ${new Date(travel.instant).toISOString()}`;
   $('instant').textContent = instantText;
   $('instant').dataset.instant = live ? '' : new Date(travel.instant).toISOString();
   const span = Math.max(range.last - range.first, 1);
@@ -161,7 +167,9 @@ function renderLanes(range, position) {
   const drawn = `${nodes.join(',')}|${travel.transitions.length}|${range.first}|${range.last}`;
   if (drawn === lanesDrawn) return;
   lanesDrawn = drawn;
-  $('lane-names').replaceChildren(...nodes.map((node) => element('div', { className: 'lane-name', textContent: node })));
+  $('lane-names').replaceChildren(
+    ...nodes.map((node) => element('div', { className: 'lane-name', textContent: node })),
+  );
   const lanes = nodes.map((node) => {
     const lane = element('div', { className: 'lane' });
     lane.dataset.node = node;
@@ -173,7 +181,11 @@ function renderLanes(range, position) {
     const { node, machine } = machineTransition(event);
     const track = byNode.get(node)?.querySelector(`.track.${machine}`);
     if (!track) continue;
-    const mark = element('button', { type: 'button', className: `mark ${machine}`, title: `${clockTime(event.at)} ${node} ${machine}: ${event.from ?? '∅'} → ${event.to} (${event.cause})` });
+    const mark = element('button', {
+      type: 'button',
+      className: `mark ${machine}`,
+      title: `${clockTime(event.at)} ${node} ${machine}: ${event.from ?? '∅'} → ${event.to} (${event.cause})`,
+    });
     mark.style.left = position(timeOf(event));
     Object.assign(mark.dataset, { testid: 'lane-mark', at: event.at, node, machine, to: event.to });
     mark.addEventListener('click', () => travelTo(timeOf(event)));
@@ -216,6 +228,7 @@ function startTimeTravel() {
   $('next-transition').addEventListener('click', () => stepTransition(1));
   if (typeof StatorReplay === 'undefined') {
     $('time-travel').classList.add('unavailable');
-    $('instant').textContent = 'time travel unavailable: this node serves no replay fold (build the agent with npm run build)';
+    $('instant').textContent =
+      'time travel unavailable: this node serves no replay fold (build the agent with npm run build)';
   }
 }

@@ -49,7 +49,10 @@ function render() {
 
 /** Every node's charts: the state the fold gives for each machine, the last transition that led there. */
 function renderCharts(cluster, last) {
-  const names = new Set([...Object.keys(cluster?.members ?? {}), ...(now.cluster?.members ?? []).map((member) => member.name)]);
+  const names = new Set([
+    ...Object.keys(cluster?.members ?? {}),
+    ...(now.cluster?.members ?? []).map((member) => member.name),
+  ]);
   for (const event of last.values()) names.add(machineTransition(event).node);
   for (const name of names) {
     const view = nodeView(name);
@@ -57,7 +60,11 @@ function renderCharts(cluster, last) {
       const event = last.get(`${name}/${machine}`) ?? null;
       const state = cluster?.members[name]?.machines?.[machine] ?? event?.to ?? null;
       // Only live mode animates: a past instant shows its last transitions still.
-      view.charts[machine].show(state, event, travel.instant === null && event !== null && justHappened.has(eventKey(event)));
+      view.charts[machine].show(
+        state,
+        event,
+        travel.instant === null && event !== null && justHappened.has(eventKey(event)),
+      );
     }
   }
 }
@@ -65,11 +72,20 @@ function renderCharts(cluster, last) {
 /* ---------- members ---------- */
 
 function tableHead(columns) {
-  $('members').tHead.replaceChildren(element('tr', {}, columns.map((column) => element('th', { textContent: column }))));
+  $('members').tHead.replaceChildren(
+    element(
+      'tr',
+      {},
+      columns.map((column) => element('th', { textContent: column })),
+    ),
+  );
 }
 
 function memberRow(name, role, state, cells, leads) {
-  const row = element('tr', { className: leads ? 'leader' : '' }, [element('td', { textContent: name }), ...cells.map(([text, className]) => element('td', { textContent: text ?? '', className: className ?? '' }))]);
+  const row = element('tr', { className: leads ? 'leader' : '' }, [
+    element('td', { textContent: name }),
+    ...cells.map(([text, className]) => element('td', { textContent: text ?? '', className: className ?? '' })),
+  ]);
   Object.assign(row.dataset, { testid: 'member-row', name, role: role ?? '', state: state ?? '' });
   return row;
 }
@@ -86,14 +102,21 @@ function renderLiveMembers() {
   const rows = members.map((member) => {
     const leads = member === leader;
     showBadge(member.name, member.role, leads);
-    return memberRow(member.name, member.role, member.state, [[member.role], [member.state], [leads ? '' : formatLag(member.lag), 'number'], [member.timeline, 'number']], leads);
+    return memberRow(
+      member.name,
+      member.role,
+      member.state,
+      [[member.role], [member.state], [leads ? '' : formatLag(member.lag), 'number'], [member.timeline, 'number']],
+      leads,
+    );
   });
   $('members').tBodies[0].replaceChildren(...rows);
 }
 
 /** The members as the log tells them at the instant: the role, leadership and postgres machines' states. */
 function renderMembersAt(cluster) {
-  $('members-source').textContent = `at ${clockTime(new Date(travel.instant).toISOString())}, folded from the event log`;
+  $('members-source').textContent =
+    `at ${clockTime(new Date(travel.instant).toISOString())}, folded from the event log`;
   tableHead(['name', 'leadership', 'role', 'postgres', 'timeline']);
   $('leader-name').textContent = (cluster.leader ?? 'none') + (cluster.paused ? ' (paused)' : '');
   const rows = Object.entries(cluster.members)
@@ -101,7 +124,18 @@ function renderMembersAt(cluster) {
     .map(([name, member]) => {
       const leads = cluster.leader === name;
       showBadge(name, member.role, leads);
-      return memberRow(name, member.role, member.machines?.postgres ?? member.state, [[member.leadership], [member.role], [member.machines?.postgres ?? member.state], [member.timeline ?? '', 'number']], leads);
+      return memberRow(
+        name,
+        member.role,
+        member.machines?.postgres ?? member.state,
+        [
+          [member.leadership],
+          [member.role],
+          [member.machines?.postgres ?? member.state],
+          [member.timeline ?? '', 'number'],
+        ],
+        leads,
+      );
     });
   $('members').tBodies[0].replaceChildren(...rows);
 }
@@ -149,11 +183,19 @@ function renderSchedule(operations) {
   }
   const columns = ['kind', 'node', 'candidate', 'at', 'fate', 'reason'];
   const rows = [...operations].reverse().map((operation) => {
-    const row = element('tr', {}, columns.map((column) => element('td', { textContent: operation[column] ?? '' })));
+    const row = element(
+      'tr',
+      {},
+      columns.map((column) => element('td', { textContent: operation[column] ?? '' })),
+    );
     row.dataset.testid = 'schedule-row';
     return row;
   });
-  const head = element('tr', {}, columns.map((column) => element('th', { textContent: column })));
+  const head = element(
+    'tr',
+    {},
+    columns.map((column) => element('th', { textContent: column })),
+  );
   target.replaceChildren(element('table', {}, [element('thead', {}, [head]), element('tbody', {}, rows)]));
 }
 
@@ -164,26 +206,34 @@ const FILTERS = ['node', 'stream', 'type'];
 /** The latest events up to the shown instant, newest first, through the filters. */
 function renderTimeline(instant) {
   const form = $('timeline-filters');
-  for (const field of FILTERS) updateOptions(form.elements[field], travel.log.map((event) => event[field]));
+  for (const field of FILTERS)
+    updateOptions(
+      form.elements[field],
+      travel.log.map((event) => event[field]),
+    );
   const wanted = Object.fromEntries(FILTERS.map((field) => [field, form.elements[field].value]));
   const matching = travel.log
     .filter((event) => instant === null || timeOf(event) <= instant)
     .filter((event) => FILTERS.every((field) => wanted[field] === '' || event[field] === wanted[field]))
     .sort((a, b) => timeOf(a) - timeOf(b));
-  const rows = matching.slice(-TIMELINE_ROWS).reverse().map((event) => {
-    const row = element('tr', {}, [
-      element('td', { className: 'number', textContent: clockTime(event.at), title: event.at }),
-      element('td', { textContent: event.node }),
-      element('td', { textContent: `${event.stream} #${event.seq}` }),
-      element('td', { textContent: event.type }),
-      element('td', { className: 'what', textContent: whatHappened(event) }),
-      element('td', { className: 'cause', textContent: event.cause }),
-    ]);
-    row.dataset.testid = 'event-row';
-    return row;
-  });
+  const rows = matching
+    .slice(-TIMELINE_ROWS)
+    .reverse()
+    .map((event) => {
+      const row = element('tr', {}, [
+        element('td', { className: 'number', textContent: clockTime(event.at), title: event.at }),
+        element('td', { textContent: event.node }),
+        element('td', { textContent: `${event.stream} #${event.seq}` }),
+        element('td', { textContent: event.type }),
+        element('td', { className: 'what', textContent: whatHappened(event) }),
+        element('td', { className: 'cause', textContent: event.cause }),
+      ]);
+      row.dataset.testid = 'event-row';
+      return row;
+    });
   $('timeline').tBodies[0].replaceChildren(...rows);
-  const shown = rows.length < matching.length ? `the latest ${rows.length} of ${matching.length}` : `${matching.length}`;
+  const shown =
+    rows.length < matching.length ? `the latest ${rows.length} of ${matching.length}` : `${matching.length}`;
   $('timeline-count').textContent = `${shown} events${instant === null ? '' : ' up to the instant shown'}`;
 }
 

@@ -45,7 +45,10 @@ const member = (state: string): MemberData => ({
 });
 
 /** Promise.allSettled, or an error once `timeoutMs` has passed with calls still pending. */
-async function allSettledWithin(calls: Promise<unknown>[], timeoutMs: number): Promise<PromiseSettledResult<unknown>[]> {
+async function allSettledWithin(
+  calls: Promise<unknown>[],
+  timeoutMs: number,
+): Promise<PromiseSettledResult<unknown>[]> {
   let timer: NodeJS.Timeout | undefined;
   const guard = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error(`calls still pending ${timeoutMs} ms after they started`)), timeoutMs);
@@ -61,7 +64,10 @@ async function allSettledWithin(calls: Promise<unknown>[], timeoutMs: number): P
  * The behaviours of the Dcs port (src/dcs/dcs.port.ts) every adapter must show, written once.
  * An adapter's spec calls this with a fixture factory; `makeFixture` runs before each test.
  */
-export function describeDcsContract(adapter: string, makeFixture: () => DcsContractFixture | Promise<DcsContractFixture>): void {
+export function describeDcsContract(
+  adapter: string,
+  makeFixture: () => DcsContractFixture | Promise<DcsContractFixture>,
+): void {
   describe(`the Dcs contract on ${adapter}`, () => {
     let fixture: DcsContractFixture;
     const subscriptions: Subscription[] = [];
@@ -288,7 +294,9 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         await node1.setStatus({ optime: 67_108_960 });
         const view = await node2.read();
         expect(view.failover?.value).toEqual({});
-        expect(view.history?.value).toEqual([[1, 25_165_984, 'no recovery target specified', '2026-01-01T00:00:00+00:00', 'node1']]);
+        expect(view.history?.value).toEqual([
+          [1, 25_165_984, 'no recovery target specified', '2026-01-01T00:00:00+00:00', 'node1'],
+        ]);
         expect(view.status?.value).toEqual({ optime: 67_108_960 });
       });
     });
@@ -314,7 +322,10 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
       it.each([
         ['{}', {}],
         ['', {}],
-        ['{"leader":"node1","scheduled_at":"2026-01-01T10:00:00+00:00"}', { leader: 'node1', scheduled_at: '2026-01-01T10:00:00+00:00' }],
+        [
+          '{"leader":"node1","scheduled_at":"2026-01-01T10:00:00+00:00"}',
+          { leader: 'node1', scheduled_at: '2026-01-01T10:00:00+00:00' },
+        ],
         ['node1:node2', { leader: 'node1', member: 'node2' }],
       ])('reads failover %j as %j', async (stored, expected) => {
         await fixture.putRaw(key('failover'), stored);
@@ -343,9 +354,12 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         await node1.acquireLeader();
         await node1.releaseLeader();
         const releasedAt = performance.now();
-        const deleted = await waitFor(() => changes.find(({ change }) => change.key === 'leader' && change.type === 'delete'), {
-          description: 'the leader delete on the watch',
-        });
+        const deleted = await waitFor(
+          () => changes.find(({ change }) => change.key === 'leader' && change.type === 'delete'),
+          {
+            description: 'the leader delete on the watch',
+          },
+        );
         expect(deleted.at - releasedAt).toBeLessThan(1000);
         expect(changes.map(({ change }) => change)).toEqual<DcsChange[]>([
           { key: null, type: 'resync' },
@@ -372,7 +386,9 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         const first = await recordChanges(watcher);
         const second = await recordChanges(watcher);
         await node1.acquireLeader();
-        await waitFor(() => first.length > 1 && second.length > 1, { description: 'the leader put on both subscriptions' });
+        await waitFor(() => first.length > 1 && second.length > 1, {
+          description: 'the leader put on both subscriptions',
+        });
         const expected: DcsChange[] = [
           { key: null, type: 'resync' },
           { key: 'leader', type: 'put' },
@@ -385,7 +401,9 @@ export function describeDcsContract(adapter: string, makeFixture: () => DcsContr
         const node1 = node('node1');
         const changes: DcsChange[] = [];
         let completed = false;
-        subscriptions.push(node1.changes().subscribe({ next: (change) => changes.push(change), complete: () => (completed = true) }));
+        subscriptions.push(
+          node1.changes().subscribe({ next: (change) => changes.push(change), complete: () => (completed = true) }),
+        );
         await waitFor(() => changes.length > 0, { description: 'the watch to be live' });
         await node1.close();
         await waitFor(() => completed, { description: 'the changes to complete' });

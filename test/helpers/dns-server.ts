@@ -36,7 +36,11 @@ export async function startDnsServer(zone: DnsZone, options: { silent?: boolean 
     const targets = question.type === TYPE_SRV ? zone.srv[question.name] : undefined;
     const answers = (targets ?? []).map(srvData);
     const known = targets !== undefined;
-    socket.send(response(query, question.end, question.type, answers, known ? 0 : RCODE_NXDOMAIN), peer.port, peer.address);
+    socket.send(
+      response(query, question.end, question.type, answers, known ? 0 : RCODE_NXDOMAIN),
+      peer.port,
+      peer.address,
+    );
   });
   // Port 0: the kernel picks a free UDP port.
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
@@ -61,7 +65,10 @@ function readQuestion(query: Buffer): { name: string; type: number; end: number 
 }
 
 function encodeName(name: string): Buffer {
-  const parts = name.replace(/\.$/, '').split('.').map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label, 'ascii')]));
+  const parts = name
+    .replace(/\.$/, '')
+    .split('.')
+    .map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label, 'ascii')]));
   return Buffer.concat([...parts, Buffer.from([0])]);
 }
 

@@ -14,7 +14,13 @@ export function etcd3ConfigLoader(): (etcd3: Record<string, unknown>, env?: Node
   let written = 0;
   return (etcd3, env = {}) => {
     const path = join(dir, `config-${++written}.yml`);
-    const doc = { scope: 'demo', name: 'n1', restapi: { listen: '127.0.0.1:8008' }, etcd3, postgresql: { listen: '127.0.0.1:5432', data_dir: '/data/n1' } };
+    const doc = {
+      scope: 'demo',
+      name: 'n1',
+      restapi: { listen: '127.0.0.1:8008' },
+      etcd3,
+      postgresql: { listen: '127.0.0.1:5432', data_dir: '/data/n1' },
+    };
     writeFileSync(path, stringify(doc));
     return loadConfig(path, env);
   };

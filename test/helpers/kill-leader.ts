@@ -15,7 +15,10 @@ export async function killAgentAndPostmaster(node: LocalNode): Promise<void> {
   const agentGone = node.killAgent(); // signals the agent at once, resolves when it has exited
   process.kill(postmaster, 'SIGKILL');
   await agentGone;
-  await waitFor(() => !isRunningProcess(postmaster), { timeoutMs: 5000, description: `${node.name}'s postmaster gone` });
+  await waitFor(() => !isRunningProcess(postmaster), {
+    timeoutMs: 5000,
+    description: `${node.name}'s postmaster gone`,
+  });
 }
 
 /**

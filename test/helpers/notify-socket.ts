@@ -27,7 +27,10 @@ export async function bindNotifySocket(path: string): Promise<NotifySocket> {
   const child: ChildProcessWithoutNullStreams = spawn('python3', ['-c', RECEIVER, path], { stdio: 'pipe' });
   const received: string[] = [];
   createInterface({ input: child.stdout }).on('line', (line) => received.push(JSON.parse(line) as string));
-  await waitFor(() => received[0] === 'bound', { timeoutMs: 10_000, description: `a datagram socket bound at ${path}` });
+  await waitFor(() => received[0] === 'bound', {
+    timeoutMs: 10_000,
+    description: `a datagram socket bound at ${path}`,
+  });
   received.shift();
   return { path, messages: received, close: () => child.kill() };
 }

@@ -33,7 +33,9 @@ const pointer = (...parts: string[]) => parts.map((part) => part.replace(/~/g, '
  * Checks real answers against the document's response schemas: the operation must document the
  * status and the media type, and a JSON body must validate against its schema (JSON Schema 2020-12).
  */
-export function answerChecker(document: Json): (path: string, method: string, answer: { status: number; type: string; body: string }) => string[] {
+export function answerChecker(
+  document: Json,
+): (path: string, method: string, answer: { status: number; type: string; body: string }) => string[] {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
   ajv.addSchema(document, 'openapi.json');
   return (path, method, answer) => {
@@ -42,11 +44,19 @@ export function answerChecker(document: Json): (path: string, method: string, an
     const response = (operation.responses as Record<string, Json>)[String(answer.status)];
     if (!response) return [`${method} ${path} does not document ${answer.status}`];
     const content = response.content as Record<string, Json> | undefined;
-    if (!content) return answer.body === '' ? [] : [`${method} ${path} ${answer.status}: a body where the document has none`];
+    if (!content)
+      return answer.body === '' ? [] : [`${method} ${path} ${answer.status}: a body where the document has none`];
     const mediaType = answer.type.split(';')[0].trim();
-    if (!content[mediaType]) return [`${method} ${path} ${answer.status}: ${mediaType} is not one of ${Object.keys(content).join(', ')}`];
+    if (!content[mediaType])
+      return [`${method} ${path} ${answer.status}: ${mediaType} is not one of ${Object.keys(content).join(', ')}`];
     if (mediaType !== 'application/json') return [];
-    const validate = ajv.compile({ $ref: `openapi.json#/${pointer('paths', path, method.toLowerCase(), 'responses', String(answer.status), 'content', mediaType, 'schema')}` });
-    return validate(JSON.parse(answer.body)) ? [] : (validate.errors ?? []).map((error) => `${method} ${path} ${answer.status}: ${error.instancePath} ${error.message}`);
+    const validate = ajv.compile({
+      $ref: `openapi.json#/${pointer('paths', path, method.toLowerCase(), 'responses', String(answer.status), 'content', mediaType, 'schema')}`,
+    });
+    return validate(JSON.parse(answer.body))
+      ? []
+      : (validate.errors ?? []).map(
+          (error) => `${method} ${path} ${answer.status}: ${error.instancePath} ${error.message}`,
+        );
   };
 }

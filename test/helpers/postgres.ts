@@ -45,7 +45,12 @@ export async function makePgTempRoot(prefix = 'stator-pg-'): Promise<string> {
  * A PostgresqlConfig for a node listening on 127.0.0.1:`port`, with test credentials and settings that
  * make tests quick (no fsync, and no sync after a clone: nothing here must survive an OS crash).
  */
-export function pgTestNode(root: string, name: string, port: number, parameters: PostgresqlConfig['parameters'] = {}): PgTestNode {
+export function pgTestNode(
+  root: string,
+  name: string,
+  port: number,
+  parameters: PostgresqlConfig['parameters'] = {},
+): PgTestNode {
   const dataDir = join(root, name, 'data');
   return {
     name,

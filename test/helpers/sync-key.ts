@@ -9,7 +9,10 @@ export interface SyncKey {
 /** `/sync` as stored in etcd, read through etcd's JSON gateway (not through an agent): null when absent. */
 export async function readSyncKey(cluster: LocalCluster): Promise<SyncKey | null> {
   const key = Buffer.from(`/service/${cluster.scope}/sync`).toString('base64');
-  const response = await fetch(`http://${cluster.etcd.endpoint}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key }) });
+  const response = await fetch(`http://${cluster.etcd.endpoint}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key }),
+  });
   const value = ((await response.json()) as { kvs?: { value: string }[] }).kvs?.[0]?.value;
   return value ? (JSON.parse(Buffer.from(value, 'base64').toString()) as SyncKey) : null;
 }

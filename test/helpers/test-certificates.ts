@@ -20,14 +20,54 @@ export function makeTestCertificates(dir: string): TestCertificates {
   const path = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'pipe' });
   const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  const caExtensions = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
+  const caExtensions = [
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  ];
   const selfSignedCa = (name: string) =>
-    openssl('req', '-x509', ...newKey, ...caExtensions, '-keyout', path(`${name}.key`), '-out', path(`${name}.crt`), '-days', '1', '-subj', `/CN=${name}`);
+    openssl(
+      'req',
+      '-x509',
+      ...newKey,
+      ...caExtensions,
+      '-keyout',
+      path(`${name}.key`),
+      '-out',
+      path(`${name}.crt`),
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+    );
   const issue = (name: string, ca: string, extensions: string) => {
     writeFileSync(path(`${name}.ext`), `${extensions}\n`);
-    openssl('req', '-new', ...newKey, '-keyout', path(`${name}.key`), '-out', path(`${name}.csr`), '-subj', `/CN=${name}`);
+    openssl(
+      'req',
+      '-new',
+      ...newKey,
+      '-keyout',
+      path(`${name}.key`),
+      '-out',
+      path(`${name}.csr`),
+      '-subj',
+      `/CN=${name}`,
+    );
     const issuer = ['-CA', path(`${ca}.crt`), '-CAkey', path(`${ca}.key`), '-CAcreateserial'];
-    openssl('x509', '-req', '-in', path(`${name}.csr`), ...issuer, '-out', path(`${name}.crt`), '-days', '1', '-extfile', path(`${name}.ext`));
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      path(`${name}.csr`),
+      ...issuer,
+      '-out',
+      path(`${name}.crt`),
+      '-days',
+      '1',
+      '-extfile',
+      path(`${name}.ext`),
+    );
   };
   selfSignedCa('ca');
   selfSignedCa('stranger-ca');

@@ -21,7 +21,13 @@ interface Answer {
   text: string;
 }
 
-async function call(node: LocalNode, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+async function call(
+  node: LocalNode,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const init: RequestInit = { method, headers: { ...headers }, signal: AbortSignal.timeout(60_000) };
   if (body !== undefined) {
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
@@ -50,7 +56,10 @@ beforeAll(async () => {
   baseDir = tmpDir('stator-operations-');
   cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, compat: 'patroni' });
   const current = await leader();
-  await cluster.waitForStreaming(cluster.nodes.filter((n) => n !== current).map((n) => n.name), 60_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((n) => n !== current).map((n) => n.name),
+    60_000,
+  );
 });
 
 afterAll(async () => {
@@ -67,10 +76,30 @@ describe('POST /switchover and /failover', () => {
       ['/failover', { foo: 'bar' }, 400, 'Failover could be performed only to a specific candidate'],
       ['/switchover', { leader: 'nobody' }, 412, 'leader name does not match'],
       ['/switchover', { leader: current.name, candidate: 'nobody' }, 412, 'candidate does not exists'],
-      ['/switchover', { leader: current.name, candidate: current.name }, 400, 'Switchover target and source are the same'],
-      ['/switchover', { leader: current.name, scheduled_at: '2020-01-01T00:00:00+00:00' }, 422, 'Cannot schedule switchover in the past'],
-      ['/switchover', { leader: current.name, scheduled_at: '2099-01-01T00:00:00' }, 400, 'Timezone information is mandatory for the scheduled switchover'],
-      ['/failover', { candidate: other.name, scheduled_at: '2099-01-01T00:00:00Z' }, 400, "Failover can't be scheduled"],
+      [
+        '/switchover',
+        { leader: current.name, candidate: current.name },
+        400,
+        'Switchover target and source are the same',
+      ],
+      [
+        '/switchover',
+        { leader: current.name, scheduled_at: '2020-01-01T00:00:00+00:00' },
+        422,
+        'Cannot schedule switchover in the past',
+      ],
+      [
+        '/switchover',
+        { leader: current.name, scheduled_at: '2099-01-01T00:00:00' },
+        400,
+        'Timezone information is mandatory for the scheduled switchover',
+      ],
+      [
+        '/failover',
+        { candidate: other.name, scheduled_at: '2099-01-01T00:00:00Z' },
+        400,
+        "Failover can't be scheduled",
+      ],
     ];
     for (const [path, body, status, text] of cases) {
       const answer = await call(current, 'POST', path, body);
@@ -94,18 +123,36 @@ describe('POST /switchover and /failover', () => {
   it('schedules a switchover, shows it in /cluster, deletes it, and runs one at its time', async () => {
     const current = await leader();
     const at = new Date(Date.now() + 60_000).toISOString().replace('Z', '+00:00');
-    expect(await call(current, 'POST', '/switchover', { leader: current.name, scheduled_at: at })).toMatchObject({ status: 202, text: 'Switchover scheduled' });
+    expect(await call(current, 'POST', '/switchover', { leader: current.name, scheduled_at: at })).toMatchObject({
+      status: 202,
+      text: 'Switchover scheduled',
+    });
     const scheduled = json(await call(current, 'GET', '/cluster')).scheduled_switchover as { at: string; from: string };
     expect(scheduled.from).toBe(current.name);
     expect(Date.parse(scheduled.at)).toBe(Date.parse(at));
-    expect(await call(current, 'DELETE', '/switchover')).toMatchObject({ status: 200, text: 'scheduled switchover deleted' });
-    expect(await call(current, 'DELETE', '/switchover')).toMatchObject({ status: 404, text: 'no switchover is scheduled' });
+    expect(await call(current, 'DELETE', '/switchover')).toMatchObject({
+      status: 200,
+      text: 'scheduled switchover deleted',
+    });
+    expect(await call(current, 'DELETE', '/switchover')).toMatchObject({
+      status: 404,
+      text: 'no switchover is scheduled',
+    });
     expect(json(await call(current, 'GET', '/cluster')).scheduled_switchover).toBeUndefined();
 
     const [candidate] = await replicas();
     const soon = new Date(Date.now() + 3_000).toISOString();
-    expect(await call(current, 'POST', '/switchover', { leader: current.name, candidate: candidate.name, scheduled_at: soon })).toMatchObject({ status: 202 });
-    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, { timeoutMs: 20_000, description: `${candidate.name} leading after the scheduled switchover` });
+    expect(
+      await call(current, 'POST', '/switchover', {
+        leader: current.name,
+        candidate: candidate.name,
+        scheduled_at: soon,
+      }),
+    ).toMatchObject({ status: 202 });
+    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, {
+      timeoutMs: 20_000,
+      description: `${candidate.name} leading after the scheduled switchover`,
+    });
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(soon));
     await cluster.waitForStreaming([current.name], 30_000);
   });
@@ -115,7 +162,10 @@ describe('POST /switchover and /failover', () => {
     const answer = await call(candidate, 'POST', '/failover', { candidate: candidate.name });
     expect(answer).toMatchObject({ status: 200, text: `Successfully failed over to "${candidate.name}"` });
     expect((await cluster.waitForLeader(10_000)).name).toBe(candidate.name);
-    await cluster.waitForStreaming((await replicas()).map((n) => n.name), 30_000);
+    await cluster.waitForStreaming(
+      (await replicas()).map((n) => n.name),
+      30_000,
+    );
   });
 });
 
@@ -123,13 +173,19 @@ describe('POST and DELETE /restart', () => {
   it('restarts a replica now, and refuses when its conditions do not hold', async () => {
     const [replica] = await replicas();
     const before = await postmasterStart(replica);
-    expect(await call(replica, 'POST', '/restart', { role: 'primary' })).toMatchObject({ status: 503, text: 'restart conditions are not satisfied' });
+    expect(await call(replica, 'POST', '/restart', { role: 'primary' })).toMatchObject({
+      status: 503,
+      text: 'restart conditions are not satisfied',
+    });
     expect(await call(replica, 'POST', '/restart', { role: 'master' })).toMatchObject({
       status: 400,
       text: 'PostgreSQL role should be either primary, standby_leader, or replica',
     });
     expect(await postmasterStart(replica)).toBe(before);
-    expect(await call(replica, 'POST', '/restart', { role: 'replica' })).toMatchObject({ status: 200, text: 'restarted successfully' });
+    expect(await call(replica, 'POST', '/restart', { role: 'replica' })).toMatchObject({
+      status: 200,
+      text: 'restarted successfully',
+    });
     expect(await postmasterStart(replica)).not.toBe(before);
     await cluster.waitForStreaming([replica.name], 30_000);
   });
@@ -137,8 +193,14 @@ describe('POST and DELETE /restart', () => {
   it('schedules one restart per node, deletes it, and runs one at its time', async () => {
     const [replica] = await replicas();
     const later = new Date(Date.now() + 600_000).toISOString();
-    expect(await call(replica, 'POST', '/restart', { schedule: later })).toMatchObject({ status: 202, text: 'Restart scheduled' });
-    expect(await call(replica, 'POST', '/restart', { schedule: later })).toMatchObject({ status: 409, text: 'Another restart is already scheduled' });
+    expect(await call(replica, 'POST', '/restart', { schedule: later })).toMatchObject({
+      status: 202,
+      text: 'Restart scheduled',
+    });
+    expect(await call(replica, 'POST', '/restart', { schedule: later })).toMatchObject({
+      status: 409,
+      text: 'Another restart is already scheduled',
+    });
     expect((await replica.status())?.scheduled_restart).toMatchObject({ schedule: later });
     expect(await call(replica, 'DELETE', '/restart')).toMatchObject({ status: 200, text: 'scheduled restart deleted' });
     expect(await call(replica, 'DELETE', '/restart')).toMatchObject({ status: 404, text: 'no restarts are scheduled' });
@@ -146,10 +208,13 @@ describe('POST and DELETE /restart', () => {
     const before = await postmasterStart(replica);
     const soon = new Date(Date.now() + 2_000).toISOString();
     expect(await call(replica, 'POST', '/restart', { schedule: soon })).toMatchObject({ status: 202 });
-    await waitFor(async () => (await postmasterStart(replica)) !== before && (await postmasterStart(replica)) !== undefined, {
-      timeoutMs: 20_000,
-      description: 'the scheduled restart ran',
-    });
+    await waitFor(
+      async () => (await postmasterStart(replica)) !== before && (await postmasterStart(replica)) !== undefined,
+      {
+        timeoutMs: 20_000,
+        description: 'the scheduled restart ran',
+      },
+    );
     expect((await replica.status())?.scheduled_restart).toBeUndefined();
   });
 });
@@ -161,14 +226,23 @@ describe('POST /reload and /reinitialize', () => {
 
   it('refuses to reinitialize the leader, and reclones a replica', async () => {
     const current = await leader();
-    expect(await call(current, 'POST', '/reinitialize', { force: true })).toMatchObject({ status: 503, text: 'I am the leader, can not reinitialize' });
+    expect(await call(current, 'POST', '/reinitialize', { force: true })).toMatchObject({
+      status: 503,
+      text: 'I am the leader, can not reinitialize',
+    });
     const [replica] = await replicas();
     await sql(current, 'CREATE TABLE IF NOT EXISTS reinit_probe(v text)');
     await sql(current, "INSERT INTO reinit_probe VALUES ('before reinit')");
     const before = await postmasterStart(replica);
-    expect(await call(replica, 'POST', '/reinitialize', {})).toMatchObject({ status: 200, text: 'reinitialize started' });
+    expect(await call(replica, 'POST', '/reinitialize', {})).toMatchObject({
+      status: 200,
+      text: 'reinitialize started',
+    });
     // The answer comes before the old server stops: streaming counts only from the recloned server.
-    await waitFor(async () => ![undefined, before].includes(await postmasterStart(replica)), { timeoutMs: 60_000, description: `${replica.name} running a new postmaster` });
+    await waitFor(async () => ![undefined, before].includes(await postmasterStart(replica)), {
+      timeoutMs: 60_000,
+      description: `${replica.name} running a new postmaster`,
+    });
     await cluster.waitForStreaming([replica.name], 60_000);
     const rows = await sql<{ v: string }>(replica, 'SELECT v FROM reinit_probe');
     expect(rows.map((r) => r.v)).toContain('before reinit');
@@ -188,12 +262,22 @@ describe('PATCH and PUT /config', () => {
 
   it('merges a patch, removes keys set to null, and a parameter needing a restart shows as pending', async () => {
     const current = await leader();
-    const patched = await call(current, 'PATCH', '/config', { postgresql: { parameters: { max_connections: 60, work_mem: '8MB' } } });
+    const patched = await call(current, 'PATCH', '/config', {
+      postgresql: { parameters: { max_connections: 60, work_mem: '8MB' } },
+    });
     expect(patched.status).toBe(200);
-    expect((json(patched).postgresql as { parameters: Record<string, unknown> }).parameters).toMatchObject({ max_connections: 60, work_mem: '8MB' });
+    expect((json(patched).postgresql as { parameters: Record<string, unknown> }).parameters).toMatchObject({
+      max_connections: 60,
+      work_mem: '8MB',
+    });
     expect(JSON.parse((await call(current, 'GET', '/config')).text)).toEqual(json(patched));
-    await waitFor(async () => (await current.status())?.pending_restart === true, { timeoutMs: 20_000, description: 'pending_restart on the leader' });
-    expect(((await current.status())?.pending_restart_reason as Record<string, unknown>).max_connections).toMatchObject({ new_value: '60' });
+    await waitFor(async () => (await current.status())?.pending_restart === true, {
+      timeoutMs: 20_000,
+      description: 'pending_restart on the leader',
+    });
+    expect(((await current.status())?.pending_restart_reason as Record<string, unknown>).max_connections).toMatchObject(
+      { new_value: '60' },
+    );
 
     const removed = await call(current, 'PATCH', '/config', { postgresql: { parameters: { work_mem: null } } });
     expect((json(removed).postgresql as { parameters: Record<string, unknown> }).parameters.work_mem).toBeUndefined();
@@ -201,19 +285,47 @@ describe('PATCH and PUT /config', () => {
 
   it('a cluster-wide pg_hba, pg_ident and recovery_conf reach every node, PostgreSQL reloaded, and go away with null', async () => {
     const current = await leader();
-    const pgHba = ['local all all trust', 'local replication all trust', 'host all all all scram-sha-256', 'host replication all all scram-sha-256', 'host sameuser all 192.0.2.0/24 scram-sha-256'];
-    const patched = await call(current, 'PATCH', '/config', { postgresql: { pg_hba: pgHba, pg_ident: ['cluster_map someone postgres'], recovery_conf: { recovery_min_apply_delay: '1s' } } });
+    const pgHba = [
+      'local all all trust',
+      'local replication all trust',
+      'host all all all scram-sha-256',
+      'host replication all all scram-sha-256',
+      'host sameuser all 192.0.2.0/24 scram-sha-256',
+    ];
+    const patched = await call(current, 'PATCH', '/config', {
+      postgresql: {
+        pg_hba: pgHba,
+        pg_ident: ['cluster_map someone postgres'],
+        recovery_conf: { recovery_min_apply_delay: '1s' },
+      },
+    });
     expect(patched.status).toBe(200);
-    const everywhere = async (probe: (node: LocalNode) => Promise<boolean>) => (await Promise.all(cluster.nodes.map(probe))).every(Boolean);
-    const hbaHasMarker = async (node: LocalNode) => (await sql(node, "SELECT 1 FROM pg_hba_file_rules WHERE address = '192.0.2.0'")).length === 1;
-    const identHasMap = async (node: LocalNode) => (await sql(node, "SELECT 1 FROM pg_ident_file_mappings WHERE map_name = 'cluster_map'")).length === 1;
-    await waitFor(() => everywhere(async (node) => (await hbaHasMarker(node)) && (await identHasMap(node))), { timeoutMs: 20_000, description: 'the /config pg_hba and pg_ident on every node' });
-    const delay = async (node: LocalNode) => (await sql<{ delay: string }>(node, "SELECT current_setting('recovery_min_apply_delay') AS delay"))[0].delay;
-    await waitFor(async () => (await Promise.all((await replicas()).map(delay))).every((value) => value === '1s'), { timeoutMs: 20_000, description: 'recovery_min_apply_delay on the replicas' });
+    const everywhere = async (probe: (node: LocalNode) => Promise<boolean>) =>
+      (await Promise.all(cluster.nodes.map(probe))).every(Boolean);
+    const hbaHasMarker = async (node: LocalNode) =>
+      (await sql(node, "SELECT 1 FROM pg_hba_file_rules WHERE address = '192.0.2.0'")).length === 1;
+    const identHasMap = async (node: LocalNode) =>
+      (await sql(node, "SELECT 1 FROM pg_ident_file_mappings WHERE map_name = 'cluster_map'")).length === 1;
+    await waitFor(() => everywhere(async (node) => (await hbaHasMarker(node)) && (await identHasMap(node))), {
+      timeoutMs: 20_000,
+      description: 'the /config pg_hba and pg_ident on every node',
+    });
+    const delay = async (node: LocalNode) =>
+      (await sql<{ delay: string }>(node, "SELECT current_setting('recovery_min_apply_delay') AS delay"))[0].delay;
+    await waitFor(async () => (await Promise.all((await replicas()).map(delay))).every((value) => value === '1s'), {
+      timeoutMs: 20_000,
+      description: 'recovery_min_apply_delay on the replicas',
+    });
     expect(await delay(current)).toBe('0');
 
-    expect((await call(current, 'PATCH', '/config', { postgresql: { pg_hba: null, pg_ident: null, recovery_conf: null } })).status).toBe(200);
-    await waitFor(() => everywhere(async (node) => !(await hbaHasMarker(node)) && (await delay(node)) === '0'), { timeoutMs: 20_000, description: 'the default pg_hba back on every node' });
+    expect(
+      (await call(current, 'PATCH', '/config', { postgresql: { pg_hba: null, pg_ident: null, recovery_conf: null } }))
+        .status,
+    ).toBe(200);
+    await waitFor(() => everywhere(async (node) => !(await hbaHasMarker(node)) && (await delay(node)) === '0'), {
+      timeoutMs: 20_000,
+      description: 'the default pg_hba back on every node',
+    });
   });
 
   it('replaces the whole configuration with PUT', async () => {
@@ -226,27 +338,37 @@ describe('PATCH and PUT /config', () => {
 });
 
 describe('bad input on every endpoint that reads a body', () => {
-  it.each(['/switchover', '/failover', '/restart', '/reinitialize', '/config'])('%s: invalid JSON, a huge body and a wrong content type get a clear 4xx', async (path) => {
-    const current = await leader();
-    const method = path === '/config' ? 'PATCH' : 'POST';
-    const invalid = await call(current, method, path, '{"leader": ');
-    expect(invalid.status).toBe(400);
-    const huge = await call(current, method, path, JSON.stringify({ leader: 'x'.repeat(2 * 1024 * 1024) }));
-    expect(huge.status).toBe(413);
-    const wrongType = await call(current, method, path, 'leader=x', { 'content-type': 'text/plain' });
-    expect(wrongType.status).toBe(415);
-    expect((await leader()).name).toBe(current.name);
-  });
+  it.each(['/switchover', '/failover', '/restart', '/reinitialize', '/config'])(
+    '%s: invalid JSON, a huge body and a wrong content type get a clear 4xx',
+    async (path) => {
+      const current = await leader();
+      const method = path === '/config' ? 'PATCH' : 'POST';
+      const invalid = await call(current, method, path, '{"leader": ');
+      expect(invalid.status).toBe(400);
+      const huge = await call(current, method, path, JSON.stringify({ leader: 'x'.repeat(2 * 1024 * 1024) }));
+      expect(huge.status).toBe(413);
+      const wrongType = await call(current, method, path, 'leader=x', { 'content-type': 'text/plain' });
+      expect(wrongType.status).toBe(415);
+      expect((await leader()).name).toBe(current.name);
+    },
+  );
 });
 
 describe("Debian's patronictl against the cluster (compat: patroni)", () => {
   let ctlConfig: string;
   const ctl = (...args: string[]) =>
-    execFileSync('patronictl', ['-c', ctlConfig, ...args], { encoding: 'utf8', timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync('patronictl', ['-c', ctlConfig, ...args], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
 
   beforeAll(() => {
     ctlConfig = join(baseDir, 'patronictl.yml');
-    writeFileSync(ctlConfig, `scope: ${cluster.scope}\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`);
+    writeFileSync(
+      ctlConfig,
+      `scope: ${cluster.scope}\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`,
+    );
   });
 
   it('lists, shows and edits the configuration, and reads the history', async () => {
@@ -284,7 +406,9 @@ describe("Debian's patronictl against the cluster (compat: patroni)", () => {
 
     const current = await leader();
     const at = new Date(Date.now() + 600_000).toISOString();
-    expect(await call(current, 'POST', '/switchover', { leader: current.name, scheduled_at: at })).toMatchObject({ status: 202 });
+    expect(await call(current, 'POST', '/switchover', { leader: current.name, scheduled_at: at })).toMatchObject({
+      status: 202,
+    });
     expect(ctl('flush', '--force', cluster.scope, 'switchover')).toMatch(/scheduled switchover deleted|Success/);
     expect(json(await call(current, 'GET', '/cluster')).scheduled_switchover).toBeUndefined();
   });
@@ -293,7 +417,10 @@ describe("Debian's patronictl against the cluster (compat: patroni)", () => {
 describe('projections served from the event log', () => {
   it("serves /history as PostgreSQL's own timeline history file says", async () => {
     const current = await leader();
-    const [{ timeline }] = await sql<{ timeline: number }>(current, 'SELECT timeline_id AS timeline FROM pg_control_checkpoint()');
+    const [{ timeline }] = await sql<{ timeline: number }>(
+      current,
+      'SELECT timeline_id AS timeline FROM pg_control_checkpoint()',
+    );
     const file = `pg_wal/${timeline.toString(16).toUpperCase().padStart(8, '0')}.history`;
     const [{ content }] = await sql<{ content: string }>(current, 'SELECT pg_read_file($1) AS content', [file]);
     const fromFile = content
@@ -304,36 +431,59 @@ describe('projections served from the event log', () => {
         const [high, low] = lsn.split('/');
         return [Number(tl), parseInt(high, 16) * 2 ** 32 + parseInt(low, 16), reason.join('\t').trim()];
       });
-    await waitFor(async () => (JSON.parse((await call(current, 'GET', '/history')).text) as unknown[]).length === fromFile.length, {
-      timeoutMs: 10_000,
-      description: 'every timeline switch in /history',
-    });
-    const served = JSON.parse((await call(current, 'GET', '/history')).text) as Array<[number, number, string, string, string]>;
+    await waitFor(
+      async () => (JSON.parse((await call(current, 'GET', '/history')).text) as unknown[]).length === fromFile.length,
+      {
+        timeoutMs: 10_000,
+        description: 'every timeline switch in /history',
+      },
+    );
+    const served = JSON.parse((await call(current, 'GET', '/history')).text) as Array<
+      [number, number, string, string, string]
+    >;
     expect(served.map(([tl, lsn, reason]) => [tl, lsn, reason])).toEqual(fromFile);
     for (const entry of served) expect(entry[3]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/);
   });
 
   it('serves the scheduled-operation timeline with each fate', async () => {
     const current = await leader();
-    const schedule = JSON.parse((await call(current, 'GET', '/schedule')).text) as Array<{ kind: string; fate: string }>;
+    const schedule = JSON.parse((await call(current, 'GET', '/schedule')).text) as Array<{
+      kind: string;
+      fate: string;
+    }>;
     const fates = schedule.map((op) => `${op.kind} ${op.fate}`);
-    expect(fates).toEqual(expect.arrayContaining(['switchover cancelled', 'switchover executed', 'restart cancelled', 'restart executed']));
+    expect(fates).toEqual(
+      expect.arrayContaining(['switchover cancelled', 'switchover executed', 'restart cancelled', 'restart executed']),
+    );
   });
 
   it('keeps a scheduled restart across an agent restart, rebuilt from the event log', async () => {
     const [replica] = await replicas();
     const later = new Date(Date.now() + 600_000).toISOString();
-    expect(await call(replica, 'POST', '/restart', { schedule: later, role: 'replica' })).toMatchObject({ status: 202 });
-    await waitFor(async () => {
-      const schedule = JSON.parse((await call(replica, 'GET', '/schedule')).text) as Array<{ kind: string; fate: string; node: string }>;
-      return schedule.some((op) => op.kind === 'restart' && op.fate === 'scheduled' && op.node === replica.name);
-    }, { timeoutMs: 10_000, description: 'the scheduled restart in the log' });
+    expect(await call(replica, 'POST', '/restart', { schedule: later, role: 'replica' })).toMatchObject({
+      status: 202,
+    });
+    await waitFor(
+      async () => {
+        const schedule = JSON.parse((await call(replica, 'GET', '/schedule')).text) as Array<{
+          kind: string;
+          fate: string;
+          node: string;
+        }>;
+        return schedule.some((op) => op.kind === 'restart' && op.fate === 'scheduled' && op.node === replica.name);
+      },
+      { timeoutMs: 10_000, description: 'the scheduled restart in the log' },
+    );
     await replica.killAgent();
     replica.start();
-    await waitFor(async () => ((await replica.status())?.scheduled_restart as { schedule?: string } | undefined)?.schedule === later, {
-      timeoutMs: 20_000,
-      description: 'the restarted agent shows the scheduled restart',
-    });
+    await waitFor(
+      async () =>
+        ((await replica.status())?.scheduled_restart as { schedule?: string } | undefined)?.schedule === later,
+      {
+        timeoutMs: 20_000,
+        description: 'the restarted agent shows the scheduled restart',
+      },
+    );
     expect((await replica.status())?.scheduled_restart).toMatchObject({ role: 'replica' });
     expect(await call(replica, 'DELETE', '/restart')).toMatchObject({ status: 200 });
   });

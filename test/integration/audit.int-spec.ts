@@ -27,11 +27,20 @@ let baseDir: string;
 
 /** `stator audit <args>` as a child process (the built CLI, `npm run build` first). */
 function audit(...args: string[]) {
-  const run = spawnSync(process.execPath, ['bin/stator.js', 'audit', ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000 });
+  const run = spawnSync(process.execPath, ['bin/stator.js', 'audit', ...args], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-async function post(node: LocalNode, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
+async function post(
+  node: LocalNode,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
   const response = await fetch(node.apiUrl + path, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -50,14 +59,26 @@ async function waitForFollowers(leader: LocalNode, previousTimeline: number): Pr
   let timeline = 0;
   await waitFor(
     async () => {
-      const [leading, ...following] = await Promise.all([leader, ...cluster.nodes.filter((n) => n !== leader)].map((n) => n.status()));
+      const [leading, ...following] = await Promise.all(
+        [leader, ...cluster.nodes.filter((n) => n !== leader)].map((n) => n.status()),
+      );
       timeline = Number(leading?.timeline ?? 0);
       return (
         timeline > previousTimeline &&
-        following.every((s) => s?.state === 'running' && s.role === 'replica' && s.replication_state === 'streaming' && s.timeline === timeline)
+        following.every(
+          (s) =>
+            s?.state === 'running' &&
+            s.role === 'replica' &&
+            s.replication_state === 'streaming' &&
+            s.timeline === timeline,
+        )
       );
     },
-    { timeoutMs: 60_000, intervalMs: 200, description: `every replica streaming from ${leader.name} on a timeline above ${previousTimeline}` },
+    {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      description: `every replica streaming from ${leader.name} on a timeline above ${previousTimeline}`,
+    },
   );
   return timeline;
 }
@@ -71,7 +92,8 @@ interface MemorySample {
 
 /** Read twice, equal both times: the memory did not change around the instant the sample names. */
 async function sampleMemory(node: LocalNode): Promise<MemorySample> {
-  const read = async () => (await fetch(`${node.apiUrl}/stator/memory`, { signal: AbortSignal.timeout(5000) })).json() as Promise<unknown>;
+  const read = async () =>
+    (await fetch(`${node.apiUrl}/stator/memory`, { signal: AbortSignal.timeout(5000) })).json() as Promise<unknown>;
   let sample: MemorySample | null = null;
   await waitFor(
     async () => {
@@ -115,7 +137,9 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   samples.push(await sampleMemory(reloaded));
 
   const candidate = cluster.nodes.find((n) => n !== first)!;
-  expect(await post(first, 'POST', '/switchover', { leader: first.name, candidate: candidate.name })).toMatchObject({ status: 200 });
+  expect(await post(first, 'POST', '/switchover', { leader: first.name, candidate: candidate.name })).toMatchObject({
+    status: 200,
+  });
   const second = await cluster.waitForLeader(15_000);
   expect(second.name).toBe(candidate.name);
   const switchedTimeline = await waitForFollowers(second, bootstrapTimeline);
@@ -131,7 +155,9 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   samples.push(await sampleMemory(second), await sampleMemory(third));
 
   const inAnHour = new Date(Date.now() + 3_600_000).toISOString().replace('Z', '+00:00');
-  expect(await post(third, 'POST', '/switchover', { leader: third.name, scheduled_at: inAnHour })).toMatchObject({ status: 202 });
+  expect(await post(third, 'POST', '/switchover', { leader: third.name, scheduled_at: inAnHour })).toMatchObject({
+    status: 202,
+  });
   expect(await post(third, 'DELETE', '/switchover')).toMatchObject({ status: 200 });
 
   // Every recorder has flushed what the scenario recorded: the cancellation, and the killed node's new incarnation running.
@@ -158,7 +184,9 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   expect(samples.find((s) => s.node === reloaded.name && (s.memory as HaMemory).tags.rack === 'r7')).toBeDefined();
   for (const sample of samples) {
     const replayed = replayedMachineAt(events, `node/${sample.node}/memory`, sample.at);
-    expect({ node: sample.node, at: sample.at, memory: replayableMemory(replayed!.context as HaMemory) }).toEqual(sample);
+    expect({ node: sample.node, at: sample.at, memory: replayableMemory(replayed!.context as HaMemory) }).toEqual(
+      sample,
+    );
   }
 
   // /history before the retention cut below, read now: the audit runs that follow block this process's event loop
@@ -188,15 +216,23 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   // One event's data altered.
   const scheduled = lineOf((e) => e.type === 'switchover.scheduled');
   const altered = [...lines];
-  altered[scheduled] = JSON.stringify({ ...log[scheduled], data: { ...log[scheduled].data, scheduled_at: '2099-01-01T00:00:00+00:00' } });
+  altered[scheduled] = JSON.stringify({
+    ...log[scheduled],
+    data: { ...log[scheduled].data, scheduled_at: '2099-01-01T00:00:00+00:00' },
+  });
   const alteredRun = verifyCopy('altered.jsonl', altered);
   expect(alteredRun.status).toBe(1);
-  expect(alteredRun.stdout).toContain(`cluster#${log[scheduled].seq} (line ${scheduled + 1}): altered: its content does not match its hash`);
+  expect(alteredRun.stdout).toContain(
+    `cluster#${log[scheduled].seq} (line ${scheduled + 1}): altered: its content does not match its hash`,
+  );
 
   // One event removed: the second transition of the restarted node's postgres machine.
   const stream = `node/${second.name}/postgres`;
   const removed = lineOf((e) => e.stream === stream && e.seq === 2);
-  const removedRun = verifyCopy('removed.jsonl', lines.filter((_, index) => index !== removed));
+  const removedRun = verifyCopy(
+    'removed.jsonl',
+    lines.filter((_, index) => index !== removed),
+  );
   const next = lineOf((e) => e.stream === stream && e.seq === 3);
   expect(removedRun.status).toBe(1);
   expect(removedRun.stdout).toContain(`${stream}#3 (line ${next}): removed: #2 is missing before it`);
@@ -213,14 +249,20 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   // projections included, and an agent started after the cut serves the same history.
   const cutting = new EtcdEventStore({ hosts: [cluster.etcd.endpoint], scope: cluster.scope, requestTimeoutMs: 5000 });
   try {
-    const outcome = await new EventRetention({ store: cutting, clock: systemClock, policy: { maxEventsPerStream: 3 } }).runOnce();
+    const outcome = await new EventRetention({
+      store: cutting,
+      clock: systemClock,
+      policy: { maxEventsPerStream: 3 },
+    }).runOnce();
     expect(Object.keys(outcome.removed).length).toBeGreaterThan(0);
   } finally {
     await cutting.close();
   }
   const afterCut = audit('verify', '--etcd', cluster.etcd.endpoint, '--scope', cluster.scope, '--api', third.apiUrl);
   expect(afterCut).toMatchObject({ status: 0, stderr: '' });
-  expect(afterCut.stdout).toMatch(/^✔ hash chains: .*every link intact; \d+ streams start at the retention checkpoint of /m);
+  expect(afterCut.stdout).toMatch(
+    /^✔ hash chains: .*every link intact; \d+ streams start at the retention checkpoint of /m,
+  );
   expect(afterCut.stdout).toMatch(/^✔ \/history of /m);
 
   const restarted = cluster.nodes.find((n) => n !== third)!;
@@ -228,10 +270,16 @@ it('verifies the log of a cluster that went through a switchover, a kill -9 and 
   restarted.start();
   await waitFor(
     async () => {
-      const response = await fetch(`${restarted.apiUrl}/history`, { signal: AbortSignal.timeout(1000) }).catch(() => null);
+      const response = await fetch(`${restarted.apiUrl}/history`, { signal: AbortSignal.timeout(1000) }).catch(
+        () => null,
+      );
       return response?.status === 200 && JSON.stringify(await response.json()) === JSON.stringify(historyBefore);
     },
-    { timeoutMs: 30_000, intervalMs: 200, description: `${restarted.name}, started after the cut, serving the same /history` },
+    {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      description: `${restarted.name}, started after the cut, serving the same /history`,
+    },
   );
 
   // A running node pages its log: the newest events first, and a link to the older ones.

@@ -31,10 +31,23 @@ beforeAll(async () => {
   const script = join(baseDir, 'callback.sh');
   writeFileSync(script, `#!/bin/sh\necho "$@" >> ${calls}\n`);
   chmodSync(script, 0o755);
-  const commands = (index: number) => Object.fromEntries(['on_start', 'on_stop', 'on_restart', 'on_role_change'].map((action) => [action, `${script} node${index}`]));
-  cluster = await LocalCluster.start({ nodes: 2, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, postgresql: (index) => ({ callbacks: commands(index) }) });
+  const commands = (index: number) =>
+    Object.fromEntries(
+      ['on_start', 'on_stop', 'on_restart', 'on_role_change'].map((action) => [action, `${script} node${index}`]),
+    );
+  cluster = await LocalCluster.start({
+    nodes: 2,
+    baseDir,
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    postgresql: (index) => ({ callbacks: commands(index) }),
+  });
   const leader = await cluster.waitForLeader(60_000);
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 60_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+    60_000,
+  );
 });
 
 afterAll(async () => {
@@ -45,7 +58,10 @@ afterAll(async () => {
 it('calls on_start on both nodes, then on_role_change on both sides of a switchover, and records each call', async () => {
   const leader = await cluster.waitForLeader(10_000);
   const replica = cluster.nodes.find((node) => node !== leader)!;
-  await waitFor(() => lines().includes(`${replica.name} on_start replica demo`), { timeoutMs: 10_000, description: 'the replica on_start callback' });
+  await waitFor(() => lines().includes(`${replica.name} on_start replica demo`), {
+    timeoutMs: 10_000,
+    description: 'the replica on_start callback',
+  });
   expect(lines()).toContain(`${leader.name} on_start primary demo`);
 
   const response = await fetch(`${leader.apiUrl.replace(/\/stator$/, '')}/switchover`, {
@@ -54,15 +70,26 @@ it('calls on_start on both nodes, then on_role_change on both sides of a switcho
     body: JSON.stringify({ leader: leader.name, candidate: replica.name }),
   });
   expect(response.status).toBe(200);
-  await waitFor(() => lines().includes(`${replica.name} on_role_change primary demo`) && lines().includes(`${leader.name} on_role_change replica demo`), {
-    timeoutMs: 30_000,
-    description: 'on_role_change on the new primary and on the former one',
-  });
+  await waitFor(
+    () =>
+      lines().includes(`${replica.name} on_role_change primary demo`) &&
+      lines().includes(`${leader.name} on_role_change replica demo`),
+    {
+      timeoutMs: 30_000,
+      description: 'on_role_change on the new primary and on the former one',
+    },
+  );
 
   // The former primary comes back as a replica through a role change, not a start.
-  expect(lines().filter((line) => line.startsWith(`${leader.name} on_start`))).toEqual([`${leader.name} on_start primary demo`]);
+  expect(lines().filter((line) => line.startsWith(`${leader.name} on_start`))).toEqual([
+    `${leader.name} on_start primary demo`,
+  ]);
 
-  const events = (await (await fetch(`${replica.apiUrl.replace(/\/stator$/, '')}/events?stream=node/${replica.name}/callbacks`)).json()) as { type: string; data: Record<string, unknown> }[];
-  const finishedChanges = events.filter((event) => event.type === 'callback.finished' && event.data.action === 'on_role_change');
+  const events = (await (
+    await fetch(`${replica.apiUrl.replace(/\/stator$/, '')}/events?stream=node/${replica.name}/callbacks`)
+  ).json()) as { type: string; data: Record<string, unknown> }[];
+  const finishedChanges = events.filter(
+    (event) => event.type === 'callback.finished' && event.data.action === 'on_role_change',
+  );
   expect(finishedChanges.at(-1)?.data).toMatchObject({ role: 'primary', outcome: 'exited', exitCode: 0 });
 });

@@ -15,11 +15,19 @@ it('loses no acknowledged write, never has two primaries acknowledging writes, a
       seed: 7,
       rounds: 3,
       baseDir,
-      faults: ['SIGSTOP of the leader PostgreSQL for ttl + 5 s', 'kill -9 of the leader agent and its PostgreSQL', 'switchover'],
+      faults: [
+        'SIGSTOP of the leader PostgreSQL for ttl + 5 s',
+        'kill -9 of the leader agent and its PostgreSQL',
+        'switchover',
+      ],
     });
     console.log(formatReport([report]));
     expect(report.rounds.map((round) => round.fault).sort()).toEqual(
-      ['SIGSTOP of the leader PostgreSQL for ttl + 5 s', 'kill -9 of the leader agent and its PostgreSQL', 'switchover'].sort(),
+      [
+        'SIGSTOP of the leader PostgreSQL for ttl + 5 s',
+        'kill -9 of the leader agent and its PostgreSQL',
+        'switchover',
+      ].sort(),
     );
     expect(report.rounds.filter((round) => round.recoveryMs === null)).toEqual([]);
     expect(report.acknowledged).toBeGreaterThan(100);

@@ -9,7 +9,11 @@ const AGENT = join(__dirname, '..', '..', 'bin', 'stator.js');
 
 function stator(args: string[], env: Record<string, string> = {}) {
   // Only the variables given: the test must not pick up PATRONI_* settings of the machine.
-  return spawnSync(process.execPath, [AGENT, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 });
+  return spawnSync(process.execPath, [AGENT, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 20_000,
+  });
 }
 
 describe('the stator command', () => {
@@ -64,7 +68,9 @@ describe('the stator command', () => {
   it('refuses an encrypted API key with the wrong keyfile_password in one line naming the key', () => {
     const certs = makeTestCertificates(dir);
     const encryptedKey = join(dir, 'node-encrypted.key');
-    execFileSync('openssl', ['pkey', '-in', certs.nodeKey, '-aes256', '-passout', 'pass:right', '-out', encryptedKey], { stdio: 'pipe' });
+    execFileSync('openssl', ['pkey', '-in', certs.nodeKey, '-aes256', '-passout', 'pass:right', '-out', encryptedKey], {
+      stdio: 'pipe',
+    });
     const result = stator([], {
       ...minimalEnvironment(),
       PATRONI_RESTAPI_CERTFILE: certs.nodeCert,
@@ -72,13 +78,19 @@ describe('the stator command', () => {
       PATRONI_RESTAPI_KEYFILE_PASSWORD: 'wrong',
     });
     expect(result.status).toBe(1);
-    expect(result.stderr).toMatch(/^restapi\.keyfile: cannot load the private key \(.*\); is restapi\.keyfile_password right\?\n$/);
+    expect(result.stderr).toMatch(
+      /^restapi\.keyfile: cannot load the private key \(.*\); is restapi\.keyfile_password right\?\n$/,
+    );
   });
 
   it('refuses an encrypted ctl key with the wrong ctl.keyfile_password in one line naming the key, before anything starts', () => {
     const certs = makeTestCertificates(dir);
     const encryptedKey = join(dir, 'client-encrypted.key');
-    execFileSync('openssl', ['pkey', '-in', certs.clientKey, '-aes256', '-passout', 'pass:right', '-out', encryptedKey], { stdio: 'pipe' });
+    execFileSync(
+      'openssl',
+      ['pkey', '-in', certs.clientKey, '-aes256', '-passout', 'pass:right', '-out', encryptedKey],
+      { stdio: 'pipe' },
+    );
     const result = stator([], {
       ...minimalEnvironment(),
       PATRONI_CTL_CERTFILE: certs.clientCert,
@@ -86,23 +98,39 @@ describe('the stator command', () => {
       PATRONI_CTL_KEYFILE_PASSWORD: 'wrong',
     });
     expect(result.status).toBe(1);
-    expect(result.stderr).toMatch(/^ctl\.keyfile: cannot load the client certificate's private key \(.*\); is ctl\.keyfile_password right\?\n$/);
+    expect(result.stderr).toMatch(
+      /^ctl\.keyfile: cannot load the client certificate's private key \(.*\); is ctl\.keyfile_password right\?\n$/,
+    );
   });
 
   it('validates a configuration without starting: --validate-config exits 0 or 1, --print shows it with passwords hidden', () => {
     const good = join(dir, 'good.yml');
-    writeFileSync(good, 'scope: demo\nname: n1\nrestapi:\n  listen: 127.0.0.1:1\netcd3:\n  hosts: 127.0.0.1:2\npostgresql:\n  listen: 127.0.0.1:3\n  data_dir: /nowhere\n');
+    writeFileSync(
+      good,
+      'scope: demo\nname: n1\nrestapi:\n  listen: 127.0.0.1:1\netcd3:\n  hosts: 127.0.0.1:2\npostgresql:\n  listen: 127.0.0.1:3\n  data_dir: /nowhere\n',
+    );
     const valid = stator(['--validate-config', good]);
-    expect({ status: valid.status, stdout: valid.stdout, stderr: valid.stderr }).toEqual({ status: 0, stdout: '', stderr: '' });
+    expect({ status: valid.status, stdout: valid.stdout, stderr: valid.stderr }).toEqual({
+      status: 0,
+      stdout: '',
+      stderr: '',
+    });
     const printed = stator(['--validate-config', '--print', good], { PATRONI_SUPERUSER_PASSWORD: 'sup3r' });
     expect(printed.status).toBe(0);
     expect(printed.stdout).toContain('scope: demo\n');
     expect(printed.stdout).toMatch(/superuser:\n\s+password: "?\*{8}"?\n/);
     expect(printed.stdout).not.toContain('sup3r');
     const bad = join(dir, 'bad-listen.yml');
-    writeFileSync(bad, 'scope: demo\nname: n1\nrestapi:\n  listen: nowhere\netcd3:\n  hosts: 127.0.0.1:2\npostgresql:\n  listen: 127.0.0.1:3\n  data_dir: /nowhere\n');
+    writeFileSync(
+      bad,
+      'scope: demo\nname: n1\nrestapi:\n  listen: nowhere\netcd3:\n  hosts: 127.0.0.1:2\npostgresql:\n  listen: 127.0.0.1:3\n  data_dir: /nowhere\n',
+    );
     const invalid = stator(['--validate-config', bad]);
-    expect({ status: invalid.status, stdout: invalid.stdout, stderr: invalid.stderr }).toEqual({ status: 1, stdout: '', stderr: 'restapi.listen: must be host:port, got "nowhere"\n' });
+    expect({ status: invalid.status, stdout: invalid.stdout, stderr: invalid.stderr }).toEqual({
+      status: 1,
+      stdout: '',
+      stderr: 'restapi.listen: must be host:port, got "nowhere"\n',
+    });
   });
 
   it('lists --validate-config in its usage', () => {

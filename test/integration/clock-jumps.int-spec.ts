@@ -28,7 +28,8 @@ function setWallClock(node: LocalNode, offsetSeconds: number): void {
 }
 
 beforeAll(async () => {
-  if (!existsSync(FAKETIME)) throw new Error(`${FAKETIME} is missing: apt-get install libfaketime (.ci/run installs it)`);
+  if (!existsSync(FAKETIME))
+    throw new Error(`${FAKETIME} is missing: apt-get install libfaketime (.ci/run installs it)`);
   baseDir = tmpDir('stator-clock-');
   for (const index of [1, 2]) writeFileSync(offsetFile(index), '+0\n');
   cluster = await LocalCluster.start({
@@ -53,7 +54,12 @@ afterAll(async () => {
 });
 
 async function post(node: LocalNode, path: string, body: unknown): Promise<{ status: number; text: string }> {
-  const response = await fetch(node.apiUrl + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(5000) });
+  const response = await fetch(node.apiUrl + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(5000),
+  });
   return { status: response.status, text: await response.text() };
 }
 
@@ -85,13 +91,18 @@ it('a scheduled restart waits out a backward jump and runs once the clock reache
   // The clock set right again: the restart is 5 s overdue (stale for the reference), and runs now.
   setWallClock(leader, 0);
   const restoredAt = performance.now();
-  await waitFor(() => leader.postmasterPid() !== null && leader.postmasterPid() !== postmasterBefore, { timeoutMs: 15_000, description: 'the scheduled restart' });
+  await waitFor(() => leader.postmasterPid() !== null && leader.postmasterPid() !== postmasterBefore, {
+    timeoutMs: 15_000,
+    description: 'the scheduled restart',
+  });
   const restartDelayMs = performance.now() - restoredAt;
   await cluster.waitForHealthy(30_000);
   expect((await cluster.waitForLeader(5_000)).name).toBe(leader.name);
 
   // 2. A switchover 5 minutes from now; the leader's clock set 10 minutes forward: it is due on that clock, and runs.
-  expect(await post(leader, '/switchover', { leader: leader.name, candidate: replica.name, scheduled_at: isoIn(300_000) })).toMatchObject({ status: 202 });
+  expect(
+    await post(leader, '/switchover', { leader: leader.name, candidate: replica.name, scheduled_at: isoIn(300_000) }),
+  ).toMatchObject({ status: 202 });
   await sleep(3_000);
   expect(await cluster.primaries()).toEqual([leader.name]);
   setWallClock(leader, TEN_MINUTES_S);
@@ -109,12 +120,25 @@ it('a scheduled restart waits out a backward jump and runs once the clock reache
   let events: RecordedEvent[] = [];
   await waitFor(
     async () => {
-      events = await eventsOf(['restart.executed', 'restart.expired', 'switchover.executed', 'switchover.expired', 'leader.lost', 'leader.acquired']);
+      events = await eventsOf([
+        'restart.executed',
+        'restart.expired',
+        'switchover.executed',
+        'switchover.expired',
+        'leader.lost',
+        'leader.acquired',
+      ]);
       return events.some((event) => event.type === 'switchover.executed');
     },
     { timeoutMs: 10_000, description: 'the executed switchover in the event log' },
   );
   // Each action once; the only change of leader is the switchover's.
-  expect(events.map((event) => `${event.type} ${event.node}`).sort()).toEqual([`leader.acquired ${replica.name}`, `restart.executed ${leader.name}`, `switchover.executed ${leader.name}`]);
-  console.log(`clock jumps: restart ran ${Math.round(restartDelayMs)} ms after the clock was set right, switchover ${Math.round(switchoverDelayMs)} ms after the forward jump`);
+  expect(events.map((event) => `${event.type} ${event.node}`).sort()).toEqual([
+    `leader.acquired ${replica.name}`,
+    `restart.executed ${leader.name}`,
+    `switchover.executed ${leader.name}`,
+  ]);
+  console.log(
+    `clock jumps: restart ran ${Math.round(restartDelayMs)} ms after the clock was set right, switchover ${Math.round(switchoverDelayMs)} ms after the forward jump`,
+  );
 });

@@ -96,7 +96,10 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
     const started = Date.now();
     const leader = await cluster.waitForLeader(60_000);
     const replicas = cluster.nodes.filter((n) => n !== leader);
-    await cluster.waitForStreaming(replicas.map((n) => n.name), 60_000);
+    await cluster.waitForStreaming(
+      replicas.map((n) => n.name),
+      60_000,
+    );
     timings.bootstrapMs = Date.now() - started;
 
     expect(await cluster.primaries()).toEqual([leader.name]);
@@ -105,24 +108,34 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
     await sql(leader, 'CREATE TABLE ha_probe(id serial PRIMARY KEY, value text NOT NULL)');
     await sql(leader, "INSERT INTO ha_probe(value) VALUES ('written on the leader')");
     for (const replica of replicas) {
-      await waitFor(async () => {
-        const rows = await sql<{ value: string }>(replica, 'SELECT value FROM ha_probe').catch(() => []);
-        return rows.some((r) => r.value === 'written on the leader');
-      }, { timeoutMs: 10_000, description: `row replicated to ${replica.name}` });
+      await waitFor(
+        async () => {
+          const rows = await sql<{ value: string }>(replica, 'SELECT value FROM ha_probe').catch(() => []);
+          return rows.some((r) => r.value === 'written on the leader');
+        },
+        { timeoutMs: 10_000, description: `row replicated to ${replica.name}` },
+      );
     }
   });
 
   it("is listed by Debian's patronictl (etcd3, same namespace and scope) with its roles", async () => {
     const leader = await cluster.waitForLeader(10_000);
     const ctlConfig = join(baseDir, 'patronictl.yml');
-    writeFileSync(ctlConfig, `scope: ${cluster.scope}\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`);
+    writeFileSync(
+      ctlConfig,
+      `scope: ${cluster.scope}\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`,
+    );
     const table = execFileSync('patronictl', ['-c', ctlConfig, 'list'], { encoding: 'utf8', timeout: 30_000 });
     const rows = table
       .split('\n')
       .map((line) => line.split('|').map((cell) => cell.trim()))
       .filter((cells) => cells.length > 3 && /^node\d$/.test(cells[1]));
     expect(rows.map((cells) => [cells[1], cells[3], cells[4]])).toEqual(
-      cluster.nodes.map((node) => [node.name, node === leader ? 'Leader' : 'Replica', node === leader ? 'running' : expect.stringMatching(/running|streaming/)]),
+      cluster.nodes.map((node) => [
+        node.name,
+        node === leader ? 'Leader' : 'Replica',
+        node === leader ? 'running' : expect.stringMatching(/running|streaming/),
+      ]),
     );
   });
 
@@ -143,7 +156,10 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
   it('fails over within ttl + 2 s when the leader agent and postmaster are killed, and the old leader rejoins', async () => {
     const oldLeader = await cluster.waitForLeader(10_000);
     const { newLeader, killedAt } = await killLeaderAndWait(cluster, oldLeader, { timeoutMs: (TTL + 2) * 1000 });
-    await waitFor(() => canWrite(newLeader, 'after failover'), { timeoutMs: (TTL + 2) * 1000 - (Date.now() - killedAt), description: 'writes on the new leader' });
+    await waitFor(() => canWrite(newLeader, 'after failover'), {
+      timeoutMs: (TTL + 2) * 1000 - (Date.now() - killedAt),
+      description: 'writes on the new leader',
+    });
     timings.failoverMs = Date.now() - killedAt;
     expect(timings.failoverMs).toBeLessThanOrEqual((TTL + 2) * 1000);
 
@@ -195,7 +211,10 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
     const leader = await cluster.waitForLeader(10_000);
     await cluster.etcd.pause();
     const pausedAt = Date.now();
-    await waitFor(async () => !(await canWrite(leader, 'during outage')), { timeoutMs: TTL * 1000, description: 'the leader stops accepting writes' });
+    await waitFor(async () => !(await canWrite(leader, 'during outage')), {
+      timeoutMs: TTL * 1000,
+      description: 'the leader stops accepting writes',
+    });
     timings.etcdOutageDemoteMs = Date.now() - pausedAt;
     expect(timings.etcdOutageDemoteMs).toBeLessThan(TTL * 1000);
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, TTL * 1000 + 2000 - (Date.now() - pausedAt))));
@@ -203,7 +222,10 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
     cluster.etcd.resume();
 
     const healed = await cluster.waitForLeader(3 * TTL * 1000);
-    await cluster.waitForStreaming(cluster.nodes.filter((n) => n !== healed).map((n) => n.name), 60_000);
+    await cluster.waitForStreaming(
+      cluster.nodes.filter((n) => n !== healed).map((n) => n.name),
+      60_000,
+    );
     expect(await cluster.primaries()).toEqual([healed.name]);
   });
 
@@ -211,10 +233,15 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
     const store = new EtcdEventStore({ hosts: [cluster.etcd.endpoint], scope: cluster.scope, requestTimeoutMs: 5000 });
     let events: RecordedEvent[] = [];
     // Queued events reach the store once the agents' recorders have flushed.
-    await waitFor(async () => {
-      events = await store.read();
-      return cluster.nodes.every((node) => events.some((e) => e.node === node.name && e.type === 'postgres.transition' && e.to === 'running.idle'));
-    }, { timeoutMs: 20_000, description: 'events of every node stored' });
+    await waitFor(
+      async () => {
+        events = await store.read();
+        return cluster.nodes.every((node) =>
+          events.some((e) => e.node === node.name && e.type === 'postgres.transition' && e.to === 'running.idle'),
+        );
+      },
+      { timeoutMs: 20_000, description: 'events of every node stored' },
+    );
     await store.close();
 
     const streams = new Map<string, RecordedEvent[]>();
@@ -227,7 +254,10 @@ describe('a 3-node Stator cluster on real etcd and PostgreSQL', () => {
       // Each transition starts where the previous one ended (per agent incarnation the first is from null).
       const transitions = ordered.filter((e) => e.type.endsWith('.transition'));
       for (let i = 1; i < transitions.length; i++) {
-        if (transitions[i].from !== null) expect(`${stream}#${transitions[i].seq} from ${transitions[i].from}`).toBe(`${stream}#${transitions[i].seq} from ${transitions[i - 1].to}`);
+        if (transitions[i].from !== null)
+          expect(`${stream}#${transitions[i].seq} from ${transitions[i].from}`).toBe(
+            `${stream}#${transitions[i].seq} from ${transitions[i - 1].to}`,
+          );
       }
     }
     const causes = events.map((e) => `${e.node} ${e.type} ${e.from ?? ''}->${e.to ?? ''} ${e.cause}`);

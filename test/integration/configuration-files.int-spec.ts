@@ -6,7 +6,15 @@ import { join } from 'node:path';
 import { PgQuery } from '../../src/postgresql/pg-query';
 import { RealPostgresProcess } from '../../src/postgresql/real-postgres-process';
 import { freePort } from '../helpers/ports';
-import { cleanupPgRoot, makePgTempRoot, PG_BIN_DIR, PG_OS_USER, PgTestNode, pgTestNode, TEST_REPLICATION_USER } from '../helpers/postgres';
+import {
+  cleanupPgRoot,
+  makePgTempRoot,
+  PG_BIN_DIR,
+  PG_OS_USER,
+  PgTestNode,
+  pgTestNode,
+  TEST_REPLICATION_USER,
+} from '../helpers/postgres';
 import { waitFor } from '../helpers/wait-for';
 
 const START_TIMEOUT_MS = 20_000;
@@ -89,26 +97,52 @@ describe('configuration files outside the data directory', () => {
     expect(await show(primary, 'work_mem')).toBe('7MB');
     // custom_conf replaces postgresql.base.conf: initdb's file stays where it was, untouched.
     expect(existsSync(join(configDir, 'postgresql.base.conf'))).toBe(false);
-    expect(readFileSync(join(primary.dataDir, 'postgresql.conf'), 'utf8')).toMatch(/^# -+\n# PostgreSQL configuration file/);
+    expect(readFileSync(join(primary.dataDir, 'postgresql.conf'), 'utf8')).toMatch(
+      /^# -+\n# PostgreSQL configuration file/,
+    );
     for (const file of ['postgresql.conf', 'pg_hba.conf', 'pg_ident.conf']) {
       expect(statSync(join(configDir, file)).uid).toBe(Number(execFileSync('id', ['-u', PG_OS_USER]).toString()));
     }
 
-    const mappings = await sql(primary).query('SELECT map_name, sys_name, pg_username, error FROM pg_ident_file_mappings');
+    const mappings = await sql(primary).query(
+      'SELECT map_name, sys_name, pg_username, error FROM pg_ident_file_mappings',
+    );
     expect(mappings).toEqual([{ map_name: 'stator_test', sys_name: osUser, pg_username: 'postgres', error: null }]);
     // The map at work: this OS user logs in as postgres by peer authentication, which the map alone allows.
     const socketDir = String(primary.config.parameters.unix_socket_directories);
-    const psql = ['-h', socketDir, '-p', String(primary.port), '-U', 'postgres', '-d', 'postgres', '-Atc', 'SELECT current_user'];
-    expect(execFileSync(join(PG_BIN_DIR, 'psql'), psql, { env: { PATH: process.env.PATH } }).toString().trim()).toBe('postgres');
+    const psql = [
+      '-h',
+      socketDir,
+      '-p',
+      String(primary.port),
+      '-U',
+      'postgres',
+      '-d',
+      'postgres',
+      '-Atc',
+      'SELECT current_user',
+    ];
+    expect(
+      execFileSync(join(PG_BIN_DIR, 'psql'), psql, { env: { PATH: process.env.PATH } })
+        .toString()
+        .trim(),
+    ).toBe('postgres');
   }, 40_000);
 
   it('a pg_hba from the dynamic configuration replaces the file on reload', async () => {
     const lines = [...hba, 'host sameuser all 192.0.2.0/24 scram-sha-256'];
-    await pgPrimary.configure({ role: 'primary', parameters: {}, pgHba: lines, pgIdent: ['stator_test someone postgres'] });
+    await pgPrimary.configure({
+      role: 'primary',
+      parameters: {},
+      pgHba: lines,
+      pgIdent: ['stator_test someone postgres'],
+    });
     await pgPrimary.reload();
     const rules = await waitFor(
       async () => {
-        const rows = await sql(primary).query<{ address: string | null }>('SELECT address FROM pg_hba_file_rules WHERE address IS NOT NULL');
+        const rows = await sql(primary).query<{ address: string | null }>(
+          'SELECT address FROM pg_hba_file_rules WHERE address IS NOT NULL',
+        );
         return rows.some((row) => row.address === '192.0.2.0') ? rows : null;
       },
       { timeoutMs: 10_000, description: 'the new pg_hba line in pg_hba_file_rules' },
@@ -126,13 +160,17 @@ describe('configuration files outside the data directory', () => {
 
     const configDir = replica.config.config_dir!;
     expect(await show(replica, 'config_file')).toBe(join(configDir, 'postgresql.conf'));
-    expect(readFileSync(join(configDir, 'postgresql.base.conf'), 'utf8')).toMatch(/^# -+\n# PostgreSQL configuration file/);
+    expect(readFileSync(join(configDir, 'postgresql.base.conf'), 'utf8')).toMatch(
+      /^# -+\n# PostgreSQL configuration file/,
+    );
     expect(await show(replica, 'restore_command')).toBe('false');
     expect(await show(replica, 'recovery_min_apply_delay')).toBe('2s');
     // A recovery target would stop the replica: Stator decides it, as Patroni does.
     expect(await show(replica, 'recovery_target_time')).toBe('');
     const receiving = await waitFor(
-      async () => (await sql(replica).query<{ status: string }>('SELECT status FROM pg_stat_wal_receiver'))[0]?.status === 'streaming',
+      async () =>
+        (await sql(replica).query<{ status: string }>('SELECT status FROM pg_stat_wal_receiver'))[0]?.status ===
+        'streaming',
       { timeoutMs: 15_000, description: 'the replica streaming from the primary' },
     );
     expect(receiving).toBe(true);

@@ -67,39 +67,67 @@ async function rowsOn(node: LocalNode): Promise<number> {
 it('bootstraps a new cluster from a backup archive by bootstrap.method, and builds its replica by a custom replica method', async () => {
   // The cluster whose backup is restored: 100 rows, then a tar-format base backup with its WAL.
   // More connections than the restored clusters' configuration (50): an archive recovery must run with the backup's.
-  const source = await LocalCluster.start({ nodes: 1, baseDir: join(baseDir, 'source'), scope: 'source', dcs: { postgresql: { parameters: { max_connections: 120 } } } });
+  const source = await LocalCluster.start({
+    nodes: 1,
+    baseDir: join(baseDir, 'source'),
+    scope: 'source',
+    dcs: { postgresql: { parameters: { max_connections: 120 } } },
+  });
   clusters.push(source);
   const sourceLeader = await source.waitForLeader(60_000);
   await sql(sourceLeader, 'CREATE TABLE orders AS SELECT generate_series(1, 100) AS id');
   // As a backup tool would: the replication role, over the network.
   const replication = `postgresql://replicator:replicator-secret@127.0.0.1:${sourceLeader.pgPort}/postgres`;
-  execFileSync(join(PG_BIN, 'pg_basebackup'), ['-D', archive, '-F', 't', '-X', 'stream', '-c', 'fast', '-d', replication], { stdio: 'pipe' });
+  execFileSync(
+    join(PG_BIN, 'pg_basebackup'),
+    ['-D', archive, '-F', 't', '-X', 'stream', '-c', 'fast', '-d', replication],
+    { stdio: 'pipe' },
+  );
   execFileSync('chmod', ['-R', 'a+rX', archive]);
-  const sourceSystem = (await sql<{ id: string }>(sourceLeader, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0].id;
+  const sourceSystem = (
+    await sql<{ id: string }>(sourceLeader, 'SELECT system_identifier::text AS id FROM pg_control_system()')
+  )[0].id;
 
   const restored = await LocalCluster.start({
     nodes: 2,
     baseDir: join(baseDir, 'restored'),
     scope: 'restored',
     bootstrap: { method: 'restore', restore: { command: restoreScript, archive } },
-    postgresql: () => ({ create_replica_methods: ['restore', 'basebackup'], restore: { command: restoreScript, archive, no_leader: '1' } }),
+    postgresql: () => ({
+      create_replica_methods: ['restore', 'basebackup'],
+      restore: { command: restoreScript, archive, no_leader: '1' },
+    }),
   });
   clusters.push(restored);
   const leader = await restored.waitForHealthy(90_000);
   const replica = restored.nodes.find((node) => node !== leader)!;
 
   // The new cluster is the backup: same system, every row; and it takes writes that reach its replica.
-  expect((await sql<{ id: string }>(leader, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0].id).toBe(sourceSystem);
+  expect(
+    (await sql<{ id: string }>(leader, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0].id,
+  ).toBe(sourceSystem);
   expect(await rowsOn(leader)).toBe(100);
   await sql(leader, 'INSERT INTO orders VALUES (101)');
-  await waitFor(async () => (await rowsOn(replica)) === 101, { timeoutMs: 10_000, description: `${replica.name} streaming the new row` });
+  await waitFor(async () => (await rowsOn(replica)) === 101, {
+    timeoutMs: 10_000,
+    description: `${replica.name} streaming the new row`,
+  });
 
   // Both came from the script, called with the reference's arguments.
   const called = readFileSync(calls, 'utf8').trim().split('\n');
   expect(called).toContain(`--scope=restored --datadir=${leader.dataDir} --archive=${archive}`);
   // With or without a leader yet (no_leader, given as the reference's harness gives it): a connection string to it, or an empty one.
-  expect(called.some((line) => line.startsWith(`--archive=${archive} --no_leader=1 --scope=restored --role=replica --datadir=${replica.dataDir} --connstring=`))).toBe(true);
-  const events = (await (await fetch(`${replica.apiUrl}/events?type=replica.created`)).json()) as Array<{ node: string; data: Record<string, unknown> }>;
+  expect(
+    called.some((line) =>
+      line.startsWith(
+        `--archive=${archive} --no_leader=1 --scope=restored --role=replica --datadir=${replica.dataDir} --connstring=`,
+      ),
+    ),
+  ).toBe(true);
+  const events = (await (await fetch(`${replica.apiUrl}/events?type=replica.created`)).json()) as Array<{
+    node: string;
+    data: Record<string, unknown>;
+  }>;
   expect(events.find((event) => event.node === replica.name)?.data).toMatchObject({ method: 'restore', exitCode: 0 });
 });
 
@@ -112,7 +140,11 @@ it('runs the recovery of a custom bootstrap with recovery_conf, and leads on the
     bootstrap: {
       method: 'restore',
       // The WAL archive is empty here: recovery replays what the backup holds, asks for more, and promotes.
-      restore: { command: restoreScript, archive, recovery_conf: { restore_command: `echo %f >> ${walRequests}; false`, recovery_target_action: 'promote' } },
+      restore: {
+        command: restoreScript,
+        archive,
+        recovery_conf: { restore_command: `echo %f >> ${walRequests}; false`, recovery_target_action: 'promote' },
+      },
     },
   });
   clusters.push(pitr);

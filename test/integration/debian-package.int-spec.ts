@@ -24,16 +24,24 @@ let installed: string[] = [];
 /** This test installed the package (there was none before): what it leaves behind on a failure is its own to remove. */
 let installedHere = false;
 
-const run = (command: string, args: string[]) => spawnSync(command, args, { encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '', TZ: 'UTC' } });
+const run = (command: string, args: string[]) =>
+  spawnSync(command, args, { encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH ?? '', TZ: 'UTC' } });
 const isInstalled = () => /^Status: install ok installed$/m.test(run('dpkg', ['-s', 'stator']).stdout);
 
 beforeAll(() => {
   if (process.getuid?.() !== 0) throw new Error('debian-package.int-spec.ts installs a package: run it as root');
-  if (isInstalled()) throw new Error('a stator package is already installed on this machine: this test would replace it');
+  if (isInstalled())
+    throw new Error('a stator package is already installed on this machine: this test would replace it');
   installedHere = true;
   baseDir = tmpDir('stator-package-');
-  execFileSync(process.execPath, [join(ROOT, 'dist', 'scripts', 'package.js'), '--out', baseDir], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 240_000 });
-  execFileSync('dpkg', ['-i', join(baseDir, `stator_${STATOR_VERSION}_all.deb`)], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
+  execFileSync(process.execPath, [join(ROOT, 'dist', 'scripts', 'package.js'), '--out', baseDir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 240_000,
+  });
+  execFileSync('dpkg', ['-i', join(baseDir, `stator_${STATOR_VERSION}_all.deb`)], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    timeout: 120_000,
+  });
   installed = run('dpkg', ['-L', 'stator']).stdout.trim().split('\n');
 });
 
@@ -48,14 +56,24 @@ afterAll(async () => {
 describe('the stator package', () => {
   it('puts stator and statorctl in /usr/bin, answering --version', () => {
     expect(run('/usr/bin/stator', ['--version'])).toMatchObject({ status: 0, stdout: `stator ${STATOR_VERSION}\n` });
-    expect(run('/usr/bin/statorctl', ['--version'])).toMatchObject({ status: 0, stdout: `statorctl ${STATOR_VERSION}\n` });
+    expect(run('/usr/bin/statorctl', ['--version'])).toMatchObject({
+      status: 0,
+      stdout: `statorctl ${STATOR_VERSION}\n`,
+    });
   });
 
   it('ships the code with its production dependencies only, and a postgres-owned state directory', () => {
     expect(existsSync(join(LIB_DIR, 'node_modules', '@nestjs', 'core'))).toBe(true);
-    expect(['jest', 'typescript', '@swc/core', 'playwright-core'].filter((name) => existsSync(join(LIB_DIR, 'node_modules', name)))).toEqual([]);
+    expect(
+      ['jest', 'typescript', '@swc/core', 'playwright-core'].filter((name) =>
+        existsSync(join(LIB_DIR, 'node_modules', name)),
+      ),
+    ).toEqual([]);
     const state = statSync(STATE_DIR);
-    expect({ owner: execFileSync('stat', ['-c', '%U:%G', STATE_DIR], { encoding: 'utf8' }).trim(), mode: (state.mode & 0o777).toString(8) }).toEqual({
+    expect({
+      owner: execFileSync('stat', ['-c', '%U:%G', STATE_DIR], { encoding: 'utf8' }).trim(),
+      mode: (state.mode & 0o777).toString(8),
+    }).toEqual({
       owner: 'postgres:postgres',
       mode: '700',
     });
@@ -77,7 +95,14 @@ describe('the stator package', () => {
 
   it('runs a 3-node cluster from the installed files, switched over by the installed statorctl', async () => {
     clusterDir = tmpDir('stator-package-cluster-');
-    cluster = await LocalCluster.start({ nodes: 3, baseDir: clusterDir, ttl: 10, loopWait: 2, retryTimeout: 4, agentProgram: '/usr/bin/stator' });
+    cluster = await LocalCluster.start({
+      nodes: 3,
+      baseDir: clusterDir,
+      ttl: 10,
+      loopWait: 2,
+      retryTimeout: 4,
+      agentProgram: '/usr/bin/stator',
+    });
     const leader = await cluster.waitForLeader(60_000);
     const replicas = cluster.nodes.filter((node) => node !== leader);
     await cluster.waitForStreaming(
@@ -85,14 +110,22 @@ describe('the stator package', () => {
       60_000,
     );
     // Each agent is the installed code: its command line names /usr/lib/stator, not this checkout.
-    for (const node of cluster.nodes) expect(readFileSync(`/proc/${node.pid}/cmdline`, 'utf8').split('\0')).toContain(`${LIB_DIR}/bin/stator.js`);
+    for (const node of cluster.nodes)
+      expect(readFileSync(`/proc/${node.pid}/cmdline`, 'utf8').split('\0')).toContain(`${LIB_DIR}/bin/stator.js`);
     const ctlFile = join(baseDir, 'ctl.yml');
-    writeFileSync(ctlFile, stringify({ scope: cluster.scope, namespace: '/service', etcd3: { hosts: [cluster.nodes[0].etcdEndpoint] } }));
-    const switchover = spawnSync('/usr/bin/statorctl', ['switchover', '--leader', leader.name, '--candidate', replicas[0].name, '--force'], {
-      encoding: 'utf8',
-      timeout: 90_000,
-      env: { PATH: process.env.PATH ?? '', TZ: 'UTC', STATORCTL_CONFIG: ctlFile },
-    });
+    writeFileSync(
+      ctlFile,
+      stringify({ scope: cluster.scope, namespace: '/service', etcd3: { hosts: [cluster.nodes[0].etcdEndpoint] } }),
+    );
+    const switchover = spawnSync(
+      '/usr/bin/statorctl',
+      ['switchover', '--leader', leader.name, '--candidate', replicas[0].name, '--force'],
+      {
+        encoding: 'utf8',
+        timeout: 90_000,
+        env: { PATH: process.env.PATH ?? '', TZ: 'UTC', STATORCTL_CONFIG: ctlFile },
+      },
+    );
     expect({ status: switchover.status, stderr: switchover.stderr }).toEqual({ status: 0, stderr: '' });
     expect((await cluster.waitForLeader(60_000, [leader.name])).name).toBe(replicas[0].name);
     await cluster.stop();

@@ -73,7 +73,9 @@ async function fillUntilGone(node: LocalNode): Promise<void> {
   try {
     await waitFor(
       async () => {
-        await client.query("INSERT INTO filler SELECT md5(random()::text) || repeat('x', 2000) FROM generate_series(1, 500)").catch(() => undefined);
+        await client
+          .query("INSERT INTO filler SELECT md5(random()::text) || repeat('x', 2000) FROM generate_series(1, 500)")
+          .catch(() => undefined);
         return postmaster === null || !isAlive(postmaster);
       },
       { timeoutMs: 60_000, intervalMs: 10, description: `${node.name}'s postmaster gone after its pg_wal filled up` },
@@ -107,7 +109,9 @@ it('hands over within ttl when the leader runs out of WAL space, loses no acknow
     // While the disk stays full: a few tries, each after a longer pause, and the data directory kept.
     await new Promise((resolve) => setTimeout(resolve, FULL_FOR_MS));
     const whileFull = logSince();
-    expect(whileFull).toMatch(/removed leader key after trying and failing to start postgres \(disk_full\): .*No space left on device/);
+    expect(whileFull).toMatch(
+      /removed leader key after trying and failing to start postgres \(disk_full\): .*No space left on device/,
+    );
     expect(whileFull).toMatch(/pg_rewind from node\d failed for want of space; keeping the data directory/);
     expect(whileFull).toMatch(/waiting \d+ s before rejoining node\d again/);
     const tries = count(whileFull, /INFO: (starting primary after failure|running pg_rewind from)/);
@@ -138,7 +142,9 @@ it('hands over within ttl when the leader runs out of WAL space, loses no acknow
     );
     expect(events.some((event) => event.type === 'leader.released' && event.node === oldLeader.name)).toBe(true);
     await store.close();
-    console.log(`disk full: failover ${Math.round(failoverMs)} ms after the PANIC, ${tries} tries in ${FULL_FOR_MS / 1000} s of full disk, streaming ${Math.round(rejoinMs)} ms after space was freed, ${acknowledged.length} acknowledged writes, 0 lost`);
+    console.log(
+      `disk full: failover ${Math.round(failoverMs)} ms after the PANIC, ${tries} tries in ${FULL_FOR_MS / 1000} s of full disk, streaming ${Math.round(rejoinMs)} ms after space was freed, ${acknowledged.length} acknowledged writes, 0 lost`,
+    );
   } finally {
     await writer.stop();
   }

@@ -16,8 +16,13 @@ describe('docker-compose.yml', () => {
     };
     const agents = Object.entries(compose.services).filter(([, service]) => service.environment?.PATRONI_NAME);
     expect(agents).toHaveLength(3);
-    for (const [, service] of agents) expect(service.environment?.PATRONI_ETCD3_HOSTS).toBe('etcd1:2379,etcd2:2379,etcd3:2379');
-    expect(Object.keys(compose.services).filter((name) => name.startsWith('etcd'))).toEqual(['etcd1', 'etcd2', 'etcd3']);
+    for (const [, service] of agents)
+      expect(service.environment?.PATRONI_ETCD3_HOSTS).toBe('etcd1:2379,etcd2:2379,etcd3:2379');
+    expect(Object.keys(compose.services).filter((name) => name.startsWith('etcd'))).toEqual([
+      'etcd1',
+      'etcd2',
+      'etcd3',
+    ]);
     const mounted = compose.services.haproxy.volumes![0].split(':')[0];
     expect(existsSync(join(__dirname, '..', '..', mounted))).toBe(true);
   });

@@ -50,7 +50,11 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
     await etcd.stop();
   });
 
-  const newNode = (scope: string, name: string, options: { ttlSeconds?: number; hosts?: string[]; cacheConfirmTtls?: number } = {}) =>
+  const newNode = (
+    scope: string,
+    name: string,
+    options: { ttlSeconds?: number; hosts?: string[]; cacheConfirmTtls?: number } = {},
+  ) =>
     new EtcdDcs({
       cacheConfirmTtls: options.cacheConfirmTtls,
       hosts: options.hosts ?? [etcd.endpoint],
@@ -146,21 +150,29 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
         body: JSON.stringify({ revision }),
       });
       expect(compaction.ok).toBe(true);
-      const broken = await lastValueFrom(raw.watch(`/service/${scope}/`, { prefix: true, startRevision: '1' }, 1000)).catch(
-        (error: unknown) => error,
-      );
+      const broken = await lastValueFrom(
+        raw.watch(`/service/${scope}/`, { prefix: true, startRevision: '1' }, 1000),
+      ).catch((error: unknown) => error);
       expect(broken).toBeInstanceOf(WatchBrokenError);
       expect(broken).toMatchObject({ compactRevision: revision });
     });
 
-    const member = (name: string) => ({ conn_url: `postgres://${name}`, api_url: `http://${name}`, state: 'running', role: 'replica', version: '3.0.2' });
+    const member = (name: string) => ({
+      conn_url: `postgres://${name}`,
+      api_url: `http://${name}`,
+      state: 'running',
+      role: 'replica',
+      version: '3.0.2',
+    });
 
     it("answers readCached from its watch: another node's change is there once announced, and etcd frozen within a ttl of the last read is not asked", async () => {
       const node1 = node('node1');
       const node2 = node('node2');
       const changes = await recordChanges(node2);
       await node1.acquireLeader();
-      await waitFor(() => changes.some((change) => change.key === 'leader'), { description: 'the leader key announced' });
+      await waitFor(() => changes.some((change) => change.key === 'leader'), {
+        description: 'the leader key announced',
+      });
       await etcd.pause();
       try {
         const startedAt = performance.now();
@@ -173,15 +185,19 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       }
     });
 
-    it("drops both keys of a revoked lease from readCached: the leader key and the member key go in one transaction", async () => {
+    it('drops both keys of a revoked lease from readCached: the leader key and the member key go in one transaction', async () => {
       const node1 = node('node1');
       const node2 = node('node2');
       await node1.touchMember(member('node1'));
       await node1.acquireLeader();
       const changes = await recordChanges(node2);
-      await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', { description: 'the leader in the cache' });
+      await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', {
+        description: 'the leader in the cache',
+      });
       await node1.close();
-      await waitFor(() => changes.some((change) => change.key === 'members/node1' && change.type === 'delete'), { description: 'the revoke announced' });
+      await waitFor(() => changes.some((change) => change.key === 'members/node1' && change.type === 'delete'), {
+        description: 'the revoke announced',
+      });
       const view = await node2.readCached();
       expect(view.leader).toBeNull();
       expect(view.members.map((m) => m.name)).toEqual([]);
@@ -199,7 +215,9 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
         etcd.resume();
       }
       await node('node1').acquireLeader();
-      await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', { description: 'readCached after the thaw' });
+      await waitFor(async () => (await node2.readCached()).leader?.value === 'node1', {
+        description: 'readCached after the thaw',
+      });
     });
 
     it("an idle leader's cycle on the watch's cache costs etcd one keepalive: no range, no compare, no write of an unchanged member key", async () => {
@@ -207,7 +225,9 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       await node1.touchMember(member('node1'));
       expect(await node1.acquireLeader()).not.toBeNull();
       await recordChanges(node1);
-      await waitFor(async () => (await node1.readCached()).leader?.value === 'node1', { description: 'the leader in the cache' });
+      await waitFor(async () => (await node1.readCached()).leader?.value === 'node1', {
+        description: 'the leader in the cache',
+      });
       const before = await scrapeEtcd([etcd.endpoint]);
       const cycles = 3;
       for (let cycle = 0; cycle < cycles; cycle++) {
@@ -262,7 +282,9 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
         const cycleStartedAt = performance.now();
         await withinDcsBudget(new DcsBudget(cycleBudgetMs), async () => {
           await expect(node1.read()).rejects.toThrow(`read cluster: failed within ${cycleBudgetMs} ms`);
-          await expect(node1.refreshLeader()).rejects.toThrow(`refresh leader lock: not sent, this HA cycle already waited its retry_timeout (${cycleBudgetMs} ms)`);
+          await expect(node1.refreshLeader()).rejects.toThrow(
+            `refresh leader lock: not sent, this HA cycle already waited its retry_timeout (${cycleBudgetMs} ms)`,
+          );
           await expect(node1.touchMember(member('node1'))).rejects.toThrow(/write member key: not sent/);
         });
         const cycleMs = performance.now() - cycleStartedAt;

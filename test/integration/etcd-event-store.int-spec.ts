@@ -76,7 +76,11 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     const store = newStore();
     await store.append('node/node1/postgres', [event('node/node1/postgres', 'starting')], 0);
     await store.append('cluster', [event('cluster', 'node1')], 'any');
-    await store.append('node/node1/postgres', [event('node/node1/postgres', 'running'), event('node/node1/postgres', 'stopping')], 1);
+    await store.append(
+      'node/node1/postgres',
+      [event('node/node1/postgres', 'running'), event('node/node1/postgres', 'stopping')],
+      1,
+    );
     await store.append('node/node1', [event('node/node1', 'nested-prefix')], 0);
 
     expect(summary(await store.read())).toEqual([
@@ -112,7 +116,12 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
 
   it('keeps the logs of one scope in two namespaces apart (staging and production on one etcd)', async () => {
     const production = newStore();
-    const staging = new EtcdEventStore({ hosts: [etcd.endpoint], scope, namespace: '/staging/eu', requestTimeoutMs: 2000 });
+    const staging = new EtcdEventStore({
+      hosts: [etcd.endpoint],
+      scope,
+      namespace: '/staging/eu',
+      requestTimeoutMs: 2000,
+    });
     opened.push(staging);
     await production.append('cluster', [event('cluster', 'production-leader')], 'any');
     await staging.append('cluster', [event('cluster', 'staging-leader')], 'any');
@@ -120,7 +129,11 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     expect(summary(await staging.read())).toEqual(['cluster#1:staging-leader']);
     const raw = new EtcdClient({ hosts: [etcd.endpoint] });
     try {
-      expect((await raw.range(`/stator-events-ns/%2Fstaging%2Feu/${scope}/`, { prefix: true }, 1000)).kvs.map((kv) => kv.key)).toEqual([
+      expect(
+        (await raw.range(`/stator-events-ns/%2Fstaging%2Feu/${scope}/`, { prefix: true }, 1000)).kvs.map(
+          (kv) => kv.key,
+        ),
+      ).toEqual([
         `/stator-events-ns/%2Fstaging%2Feu/${scope}/cluster/000000000001`,
         `/stator-events-ns/%2Fstaging%2Feu/${scope}/heads/cluster`,
       ]);
@@ -129,23 +142,40 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     }
     const output: string[] = [];
     const io = { stdout: (text: string) => output.push(text), stderr: (text: string) => output.push(text), env: {} };
-    expect(await runAudit(['export', '--etcd', etcd.endpoint, '--scope', scope, '--namespace', 'staging/eu/'], io)).toBe(0);
+    expect(
+      await runAudit(['export', '--etcd', etcd.endpoint, '--scope', scope, '--namespace', 'staging/eu/'], io),
+    ).toBe(0);
     expect(output.join('')).toContain('"to":"staging-leader"');
     expect(output.join('')).not.toContain('production-leader');
   });
 
   it('chains every stream across appends, writers and store instances', async () => {
     const [first, second] = [newStore(), newStore()];
-    await first.append('node/node1/postgres', [event('node/node1/postgres', 'a'), event('node/node1/postgres', 'b')], 0);
+    await first.append(
+      'node/node1/postgres',
+      [event('node/node1/postgres', 'a'), event('node/node1/postgres', 'b')],
+      0,
+    );
     // The other instance appends at the position it expects; the first then appends with a stale cached head.
     await second.append('node/node1/postgres', [event('node/node1/postgres', 'c')], 2);
     await first.append('node/node1/postgres', [event('node/node1/postgres', 'd')], 'any');
-    await expect(first.append('node/node1/postgres', [event('node/node1/postgres', 'x')], 2)).rejects.toMatchObject({ actual: 4 });
-    await Promise.all([first, second, newStore()].map((store, index) => store.append('cluster', [event('cluster', `w${index}`)], 'any')));
+    await expect(first.append('node/node1/postgres', [event('node/node1/postgres', 'x')], 2)).rejects.toMatchObject({
+      actual: 4,
+    });
+    await Promise.all(
+      [first, second, newStore()].map((store, index) =>
+        store.append('cluster', [event('cluster', `w${index}`)], 'any'),
+      ),
+    );
 
     const events = await newStore().read();
     const postgres = events.filter((e) => e.stream === 'node/node1/postgres');
-    expect(postgres.map((e) => [e.seq, e.to])).toEqual([[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd']]);
+    expect(postgres.map((e) => [e.seq, e.to])).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c'],
+      [4, 'd'],
+    ]);
     postgres.slice(1).forEach((e, i) => expect(e.prev).toBe(postgres[i].hash));
     expect(events.filter((e) => e.stream === 'cluster').map((e) => e.seq)).toEqual([1, 2, 3]);
     expect(verifyChain(events)).toEqual([]);
@@ -157,7 +187,12 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     try {
       // As versions before the hash chain stored them: no prev/hash, head = last seq.
       for (const seq of [1, 2]) {
-        await raw.put(`${prefix}cluster/${String(seq).padStart(12, '0')}`, JSON.stringify({ ...event('cluster', `old${seq}`), seq }), {}, 1000);
+        await raw.put(
+          `${prefix}cluster/${String(seq).padStart(12, '0')}`,
+          JSON.stringify({ ...event('cluster', `old${seq}`), seq }),
+          {},
+          1000,
+        );
       }
       await raw.put(`${prefix}heads/cluster`, '2', {}, 1000);
       const store = newStore();
@@ -167,7 +202,10 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
       const [fourth] = await store.append('cluster', [event('cluster', 'newer')], 'any');
       expect(fourth).toMatchObject({ seq: 4, prev: third.hash });
       expect(verifyChain(await store.read())).toEqual([]);
-      expect(JSON.parse((await raw.range(`${prefix}heads/cluster`, {}, 1000)).kvs[0].value)).toEqual({ seq: 4, hash: fourth.hash });
+      expect(JSON.parse((await raw.range(`${prefix}heads/cluster`, {}, 1000)).kvs[0].value)).toEqual({
+        seq: 4,
+        hash: fourth.hash,
+      });
     } finally {
       raw.close();
     }
@@ -176,7 +214,9 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
   it('rejects an append at a stale or future version with ExpectedVersionConflict', async () => {
     const store = newStore();
     await store.append('cluster', [event('cluster', 'a'), event('cluster', 'b')], 0);
-    await expect(store.append('cluster', [event('cluster', 'c')], 0)).rejects.toEqual(new ExpectedVersionConflict('cluster', 0, 2));
+    await expect(store.append('cluster', [event('cluster', 'c')], 0)).rejects.toEqual(
+      new ExpectedVersionConflict('cluster', 0, 2),
+    );
     await expect(store.append('cluster', [event('cluster', 'c')], 1)).rejects.toMatchObject({ expected: 1, actual: 2 });
     await expect(store.append('cluster', [event('cluster', 'c')], 5)).rejects.toMatchObject({ expected: 5, actual: 2 });
     expect(summary(await store.read({ stream: 'cluster' }))).toEqual(['cluster#1:a', 'cluster#2:b']);
@@ -184,7 +224,9 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
 
   it("gives racing 'any' appends distinct consecutive seqs", async () => {
     const stores = [newStore(), newStore(), newStore()];
-    await Promise.all(stores.map((store, index) => store.append('cluster', [event('cluster', `writer${index}`)], 'any')));
+    await Promise.all(
+      stores.map((store, index) => store.append('cluster', [event('cluster', `writer${index}`)], 'any')),
+    );
     const stored = await stores[0].read({ stream: 'cluster' });
     expect(stored.map((e) => e.seq)).toEqual([1, 2, 3]);
     expect(stored.map((e) => e.to).sort()).toEqual(['writer0', 'writer1', 'writer2']);
@@ -230,29 +272,57 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     ]);
 
     // Store order interleaves the streams as they were appended: p3 before c3.
-    expect(summary(ranged)).toEqual(['cluster#2:c2', 'node/node1/postgres#3:p3', 'cluster#3:c3', 'node/node1/postgres#4:p4', 'node/node1/postgres#5:p5']);
-    await expect(store.readRanges([{ stream: 'cluster', fromSeq: 1, toSeq: 20_001 }])).rejects.toThrow('a ranged read of 20001 events exceeds 20000');
+    expect(summary(ranged)).toEqual([
+      'cluster#2:c2',
+      'node/node1/postgres#3:p3',
+      'cluster#3:c3',
+      'node/node1/postgres#4:p4',
+      'node/node1/postgres#5:p5',
+    ]);
+    await expect(store.readRanges([{ stream: 'cluster', fromSeq: 1, toSeq: 20_001 }])).rejects.toThrow(
+      'a ranged read of 20001 events exceeds 20000',
+    );
   });
 
   it('retention: removes the oldest events from etcd behind a checkpoint, once, and the retained chain verifies', async () => {
     const store = newStore();
     for (let i = 1; i <= 6; i++) {
       // Not a machine transition: the audit's replay of the machines has nothing to check here.
-      await store.append('node/node1/postgres', [{ ...event('node/node1/postgres', `p${i}`), type: 'postgres.note' }], 'any');
-      await store.append('cluster', [{ ...event('cluster', `c${i}`), type: 'timeline.created', data: { timeline: i, lsn: i, reason: 'r', created_at: 'x', leader: 'node1' } }], 'any');
+      await store.append(
+        'node/node1/postgres',
+        [{ ...event('node/node1/postgres', `p${i}`), type: 'postgres.note' }],
+        'any',
+      );
+      await store.append(
+        'cluster',
+        [
+          {
+            ...event('cluster', `c${i}`),
+            type: 'timeline.created',
+            data: { timeline: i, lsn: i, reason: 'r', created_at: 'x', leader: 'node1' },
+          },
+        ],
+        'any',
+      );
     }
     const original = await store.read();
     const received: RecordedEvent[] = [];
     subscriptions.push(store.subscribe().subscribe((e) => received.push(e)));
-    const runs = [newStore(), newStore()].map((writer) => new EventRetention({ store: writer, clock: new ManualClock(), policy: { maxEventsPerStream: 2 } }));
+    const runs = [newStore(), newStore()].map(
+      (writer) => new EventRetention({ store: writer, clock: new ManualClock(), policy: { maxEventsPerStream: 2 } }),
+    );
 
     const outcomes = await Promise.all(runs.map((run) => run.runOnce()));
 
-    expect(outcomes.filter((outcome) => outcome.skipped === 'another node cut the log meanwhile').length).toBeLessThanOrEqual(1);
+    expect(
+      outcomes.filter((outcome) => outcome.skipped === 'another node cut the log meanwhile').length,
+    ).toBeLessThanOrEqual(1);
     expect(outcomes.some((outcome) => outcome.removed['cluster'] === 4)).toBe(true);
     const raw = new EtcdClient({ hosts: [etcd.endpoint] });
     try {
-      const keys = (await raw.range(`/stator-events/${scope}/`, { prefix: true }, 1000)).kvs.map((kv) => kv.key.slice(`/stator-events/${scope}/`.length));
+      const keys = (await raw.range(`/stator-events/${scope}/`, { prefix: true }, 1000)).kvs.map((kv) =>
+        kv.key.slice(`/stator-events/${scope}/`.length),
+      );
       expect(keys.filter((key) => !key.startsWith('heads/'))).toEqual([
         'checkpoint',
         'cluster/000000000005',
@@ -267,7 +337,11 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     const byName = (stream: string, seq: number) => original.find((e) => e.stream === stream && e.seq === seq)!;
     expect(checkpoint.streams).toEqual({
       cluster: { seq: 4, hash: byName('cluster', 4).hash, at: byName('cluster', 4).at },
-      'node/node1/postgres': { seq: 4, hash: byName('node/node1/postgres', 4).hash, at: byName('node/node1/postgres', 4).at },
+      'node/node1/postgres': {
+        seq: 4,
+        hash: byName('node/node1/postgres', 4).hash,
+        at: byName('node/node1/postgres', 4).at,
+      },
     });
     expect(checkpoint.projections.history.map((entry) => entry[0])).toEqual([1, 2, 3, 4]);
     const retained = await newStore().read();
@@ -284,7 +358,9 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     const output: string[] = [];
     const io = { stdout: (text: string) => output.push(text), stderr: (text: string) => output.push(text), env: {} };
     expect(await runAudit(['verify', '--etcd', etcd.endpoint, '--scope', scope], io)).toBe(0);
-    expect(output.join('')).toMatch(/✔ hash chains: 5 events in 2 streams, every link intact; 2 streams start at the retention checkpoint of /);
+    expect(output.join('')).toMatch(
+      /✔ hash chains: 5 events in 2 streams, every link intact; 2 streams start at the retention checkpoint of /,
+    );
     // A retained event altered in place is still found.
     const raw2 = new EtcdClient({ hosts: [etcd.endpoint] });
     try {
@@ -309,16 +385,33 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     try {
       const dbBefore = await etcdDbSize();
       for (let change = 0; change < 10; change++) {
-        await store.append('cluster', [{ ...event('cluster', `change${change}`), type: 'config.changed', data: { config: { postgresql: { parameters } }, change } }], 'any');
+        await store.append(
+          'cluster',
+          [
+            {
+              ...event('cluster', `change${change}`),
+              type: 'config.changed',
+              data: { config: { postgresql: { parameters } }, change },
+            },
+          ],
+          'any',
+        );
       }
       const stored = await raw.range(prefix, { prefix: true }, 10_000);
-      const storedBytes = stored.kvs.reduce((sum, kv) => sum + Buffer.byteLength(kv.key) + Buffer.byteLength(kv.value), 0);
+      const storedBytes = stored.kvs.reduce(
+        (sum, kv) => sum + Buffer.byteLength(kv.key) + Buffer.byteLength(kv.value),
+        0,
+      );
       const dbGrowth = (await etcdDbSize()) - dbBefore;
-      process.stdout.write(`event log growth after 10 config changes of 1 MiB: ${storedBytes} bytes stored under the events prefix, etcd db size +${dbGrowth} bytes\n`);
+      process.stdout.write(
+        `event log growth after 10 config changes of 1 MiB: ${storedBytes} bytes stored under the events prefix, etcd db size +${dbGrowth} bytes\n`,
+      );
       expect(storedBytes).toBeLessThan(10 * (MAX_EVENT_DATA_BYTES + 2048));
       const events = await store.read({ stream: 'cluster' });
       expect(events.map((e) => e.data)).toEqual(
-        Array.from({ length: 10 }, () => expect.objectContaining({ truncated: true, bytes: expect.any(Number), keys: ['change', 'config'] })),
+        Array.from({ length: 10 }, () =>
+          expect.objectContaining({ truncated: true, bytes: expect.any(Number), keys: ['change', 'config'] }),
+        ),
       );
       expect(verifyChain(events)).toEqual([]);
     } finally {
@@ -336,13 +429,24 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     };
     try {
       for (let change = 0; change < 10; change++) {
-        await store.append('cluster', [{ ...event('cluster', `change${change}`), type: 'config.changed', data: atTheCap(change) }], 'any');
+        await store.append(
+          'cluster',
+          [{ ...event('cluster', `change${change}`), type: 'config.changed', data: atTheCap(change) }],
+          'any',
+        );
       }
       const stored = await raw.range(`/stator-events/${scope}/`, { prefix: true }, 10_000);
-      const storedBytes = stored.kvs.reduce((sum, kv) => sum + Buffer.byteLength(kv.key) + Buffer.byteLength(kv.value), 0);
-      process.stdout.write(`event log growth after 10 config changes with data at the 16 KiB cap: ${storedBytes} bytes stored under the events prefix\n`);
+      const storedBytes = stored.kvs.reduce(
+        (sum, kv) => sum + Buffer.byteLength(kv.key) + Buffer.byteLength(kv.value),
+        0,
+      );
+      process.stdout.write(
+        `event log growth after 10 config changes with data at the 16 KiB cap: ${storedBytes} bytes stored under the events prefix\n`,
+      );
       expect(storedBytes).toBeLessThan(10 * (MAX_EVENT_DATA_BYTES + 2048));
-      expect((await store.read({ stream: 'cluster' })).map((e) => e.data)).toEqual(Array.from({ length: 10 }, (_, change) => atTheCap(change)));
+      expect((await store.read({ stream: 'cluster' })).map((e) => e.data)).toEqual(
+        Array.from({ length: 10 }, (_, change) => atTheCap(change)),
+      );
     } finally {
       raw.close();
     }
@@ -360,13 +464,23 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
       expect(dbSizeInUse).toBeGreaterThan(0);
       expect(dbSize).toBeGreaterThanOrEqual(dbSizeInUse);
       // A quota of which 40% is less than etcd holds already, then one of which 40% is far more.
-      const full = new EtcdEventStore({ hosts: [etcd.endpoint], scope, requestTimeoutMs: 2000, quota: { quotaBytes: 2 * dbSizeInUse, share: 0.4 } });
+      const full = new EtcdEventStore({
+        hosts: [etcd.endpoint],
+        scope,
+        requestTimeoutMs: 2000,
+        quota: { quotaBytes: 2 * dbSizeInUse, share: 0.4 },
+      });
       opened.push(full);
       await expect(full.append('cluster', [event('cluster', 'refused')], 'any')).rejects.toThrow(
         /^etcd's database holds [\d.]+ MiB, over 40% of its [\d.]+ MiB quota \(event_log.etcd_quota_share, event_log.etcd_quota_bytes\)/,
       );
       expect(await newStore().read()).toEqual([]);
-      const roomy = new EtcdEventStore({ hosts: [etcd.endpoint], scope, requestTimeoutMs: 2000, quota: { quotaBytes: 100 * dbSizeInUse, share: 0.4 } });
+      const roomy = new EtcdEventStore({
+        hosts: [etcd.endpoint],
+        scope,
+        requestTimeoutMs: 2000,
+        quota: { quotaBytes: 100 * dbSizeInUse, share: 0.4 },
+      });
       opened.push(roomy);
       await roomy.append('cluster', [event('cluster', 'stored')], 'any');
       expect(summary(await newStore().read())).toEqual(['cluster#1:stored']);
@@ -407,7 +521,10 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
       } finally {
         etcd.resume();
       }
-      await waitFor(() => recorder.pending() === 0, { timeoutMs: 10_000, description: 'the queue to flush after etcd resumed' });
+      await waitFor(() => recorder.pending() === 0, {
+        timeoutMs: 10_000,
+        description: 'the queue to flush after etcd resumed',
+      });
       await recorder.whenFlushed();
       expect(summary(await store.read())).toEqual([
         'node/node1/postgres#1:starting',

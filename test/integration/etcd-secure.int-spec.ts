@@ -25,7 +25,16 @@ const REPO_ROOT = join(__dirname, '..', '..');
 const SCOPE = 'demo';
 
 function dcsOn(etcd: EtcdHandle, connection: Partial<EtcdDcsOptions>, name = 'probe'): EtcdDcs {
-  return new EtcdDcs({ hosts: [etcd.endpoint], namespace: '/service', scope: SCOPE, name, ttlSeconds: 10, retryTimeoutMs: 3000, clock: systemClock, ...connection });
+  return new EtcdDcs({
+    hosts: [etcd.endpoint],
+    namespace: '/service',
+    scope: SCOPE,
+    name,
+    ttlSeconds: 10,
+    retryTimeoutMs: 3000,
+    clock: systemClock,
+    ...connection,
+  });
 }
 
 describe('etcd over TLS with client certificates', () => {
@@ -52,21 +61,41 @@ describe('etcd over TLS with client certificates', () => {
   };
 
   it('takes the leader lock, reads and watches through the TLS client', async () => {
-    const dcs = open({ protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey }, 'tls-node');
+    const dcs = open(
+      { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey },
+      'tls-node',
+    );
     const changes: string[] = [];
     const subscription = dcs.changes().subscribe((change) => changes.push(String(change.key)));
     expect(await dcs.acquireLeader()).not.toBeNull();
     expect((await dcs.read()).leader?.value).toBe('tls-node');
-    await waitFor(() => changes.includes('leader'), { timeoutMs: 5000, description: 'the watch reporting the new leader key' });
+    await waitFor(() => changes.includes('leader'), {
+      timeoutMs: 5000,
+      description: 'the watch reporting the new leader key',
+    });
     expect(await dcs.releaseLeader()).toBe(true);
     subscription.unsubscribe();
   });
 
   it('uses a client key encrypted with a passphrase (etcd3.key_password)', async () => {
     const encryptedKey = join(dir, 'client-encrypted.key');
-    const pem = createPrivateKey(readFileSync(certificates.clientKey)).export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'k3y-pass' });
+    const pem = createPrivateKey(readFileSync(certificates.clientKey)).export({
+      type: 'pkcs8',
+      format: 'pem',
+      cipher: 'aes-256-cbc',
+      passphrase: 'k3y-pass',
+    });
     writeFileSync(encryptedKey, pem);
-    const dcs = open({ protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: encryptedKey, keyPassword: 'k3y-pass' }, 'encrypted-key-node');
+    const dcs = open(
+      {
+        protocol: 'https',
+        cacert: certificates.ca,
+        cert: certificates.clientCert,
+        key: encryptedKey,
+        keyPassword: 'k3y-pass',
+      },
+      'encrypted-key-node',
+    );
     expect(await dcs.acquireLeader()).not.toBeNull();
     expect((await dcs.read()).leader?.value).toBe('encrypted-key-node');
     expect(await dcs.releaseLeader()).toBe(true);
@@ -75,14 +104,22 @@ describe('etcd over TLS with client certificates', () => {
   it('cannot connect without a client certificate, or with one from another CA, and says why', async () => {
     const withoutCertificate = open({ protocol: 'https', cacert: certificates.ca });
     await expect(withoutCertificate.read()).rejects.toThrow(/no etcd host reachable \(https:\/\/127\.0\.0\.1:\d+\)/);
-    const stranger = open({ protocol: 'https', cacert: certificates.ca, cert: certificates.strangerCert, key: certificates.strangerKey });
+    const stranger = open({
+      protocol: 'https',
+      cacert: certificates.ca,
+      cert: certificates.strangerCert,
+      key: certificates.strangerKey,
+    });
     await expect(stranger.read()).rejects.toThrow(/no etcd host reachable/);
   });
-
 });
 
 describe('etcd checking client certificates and users at once', () => {
-  const user = { name: 'stator', password: 'stator-s3cret', prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`] };
+  const user = {
+    name: 'stator',
+    password: 'stator-s3cret',
+    prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`],
+  };
   let dir: string;
   let certificates: TestCertificates;
   let etcd: EtcdHandle;
@@ -118,7 +155,15 @@ describe('etcd checking client certificates and users at once', () => {
     });
 
   it("reads etcd's database size over gRPC as a plain user (the event log's quota guard)", async () => {
-    const client = new EtcdClient({ hosts: [etcd.endpoint], protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey, username: user.name, password: user.password });
+    const client = new EtcdClient({
+      hosts: [etcd.endpoint],
+      protocol: 'https',
+      cacert: certificates.ca,
+      cert: certificates.clientCert,
+      key: certificates.clientKey,
+      username: user.name,
+      password: user.password,
+    });
     try {
       const { dbSize, dbSizeInUse } = await client.status(3000);
       expect(dbSizeInUse).toBeGreaterThan(0);
@@ -134,12 +179,18 @@ describe('etcd checking client certificates and users at once', () => {
     const subscription = dcs.changes().subscribe((change) => changes.push(String(change.key)));
     try {
       expect(await dcs.acquireLeader()).not.toBeNull();
-      await waitFor(() => changes.includes('leader'), { timeoutMs: 5000, description: 'the watch reporting the new leader key' });
+      await waitFor(() => changes.includes('leader'), {
+        timeoutMs: 5000,
+        description: 'the watch reporting the new leader key',
+      });
       await new Promise((resolve) => setTimeout(resolve, 3000)); // the token's 2 s run out
       expect(await dcs.refreshLeader()).not.toBeNull();
       expect((await dcs.read()).leader?.value).toBe('grpc-node');
       expect(await dcs.releaseLeader()).toBe(true);
-      await waitFor(() => changes.filter((key) => key === 'leader').length >= 2, { timeoutMs: 5000, description: 'the watch reporting the release' });
+      await waitFor(() => changes.filter((key) => key === 'leader').length >= 2, {
+        timeoutMs: 5000,
+        description: 'the watch reporting the release',
+      });
     } finally {
       subscription.unsubscribe();
       await dcs.close();
@@ -148,7 +199,9 @@ describe('etcd checking client certificates and users at once', () => {
 
   it('says when the password is wrong or the user may not touch another cluster', async () => {
     const wrongPassword = withUser(user.name, 'guess');
-    await expect(wrongPassword.read()).rejects.toThrow('etcd refused user stator: etcdserver: authentication failed, invalid user ID or password');
+    await expect(wrongPassword.read()).rejects.toThrow(
+      'etcd refused user stator: etcdserver: authentication failed, invalid user ID or password',
+    );
     await wrongPassword.close();
     const otherScope = withUser(user.name, user.password, 'other');
     await expect(otherScope.read()).rejects.toThrow('permission denied');
@@ -169,20 +222,48 @@ describe('etcd checking client certificates and users at once', () => {
       scope: SCOPE,
       etcd: { tls: tlsEtcd, extraArgs: ['--auth-token-ttl=2'] },
       prepareEtcd: (own) => enableEtcdAuth(own, 'root-s3cret', [user], tlsEtcd),
-      etcd3: { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey, username: user.name, password: user.password },
+      etcd3: {
+        protocol: 'https',
+        cacert: certificates.ca,
+        cert: certificates.clientCert,
+        key: certificates.clientKey,
+        username: user.name,
+        password: user.password,
+      },
       postgresql: () => ({ callbacks: { on_start: script, on_role_change: script } }),
-      sections: { log: { type: 'json', format: ['asctime', 'levelname', 'message'], dir: join(baseDir, 'logs'), file_size: 20_000, file_num: 3 } },
+      sections: {
+        log: {
+          type: 'json',
+          format: ['asctime', 'levelname', 'message'],
+          dir: join(baseDir, 'logs'),
+          file_size: 20_000,
+          file_num: 3,
+        },
+      },
     });
     try {
       const leader = await cluster.waitForLeader(60_000);
       expect(await leader.healthCode('/primary')).toBe(200);
       // The file is written asynchronously: the leader's verdict reaches it shortly after the health check turns.
       const entries = () =>
-        readFileSync(join(baseDir, 'logs', 'stator.log'), 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, string>);
-      await waitFor(() => entries().some((entry) => entry.levelname === 'INFO' && /leader/.test(entry.message)), { timeoutMs: 10_000, description: "the leader's verdict in the JSON log file" });
+        readFileSync(join(baseDir, 'logs', 'stator.log'), 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line) as Record<string, string>);
+      await waitFor(() => entries().some((entry) => entry.levelname === 'INFO' && /leader/.test(entry.message)), {
+        timeoutMs: 10_000,
+        description: "the leader's verdict in the JSON log file",
+      });
       expect(Object.keys(entries()[0])).toEqual(['asctime', 'levelname', 'message']);
-      await waitFor(() => readFileSync(calls, 'utf8').includes(`on_start primary ${SCOPE}`), { timeoutMs: 10_000, description: 'the on_start callback' });
-      const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], { cwd: REPO_ROOT, encoding: 'utf8' });
+      await waitFor(() => readFileSync(calls, 'utf8').includes(`on_start primary ${SCOPE}`), {
+        timeoutMs: 10_000,
+        description: 'the on_start callback',
+      });
+      const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+      });
       expect({ status: audit.status, stderr: audit.stderr }).toEqual({ status: 0, stderr: '' });
     } finally {
       await cluster.stop();
@@ -192,7 +273,11 @@ describe('etcd checking client certificates and users at once', () => {
 });
 
 describe('etcd with authentication (RBAC)', () => {
-  const user = { name: 'stator', password: 'stator-s3cret', prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`] };
+  const user = {
+    name: 'stator',
+    password: 'stator-s3cret',
+    prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`],
+  };
   // Five: each agent cycle (2 s) starts on an expired token (1 s), so five cycles renew it five times over, with the
   // lock refreshes and the probe's watch running across them; 20 (the first version) took 30 s more and proves no
   // more: every request goes through the same renewal, and /primary, the lock and the watch are checked after.
@@ -212,7 +297,17 @@ describe('etcd with authentication (RBAC)', () => {
       prepareEtcd: (etcd) => enableEtcdAuth(etcd, 'root-s3cret', [user]),
       etcd3: { username: user.name, password: user.password },
     });
-    const probe = new EtcdDcs({ hosts: [cluster.etcd.endpoint], namespace: '/service', scope: SCOPE, name: 'probe', ttlSeconds: 10, retryTimeoutMs: 3000, clock: systemClock, username: user.name, password: user.password });
+    const probe = new EtcdDcs({
+      hosts: [cluster.etcd.endpoint],
+      namespace: '/service',
+      scope: SCOPE,
+      name: 'probe',
+      ttlSeconds: 10,
+      retryTimeoutMs: 3000,
+      clock: systemClock,
+      username: user.name,
+      password: user.password,
+    });
     const seen: string[] = [];
     let watching = true;
     const subscription = probe.changes().subscribe((change) => seen.push(String(change.key)));
@@ -220,7 +315,10 @@ describe('etcd with authentication (RBAC)', () => {
       const leader = await cluster.waitForLeader(60_000);
       await probe.read();
       const log = () => readFileSync(leader.logPath, 'utf8');
-      const reauthentications = () => log().split('\n').filter((line) => /re-authenticated in \d+ ms/.test(line));
+      const reauthentications = () =>
+        log()
+          .split('\n')
+          .filter((line) => /re-authenticated in \d+ ms/.test(line));
       const answers = new Set<number>();
       await sql(leader, 'CREATE TABLE token_probe (at timestamptz DEFAULT now())');
       const watchPrimary = (async () => {
@@ -231,7 +329,11 @@ describe('etcd with authentication (RBAC)', () => {
         }
       })();
       const before = reauthentications().length;
-      await waitFor(() => reauthentications().length >= before + EXPIRIES, { timeoutMs: 90_000, intervalMs: 500, description: `${EXPIRIES} re-authentications in the agent's log` });
+      await waitFor(() => reauthentications().length >= before + EXPIRIES, {
+        timeoutMs: 90_000,
+        intervalMs: 500,
+        description: `${EXPIRIES} re-authentications in the agent's log`,
+      });
       watching = false;
       await watchPrimary;
       expect([...answers]).toEqual([200]);
@@ -241,24 +343,52 @@ describe('etcd with authentication (RBAC)', () => {
       const eventsUrl = `${leader.apiUrl}/events`;
       const eventCount = async () => ((await (await fetch(eventsUrl)).json()) as unknown[]).length;
       const eventsBefore = await eventCount();
-      const patch = await fetch(`${leader.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ loop_wait: 3 }) });
+      const patch = await fetch(`${leader.apiUrl}/config`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ loop_wait: 3 }),
+      });
       expect(patch.status).toBe(200);
-      await waitFor(() => seen.includes('config'), { timeoutMs: 5000, description: 'the long-lived watch reporting the config change' });
-      await waitFor(async () => (await eventCount()) > eventsBefore, { timeoutMs: 10_000, description: 'an event appended after the expiries' });
+      await waitFor(() => seen.includes('config'), {
+        timeoutMs: 5000,
+        description: 'the long-lived watch reporting the config change',
+      });
+      await waitFor(async () => (await eventCount()) > eventsBefore, {
+        timeoutMs: 10_000,
+        description: 'an event appended after the expiries',
+      });
 
       const lines = reauthentications();
       const timings = lines.map((line) => Number(/retried after (\d+) ms/.exec(line)?.[1]));
-      process.stdout.write(`etcd auth: ${lines.length} re-authentications, added latency per expired request: max ${Math.max(...timings)} ms, median ${timings.sort((a, b) => a - b)[timings.length >> 1]} ms\n`);
+      process.stdout.write(
+        `etcd auth: ${lines.length} re-authentications, added latency per expired request: max ${Math.max(...timings)} ms, median ${timings.sort((a, b) => a - b)[timings.length >> 1]} ms\n`,
+      );
       const status = await (await fetch(`${leader.apiUrl}/stator`)).text();
-      for (const text of [log(), status, JSON.stringify(await (await fetch(`${leader.apiUrl}/events`)).json())]) expect(text).not.toContain(user.password);
+      for (const text of [log(), status, JSON.stringify(await (await fetch(`${leader.apiUrl}/events`)).json())])
+        expect(text).not.toContain(user.password);
 
-      const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], { cwd: REPO_ROOT, encoding: 'utf8' });
+      const audit = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--config', leader.configPath], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+      });
       expect({ status: audit.status, stderr: audit.stderr }).toEqual({ status: 0, stderr: '' });
 
       const wrongPassword = dcsOn(cluster.etcd, { username: user.name, password: 'guess' });
-      await expect(wrongPassword.read()).rejects.toThrow('etcd refused user stator: etcdserver: authentication failed, invalid user ID or password');
+      await expect(wrongPassword.read()).rejects.toThrow(
+        'etcd refused user stator: etcdserver: authentication failed, invalid user ID or password',
+      );
       await wrongPassword.close();
-      const otherScope = new EtcdDcs({ hosts: [cluster.etcd.endpoint], namespace: '/service', scope: 'other', name: 'x', ttlSeconds: 10, retryTimeoutMs: 3000, clock: systemClock, username: user.name, password: user.password });
+      const otherScope = new EtcdDcs({
+        hosts: [cluster.etcd.endpoint],
+        namespace: '/service',
+        scope: 'other',
+        name: 'x',
+        ttlSeconds: 10,
+        retryTimeoutMs: 3000,
+        clock: systemClock,
+        username: user.name,
+        password: user.password,
+      });
       await expect(otherScope.read()).rejects.toThrow('permission denied');
       await otherScope.close();
     } finally {

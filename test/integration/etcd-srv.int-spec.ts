@@ -19,7 +19,10 @@ describe('etcd3.srv against a DNS server and etcd', () => {
   let dns: DnsServerHandle;
   let zone: DnsZone;
   const lines: string[] = [];
-  const log = { info: (line: string) => lines.push(`INFO ${line}`), warning: (line: string) => lines.push(`WARNING ${line}`) };
+  const log = {
+    info: (line: string) => lines.push(`INFO ${line}`),
+    warning: (line: string) => lines.push(`WARNING ${line}`),
+  };
 
   beforeAll(async () => {
     etcd = await startEtcd();
@@ -39,13 +42,22 @@ describe('etcd3.srv against a DNS server and etcd', () => {
   beforeEach(() => lines.splice(0));
 
   it('finds etcd through the client SRV records, then writes and reads through it', async () => {
-    const etcd3 = await withSrvEndpoints({ hosts: [], protocol: 'http' as const, srv: 'stator.test', srvSuffix: 'prod' }, log, {
-      resolver: dnsResolver(TIMEOUT_MS, [dns.address]),
-      timeoutMs: TIMEOUT_MS,
-    });
+    const etcd3 = await withSrvEndpoints(
+      { hosts: [], protocol: 'http' as const, srv: 'stator.test', srvSuffix: 'prod' },
+      log,
+      {
+        resolver: dnsResolver(TIMEOUT_MS, [dns.address]),
+        timeoutMs: TIMEOUT_MS,
+      },
+    );
     expect(etcd3.hosts).toEqual([`localhost:${etcd.clientPort}`]);
-    expect(dns.questions).toEqual(['SRV _etcd-client-ssl-prod._tcp.stator.test', 'SRV _etcd-client-prod._tcp.stator.test']);
-    expect(lines).toEqual([`INFO etcd3.srv: _etcd-client-prod._tcp.stator.test names etcd at http://localhost:${etcd.clientPort}`]);
+    expect(dns.questions).toEqual([
+      'SRV _etcd-client-ssl-prod._tcp.stator.test',
+      'SRV _etcd-client-prod._tcp.stator.test',
+    ]);
+    expect(lines).toEqual([
+      `INFO etcd3.srv: _etcd-client-prod._tcp.stator.test names etcd at http://localhost:${etcd.clientPort}`,
+    ]);
 
     const viaSrv = new EtcdClient(etcd3);
     const direct = new EtcdClient({ hosts: [etcd.endpoint] });
@@ -60,10 +72,14 @@ describe('etcd3.srv against a DNS server and etcd', () => {
   });
 
   it('falls back to etcd3.hosts, with one warning, when the domain has no client records', async () => {
-    const etcd3 = await withSrvEndpoints({ hosts: [etcd.endpoint], protocol: 'http' as const, srv: 'stator.test' }, log, {
-      resolver: dnsResolver(TIMEOUT_MS, [dns.address]),
-      timeoutMs: TIMEOUT_MS,
-    });
+    const etcd3 = await withSrvEndpoints(
+      { hosts: [etcd.endpoint], protocol: 'http' as const, srv: 'stator.test' },
+      log,
+      {
+        resolver: dnsResolver(TIMEOUT_MS, [dns.address]),
+        timeoutMs: TIMEOUT_MS,
+      },
+    );
     expect(etcd3.hosts).toEqual([etcd.endpoint]);
     expect(lines).toEqual([
       `WARNING etcd3.srv: no etcd client SRV record for stator.test (tried _etcd-client-ssl._tcp.stator.test, _etcd-client._tcp.stator.test, _etcd-ssl._tcp.stator.test, _etcd._tcp.stator.test); using http://${etcd.endpoint}`,
@@ -75,8 +91,13 @@ describe('etcd3.srv against a DNS server and etcd', () => {
     const started = Date.now();
     try {
       await expect(
-        withSrvEndpoints({ hosts: [], protocol: 'http' as const, srv: 'stator.test' }, log, { resolver: dnsResolver(300, [silent.address]), timeoutMs: 300 }),
-      ).rejects.toThrow(/^etcd3\.srv: no etcd client SRV record for stator\.test .*_etcd-client-ssl\._tcp\.stator\.test: .*and no etcd3\.hosts, host or url to fall back on$/);
+        withSrvEndpoints({ hosts: [], protocol: 'http' as const, srv: 'stator.test' }, log, {
+          resolver: dnsResolver(300, [silent.address]),
+          timeoutMs: 300,
+        }),
+      ).rejects.toThrow(
+        /^etcd3\.srv: no etcd client SRV record for stator\.test .*_etcd-client-ssl\._tcp\.stator\.test: .*and no etcd3\.hosts, host or url to fall back on$/,
+      );
       // Four questions, each at most 300 ms, and slack for a loaded machine.
       expect(Date.now() - started).toBeLessThan(4 * 300 + 2000);
       expect(silent.questions).toContain('SRV _etcd._tcp.stator.test');
@@ -94,11 +115,18 @@ describe('etcd3.srv against a DNS server and etcd', () => {
     zone.srv['_etcd-client._tcp.moved.test'] = [`localhost:${etcd.clientPort}`];
     const client = new EtcdClient({ ...etcd3, rediscoverHosts: srvRediscovery(etcd3, log, options) });
     try {
-      await expect(client.put('/service/srv-test/moved', 'first', {}, TIMEOUT_MS)).rejects.toThrow(`no etcd host reachable (http://localhost:${deadPort})`);
-      await waitFor(() => client.put('/service/srv-test/moved', 'after DNS again', {}, TIMEOUT_MS), { timeoutMs: 10_000, description: 'a put through the hosts SRV names now' });
+      await expect(client.put('/service/srv-test/moved', 'first', {}, TIMEOUT_MS)).rejects.toThrow(
+        `no etcd host reachable (http://localhost:${deadPort})`,
+      );
+      await waitFor(() => client.put('/service/srv-test/moved', 'after DNS again', {}, TIMEOUT_MS), {
+        timeoutMs: 10_000,
+        description: 'a put through the hosts SRV names now',
+      });
       const read = await client.range('/service/srv-test/moved', {}, TIMEOUT_MS);
       expect(read.kvs.map((kv) => kv.value)).toEqual(['after DNS again']);
-      expect(lines).toContain(`INFO etcd3.srv: every etcd host failed; _etcd-client._tcp.moved.test names etcd at http://localhost:${etcd.clientPort}`);
+      expect(lines).toContain(
+        `INFO etcd3.srv: every etcd host failed; _etcd-client._tcp.moved.test names etcd at http://localhost:${etcd.clientPort}`,
+      );
     } finally {
       client.close();
     }
@@ -127,7 +155,9 @@ describe('etcd3.srv against a DNS server and etcd', () => {
       });
       const leader = await cluster.waitForLeader(60_000);
       expect(leader.name).toBe('node1');
-      expect(readFileSync(leader.logPath, 'utf8')).toContain(`INFO: etcd3.srv: _etcd-client._tcp.agent.test names etcd at http://localhost:${clusterEtcdPort}`);
+      expect(readFileSync(leader.logPath, 'utf8')).toContain(
+        `INFO: etcd3.srv: _etcd-client._tcp.agent.test names etcd at http://localhost:${clusterEtcdPort}`,
+      );
       expect(dns.questions).toContain('SRV _etcd-client._tcp.agent.test');
       const direct = new EtcdClient({ hosts: [cluster.etcd.endpoint] });
       try {

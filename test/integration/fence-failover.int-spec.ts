@@ -81,7 +81,10 @@ beforeAll(async () => {
   });
   const leader = await cluster.waitForHealthy(60_000);
   await sql(leader, 'CREATE TABLE fence_probe(id serial PRIMARY KEY, value text)');
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 30_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+    30_000,
+  );
 });
 
 afterAll(async () => {
@@ -102,10 +105,15 @@ describe('the fence ends a dead leader term', () => {
     expect(firstNewWriteAt - killedAt).toBeLessThan(3000);
     expect(lastOldWriteAt).toBeLessThan(firstNewWriteAt);
     // Its member key went with the revoked lease, yet the new leader made the old leader's slot at promotion.
-    await waitFor(async () => (await sql(newLeader!, 'SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [oldLeader.name])).length === 1, {
-      timeoutMs: 3000,
-      description: `${newLeader!.name} holding a slot for ${oldLeader.name}`,
-    });
+    await waitFor(
+      async () =>
+        (await sql(newLeader!, 'SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [oldLeader.name])).length ===
+        1,
+      {
+        timeoutMs: 3000,
+        description: `${newLeader!.name} holding a slot for ${oldLeader.name}`,
+      },
+    );
 
     const restartedAt = Date.now();
     oldLeader.start();
@@ -113,9 +121,14 @@ describe('the fence ends a dead leader term', () => {
     timings.oldLeaderRestartToStreamingMs = Date.now() - restartedAt;
     // Both die at once: the fence notes the lost agent only if it sees the agent's socket close before the postmaster's exit.
     const steps = await fenceEvents(oldLeader);
-    expect(steps.filter((step) => step !== 'fence.agent_lost')).toEqual(['fence.postgres_stopped', 'fence.lease_revoked']);
+    expect(steps.filter((step) => step !== 'fence.agent_lost')).toEqual([
+      'fence.postgres_stopped',
+      'fence.lease_revoked',
+    ]);
     expect(steps.indexOf('fence.agent_lost')).toBeLessThanOrEqual(0);
-    expect(readFileSync(join(oldLeader.stateDir, 'postgresql.log'), 'utf8')).not.toContain(`replication slot "${oldLeader.name}" does not exist`);
+    expect(readFileSync(join(oldLeader.stateDir, 'postgresql.log'), 'utf8')).not.toContain(
+      `replication slot "${oldLeader.name}" does not exist`,
+    );
   });
 
   it(`after kill -9 of the leader agent alone, PostgreSQL stops after the ${GRACE_S} s grace and a replica accepts writes within grace + 3 s`, async () => {
@@ -150,11 +163,17 @@ describe('the fence ends a dead leader term', () => {
     const before = await fenceEvents(leader);
     await leader.killAgent();
     leader.start();
-    await waitFor(async () => (await leader.healthCode('/primary')) === 200, { timeoutMs: 20_000, description: 'the restarted agent serving /primary' });
+    await waitFor(async () => (await leader.healthCode('/primary')) === 200, {
+      timeoutMs: 20_000,
+      description: 'the restarted agent serving /primary',
+    });
     expect(leader.postmasterPid()).toBe(postmaster);
     expect(isAlive(postmaster)).toBe(true);
     expect(await cluster.primaries()).toEqual([leader.name]);
-    await waitFor(async () => (await fenceEvents(leader)).length >= before.length + 2, { timeoutMs: 10_000, description: 'the fence journal recorded' });
+    await waitFor(async () => (await fenceEvents(leader)).length >= before.length + 2, {
+      timeoutMs: 10_000,
+      description: 'the fence journal recorded',
+    });
     expect((await fenceEvents(leader)).slice(before.length)).toEqual(['fence.agent_lost', 'fence.agent_back']);
     expect(await canWrite(leader, 'after a quick agent restart')).toBe(true);
   });

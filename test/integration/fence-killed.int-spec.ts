@@ -48,12 +48,23 @@ async function waitForAdoption(node: LocalNode, oldFence: number, postmaster: nu
       fence = node.fencePid() ?? 0;
       if (!fence || fence === oldFence || !isAlive(fence)) return false;
       const events = await fenceEvents(node).catch(() => []);
-      return events.some((event) => event.type === 'fence.postmaster_adopted' && String(event.data?.detail).includes(`fence ${fence} adopted it`));
+      return events.some(
+        (event) =>
+          event.type === 'fence.postmaster_adopted' && String(event.data?.detail).includes(`fence ${fence} adopted it`),
+      );
     },
-    { timeoutMs: 20_000, intervalMs: 100, description: `${node.name}'s postmaster under a new fence, its adoption in /events` },
+    {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+      description: `${node.name}'s postmaster under a new fence, its adoption in /events`,
+    },
   );
-  const [adopted] = (await fenceEvents(node)).filter((event) => event.type === 'fence.postmaster_adopted' && String(event.data?.detail).includes(`fence ${fence} `));
-  expect(adopted.data?.detail).toBe(`postmaster ${postmaster} ran without a fence (its fence was killed or died); fence ${fence} adopted it`);
+  const [adopted] = (await fenceEvents(node)).filter(
+    (event) => event.type === 'fence.postmaster_adopted' && String(event.data?.detail).includes(`fence ${fence} `),
+  );
+  expect(adopted.data?.detail).toBe(
+    `postmaster ${postmaster} ran without a fence (its fence was killed or died); fence ${fence} adopted it`,
+  );
   expect(node.postmasterPid()).toBe(postmaster); // never restarted
   expect(isAlive(postmaster)).toBe(true);
   return fence;
@@ -89,7 +100,10 @@ describe('the fence killed', () => {
     await waitForAdoption(leader, fence, postmaster);
     expect(Date.now() - killedAt).toBeLessThan(5000);
     // The diagnosis a monitor reads: a primary under a connected fence with its deadline ahead.
-    await waitFor(async () => (await fenceDiagnosis(leader))?.status === 'up', { timeoutMs: 10_000, description: `${leader.name}'s fence indicator up` });
+    await waitFor(async () => (await fenceDiagnosis(leader))?.status === 'up', {
+      timeoutMs: 10_000,
+      description: `${leader.name}'s fence indicator up`,
+    });
     expect(await fenceDiagnosis(leader)).toMatchObject({ status: 'up', connected: true, armed: true, required: true });
     expect(await cluster.primaries()).toEqual([leader.name]);
     await sql(leader, 'INSERT INTO fence_killed(note) VALUES ($1)', ['after the leader fence was killed']);
@@ -113,9 +127,15 @@ describe('the fence killed', () => {
     await new Promise((resolve) => setTimeout(resolve, 1000)); // a supervisor's restart
     leader.start();
     await waitForAdoption(leader, fence, postmaster);
-    await waitFor(async () => (await leader.healthCode('/primary')) === 200, { timeoutMs: 20_000, description: `${leader.name} serving /primary again` });
+    await waitFor(async () => (await leader.healthCode('/primary')) === 200, {
+      timeoutMs: 20_000,
+      description: `${leader.name} serving /primary again`,
+    });
     expect((await leader.status())?.timeline).toBe(timeline);
-    await waitFor(async () => (await fenceDiagnosis(leader))?.status === 'up', { timeoutMs: 10_000, description: `${leader.name}'s fence indicator up` });
+    await waitFor(async () => (await fenceDiagnosis(leader))?.status === 'up', {
+      timeoutMs: 10_000,
+      description: `${leader.name}'s fence indicator up`,
+    });
     expect(await cluster.primaries()).toEqual([leader.name]);
     await sql(leader, 'INSERT INTO fence_killed(note) VALUES ($1)', ['after the leader fence and agent were killed']);
   });

@@ -6,7 +6,12 @@ import { startEtcd, EtcdHandle } from '../../scripts/lib/etcd';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
 import { FenceConnection } from '../../src/postgresql/fence/fence-client';
-import { FenceJournalEntry, fencePaths, FenceTerm, PostmasterExitEvent } from '../../src/postgresql/fence/fence-protocol';
+import {
+  FenceJournalEntry,
+  fencePaths,
+  FenceTerm,
+  PostmasterExitEvent,
+} from '../../src/postgresql/fence/fence-protocol';
 import { defaultFenceProgram, fenceCommand } from '../../src/postgresql/process/fence-program';
 import type { TermRelease } from '../../src/common/term-release';
 import { isProcessAlive } from '../../src/postgresql/process/os-process';
@@ -74,7 +79,12 @@ function startFence(options: { ignore?: string; deadline?: number; bin?: string 
   const stateDir = join(root, `node${++counter}`);
   mkdirSync(join(stateDir, 'data'), { recursive: true });
   const childPidFile = join(stateDir, 'fake-child.pid');
-  const launch = { dataDir: join(stateDir, 'data'), binDir: options.bin ?? binDir, stateDir, ...(options.deadline ? { deadline: options.deadline } : {}) };
+  const launch = {
+    dataDir: join(stateDir, 'data'),
+    binDir: options.bin ?? binDir,
+    stateDir,
+    ...(options.deadline ? { deadline: options.deadline } : {}),
+  };
   const command = fenceCommand(defaultFenceProgram(), JSON.stringify(launch));
   const log = openSync(join(stateDir, 'fence.log'), 'a');
   const child = spawn(command.file, command.args, {
@@ -89,9 +99,16 @@ function startFence(options: { ignore?: string; deadline?: number; bin?: string 
   return fence;
 }
 
-async function connect(fence: RunningFence): Promise<{ connection: FenceConnection; exit: Promise<PostmasterExitEvent> }> {
-  const connection = await waitFor(() => FenceConnection.connect(fence.paths.socket, 500), { description: 'the fence to say hello', timeoutMs: 5000 });
-  const exit = new Promise<PostmasterExitEvent>((resolve) => connection.attach({ onExit: resolve, onLost: () => undefined }));
+async function connect(
+  fence: RunningFence,
+): Promise<{ connection: FenceConnection; exit: Promise<PostmasterExitEvent> }> {
+  const connection = await waitFor(() => FenceConnection.connect(fence.paths.socket, 500), {
+    description: 'the fence to say hello',
+    timeoutMs: 5000,
+  });
+  const exit = new Promise<PostmasterExitEvent>((resolve) =>
+    connection.attach({ onExit: resolve, onLost: () => undefined }),
+  );
   return { connection, exit };
 }
 
@@ -120,10 +137,21 @@ describe('the fence program', () => {
     expect(readFileSync(fence.paths.pidFile, 'utf8')).toBe(`${fence.process.pid}\n`);
 
     connection.send({ op: 'stop', mode: 'fast' });
-    expect(await exit).toEqual({ event: 'exit', pid: connection.hello.pid, code: 0, signal: null, requested: true, fenced: false });
+    expect(await exit).toEqual({
+      event: 'exit',
+      pid: connection.hello.pid,
+      code: 0,
+      signal: null,
+      requested: true,
+      fenced: false,
+    });
     expect(postmasterLog(fence)).toContain('got INT');
     expect(await fence.exited).toBe(0);
-    expect(JSON.parse(readFileSync(fence.paths.exitFile, 'utf8'))).toMatchObject({ pid: connection.hello.pid, requested: true, at: expect.any(Number) });
+    expect(JSON.parse(readFileSync(fence.paths.exitFile, 'utf8'))).toMatchObject({
+      pid: connection.hello.pid,
+      requested: true,
+      at: expect.any(Number),
+    });
     expect(existsSync(fence.paths.socket) || existsSync(fence.paths.pidFile)).toBe(false);
   });
 
@@ -160,7 +188,9 @@ describe('the fence program', () => {
     const log = await waitFor(
       () => {
         const text = readFileSync(join(fence.stateDir, 'fence.log'), 'utf8');
-        return text.includes('ignored arm with a malformed term') && text.includes('ignored unknown request') ? text : null;
+        return text.includes('ignored arm with a malformed term') && text.includes('ignored unknown request')
+          ? text
+          : null;
       },
       { description: 'the fence to log every request it ignored' },
     );
@@ -170,8 +200,14 @@ describe('the fence program', () => {
     expect(log).toContain('ignored malformed request: not json');
     expect(log).toContain('ignored unknown request [1,2]');
 
-    const secondLaunch = fenceCommand(defaultFenceProgram(), JSON.stringify({ dataDir: join(fence.stateDir, 'data'), binDir, stateDir: fence.stateDir }));
-    const duplicate = spawn(secondLaunch.file, secondLaunch.args, { stdio: 'ignore', env: { ...process.env, ...secondLaunch.env } });
+    const secondLaunch = fenceCommand(
+      defaultFenceProgram(),
+      JSON.stringify({ dataDir: join(fence.stateDir, 'data'), binDir, stateDir: fence.stateDir }),
+    );
+    const duplicate = spawn(secondLaunch.file, secondLaunch.args, {
+      stdio: 'ignore',
+      env: { ...process.env, ...secondLaunch.env },
+    });
     expect(await new Promise((resolve) => duplicate.once('exit', resolve))).toBe(2);
     expect(isProcessAlive(connection.hello.pid)).toBe(true);
   });
@@ -195,7 +231,10 @@ describe('the fence program', () => {
 
 describe("the fence ending a leader's term", () => {
   let etcd: EtcdHandle;
-  const etcdctl = (...args: string[]) => execFileSync('etcdctl', [`--endpoints=${etcd.endpoint}`, ...args], { env: { ...process.env, ETCDCTL_API: '3' } }).toString();
+  const etcdctl = (...args: string[]) =>
+    execFileSync('etcdctl', [`--endpoints=${etcd.endpoint}`, ...args], {
+      env: { ...process.env, ETCDCTL_API: '3' },
+    }).toString();
 
   beforeAll(async () => {
     etcd = await startEtcd();
@@ -224,7 +263,12 @@ describe("the fence ending a leader's term", () => {
 
     expect(await fence.exited).toBe(0);
     const steps = journal(fence);
-    expect(steps.map((entry) => entry.step)).toEqual(['agent_lost', 'stopping_postgres', 'postgres_stopped', 'lease_revoked']);
+    expect(steps.map((entry) => entry.step)).toEqual([
+      'agent_lost',
+      'stopping_postgres',
+      'postgres_stopped',
+      'lease_revoked',
+    ]);
     const exitRecord = JSON.parse(readFileSync(fence.paths.exitFile, 'utf8'));
     expect(exitRecord).toMatchObject({ requested: false, fenced: false, code: 0 });
     expect(steps[3].at).toBeGreaterThanOrEqual(exitRecord.at);
@@ -254,7 +298,12 @@ describe("the fence ending a leader's term", () => {
     await connection.close();
     expect(await fence.exited).toBe(0);
     expect(postmasterLog(fence)).toMatch(/ignored INT[\s\S]*got QUIT/);
-    expect(journal(fence).map((entry) => entry.step)).toEqual(['agent_lost', 'stopping_postgres', 'postgres_stopped', 'lease_revoked']);
+    expect(journal(fence).map((entry) => entry.step)).toEqual([
+      'agent_lost',
+      'stopping_postgres',
+      'postgres_stopped',
+      'lease_revoked',
+    ]);
     expect(etcdctl('get', '/service/demo/stubborn')).toBe('');
   });
 
@@ -286,7 +335,11 @@ describe("the fence ending a leader's term", () => {
   it('revokes the lease after the deadline fired, and journals a revoke it could not do', async () => {
     const fence = startFence();
     const { connection, exit } = await connect(fence);
-    const unreachable = { agentPid: process.pid, graceMs: 60_000, release: { endpoints: ['http://127.0.0.1:9'], leaseId: '12345' } };
+    const unreachable = {
+      agentPid: process.pid,
+      graceMs: 60_000,
+      release: { endpoints: ['http://127.0.0.1:9'], leaseId: '12345' },
+    };
     connection.send({ op: 'arm', deadline: Date.now() + 100, term: unreachable });
     expect(await exit).toMatchObject({ fenced: true });
     const steps = journal(fence);
@@ -317,7 +370,17 @@ describe('the fence revoking a lease on a production-style etcd', () => {
     const etcd = await startEtcd({ tls });
     try {
       const etcdctl = (...args: string[]) =>
-        execFileSync('etcdctl', [`--endpoints=https://${etcd.endpoint}`, `--cacert=${tls.ca}`, `--cert=${tls.cert}`, `--key=${tls.key}`, ...args], { env: { ...process.env, ETCDCTL_API: '3' } }).toString();
+        execFileSync(
+          'etcdctl',
+          [
+            `--endpoints=https://${etcd.endpoint}`,
+            `--cacert=${tls.ca}`,
+            `--cert=${tls.cert}`,
+            `--key=${tls.key}`,
+            ...args,
+          ],
+          { env: { ...process.env, ETCDCTL_API: '3' } },
+        ).toString();
       const leaseId = grantWithKey(etcdctl);
       const [revoked, detail] = revokeWithFenceCode({
         endpoints: [`https://${etcd.endpoint}`],
@@ -336,7 +399,10 @@ describe('the fence revoking a lease on a production-style etcd', () => {
   it('as an RBAC user limited to the cluster, after a first endpoint that does not answer', async () => {
     const etcd = await startEtcd();
     try {
-      const etcdctl = (...args: string[]) => execFileSync('etcdctl', [`--endpoints=${etcd.endpoint}`, ...args], { env: { ...process.env, ETCDCTL_API: '3' } }).toString();
+      const etcdctl = (...args: string[]) =>
+        execFileSync('etcdctl', [`--endpoints=${etcd.endpoint}`, ...args], {
+          env: { ...process.env, ETCDCTL_API: '3' },
+        }).toString();
       const leaseId = grantWithKey(etcdctl);
       const user = { name: 'stator', password: 'pw-1', prefixes: ['/service/'] };
       enableEtcdAuth(etcd, 'root-s3cret', [user]);

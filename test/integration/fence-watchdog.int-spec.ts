@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
 import { FenceConnection } from '../../src/postgresql/fence/fence-client';
-import { fencePaths, FenceWatchdog, FenceWatchdogState, PostmasterExitEvent } from '../../src/postgresql/fence/fence-protocol';
+import {
+  fencePaths,
+  FenceWatchdog,
+  FenceWatchdogState,
+  PostmasterExitEvent,
+} from '../../src/postgresql/fence/fence-protocol';
 import { defaultFenceProgram, fenceCommand } from '../../src/postgresql/process/fence-program';
 import { isProcessAlive } from '../../src/postgresql/process/os-process';
 import { WatchdogFifo } from '../helpers/watchdog-fifo';
@@ -36,7 +41,8 @@ beforeAll(() => {
 });
 
 afterEach(() => {
-  for (const fence of fences.splice(0)) if (fence.exitCode === null && fence.pid && isProcessAlive(fence.pid)) process.kill(-fence.pid, 'SIGKILL');
+  for (const fence of fences.splice(0))
+    if (fence.exitCode === null && fence.pid && isProcessAlive(fence.pid)) process.kill(-fence.pid, 'SIGKILL');
   for (const fifo of fifos.splice(0)) fifo.close();
 });
 
@@ -60,14 +66,26 @@ async function startFence(): Promise<Started> {
   mkdirSync(join(stateDir, 'data'), { recursive: true });
   const fifo = new WatchdogFifo(join(stateDir, 'watchdog.fifo'));
   fifos.push(fifo);
-  const command = fenceCommand(defaultFenceProgram(), JSON.stringify({ dataDir: join(stateDir, 'data'), binDir, stateDir }));
+  const command = fenceCommand(
+    defaultFenceProgram(),
+    JSON.stringify({ dataDir: join(stateDir, 'data'), binDir, stateDir }),
+  );
   const log = openSync(join(stateDir, 'fence.log'), 'a');
-  const child = spawn(command.file, command.args, { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...command.env } });
+  const child = spawn(command.file, command.args, {
+    detached: true,
+    stdio: ['ignore', log, log],
+    env: { ...process.env, ...command.env },
+  });
   closeSync(log);
   fences.push(child);
-  const connection = await waitFor(() => FenceConnection.connect(fencePaths(stateDir).socket, 500), { description: 'the fence to say hello', timeoutMs: 5000 });
+  const connection = await waitFor(() => FenceConnection.connect(fencePaths(stateDir).socket, 500), {
+    description: 'the fence to say hello',
+    timeoutMs: 5000,
+  });
   const states: FenceWatchdogState[] = [];
-  const exit = new Promise<PostmasterExitEvent>((resolve) => connection.attach({ onExit: resolve, onLost: () => undefined, onWatchdog: (state) => states.push(state) }));
+  const exit = new Promise<PostmasterExitEvent>((resolve) =>
+    connection.attach({ onExit: resolve, onLost: () => undefined, onWatchdog: (state) => states.push(state) }),
+  );
   return { process: child, stateDir, connection, exit, states, fifo };
 }
 
@@ -87,11 +105,24 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
     await waitFor(() => fence.fifo.count('ping') === 1, { description: 'the first keepalive' });
     expect(fence.fifo.records.map((record) => record.kind)).toEqual(['timeout', 'ping']);
     expect(fence.fifo.lastTimeout()).toBe(16);
-    expect(fence.connection.hello.watchdog).toEqual({ running: false, timeout: null, device: null, error: null, required: false });
+    expect(fence.connection.hello.watchdog).toEqual({
+      running: false,
+      timeout: null,
+      device: null,
+      error: null,
+      required: false,
+    });
     await waitFor(() => fence.states.length === 1, { description: "the fence's report to the agent" });
-    expect(fence.states[0]).toEqual({ running: true, timeout: 16, device: fence.fifo.path, error: null, required: true });
+    expect(fence.states[0]).toEqual({
+      running: true,
+      timeout: 16,
+      device: fence.fifo.path,
+      error: null,
+      required: true,
+    });
 
-    for (let arm = 0; arm < 3; arm++) fence.connection.send({ op: 'arm', deadline: far(), watchdog: testing(fence, 16) });
+    for (let arm = 0; arm < 3; arm++)
+      fence.connection.send({ op: 'arm', deadline: far(), watchdog: testing(fence, 16) });
     await waitFor(() => fence.fifo.count('ping') === 4, { description: 'a keepalive per arm' });
 
     // ttl changed from 21 to 20 (Patroni's "watchdog is reconfigured after global ttl changed")
@@ -100,15 +131,26 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
 
     // paused: the term goes on without a watchdog
     fence.connection.send({ op: 'arm', deadline: far() });
-    await waitFor(() => fence.fifo.count('magic_close') === 1 && fence.fifo.count('closed') === 1, { description: 'the magic close' });
-    expect(fenceLog(fence)).toMatch(/Watchdog test harness at .*watchdog\.fifo closed with the magic close \(no longer asked for\)/);
+    await waitFor(() => fence.fifo.count('magic_close') === 1 && fence.fifo.count('closed') === 1, {
+      description: 'the magic close',
+    });
+    expect(fenceLog(fence)).toMatch(
+      /Watchdog test harness at .*watchdog\.fifo closed with the magic close \(no longer asked for\)/,
+    );
 
     // resumed: opened again; then the node stops leading (disarm)
     fence.connection.send({ op: 'arm', deadline: far(), watchdog: testing(fence, 15) });
     await waitFor(() => fence.fifo.count('ping') === 6, { description: 'the watchdog opened again' });
     fence.connection.send({ op: 'disarm' });
     await waitFor(() => fence.fifo.count('magic_close') === 2, { description: 'the magic close on disarm' });
-    expect(fence.states[fence.states.length - 1]).toEqual({ running: false, timeout: null, device: fence.fifo.path, error: null, required: true, reason: 'closed with the magic close: disarmed' });
+    expect(fence.states[fence.states.length - 1]).toEqual({
+      running: false,
+      timeout: null,
+      device: fence.fifo.path,
+      error: null,
+      required: true,
+      reason: 'closed with the magic close: disarmed',
+    });
     expect(isProcessAlive(fence.connection.hello.pid)).toBe(true);
   });
 
@@ -119,8 +161,15 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
     const exit = await fence.exit;
     expect(exit).toMatchObject({ fenced: true });
     // Told to the agent before the exit, with the reason.
-    expect(fence.states[fence.states.length - 1]).toMatchObject({ running: true, timeout: 2, reason: "left armed: the term ended on the fence's deadline" });
-    await waitFor(() => fence.fifo.count('closed') === 1, { description: 'the fence to close the device', timeoutMs: 15_000 });
+    expect(fence.states[fence.states.length - 1]).toMatchObject({
+      running: true,
+      timeout: 2,
+      reason: "left armed: the term ended on the fence's deadline",
+    });
+    await waitFor(() => fence.fifo.count('closed') === 1, {
+      description: 'the fence to close the device',
+      timeoutMs: 15_000,
+    });
     const lastPing = fence.fifo.records.filter((record) => record.kind === 'ping').pop()!.at;
     const closed = fence.fifo.records.find((record) => record.kind === 'closed')!.at;
     // Patroni's harness: "triggered" once 2 s pass after the last ping with the device still open.
@@ -128,7 +177,9 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
     expect(fence.fifo.count('magic_close')).toBe(0);
     expect(fence.fifo.count('ping')).toBe(1);
     const log = fenceLog(fence);
-    expect(log.indexOf("left armed: the term ended on the fence's deadline")).toBeGreaterThan(log.indexOf('exited (code'));
+    expect(log.indexOf("left armed: the term ended on the fence's deadline")).toBeGreaterThan(
+      log.indexOf('exited (code'),
+    );
     expect(log).toContain('closed without the magic close after its timeout elapsed');
   });
 
@@ -154,13 +205,29 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
 describe('the fence holding a watchdog (Linux driver)', () => {
   it('reports a path that is no watchdog (the ioctl fails) to the agent, and never pets it', async () => {
     const fence = await startFence();
-    fence.connection.send({ op: 'arm', deadline: Date.now() + 60_000, watchdog: { driver: 'default', device: fence.fifo.path, timeout: 25, required: true } });
+    fence.connection.send({
+      op: 'arm',
+      deadline: Date.now() + 60_000,
+      watchdog: { driver: 'default', device: fence.fifo.path, timeout: 25, required: true },
+    });
     await waitFor(() => fence.states.length === 1, { description: "the fence's report" });
-    expect(fence.states[0]).toEqual({ running: false, timeout: null, device: fence.fifo.path, error: `WDIOC_GETSUPPORT on ${fence.fifo.path} failed: Inappropriate ioctl for device`, required: true });
-    expect(fenceLog(fence)).toContain(`error: could not activate Linux watchdog device at ${fence.fifo.path}: WDIOC_GETSUPPORT`);
+    expect(fence.states[0]).toEqual({
+      running: false,
+      timeout: null,
+      device: fence.fifo.path,
+      error: `WDIOC_GETSUPPORT on ${fence.fifo.path} failed: Inappropriate ioctl for device`,
+      required: true,
+    });
+    expect(fenceLog(fence)).toContain(
+      `error: could not activate Linux watchdog device at ${fence.fifo.path}: WDIOC_GETSUPPORT`,
+    );
     expect(fence.fifo.count('ping')).toBe(0);
     // The same request is not retried on the next arm (as the reference, until the configuration changes); another is.
-    fence.connection.send({ op: 'arm', deadline: Date.now() + 60_000, watchdog: { driver: 'default', device: fence.fifo.path, timeout: 25, required: true } });
+    fence.connection.send({
+      op: 'arm',
+      deadline: Date.now() + 60_000,
+      watchdog: { driver: 'default', device: fence.fifo.path, timeout: 25, required: true },
+    });
     fence.connection.send({ op: 'arm', deadline: Date.now() + 60_000, watchdog: testing(fence, 25) });
     await waitFor(() => fence.fifo.count('ping') === 1, { description: 'the testing driver to take over' });
     expect(fence.states.map((state) => state.error)).toEqual([expect.stringContaining('WDIOC_GETSUPPORT'), null]);
@@ -169,7 +236,11 @@ describe('the fence holding a watchdog (Linux driver)', () => {
   it('reports a device that does not exist', async () => {
     const fence = await startFence();
     const missing = join(fence.stateDir, 'no-watchdog');
-    fence.connection.send({ op: 'arm', deadline: Date.now() + 60_000, watchdog: { driver: 'default', device: missing, timeout: 25, required: false } });
+    fence.connection.send({
+      op: 'arm',
+      deadline: Date.now() + 60_000,
+      watchdog: { driver: 'default', device: missing, timeout: 25, required: false },
+    });
     await waitFor(() => fence.states.length === 1, { description: "the fence's report" });
     expect(fence.states[0].error).toBe(`can't open watchdog device ${missing}: No such file or directory`);
     // Mode automatic: most machines have no device, as routine as in the reference (which logs it at debug).

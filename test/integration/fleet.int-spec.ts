@@ -76,7 +76,8 @@ async function etcdRange(key: string): Promise<string | null> {
   return body.kvs?.[0] ? Buffer.from(body.kvs[0].value, 'base64').toString() : null;
 }
 
-const leaderKeyOf = (cluster: LocalCluster) => etcdRange(`${FLEET[fleet.indexOf(cluster)].namespace}/${cluster.scope}/leader`);
+const leaderKeyOf = (cluster: LocalCluster) =>
+  etcdRange(`${FLEET[fleet.indexOf(cluster)].namespace}/${cluster.scope}/leader`);
 /** The cluster's namespace and scope, which name it (two clusters share a scope). */
 const nameOf = (cluster: LocalCluster) => `${FLEET[fleet.indexOf(cluster)].namespace}/${cluster.scope}`;
 
@@ -149,7 +150,9 @@ describe('three clusters sharing one 3-member etcd, two of them one scope in two
     const load = etcdLoad(before, await scrapeEtcd(etcd.endpoints));
     const count = (kind: string) => Math.round((load.requestsPerSecond[kind] ?? 0) * load.seconds);
     const cycles = load.seconds / LOOP_WAIT;
-    const requests = Object.fromEntries(['Range', 'Txn', 'Put', 'LeaseKeepAlive', 'Watch'].map((kind) => [kind, count(kind)]));
+    const requests = Object.fromEntries(
+      ['Range', 'Txn', 'Put', 'LeaseKeepAlive', 'Watch'].map((kind) => [kind, count(kind)]),
+    );
     measured.idleRequests = requests;
     measured.idleBytesOutPerAgentPerMinute = Math.round((load.bytesOutPerSecond * 60) / AGENTS);
     // Each node reads its cluster from its watch; a confirming read comes at most every 10 ttls (100 s here).
@@ -190,7 +193,10 @@ describe('three clusters sharing one 3-member etcd, two of them one scope in two
     newLeaderOfA = await a.waitForLeader((TTL + 20) * 1000, [oldLeaderOfA.name]);
     measured.failoverMs = Date.now() - failedOverAt;
     // The others keep being watched while the new leader settles in (its first cycles write the most to etcd).
-    await waitFor(async () => (await leaderKeyOf(a)) === newLeaderOfA.name, { timeoutMs: 10_000, description: `${nameOf(a)}'s leader key names ${newLeaderOfA.name}` });
+    await waitFor(async () => (await leaderKeyOf(a)) === newLeaderOfA.name, {
+      timeoutMs: 10_000,
+      description: `${nameOf(a)}'s leader key names ${newLeaderOfA.name}`,
+    });
     await new Promise((resolve) => setTimeout(resolve, 2 * LOOP_WAIT * 1000));
     const { holders, sightings } = await watch.stop();
 
@@ -219,7 +225,8 @@ describe('three clusters sharing one 3-member etcd, two of them one scope in two
     }
 
     // The failover is in a's log, and in no other.
-    const acquiredSince = (cluster: LocalCluster) => served.get(cluster)!.filter((event) => event.type === 'leader.acquired' && Date.parse(event.at) >= failedOverAt);
+    const acquiredSince = (cluster: LocalCluster) =>
+      served.get(cluster)!.filter((event) => event.type === 'leader.acquired' && Date.parse(event.at) >= failedOverAt);
     expect(acquiredSince(a).map((event) => event.node)).toContain(newLeaderOfA.name);
     for (const cluster of others) expect(acquiredSince(cluster)).toEqual([]);
 
@@ -239,14 +246,23 @@ describe('three clusters sharing one 3-member etcd, two of them one scope in two
 
   it('`stator audit export` reads the log of the scope in the namespace it is given (`/service` without --namespace)', () => {
     const exportOf = (...namespace: string[]) => {
-      const run = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'export', '--etcd', etcd.endpoints.join(','), '--scope', 'fleet-a', ...namespace], {
-        cwd: join(__dirname, '..', '..'),
-        encoding: 'utf8',
-        timeout: 60_000,
-      });
+      const run = spawnSync(
+        process.execPath,
+        ['bin/stator.js', 'audit', 'export', '--etcd', etcd.endpoints.join(','), '--scope', 'fleet-a', ...namespace],
+        {
+          cwd: join(__dirname, '..', '..'),
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
       expect(run.stderr).toBe('');
       expect(run.status).toBe(0);
-      return new Set(run.stdout.trim().split('\n').map((line) => (JSON.parse(line) as RecordedEvent).node));
+      return new Set(
+        run.stdout
+          .trim()
+          .split('\n')
+          .map((line) => (JSON.parse(line) as RecordedEvent).node),
+      );
     };
     expect([...exportOf()].sort()).toEqual(['a1', 'a2', 'a3']);
     expect([...exportOf('--namespace', '/staging')].sort()).toEqual(['c1', 'c2', 'c3']);

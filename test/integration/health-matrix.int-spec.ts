@@ -54,7 +54,11 @@ async function call(node: LocalNode, method: string, path: string, body?: unknow
     signal: AbortSignal.timeout(body === undefined ? 3000 : 30_000),
     ...(body === undefined ? {} : { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) }),
   });
-  return { status: response.status, contentType: response.headers.get('content-type') ?? '', text: await response.text() };
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type') ?? '',
+    text: await response.text(),
+  };
 }
 
 /** A JSON document as it came over the wire: the checks below read it field by field and report what differs. */
@@ -95,7 +99,13 @@ interface Row {
   source: string;
 }
 
-const row = (path: string, codes: Row['codes'], body: BodyKind, source: string, mentions?: string): Row => ({ path, codes, body, source, mentions });
+const row = (path: string, codes: Row['codes'], body: BodyKind, source: string, mentions?: string): Row => ({
+  path,
+  codes,
+  body,
+  source,
+  mentions,
+});
 const H = 'status-matrix.md';
 const T = 'tags.jsonl';
 const EXACT = 'DEVIATION exact paths (docs/deviations.md)';
@@ -117,7 +127,12 @@ const ROWS: Row[] = [
   row('/replica', [503, 200, 503, 200], 'document', `${H}; ${NOLB}; ${NOFO}`),
   row('/replica?lag=0', [503, 200, 503, 200], 'document', H),
   row('/replica?lag=1048576', [503, 200, 503, 200], 'document', H),
-  row('/replica?lag=64kB', [503, 200, 503, 200], 'document', `${H} (lag=1kB there; 64kB so idle-WAL noise cannot flake)`),
+  row(
+    '/replica?lag=64kB',
+    [503, 200, 503, 200],
+    'document',
+    `${H} (lag=1kB there; 64kB so idle-WAL noise cannot flake)`,
+  ),
   row('/replica?lag=10MB', [503, 200, 503, 200], 'document', H),
   row('/replica?lag=10%20MB', [503, 200, 503, 200], 'document', `${H} (space before the unit)`),
   row('/replica?lag=1GB', [503, 200, 503, 200], 'document', 'spec 1.3 lag units'),
@@ -134,14 +149,24 @@ const ROWS: Row[] = [
   row('/replica?tag_nofailover=True', [503, 503, 503, 503], 'document', `${T} tags-010, 026 (str(v).lower())`),
   row('/replica?tag_nofailover=false', [503, 503, 503, 503], 'document', `${H}; ${T} tags-030`),
   row('/replica?tag_noloadbalance=true', [503, 503, 503, 503], 'document', `${T} tags-011, 027`),
-  row('/replica?tag_zone=a&tag_nofailover=true', [503, 503, 503, 503], 'document', `${T} tags-029/030 (every tag must match)`),
+  row(
+    '/replica?tag_zone=a&tag_nofailover=true',
+    [503, 503, 503, 503],
+    'document',
+    `${T} tags-029/030 (every tag must match)`,
+  ),
   row('/replica?tag_nofailover=true&tag_zone=a', [503, 503, 503, 503], 'document', `${T} tags-029/030`),
   row('/replica?tag_foo=bar', [503, 503, 503, 503], 'document', `${H}; ${T} tags-007, 033`),
   row('/primary?tag_foo=bar', [200, 503, 503, 503], 'document', `${H}; ${T} tags-035 (tags ignored)`),
   row('/leader?tag_foo=bar', [200, 503, 503, 503], 'document', `${H} (tags ignored)`),
   row('/read-only', [200, 200, 503, 200], 'document', `${H}; ${T} tags-003, 019`),
   row('/read-only?lag=10MB', [200, 200, 503, 200], 'document', H),
-  row('/read-only?tag_zone=a', [503, 200, 503, 503], 'document', `${T} tags-012, 028, 034 (the tag filter applies to the leader too)`),
+  row(
+    '/read-only?tag_zone=a',
+    [503, 200, 503, 503],
+    'document',
+    `${T} tags-012, 028, 034 (the tag filter applies to the leader too)`,
+  ),
   row('/synchronous', [503, 503, 503, 503], 'document', H),
   row('/sync', [503, 503, 503, 503], 'document', H),
   row('/read-only-sync', [200, 503, 503, 503], 'document', H),
@@ -191,8 +216,10 @@ function bodyProblems(r: Row, node: (typeof KINDS)[number], method: Method, answ
   if (r.body === 'metrics') {
     if (!answer.contentType.startsWith('text/plain')) fail(`expected text/plain, got ${answer.contentType}`);
     const primary = node.kind === 'leader' ? 1 : 0;
-    if (!answer.text.includes(`stator_primary{scope="${cluster.scope}",name="${node.name}"} ${primary}\n`)) fail(`no stator_primary ${primary} sample`);
-    if (!answer.text.includes(`stator_replica{scope="${cluster.scope}",name="${node.name}"} ${1 - primary}\n`)) fail(`no stator_replica ${1 - primary} sample`);
+    if (!answer.text.includes(`stator_primary{scope="${cluster.scope}",name="${node.name}"} ${primary}\n`))
+      fail(`no stator_primary ${primary} sample`);
+    if (!answer.text.includes(`stator_replica{scope="${cluster.scope}",name="${node.name}"} ${1 - primary}\n`))
+      fail(`no stator_replica ${1 - primary} sample`);
     return problems;
   }
   if (!answer.contentType.startsWith('application/json')) fail(`expected application/json, got ${answer.contentType}`);
@@ -203,20 +230,24 @@ function bodyProblems(r: Row, node: (typeof KINDS)[number], method: Method, answ
   }
   switch (r.body) {
     case 'error':
-      if (body.statusCode !== answer.status || typeof body.error !== 'string' || typeof body.message !== 'string') fail(`not a JSON error: ${answer.text}`);
-      if (r.mentions && !String(body.message).includes(r.mentions)) fail(`error does not name "${r.mentions}": ${answer.text}`);
+      if (body.statusCode !== answer.status || typeof body.error !== 'string' || typeof body.message !== 'string')
+        fail(`not a JSON error: ${answer.text}`);
+      if (r.mentions && !String(body.message).includes(r.mentions))
+        fail(`error does not name "${r.mentions}": ${answer.text}`);
       break;
     case 'cluster': {
       const members = (body.members ?? []).map((m: { name: string; role: string }) => `${m.name}:${m.role}`);
       const expected = ['node1:leader', 'node2:replica', 'node3:replica', 'node4:replica'];
-      if (JSON.stringify(members) !== JSON.stringify(expected)) fail(`members ${JSON.stringify(members)}, expected ${JSON.stringify(expected)}`);
+      if (JSON.stringify(members) !== JSON.stringify(expected))
+        fail(`members ${JSON.stringify(members)}, expected ${JSON.stringify(expected)}`);
       break;
     }
     case 'history':
       if (!Array.isArray(body)) fail(`expected a JSON array, got ${answer.text}`);
       break;
     case 'config':
-      if (body.ttl !== TTL || body.loop_wait !== LOOP_WAIT || body.retry_timeout !== RETRY_TIMEOUT) fail(`unexpected config ${answer.text}`);
+      if (body.ttl !== TTL || body.loop_wait !== LOOP_WAIT || body.retry_timeout !== RETRY_TIMEOUT)
+        fail(`unexpected config ${answer.text}`);
       break;
     case 'document':
       problems.push(...documentProblems(body, node).map((p) => `${where}: ${p}`));
@@ -230,22 +261,33 @@ function documentProblems(doc: WireJson, node: (typeof KINDS)[number]): string[]
   const problems: string[] = [];
   if (doc.state !== 'running') problems.push(`state ${doc.state}, expected running`);
   const leader = node.kind === 'leader';
-  if (doc.role !== (leader ? 'primary' : 'replica')) problems.push(`role ${doc.role}, expected ${leader ? 'primary' : 'replica'}`);
+  if (doc.role !== (leader ? 'primary' : 'replica'))
+    problems.push(`role ${doc.role}, expected ${leader ? 'primary' : 'replica'}`);
   const xlog = doc.xlog ?? {};
   const xlogKeys = Object.keys(xlog).sort().join(',');
   if (leader) {
-    if (xlogKeys !== 'location' || !(xlog.location > 0)) problems.push(`xlog ${JSON.stringify(xlog)}, expected {location}`);
+    if (xlogKeys !== 'location' || !(xlog.location > 0))
+      problems.push(`xlog ${JSON.stringify(xlog)}, expected {location}`);
     if (doc.replication_state !== undefined) problems.push(`replication_state ${doc.replication_state} on a primary`);
   } else {
-    if (xlogKeys !== 'paused,received_location,replayed_location,replayed_timestamp' || xlog.paused !== false || !(xlog.replayed_location > 0)) {
-      problems.push(`xlog ${JSON.stringify(xlog)}, expected {received_location, replayed_location, replayed_timestamp, paused: false}`);
+    if (
+      xlogKeys !== 'paused,received_location,replayed_location,replayed_timestamp' ||
+      xlog.paused !== false ||
+      !(xlog.replayed_location > 0)
+    ) {
+      problems.push(
+        `xlog ${JSON.stringify(xlog)}, expected {received_location, replayed_location, replayed_timestamp, paused: false}`,
+      );
     }
-    if (doc.replication_state !== 'streaming') problems.push(`replication_state ${doc.replication_state}, expected streaming`);
+    if (doc.replication_state !== 'streaming')
+      problems.push(`replication_state ${doc.replication_state}, expected streaming`);
   }
-  if (JSON.stringify(doc.tags) !== JSON.stringify(node.tags)) problems.push(`tags ${JSON.stringify(doc.tags)}, expected ${JSON.stringify(node.tags)}`);
+  if (JSON.stringify(doc.tags) !== JSON.stringify(node.tags))
+    problems.push(`tags ${JSON.stringify(doc.tags)}, expected ${JSON.stringify(node.tags)}`);
   if (doc.pause !== undefined) problems.push(`pause ${doc.pause} in a running cluster`);
   if (doc.cluster_unlocked !== undefined) problems.push(`cluster_unlocked ${doc.cluster_unlocked}`);
-  if (doc.stator?.name !== node.name || doc.stator?.scope !== cluster.scope) problems.push(`stator ${JSON.stringify(doc.stator)}`);
+  if (doc.stator?.name !== node.name || doc.stator?.scope !== cluster.scope)
+    problems.push(`stator ${JSON.stringify(doc.stator)}`);
   return problems;
 }
 
@@ -281,17 +323,26 @@ beforeAll(async () => {
   if (leader.name !== 'node1') {
     const switchedAt = Date.now();
     const answer = await call(leader, 'POST', '/switchover', { leader: leader.name, candidate: 'node1' });
-    expect({ status: answer.status, text: answer.text }).toEqual({ status: 200, text: expect.stringContaining('node1') });
-    await waitFor(async () => (await cluster.node('node1').healthCode('/primary')) === 200, { timeoutMs: 30_000, description: 'node1 on /primary' });
+    expect({ status: answer.status, text: answer.text }).toEqual({
+      status: 200,
+      text: expect.stringContaining('node1'),
+    });
+    await waitFor(async () => (await cluster.node('node1').healthCode('/primary')) === 200, {
+      timeoutMs: 30_000,
+      description: 'node1 on /primary',
+    });
     timings.switchoverMs = Date.now() - switchedAt;
   }
   expect((await cluster.waitForLeader(10_000)).name).toBe('node1');
   await waitForStreaming(others('node1'), 60_000);
   // Every replica has caught up with the leader's published position (readiness within maximum_lag_on_failover).
-  await waitFor(async () => (await Promise.all(cluster.nodes.map((n) => n.healthCode('/readiness')))).every((c) => c === 200), {
-    timeoutMs: 30_000,
-    description: 'every node ready',
-  });
+  await waitFor(
+    async () => (await Promise.all(cluster.nodes.map((n) => n.healthCode('/readiness')))).every((c) => c === 200),
+    {
+      timeoutMs: 30_000,
+      description: 'every node ready',
+    },
+  );
   timings.readyMs = Date.now() - startedAt;
 });
 
@@ -312,7 +363,9 @@ describe('health matrix of a healthy 4-node cluster (leader, replica, noloadbala
       cells.forEach((cell, i) => {
         const answer = answers[i];
         if (answer.status !== cell.expected) {
-          problems.push(`${cell.method} ${r.path} on ${cell.node.label}: expected ${cell.expected}, got ${answer.status} ${answer.text.slice(0, 160)}`);
+          problems.push(
+            `${cell.method} ${r.path} on ${cell.node.label}: expected ${cell.expected}, got ${answer.status} ${answer.text.slice(0, 160)}`,
+          );
           return;
         }
         problems.push(...bodyProblems(r, cell.node, cell.method, answer));
@@ -339,20 +392,30 @@ describe('dynamic situations', () => {
     await sql(leader, 'CREATE TABLE IF NOT EXISTS lag_probe(v text)');
     await sql(replica, 'SELECT pg_wal_replay_pause()');
     try {
-      await waitFor(async () => (await statusOf(replica)).xlog?.paused === true, { timeoutMs: 15_000, description: 'node2 reports xlog.paused' });
+      await waitFor(async () => (await statusOf(replica)).xlog?.paused === true, {
+        timeoutMs: 15_000,
+        description: 'node2 reports xlog.paused',
+      });
       await sql(leader, "INSERT INTO lag_probe SELECT repeat('x', 1000) FROM generate_series(1, 5000)");
       const seen = await waitFor(
         async () => {
           const [primaryDoc, replicaDoc] = await Promise.all([statusOf(leader), statusOf(replica)]);
           const behindLeader = primaryDoc.xlog.location - replicaDoc.xlog.replayed_location;
           const behindReceived = replicaDoc.xlog.received_location - replicaDoc.xlog.replayed_location;
-          return replicaDoc.xlog.paused === true && behindLeader > MAXIMUM_LAG_ON_FAILOVER && behindReceived > MAXIMUM_LAG_ON_FAILOVER
+          return replicaDoc.xlog.paused === true &&
+            behindLeader > MAXIMUM_LAG_ON_FAILOVER &&
+            behindReceived > MAXIMUM_LAG_ON_FAILOVER
             ? { behindLeader, replicaDoc }
             : null;
         },
         { timeoutMs: 20_000, intervalMs: 200, description: 'node2 paused and more than 1 MB behind node1' },
       );
-      expect(seen.replicaDoc).toMatchObject({ state: 'running', role: 'replica', replication_state: 'streaming', tags: { zone: 'a' } });
+      expect(seen.replicaDoc).toMatchObject({
+        state: 'running',
+        role: 'replica',
+        replication_state: 'streaming',
+        tags: { zone: 'a' },
+      });
 
       const expectations: Array<[string, number]> = [
         ['/replica?lag=1MB', 503],
@@ -379,7 +442,10 @@ describe('dynamic situations', () => {
       for (const [path, expected] of expectations) {
         for (const method of METHODS) {
           const answer = await call(replica, method, path);
-          if (answer.status !== expected) problems.push(`${method} ${path} on node2 (paused, ${seen.behindLeader} bytes behind): expected ${expected}, got ${answer.status}`);
+          if (answer.status !== expected)
+            problems.push(
+              `${method} ${path} on node2 (paused, ${seen.behindLeader} bytes behind): expected ${expected}, got ${answer.status}`,
+            );
         }
       }
       // node4 replays the same WAL: once it has caught up with the burst (a loop at most), it passes
@@ -393,10 +459,14 @@ describe('dynamic situations', () => {
     } finally {
       await sql(replica, 'SELECT pg_wal_replay_resume()');
     }
-    await waitFor(async () => (await replica.healthCode('/readiness')) === 200 && (await replica.healthCode('/replica?lag=1MB')) === 200, {
-      timeoutMs: 20_000,
-      description: 'node2 ready again after pg_wal_replay_resume()',
-    });
+    await waitFor(
+      async () =>
+        (await replica.healthCode('/readiness')) === 200 && (await replica.healthCode('/replica?lag=1MB')) === 200,
+      {
+        timeoutMs: 20_000,
+        description: 'node2 ready again after pg_wal_replay_resume()',
+      },
+    );
     expect((await statusOf(replica)).xlog.paused).toBe(false);
     timings.lagScenarioMs = Date.now() - began;
   });
@@ -417,7 +487,10 @@ describe('dynamic situations', () => {
       const problems: string[] = [];
       const expect200 = async (node: LocalNode, method: Method, path: string, expected: number) => {
         const answer = await call(node, method, path);
-        if (answer.status !== expected) problems.push(`${method} ${path} on ${node.name} (paused cluster): expected ${expected}, got ${answer.status}`);
+        if (answer.status !== expected)
+          problems.push(
+            `${method} ${path} on ${node.name} (paused cluster): expected ${expected}, got ${answer.status}`,
+          );
         return answer;
       };
       for (const node of cluster.nodes) {
@@ -451,10 +524,13 @@ describe('dynamic situations', () => {
       expect(resumed.status).toBe(200);
       expect(parseJson(resumed.text)).not.toHaveProperty('pause'); // pause-039
     }
-    await waitFor(async () => (await Promise.all(cluster.nodes.map(statusOf))).every((doc) => doc.pause === undefined), {
-      timeoutMs: 15_000,
-      description: 'pause gone from every node status document',
-    });
+    await waitFor(
+      async () => (await Promise.all(cluster.nodes.map(statusOf))).every((doc) => doc.pause === undefined),
+      {
+        timeoutMs: 15_000,
+        description: 'pause gone from every node status document',
+      },
+    );
     expect(await leader.healthCode('/primary')).toBe(200);
     timings.pauseScenarioMs = Date.now() - began;
   });

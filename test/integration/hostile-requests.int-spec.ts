@@ -37,10 +37,24 @@ beforeAll(async () => {
   baseDir = tmpDir('stator-fuzz-');
   cluster = await LocalCluster.start({ nodes: 1, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 });
   node = await cluster.waitForLeader(60_000);
-  observer = new EtcdDcs({ hosts: [cluster.etcd.endpoint], namespace: '/service', scope: cluster.scope, name: 'fuzz-observer', ttlSeconds: 30, retryTimeoutMs: 4000, clock: systemClock });
+  observer = new EtcdDcs({
+    hosts: [cluster.etcd.endpoint],
+    namespace: '/service',
+    scope: cluster.scope,
+    name: 'fuzz-observer',
+    ttlSeconds: 30,
+    retryTimeoutMs: 4000,
+    clock: systemClock,
+  });
   // The first operation body an agent checks reads class-validator's metadata (once per process).
   // ANSWER_WITHIN_MS bounds every answer after that one.
-  const first = await send({ method: 'POST', path: '/switchover', query: [], contentType: 'application/json', body: '{"leader":1}' });
+  const first = await send({
+    method: 'POST',
+    path: '/switchover',
+    query: [],
+    contentType: 'application/json',
+    body: '{"leader":1}',
+  });
   expect({ status: first.status, within5s: first.ms < 5000 }).toEqual({ status: 400, within5s: true });
 });
 
@@ -51,24 +65,108 @@ afterAll(async () => {
 });
 
 const PATHS = [
-  '/', '/primary', '/replica', '/read-only', '/health', '/liveness', '/readiness', '/leader', '/sync', '/async',
-  '/stator', '/metrics', '/cluster', '/history', '/config', '/schedule', '/events', '/ui',
-  '/switchover', '/failover', '/restart', '/reload', '/reinitialize', '/nope', '/config/', '/%63onfig', '/__proto__',
+  '/',
+  '/primary',
+  '/replica',
+  '/read-only',
+  '/health',
+  '/liveness',
+  '/readiness',
+  '/leader',
+  '/sync',
+  '/async',
+  '/stator',
+  '/metrics',
+  '/cluster',
+  '/history',
+  '/config',
+  '/schedule',
+  '/events',
+  '/ui',
+  '/switchover',
+  '/failover',
+  '/restart',
+  '/reload',
+  '/reinitialize',
+  '/nope',
+  '/config/',
+  '/%63onfig',
+  '/__proto__',
 ];
 const METHODS = ['GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const KEYS = [
-  'lag', 'replication_state', 'tag_nofailover', 'tag_constructor', 'mode', 'limit', 'since', 'stream', 'type', 'from_seq', 'cursor',
-  'leader', 'candidate', 'member', 'scheduled_at', 'schedule', 'timeout', 'role', 'postgres_version', 'restart_pending', 'force', 'from_leader',
-  'ttl', 'loop_wait', 'retry_timeout', 'maximum_lag_on_failover', 'primary_start_timeout', 'pause', 'synchronous_mode', 'failsafe_mode',
-  'postgresql', 'parameters', 'use_slots', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__proto__', 'prototype',
+  'lag',
+  'replication_state',
+  'tag_nofailover',
+  'tag_constructor',
+  'mode',
+  'limit',
+  'since',
+  'stream',
+  'type',
+  'from_seq',
+  'cursor',
+  'leader',
+  'candidate',
+  'member',
+  'scheduled_at',
+  'schedule',
+  'timeout',
+  'role',
+  'postgres_version',
+  'restart_pending',
+  'force',
+  'from_leader',
+  'ttl',
+  'loop_wait',
+  'retry_timeout',
+  'maximum_lag_on_failover',
+  'primary_start_timeout',
+  'pause',
+  'synchronous_mode',
+  'failsafe_mode',
+  'postgresql',
+  'parameters',
+  'use_slots',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__proto__',
+  'prototype',
 ];
 
 const hostileText = fc.oneof(
-  fc.constantFrom('', ' ', 'x', 'node1', 'true', 'null', '0', '-1', '1e20', '0x', '.', '16MB', '1 kB', 'NaN', '2030-02-30T10:00:00Z',
-    '2030-02-31T24:00:00Z', '2026-12-01T10:00:00', '\u0000', '\ud800', '%zz', '../..'),
-  fc.tuple(fc.constantFrom('1', ' ', '9', '.', 'f', '1.'), fc.integer({ min: 1, max: 20_000 }), fc.constantFrom('x', '', 'kB', ' ')).map(
-    ([unit, count, end]) => unit.repeat(count) + end,
+  fc.constantFrom(
+    '',
+    ' ',
+    'x',
+    'node1',
+    'true',
+    'null',
+    '0',
+    '-1',
+    '1e20',
+    '0x',
+    '.',
+    '16MB',
+    '1 kB',
+    'NaN',
+    '2030-02-30T10:00:00Z',
+    '2030-02-31T24:00:00Z',
+    '2026-12-01T10:00:00',
+    '\u0000',
+    '\ud800',
+    '%zz',
+    '../..',
   ),
+  fc
+    .tuple(
+      fc.constantFrom('1', ' ', '9', '.', 'f', '1.'),
+      fc.integer({ min: 1, max: 20_000 }),
+      fc.constantFrom('x', '', 'kB', ' '),
+    )
+    .map(([unit, count, end]) => unit.repeat(count) + end),
   fc.string({ maxLength: 40 }),
 );
 const hostileValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
@@ -94,7 +192,13 @@ const request: fc.Arbitrary<FuzzRequest> = fc.record({
   method: fc.constantFrom(...METHODS),
   path: fc.constantFrom(...PATHS),
   query: fc.array(fc.tuple(fc.constantFrom(...KEYS), hostileText), { maxLength: 3 }),
-  contentType: fc.constantFrom(null, 'application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8'),
+  contentType: fc.constantFrom(
+    null,
+    'application/json',
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'application/json; charset=utf-8',
+  ),
   body: fc.oneof(
     fc.constant(null),
     fc.dictionary(fc.constantFrom(...KEYS), hostileValue, { maxKeys: 4 }).map((object) => JSON.stringify(object)),
@@ -136,11 +240,24 @@ function send(target: FuzzRequest): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const outgoing = http.request(
-      { host: url.hostname, port: url.port, method: target.method, path: `${target.path}${search ? `?${search}` : ''}`, headers, agent: false },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: target.method,
+        path: `${target.path}${search ? `?${search}` : ''}`,
+        headers,
+        agent: false,
+      },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString(), ms: performance.now() - started }));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            text: Buffer.concat(chunks).toString(),
+            ms: performance.now() - started,
+          }),
+        );
       },
     );
     outgoing.setTimeout(5000, () => outgoing.destroy(new Error('no answer within 5 s')));
@@ -175,7 +292,10 @@ it(`answers ${RUNS} hostile requests (seed ${SEED}) without a crash, a stall or 
       byStatus.set(answer.status, (byStatus.get(answer.status) ?? 0) + 1);
       slowest.push({ ms: answer.ms, what: `${target.method} ${target.path}` });
       const what = `${target.method} ${target.path} → ${answer.status} ${answer.text.slice(0, 120)}`;
-      expect({ what, serverError: answer.status >= 500 && answer.status !== 503 && answer.text !== DOCUMENTED_500 }).toEqual({ what, serverError: false });
+      expect({
+        what,
+        serverError: answer.status >= 500 && answer.status !== 503 && answer.text !== DOCUMENTED_500,
+      }).toEqual({ what, serverError: false });
       expect({ what, withinLimit: answer.ms < ANSWER_WITHIN_MS }).toEqual({ what, withinLimit: true });
       if (answer.status >= 400) {
         refused++;
@@ -189,7 +309,10 @@ it(`answers ${RUNS} hostile requests (seed ${SEED}) without a crash, a stall or 
   slowest.sort((a, b) => b.ms - a.ms);
   const summary =
     `fuzz: ${RUNS} requests (seed ${SEED}), ${refused} refused, answers by status ` +
-    `${[...byStatus].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' ')}, ` +
+    `${[...byStatus]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => `${status}×${count}`)
+      .join(' ')}, ` +
     `slowest ${slowest[0].ms.toFixed(1)} ms (${slowest[0].what}), no refused request changed config, leader, failover or schedule`;
   mkdirSync('test-artifacts', { recursive: true });
   writeFileSync(join('test-artifacts', 'fuzz-summary.txt'), `${summary}\n`);
@@ -199,7 +322,11 @@ it(`answers ${RUNS} hostile requests (seed ${SEED}) without a crash, a stall or 
 const base = () => node.apiUrl.replace(/\/stator$/, '');
 
 /** One request with a JSON body, as curl would send it. */
-async function write(method: string, path: string, body: unknown): Promise<{ status: number; text: string; warning: string | null }> {
+async function write(
+  method: string,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; text: string; warning: string | null }> {
   const response = await fetch(base() + path, {
     method,
     headers: { 'content-type': 'application/json' },
@@ -234,12 +361,18 @@ describe('the defects measured in the hostile-input issue, on a real node', () =
     expect(refused.text).toContain("set postgresql.use_unix_socket in each node's configuration file");
   });
 
-  it.each(['2030-02-30T10:00:00Z', '2027-02-31T24:00:00Z'])('refuses a switchover scheduled at %s, which is not in the calendar', async (at) => {
-    const leader = (await observer.read()).leader!.value;
-    const answer = await write('POST', '/switchover', { leader, scheduled_at: at });
-    expect(answer).toMatchObject({ status: 422, text: 'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601' });
-    expect((await observer.read()).failover?.value ?? {}).toEqual({});
-  });
+  it.each(['2030-02-30T10:00:00Z', '2027-02-31T24:00:00Z'])(
+    'refuses a switchover scheduled at %s, which is not in the calendar',
+    async (at) => {
+      const leader = (await observer.read()).leader!.value;
+      const answer = await write('POST', '/switchover', { leader, scheduled_at: at });
+      expect(answer).toMatchObject({
+        status: 422,
+        text: 'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601',
+      });
+      expect((await observer.read()).failover?.value ?? {}).toEqual({});
+    },
+  );
 
   it('stores what changed, not the whole document: 10 config changes of the largest size grow the event log by kilobytes', async () => {
     const etcd = new EtcdClient({ hosts: [cluster.etcd.endpoint] });
@@ -250,16 +383,23 @@ describe('the defects measured in the hostile-input issue, on a real node', () =
     const started = await eventBytes();
     for (let round = 0; round < 10; round++) {
       // Near the body cap: one large value that changes every round.
-      const answer = await write('PATCH', '/config', { postgresql: { parameters: { application_name: `${round}`.padEnd(4000, 'x') } }, max_timelines_history: round });
+      const answer = await write('PATCH', '/config', {
+        postgresql: { parameters: { application_name: `${round}`.padEnd(4000, 'x') } },
+        max_timelines_history: round,
+      });
       expect(answer.status).toBe(200);
     }
     const large = { comment: 'x'.repeat(CONFIG_BODY_LIMIT_BYTES) };
     expect((await write('PATCH', '/config', large)).status).toBe(413);
     // The node's log follows etcd: once it lists the ten changes, etcd holds them.
-    await waitFor(async () => ((await (await fetch(`${base()}/events?type=config.changed`)).json()) as unknown[]).length >= 10 || null, {
-      timeoutMs: 10_000,
-      description: 'ten config.changed events stored',
-    });
+    await waitFor(
+      async () =>
+        ((await (await fetch(`${base()}/events?type=config.changed`)).json()) as unknown[]).length >= 10 || null,
+      {
+        timeoutMs: 10_000,
+        description: 'ten config.changed events stored',
+      },
+    );
     const grown = (await eventBytes()) - started;
     console.log(`event log growth after 10 config changes: ${grown} bytes`);
     expect(grown).toBeLessThan(10 * 16 * 1024 + 50_000);

@@ -53,7 +53,12 @@ function signalAll(pids: number[], signal: NodeJS.Signals): void {
  * A client writing a row every 50 ms to whichever node answers `/primary`, as a load balancer
  * would route it; a row counts once its INSERT returned.
  */
-function startWriter(): { acknowledged: () => number; pause: () => Promise<void>; resume: () => void; stop: () => Promise<number[]> } {
+function startWriter(): {
+  acknowledged: () => number;
+  pause: () => Promise<void>;
+  resume: () => void;
+  stop: () => Promise<number[]>;
+} {
   const acknowledged: number[] = [];
   let next = 1;
   let running = true;
@@ -69,7 +74,11 @@ function startWriter(): { acknowledged: () => number; pause: () => Promise<void>
       const primaries = await cluster.primaries();
       const target = primaries.length === 1 ? cluster.node(primaries[0]) : null;
       if (target) {
-        const client = new Client({ connectionString: target.connectionString(), connectionTimeoutMillis: 500, query_timeout: 1000 });
+        const client = new Client({
+          connectionString: target.connectionString(),
+          connectionTimeoutMillis: 500,
+          query_timeout: 1000,
+        });
         client.on('error', () => undefined);
         const n = next++;
         try {
@@ -130,7 +139,9 @@ it('a monitoring query that keeps hitting statement_timeout for longer than the 
   }
   expect([...codes]).toEqual([200]);
   const log = readFileSync(leader.logPath, 'utf8').slice(logBefore);
-  expect(log).toContain('Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: primary');
+  expect(log).toContain(
+    'Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: primary',
+  );
   expect(log).not.toMatch(/demot/i);
   const healthy = await cluster.waitForHealthy(10_000);
   expect(healthy.name).toBe(leader.name);
@@ -159,17 +170,32 @@ it('a stall shorter than the timeout changes nothing', async () => {
 it('a hung leader stops answering 200 within the timeout + 1 s, is killed, and another node is primary within ttl + 5 s, losing no acknowledged write', async () => {
   const leader = await cluster.waitForHealthy(30_000);
   const writer = startWriter();
-  await waitFor(async () => Number((await sql<{ n: string }>(leader, 'SELECT count(*) AS n FROM acknowledged'))[0].n) > 10, { timeoutMs: 10_000, description: 'writes flowing' });
+  await waitFor(
+    async () => Number((await sql<{ n: string }>(leader, 'SELECT count(*) AS n FROM acknowledged'))[0].n) > 10,
+    { timeoutMs: 10_000, description: 'writes flowing' },
+  );
 
   // Replication is asynchronous: a write acknowledged in the last milliseconds before the hang may not have left
   // the (then stopped) WAL sender. The writes acknowledged so far reach the replicas first; the writer then goes on.
   await writer.pause();
   const [{ lsn }] = await sql<{ lsn: string }>(leader, 'SELECT pg_current_wal_lsn()::text AS lsn');
   for (const replica of cluster.nodes.filter((node) => node !== leader)) {
-    await waitFor(async () => Number((await sql<{ behind: string }>(replica, 'SELECT pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn())::text AS behind', [lsn]))[0].behind) <= 0, {
-      timeoutMs: 10_000,
-      description: `${replica.name} replaying the acknowledged writes`,
-    });
+    await waitFor(
+      async () =>
+        Number(
+          (
+            await sql<{ behind: string }>(
+              replica,
+              'SELECT pg_wal_lsn_diff($1::pg_lsn, pg_last_wal_replay_lsn())::text AS behind',
+              [lsn],
+            )
+          )[0].behind,
+        ) <= 0,
+      {
+        timeoutMs: 10_000,
+        description: `${replica.name} replaying the acknowledged writes`,
+      },
+    );
   }
   writer.resume();
   const processes = serverProcesses(leader);
@@ -177,17 +203,26 @@ it('a hung leader stops answering 200 within the timeout + 1 s, is killed, and a
   signalAll(processes, 'SIGSTOP');
   let acknowledged: number[];
   try {
-    await waitFor(async () => (await leader.healthCode('/primary')) !== 200, { timeoutMs: 15_000, intervalMs: 50, description: `${leader.name} leaving /primary` });
+    await waitFor(async () => (await leader.healthCode('/primary')) !== 200, {
+      timeoutMs: 15_000,
+      intervalMs: 50,
+      description: `${leader.name} leaving /primary`,
+    });
     const primaryGoneMs = performance.now() - hungAt;
     const newLeader = await cluster.waitForLeader(30_000, [leader.name]);
     const failoverMs = performance.now() - hungAt;
-    console.log(`hung leader: /primary 503 after ${Math.round(primaryGoneMs)} ms, ${newLeader.name} primary after ${Math.round(failoverMs)} ms`);
+    console.log(
+      `hung leader: /primary 503 after ${Math.round(primaryGoneMs)} ms, ${newLeader.name} primary after ${Math.round(failoverMs)} ms`,
+    );
     expect(primaryGoneMs).toBeLessThan(UNRESPONSIVE_TIMEOUT_MS + 1_000);
     expect(failoverMs).toBeLessThan((TTL + 5) * 1000);
     // The hung server was ended, not left to wake up as a second primary.
     expect(processes.filter(isRunningProcess)).toEqual([]);
     const before = writer.acknowledged();
-    await waitFor(() => writer.acknowledged() >= before + 5, { timeoutMs: 10_000, description: `writes acknowledged by ${newLeader.name}` });
+    await waitFor(() => writer.acknowledged() >= before + 5, {
+      timeoutMs: 10_000,
+      description: `writes acknowledged by ${newLeader.name}`,
+    });
   } finally {
     signalAll(processes, 'SIGCONT');
     acknowledged = await writer.stop();

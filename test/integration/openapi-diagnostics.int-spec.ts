@@ -27,7 +27,12 @@ interface Answer {
 async function call(node: LocalNode, method: string, path: string, body?: string): Promise<Answer> {
   const headers: Record<string, string> = body === undefined ? {} : { 'content-type': 'application/json' };
   const response = await fetch(node.apiUrl + path, { method, headers, body, signal: AbortSignal.timeout(5_000) });
-  return { status: response.status, type: response.headers.get('content-type') ?? '', body: await response.text(), allow: response.headers.get('allow') };
+  return {
+    status: response.status,
+    type: response.headers.get('content-type') ?? '',
+    body: await response.text(),
+    allow: response.headers.get('allow'),
+  };
 }
 
 beforeAll(async () => {
@@ -54,7 +59,10 @@ describe('GET /stator/diagnostics', () => {
       { timeoutMs: 20_000, intervalMs: 200, description: 'the leader diagnosing itself healthy' },
     );
     const body = JSON.parse(answer.body);
-    writeFileSync(join(__dirname, '..', '..', 'test-artifacts', 'diagnostics-leader.json'), `${JSON.stringify(body, null, 2)}\n`);
+    writeFileSync(
+      join(__dirname, '..', '..', 'test-artifacts', 'diagnostics-leader.json'),
+      `${JSON.stringify(body, null, 2)}\n`,
+    );
 
     expect(body.status).toBe('ok');
     expect(Object.keys(body.details)).toEqual(['etcd', 'postgres', 'fence', 'events', 'ha_cycle']);
@@ -118,7 +126,11 @@ describe('GET /openapi.json', () => {
     for (const operation of operations) {
       const [method, path] = operation.split(' ');
       const answer = await probe(method, path);
-      expect({ operation, unrouted: answer.body.includes('no endpoint at'), notAllowed: answer.status === 405 }).toEqual({ operation, unrouted: false, notAllowed: false });
+      expect({
+        operation,
+        unrouted: answer.body.includes('no endpoint at'),
+        notAllowed: answer.status === 405,
+      }).toEqual({ operation, unrouted: false, notAllowed: false });
     }
     // The node's own list of the methods of each path (405's Allow header) is the document's. Paths with a
     // parameter are left out: the 405 answer looks the URL up as a route pattern, so they answer 404 there.
@@ -134,7 +146,21 @@ describe('GET /openapi.json', () => {
 
   it('matches real answers of the leader and the replica', async () => {
     const check = answerChecker(document);
-    const reads = ['/stator', '/stator/diagnostics', '/cluster', '/history', '/config', '/schedule', '/metrics', '/events?limit=5', '/primary', '/replica', '/read-only', '/liveness', '/openapi.json'];
+    const reads = [
+      '/stator',
+      '/stator/diagnostics',
+      '/cluster',
+      '/history',
+      '/config',
+      '/schedule',
+      '/metrics',
+      '/events?limit=5',
+      '/primary',
+      '/replica',
+      '/read-only',
+      '/liveness',
+      '/openapi.json',
+    ];
     const problems: string[] = [];
     for (const node of [leader, replica]) {
       for (const url of reads) {

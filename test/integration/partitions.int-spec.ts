@@ -35,7 +35,14 @@ beforeAll(async () => {
   baseDir = tmpDir('stator-netns-');
   lab = NetnsLab.create(baseDir);
   const etcd = await lab.startEtcd();
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: TTL, loopWait: 2, retryTimeout: 4, network: lab.network(etcd, 3) });
+  cluster = await LocalCluster.start({
+    nodes: 3,
+    baseDir,
+    ttl: TTL,
+    loopWait: 2,
+    retryTimeout: 4,
+    network: lab.network(etcd, 3),
+  });
   const leader = await cluster.waitForHealthy(90_000);
   const client = new Client({ connectionString: leader.connectionString() });
   await client.connect();
@@ -70,7 +77,11 @@ async function expectNoLostWrite(leader: LocalNode): Promise<void> {
   const before = [...acknowledged];
   const stored = await storedOn(leader);
   // Each lost write with when it was acknowledged (ms since the run began), to tell a replication window from a defect.
-  expect(before.filter((ack) => !stored.has(ack.n) && !afterTheCut.has(ack.n)).map((ack) => `${ack.n}@${ack.node} at ${Math.round(ack.at)}`)).toEqual([]);
+  expect(
+    before
+      .filter((ack) => !stored.has(ack.n) && !afterTheCut.has(ack.n))
+      .map((ack) => `${ack.n}@${ack.node} at ${Math.round(ack.at)}`),
+  ).toEqual([]);
   expect(splitBrainIntervals(acknowledged)).toEqual([]);
 }
 
@@ -84,7 +95,12 @@ async function forgiveUnshipped(oldLeader: LocalNode, newLeader: LocalNode): Pro
 }
 
 /** After `cutAt`, `oldLeader` lost the lock to `newLeader`: it must have stopped writing before `newLeader` wrote. */
-async function expectHandOverWithoutTwoWriters(oldLeader: LocalNode, newLeader: LocalNode, cutAt: number, fault: string): Promise<void> {
+async function expectHandOverWithoutTwoWriters(
+  oldLeader: LocalNode,
+  newLeader: LocalNode,
+  cutAt: number,
+  fault: string,
+): Promise<void> {
   const onNewLeader = () => acknowledged.filter((ack) => ack.node === newLeader.name && ack.at > cutAt);
   await waitFor(() => onNewLeader().length > 0, { timeoutMs: 30_000, description: `writes on ${newLeader.name}` });
   const firstNew = Math.min(...onNewLeader().map((ack) => ack.at));
@@ -114,7 +130,10 @@ async function firstTime(probe: () => Promise<boolean>, timeoutMs: number, descr
 
 it('the leader cut off for 30 s: it stops acknowledging writes and its postmaster is gone within ttl, another node leads, and at the heal it rejoins once per try while the new leader stays primary', async () => {
   const oldLeader = await cluster.waitForHealthy(60_000);
-  await waitFor(() => acknowledged.some((ack) => ack.node === oldLeader.name), { timeoutMs: 10_000, description: 'writes on the leader' });
+  await waitFor(() => acknowledged.some((ack) => ack.node === oldLeader.name), {
+    timeoutMs: 10_000,
+    description: 'writes on the leader',
+  });
   const postmaster = oldLeader.postmasterPid()!;
   const cutAt = now();
   const cutWallClock = Date.now();
@@ -123,7 +142,11 @@ it('the leader cut off for 30 s: it stops acknowledging writes and its postmaste
   let healAt: number;
   try {
     // By the lease's expiry the isolated primary must be stopped, even if its fast shutdown waits for WAL senders.
-    const postmasterGone = await firstTime(async () => !isAlive(postmaster), TTL * 1000, `${oldLeader.name}'s postmaster gone within ttl`);
+    const postmasterGone = await firstTime(
+      async () => !isAlive(postmaster),
+      TTL * 1000,
+      `${oldLeader.name}'s postmaster gone within ttl`,
+    );
     newLeader = await cluster.waitForLeader(60_000, [oldLeader.name]);
     await expectHandOverWithoutTwoWriters(oldLeader, newLeader, cutAt, 'leader cut off');
     console.log(`leader cut off: its postmaster was gone ${Math.round(postmasterGone - cutAt)} ms after the cut`);
@@ -135,15 +158,22 @@ it('the leader cut off for 30 s: it stops acknowledging writes and its postmaste
 
   // The rejoined node says it is a replica within a second of the leader seeing it stream.
   const leaderSeesItStream = firstTime(
-    async () => ((await newLeader.status())?.replication as { application_name: string; state: string }[] | undefined)?.some(
-      (replica) => replica.application_name === oldLeader.name && replica.state === 'streaming',
-    ) ?? false,
+    async () =>
+      ((await newLeader.status())?.replication as { application_name: string; state: string }[] | undefined)?.some(
+        (replica) => replica.application_name === oldLeader.name && replica.state === 'streaming',
+      ) ?? false,
     90_000,
     `${newLeader.name} sees ${oldLeader.name} streaming`,
   );
-  const itAnswersAsReplica = firstTime(async () => (await oldLeader.healthCode('/replica')) === 200, 90_000, `${oldLeader.name} answers 200 on /replica`);
+  const itAnswersAsReplica = firstTime(
+    async () => (await oldLeader.healthCode('/replica')) === 200,
+    90_000,
+    `${oldLeader.name} answers 200 on /replica`,
+  );
   const [seen, answered] = await Promise.all([leaderSeesItStream, itAnswersAsReplica]);
-  console.log(`leader cut off: after the heal ${newLeader!.name} saw ${oldLeader.name} streaming at ${Math.round(seen - healAt)} ms, its /replica answered 200 at ${Math.round(answered - healAt)} ms`);
+  console.log(
+    `leader cut off: after the heal ${newLeader!.name} saw ${oldLeader.name} streaming at ${Math.round(seen - healAt)} ms, its /replica answered 200 at ${Math.round(answered - healAt)} ms`,
+  );
   expect(answered - seen).toBeLessThan(1000);
 
   const leader = await cluster.waitForHealthy(90_000);
@@ -158,7 +188,8 @@ it('the leader cut off for 30 s: it stops acknowledging writes and its postmaste
 
   // At most one rejoin attempt per loop_wait, and no attempt that ran nothing claims a pg_rewind. The old leader's
   // event log catches up once its watch on etcd is back (its failed appends end the watch, which resumes on a fresh connection).
-  const isRejoin = (event: RecordedEvent) => event.cause === 'TASK_STARTED' && (event.data?.event as { task?: string }).task === 'rejoin';
+  const isRejoin = (event: RecordedEvent) =>
+    event.cause === 'TASK_STARTED' && (event.data?.event as { task?: string }).task === 'rejoin';
   let tasks: RecordedEvent[] = [];
   await waitFor(
     async () => (tasks = await eventsOf(oldLeader, `node/${oldLeader.name}/task`, cutWallClock)).some(isRejoin),
@@ -167,12 +198,22 @@ it('the leader cut off for 30 s: it stops acknowledging writes and its postmaste
   const rejoins = tasks.filter(isRejoin);
   const starts = rejoins.map((event) => Date.parse(event.at));
   const gaps = starts.slice(1).map((at, i) => at - starts[i]);
-  const steps = tasks.filter((event) => event.cause.startsWith('TASK_')).map((event) => `${event.at.slice(11, 23)} ${JSON.stringify(event.data?.event)}`);
-  console.log(`leader cut off: ${rejoins.length} rejoin attempts, ${gaps.length ? `gaps ${gaps.join(', ')} ms` : 'one'}\n${steps.join('\n')}`);
+  const steps = tasks
+    .filter((event) => event.cause.startsWith('TASK_'))
+    .map((event) => `${event.at.slice(11, 23)} ${JSON.stringify(event.data?.event)}`);
+  console.log(
+    `leader cut off: ${rejoins.length} rejoin attempts, ${gaps.length ? `gaps ${gaps.join(', ')} ms` : 'one'}\n${steps.join('\n')}`,
+  );
   expect(rejoins.length).toBeGreaterThanOrEqual(1);
   expect(gaps.filter((gap) => gap < 2000 - 100)).toEqual([]);
-  const rewinds = (await eventsOf(oldLeader, `node/${oldLeader.name}/postgres`, cutWallClock)).filter((event) => event.cause === 'REWIND');
-  const nothingRun = tasks.filter((event) => event.cause === 'TASK_ENDED' && String((event.data?.event as { error?: string }).error).includes('nothing was run'));
+  const rewinds = (await eventsOf(oldLeader, `node/${oldLeader.name}/postgres`, cutWallClock)).filter(
+    (event) => event.cause === 'REWIND',
+  );
+  const nothingRun = tasks.filter(
+    (event) =>
+      event.cause === 'TASK_ENDED' &&
+      String((event.data?.event as { error?: string }).error).includes('nothing was run'),
+  );
   expect(rewinds.length + nothingRun.length).toBeLessThanOrEqual(rejoins.length);
 });
 
@@ -203,11 +244,15 @@ it('losing one etcd member changes nothing; losing quorum stops writes, and the 
     const lostQuorumAt = now();
     try {
       // Without quorum no lock can be refreshed: the leader demotes before its lease could expire.
-      await waitFor(async () => (await cluster.primaries()).length === 0, { timeoutMs: TTL * 1000 + 5000, description: 'no primary without etcd quorum' });
+      await waitFor(async () => (await cluster.primaries()).length === 0, {
+        timeoutMs: TTL * 1000 + 5000,
+        description: 'no primary without etcd quorum',
+      });
       const lastWrite = Math.max(...acknowledged.map((ack) => ack.at));
-      console.log(`etcd quorum lost at ${Math.round(lostQuorumAt)}: last acknowledged write ${Math.round(lastWrite - lostQuorumAt)} ms after`);
+      console.log(
+        `etcd quorum lost at ${Math.round(lostQuorumAt)}: last acknowledged write ${Math.round(lastWrite - lostQuorumAt)} ms after`,
+      );
       expect(lastWrite - lostQuorumAt).toBeLessThan(TTL * 1000);
-
     } finally {
       lab.healEtcd(2);
     }
@@ -231,7 +276,9 @@ it("a lossy leader link (30 % of packets dropped each way) ends with one leader,
   }
   const after = await cluster.waitForHealthy(90_000);
   if (after.name !== leader.name) await expectHandOverWithoutTwoWriters(leader, after, lossFrom, 'lossy leader link');
-  console.log(`lossy leader link: ${after.name === leader.name ? 'the leader kept its lock' : `${after.name} took over`}`);
+  console.log(
+    `lossy leader link: ${after.name === leader.name ? 'the leader kept its lock' : `${after.name} took over`}`,
+  );
   await expectNoLostWrite(after);
 });
 
@@ -245,14 +292,16 @@ it('latency on the leader link (150 ms each way) changes nothing: the leader kee
     await lab.stopDelayingOnNode(leader.index);
   }
   const during = acknowledged.filter((ack) => ack.at > from && ack.at < now());
-  console.log(`slow leader link: ${during.length} writes acknowledged in ${Math.round(now() - from)} ms, all by ${[...new Set(during.map((ack) => ack.node))].join(', ')}`);
+  console.log(
+    `slow leader link: ${during.length} writes acknowledged in ${Math.round(now() - from)} ms, all by ${[...new Set(during.map((ack) => ack.node))].join(', ')}`,
+  );
   expect(new Set(during.map((ack) => ack.node))).toEqual(new Set([leader.name]));
   expect(during.length).toBeGreaterThan(100);
   expect((await cluster.waitForHealthy(60_000)).name).toBe(leader.name);
   await expectNoLostWrite(leader);
 });
 
-it('latency past retry_timeout on the leader link (2.5 s each way) ends with one leader, no two writers and every write kept but an isolated leader\'s', async () => {
+it("latency past retry_timeout on the leader link (2.5 s each way) ends with one leader, no two writers and every write kept but an isolated leader's", async () => {
   const leader = await cluster.waitForHealthy(60_000);
   const from = now();
   await lab.delayOnNode(leader.index, 2500);
@@ -263,19 +312,28 @@ it('latency past retry_timeout on the leader link (2.5 s each way) ends with one
   }
   const after = await cluster.waitForHealthy(90_000);
   if (after.name !== leader.name) await expectHandOverWithoutTwoWriters(leader, after, from, 'very slow leader link');
-  console.log(`very slow leader link: ${after.name === leader.name ? 'the leader kept its lock' : `${after.name} took over`}`);
+  console.log(
+    `very slow leader link: ${after.name === leader.name ? 'the leader kept its lock' : `${after.name} took over`}`,
+  );
   await expectNoLostWrite(after);
 });
 
 it('with failsafe_mode, etcd without a leader for 8 s (past retry_timeout) while every member answers: the leader rides it through without demoting', async () => {
   const leader = await cluster.waitForHealthy(60_000);
-  const patched = await fetch(`${leader.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ failsafe_mode: true }) });
+  const patched = await fetch(`${leader.apiUrl}/config`, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ failsafe_mode: true }),
+  });
   expect(patched.status).toBe(200);
   const failsafeMembers = async () => {
     const response = await fetch(`${leader.apiUrl}/failsafe`, { signal: AbortSignal.timeout(2000) });
     return response.status === 200 ? Object.keys((await response.json()) as object).length : 0;
   };
-  await waitFor(async () => (await failsafeMembers()) === 3, { timeoutMs: 20_000, description: '/failsafe naming the three members' });
+  await waitFor(async () => (await failsafeMembers()) === 3, {
+    timeoutMs: 20_000,
+    description: '/failsafe naming the three members',
+  });
   const from = now();
   const fromWallClock = Date.now();
   lab.partitionEtcd(2);
@@ -288,8 +346,14 @@ it('with failsafe_mode, etcd without a leader for 8 s (past retry_timeout) while
     lab.healEtcd(3);
   }
   const during = acknowledged.filter((ack) => ack.at > from && ack.at < now());
-  const gap = longestGap(during.map((ack) => ack.at), from, now());
-  console.log(`etcd without a leader for 8 s under failsafe: ${during.length} writes acknowledged by ${leader.name}, longest gap ${Math.round(gap)} ms`);
+  const gap = longestGap(
+    during.map((ack) => ack.at),
+    from,
+    now(),
+  );
+  console.log(
+    `etcd without a leader for 8 s under failsafe: ${during.length} writes acknowledged by ${leader.name}, longest gap ${Math.round(gap)} ms`,
+  );
   expect(new Set(during.map((ack) => ack.node))).toEqual(new Set([leader.name]));
   expect(gap).toBeLessThan(2000);
   expect((await cluster.waitForHealthy(60_000)).name).toBe(leader.name);

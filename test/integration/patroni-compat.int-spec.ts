@@ -51,12 +51,20 @@ it("refuses to start a second agent under a live member's name, as the reference
   const twin = {
     ...config,
     restapi: { ...config.restapi, listen: `127.0.0.1:${apiPort}` },
-    postgresql: { ...config.postgresql, listen: `127.0.0.1:${pgPort}`, connect_address: `127.0.0.1:${pgPort}`, data_dir: join(baseDir, 'twin', 'data') },
+    postgresql: {
+      ...config.postgresql,
+      listen: `127.0.0.1:${pgPort}`,
+      connect_address: `127.0.0.1:${pgPort}`,
+      data_dir: join(baseDir, 'twin', 'data'),
+    },
     state_dir: join(baseDir, 'twin', 'state'),
   };
   const file = join(baseDir, 'twin.yml');
   writeFileSync(file, stringify(twin));
-  const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bin', 'stator.js'), file], { encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [join(__dirname, '..', '..', 'bin', 'stator.js'), file], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   expect(run.status).toBe(1);
   expect(run.stdout).toContain(`CRITICAL: Can't start; there is already a node named '${node.name}' running`);
   expect(run.stdout).not.toContain('released leader key');

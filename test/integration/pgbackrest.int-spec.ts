@@ -96,12 +96,19 @@ async function startCluster(scope: string, nodes: number, file: string): Promise
   // bootstrap.dcs (first node's) is the cluster's. Its archive_command names the first node's pgbackrest.conf: each node
   // has its own here (one file, /etc/pgbackrest/pgbackrest.conf, on a real host), so each node's goes to its local parameters.
   const { dcs, ...bootstrap } = fragments[0].bootstrap ?? {};
-  const archiveCommand = (fragment: Fragment) => (fragment.bootstrap?.dcs as { postgresql?: { parameters?: { archive_command?: string } } } | undefined)?.postgresql?.parameters?.archive_command;
+  const archiveCommand = (fragment: Fragment) =>
+    (fragment.bootstrap?.dcs as { postgresql?: { parameters?: { archive_command?: string } } } | undefined)?.postgresql
+      ?.parameters?.archive_command;
   const localSection = (index: number) => {
     const fragment = fragments[index - 1];
     const command = archiveCommand(fragment);
     // LocalCluster's own local parameter kept: the socket directory pgbackrest.conf names.
-    return { ...fragment.postgresql, ...(command ? { parameters: { unix_socket_directories: join(clusterDir, `node${index}`), archive_command: command } } : {}) };
+    return {
+      ...fragment.postgresql,
+      ...(command
+        ? { parameters: { unix_socket_directories: join(clusterDir, `node${index}`), archive_command: command } }
+        : {}),
+    };
   };
   const cluster = await LocalCluster.start({
     nodes,
@@ -119,19 +126,35 @@ async function startCluster(scope: string, nodes: number, file: string): Promise
 
 /** pgBackRest run as PostgreSQL's OS user, as a backup job would, with a node's pgbackrest.conf. */
 async function pgbackrest(node: LocalNode, ...args: string[]): Promise<string> {
-  const ids = process.getuid?.() === 0 ? { uid: Number((await run('id', ['-u', PG_OS_USER])).stdout), gid: Number((await run('id', ['-g', PG_OS_USER])).stdout) } : {};
-  const { stdout } = await run('/usr/bin/pgbackrest', [`--config=${join(node.dir, 'pgbackrest.conf')}`, `--stanza=${STANZA}`, ...args], { ...ids, timeout: 60_000 });
+  const ids =
+    process.getuid?.() === 0
+      ? {
+          uid: Number((await run('id', ['-u', PG_OS_USER])).stdout),
+          gid: Number((await run('id', ['-g', PG_OS_USER])).stdout),
+        }
+      : {};
+  const { stdout } = await run(
+    '/usr/bin/pgbackrest',
+    [`--config=${join(node.dir, 'pgbackrest.conf')}`, `--stanza=${STANZA}`, ...args],
+    { ...ids, timeout: 60_000 },
+  );
   return stdout;
 }
 
 type StatorEvent = { node: string; type: string; data: Record<string, unknown> };
 
 async function eventsOf(node: LocalNode, type: string): Promise<StatorEvent[]> {
-  return ((await (await fetch(`${node.apiUrl}/events?type=${type}`)).json()) as StatorEvent[]).filter((event) => event.node === node.name);
+  return ((await (await fetch(`${node.apiUrl}/events?type=${type}`)).json()) as StatorEvent[]).filter(
+    (event) => event.node === node.name,
+  );
 }
 
 async function reinitialize(node: LocalNode): Promise<void> {
-  const answer = await fetch(`${node.apiUrl}/reinitialize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const answer = await fetch(`${node.apiUrl}/reinitialize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
   expect(answer.status).toBe(200);
 }
 
@@ -145,7 +168,8 @@ async function show(node: LocalNode, parameter: string): Promise<string> {
 
 it('the example in docs/integrations.md is the one this test runs', () => {
   const docs = readFileSync(DOCS, 'utf8');
-  for (const file of ['pgbackrest.conf', 'stator.yml', 'stator-restore.yml', 'stator-standby.yml']) expect(docs).toContain(example(file));
+  for (const file of ['pgbackrest.conf', 'stator.yml', 'stator-restore.yml', 'stator-standby.yml'])
+    expect(docs).toContain(example(file));
 });
 
 it('archives WAL by archive-push, builds replicas from a backup, bootstraps a new cluster from it and feeds a standby cluster from the archive', async () => {
@@ -153,33 +177,52 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
   const main = await startCluster('main', 2, 'stator.yml');
   const leader = await main.waitForHealthy(60_000);
   const replica = main.nodes.find((node) => node !== leader)!;
-  expect(await show(leader, 'archive_command')).toBe(`/usr/bin/pgbackrest --config=${join(leader.dir, 'pgbackrest.conf')} --stanza=main archive-push %p`);
+  expect(await show(leader, 'archive_command')).toBe(
+    `/usr/bin/pgbackrest --config=${join(leader.dir, 'pgbackrest.conf')} --stanza=main archive-push %p`,
+  );
   expect((await eventsOf(replica, 'replica.method_failed')).map((event) => event.data.method)).toContain('pgbackrest');
   expect((await eventsOf(replica, 'replica.created')).map((event) => event.data.method)).toEqual(['basebackup']);
 
   // Reinitialized while there is still no backup: the restore fails on the kept data directory, which goes before pg_basebackup.
   await sql(leader, 'CREATE TABLE orders AS SELECT generate_series(1, 100) AS id');
   await reinitialize(replica);
-  await waitFor(async () => (await eventsOf(replica, 'replica.created')).length === 2, { timeoutMs: 60_000, description: `${replica.name} rebuilt` });
-  expect((await eventsOf(replica, 'replica.created')).map((event) => event.data.method)).toEqual(['basebackup', 'basebackup']);
-  expect((await eventsOf(replica, 'replica.method_failed')).map((event) => event.data.method)).toEqual(['pgbackrest', 'pgbackrest']);
+  await waitFor(async () => (await eventsOf(replica, 'replica.created')).length === 2, {
+    timeoutMs: 60_000,
+    description: `${replica.name} rebuilt`,
+  });
+  expect((await eventsOf(replica, 'replica.created')).map((event) => event.data.method)).toEqual([
+    'basebackup',
+    'basebackup',
+  ]);
+  expect((await eventsOf(replica, 'replica.method_failed')).map((event) => event.data.method)).toEqual([
+    'pgbackrest',
+    'pgbackrest',
+  ]);
   await main.waitForStreaming([replica.name], 30_000);
 
   // A stanza and a full backup holding 100 rows, from the leader.
   await pgbackrest(leader, 'stanza-create');
   await pgbackrest(leader, 'backup', '--type=full');
-  const info = JSON.parse(await pgbackrest(leader, 'info', '--output=json')) as Array<{ backup: unknown[]; archive: Array<{ max: string | null }> }>;
+  const info = JSON.parse(await pgbackrest(leader, 'info', '--output=json')) as Array<{
+    backup: unknown[];
+    archive: Array<{ max: string | null }>;
+  }>;
   expect(info[0].backup).toHaveLength(1);
   expect(info[0].archive[0].max).toMatch(/^0000000100000000/);
-  const systemId = (await sql<{ id: string }>(leader, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0].id;
+  const systemId = (
+    await sql<{ id: string }>(leader, 'SELECT system_identifier::text AS id FROM pg_control_system()')
+  )[0].id;
 
   // All at once: the replica built again, now by pgBackRest; a new cluster from the backup; a standby cluster on the archive.
   const reinitialized = (async () => {
     await reinitialize(replica);
-    await waitFor(async () => (await eventsOf(replica, 'replica.created')).some((event) => event.data.method === 'pgbackrest'), {
-      timeoutMs: 60_000,
-      description: `${replica.name} rebuilt by pgbackrest`,
-    });
+    await waitFor(
+      async () => (await eventsOf(replica, 'replica.created')).some((event) => event.data.method === 'pgbackrest'),
+      {
+        timeoutMs: 60_000,
+        description: `${replica.name} rebuilt by pgbackrest`,
+      },
+    );
     await main.waitForStreaming([replica.name], 30_000);
   })();
   const starts = [startCluster('restored', 1, 'stator-restore.yml'), startCluster('standby', 1, 'stator-standby.yml')];
@@ -194,13 +237,20 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
 
   // The replica: restored, then streaming; pgBackRest's restore_command in postgresql.auto.conf removed, the example's in force.
   await sql(leader, 'INSERT INTO orders VALUES (101)');
-  await waitFor(async () => (await rowsOn(replica).catch(() => -1)) === 101, { timeoutMs: 15_000, description: `${replica.name} streaming row 101` });
+  await waitFor(async () => (await rowsOn(replica).catch(() => -1)) === 101, {
+    timeoutMs: 15_000,
+    description: `${replica.name} streaming row 101`,
+  });
   expect(readFileSync(join(replica.dataDir, 'postgresql.auto.conf'), 'utf8')).not.toMatch(/^restore_command/m);
-  expect(await show(replica, 'restore_command')).toBe(`/usr/bin/pgbackrest --config=${join(replica.dir, 'pgbackrest.conf')} --stanza=main archive-get %f "%p"`);
+  expect(await show(replica, 'restore_command')).toBe(
+    `/usr/bin/pgbackrest --config=${join(replica.dir, 'pgbackrest.conf')} --stanza=main archive-get %f "%p"`,
+  );
 
   // The new cluster: the backup's system, every row archived, its own timeline, and both bootstrap events name pgbackrest.
   const restoredLeader = await restored.waitForLeader(90_000);
-  expect((await sql<{ id: string }>(restoredLeader, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0].id).toBe(systemId);
+  expect(
+    (await sql<{ id: string }>(restoredLeader, 'SELECT system_identifier::text AS id FROM pg_control_system()'))[0].id,
+  ).toBe(systemId);
   expect(await rowsOn(restoredLeader)).toBeGreaterThanOrEqual(100);
   expect((await restoredLeader.status())?.timeline).toBe(2);
   expect(await isPrimaryServer(restoredLeader)).toBe(true);
@@ -210,11 +260,17 @@ it('archives WAL by archive-push, builds replicas from a backup, bootstraps a ne
 
   // The standby cluster: built by pgBackRest without any leader, then each WAL file the primary archives is replayed.
   const standbyLeader = standby.nodes[0];
-  await waitFor(async () => (await standbyLeader.healthCode('/standby-leader')) === 200, { timeoutMs: 60_000, description: 'the standby leader' });
+  await waitFor(async () => (await standbyLeader.healthCode('/standby-leader')) === 200, {
+    timeoutMs: 60_000,
+    description: 'the standby leader',
+  });
   expect((await eventsOf(standbyLeader, 'replica.created')).map((event) => event.data.method)).toEqual(['pgbackrest']);
   expect(await show(standbyLeader, 'primary_conninfo')).toBe('');
   await sql(leader, 'INSERT INTO orders VALUES (102)');
   await sql(leader, 'SELECT pg_switch_wal()');
-  await waitFor(async () => (await rowsOn(standbyLeader).catch(() => -1)) === 102, { timeoutMs: 30_000, description: 'row 102 replayed from the archive by the standby cluster' });
+  await waitFor(async () => (await rowsOn(standbyLeader).catch(() => -1)) === 102, {
+    timeoutMs: 30_000,
+    description: 'row 102 replayed from the archive by the standby cluster',
+  });
   expect(existsSync(join(standbyLeader.dataDir, 'standby.signal'))).toBe(true);
 });

@@ -36,21 +36,41 @@ beforeAll(async () => {
   baseDir = tmpDir('stator-pgbouncer-');
   cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 });
   const leader = await cluster.waitForLeader(60_000);
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 60_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+    60_000,
+  );
   const primaryPort = await freePort();
   const config = haproxyConfig(
-    cluster.nodes.map((node) => ({ name: node.name, host: '127.0.0.1', pgPort: node.pgPort, apiPort: Number(new URL(node.apiUrl).port) })),
-    { primary: `127.0.0.1:${primaryPort}`, replicas: `127.0.0.1:${await freePort()}`, stats: `127.0.0.1:${await freePort()}` },
+    cluster.nodes.map((node) => ({
+      name: node.name,
+      host: '127.0.0.1',
+      pgPort: node.pgPort,
+      apiPort: Number(new URL(node.apiUrl).port),
+    })),
+    {
+      primary: `127.0.0.1:${primaryPort}`,
+      replicas: `127.0.0.1:${await freePort()}`,
+      stats: `127.0.0.1:${await freePort()}`,
+    },
   );
   writeFileSync(join(baseDir, 'haproxy.cfg'), config);
   haproxy = spawn('haproxy', ['-db', '-f', join(baseDir, 'haproxy.cfg')], { stdio: 'ignore' });
   const dir = join(baseDir, 'pgbouncer');
   mkdirSync(dir);
-  bouncer = await LocalPgbouncer.start({ dir, listenPort: await freePort(), upstreamPort: primaryPort, user: 'postgres', password: 'postgres' });
+  bouncer = await LocalPgbouncer.start({
+    dir,
+    listenPort: await freePort(),
+    upstreamPort: primaryPort,
+    user: 'postgres',
+    password: 'postgres',
+  });
   // HAProxy starts with every server up until its checks say otherwise: wait until writes reach the leader only.
   await waitFor(
     async () => {
-      for (let i = 0; i < 6; i++) if ((await once('SELECT inet_server_port() AS port WHERE NOT pg_is_in_recovery()'))?.port !== leader.pgPort) return false;
+      for (let i = 0; i < 6; i++)
+        if ((await once('SELECT inet_server_port() AS port WHERE NOT pg_is_in_recovery()'))?.port !== leader.pgPort)
+          return false;
       return true;
     },
     { timeoutMs: 15_000, description: 'PgBouncer and HAProxy sending every statement to the leader' },
@@ -66,7 +86,15 @@ afterAll(async () => {
 });
 
 function client(): Client {
-  const c = new Client({ host: '127.0.0.1', port: bouncer.port, user: 'postgres', password: 'postgres', database: 'postgres', connectionTimeoutMillis: 2000, query_timeout: 5000 });
+  const c = new Client({
+    host: '127.0.0.1',
+    port: bouncer.port,
+    user: 'postgres',
+    password: 'postgres',
+    database: 'postgres',
+    connectionTimeoutMillis: 2000,
+    query_timeout: 5000,
+  });
   c.on('error', () => undefined);
   return c;
 }
@@ -100,7 +128,10 @@ function writer(name: string) {
           connection = client();
           await connection.connect();
         }
-        const result = await connection.query<{ port: number }>('INSERT INTO through_pgbouncer (tag) VALUES ($1) RETURNING inet_server_port() AS port', [tag]);
+        const result = await connection.query<{ port: number }>(
+          'INSERT INTO through_pgbouncer (tag) VALUES ($1) RETURNING inet_server_port() AS port',
+          [tag],
+        );
         acknowledged.push({ tag, at: Date.now(), port: result.rows[0].port, tookMs: Date.now() - sent });
       } catch (error) {
         errors.push({ at: Date.now(), message: (error as Error).message });
@@ -131,7 +162,8 @@ async function lost(node: LocalNode, tags: string[]): Promise<string[]> {
   const direct = new Client({ connectionString: node.connectionString() });
   await direct.connect();
   try {
-    const rows = (await direct.query<{ tag: string }>('SELECT tag FROM through_pgbouncer WHERE tag = ANY($1)', [tags])).rows;
+    const rows = (await direct.query<{ tag: string }>('SELECT tag FROM through_pgbouncer WHERE tag = ANY($1)', [tags]))
+      .rows;
     const present = new Set(rows.map((row) => row.tag));
     return tags.filter((tag) => !present.has(tag));
   } finally {
@@ -149,7 +181,10 @@ it('writes through PgBouncer reach the new leader within 3 s of a switchover, wi
   const leader = await cluster.waitForLeader(10_000);
   const candidate = cluster.nodes.find((node) => node !== leader)!;
   const load = writer('switchover');
-  await waitFor(() => load.acknowledged.length >= 5, { timeoutMs: 10_000, description: 'writes through PgBouncer before the switchover' });
+  await waitFor(() => load.acknowledged.length >= 5, {
+    timeoutMs: 10_000,
+    description: 'writes through PgBouncer before the switchover',
+  });
   const started = Date.now();
   const response = await fetch(`${leader.apiUrl}/switchover`, {
     method: 'POST',
@@ -157,35 +192,63 @@ it('writes through PgBouncer reach the new leader within 3 s of a switchover, wi
     body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
   });
   expect(response.status).toBe(200);
-  await waitFor(() => load.acknowledged.some((write) => write.port === candidate.pgPort), { timeoutMs: 15_000, description: 'a write through PgBouncer acknowledged by the new leader' });
+  await waitFor(() => load.acknowledged.some((write) => write.port === candidate.pgPort), {
+    timeoutMs: 15_000,
+    description: 'a write through PgBouncer acknowledged by the new leader',
+  });
   await load.stop();
 
   const first = load.acknowledged.find((write) => write.port === candidate.pgPort)!;
   const gap = load.longestGap();
-  console.log(`pgbouncer switchover: first write on the new leader +${first.at - started} ms after the POST; write gap ${gap} ms; longest wait on one insert ${load.longestWait()} ms; client errors: ${summary(load.errors)}`);
+  console.log(
+    `pgbouncer switchover: first write on the new leader +${first.at - started} ms after the POST; write gap ${gap} ms; longest wait on one insert ${load.longestWait()} ms; client errors: ${summary(load.errors)}`,
+  );
   expect(gap).toBeLessThan(3000);
   expect(load.acknowledged.filter((write) => write.port === leader.pgPort && write.at > first.at)).toEqual([]);
-  expect(await lost(candidate, load.acknowledged.map((write) => write.tag))).toEqual([]);
+  expect(
+    await lost(
+      candidate,
+      load.acknowledged.map((write) => write.tag),
+    ),
+  ).toEqual([]);
 });
 
 it('fails over through PgBouncer when the leader agent and postmaster are killed: writes back within ttl + 5 s, none the new leader acknowledged lost', async () => {
   const leader = await cluster.waitForLeader(10_000);
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 30_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+    30_000,
+  );
   const load = writer('failover');
-  await waitFor(() => load.acknowledged.length >= 5, { timeoutMs: 15_000, description: 'writes through PgBouncer before the failover' });
+  await waitFor(() => load.acknowledged.length >= 5, {
+    timeoutMs: 15_000,
+    description: 'writes through PgBouncer before the failover',
+  });
   const { newLeader, killedAt } = await killLeaderAndWait(cluster, leader, { timeoutMs: 20_000 });
-  await waitFor(() => load.acknowledged.some((write) => write.port === newLeader.pgPort), { timeoutMs: 15_000, description: 'a write through PgBouncer acknowledged by the new leader' });
+  await waitFor(() => load.acknowledged.some((write) => write.port === newLeader.pgPort), {
+    timeoutMs: 15_000,
+    description: 'a write through PgBouncer acknowledged by the new leader',
+  });
   await load.stop();
 
   const back = load.acknowledged.find((write) => write.port === newLeader.pgPort)!.at - killedAt;
   const gap = load.longestGap();
-  console.log(`pgbouncer failover: writes on the new leader +${back} ms after the kill; write gap ${gap} ms; longest wait on one insert ${load.longestWait()} ms; client errors: ${summary(load.errors)}`);
-  const missing = await lost(newLeader, load.acknowledged.map((write) => write.tag));
+  console.log(
+    `pgbouncer failover: writes on the new leader +${back} ms after the kill; write gap ${gap} ms; longest wait on one insert ${load.longestWait()} ms; client errors: ${summary(load.errors)}`,
+  );
+  const missing = await lost(
+    newLeader,
+    load.acknowledged.map((write) => write.tag),
+  );
   console.log(`pgbouncer failover: acknowledged writes lost ${missing.length} of ${load.acknowledged.length}`);
   expect(gap).toBeLessThan(15_000);
-  expect(missing.filter((tag) => load.acknowledged.find((write) => write.tag === tag)!.port !== leader.pgPort)).toEqual([]);
+  expect(missing.filter((tag) => load.acknowledged.find((write) => write.tag === tag)!.port !== leader.pgPort)).toEqual(
+    [],
+  );
   // Asynchronous replication on one machine: at most the writes of the old primary's last 200 ms.
-  expect(missing.filter((tag) => load.acknowledged.find((write) => write.tag === tag)!.at < killedAt - 200)).toEqual([]);
+  expect(missing.filter((tag) => load.acknowledged.find((write) => write.tag === tag)!.at < killedAt - 200)).toEqual(
+    [],
+  );
   // PgBouncer noticed the dead server connections and logged it, as an operator would read it.
   expect(bouncer.log()).toMatch(/closing because: /);
 });

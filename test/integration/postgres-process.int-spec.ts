@@ -17,7 +17,11 @@ const START_TIMEOUT_MS = 20_000;
 const COMPILED_PROCESS_MODULE = resolve(__dirname, '../../dist/src/postgresql/real-postgres-process.js');
 
 /** Polls `probe` until it returns a value that is not undefined (errors count as "not yet"). */
-async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+async function eventually<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -27,7 +31,8 @@ async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined
     } catch (error) {
       lastError = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -35,7 +40,11 @@ async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined
 /** The fence's record of the last postmaster exit; written just after the postmaster is reaped. */
 function exitRecord(node: PgTestNode): Promise<Record<string, unknown>> {
   const path = join(node.stateDir, 'postmaster-exit.json');
-  return eventually(() => (existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : undefined), 2000, 'postmaster-exit.json');
+  return eventually(
+    () => (existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : undefined),
+    2000,
+    'postmaster-exit.json',
+  );
 }
 
 function nextExit(pg: RealPostgresProcess, withinMs: number): Promise<PostmasterExit> {
@@ -84,7 +93,12 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       expect(await pg.inspectDataDir()).toEqual({ state: 'missing', standbySignal: false });
       await pg.initdb();
       const initialized = await pg.inspectDataDir();
-      expect(initialized).toMatchObject({ state: 'initialized', clusterState: 'shut down', timeline: 1, standbySignal: false });
+      expect(initialized).toMatchObject({
+        state: 'initialized',
+        clusterState: 'shut down',
+        timeline: 1,
+        standbySignal: false,
+      });
       expect(initialized.systemIdentifier).toMatch(/^\d+$/);
 
       await pg.configure({ role: 'primary', parameters: { work_mem: '8MB', 'stator.note': "it's" } });
@@ -115,10 +129,14 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
     it('reports a changed restart-only parameter as a pending restart', async () => {
       await pg.configure({ role: 'primary', parameters: { max_connections: 30 } });
       await pg.reload();
-      const sample = await eventually(async () => {
-        const reading = await query.sample();
-        return Object.keys(reading.pendingRestart).length ? reading : undefined;
-      }, 5000, 'pending_restart');
+      const sample = await eventually(
+        async () => {
+          const reading = await query.sample();
+          return Object.keys(reading.pendingRestart).length ? reading : undefined;
+        },
+        5000,
+        'pending_restart',
+      );
       expect(sample.pendingRestart).toEqual({ max_connections: { old_value: '20', new_value: '30' } });
       await pg.configure({ role: 'primary', parameters: {} });
       await pg.reload();
@@ -130,7 +148,10 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       process.kill(pid, 'SIGKILL');
       expect(await exit).toEqual({ pid, code: null, signal: 'SIGKILL', requested: false, fenced: false });
       expect(pg.postmasterPid()).toBeNull();
-      expect(JSON.parse(readFileSync(join(node.stateDir, 'postmaster-exit.json'), 'utf8'))).toMatchObject({ pid, signal: 'SIGKILL' });
+      expect(JSON.parse(readFileSync(join(node.stateDir, 'postmaster-exit.json'), 'utf8'))).toMatchObject({
+        pid,
+        signal: 'SIGKILL',
+      });
     }, 10_000);
 
     it('samples again through the same PgQuery after the server came back', async () => {
@@ -151,7 +172,12 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
     }, 30_000);
 
     it('says the fence needs Python 3 when its interpreter cannot be run, and starts nothing', async () => {
-      const withoutPython = new RealPostgresProcess({ name: node.name, config: node.config, stateDir: node.stateDir, fence: defaultFenceProgram('/nonexistent/python3') });
+      const withoutPython = new RealPostgresProcess({
+        name: node.name,
+        config: node.config,
+        stateDir: node.stateDir,
+        fence: defaultFenceProgram('/nonexistent/python3'),
+      });
       await expect(withoutPython.start(START_TIMEOUT_MS)).rejects.toThrow(
         'the fence runs on Python 3, and /nonexistent/python3 cannot be run (ENOENT): install python3 or set fence.python',
       );
@@ -206,9 +232,13 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
           process.stdout.write(JSON.stringify({ pid }) + '\\n');
           setInterval(() => undefined, 1000);
         }, (error) => { console.error(error); process.exit(1); });`;
-      const agent = spawn(process.execPath, ['-e', agentScript, JSON.stringify({ name: node.name, config: node.config, stateDir: node.stateDir })], {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
+      const agent = spawn(
+        process.execPath,
+        ['-e', agentScript, JSON.stringify({ name: node.name, config: node.config, stateDir: node.stateDir })],
+        {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
       const agentExited = new Promise((resolve) => agent.once('exit', resolve));
       try {
         const line = await new Promise<string>((resolve, reject) => {
@@ -245,14 +275,20 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       const exits: PostmasterExit[] = [];
       const subscription = pg.exits().subscribe((exit) => exits.push(exit));
       process.kill(fencePid, 'SIGKILL');
-      const newFence = await eventually(() => {
-        const next = existsSync(fencePidFile) ? Number(readFileSync(fencePidFile, 'utf8')) : 0;
-        return next && next !== fencePid && processAlive(next) && pg.fenceState().connected ? next : undefined;
-      }, 5000, 'a new fence adopting the postmaster');
+      const newFence = await eventually(
+        () => {
+          const next = existsSync(fencePidFile) ? Number(readFileSync(fencePidFile, 'utf8')) : 0;
+          return next && next !== fencePid && processAlive(next) && pg.fenceState().connected ? next : undefined;
+        },
+        5000,
+        'a new fence adopting the postmaster',
+      );
       expect(exits).toEqual([]); // the same postmaster runs on, never restarted
       expect(pg.postmasterPid()).toBe(pid);
       expect(processAlive(pid)).toBe(true);
-      expect(pg.takeFenceJournal().map((entry) => entry.detail)).toEqual([`postmaster ${pid} ran without a fence (its fence was killed or died); fence ${newFence} adopted it`]);
+      expect(pg.takeFenceJournal().map((entry) => entry.detail)).toEqual([
+        `postmaster ${pid} ran without a fence (its fence was killed or died); fence ${newFence} adopted it`,
+      ]);
 
       await pg.stop('fast', 10_000);
       expect(processAlive(pid)).toBe(false);
@@ -277,10 +313,12 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
   // As the reference: the command split as a shell would and run without one, `--scope` and `--datadir` appended.
   const script = (body: string) => ({ command: `sh -c '${body}' bootstrap-script`, options: {} });
 
-  it('runs a custom bootstrap script as the OS user with the reference\'s arguments, and removes the data directory on request', async () => {
+  it("runs a custom bootstrap script as the OS user with the reference's arguments, and removes the data directory on request", async () => {
     const node = pgTestNode(root, 'custom', await freePort());
     const pg = handle(node);
-    const failure = await pg.customBootstrap(script('echo "no backup today" >&2; exit 3')).catch((error: unknown) => error);
+    const failure = await pg
+      .customBootstrap(script('echo "no backup today" >&2; exit 3'))
+      .catch((error: unknown) => error);
     expect(failure).toMatchObject({ name: 'PostgresCommandError', exitCode: 3, stderrTail: 'no backup today' });
     // As the reference: a bootstrap method finds no data directory (a restore tool may refuse one), and none is left.
     expect((await pg.inspectDataDir()).state).toBe('missing');
@@ -295,13 +333,23 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
 
   it('kills a command that outlives its deadline and says so, leaving nothing running', async () => {
     const node = pgTestNode(root, 'stuck', await freePort());
-    const pg = new RealPostgresProcess({ name: node.name, config: node.config, stateDir: node.stateDir, commandDeadlinesMs: { dataCopy: 1000 } });
+    const pg = new RealPostgresProcess({
+      name: node.name,
+      config: node.config,
+      stateDir: node.stateDir,
+      commandDeadlinesMs: { dataCopy: 1000 },
+    });
     handles.push(pg);
     const started = performance.now();
     const pidFile = join(tmpdir(), `stator-stuck-${process.pid}-${Date.now()}.pid`);
-    const failure = await pg.customBootstrap(script(`echo $$ > ${pidFile}; exec sleep 60`)).catch((error: unknown) => error);
+    const failure = await pg
+      .customBootstrap(script(`echo $$ > ${pidFile}; exec sleep 60`))
+      .catch((error: unknown) => error);
     expect(performance.now() - started).toBeLessThan(5000);
-    expect(failure).toMatchObject({ name: 'PostgresCommandError', stderrTail: expect.stringContaining('did not finish within 1 s: killed') });
+    expect(failure).toMatchObject({
+      name: 'PostgresCommandError',
+      stderrTail: expect.stringContaining('did not finish within 1 s: killed'),
+    });
     const pid = Number(readFileSync(pidFile, 'utf8'));
     rmSync(pidFile, { force: true });
     expect(pid).toBeGreaterThan(0);
@@ -369,24 +417,40 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       expect((await pgB.inspectDataDir()).standbySignal).toBe(true);
       await pgB.start(START_TIMEOUT_MS);
 
-      const streaming = await eventually(async () => {
-        const sample = await sqlB.sample();
-        return sample.replicationState === 'streaming' ? sample : undefined;
-      }, 10_000, 'b to stream');
+      const streaming = await eventually(
+        async () => {
+          const sample = await sqlB.sample();
+          return sample.replicationState === 'streaming' ? sample : undefined;
+        },
+        10_000,
+        'b to stream',
+      );
       expect(streaming).toMatchObject({ inRecovery: true, timeline: 1, replayPaused: false });
       expect(streaming.receivedLsn).toBeGreaterThan(0);
 
       const primary = await sqlA.sample();
       expect(primary.replication).toEqual([
-        expect.objectContaining({ usename: 'replicator', application_name: 'b', client_addr: '127.0.0.1', state: 'streaming', sync_state: 'async', sync_priority: 0 }),
+        expect.objectContaining({
+          usename: 'replicator',
+          application_name: 'b',
+          client_addr: '127.0.0.1',
+          state: 'streaming',
+          sync_state: 'async',
+          sync_priority: 0,
+        }),
       ]);
       // Positions as numbers once the standby has reported them (its first reply may still be on its way).
       const { write_lsn, flush_lsn, replay_lsn } = primary.replication[0];
-      for (const position of [write_lsn, flush_lsn, replay_lsn]) expect(position === null || Number.isInteger(position)).toBe(true);
+      for (const position of [write_lsn, flush_lsn, replay_lsn])
+        expect(position === null || Number.isInteger(position)).toBe(true);
       expect(primary.systemIdentifier).toBe(streaming.systemIdentifier);
 
       await sqlA.query("INSERT INTO notes (note) VALUES ('streamed')");
-      await eventually(async () => ((await rowsOf(sqlB)).includes('streamed') ? true : undefined), 10_000, 'the row on b');
+      await eventually(
+        async () => ((await rowsOf(sqlB)).includes('streamed') ? true : undefined),
+        10_000,
+        'the row on b',
+      );
       const replica = await sqlB.sample();
       // latest_end_lsn comes with the first message from the primary after streaming began (here, the WAL of that row).
       expect(replica.latestEndLsn).toBeGreaterThan(0);
@@ -420,17 +484,25 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       await pgA.configure({ role: 'replica', upstream: upstream(nodeB), slotName: 'a', parameters: {} });
       await pgA.start(START_TIMEOUT_MS);
 
-      const streaming = await eventually(async () => {
-        const sample = await sqlA.sample();
-        return sample.replicationState === 'streaming' ? sample : undefined;
-      }, 15_000, 'a to stream from b');
+      const streaming = await eventually(
+        async () => {
+          const sample = await sqlA.sample();
+          return sample.replicationState === 'streaming' ? sample : undefined;
+        },
+        15_000,
+        'a to stream from b',
+      );
       expect(streaming).toMatchObject({ inRecovery: true, timeline: 2 });
 
       await sqlB.query("INSERT INTO notes (note) VALUES ('streamed to a')");
-      const rows = await eventually(async () => {
-        const notes = await rowsOf(sqlA);
-        return notes.includes('streamed to a') ? notes : undefined;
-      }, 10_000, 'the row on a');
+      const rows = await eventually(
+        async () => {
+          const notes = await rowsOf(sqlA);
+          return notes.includes('streamed to a') ? notes : undefined;
+        },
+        10_000,
+        'the row on a',
+      );
       expect(rows).toEqual(['before clone', 'streamed', 'on b after promotion', 'streamed to a']);
 
       // Rewinding a node that follows the new timeline finds nothing to do.

@@ -37,8 +37,14 @@ beforeAll(async () => {
   rewindFails = join(wrappers, 'rewind-fails');
   for (const program of PROGRAMS) {
     const hang = program === 'postgres' ? [`[ -e ${hangFlag} ] && [ "$1" = "-D" ] && sleep 12`] : [];
-    if (program === 'pg_rewind') hang.push(`[ -e ${rewindFails} ] && echo "pg_rewind: fatal: made to fail" >&2 && exit 1`);
-    writeFileSync(join(wrappers, `${program}.wrapper`), ['#!/bin/sh', `echo "${program} $*" >> ${callLog}`, ...hang, `exec ${join(PG_BIN_DIR, program)} "$@"`, ''].join('\n'));
+    if (program === 'pg_rewind')
+      hang.push(`[ -e ${rewindFails} ] && echo "pg_rewind: fatal: made to fail" >&2 && exit 1`);
+    writeFileSync(
+      join(wrappers, `${program}.wrapper`),
+      ['#!/bin/sh', `echo "${program} $*" >> ${callLog}`, ...hang, `exec ${join(PG_BIN_DIR, program)} "$@"`, ''].join(
+        '\n',
+      ),
+    );
     chmodSync(join(wrappers, `${program}.wrapper`), 0o755);
   }
   cluster = await LocalCluster.start({
@@ -62,15 +68,28 @@ afterAll(async () => {
 });
 
 function etcdGet(key: string): string {
-  return execFileSync('etcdctl', [`--endpoints=${cluster.etcd.endpoint}`, 'get', '--print-value-only', key], { env: { ...process.env, ETCDCTL_API: '3' } }).toString().trim();
+  return execFileSync('etcdctl', [`--endpoints=${cluster.etcd.endpoint}`, 'get', '--print-value-only', key], {
+    env: { ...process.env, ETCDCTL_API: '3' },
+  })
+    .toString()
+    .trim();
 }
 
 function calls(): string[] {
   return readFileSync(callLog, 'utf8').trim().split('\n');
 }
 
-async function post(node: LocalNode, path: string, body: unknown, method = 'POST'): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${node.apiUrl}${path}`, { method, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+async function post(
+  node: LocalNode,
+  path: string,
+  body: unknown,
+  method = 'POST',
+): Promise<{ status: number; text: string }> {
+  const response = await fetch(`${node.apiUrl}${path}`, {
+    method,
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   return { status: response.status, text: await response.text() };
 }
 
@@ -93,8 +112,13 @@ it('bootstraps, clones and starts through the bin_name wrappers, and publishes p
   const ctlConfig = join(baseDir, 'patronictl.yml');
   writeFileSync(ctlConfig, `scope: programs\nnamespace: /service\netcd3:\n  hosts: ${cluster.etcd.endpoint}\n`);
   const table = execFileSync('patronictl', ['-c', ctlConfig, 'list'], { encoding: 'utf8', timeout: 30_000 });
-  const rows = table.split('\n').map((line) => line.split('|').map((cell) => cell.trim())).filter((cells) => cells.length > 3 && /^node\d$/.test(cells[1]));
-  expect(rows.map((cells) => [cells[1], cells[2]])).toEqual(cluster.nodes.map((node) => [node.name, `127.0.0.1:${node.pgPort}`]));
+  const rows = table
+    .split('\n')
+    .map((line) => line.split('|').map((cell) => cell.trim()))
+    .filter((cells) => cells.length > 3 && /^node\d$/.test(cells[1]));
+  expect(rows.map((cells) => [cells[1], cells[2]])).toEqual(
+    cluster.nodes.map((node) => [node.name, `127.0.0.1:${node.pgPort}`]),
+  );
 });
 
 it('gives up a start that hangs after pg_ctl_timeout, and the server comes back once it goes on', async () => {
@@ -117,7 +141,10 @@ it('keeps only max_timelines_history entries in /history after switchovers', asy
     const leader = await cluster.waitForHealthy(90_000);
     const candidate = cluster.nodes.find((node) => node !== leader)!;
     expect((await post(leader, '/switchover', { leader: leader.name, candidate: candidate.name })).status).toBe(200);
-    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, { timeoutMs: 60_000, description: `${candidate.name} leading` });
+    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, {
+      timeoutMs: 60_000,
+      description: `${candidate.name} leading`,
+    });
   }
   await cluster.waitForHealthy(90_000);
   // Timeline 3 after two switchovers: PostgreSQL's history file has 2 entries, /history keeps the newest.
@@ -133,25 +160,42 @@ it('keeps only max_timelines_history entries in /history after switchovers', asy
 it('keeps the data directory of a former primary whose pg_rewind failed when remove_data_directory_on_rewind_failure is off', async () => {
   const leader = await cluster.waitForHealthy(90_000);
   const candidate = cluster.nodes.find((node) => node !== leader)!;
-  const off = { postgresql: { remove_data_directory_on_rewind_failure: false, remove_data_directory_on_diverged_timelines: false } };
+  const off = {
+    postgresql: { remove_data_directory_on_rewind_failure: false, remove_data_directory_on_diverged_timelines: false },
+  };
   expect((await post(leader, '/config', off, 'PATCH')).status).toBe(200);
   const clonesBefore = calls().filter((line) => line.startsWith('pg_basebackup ')).length;
-  const systemBefore = readFileSync(join(leader.dataDir, 'global', 'pg_control')).subarray(0, 8).toString('hex');
+  const systemBefore = readFileSync(join(leader.dataDir, 'global', 'pg_control'))
+    .subarray(0, 8)
+    .toString('hex');
   writeFileSync(rewindFails, '');
 
   // A power cut of the leader: the other node takes over, and the former primary must rewind when it comes back.
   await leader.powerCut();
-  await waitFor(async () => (await candidate.healthCode('/primary')) === 200, { timeoutMs: 60_000, description: `${candidate.name} leading` });
-  leader.start();
-  await waitFor(() => readFileSync(leader.logPath, 'utf8').includes('remove_data_directory_on_rewind_failure is off: keeping the data directory'), {
+  await waitFor(async () => (await candidate.healthCode('/primary')) === 200, {
     timeoutMs: 60_000,
-    description: `${leader.name} refusing to remove its data directory after the failed pg_rewind`,
+    description: `${candidate.name} leading`,
   });
+  leader.start();
+  await waitFor(
+    () =>
+      readFileSync(leader.logPath, 'utf8').includes(
+        'remove_data_directory_on_rewind_failure is off: keeping the data directory',
+      ),
+    {
+      timeoutMs: 60_000,
+      description: `${leader.name} refusing to remove its data directory after the failed pg_rewind`,
+    },
+  );
   // pg_rewind ran (and failed); the server is down, not cloned: no pg_basebackup ran, and pg_control is as it was.
   expect(calls().some((line) => line.startsWith(`pg_rewind --target-pgdata ${leader.dataDir}`))).toBe(true);
   expect(await leader.healthCode('/replica')).not.toBe(200);
   expect(calls().filter((line) => line.startsWith('pg_basebackup ')).length).toBe(clonesBefore);
-  expect(readFileSync(join(leader.dataDir, 'global', 'pg_control')).subarray(0, 8).toString('hex')).toBe(systemBefore);
+  expect(
+    readFileSync(join(leader.dataDir, 'global', 'pg_control'))
+      .subarray(0, 8)
+      .toString('hex'),
+  ).toBe(systemBefore);
 
   // Once pg_rewind works again, the rejoin tried after its backoff brings it back as a replica.
   rmSync(rewindFails, { force: true });

@@ -23,7 +23,13 @@ let certificates: TestCertificates;
 
 /** The node's server through its unix socket, as the superuser (`local all all trust`). */
 async function local<T>(node: LocalNode, text: string): Promise<T[]> {
-  const client = new Client({ host: node.dir, port: node.pgPort, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 2000 });
+  const client = new Client({
+    host: node.dir,
+    port: node.pgPort,
+    user: 'postgres',
+    database: 'postgres',
+    connectionTimeoutMillis: 2000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -43,11 +49,22 @@ beforeAll(async () => {
   const postgresUid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
   const postgresGid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
   chmodSync(certDir, 0o755);
-  for (const file of [certificates.ca, certificates.nodeCert, certificates.nodeKey, certificates.clientCert, certificates.clientKey]) {
+  for (const file of [
+    certificates.ca,
+    certificates.nodeCert,
+    certificates.nodeKey,
+    certificates.clientCert,
+    certificates.clientKey,
+  ]) {
     chownSync(file, postgresUid, postgresGid);
     chmodSync(file, file.endsWith('.key') ? 0o600 : 0o644);
   }
-  const tls = { sslmode: 'verify-ca', sslrootcert: certificates.ca, sslcert: certificates.clientCert, sslkey: certificates.clientKey };
+  const tls = {
+    sslmode: 'verify-ca',
+    sslrootcert: certificates.ca,
+    sslcert: certificates.clientCert,
+    sslkey: certificates.clientKey,
+  };
   cluster = await LocalCluster.start({
     nodes: 2,
     baseDir,
@@ -56,7 +73,12 @@ beforeAll(async () => {
     retryTimeout: 4,
     sections: {
       bootstrap: {
-        dcs: { ttl: 10, loop_wait: 2, retry_timeout: 4, postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50 } } },
+        dcs: {
+          ttl: 10,
+          loop_wait: 2,
+          retry_timeout: 4,
+          postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 50 } },
+        },
         post_bootstrap: '/usr/lib/postgresql/15/bin/psql -w -c "CREATE TABLE post_bootstrap_ran ()"',
       },
     },
@@ -93,10 +115,16 @@ afterAll(async () => {
 it("streams over TLS with the replication role's client certificate, on a replica cloned over it (with the basebackup options)", async () => {
   const leader = await cluster.waitForHealthy(30_000);
   const replica = cluster.nodes.find((node) => node !== leader)!;
-  const senders = await local<{ ssl: boolean; usename: string }>(leader, 'SELECT s.ssl, r.usename FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid)');
+  const senders = await local<{ ssl: boolean; usename: string }>(
+    leader,
+    'SELECT s.ssl, r.usename FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid)',
+  );
   expect(senders).toEqual([{ ssl: true, usename: 'replicator' }]);
   // pg_basebackup ran with --max-rate and --verbose from `basebackup`: an option it refused would have failed the clone.
-  expect((await local<{ n: string }>(replica, 'SELECT count(*) AS n FROM pg_class WHERE relname = \'post_bootstrap_ran\''))[0].n).toBe('1');
+  expect(
+    (await local<{ n: string }>(replica, "SELECT count(*) AS n FROM pg_class WHERE relname = 'post_bootstrap_ran'"))[0]
+      .n,
+  ).toBe('1');
 });
 
 it('runs post_bootstrap once with a working conninfo, and creates the rewind role with what pg_rewind needs', async () => {
@@ -114,11 +142,21 @@ it('runs post_bootstrap once with a working conninfo, and creates the rewind rol
 
 it("reads its own server through the unix socket, so a TCP login without the agent's certificate changes nothing", async () => {
   const leader = await cluster.waitForHealthy(30_000);
-  const agents = await local<{ tcp: boolean }>(leader, "SELECT client_addr IS NOT NULL AS tcp FROM pg_stat_activity WHERE application_name = 'stator'");
+  const agents = await local<{ tcp: boolean }>(
+    leader,
+    "SELECT client_addr IS NOT NULL AS tcp FROM pg_stat_activity WHERE application_name = 'stator'",
+  );
   expect(agents.length).toBeGreaterThan(0);
   expect(agents.every((row) => !row.tcp)).toBe(true);
   // Without a client certificate, TCP is refused: the agent could not have used it.
-  const plain = new Client({ host: '127.0.0.1', port: leader.pgPort, user: 'postgres', password: 'postgres', database: 'postgres', ssl: { rejectUnauthorized: false } });
+  const plain = new Client({
+    host: '127.0.0.1',
+    port: leader.pgPort,
+    user: 'postgres',
+    password: 'postgres',
+    database: 'postgres',
+    ssl: { rejectUnauthorized: false },
+  });
   plain.on('error', () => undefined);
   await expect(plain.connect()).rejects.toThrow(/certificate|connection requires a valid client certificate/);
 });
@@ -132,7 +170,10 @@ it('switches over, and a power-cut leader rejoins through pg_rewind as the rewin
     body: JSON.stringify({ leader: first.name, candidate: candidate.name }),
   });
   expect(response.status).toBe(200);
-  await waitFor(async () => (await cluster.waitForHealthy(60_000)).name === candidate.name, { timeoutMs: 60_000, description: `${candidate.name} leading` });
+  await waitFor(async () => (await cluster.waitForHealthy(60_000)).name === candidate.name, {
+    timeoutMs: 60_000,
+    description: `${candidate.name} leading`,
+  });
 
   // A former primary stopped hard rejoins through pg_rewind (which finds nothing to do or rewinds): it connects as the rewind role.
   await killLeaderAndWait(cluster, candidate, { loss: 'power-cut', timeoutMs: 60_000 });

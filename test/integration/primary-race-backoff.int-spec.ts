@@ -30,13 +30,20 @@ afterAll(async () => {
 
 it('is accepted by PATCH /config as a key Stator acts on, and refused when not seconds', async () => {
   const leader = await cluster.waitForLeader(10_000);
-  const patch = (body: unknown) => fetch(`${leader.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const patch = (body: unknown) =>
+    fetch(`${leader.apiUrl}/config`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   const bad = await patch({ primary_race_backoff: -1 });
   expect(bad.status).toBe(400);
   expect(await bad.text()).toContain('primary_race_backoff');
   const good = await patch({ primary_race_backoff: 6 });
   expect({ status: good.status, warning: good.headers.get('warning') }).toEqual({ status: 200, warning: null });
-  expect(((await (await fetch(`${leader.apiUrl}/config`)).json()) as Record<string, unknown>).primary_race_backoff).toBe(6);
+  expect(
+    ((await (await fetch(`${leader.apiUrl}/config`)).json()) as Record<string, unknown>).primary_race_backoff,
+  ).toBe(6);
 });
 
 it('a replica holds back from the leader race when the key of a frozen leader expires, then takes over; the leader rejoins', async () => {
@@ -53,7 +60,10 @@ it('a replica holds back from the leader race when the key of a frozen leader ex
   const frozenAt = Date.now();
   leader.signal('SIGSTOP');
   try {
-    await waitFor(async () => (await replica.healthCode('/primary')) === 200 && (await isPrimaryServer(replica)), { timeoutMs: 60_000, description: `${replica.name} primary` });
+    await waitFor(async () => (await replica.healthCode('/primary')) === 200 && (await isPrimaryServer(replica)), {
+      timeoutMs: 60_000,
+      description: `${replica.name} primary`,
+    });
   } finally {
     writing = false;
     await writer;
@@ -61,11 +71,20 @@ it('a replica holds back from the leader race when the key of a frozen leader ex
   }
   const tookOverMs = Date.now() - frozenAt;
   const log = readFileSync(replica.logPath, 'utf8').slice(logStart);
-  const held = log.split('\n').filter((line) => /My \(\w+\) wal position moved since last heart beat loop, \d+ seconds until leader race/.test(line));
+  const held = log
+    .split('\n')
+    .filter((line) =>
+      /My \(\w+\) wal position moved since last heart beat loop, \d+ seconds until leader race/.test(line),
+    );
   expect(held.length).toBeGreaterThan(0);
-  process.stdout.write(`primary_race_backoff: ${held.length} cycle(s) held back; ${replica.name} primary ${(tookOverMs / 1000).toFixed(1)} s after the freeze\n`);
-  await waitFor(async () => (await cluster.primaries()).join() === replica.name && (await leader.healthCode('/replica')) === 200, {
-    timeoutMs: 60_000,
-    description: `${leader.name} rejoined as a replica of ${replica.name}`,
-  });
+  process.stdout.write(
+    `primary_race_backoff: ${held.length} cycle(s) held back; ${replica.name} primary ${(tookOverMs / 1000).toFixed(1)} s after the freeze\n`,
+  );
+  await waitFor(
+    async () => (await cluster.primaries()).join() === replica.name && (await leader.healthCode('/replica')) === 200,
+    {
+      timeoutMs: 60_000,
+      description: `${leader.name} rejoined as a replica of ${replica.name}`,
+    },
+  );
 });

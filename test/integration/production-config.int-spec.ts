@@ -20,7 +20,11 @@ jest.setTimeout(120_000);
 const SCOPE = 'prod';
 const ALLOWED_CIPHER = 'ECDHE-ECDSA-AES256-GCM-SHA384';
 const OTHER_CIPHER = 'ECDHE-ECDSA-AES128-GCM-SHA256';
-const user = { name: 'stator', password: 'stator-s3cret', prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`] };
+const user = {
+  name: 'stator',
+  password: 'stator-s3cret',
+  prefixes: [`/service/${SCOPE}/`, `/stator-events/${SCOPE}/`],
+};
 
 let certificatesDir: string;
 let baseDir: string;
@@ -33,10 +37,13 @@ let configDir: string;
 /** GET over HTTPS with the test CA trusted, and whatever TLS options the client offers; the status, or the error. */
 function httpsStatus(port: number, path: string, tls: RequestOptions = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, ca: readFileSync(certificates.ca), timeout: 2000, ...tls }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, ca: readFileSync(certificates.ca), timeout: 2000, ...tls },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timed out')));
     req.on('error', reject);
     req.end();
@@ -48,7 +55,11 @@ beforeAll(async () => {
   certificatesDir = tmpDir('stator-production-certs-');
   certificates = makeTestCertificates(certificatesDir);
   const encryptedKey = join(certificatesDir, 'api-encrypted.key');
-  execFileSync('openssl', ['pkey', '-in', certificates.nodeKey, '-aes256', '-passout', 'pass:api-key-pass', '-out', encryptedKey], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    ['pkey', '-in', certificates.nodeKey, '-aes256', '-passout', 'pass:api-key-pass', '-out', encryptedKey],
+    { stdio: 'pipe' },
+  );
 
   baseDir = tmpDir('stator-production-');
   configDir = join(baseDir, 'etc', 'postgresql', '15', 'main');
@@ -63,16 +74,38 @@ beforeAll(async () => {
     scope: SCOPE,
     etcd: { tls: tlsEtcd, extraArgs: ['--auth-token-ttl=2'] },
     prepareEtcd: (etcd) => enableEtcdAuth(etcd, 'root-s3cret', [user], tlsEtcd),
-    etcd3: { protocol: 'https', cacert: certificates.ca, cert: certificates.clientCert, key: certificates.clientKey, username: user.name, password: user.password },
-    restapi: { certfile: certificates.nodeCert, keyfile: encryptedKey, keyfile_password: 'api-key-pass', ciphers: ALLOWED_CIPHER },
+    etcd3: {
+      protocol: 'https',
+      cacert: certificates.ca,
+      cert: certificates.clientCert,
+      key: certificates.clientKey,
+      username: user.name,
+      password: user.password,
+    },
+    restapi: {
+      certfile: certificates.nodeCert,
+      keyfile: encryptedKey,
+      keyfile_password: 'api-key-pass',
+      ciphers: ALLOWED_CIPHER,
+    },
     bootstrap: { pg_hba: ['host all all 192.0.2.0/24 scram-sha-256'] },
     postgresql: () => ({ config_dir: configDir, custom_conf: customConf, pg_ident: ['prodmap postgres postgres'] }),
     // The testing driver's FIFO stands in for /dev/watchdog: a test never arms the machine's real one.
     watchdog: () => ({ mode: 'automatic', driver: 'testing', device: fifo.path }),
-    sections: { log: { type: 'json', format: ['asctime', 'levelname', 'message'], static_fields: { app: 'stator', env: 'prod' }, dir: join(baseDir, 'logs') } },
+    sections: {
+      log: {
+        type: 'json',
+        format: ['asctime', 'levelname', 'message'],
+        static_fields: { app: 'stator', env: 'prod' },
+        dir: join(baseDir, 'logs'),
+      },
+    },
   });
   [node] = cluster.nodes;
-  await waitFor(async () => (await httpsStatus(node.apiPort, '/primary').catch(() => 0)) === 200, { timeoutMs: 60_000, description: 'the node leading, over HTTPS' });
+  await waitFor(async () => (await httpsStatus(node.apiPort, '/primary').catch(() => 0)) === 200, {
+    timeoutMs: 60_000,
+    description: 'the node leading, over HTTPS',
+  });
 });
 
 afterAll(async () => {
@@ -95,7 +128,9 @@ it('PostgreSQL reads its files from config_dir, custom_conf in place of the base
     { name: 'ident_file', setting: join(configDir, 'pg_ident.conf') },
     { name: 'work_mem', setting: String(7 * 1024) },
   ]);
-  expect(await sql(node, 'SELECT map_name, sys_name, pg_username FROM pg_ident_file_mappings')).toEqual([{ map_name: 'prodmap', sys_name: 'postgres', pg_username: 'postgres' }]);
+  expect(await sql(node, 'SELECT map_name, sys_name, pg_username FROM pg_ident_file_mappings')).toEqual([
+    { map_name: 'prodmap', sys_name: 'postgres', pg_username: 'postgres' },
+  ]);
   const addresses = await sql<{ address: string | null }>(node, 'SELECT address FROM pg_hba_file_rules');
   expect(addresses.map((row) => row.address)).toContain('192.0.2.0');
 });
@@ -103,13 +138,22 @@ it('PostgreSQL reads its files from config_dir, custom_conf in place of the base
 it('serves its API over TLS with the encrypted key, to a client offering a listed cipher only', async () => {
   const tls12 = (cipher: string): RequestOptions => ({ maxVersion: 'TLSv1.2', ciphers: cipher });
   expect(await httpsStatus(node.apiPort, '/primary', tls12(ALLOWED_CIPHER))).toBe(200);
-  await expect(httpsStatus(node.apiPort, '/primary', tls12(OTHER_CIPHER))).rejects.toThrow(/handshake failure|no shared cipher|alert/i);
+  await expect(httpsStatus(node.apiPort, '/primary', tls12(OTHER_CIPHER))).rejects.toThrow(
+    /handshake failure|no shared cipher|alert/i,
+  );
 });
 
 it('writes JSON log lines carrying the static fields', async () => {
   const entries = () =>
-    readFileSync(join(baseDir, 'logs', 'stator.log'), 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, string>);
-  await waitFor(() => entries().some((entry) => /leader/.test(entry.message)), { timeoutMs: 10_000, description: "the leader's verdict in the JSON log" });
+    readFileSync(join(baseDir, 'logs', 'stator.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, string>);
+  await waitFor(() => entries().some((entry) => /leader/.test(entry.message)), {
+    timeoutMs: 10_000,
+    description: "the leader's verdict in the JSON log",
+  });
   expect(Object.keys(entries()[0])).toEqual(['asctime', 'levelname', 'message', 'app', 'env']);
   expect(entries().every((entry) => entry.app === 'stator' && entry.env === 'prod')).toBe(true);
 });

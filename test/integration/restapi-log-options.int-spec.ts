@@ -33,7 +33,12 @@ beforeAll(async () => {
       allowlist_include_members: true,
     },
     sections: {
-      log: { type: 'json', format: ['levelname', 'message'], static_fields: { app: 'stator-test' }, deduplicate_heartbeat_logs: true },
+      log: {
+        type: 'json',
+        format: ['levelname', 'message'],
+        static_fields: { app: 'stator-test' },
+        deduplicate_heartbeat_logs: true,
+      },
     },
   });
   await cluster.waitForLeader(60_000);
@@ -53,11 +58,21 @@ interface Answer {
 
 function call(path: string, options: { method?: string; localAddress?: string } = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const request = http.request(`${node.apiUrl}${path}`, { method: options.method ?? 'GET', agent: false, localAddress: options.localAddress }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const request = http.request(
+      `${node.apiUrl}${path}`,
+      { method: options.method ?? 'GET', agent: false, localAddress: options.localAddress },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
     request.on('error', reject);
     request.end();
   });

@@ -30,16 +30,26 @@ let baseDir: string;
 let activeWriter: ReturnType<typeof startWriter> | null = null;
 const OLD_NODE = process.execPath;
 const NEW_NODE = anotherNodeLine();
-const runtimeOf = (binary: string) => `node ${execFileSync(binary, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim()}`;
+const runtimeOf = (binary: string) =>
+  `node ${execFileSync(binary, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim()}`;
 
 /** A Node binary of another line than this process's, where .ci/run installs them; this one when none is there. */
 function anotherNodeLine(): string {
   const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
   for (const line of ['26', '24', '22']) {
-    const binary = join(process.env.STATOR_NODE_DIR ?? '/opt/stator-node', line, 'node_modules', `node-linux-${arch}`, 'bin', 'node');
+    const binary = join(
+      process.env.STATOR_NODE_DIR ?? '/opt/stator-node',
+      line,
+      'node_modules',
+      `node-linux-${arch}`,
+      'bin',
+      'node',
+    );
     if (existsSync(binary) && !process.version.startsWith(`v${line}.`)) return binary;
   }
-  console.log(`no other Node line under /opt/stator-node (.ci/run installs them): the agents restart on ${process.version} again`);
+  console.log(
+    `no other Node line under /opt/stator-node (.ci/run installs them): the agents restart on ${process.version} again`,
+  );
   return process.execPath;
 }
 
@@ -64,7 +74,12 @@ afterAll(async () => {
 const run = promisify(execFile);
 
 async function statorctl(...args: string[]): Promise<string> {
-  return (await run(process.execPath, [STATORCTL, '--api', cluster.nodes[0].apiUrl, ...args], { encoding: 'utf8', timeout: 60_000 })).stdout;
+  return (
+    await run(process.execPath, [STATORCTL, '--api', cluster.nodes[0].apiUrl, ...args], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+  ).stdout;
 }
 
 async function etcdGet(key: string, ...flags: string[]): Promise<string> {
@@ -93,7 +108,11 @@ function startWriter(first: LocalNode) {
   let running = true;
   let reconnects = 0;
   const connect = async (node: LocalNode) => {
-    const client = new Client({ connectionString: node.connectionString(), connectionTimeoutMillis: 1000, statement_timeout: 1000 });
+    const client = new Client({
+      connectionString: node.connectionString(),
+      connectionTimeoutMillis: 1000,
+      statement_timeout: 1000,
+    });
     client.on('error', () => undefined);
     await client.connect();
     const [{ recovery }] = (await client.query<{ recovery: boolean }>('SELECT pg_is_in_recovery() AS recovery')).rows;
@@ -138,7 +157,9 @@ function startWriter(first: LocalNode) {
       running = false;
       activeWriter = null;
       await done;
-      const gaps = acknowledged.slice(1).map((write, i) => ({ ms: write.at - acknowledged[i].at, after: new Date(acknowledged[i].at).toISOString() }));
+      const gaps = acknowledged
+        .slice(1)
+        .map((write, i) => ({ ms: write.at - acknowledged[i].at, after: new Date(acknowledged[i].at).toISOString() }));
       const longest = gaps.reduce((a, b) => (b.ms > a.ms ? b : a), { ms: 0, after: '' });
       return { writes: acknowledged.length, longestGapMs: longest.ms, longestGapAfter: longest.after, reconnects };
     },
@@ -152,7 +173,11 @@ async function expectEveryRowEverywhere(rows: number[]): Promise<void> {
   for (const node of cluster.nodes) {
     await waitFor(
       async () => {
-        const [{ present }] = await sql<{ present: string }>(node, 'SELECT count(*) AS present FROM upgrade_writes WHERE n = ANY($1::int[])', [rows]).catch(() => [{ present: '-1' }]);
+        const [{ present }] = await sql<{ present: string }>(
+          node,
+          'SELECT count(*) AS present FROM upgrade_writes WHERE n = ANY($1::int[])',
+          [rows],
+        ).catch(() => [{ present: '-1' }]);
         return Number(present) === rows.length;
       },
       { timeoutMs: 20_000, description: `${node.name} holding all ${rows.length} acknowledged rows` },
@@ -166,10 +191,13 @@ async function restartAgent(node: LocalNode, nodeBinary: string, runtime: string
   await node.stopAgent();
   node.start(nodeBinary);
   expect(node.pid).not.toBe(before);
-  await waitFor(async () => (await memberKey(node))?.stator_runtime === runtime && (await node.status())?.state === 'running', {
-    timeoutMs: 30_000,
-    description: `${node.name}'s agent back on ${runtime}`,
-  });
+  await waitFor(
+    async () => (await memberKey(node))?.stator_runtime === runtime && (await node.status())?.state === 'running',
+    {
+      timeoutMs: 30_000,
+      description: `${node.name}'s agent back on ${runtime}`,
+    },
+  );
 }
 
 it('paused, every agent restarts on the new build: no leader change, no PostgreSQL restart, no write gap over 1 s', async () => {
@@ -179,7 +207,9 @@ it('paused, every agent restarts on the new build: no leader change, no PostgreS
   const keyBefore = await leaderKey();
   expect(keyBefore?.holder).toBe(leader.name);
   const postmasters = new Map(cluster.nodes.map((node) => [node.name, node.postmasterPid()]));
-  const timelines = new Map(await Promise.all(cluster.nodes.map(async (node) => [node.name, (await node.status())?.timeline] as const)));
+  const timelines = new Map(
+    await Promise.all(cluster.nodes.map(async (node) => [node.name, (await node.status())?.timeline] as const)),
+  );
 
   const writer = startWriter(leader);
   await statorctl('pause', '--wait');
@@ -190,7 +220,11 @@ it('paused, every agent restarts on the new build: no leader change, no PostgreS
   // What a load balancer checking the agent's API sees: from the SIGTERM to the new agent's first 200 on /primary.
   const leaderRestart = performance.now();
   await restartAgent(leader, NEW_NODE, newRuntime);
-  await waitFor(async () => (await leader.healthCode('/primary')) === 200, { timeoutMs: 30_000, intervalMs: 50, description: `${leader.name} answering /primary again` });
+  await waitFor(async () => (await leader.healthCode('/primary')) === 200, {
+    timeoutMs: 30_000,
+    intervalMs: 50,
+    description: `${leader.name} answering /primary again`,
+  });
   const apiDownMs = performance.now() - leaderRestart;
   // Still paused: the leader key never went away, so nothing raced for it.
   expect(await leaderKey()).toEqual(keyBefore);
@@ -206,9 +240,18 @@ it('paused, every agent restarts on the new build: no leader change, no PostgreS
   expect((await cluster.waitForLeader(10_000)).name).toBe(leader.name);
   expect(await leaderKey()).toMatchObject({ holder: leader.name, createRevision: keyBefore?.createRevision });
   for (const node of cluster.nodes) {
-    expect({ node: node.name, postmaster: node.postmasterPid() }).toEqual({ node: node.name, postmaster: postmasters.get(node.name) });
-    expect({ node: node.name, timeline: (await node.status())?.timeline }).toEqual({ node: node.name, timeline: timelines.get(node.name) });
-    expect({ node: node.name, runtime: (await memberKey(node))?.stator_runtime }).toEqual({ node: node.name, runtime: newRuntime });
+    expect({ node: node.name, postmaster: node.postmasterPid() }).toEqual({
+      node: node.name,
+      postmaster: postmasters.get(node.name),
+    });
+    expect({ node: node.name, timeline: (await node.status())?.timeline }).toEqual({
+      node: node.name,
+      timeline: timelines.get(node.name),
+    });
+    expect({ node: node.name, runtime: (await memberKey(node))?.stator_runtime }).toEqual({
+      node: node.name,
+      runtime: newRuntime,
+    });
   }
   // The session the writer opened before the upgrade served every write: PostgreSQL never noticed.
   expect(reconnects).toBe(0);
@@ -216,10 +259,15 @@ it('paused, every agent restarts on the new build: no leader change, no PostgreS
   await expectEveryRowEverywhere(writer.acknowledged.map((write) => write.n));
   // The change of runtime is in the cluster's event log, as the replica upgraded first saw the others change.
   const oldRuntime = runtimeOf(OLD_NODE);
-  const seen = (await (await fetch(`${leader.apiUrl}/events?type=member.agent_seen&node=${replicas[0].name}`)).json()) as { data: Record<string, unknown> }[];
+  const seen = (await (
+    await fetch(`${leader.apiUrl}/events?type=member.agent_seen&node=${replicas[0].name}`)
+  ).json()) as { data: Record<string, unknown> }[];
   for (const node of [replicas[1], leader]) {
     const change = seen.find((event) => event.data.member === node.name && event.data.runtime === newRuntime);
-    expect({ member: node.name, previousRuntime: change?.data.previousRuntime }).toEqual({ member: node.name, previousRuntime: NEW_NODE === OLD_NODE ? null : oldRuntime });
+    expect({ member: node.name, previousRuntime: change?.data.previousRuntime }).toEqual({
+      member: node.name,
+      previousRuntime: NEW_NODE === OLD_NODE ? null : oldRuntime,
+    });
   }
 });
 
@@ -237,7 +285,10 @@ it("unpaused, the replicas' agents restart with their PostgreSQL, and the leader
     expect(node.postmasterPid()).not.toBe(postmaster);
   }
   expect((await cluster.waitForLeader(10_000)).name).toBe(leader.name);
-  const replicaGapMs = Math.max(0, ...writer.acknowledged.slice(1).map((write, i) => write.at - writer.acknowledged[i].at));
+  const replicaGapMs = Math.max(
+    0,
+    ...writer.acknowledged.slice(1).map((write, i) => write.at - writer.acknowledged[i].at),
+  );
 
   await restartAgent(leader, OLD_NODE, oldRuntime);
   const healthy = await cluster.waitForHealthy(60_000);
@@ -261,19 +312,32 @@ it("paused: a leader's agent stopped cleanly leaves PostgreSQL running, as Patro
   await leader.stopAgent();
   // "Leader key is not deleted and PostgreSQL is not stopped due paused state": the key lives out its ttl, and
   // PostgreSQL outlives it (the fence was disarmed; armed, it would have stopped PostgreSQL before the key expired).
-  await waitFor(async () => (await leaderKey()) === null, { timeoutMs: 40_000, description: `${leader.name}'s leader key expiring` });
+  await waitFor(async () => (await leaderKey()) === null, {
+    timeoutMs: 40_000,
+    description: `${leader.name}'s leader key expiring`,
+  });
   expect(isAlive(postmaster)).toBe(true);
 
   leader.start();
-  await waitFor(async () => (await leaderKey())?.holder === leader.name, { timeoutMs: 30_000, description: `${leader.name} holding the leader key again` });
+  await waitFor(async () => (await leaderKey())?.holder === leader.name, {
+    timeoutMs: 30_000,
+    description: `${leader.name} holding the leader key again`,
+  });
   const killedAt = performance.now();
   await leader.killAgent();
-  await waitFor(() => !isAlive(postmaster), { timeoutMs: 40_000, description: `${leader.name}'s fence stopping PostgreSQL at the lease's end` });
+  await waitFor(() => !isAlive(postmaster), {
+    timeoutMs: 40_000,
+    description: `${leader.name}'s fence stopping PostgreSQL at the lease's end`,
+  });
   const stoppedAfterMs = performance.now() - killedAt;
   // Before the key expires: no primary outlives its leader key, which a resume would let a replica take.
   expect(await leaderKey()).toMatchObject({ holder: leader.name });
   expect(stoppedAfterMs).toBeLessThan(30_000);
-  expect(readFileSync(join(leader.stateDir, 'fence.log'), 'utf8')).toMatch(/passed without a new arm: immediate shutdown of the postmaster/);
+  expect(readFileSync(join(leader.stateDir, 'fence.log'), 'utf8')).toMatch(
+    /passed without a new arm: immediate shutdown of the postmaster/,
+  );
   expect(await cluster.primaries()).toEqual([]);
-  console.log(`paused, the leader's agent killed: its fence stopped PostgreSQL ${Math.round(stoppedAfterMs)} ms after (ttl 30 s)`);
+  console.log(
+    `paused, the leader's agent killed: its fence stopped PostgreSQL ${Math.round(stoppedAfterMs)} ms after (ttl 30 s)`,
+  );
 });

@@ -21,7 +21,14 @@ let systemd: NotifySocket;
 beforeAll(async () => {
   baseDir = tmpDir('stator-signals-');
   systemd = await bindNotifySocket(join(baseDir, 'notify'));
-  cluster = await LocalCluster.start({ nodes: 1, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, agentEnv: { NOTIFY_SOCKET: systemd.path } });
+  cluster = await LocalCluster.start({
+    nodes: 1,
+    baseDir,
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    agentEnv: { NOTIFY_SOCKET: systemd.path },
+  });
   await cluster.waitForLeader(60_000);
 });
 
@@ -33,7 +40,10 @@ afterAll(async () => {
 
 /** The datagrams systemd received since `from`, once `count` have arrived. */
 async function notificationsSince(from: number, count: number): Promise<string[]> {
-  await waitFor(() => systemd.messages.length >= from + count, { timeoutMs: 10_000, description: `${count} notifications` });
+  await waitFor(() => systemd.messages.length >= from + count, {
+    timeoutMs: 10_000,
+    description: `${count} notifications`,
+  });
   return systemd.messages.slice(from);
 }
 
@@ -72,10 +82,14 @@ it('reloads the configuration file on SIGHUP and stays the leader', async () => 
   const from = systemd.messages.length;
   const before = monotonicMicroseconds();
   process.kill(pid, 'SIGHUP');
-  await waitFor(async () => ((await leader.status())?.tags as Record<string, unknown> | undefined)?.datacenter === 'dc-after-reload', {
-    timeoutMs: 10_000,
-    description: 'the reloaded tag in the status document',
-  });
+  await waitFor(
+    async () =>
+      ((await leader.status())?.tags as Record<string, unknown> | undefined)?.datacenter === 'dc-after-reload',
+    {
+      timeoutMs: 10_000,
+      description: 'the reloaded tag in the status document',
+    },
+  );
   expect(isAlive(pid)).toBe(true);
   expect(await leader.healthCode('/primary')).toBe(200);
   expectReload(await notificationsSince(from, 2), before, monotonicMicroseconds());

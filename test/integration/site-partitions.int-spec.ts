@@ -55,7 +55,9 @@ async function storedOn(node: LocalNode): Promise<Set<number>> {
 async function expectNoLostWrite(leader: LocalNode): Promise<void> {
   const before = [...acknowledged];
   const stored = await storedOn(leader);
-  expect(before.filter((ack) => !stored.has(ack.n)).map((ack) => `${ack.n}@${ack.node} at ${Math.round(ack.at)}`)).toEqual([]);
+  expect(
+    before.filter((ack) => !stored.has(ack.n)).map((ack) => `${ack.n}@${ack.node} at ${Math.round(ack.at)}`),
+  ).toEqual([]);
   expect(splitBrainIntervals(acknowledged)).toEqual([]);
 }
 
@@ -74,7 +76,14 @@ async function firstTime(probe: () => Promise<boolean>, timeoutMs: number, descr
 
 /** The longest stretch without an acknowledged write between `from` and `to`. */
 function longestGap(from: number, to: number): number {
-  const points = [from, ...acknowledged.filter((ack) => ack.at > from && ack.at < to).map((ack) => ack.at).sort((a, b) => a - b), to];
+  const points = [
+    from,
+    ...acknowledged
+      .filter((ack) => ack.at > from && ack.at < to)
+      .map((ack) => ack.at)
+      .sort((a, b) => a - b),
+    to,
+  ];
   return Math.max(...points.slice(1).map((at, i) => at - points[i]));
 }
 
@@ -116,13 +125,10 @@ async function waitForBothStandbysSynchronous(leader: LocalNode): Promise<void> 
 describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms between them; synchronous_site_count 1)', () => {
   beforeAll(async () => {
     baseDir = tmpDir('stator-sites-netns-');
-    sites = await SitesLab.create(
-      baseDir,
-      [
-        { name: 'dc1', nodes: [1, 2], etcd: [1, 2] },
-        { name: 'dc2', nodes: [3], etcd: [3] },
-      ],
-    );
+    sites = await SitesLab.create(baseDir, [
+      { name: 'dc1', nodes: [1, 2], etcd: [1, 2] },
+      { name: 'dc2', nodes: [3], etcd: [3] },
+    ]);
     cluster = await LocalCluster.start({
       nodes: 3,
       baseDir,
@@ -155,17 +161,22 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
     await Promise.all(writers.map((writer) => writer.stop()));
     await cluster?.stop();
     sites?.destroy();
-    if (figures.length) console.log(`site partitions, ${acknowledged.length} acknowledged writes in ${Math.round(now() / 1000)} s:\n${figures.join('\n')}`);
+    if (figures.length)
+      console.log(
+        `site partitions, ${acknowledged.length} acknowledged writes in ${Math.round(now() / 1000)} s:\n${figures.join('\n')}`,
+      );
     if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
   });
 
-  it('(e) kill -9 of the dc1 leader\'s agent and postmaster: the new leader is the other dc1 node, no acknowledged write lost', async () => {
+  it("(e) kill -9 of the dc1 leader's agent and postmaster: the new leader is the other dc1 node, no acknowledged write lost", async () => {
     const leader = await switchoverTo('dc1');
     await waitForBothStandbysSynchronous(leader);
     const killedAt = now();
     const { newLeader } = await killLeaderAndWait(cluster, leader, { timeoutMs: 60_000 });
     const ledAt = now();
-    figures.push(`(e) kill -9 of ${leader.name} (dc1): ${newLeader.name} (${siteOf(newLeader)}) answered as primary ${Math.round(ledAt - killedAt)} ms later`);
+    figures.push(
+      `(e) kill -9 of ${leader.name} (dc1): ${newLeader.name} (${siteOf(newLeader)}) answered as primary ${Math.round(ledAt - killedAt)} ms later`,
+    );
     expect(siteOf(newLeader)).toBe('dc1');
     leader.start();
     expect((await cluster.waitForHealthy(90_000)).name).toBe(newLeader.name);
@@ -194,7 +205,9 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
     }
     const during = acknowledged.filter((ack) => ack.at > cutAt && ack.at < now());
     const gap = longestGap(cutAt, now());
-    figures.push(`(b, c) dc1 cut off for ${2 * TTL} s: ${during.length} writes acknowledged by ${[...new Set(during.map((ack) => ack.node))].join(', ')}, longest gap ${Math.round(gap)} ms; node3 never primary`);
+    figures.push(
+      `(b, c) dc1 cut off for ${2 * TTL} s: ${during.length} writes acknowledged by ${[...new Set(during.map((ack) => ack.node))].join(', ')}, longest gap ${Math.round(gap)} ms; node3 never primary`,
+    );
     expect(new Set(during.map((ack) => ack.node))).toEqual(new Set([leader.name]));
     expect((await cluster.waitForHealthy(60_000)).name).toBe(leader.name);
     const roles = await eventsOf(node3, 'node/node3/role', cutWallClock);
@@ -205,14 +218,21 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
   it('(a, d) dc2 cut off while it holds the leader but 1 of 3 etcd members: node3 stops acknowledging writes, dc1 promotes within ttl + loop_wait, 0 writes lost; the heal rejoins node3 without a reclone', async () => {
     const oldLeader = await switchoverTo('dc2');
     const pgVersionInode = statSync(join(oldLeader.dataDir, 'PG_VERSION')).ino;
-    await waitFor(() => acknowledged.some((ack) => ack.node === oldLeader.name), { timeoutMs: 10_000, description: `writes on ${oldLeader.name}` });
+    await waitFor(() => acknowledged.some((ack) => ack.node === oldLeader.name), {
+      timeoutMs: 10_000,
+      description: `writes on ${oldLeader.name}`,
+    });
     const cutAt = now();
     const cutWallClock = Date.now();
     sites.cutOff('dc2');
     let newLeader: LocalNode;
     try {
       const dc1 = cluster.nodes.filter((node) => siteOf(node) === 'dc1');
-      const stoppedAt = firstTime(async () => (await oldLeader.healthCode('/primary')) !== 200, 2 * TTL * 1000, `${oldLeader.name} no longer primary`);
+      const stoppedAt = firstTime(
+        async () => (await oldLeader.healthCode('/primary')) !== 200,
+        2 * TTL * 1000,
+        `${oldLeader.name} no longer primary`,
+      );
       const promotedAt = firstTime(
         async () => (await Promise.all(dc1.map((node) => node.healthCode('/primary')))).includes(200),
         2 * TTL * 1000,
@@ -221,7 +241,10 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
       const [stopped, promoted] = await Promise.all([stoppedAt, promotedAt]);
       newLeader = await cluster.waitForLeader(10_000, [oldLeader.name]);
       const afterCut = acknowledged.filter((ack) => ack.node === oldLeader.name && ack.at > cutAt);
-      const firstNew = Math.min(...acknowledged.filter((ack) => ack.node === newLeader.name && ack.at > cutAt).map((ack) => ack.at), Infinity);
+      const firstNew = Math.min(
+        ...acknowledged.filter((ack) => ack.node === newLeader.name && ack.at > cutAt).map((ack) => ack.at),
+        Infinity,
+      );
       figures.push(
         `(a) dc2 cut off with the leader: ${oldLeader.name} acknowledged ${afterCut.length} writes after the cut and left primary at ${Math.round(stopped - cutAt)} ms; ` +
           `${newLeader.name} (dc1) primary at ${Math.round(promoted - cutAt)} ms`,
@@ -238,7 +261,9 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
 
     // (d) node3 streams from the new leader on its timeline, from the same data directory: no clone, no reinitialize.
     expect((await cluster.waitForHealthy(90_000)).name).toBe(newLeader!.name);
-    figures.push(`(d) after the heal, ${oldLeader.name} streamed from ${newLeader!.name} ${Math.round(now() - healedAt)} ms later`);
+    figures.push(
+      `(d) after the heal, ${oldLeader.name} streamed from ${newLeader!.name} ${Math.round(now() - healedAt)} ms later`,
+    );
     const tasks = (await eventsOf(oldLeader, `node/${oldLeader.name}/task`, cutWallClock))
       .filter((event) => event.cause === 'TASK_STARTED')
       .map((event) => (event.data?.event as { task?: string }).task);

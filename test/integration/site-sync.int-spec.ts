@@ -26,10 +26,16 @@ const figures: string[] = [];
 
 const syncKey = () => readSyncKey(cluster);
 
-const standbyNames = async (node: LocalNode) => (await sql<{ synchronous_standby_names: string }>(node, 'SHOW synchronous_standby_names'))[0]?.synchronous_standby_names;
+const standbyNames = async (node: LocalNode) =>
+  (await sql<{ synchronous_standby_names: string }>(node, 'SHOW synchronous_standby_names'))[0]
+    ?.synchronous_standby_names;
 
 async function patchConfig(patch: Record<string, unknown>): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${leader.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(patch) });
+  const response = await fetch(`${leader.apiUrl}/config`, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(patch),
+  });
   return { status: response.status, text: await response.text() };
 }
 
@@ -37,7 +43,11 @@ async function patchConfig(patch: Record<string, unknown>): Promise<{ status: nu
 async function waitForPlacement(names: string, syncStandby: string | null, quorum?: number): Promise<void> {
   const placed = async () => {
     const sync = await syncKey();
-    return sync?.sync_standby === syncStandby && sync.leader === leader.name && (quorum === undefined || sync.quorum === quorum);
+    return (
+      sync?.sync_standby === syncStandby &&
+      sync.leader === leader.name &&
+      (quorum === undefined || sync.quorum === quorum)
+    );
   };
   await waitFor(async () => (await standbyNames(leader).catch(() => null)) === names && (await placed()), {
     timeoutMs: 30_000,
@@ -99,15 +109,24 @@ afterAll(async () => {
 });
 
 it('refuses a bad synchronous_site_count naming the key and the rule, and keeps the one in force', async () => {
-  expect(await patchConfig({ synchronous_site_count: 16 })).toEqual({ status: 400, text: expect.stringContaining('synchronous_site_count: must be an integer from 0 to 15') });
-  expect(await patchConfig({ synchronous_site_count: 'dc2' })).toEqual({ status: 400, text: expect.stringContaining('synchronous_site_count: must be an integer from 0 to 15') });
+  expect(await patchConfig({ synchronous_site_count: 16 })).toEqual({
+    status: 400,
+    text: expect.stringContaining('synchronous_site_count: must be an integer from 0 to 15'),
+  });
+  expect(await patchConfig({ synchronous_site_count: 'dc2' })).toEqual({
+    status: 400,
+    text: expect.stringContaining('synchronous_site_count: must be an integer from 0 to 15'),
+  });
   const config = (await (await fetch(`${leader.apiUrl}/config`)).json()) as Record<string, unknown>;
   expect(config.synchronous_site_count).toBe(1);
 });
 
 it('the synchronous standby is the one in the other site', async () => {
   await waitForPlacement('node3', 'node3');
-  const rows = await sql<{ application_name: string; sync_state: string }>(leader, 'SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1');
+  const rows = await sql<{ application_name: string; sync_state: string }>(
+    leader,
+    'SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1',
+  );
   expect(rows).toEqual([
     { application_name: beside, sync_state: 'async' },
     { application_name: 'node3', sync_state: 'sync' },
@@ -122,15 +141,25 @@ it('strict: with dc2 gone a commit waits (the dc1 standby alone does not acknowl
   const held = Date.now();
   let committed = false;
   const pending = insertRow(1).then(() => (committed = true));
-  await waitFor(async () => (await sql(leader, "SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).length > 0, { timeoutMs: 10_000, description: 'the commit waiting for synchronous replication' });
+  await waitFor(
+    async () => (await sql(leader, "SELECT 1 FROM pg_stat_activity WHERE wait_event = 'SyncRep'")).length > 0,
+    { timeoutMs: 10_000, description: 'the commit waiting for synchronous replication' },
+  );
   expect(committed).toBe(false);
-  expect(readFileSync(leader.logPath, 'utf8')).toContain('synchronous_site_count 1 is not met: 1 of the required site(s) other than dc1 have no eligible synchronous standby; synchronous_mode_strict: commits wait');
+  expect(readFileSync(leader.logPath, 'utf8')).toContain(
+    'synchronous_site_count 1 is not met: 1 of the required site(s) other than dc1 have no eligible synchronous standby; synchronous_mode_strict: commits wait',
+  );
 
   cluster.node('node3').start();
   const restarted = Date.now();
-  await waitFor(() => committed, { timeoutMs: 40_000, description: 'the waiting commit acknowledged once node3 is back' });
+  await waitFor(() => committed, {
+    timeoutMs: 40_000,
+    description: 'the waiting commit acknowledged once node3 is back',
+  });
   await pending;
-  figures.push(`strict: held ${((held - stopped) / 1000).toFixed(1)} s after node3 stopped; the waiting commit returned ${((Date.now() - restarted) / 1000).toFixed(1)} s after node3 was started`);
+  figures.push(
+    `strict: held ${((held - stopped) / 1000).toFixed(1)} s after node3 stopped; the waiting commit returned ${((Date.now() - restarted) / 1000).toFixed(1)} s after node3 was started`,
+  );
   await waitForPlacement('node3', 'node3');
   expect(await sql(cluster.node('node3'), 'SELECT id FROM site_rows')).toEqual([{ id: 1 }]);
   expect(readFileSync(leader.logPath, 'utf8')).toContain('synchronous_site_count 1 is met again');
@@ -143,11 +172,15 @@ it('not strict: with dc2 gone commits are acknowledged by the dc1 standby, said 
   await waitForPlacement(beside, beside);
   figures.push(`not strict: ${beside} synchronous ${((Date.now() - stopped) / 1000).toFixed(1)} s after node3 stopped`);
   await insertRow(2);
-  expect(readFileSync(leader.logPath, 'utf8')).toContain('commits are acknowledged by standbys of the sites reachable now');
+  expect(readFileSync(leader.logPath, 'utf8')).toContain(
+    'commits are acknowledged by standbys of the sites reachable now',
+  );
   cluster.node('node3').start();
   const restarted = Date.now();
   await waitForPlacement('node3', 'node3');
-  figures.push(`not strict: node3 synchronous again ${((Date.now() - restarted) / 1000).toFixed(1)} s after it was started`);
+  figures.push(
+    `not strict: node3 synchronous again ${((Date.now() - restarted) / 1000).toFixed(1)} s after it was started`,
+  );
 });
 
 it('quorum mode: ANY 2 of both standbys, so that every acknowledged commit reaches dc2', async () => {

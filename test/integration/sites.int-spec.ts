@@ -37,37 +37,57 @@ afterAll(async () => {
 });
 
 function etcdJson(key: string): Record<string, unknown> {
-  const text = execFileSync('etcdctl', [`--endpoints=${cluster.etcd.endpoint}`, 'get', '--print-value-only', `/service/${cluster.scope}/${key}`], {
-    env: { ...process.env, ETCDCTL_API: '3' },
-  }).toString();
+  const text = execFileSync(
+    'etcdctl',
+    [`--endpoints=${cluster.etcd.endpoint}`, 'get', '--print-value-only', `/service/${cluster.scope}/${key}`],
+    {
+      env: { ...process.env, ETCDCTL_API: '3' },
+    },
+  ).toString();
   return JSON.parse(text) as Record<string, unknown>;
 }
 
 async function post(node: LocalNode, path: string, body: unknown): Promise<{ status: number; text: string }> {
-  const response = await fetch(`${node.apiUrl}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const response = await fetch(`${node.apiUrl}${path}`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   return { status: response.status, text: await response.text() };
 }
 
 /** The leader, once `/status` names its site as current_site. */
 async function leaderWithCurrentSite(except: string[] = []): Promise<LocalNode> {
   const leader = await cluster.waitForLeader(40_000, except);
-  await waitFor(() => etcdJson('status').current_site === SITES[leader.name], { timeoutMs: 20_000, description: `current_site ${SITES[leader.name]}` });
+  await waitFor(() => etcdJson('status').current_site === SITES[leader.name], {
+    timeoutMs: 20_000,
+    description: `current_site ${SITES[leader.name]}`,
+  });
   return leader;
 }
 
-it('publishes each node\'s site in its member key, its status document and /cluster, and the leader\'s in /status', async () => {
+it("publishes each node's site in its member key, its status document and /cluster, and the leader's in /status", async () => {
   for (const node of cluster.nodes) {
     expect(etcdJson(`members/${node.name}`).site).toBe(SITES[node.name]);
     expect((await node.status())?.site).toBe(SITES[node.name]);
   }
-  const document = (await (await fetch(`${cluster.nodes[0].apiUrl}/cluster`)).json()) as { members: Array<{ name: string; site?: string }> };
-  expect(document.members.map((member) => [member.name, member.site])).toEqual([['node1', 'dc1'], ['node2', 'dc1'], ['node3', 'dc2']]);
+  const document = (await (await fetch(`${cluster.nodes[0].apiUrl}/cluster`)).json()) as {
+    members: Array<{ name: string; site?: string }>;
+  };
+  expect(document.members.map((member) => [member.name, member.site])).toEqual([
+    ['node1', 'dc1'],
+    ['node2', 'dc1'],
+    ['node3', 'dc2'],
+  ]);
   await leaderWithCurrentSite();
 });
 
 it('refuses a switchover to a site without members, or to a candidate outside the named site, naming the site', async () => {
   const leader = await cluster.waitForLeader(10_000);
-  expect(await post(leader, '/switchover', { leader: leader.name, site: 'dc9' })).toEqual({ status: 412, text: 'switchover is not possible: can not find members in site dc9' });
+  expect(await post(leader, '/switchover', { leader: leader.name, site: 'dc9' })).toEqual({
+    status: 412,
+    text: 'switchover is not possible: can not find members in site dc9',
+  });
   const other = leader.name === 'node3' ? 'node1' : 'node3';
   const wrongSite = SITES[other] === 'dc1' ? 'dc2' : 'dc1';
   expect(await post(leader, '/switchover', { leader: leader.name, candidate: other, site: wrongSite })).toEqual({
@@ -80,9 +100,15 @@ it('refuses a switchover to a site without members, or to a candidate outside th
 it('switches over to a site: to one of its members, whatever the priorities elsewhere', async () => {
   let leader = await cluster.waitForLeader(10_000);
   // Right after the start a replica may answer before its server does: the leader would find nobody to hand over to.
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 30_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+    30_000,
+  );
   if (SITES[leader.name] === 'dc1') {
-    expect(await post(leader, '/switchover', { leader: leader.name, site: 'dc2' })).toEqual({ status: 200, text: 'Successfully switched over to "node3"' });
+    expect(await post(leader, '/switchover', { leader: leader.name, site: 'dc2' })).toEqual({
+      status: 200,
+      text: 'Successfully switched over to "node3"',
+    });
     leader = await leaderWithCurrentSite([leader.name]);
     expect(leader.name).toBe('node3');
   }
@@ -92,10 +118,13 @@ it('switches over to a site: to one of its members, whatever the priorities else
   expect(answer).toEqual({ status: 200, text: expect.stringMatching(/^Successfully switched over to "node[12]"$/) });
   const newLeader = await leaderWithCurrentSite(['node3']);
   expect(SITES[newLeader.name]).toBe('dc1');
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== newLeader).map((node) => node.name), 30_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== newLeader).map((node) => node.name),
+    30_000,
+  );
 });
 
-it('fails over within the leader\'s site despite a higher priority elsewhere, and across sites only when the site is empty', async () => {
+it("fails over within the leader's site despite a higher priority elsewhere, and across sites only when the site is empty", async () => {
   const node3 = cluster.node('node3');
   const first = await cluster.waitForLeader(10_000);
   expect(SITES[first.name]).toBe('dc1');
@@ -115,8 +144,12 @@ it('fails over within the leader\'s site despite a higher priority elsewhere, an
   const crossed = await leaderWithCurrentSite(['node1', 'node2']);
   const crossMs = Date.now() - stoppedAt;
   expect(crossed.name).toBe('node3');
-  expect(readFileSync(node3.logPath, 'utf8').slice(node3LogStart)).toContain('No members in the current site dc1. Performing cross-site failover');
-  process.stdout.write(`sites: ${first.name} stopped -> ${other.name} (dc1) leads in ${(localMs / 1000).toFixed(1)} s; ${other.name} stopped -> node3 (dc2) leads in ${(crossMs / 1000).toFixed(1)} s\n`);
+  expect(readFileSync(node3.logPath, 'utf8').slice(node3LogStart)).toContain(
+    'No members in the current site dc1. Performing cross-site failover',
+  );
+  process.stdout.write(
+    `sites: ${first.name} stopped -> ${other.name} (dc1) leads in ${(localMs / 1000).toFixed(1)} s; ${other.name} stopped -> node3 (dc2) leads in ${(crossMs / 1000).toFixed(1)} s\n`,
+  );
 });
 
 it('keeps the site it started with when a reload reads another one, and says so', async () => {
@@ -125,10 +158,16 @@ it('keeps the site it started with when a reload reads another one, and says so'
   writeFileSync(node3.configPath, stringify({ ...file, site: 'dc9' }));
   const logStart = readFileSync(node3.logPath, 'utf8').length;
   expect((await fetch(`${node3.apiUrl}/reload`, { method: 'POST' })).status).toBe(202);
-  await waitFor(() => readFileSync(node3.logPath, 'utf8').slice(logStart).includes('site changed from dc2 to dc9 in the file: it takes effect at the next start'), {
-    timeoutMs: 20_000,
-    description: 'the warning about the site',
-  });
+  await waitFor(
+    () =>
+      readFileSync(node3.logPath, 'utf8')
+        .slice(logStart)
+        .includes('site changed from dc2 to dc9 in the file: it takes effect at the next start'),
+    {
+      timeoutMs: 20_000,
+      description: 'the warning about the site',
+    },
+  );
   expect((await node3.status())?.site).toBe('dc2');
   expect(etcdJson('members/node3').site).toBe('dc2');
   expect(etcdJson('status').current_site).toBe('dc2');

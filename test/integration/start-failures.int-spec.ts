@@ -57,7 +57,9 @@ function squat(port: number): Promise<{ close: () => void }> {
 function backendPids(node: LocalNode, kind: string): number[] {
   const postmaster = node.postmasterPid();
   if (!postmaster) return [];
-  const lines = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split('\n');
+  const lines = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(postmaster)], { encoding: 'utf8' }).split(
+    '\n',
+  );
   return lines.filter((line) => line.includes(kind)).map((line) => Number(line.trim().split(/\s+/)[0]));
 }
 
@@ -89,7 +91,10 @@ it('rewinds a former primary whose WAL went past the fork, without a start loop'
   const replica = cluster.nodes.find((node) => node !== oldLeader)!;
   await sql(oldLeader, 'CREATE TABLE IF NOT EXISTS survivors (n int)');
   await sql(oldLeader, 'INSERT INTO survivors VALUES (1)');
-  await waitFor(async () => (await sql(replica, 'SELECT count(*)::int AS n FROM survivors'))[0]?.n === 1, { timeoutMs: 10_000, description: 'row replicated' });
+  await waitFor(async () => (await sql(replica, 'SELECT count(*)::int AS n FROM survivors'))[0]?.n === 1, {
+    timeoutMs: 10_000,
+    description: 'row replicated',
+  });
 
   // The leader's WAL sender stops, so nothing written from now on reaches the replica; the leader
   // writes on, checkpoints past the replica's position, then loses power.

@@ -47,7 +47,10 @@ class Tmux {
   }
 
   async waitForText(pattern: RegExp, timeoutMs = 20_000): Promise<RegExpExecArray> {
-    return waitFor(() => pattern.exec(this.screen()), { timeoutMs, description: `${pattern} on the tmux screen:\n${this.screen().trimEnd()}` });
+    return waitFor(() => pattern.exec(this.screen()), {
+      timeoutMs,
+      description: `${pattern} on the tmux screen:\n${this.screen().trimEnd()}`,
+    });
   }
 
   kill(): void {
@@ -58,9 +61,19 @@ class Tmux {
 /** A 2-node Patroni-compatible cluster; started while the first cluster's tests run, so the two startups overlap. */
 async function startCompatCluster(): Promise<{ cluster: LocalCluster; baseDir: string }> {
   const baseDir = tmpDir('statorctl-compat-');
-  const cluster = await LocalCluster.start({ nodes: 2, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, compat: 'patroni' });
+  const cluster = await LocalCluster.start({
+    nodes: 2,
+    baseDir,
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    compat: 'patroni',
+  });
   const leader = await cluster.waitForLeader(60_000);
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 60_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+    60_000,
+  );
   return { cluster, baseDir };
 }
 let compatCluster: Promise<{ cluster: LocalCluster; baseDir: string }>;
@@ -88,9 +101,20 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
     compatCluster.catch(() => undefined);
     // What a patronictl user keeps: scope, namespace, etcd and the API credentials; no member address.
     ctlFile = join(baseDir, 'ctl.yml');
-    writeFileSync(ctlFile, stringify({ scope: cluster.scope, namespace: '/service', etcd3: { hosts: [cluster.nodes[0].etcdEndpoint] }, restapi: { authentication: AUTH } }));
+    writeFileSync(
+      ctlFile,
+      stringify({
+        scope: cluster.scope,
+        namespace: '/service',
+        etcd3: { hosts: [cluster.nodes[0].etcdEndpoint] },
+        restapi: { authentication: AUTH },
+      }),
+    );
     const leader = await cluster.waitForLeader(30_000);
-    await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 40_000);
+    await cluster.waitForStreaming(
+      cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+      40_000,
+    );
   });
 
   afterAll(async () => {
@@ -109,7 +133,7 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
     expect(rows.find((row) => row.Role === 'Leader')?.TL).toBe(1);
   });
 
-  it('is refused without the credentials (exit 1, the node\'s reason) and works with them', () => {
+  it("is refused without the credentials (exit 1, the node's reason) and works with them", () => {
     const api = cluster.nodes[0].apiUrl;
     const refused = statorctl(['--api', api, 'pause']);
     expect(refused.code).toBe(1);
@@ -129,11 +153,18 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
       await tmux.waitForText(new RegExp(`Primary \\[${leader}\\]: $`, 'm'));
       tmux.type('');
       const [, offered] = await tmux.waitForText(/Candidate \[([^\]]*)\] \[\]: $/m);
-      expect(offered.split(', ').sort()).toEqual(cluster.nodes.filter((node) => node.name !== leader).map((node) => `'${node.name}'`));
+      expect(offered.split(', ').sort()).toEqual(
+        cluster.nodes.filter((node) => node.name !== leader).map((node) => `'${node.name}'`),
+      );
       tmux.type(candidate);
       await tmux.waitForText(/When should the switchover take place \(e\.g\. [\dT:-]+ \)  \[now\]: $/m);
       tmux.type('');
-      await tmux.waitForText(new RegExp(`Are you sure you want to switchover cluster demo, demoting current leader ${leader}\\? \\[y/N\\]: $`, 'm'));
+      await tmux.waitForText(
+        new RegExp(
+          `Are you sure you want to switchover cluster demo, demoting current leader ${leader}\\? \\[y/N\\]: $`,
+          'm',
+        ),
+      );
       tmux.type('y');
       await tmux.waitForText(/^exit code \d+$/m, 60_000);
       const screen = tmux.screen().trimEnd();
@@ -156,10 +187,18 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
       expect(order.every((position) => position >= 0)).toBe(true);
       expect([...order].sort((a, b) => a - b)).toEqual(order);
       expect(screen).toContain(`node answered: Successfully switched over to "${candidate}"`);
-      expect(screen).toMatch(new RegExp(`^\\[ *\\d+\\.\\ds\\] switchover completed in \\d+\\.\\ds: ${candidate} is the leader, ${leader} follows it as a replica$`, 'm'));
+      expect(screen).toMatch(
+        new RegExp(
+          `^\\[ *\\d+\\.\\ds\\] switchover completed in \\d+\\.\\ds: ${candidate} is the leader, ${leader} follows it as a replica$`,
+          'm',
+        ),
+      );
       // The topology printed at the end agrees with the nodes.
       expect(screen).toMatch(new RegExp(`\\| ${candidate} +\\| [\\d.:]+ +\\| Leader +\\| running +\\| +2 \\|`));
-      await waitFor(async () => (await cluster.primaries()).join() === candidate, { timeoutMs: 10_000, description: `${candidate} the only primary` });
+      await waitFor(async () => (await cluster.primaries()).join() === candidate, {
+        timeoutMs: 10_000,
+        description: `${candidate} the only primary`,
+      });
     } finally {
       tmux.kill();
     }
@@ -184,7 +223,10 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
 
   it('edits the configuration in $EDITOR: diff, validation, confirmation, applied', async () => {
     const editor = join(baseDir, 'editor.sh');
-    writeFileSync(editor, `#!/bin/sh\nsed -i 's/^maximum_lag_on_failover: .*/maximum_lag_on_failover: 2097152/' "$1"\n`);
+    writeFileSync(
+      editor,
+      `#!/bin/sh\nsed -i 's/^maximum_lag_on_failover: .*/maximum_lag_on_failover: 2097152/' "$1"\n`,
+    );
     chmodSync(editor, 0o755);
     const result = statorctl(['edit-config'], { ...env(), EDITOR: editor }, 'y\n');
     expect(result.stderr).toBe('');
@@ -206,19 +248,30 @@ describe('statorctl on a cluster with basic auth, reached through a configuratio
   it('follows the event stream until Ctrl-C', async () => {
     // --since replays the cluster's facts first: output means the stream is open, so the pause below is on it.
     const since = new Date(startedAt).toISOString();
-    const child: ChildProcess = spawn(process.execPath, [STATORCTL, 'events', '--follow', '--format', 'json', '--stream', 'cluster', '--since', since], {
-      env: { PATH: process.env.PATH ?? '', ...env() },
-    });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [STATORCTL, 'events', '--follow', '--format', 'json', '--stream', 'cluster', '--since', since],
+      {
+        env: { PATH: process.env.PATH ?? '', ...env() },
+      },
+    );
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-    await waitFor(() => output.includes('"type":"leader.acquired"'), { timeoutMs: 10_000, description: `the replay in --follow's output: ${output}` });
+    await waitFor(() => output.includes('"type":"leader.acquired"'), {
+      timeoutMs: 10_000,
+      description: `the replay in --follow's output: ${output}`,
+    });
     expect(statorctl(['pause'], env()).code).toBe(0);
-    await waitFor(() => output.includes('"type":"cluster.paused"'), { timeoutMs: 10_000, description: `cluster.paused in --follow's output: ${output}` });
+    await waitFor(() => output.includes('"type":"cluster.paused"'), {
+      timeoutMs: 10_000,
+      description: `cluster.paused in --follow's output: ${output}`,
+    });
     child.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(statorctl(['resume'], env()).code).toBe(0);
-    for (const line of output.trim().split('\n')) expect((JSON.parse(line) as { stream: string }).stream).toBe('cluster');
+    for (const line of output.trim().split('\n'))
+      expect((JSON.parse(line) as { stream: string }).stream).toBe('cluster');
   });
 
   it("diagnose shows every member's self-diagnosis, each indicator up", () => {
@@ -255,12 +308,22 @@ describe('statorctl on a Patroni-compatible cluster through --api', () => {
   it('switches over with --force and --candidate, showing the progress', async () => {
     const leader = (await cluster.waitForLeader(10_000)).name;
     const candidate = cluster.nodes.find((node) => node.name !== leader)!.name;
-    const result = statorctl(['--api', `${cluster.nodes[0].apiUrl}/patroni`, 'switchover', '--force', '--candidate', candidate]);
+    const result = statorctl([
+      '--api',
+      `${cluster.nodes[0].apiUrl}/patroni`,
+      'switchover',
+      '--force',
+      '--candidate',
+      candidate,
+    ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(new RegExp(`\\] ${leader} released the leader lock`));
     expect(result.stdout).toMatch(new RegExp(`\\] switchover completed in \\d+\\.\\ds: ${candidate} is the leader`));
-    await waitFor(async () => (await cluster.primaries()).join() === candidate, { timeoutMs: 10_000, description: `${candidate} primary` });
+    await waitFor(async () => (await cluster.primaries()).join() === candidate, {
+      timeoutMs: 10_000,
+      description: `${candidate} primary`,
+    });
   });
 
   it('restarts and reinitializes the replica, following each to its end', async () => {
@@ -272,22 +335,30 @@ describe('statorctl on a Patroni-compatible cluster through --api', () => {
     expect(restarted.stderr).toBe('');
     expect(restarted.code).toBe(0);
     expect(restarted.stdout).toContain(`Are you sure you want to restart members ${replica.name}? [y/N]: `);
-    expect(restarted.stdout).toMatch(new RegExp(`\\] ${replica.name} PostgreSQL restarting\n.*\\] ${replica.name} PostgreSQL running\n`, 's'));
+    expect(restarted.stdout).toMatch(
+      new RegExp(`\\] ${replica.name} PostgreSQL restarting\n.*\\] ${replica.name} PostgreSQL running\n`, 's'),
+    );
     expect(restarted.stdout).toContain(`Success: restart on member ${replica.name}`);
     expect((await replica.status())?.postmaster_start_time).not.toBe(before);
 
     const reinitialized = statorctl(['--api', api, 'reinit', replica.name, '--force']);
     expect(reinitialized.code).toBe(0);
-    expect(reinitialized.stdout).toMatch(new RegExp(`\\] ${replica.name} replica created \\(replica created using basebackup\\)`));
+    expect(reinitialized.stdout).toMatch(
+      new RegExp(`\\] ${replica.name} replica created \\(replica created using basebackup\\)`),
+    );
     expect(reinitialized.stdout).toMatch(new RegExp(`\\] ${replica.name} reinitialized in \\d+\\.\\ds\n`));
     await cluster.waitForStreaming([replica.name], 30_000);
     const refused = statorctl(['--api', api, 'reinit', leader, '--force']);
     expect(refused.code).toBe(1);
-    expect(refused.stdout).toContain(`Failed: reinitialize for member ${leader}, status code=503, (I am the leader, can not reinitialize)`);
+    expect(refused.stdout).toContain(
+      `Failed: reinitialize for member ${leader}, status code=503, (I am the leader, can not reinitialize)`,
+    );
   });
 
   it('shows the history of the switchover', () => {
-    const history = JSON.parse(statorctl(['--api', cluster.nodes[0].apiUrl, 'history', '--format', 'json']).stdout) as Array<Record<string, unknown>>;
+    const history = JSON.parse(
+      statorctl(['--api', cluster.nodes[0].apiUrl, 'history', '--format', 'json']).stdout,
+    ) as Array<Record<string, unknown>>;
     expect(history).toHaveLength(1);
     expect(history[0]).toMatchObject({ TL: 1, Reason: 'no recovery target specified' });
   });
@@ -297,7 +368,16 @@ describe('statorctl on a Patroni-compatible cluster through --api', () => {
     const leader = (await cluster.waitForLeader(10_000)).name;
     const replica = cluster.nodes.find((node) => node.name !== leader)!.name;
     const at = new Date(Date.now() + 3600_000).toISOString().slice(0, 16);
-    const switchover = statorctl(['--api', api, 'switchover', '--force', '--candidate', replica, '--scheduled', `${at}Z`]);
+    const switchover = statorctl([
+      '--api',
+      api,
+      'switchover',
+      '--force',
+      '--candidate',
+      replica,
+      '--scheduled',
+      `${at}Z`,
+    ]);
     expect(switchover.code).toBe(0);
     expect(switchover.stdout).toMatch(/ Switchover scheduled\n$/);
     const restart = statorctl(['--api', api, 'restart', replica, '--force', '--scheduled', `${at}Z`]);
@@ -305,21 +385,35 @@ describe('statorctl on a Patroni-compatible cluster through --api', () => {
     const listed = await waitFor(
       () => {
         const text = statorctl(['--api', api, 'list']).stdout;
-        return text.includes('Switchover scheduled at') && text.includes(`Restart of ${replica} scheduled`) ? text : null;
+        return text.includes('Switchover scheduled at') && text.includes(`Restart of ${replica} scheduled`)
+          ? text
+          : null;
       },
       { timeoutMs: 10_000, description: 'both scheduled operations in list' },
     );
     expect(listed).toContain(`to: ${replica}`);
     expect(statorctl(['--api', api, 'flush', 'switchover']).stdout).toBe('Success: scheduled switchover deleted\n');
-    expect(statorctl(['--api', api, 'flush', 'restart', '--force']).stdout).toBe(`Success: flush scheduled restart for member ${replica}\n`);
-    await waitFor(() => !statorctl(['--api', api, 'list']).stdout.includes('scheduled'), { timeoutMs: 10_000, description: 'nothing scheduled in list' });
+    expect(statorctl(['--api', api, 'flush', 'restart', '--force']).stdout).toBe(
+      `Success: flush scheduled restart for member ${replica}\n`,
+    );
+    await waitFor(() => !statorctl(['--api', api, 'list']).stdout.includes('scheduled'), {
+      timeoutMs: 10_000,
+      description: 'nothing scheduled in list',
+    });
   });
 
   it('diagnose asks /patroni/diagnostics', () => {
     const result = statorctl(['--api', cluster.nodes[1].apiUrl, 'diagnose', '--format', 'json']);
     expect(result.code).toBe(0);
-    const members = JSON.parse(result.stdout) as Array<{ member: string; status: string; details: Record<string, { status: string }> }>;
-    expect(members.map((entry) => [entry.member, entry.status])).toEqual(cluster.nodes.map((node) => [node.name, 'ok']));
-    for (const entry of members) expect(Object.keys(entry.details).sort()).toEqual(['etcd', 'events', 'fence', 'ha_cycle', 'postgres']);
+    const members = JSON.parse(result.stdout) as Array<{
+      member: string;
+      status: string;
+      details: Record<string, { status: string }>;
+    }>;
+    expect(members.map((entry) => [entry.member, entry.status])).toEqual(
+      cluster.nodes.map((node) => [node.name, 'ok']),
+    );
+    for (const entry of members)
+      expect(Object.keys(entry.details).sort()).toEqual(['etcd', 'events', 'fence', 'ha_cycle', 'postgres']);
   });
 });

@@ -23,20 +23,29 @@ let baseDir: string;
 
 const syncKey = () => readSyncKey(cluster);
 
-const standbyNames = async (node: LocalNode) => (await sql<{ value: string }>(node, "SELECT pg_catalog.current_setting('synchronous_standby_names') AS value"))[0]?.value;
+const standbyNames = async (node: LocalNode) =>
+  (await sql<{ value: string }>(node, "SELECT pg_catalog.current_setting('synchronous_standby_names') AS value"))[0]
+    ?.value;
 
 async function patchConfig(node: LocalNode, patch: Record<string, unknown>): Promise<void> {
-  const response = await fetch(`${node.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(patch) });
+  const response = await fetch(`${node.apiUrl}/config`, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(patch),
+  });
   expect(response.status).toBe(200);
 }
 
 /** Waits until `/sync` names exactly `standbys` (any order) with `leader`. */
 async function waitForSync(leader: string, standbys: string[], timeoutMs = 30_000): Promise<void> {
   const wanted = [...standbys].sort().join(',') || null;
-  await waitFor(async () => {
-    const sync = await syncKey().catch(() => null);
-    return sync?.leader === leader && (sync.sync_standby ?? null) === wanted;
-  }, { timeoutMs, description: `/sync = {leader: ${leader}, sync_standby: ${wanted}}` });
+  await waitFor(
+    async () => {
+      const sync = await syncKey().catch(() => null);
+      return sync?.leader === leader && (sync.sync_standby ?? null) === wanted;
+    },
+    { timeoutMs, description: `/sync = {leader: ${leader}, sync_standby: ${wanted}}` },
+  );
 }
 
 /** An INSERT on its own connection: resolves when the commit returned, whatever it took. */
@@ -53,7 +62,15 @@ function insertRow(node: LocalNode, table: string, id: number): Promise<void> {
 beforeAll(async () => {
   baseDir = tmpDir('stator-sync-');
   // In Patroni's identifiers, so Debian's patronictl reads the same cluster.
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 3, compat: 'patroni', dcs: { synchronous_mode: true } });
+  cluster = await LocalCluster.start({
+    nodes: 3,
+    baseDir,
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 3,
+    compat: 'patroni',
+    dcs: { synchronous_mode: true },
+  });
   await cluster.waitForHealthy(90_000);
 });
 
@@ -64,15 +81,29 @@ afterAll(async () => {
 
 it('one synchronous standby: synchronous_standby_names, /sync and the health checks agree', async () => {
   const leader = await cluster.waitForHealthy(30_000);
-  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby in /sync' });
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), {
+    timeoutMs: 30_000,
+    description: 'a synchronous standby in /sync',
+  });
   const sync = (await syncKey())!;
   expect(sync.leader).toBe(leader.name);
   const standby = cluster.node(sync.sync_standby!);
   const other = cluster.nodes.find((node) => node !== leader && node !== standby)!;
   expect(await standbyNames(leader)).toBe(standby.name);
-  const rows = await sql<{ application_name: string; sync_state: string }>(leader, 'SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1');
-  expect(rows).toEqual(expect.arrayContaining([{ application_name: standby.name, sync_state: 'sync' }, { application_name: other.name, sync_state: 'async' }]));
-  await waitFor(async () => (await standby.healthCode('/sync')) === 200 && (await other.healthCode('/async')) === 200, { timeoutMs: 10_000, description: 'the health checks following /sync' });
+  const rows = await sql<{ application_name: string; sync_state: string }>(
+    leader,
+    'SELECT application_name, sync_state FROM pg_stat_replication ORDER BY 1',
+  );
+  expect(rows).toEqual(
+    expect.arrayContaining([
+      { application_name: standby.name, sync_state: 'sync' },
+      { application_name: other.name, sync_state: 'async' },
+    ]),
+  );
+  await waitFor(async () => (await standby.healthCode('/sync')) === 200 && (await other.healthCode('/async')) === 200, {
+    timeoutMs: 10_000,
+    description: 'the health checks following /sync',
+  });
   expect(await standby.healthCode('/async')).toBe(503);
   expect(await other.healthCode('/sync')).toBe(503);
   expect(await leader.healthCode('/read-only-sync')).toBe(200);
@@ -123,7 +154,10 @@ it('strict mode: with no standby left a commit waits, and goes through once a st
   await patchConfig(leader, { synchronous_mode_strict: true });
   const replicas = cluster.nodes.filter((node) => node !== leader);
   for (const replica of replicas) await replica.stop();
-  await waitFor(async () => (await syncKey())?.sync_standby === null || (await standbyNames(leader)) !== '', { timeoutMs: 30_000, description: 'strict mode holding' });
+  await waitFor(async () => (await syncKey())?.sync_standby === null || (await standbyNames(leader)) !== '', {
+    timeoutMs: 30_000,
+    description: 'strict mode holding',
+  });
 
   let committed = false;
   const pending = insertRow(leader, 'sync_rows', 3).then(() => {
@@ -134,7 +168,10 @@ it('strict mode: with no standby left a commit waits, and goes through once a st
   expect(await standbyNames(leader)).not.toBe('');
 
   replicas[0].start();
-  await waitFor(() => committed, { timeoutMs: 60_000, description: 'the waiting commit acknowledged once a standby is back' });
+  await waitFor(() => committed, {
+    timeoutMs: 60_000,
+    description: 'the waiting commit acknowledged once a standby is back',
+  });
   await pending;
   const [row] = await sql<{ n: string }>(replicas[0], 'SELECT count(*) AS n FROM sync_rows WHERE id = 3');
   expect(row.n).toBe('1');
@@ -149,14 +186,24 @@ it('two synchronous standbys with synchronous_node_count 2', async () => {
   const replicas = cluster.nodes.filter((node) => node !== leader).map((node) => node.name);
   await waitForSync(leader.name, replicas);
   expect(await standbyNames(leader)).toBe(`2 (${[...replicas].sort().join(',')})`);
-  for (const name of replicas) await waitFor(async () => (await cluster.node(name).healthCode('/sync')) === 200, { timeoutMs: 10_000, description: `${name} /sync 200` });
+  for (const name of replicas)
+    await waitFor(async () => (await cluster.node(name).healthCode('/sync')) === 200, {
+      timeoutMs: 10_000,
+      description: `${name} /sync 200`,
+    });
   await patchConfig(leader, { synchronous_node_count: 1 });
-  await waitFor(async () => (await syncKey())?.sync_standby?.split(',').length === 1, { timeoutMs: 30_000, description: 'one synchronous standby again' });
+  await waitFor(async () => (await syncKey())?.sync_standby?.split(',').length === 1, {
+    timeoutMs: 30_000,
+    description: 'one synchronous standby again',
+  });
 });
 
 it('kill -9 of the leader agent and postmaster: the synchronous standby takes over with every acknowledged row', async () => {
   const leader = await cluster.waitForHealthy(30_000);
-  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby' });
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), {
+    timeoutMs: 30_000,
+    description: 'a synchronous standby',
+  });
   const standby = cluster.node((await syncKey())!.sync_standby!);
   let acknowledged = 0;
   for (let id = 100; id < 150; id++) {
@@ -173,7 +220,10 @@ it('kill -9 of the leader agent and postmaster: the synchronous standby takes ov
 
 it('an agent restarted beside its running primary never relaxes synchronous_standby_names (safety rule 5)', async () => {
   const leader = await cluster.waitForHealthy(30_000);
-  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby' });
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), {
+    timeoutMs: 30_000,
+    description: 'a synchronous standby',
+  });
   const before = await standbyNames(leader);
   expect(before).not.toBe('');
   const seen = new Set<string>();
@@ -198,13 +248,19 @@ it('an agent restarted beside its running primary never relaxes synchronous_stan
 
 it('primary_stop_timeout: a switchover whose fast shutdown hangs on a frozen replica stops the primary immediately after it', async () => {
   const leader = await cluster.waitForHealthy(30_000);
-  await waitFor(async () => Boolean((await syncKey())?.sync_standby), { timeoutMs: 30_000, description: 'a synchronous standby' });
+  await waitFor(async () => Boolean((await syncKey())?.sync_standby), {
+    timeoutMs: 30_000,
+    description: 'a synchronous standby',
+  });
   const candidate = cluster.node((await syncKey())!.sync_standby!);
   const frozen = cluster.nodes.find((node) => node !== leader && node !== candidate)!;
   const patchedAt = statSync(leader.logPath).size;
   const leaderLogSince = (offset: number) => readFileSync(leader.logPath).subarray(offset).toString('utf8');
   await patchConfig(leader, { primary_stop_timeout: 1 });
-  await waitFor(() => leaderLogSince(patchedAt).split('the leader with the lock').length > 2, { timeoutMs: 10_000, description: 'two cycles of the leader after the PATCH' });
+  await waitFor(() => leaderLogSince(patchedAt).split('the leader with the lock').length > 2, {
+    timeoutMs: 10_000,
+    description: 'two cycles of the leader after the PATCH',
+  });
   // A fast shutdown waits until every WAL sender's standby confirmed the shutdown checkpoint: a frozen one never does
   // (until wal_sender_timeout, 60 s). Without primary_stop_timeout a switchover's stop waits pg_ctl_timeout (60 s), past the API's 20 s.
   const frozenServer = [frozen.postmasterPid()!, ...descendantsOf(frozen.postmasterPid()!)];
@@ -215,8 +271,14 @@ it('primary_stop_timeout: a switchover whose fast shutdown hangs on a frozen rep
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
     });
-    expect({ status: switchover.status, text: await switchover.text() }).toEqual({ status: 200, text: `Successfully switched over to "${candidate.name}"` });
-    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, { timeoutMs: 30_000, description: `${candidate.name} the new primary` });
+    expect({ status: switchover.status, text: await switchover.text() }).toEqual({
+      status: 200,
+      text: `Successfully switched over to "${candidate.name}"`,
+    });
+    await waitFor(async () => (await candidate.healthCode('/primary')) === 200, {
+      timeoutMs: 30_000,
+      description: `${candidate.name} the new primary`,
+    });
     expect(leaderLogSince(patchedAt)).toContain('postgres did not stop (fast) within 1000 ms: immediate shutdown');
   } finally {
     for (const pid of frozenServer) process.kill(pid, 'SIGCONT');
@@ -228,7 +290,10 @@ it('primary_stop_timeout: a switchover whose fast shutdown hangs on a frozen rep
 it('turning the mode off deletes /sync and gives the user setting back', async () => {
   const leader = await cluster.waitForHealthy(30_000);
   await patchConfig(leader, { synchronous_mode: null });
-  await waitFor(async () => (await syncKey()) === null && (await standbyNames(leader)) === '', { timeoutMs: 30_000, description: '/sync deleted, synchronous_standby_names empty' });
+  await waitFor(async () => (await syncKey()) === null && (await standbyNames(leader)) === '', {
+    timeoutMs: 30_000,
+    description: '/sync deleted, synchronous_standby_names empty',
+  });
 });
 
 describe('quorum commit', () => {
@@ -238,7 +303,14 @@ describe('quorum commit', () => {
   beforeAll(async () => {
     await cluster?.stop();
     quorumDir = tmpDir('stator-quorum-');
-    quorumCluster = await LocalCluster.start({ nodes: 3, baseDir: quorumDir, ttl: 10, loopWait: 2, retryTimeout: 3, dcs: { synchronous_mode: 'quorum' } });
+    quorumCluster = await LocalCluster.start({
+      nodes: 3,
+      baseDir: quorumDir,
+      ttl: 10,
+      loopWait: 2,
+      retryTimeout: 3,
+      dcs: { synchronous_mode: 'quorum' },
+    });
     cluster = quorumCluster;
     await cluster.waitForHealthy(90_000);
   });
@@ -259,12 +331,18 @@ describe('quorum commit', () => {
 
   it('ANY 1 of 2: /sync holds both standbys with quorum 1, and /quorum answers on both', async () => {
     const leader = await cluster.waitForHealthy(30_000);
-    const standbys = cluster.nodes.filter((node) => node !== leader).map((node) => node.name).sort();
+    const standbys = cluster.nodes
+      .filter((node) => node !== leader)
+      .map((node) => node.name)
+      .sort();
     await waitForSync(leader.name, standbys);
     expect((await syncKey())!.quorum).toBe(1);
     expect(await standbyNames(leader)).toBe(`ANY 1 (${standbys.join(',')})`);
     for (const name of standbys) {
-      await waitFor(async () => (await cluster.node(name).healthCode('/quorum')) === 200, { timeoutMs: 10_000, description: `${name} /quorum 200` });
+      await waitFor(async () => (await cluster.node(name).healthCode('/quorum')) === 200, {
+        timeoutMs: 10_000,
+        description: `${name} /quorum 200`,
+      });
       expect(await cluster.node(name).healthCode('/async')).toBe(503);
       expect(await cluster.node(name).healthCode('/sync')).toBe(503);
     }
@@ -297,7 +375,10 @@ describe('quorum commit', () => {
     const both = [gone.name, staying.name].sort();
     await waitForSync(leader.name, both, 60_000);
     // The watcher reads every 50 ms: it stops once it has seen the final state too, not when /sync alone has it.
-    await waitFor(() => readings[readings.length - 1]?.endsWith(`ANY 1 (${both.join(',')})`) ?? false, { timeoutMs: 10_000, description: 'the watcher reading the final state' });
+    await waitFor(() => readings[readings.length - 1]?.endsWith(`ANY 1 (${both.join(',')})`) ?? false, {
+      timeoutMs: 10_000,
+      description: 'the watcher reading the final state',
+    });
     watching = false;
     await watcher;
     // Left and came back: the first and the last readings list both, and at least one in between does not.

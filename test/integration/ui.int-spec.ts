@@ -25,9 +25,15 @@ let browser: Browser;
 
 beforeAll(async () => {
   baseDir = tmpDir('stator-ui-');
-  [cluster, browser] = await Promise.all([LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 }), launchChromium()]);
+  [cluster, browser] = await Promise.all([
+    LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 }),
+    launchChromium(),
+  ]);
   const leader = await cluster.waitForLeader(60_000);
-  await cluster.waitForStreaming(cluster.nodes.filter((node) => node !== leader).map((node) => node.name), 60_000);
+  await cluster.waitForStreaming(
+    cluster.nodes.filter((node) => node !== leader).map((node) => node.name),
+    60_000,
+  );
 });
 
 afterAll(async () => {
@@ -84,8 +90,18 @@ function shown(page: Page): Promise<Shown> {
       mode: document.querySelector('[data-testid="mode"]')!.textContent!,
       instant: document.querySelector('[data-testid="instant"]')!.dataset.instant ?? '',
       leader: document.querySelector('[data-testid="leader-name"]')!.textContent!,
-      roles: Object.fromEntries([...document.querySelectorAll('[data-testid="member-row"]')].map((row) => [row.dataset.name!, row.dataset.role!])),
-      memberStates: Object.fromEntries([...document.querySelectorAll('[data-testid="member-row"]')].map((row) => [row.dataset.name!, row.dataset.state!])),
+      roles: Object.fromEntries(
+        [...document.querySelectorAll('[data-testid="member-row"]')].map((row) => [
+          row.dataset.name!,
+          row.dataset.role!,
+        ]),
+      ),
+      memberStates: Object.fromEntries(
+        [...document.querySelectorAll('[data-testid="member-row"]')].map((row) => [
+          row.dataset.name!,
+          row.dataset.state!,
+        ]),
+      ),
       states,
       highlighted,
       lastArrows,
@@ -96,12 +112,18 @@ function shown(page: Page): Promise<Shown> {
 }
 
 /** Polls the page until `holds`, for at most `timeoutMs`; fails with what the page showed last. */
-async function waitUntilShown(page: Page, timeoutMs: number, what: string, holds: (now: Shown) => boolean): Promise<Shown> {
+async function waitUntilShown(
+  page: Page,
+  timeoutMs: number,
+  what: string,
+  holds: (now: Shown) => boolean,
+): Promise<Shown> {
   const start = performance.now();
   for (;;) {
     const now = await shown(page);
     if (holds(now)) return now;
-    if (performance.now() - start > timeoutMs) throw new Error(`after ${timeoutMs} ms, not yet ${what}; the page shows ${JSON.stringify(now)}`);
+    if (performance.now() - start > timeoutMs)
+      throw new Error(`after ${timeoutMs} ms, not yet ${what}; the page shows ${JSON.stringify(now)}`);
     await page.waitForTimeout(20);
   }
 }
@@ -112,12 +134,30 @@ async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 /** `stator audit replay --at <instant> --json` over the cluster's stored log (the built CLI). */
-function replayAt(instant: string): { leader: string | null; members: Record<string, { role?: string; machines?: Record<string, string> }> } {
-  const run = spawnSync(process.execPath, ['bin/stator.js', 'audit', 'replay', '--etcd', cluster.etcd.endpoint, '--scope', cluster.scope, '--at', instant, '--json'], {
-    cwd: REPO_ROOT,
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
+function replayAt(instant: string): {
+  leader: string | null;
+  members: Record<string, { role?: string; machines?: Record<string, string> }>;
+} {
+  const run = spawnSync(
+    process.execPath,
+    [
+      'bin/stator.js',
+      'audit',
+      'replay',
+      '--etcd',
+      cluster.etcd.endpoint,
+      '--scope',
+      cluster.scope,
+      '--at',
+      instant,
+      '--json',
+    ],
+    {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      timeout: 30_000,
+    },
+  );
   expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
   return JSON.parse(run.stdout);
 }
@@ -127,21 +167,36 @@ describe('GET /ui', () => {
     const node = cluster.nodes[0];
     const get = async (path: string) => {
       const response = await fetch(node.apiUrl + path);
-      return { status: response.status, type: response.headers.get('content-type'), csp: response.headers.get('content-security-policy'), body: await response.text() };
+      return {
+        status: response.status,
+        type: response.headers.get('content-type'),
+        csp: response.headers.get('content-security-policy'),
+        body: await response.text(),
+      };
     };
 
     const page = await get('/ui');
     expect(page).toMatchObject({ status: 200, type: 'text/html; charset=utf-8' });
     expect(page.csp).toContain("default-src 'self'");
     for (const script of ['page-common.js', 'statechart-view.js', 'time-travel.js', 'ui.js', 'replay-fold.js']) {
-      expect({ script, ...(await get(`/ui/assets/${script}`)), body: undefined, csp: undefined }).toMatchObject({ script, status: 200, type: 'text/javascript; charset=utf-8' });
+      expect({ script, ...(await get(`/ui/assets/${script}`)), body: undefined, csp: undefined }).toMatchObject({
+        script,
+        status: 200,
+        type: 'text/javascript; charset=utf-8',
+      });
     }
     expect((await get('/ui/assets/replay-fold.js')).body).toContain('StatorReplay');
     expect(await get('/ui/assets/ui.css')).toMatchObject({ status: 200, type: 'text/css; charset=utf-8' });
     const svg = await get('/ui/statecharts/role.svg');
     expect(svg).toMatchObject({ status: 200, type: 'image/svg+xml; charset=utf-8' });
     expect(svg.body).toContain('id="statechart-role-state-primary"');
-    for (const path of ['/ui/assets/index.html', '/ui/assets/..%2F..%2Fpackage.json', '/ui/statecharts/role.json', '/ui/statecharts/role.layout.json', '/ui/statecharts/nothing.svg']) {
+    for (const path of [
+      '/ui/assets/index.html',
+      '/ui/assets/..%2F..%2Fpackage.json',
+      '/ui/statecharts/role.json',
+      '/ui/statecharts/role.layout.json',
+      '/ui/statecharts/nothing.svg',
+    ]) {
       expect({ path, status: (await get(path)).status }).toEqual({ path, status: 404 });
     }
   });
@@ -184,12 +239,20 @@ describe('GET /ui', () => {
       body: JSON.stringify({ leader: leader.name, candidate: candidate.name }),
       signal: AbortSignal.timeout(60_000),
     });
-    const during = await waitUntilShown(page, 20_000, `${leader.name} demoted`, (now) => now.highlighted[leader.name]?.role === 'demoted');
+    const during = await waitUntilShown(
+      page,
+      20_000,
+      `${leader.name} demoted`,
+      (now) => now.highlighted[leader.name]?.role === 'demoted',
+    );
     const demotedShownAfter = Math.round(performance.now() - requested);
     expect(during.highlighted[candidate.name]?.role).not.toBe('primary');
     await screenshot(page, 'ui-during-switchover.png');
     const answered = await answer;
-    expect({ status: answered.status, text: await answered.text() }).toEqual({ status: 200, text: `Successfully switched over to "${candidate.name}"` });
+    expect({ status: answered.status, text: await answered.text() }).toEqual({
+      status: 200,
+      text: `Successfully switched over to "${candidate.name}"`,
+    });
 
     // After: the candidate leads, in the table and in its charts; the old leader follows.
     const after = await waitUntilShown(
@@ -208,46 +271,79 @@ describe('GET /ui', () => {
         now.memberStates[leader.name] === 'streaming',
     );
     // The arrows of the transitions that led there, in colour.
-    expect([after.lastArrows[candidate.name]?.role, after.lastArrows[leader.name]?.role, after.lastArrows[leader.name]?.leadership]).toEqual([
-      'promoted->primary',
-      'demoted->replica',
-      'leader->follower',
-    ]);
-    process.stdout.write(`switchover ${leader.name} → ${candidate.name}: the page showed ${leader.name} demoted ${demotedShownAfter} ms after the request; after: ${JSON.stringify(after.highlighted)}\n`);
+    expect([
+      after.lastArrows[candidate.name]?.role,
+      after.lastArrows[leader.name]?.role,
+      after.lastArrows[leader.name]?.leadership,
+    ]).toEqual(['promoted->primary', 'demoted->replica', 'leader->follower']);
+    process.stdout.write(
+      `switchover ${leader.name} → ${candidate.name}: the page showed ${leader.name} demoted ${demotedShownAfter} ms after the request; after: ${JSON.stringify(after.highlighted)}\n`,
+    );
     await screenshot(page, 'ui-after-switchover.png');
 
     // A past instant, picked with the slider: when the candidate's role machine was promoted.
-    const roleEvents = (await (await fetch(`${candidate.apiUrl}/events?stream=node/${candidate.name}/role`)).json()) as { to: string; at: string }[];
+    const roleEvents = (await (
+      await fetch(`${candidate.apiUrl}/events?stream=node/${candidate.name}/role`)
+    ).json()) as { to: string; at: string }[];
     const promoted = roleEvents.filter((event) => event.to === 'promoted').pop();
     expect(promoted).toBeDefined();
     const instant = Date.parse(promoted!.at);
     await page.locator('[data-testid="time-slider"]').fill(String(instant));
-    const past = await waitUntilShown(page, 5000, 'the picked instant', (now) => now.mode === 'time travel' && now.instant === new Date(instant).toISOString());
+    const past = await waitUntilShown(
+      page,
+      5000,
+      'the picked instant',
+      (now) => now.mode === 'time travel' && now.instant === new Date(instant).toISOString(),
+    );
     await screenshot(page, 'ui-past-instant.png');
 
     // The page folded the same log with the same function as the CLI: the same states everywhere.
     const replayed = replayAt(past.instant);
     const expected = Object.fromEntries(
-      Object.entries(replayed.members).map(([name, member]) => [name, Object.fromEntries(MACHINES.map((machine) => [machine, member.machines?.[machine] ?? null]))]),
+      Object.entries(replayed.members).map(([name, member]) => [
+        name,
+        Object.fromEntries(MACHINES.map((machine) => [machine, member.machines?.[machine] ?? null])),
+      ]),
     );
     expect(past.highlighted).toEqual(expected);
     expect(past.highlighted[candidate.name]?.role).toBe('promoted');
     expect(past.lastArrows[candidate.name]?.role).toBe('replica->promoted');
-    expect(past.memberStates).toEqual(Object.fromEntries(Object.entries(replayed.members).map(([name, member]) => [name, member.machines?.postgres ?? ''])));
-    expect(past.roles).toEqual(Object.fromEntries(Object.entries(replayed.members).map(([name, member]) => [name, member.role ?? ''])));
+    expect(past.memberStates).toEqual(
+      Object.fromEntries(
+        Object.entries(replayed.members).map(([name, member]) => [name, member.machines?.postgres ?? '']),
+      ),
+    );
+    expect(past.roles).toEqual(
+      Object.fromEntries(Object.entries(replayed.members).map(([name, member]) => [name, member.role ?? ''])),
+    );
     expect(past.leader).toBe(replayed.leader ?? 'none');
 
     // A mark of the swim lanes moves the slider to its transition: the candidate becoming primary.
-    const becamePrimary = page.locator(`[data-testid="lane-mark"][data-node="${candidate.name}"][data-machine="role"][data-to="primary"]`).last();
+    const becamePrimary = page
+      .locator(`[data-testid="lane-mark"][data-node="${candidate.name}"][data-machine="role"][data-to="primary"]`)
+      .last();
     const markedAt = await becamePrimary.getAttribute('data-at');
     // Dispatched on the mark itself: a neighbouring mark drawn over it must not take the click.
     await becamePrimary.dispatchEvent('click');
-    const atMark = await waitUntilShown(page, 5000, 'the instant of the mark', (now) => now.instant === new Date(Date.parse(markedAt!)).toISOString());
-    expect([atMark.highlighted[candidate.name]?.role, atMark.lastArrows[candidate.name]?.role]).toEqual(['primary', 'promoted->primary']);
+    const atMark = await waitUntilShown(
+      page,
+      5000,
+      'the instant of the mark',
+      (now) => now.instant === new Date(Date.parse(markedAt!)).toISOString(),
+    );
+    expect([atMark.highlighted[candidate.name]?.role, atMark.lastArrows[candidate.name]?.role]).toEqual([
+      'primary',
+      'promoted->primary',
+    ]);
 
     // Back to live: the page follows the cluster as it is now again.
     await page.locator('[data-testid="go-live"]').click();
-    await waitUntilShown(page, 5000, 'live again', (now) => now.mode === 'live' && now.highlighted[candidate.name]?.role === 'primary');
+    await waitUntilShown(
+      page,
+      5000,
+      'live again',
+      (now) => now.mode === 'live' && now.highlighted[candidate.name]?.role === 'primary',
+    );
     expect(pageErrors).toEqual([]);
     await page.close();
   });

@@ -59,7 +59,11 @@ async function watchdogEvents(node: LocalNode): Promise<string[]> {
 }
 
 async function patchConfig(node: LocalNode, body: Record<string, unknown>): Promise<void> {
-  const response = await fetch(`${node.apiUrl}/config`, { method: 'PATCH', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  const response = await fetch(`${node.apiUrl}/config`, {
+    method: 'PATCH',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   expect(response.status).toBe(200);
 }
 
@@ -91,7 +95,10 @@ describe('watchdog mode required', () => {
   it('lets only the node with a usable watchdog initialize and lead; the other says why it may not', async () => {
     expect((await cluster.waitForLeader(60_000)).name).toBe('node1');
     await cluster.waitForStreaming(['node2'], 60_000);
-    const status2 = await waitFor(async () => ((await node2.status())?.watchdog_failed === true ? node2.status() : null), { description: 'watchdog_failed on node2' });
+    const status2 = await waitFor(
+      async () => ((await node2.status())?.watchdog_failed === true ? node2.status() : null),
+      { description: 'watchdog_failed on node2' },
+    );
     expect(status2).toMatchObject({ role: 'replica', watchdog_failed: true });
     expect((await node1.status())?.watchdog_failed).toBeUndefined();
     expect(agentLog(node2)).toContain(`WARNING: Watchdog device is not usable: cannot open ${missingDevice}: ENOENT`);
@@ -99,42 +106,74 @@ describe('watchdog mode required', () => {
     expect(await watchdogEvents(node2)).toEqual(['watchdog.unusable']);
   });
 
-  it('sets the leader\'s watchdog to ttl - safety_margin and pets it on every cycle', async () => {
+  it("sets the leader's watchdog to ttl - safety_margin and pets it on every cycle", async () => {
     expect(fifo.records[0]).toMatchObject({ kind: 'timeout', seconds: TTL - SAFETY_MARGIN });
     const since = Date.now();
-    await waitFor(() => fifo.count('ping', since) >= 3, { timeoutMs: 5 * LOOP_WAIT * 1000, description: 'three keepalives' });
+    await waitFor(() => fifo.count('ping', since) >= 3, {
+      timeoutMs: 5 * LOOP_WAIT * 1000,
+      description: 'three keepalives',
+    });
     const pings = fifo.records.filter((record) => record.kind === 'ping' && record.at >= since);
     const gaps = pings.slice(1).map((ping, i) => ping.at - pings[i].at);
     // One per HA cycle: never as long apart as the watchdog's timeout.
     expect(Math.max(...gaps)).toBeLessThan((TTL - SAFETY_MARGIN) * 1000);
-    console.log(`measured: keepalive gaps ${JSON.stringify(gaps)} ms (loop_wait ${LOOP_WAIT} s, timeout ${TTL - SAFETY_MARGIN} s)`);
+    console.log(
+      `measured: keepalive gaps ${JSON.stringify(gaps)} ms (loop_wait ${LOOP_WAIT} s, timeout ${TTL - SAFETY_MARGIN} s)`,
+    );
     expect(fifo.count('magic_close')).toBe(0);
     expect(agentLog(node1)).toMatch(/watchdog .*watchdog\.node1\.fifo activated with 5 second timeout/);
   });
 
   it('follows a ttl change, closes the watchdog while paused and opens it again on resume', async () => {
     await patchConfig(node1, { ttl: 12 });
-    await waitFor(() => fifo.lastTimeout() === 12 - SAFETY_MARGIN, { timeoutMs: 10_000, description: 'the timeout set to the new ttl - safety_margin' });
-    await waitFor(() => agentLog(node1).includes('watchdog.node1.fifo updated with 7 second timeout'), { description: "the agent's log line" });
+    await waitFor(() => fifo.lastTimeout() === 12 - SAFETY_MARGIN, {
+      timeoutMs: 10_000,
+      description: 'the timeout set to the new ttl - safety_margin',
+    });
+    await waitFor(() => agentLog(node1).includes('watchdog.node1.fifo updated with 7 second timeout'), {
+      description: "the agent's log line",
+    });
 
     await patchConfig(node1, { pause: true });
-    await waitFor(() => fifo.count('magic_close') === 1, { timeoutMs: 10_000, description: 'the magic close while paused' });
+    await waitFor(() => fifo.count('magic_close') === 1, {
+      timeoutMs: 10_000,
+      description: 'the magic close while paused',
+    });
     const resumedAt = Date.now();
     await patchConfig(node1, { pause: false });
-    await waitFor(() => fifo.count('ping', resumedAt) >= 1, { timeoutMs: 10_000, description: 'keepalives after resume' });
-    expect(fifo.records.filter((record) => record.at >= resumedAt).map((record) => record.kind).slice(0, 2)).toEqual(['timeout', 'ping']);
+    await waitFor(() => fifo.count('ping', resumedAt) >= 1, {
+      timeoutMs: 10_000,
+      description: 'keepalives after resume',
+    });
+    expect(
+      fifo.records
+        .filter((record) => record.at >= resumedAt)
+        .map((record) => record.kind)
+        .slice(0, 2),
+    ).toEqual(['timeout', 'ping']);
     await waitFor(async () => (await watchdogEvents(node1)).length === 4, { description: "node1's watchdog events" });
-    expect(await watchdogEvents(node1)).toEqual(['watchdog.activated', 'watchdog.timeout_changed', 'watchdog.closed', 'watchdog.activated']);
+    expect(await watchdogEvents(node1)).toEqual([
+      'watchdog.activated',
+      'watchdog.timeout_changed',
+      'watchdog.closed',
+      'watchdog.activated',
+    ]);
   });
 
   it('closes the watchdog when the leader stops, and the node without one does not take over', async () => {
     const closesBefore = fifo.count('magic_close');
-    const declined = () => agentLog(node2).split('following a different leader because i am not the healthiest node').length - 1;
+    const declined = () =>
+      agentLog(node2).split('following a different leader because i am not the healthiest node').length - 1;
     const declinedBefore = declined();
     await node1.stop();
-    await waitFor(() => fifo.count('magic_close') === closesBefore + 1, { description: 'the magic close when the leader stops' });
+    await waitFor(() => fifo.count('magic_close') === closesBefore + 1, {
+      description: 'the magic close when the leader stops',
+    });
     // node1 released the lock on its way out: node2 sees no leader at once, and declines every race.
-    await waitFor(() => declined() >= declinedBefore + 2, { timeoutMs: 20_000, description: 'node2 declining the leader race twice' });
+    await waitFor(() => declined() >= declinedBefore + 2, {
+      timeoutMs: 20_000,
+      description: 'node2 declining the leader race twice',
+    });
     expect(agentLog(node2)).toContain(`INFO: Watchdog device is not usable: cannot open ${missingDevice}: ENOENT`);
     expect(await node2.status()).toMatchObject({ role: 'replica', watchdog_failed: true, cluster_unlocked: true });
     expect(await node2.healthCode('/primary')).toBe(503);
@@ -145,11 +184,16 @@ describe('watchdog mode required', () => {
     node1.start();
     expect((await cluster.waitForLeader(60_000)).name).toBe('node1');
     await waitFor(() => fifo.count('ping', since) >= 1, { description: 'keepalives from the new term' });
-    expect(fifo.records.filter((record) => record.at >= since).map((record) => record.kind).slice(0, 2)).toEqual(['timeout', 'ping']);
+    expect(
+      fifo.records
+        .filter((record) => record.at >= since)
+        .map((record) => record.kind)
+        .slice(0, 2),
+    ).toEqual(['timeout', 'ping']);
     expect(fifo.lastTimeout()).toBe(12 - SAFETY_MARGIN);
   });
 
-  it('fires when the leader\'s agent freezes: the fence stops PostgreSQL and leaves the device armed, no V, open past its timeout', async () => {
+  it("fires when the leader's agent freezes: the fence stops PostgreSQL and leaves the device armed, no V, open past its timeout", async () => {
     const timeout = 12 - SAFETY_MARGIN;
     const postmaster = node1.postmasterPid()!;
     const fence = node1.fencePid()!;
@@ -160,19 +204,34 @@ describe('watchdog mode required', () => {
       await waitFor(() => !isRunning(postmaster), { timeoutMs: 20_000, description: 'the fence to stop PostgreSQL' });
       const lastPing = fifo.records.filter((record) => record.kind === 'ping').pop()!.at;
       // Resumed before the device fires (its timeout after the last ping): too late to cancel it.
-      await waitFor(() => Date.now() > lastPing + (timeout - 2) * 1000, { timeoutMs: 20_000, description: 'shortly before the timeout' });
+      await waitFor(() => Date.now() > lastPing + (timeout - 2) * 1000, {
+        timeoutMs: 20_000,
+        description: 'shortly before the timeout',
+      });
       node1.signal('SIGCONT');
-      await waitFor(() => Date.now() > lastPing + timeout * 1000 + 500, { timeoutMs: 20_000, description: 'the timeout to pass' });
+      await waitFor(() => Date.now() > lastPing + timeout * 1000 + 500, {
+        timeoutMs: 20_000,
+        description: 'the timeout to pass',
+      });
       // The old fence still holds the device open (a FIFO has other writers now: the new term's fence).
       expect(holdsOpen(fence, fifo.path)).toBe(true);
       await waitFor(() => !isRunning(fence), { timeoutMs: 20_000, description: 'the old fence to exit' });
-      console.log(`measured: the old fence held the device ${Date.now() - lastPing} ms (± 250) after its last keepalive (timeout ${timeout} s)`);
+      console.log(
+        `measured: the old fence held the device ${Date.now() - lastPing} ms (± 250) after its last keepalive (timeout ${timeout} s)`,
+      );
       expect(fifo.count('magic_close', stoppedAt)).toBe(0);
-      await waitFor(() => agentLog(node1).includes("left armed: the term ended on the fence's deadline"), { description: "the agent's warning" });
-      expect(agentLog(node1)).toMatch(/WARNING: watchdog .*watchdog\.node1\.fifo left armed: the term ended on the fence's deadline: it fires 7 seconds after its last keepalive/);
+      await waitFor(() => agentLog(node1).includes("left armed: the term ended on the fence's deadline"), {
+        description: "the agent's warning",
+      });
+      expect(agentLog(node1)).toMatch(
+        /WARNING: watchdog .*watchdog\.node1\.fifo left armed: the term ended on the fence's deadline: it fires 7 seconds after its last keepalive/,
+      );
       // The resumed agent leads again, under a new fence that opens the device anew.
       expect((await cluster.waitForLeader(60_000)).name).toBe('node1');
-      await waitFor(() => fifo.count('ping', lastPing + 1) >= 1, { timeoutMs: 20_000, description: 'keepalives from the new term' });
+      await waitFor(() => fifo.count('ping', lastPing + 1) >= 1, {
+        timeoutMs: 20_000,
+        description: 'keepalives from the new term',
+      });
       expect(fifo.count('magic_close', stoppedAt)).toBe(0);
     } finally {
       node1.signal('SIGCONT');

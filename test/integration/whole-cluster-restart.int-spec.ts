@@ -48,10 +48,14 @@ async function commitRow(): Promise<void> {
   await sql(leader, 'INSERT INTO acknowledged VALUES ($1)', [committed + 1]);
   committed++;
   for (const node of cluster.nodes.filter((node) => node !== leader)) {
-    await waitFor(async () => (await sql(node, 'SELECT 1 FROM acknowledged WHERE n = $1', [committed]).catch(() => [])).length === 1, {
-      timeoutMs: 10_000,
-      description: `${node.name} replaying row ${committed}`,
-    });
+    await waitFor(
+      async () =>
+        (await sql(node, 'SELECT 1 FROM acknowledged WHERE n = $1', [committed]).catch(() => [])).length === 1,
+      {
+        timeoutMs: 10_000,
+        description: `${node.name} replaying row ${committed}`,
+      },
+    );
   }
 }
 
@@ -75,13 +79,21 @@ async function expectHealthyWithEveryRow(): Promise<number> {
   await commitRow(); // the leader accepts writes again
   for (const node of cluster.nodes) {
     try {
-      await waitFor(async () => Number((await sql<{ rows: string }>(node, 'SELECT count(*) AS rows FROM acknowledged'))[0].rows) === committed, {
-        timeoutMs: 10_000,
-        description: `${node.name} holds all ${committed} acknowledged rows`,
-      });
+      await waitFor(
+        async () =>
+          Number((await sql<{ rows: string }>(node, 'SELECT count(*) AS rows FROM acknowledged'))[0].rows) ===
+          committed,
+        {
+          timeoutMs: 10_000,
+          description: `${node.name} holds all ${committed} acknowledged rows`,
+        },
+      );
     } catch (error) {
       // What each server holds and where it streams from, so a failure in CI can be understood without its files.
-      throw new Error(`${(error as Error).message}\n${(await Promise.all(cluster.nodes.map(describeServer))).join('\n')}`, { cause: error });
+      throw new Error(
+        `${(error as Error).message}\n${(await Promise.all(cluster.nodes.map(describeServer))).join('\n')}`,
+        { cause: error },
+      );
     }
   }
   return healthyMs;
@@ -147,13 +159,22 @@ it('comes back after a switchover and then a power cut that also lost etcd: the 
   await cluster.waitForStreaming(others(to), 60_000);
   await commitRow();
   // An edit-config change, which every member keeps in its patroni.dynamic.json as Patroni does...
-  const patched = await fetch(`${to.apiUrl}/config`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ maximum_lag_on_failover: 2097152 }) });
+  const patched = await fetch(`${to.apiUrl}/config`, {
+    method: 'PATCH',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ maximum_lag_on_failover: 2097152 }),
+  });
   expect(patched.status).toBe(200);
   for (const node of cluster.nodes) {
-    await waitFor(async () => existsSync(join(node.dataDir, 'patroni.dynamic.json')) && readFileSync(join(node.dataDir, 'patroni.dynamic.json'), 'utf8').includes('"maximum_lag_on_failover":2097152'), {
-      timeoutMs: 10_000,
-      description: `${node.name}'s patroni.dynamic.json with the change`,
-    });
+    await waitFor(
+      async () =>
+        existsSync(join(node.dataDir, 'patroni.dynamic.json')) &&
+        readFileSync(join(node.dataDir, 'patroni.dynamic.json'), 'utf8').includes('"maximum_lag_on_failover":2097152'),
+      {
+        timeoutMs: 10_000,
+        description: `${node.name}'s patroni.dynamic.json with the change`,
+      },
+    );
   }
   await cluster.powerCut();
   await cluster.restartAll({ emptyEtcd: true });
@@ -168,7 +189,11 @@ it('comes back after a power cut in the middle of a switchover', async () => {
   await commitRow();
   const { from } = await startSwitchover();
   // Cut once the old leader has stopped acting as primary: before the candidate has finished.
-  await waitFor(async () => (await from.healthCode('/primary')) !== 200, { timeoutMs: 10_000, intervalMs: 10, description: `${from.name} leaving the primary role` });
+  await waitFor(async () => (await from.healthCode('/primary')) !== 200, {
+    timeoutMs: 10_000,
+    intervalMs: 10,
+    description: `${from.name} leaving the primary role`,
+  });
   await cluster.powerCut();
   await cluster.restartAll();
   const healthyMs = await expectHealthyWithEveryRow();
@@ -195,13 +220,24 @@ it('comes back after a power cut in the middle of a failover', async () => {
 it('comes back after a power cut in the middle of a reinitialize', async () => {
   const leader = await writableLeader();
   // Some data, so that the copy takes long enough to be cut in the middle.
-  await sql(leader, 'CREATE TABLE IF NOT EXISTS filler AS SELECT n, repeat(md5(n::text), 4) AS pad FROM generate_series(1, 200000) AS n');
+  await sql(
+    leader,
+    'CREATE TABLE IF NOT EXISTS filler AS SELECT n, repeat(md5(n::text), 4) AS pad FROM generate_series(1, 200000) AS n',
+  );
   await commitRow();
   const replica = cluster.nodes.find((node) => node !== leader)!;
   await cluster.waitForStreaming([replica.name], 60_000);
-  const answer = await fetch(`${replica.apiUrl}/reinitialize`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  const answer = await fetch(`${replica.apiUrl}/reinitialize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  });
   expect(answer.status).toBe(200);
-  await waitFor(async () => (await replica.status())?.state === 'creating replica', { timeoutMs: 10_000, intervalMs: 10, description: `${replica.name} copying the leader` });
+  await waitFor(async () => (await replica.status())?.state === 'creating replica', {
+    timeoutMs: 10_000,
+    intervalMs: 10,
+    description: `${replica.name} copying the leader`,
+  });
   await cluster.powerCut();
   await cluster.restartAll();
   const healthyMs = await expectHealthyWithEveryRow();

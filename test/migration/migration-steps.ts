@@ -8,7 +8,10 @@ import { AgentKind, MixedNode } from './lib/mixed-node';
 const run = promisify(execFile);
 
 /** The interpreter Debian's patroni runs on (its shebang), which imports the reference's package. */
-const PATRONI_PYTHON = readFileSync(process.env.PATRONI_BINARY ?? '/usr/bin/patroni', 'utf8').split('\n')[0].replace(/^#!\s*/, '').split(' ')[0];
+const PATRONI_PYTHON = readFileSync(process.env.PATRONI_BINARY ?? '/usr/bin/patroni', 'utf8')
+  .split('\n')[0]
+  .replace(/^#!\s*/, '')
+  .split(' ')[0];
 
 /** Figures of one run, printed at the end (issue 17: "measured again"). */
 export const figures: Record<string, number | string> = {};
@@ -25,7 +28,8 @@ export function record(name: string, ms: number): number {
  */
 export async function swapAgent(cluster: MixedCluster, node: MixedNode, to: AgentKind): Promise<number> {
   const leaderName = await cluster.leaderName();
-  if (!leaderName || leaderName === node.name) throw new Error(`swap ${node.name}: not a replica (leader ${leaderName})`);
+  if (!leaderName || leaderName === node.name)
+    throw new Error(`swap ${node.name}: not a replica (leader ${leaderName})`);
   await node.stop();
   await node.clearLeftovers();
   const started = performance.now();
@@ -37,10 +41,23 @@ export async function swapAgent(cluster: MixedCluster, node: MixedNode, to: Agen
  * patronictl's switchover to `candidate`, timed from patronictl's start: until the candidate is the
  * writable lock holder, and until every other running member streams from it.
  */
-export async function switchover(cluster: MixedCluster, candidate: MixedNode, scheduledAt?: string): Promise<{ primaryMs: number; allStreamingMs: number }> {
+export async function switchover(
+  cluster: MixedCluster,
+  candidate: MixedNode,
+  scheduledAt?: string,
+): Promise<{ primaryMs: number; allStreamingMs: number }> {
   const leader = await cluster.leaderName();
   const started = performance.now();
-  await cluster.patronictl('switchover', cluster.scope, '--leader', leader ?? '', '--candidate', candidate.name, '--force', ...(scheduledAt ? ['--scheduled', scheduledAt] : []));
+  await cluster.patronictl(
+    'switchover',
+    cluster.scope,
+    '--leader',
+    leader ?? '',
+    '--candidate',
+    candidate.name,
+    '--force',
+    ...(scheduledAt ? ['--scheduled', scheduledAt] : []),
+  );
   await waitFor(async () => (await cluster.leaderName()) === candidate.name && (await candidate.writable()), {
     timeoutMs: scheduledAt ? 60_000 : 30_000,
     intervalMs: 50,
@@ -57,7 +74,11 @@ export async function switchover(cluster: MixedCluster, candidate: MixedNode, sc
  * leader's `checkpoint_after_promote` (True/False) or runs a CHECKPOINT on the leader itself (None), and
  * whether the cluster's lowest version keeps it writing the legacy `/optime/leader` key.
  */
-export async function asPatroniReadsIt(leaderName: string, leaderKey: string, memberKeys: Record<string, string>): Promise<{
+export async function asPatroniReadsIt(
+  leaderName: string,
+  leaderKey: string,
+  memberKeys: Record<string, string>,
+): Promise<{
   version: number[] | null;
   checkpointAfterPromote: boolean | null;
   writesLegacyOptime: boolean;
@@ -79,8 +100,13 @@ print(json.dumps({'version': leader.member.version, 'checkpointAfterPromote': le
 }
 
 /** The cluster events a Stator node serves, of one type. */
-export async function statorEvents(node: MixedNode, type: string): Promise<{ node: string; data: Record<string, unknown> }[]> {
-  const response = await fetch(`${node.apiUrl}/events?type=${encodeURIComponent(type)}&limit=1000`, { signal: AbortSignal.timeout(5000) });
+export async function statorEvents(
+  node: MixedNode,
+  type: string,
+): Promise<{ node: string; data: Record<string, unknown> }[]> {
+  const response = await fetch(`${node.apiUrl}/events?type=${encodeURIComponent(type)}&limit=1000`, {
+    signal: AbortSignal.timeout(5000),
+  });
   const body = (await response.json()) as unknown;
   const events = Array.isArray(body) ? body : ((body as { events?: unknown[] }).events ?? []);
   return events as never;

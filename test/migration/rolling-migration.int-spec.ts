@@ -10,7 +10,15 @@ import { MixedCluster } from './lib/mixed-cluster';
 import { MixedNode } from './lib/mixed-node';
 import { RoleWatch } from './lib/role-watch';
 import { startWatchedWriter } from './lib/watched-writer';
-import { asPatroniReadsIt, figures, inSeconds, record, statorEvents, swapAgent, switchover as patronictlSwitchover } from './migration-steps';
+import {
+  asPatroniReadsIt,
+  figures,
+  inSeconds,
+  record,
+  statorEvents,
+  swapAgent,
+  switchover as patronictlSwitchover,
+} from './migration-steps';
 
 /**
  * Issue 17: a running 3-node Patroni 3.0.2 cluster (Debian's package, etcd v3, ttl 10, loop_wait 2,
@@ -42,7 +50,11 @@ async function roles(): Promise<{ leader: MixedNode; replicas: MixedNode[] }> {
 }
 
 /** patronictl's switchover, with the handover logged (the new timeline's switch point against the old primary's last write). */
-async function switchover(_: MixedCluster, candidate: MixedNode, scheduledAt?: string): Promise<{ primaryMs: number; allStreamingMs: number }> {
+async function switchover(
+  _: MixedCluster,
+  candidate: MixedNode,
+  scheduledAt?: string,
+): Promise<{ primaryMs: number; allStreamingMs: number }> {
   const old = cluster.node((await cluster.leaderName()) ?? '');
   const timing = await patronictlSwitchover(cluster, candidate, scheduledAt);
   await ledger.handover(`switchover (${old.agent} -> ${candidate.agent})`, old, candidate);
@@ -57,7 +69,10 @@ function expectNoReclone(): void {
 }
 
 async function memberKey(node: MixedNode): Promise<Record<string, unknown>> {
-  return waitFor(() => cluster.jsonKey(`members/${node.name}`), { timeoutMs: 20_000, description: `${node.name}'s member key` });
+  return waitFor(() => cluster.jsonKey(`members/${node.name}`), {
+    timeoutMs: 20_000,
+    description: `${node.name}'s member key`,
+  });
 }
 
 beforeAll(async () => {
@@ -68,7 +83,10 @@ beforeAll(async () => {
   for (const node of cluster.nodes) inodes.set(node.name, node.dataDirInode());
   sysid = (await cluster.key('initialize')) ?? '';
   patroniLeaderKey = (await cluster.jsonKey(`members/${leader.name}`)) ?? {};
-  patroniStatus = await waitFor(() => cluster.jsonKey('status'), { timeoutMs: 10_000, description: "the Patroni leader's /status" });
+  patroniStatus = await waitFor(() => cluster.jsonKey('status'), {
+    timeoutMs: 10_000,
+    description: "the Patroni leader's /status",
+  });
   ({ writer, ledger, watch } = await startWatchedWriter(cluster, baseDir, leader.pgPort));
   await sleep(1000);
 });
@@ -86,8 +104,15 @@ afterAll(async () => {
   // The agents' logs stay for a look when a write went missing that no crash explains.
   const keep = ledger && ledger.unexplained().length > 0;
   if (baseDir && !keep) removeDir(baseDir);
-  if (ledger) process.stdout.write(`\nwrites and handovers${keep ? ` (logs kept in ${baseDir})` : ''}:\n${ledger.lines.join('\n')}\n`);
-  process.stdout.write(`\nissue 17 figures (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}):\n${JSON.stringify(figures, null, 2)}\n`);
+  if (ledger)
+    process.stdout.write(
+      `\nwrites and handovers${keep ? ` (logs kept in ${baseDir})` : ''}:\n${ledger.lines.join('\n')}\n`,
+    );
+  process.stdout.write(
+    `\nissue 17 figures (load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}):\n${JSON.stringify(figures, null, 2)}\n`,
+  );
 });
 
 describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer running', () => {
@@ -99,10 +124,15 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
     record('swap Patroni -> Stator (start to streaming)', await swapAgent(cluster, first, 'stator'));
     expect(sysid).toMatch(/^\d{10,}$/);
     expectNoReclone();
-    const list = await waitFor(async () => {
-      const members = await cluster.list();
-      return members.length === 3 && members.every((m) => m.State === 'running' || m.State === 'streaming') ? members : null;
-    }, { timeoutMs: 20_000, description: 'patronictl list: three running members' });
+    const list = await waitFor(
+      async () => {
+        const members = await cluster.list();
+        return members.length === 3 && members.every((m) => m.State === 'running' || m.State === 'streaming')
+          ? members
+          : null;
+      },
+      { timeoutMs: 20_000, description: 'patronictl list: three running members' },
+    );
     expect(list.find((m) => m.Member === leader.name)?.Role).toBe('Leader');
   });
 
@@ -111,7 +141,12 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
     const leaderName = await cluster.leaderName();
     const patroniReplica = cluster.nodes.find((node) => node !== first && node.name !== leaderName)!;
     const patroniKey = await memberKey(patroniReplica);
-    expect(statorKey).toMatchObject({ version: PATRONI_REFERENCE_VERSION, stator_version: STATOR_VERSION, role: 'replica', state: 'running' });
+    expect(statorKey).toMatchObject({
+      version: PATRONI_REFERENCE_VERSION,
+      stator_version: STATOR_VERSION,
+      role: 'replica',
+      state: 'running',
+    });
     expect(statorKey.api_url).toBe(`${first.apiUrl}/patroni`);
     expect(statorKey.conn_url).toBe(`postgres://127.0.0.1:${first.pgPort}/postgres`);
     expect(typeof statorKey.xlog_location).toBe('number');
@@ -133,11 +168,14 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
     record('switchover Patroni -> Stator: longest write gap', writer.longestGap(from));
     const members: Record<string, string> = {};
     for (const node of cluster.nodes) members[node.name] = (await cluster.key(`members/${node.name}`)) ?? '{}';
-    const seen = await waitFor(async () => {
-      const leaderKey = (await cluster.key(`members/${first.name}`)) ?? '{}';
-      const verdict = await asPatroniReadsIt(first.name, leaderKey, { ...members, [first.name]: leaderKey });
-      return verdict.checkpointAfterPromote === true ? verdict : null;
-    }, { timeoutMs: 20_000, description: "a Patroni peer reading the Stator leader's checkpoint_after_promote as done" });
+    const seen = await waitFor(
+      async () => {
+        const leaderKey = (await cluster.key(`members/${first.name}`)) ?? '{}';
+        const verdict = await asPatroniReadsIt(first.name, leaderKey, { ...members, [first.name]: leaderKey });
+        return verdict.checkpointAfterPromote === true ? verdict : null;
+      },
+      { timeoutMs: 20_000, description: "a Patroni peer reading the Stator leader's checkpoint_after_promote as done" },
+    );
     expect(seen).toEqual({ version: [4, 1, 4], checkpointAfterPromote: true, writesLegacyOptime: false });
     // The same key with Stator's own version, as it was published before: the peer would run a CHECKPOINT on
     // the leader itself (None) and keep writing /optime/leader.
@@ -148,17 +186,21 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
       checkpointAfterPromote: null,
       writesLegacyOptime: true,
     });
-    figures['Patroni peer before pg_rewind from a Stator leader'] = 'checkpoint_after_promote trusted (no CHECKPOINT of its own)';
+    figures['Patroni peer before pg_rewind from a Stator leader'] =
+      'checkpoint_after_promote trusted (no CHECKPOINT of its own)';
     const status = (await cluster.jsonKey<Record<string, unknown>>('status')) ?? {};
     expect(typeof status.optime).toBe('number');
     // Every key Patroni 3.0.2 wrote, and beyond them only what Patroni 4.1 writes too (the members' slots with the
     // leader's own position, `retain_slots`), which a 3.0.2 peer reads past.
     expect(Object.keys(status)).toEqual(expect.arrayContaining(Object.keys(patroniStatus)));
-    expect(Object.keys(status).filter((key) => !(key in patroniStatus) && !['retain_slots', 'slots'].includes(key))).toEqual([]);
+    expect(
+      Object.keys(status).filter((key) => !(key in patroniStatus) && !['retain_slots', 'slots'].includes(key)),
+    ).toEqual([]);
     // Every field the Patroni leader published, the Stator leader publishes with the same type (3.0.2 says
     // role "master", Stator "primary": the reference reads both).
     const statorLeaderKey = JSON.parse((await cluster.key(`members/${first.name}`)) ?? '{}') as Record<string, unknown>;
-    for (const [field, value] of Object.entries(patroniLeaderKey)) expect([field, typeof statorLeaderKey[field]]).toEqual([field, typeof value]);
+    for (const [field, value] of Object.entries(patroniLeaderKey))
+      expect([field, typeof statorLeaderKey[field]]).toEqual([field, typeof value]);
     expect(['master', 'primary']).toContain(statorLeaderKey.role);
     const history = await cluster.jsonKey<unknown[][]>('history');
     expect(history?.at(-1)?.[4]).toBe(first.name);
@@ -180,13 +222,19 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
     const from = performance.now();
     await ledger.kill(first);
     const patroniNodes = cluster.nodes.filter((node) => node.agent === 'patroni');
-    const winner = await waitFor(async () => {
-      for (const node of patroniNodes) if ((await cluster.leaderName()) === node.name && (await node.writable())) return node;
-      return null;
-    }, { timeoutMs: 40_000, intervalMs: 50, description: 'a Patroni node writable after the Stator leader died' });
+    const winner = await waitFor(
+      async () => {
+        for (const node of patroniNodes)
+          if ((await cluster.leaderName()) === node.name && (await node.writable())) return node;
+        return null;
+      },
+      { timeoutMs: 40_000, intervalMs: 50, description: 'a Patroni node writable after the Stator leader died' },
+    );
     record('failover Stator -> Patroni (kill -9): Patroni node writable', performance.now() - from);
     await ledger.handover('failover (kill -9 of the Stator leader)', first, winner);
-    await waitFor(() => !first.fenceAlive(), { timeoutMs: 15_000, description: "the dead leader's fence gone" }).catch(() => first.clearLeftovers());
+    await waitFor(() => !first.fenceAlive(), { timeoutMs: 15_000, description: "the dead leader's fence gone" }).catch(
+      () => first.clearLeftovers(),
+    );
     first.start('stator');
     await cluster.waitUntilStreaming(first, winner, performance.now(), 90_000);
     expect(first.logOf('stator')).toMatch(/rewind/i);
@@ -215,7 +263,9 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
     await cluster.waitForHealthy();
     const log = leader.logOf('patroni');
     expect(log).not.toMatch(/Can not use .* for rewind/);
-    figures['Patroni rewind from the Stator leader'] = /running pg_rewind from/.test(log) ? 'pg_rewind ran' : 'no rewind needed';
+    figures['Patroni rewind from the Stator leader'] = /running pg_rewind from/.test(log)
+      ? 'pg_rewind ran'
+      : 'no rewind needed';
     second.setTags({ nofailover: false });
     await cluster.patronictl('reload', cluster.scope, second.name, '--force');
     expectNoReclone();
@@ -227,7 +277,10 @@ describe('rolling migration from Patroni 3.0.2 to Stator and back, with a writer
     // Once per member per change of agent, as each agent process sees it: a restarted agent (the kill -9 above)
     // records the members' current agents once more.
     const agents = (member: string) =>
-      seenBy.filter((e) => e.data.member === member).map((e) => e.data.agent).filter((agent, i, all) => i === 0 || all[i - 1] !== agent);
+      seenBy
+        .filter((e) => e.data.member === member)
+        .map((e) => e.data.agent)
+        .filter((agent, i, all) => i === 0 || all[i - 1] !== agent);
     expect(agents(first.name)).toContain(`stator ${STATOR_VERSION}`);
     const second = cluster.nodes.find((node) => node !== first && node.agent === 'stator')!;
     expect(agents(second.name)).toEqual([`patroni ${PATRONI_VERSION}`, `stator ${STATOR_VERSION}`]);
@@ -239,22 +292,36 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
 
   it('pause set through a Patroni node is honoured by the Stator nodes, resume through the Stator leader by the Patroni node', async () => {
     const patroniNode = cluster.nodes.find((node) => node.agent === 'patroni')!;
-    const answer = await fetch(`${patroniNode.apiUrl}/config`, { method: 'PATCH', body: JSON.stringify({ pause: true }) });
+    const answer = await fetch(`${patroniNode.apiUrl}/config`, {
+      method: 'PATCH',
+      body: JSON.stringify({ pause: true }),
+    });
     expect(answer.status).toBe(200);
-    await waitFor(async () => (await memberKeys()).every((key) => key?.pause === true), { timeoutMs: 20_000, description: 'every member paused' });
-    for (const node of cluster.nodes.filter((n) => n.agent === 'stator')) expect((await node.status())?.pause).toBe(true);
+    await waitFor(async () => (await memberKeys()).every((key) => key?.pause === true), {
+      timeoutMs: 20_000,
+      description: 'every member paused',
+    });
+    for (const node of cluster.nodes.filter((n) => n.agent === 'stator'))
+      expect((await node.status())?.pause).toBe(true);
     await cluster.patronictl('resume', cluster.scope, '--wait');
-    await waitFor(async () => (await memberKeys()).every((key) => key && key.pause === undefined), { timeoutMs: 20_000, description: 'no member paused' });
+    await waitFor(async () => (await memberKeys()).every((key) => key && key.pause === undefined), {
+      timeoutMs: 20_000,
+      description: 'no member paused',
+    });
   });
 
   it('runs restarts patronictl scheduled on a Patroni and a Stator node, and a scheduled switchover from the Stator leader to the Patroni node', async () => {
     const { replicas } = await roles();
     const before = new Map(replicas.map((node) => [node.name, node.postmasterPid()]));
-    for (const node of replicas) await cluster.patronictl('restart', cluster.scope, node.name, '--scheduled', inSeconds(4), '--force');
-    await waitFor(() => replicas.every((node) => node.postmasterPid() !== before.get(node.name) && node.postmasterAlive()), {
-      timeoutMs: 40_000,
-      description: 'both replicas restarted at the scheduled time',
-    });
+    for (const node of replicas)
+      await cluster.patronictl('restart', cluster.scope, node.name, '--scheduled', inSeconds(4), '--force');
+    await waitFor(
+      () => replicas.every((node) => node.postmasterPid() !== before.get(node.name) && node.postmasterAlive()),
+      {
+        timeoutMs: 40_000,
+        description: 'both replicas restarted at the scheduled time',
+      },
+    );
     await cluster.waitForHealthy();
     const patroniNode = cluster.nodes.find((node) => node.agent === 'patroni')!;
     const { primaryMs } = await switchover(cluster, patroniNode, inSeconds(5));
@@ -271,26 +338,43 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
     const original = (await cluster.jsonKey<{ maximum_lag_on_failover?: number }>('config'))?.maximum_lag_on_failover;
     const limit = 512 * 1024;
     await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', `maximum_lag_on_failover=${limit}`);
-    await waitFor(async () => {
-      for (const node of replicas) {
-        const config = (await (await fetch(`${node.apiUrl}/config`, { signal: AbortSignal.timeout(1000) })).json()) as { maximum_lag_on_failover?: number };
-        if (config.maximum_lag_on_failover !== limit) return false;
-      }
-      return true;
-    }, { timeoutMs: 10_000, description: `maximum_lag_on_failover ${limit} seen by both replicas` });
+    await waitFor(
+      async () => {
+        for (const node of replicas) {
+          const config = (await (
+            await fetch(`${node.apiUrl}/config`, { signal: AbortSignal.timeout(1000) })
+          ).json()) as { maximum_lag_on_failover?: number };
+          if (config.maximum_lag_on_failover !== limit) return false;
+        }
+        return true;
+      },
+      { timeoutMs: 10_000, description: `maximum_lag_on_failover ${limit} seen by both replicas` },
+    );
     // Replay paused alone would not do: either agent publishes the greater of received and replayed.
     const resume = await lagging.stopWalReceiver();
     try {
-      await query(leader.pgPort, "CREATE TABLE migration_lag_fill AS SELECT g, repeat('x', 500) AS pad FROM generate_series(1, 8000) g", 10_000);
+      await query(
+        leader.pgPort,
+        "CREATE TABLE migration_lag_fill AS SELECT g, repeat('x', 500) AS pad FROM generate_series(1, 8000) g",
+        10_000,
+      );
       await query(leader.pgPort, 'DROP TABLE migration_lag_fill', 10_000);
       // What a Patroni member compares (is_lagging): /status optime against the xlog_location a member publishes.
-      const lags = await waitFor(async () => {
-        const optime = (await cluster.jsonKey<{ optime?: number }>('status'))?.optime ?? 0;
-        const lagOf = async (node: MixedNode) => optime - Number((await cluster.jsonKey(`members/${node.name}`))?.xlog_location ?? optime);
-        const [behind, current] = [await lagOf(lagging), await lagOf(caughtUp)];
-        return behind > limit && current <= limit ? { behind, current } : null;
-      }, { timeoutMs: 15_000, description: `${lagging.name}'s published lag past ${limit} bytes, ${caughtUp.name}'s within it` });
-      figures['lag of the stopped Stator replica behind /status at the kill'] = `${(lags.behind / 1048576).toFixed(1)} MB (limit ${limit / 1024} kB)`;
+      const lags = await waitFor(
+        async () => {
+          const optime = (await cluster.jsonKey<{ optime?: number }>('status'))?.optime ?? 0;
+          const lagOf = async (node: MixedNode) =>
+            optime - Number((await cluster.jsonKey(`members/${node.name}`))?.xlog_location ?? optime);
+          const [behind, current] = [await lagOf(lagging), await lagOf(caughtUp)];
+          return behind > limit && current <= limit ? { behind, current } : null;
+        },
+        {
+          timeoutMs: 15_000,
+          description: `${lagging.name}'s published lag past ${limit} bytes, ${caughtUp.name}'s within it`,
+        },
+      );
+      figures['lag of the stopped Stator replica behind /status at the kill'] =
+        `${(lags.behind / 1048576).toFixed(1)} MB (limit ${limit / 1024} kB)`;
       const logFrom = lagging.logOf('stator').length;
       const from = performance.now();
       await ledger.kill(leader);
@@ -299,12 +383,18 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
         intervalMs: 50,
         description: `${caughtUp.name} (caught up) writable; ${lagging.name} lags past maximum_lag_on_failover`,
       });
-      record('failover Patroni -> Stator past a lagging Stator replica (kill -9): caught-up node writable', performance.now() - from);
+      record(
+        'failover Patroni -> Stator past a lagging Stator replica (kill -9): caught-up node writable',
+        performance.now() - from,
+      );
       await ledger.handover('failover (kill -9 of the Patroni leader, a replica lagging)', leader, caughtUp);
       expect(await cluster.leaderName()).toBe(caughtUp.name);
       expect(await lagging.writable()).toBe(false);
       // The lagging node either lost the race on the lag rule or saw the new leader before it raced.
-      figures['lagging Stator replica in the race'] = lagging.logOf('stator').slice(logFrom).includes('My wal position exceeds maximum replication lag')
+      figures['lagging Stator replica in the race'] = lagging
+        .logOf('stator')
+        .slice(logFrom)
+        .includes('My wal position exceeds maximum replication lag')
         ? 'declined: My wal position exceeds maximum replication lag'
         : 'did not race (the caught-up node took the lock first)';
     } finally {
@@ -312,34 +402,63 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
     }
     await leader.clearLeftovers();
     leader.start('patroni');
-    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', `maximum_lag_on_failover=${original ?? 'null'}`);
-    await Promise.all([lagging, leader].map((node) => cluster.waitUntilStreaming(node, caughtUp, performance.now(), 60_000)));
+    await cluster.patronictl(
+      'edit-config',
+      cluster.scope,
+      '--force',
+      '-s',
+      `maximum_lag_on_failover=${original ?? 'null'}`,
+    );
+    await Promise.all(
+      [lagging, leader].map((node) => cluster.waitUntilStreaming(node, caughtUp, performance.now(), 60_000)),
+    );
     await switchover(cluster, leader);
-    expect((await cluster.jsonKey<{ maximum_lag_on_failover?: number }>('config'))?.maximum_lag_on_failover).toBe(original);
+    expect((await cluster.jsonKey<{ maximum_lag_on_failover?: number }>('config'))?.maximum_lag_on_failover).toBe(
+      original,
+    );
     record('maximum_lag_on_failover step, the way back included', performance.now() - started);
     expectNoReclone();
   });
 
   it('synchronous mode: the /sync key the Patroni leader writes is honoured by the Stator nodes, and the other way; /failsafe written by either', async () => {
-    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', 'synchronous_mode=true', '-s', 'failsafe_mode=true');
+    await cluster.patronictl(
+      'edit-config',
+      cluster.scope,
+      '--force',
+      '-s',
+      'synchronous_mode=true',
+      '-s',
+      'failsafe_mode=true',
+    );
     // /failsafe as the reference writes it: every member's name and api_url, whichever agent leads.
     const failsafeOf = async (leader: MixedNode) =>
-      waitFor(async () => {
-        if ((await cluster.leaderName()) !== leader.name) return null;
-        const failsafe = await cluster.jsonKey<Record<string, string>>('failsafe');
-        const wanted = Object.fromEntries(cluster.nodes.map((node) => [node.name, `${node.apiUrl}/patroni`]));
-        return failsafe && JSON.stringify(Object.entries(failsafe).sort()) === JSON.stringify(Object.entries(wanted).sort()) ? failsafe : null;
-      }, { timeoutMs: 30_000, description: `/failsafe written by ${leader.name} with every member's api_url` });
+      waitFor(
+        async () => {
+          if ((await cluster.leaderName()) !== leader.name) return null;
+          const failsafe = await cluster.jsonKey<Record<string, string>>('failsafe');
+          const wanted = Object.fromEntries(cluster.nodes.map((node) => [node.name, `${node.apiUrl}/patroni`]));
+          return failsafe &&
+            JSON.stringify(Object.entries(failsafe).sort()) === JSON.stringify(Object.entries(wanted).sort())
+            ? failsafe
+            : null;
+        },
+        { timeoutMs: 30_000, description: `/failsafe written by ${leader.name} with every member's api_url` },
+      );
     const syncOf = async (leader: MixedNode) =>
-      waitFor(async () => {
-        const sync = await cluster.jsonKey<{ leader: string; sync_standby: string | null }>('sync');
-        if (sync?.leader !== leader.name || !sync.sync_standby) return null;
-        const rows = await query<{ application_name: string; sync_state: string }>(
-          leader.pgPort,
-          'SELECT application_name, sync_state FROM pg_stat_replication',
-        );
-        return rows.some((row) => row.application_name === sync.sync_standby && row.sync_state === 'sync') ? sync.sync_standby : null;
-      }, { timeoutMs: 40_000, description: `/sync written by ${leader.name} and its standby synchronous` });
+      waitFor(
+        async () => {
+          const sync = await cluster.jsonKey<{ leader: string; sync_standby: string | null }>('sync');
+          if (sync?.leader !== leader.name || !sync.sync_standby) return null;
+          const rows = await query<{ application_name: string; sync_state: string }>(
+            leader.pgPort,
+            'SELECT application_name, sync_state FROM pg_stat_replication',
+          );
+          return rows.some((row) => row.application_name === sync.sync_standby && row.sync_state === 'sync')
+            ? sync.sync_standby
+            : null;
+        },
+        { timeoutMs: 40_000, description: `/sync written by ${leader.name} and its standby synchronous` },
+      );
     const patroniLeader = (await roles()).leader;
     expect(patroniLeader.agent).toBe('patroni');
     await failsafeOf(patroniLeader);
@@ -351,15 +470,30 @@ describe('a mixed cluster: pause, scheduled operations and synchronous mode thro
     const next = cluster.node(await syncOf(standby));
     expect(next).not.toBe(standby);
     await failsafeOf(standby);
-    await cluster.patronictl('edit-config', cluster.scope, '--force', '-s', 'synchronous_mode=false', '-s', 'failsafe_mode=false');
-    await waitFor(async () => !(await cluster.jsonKey<{ sync_standby?: string }>('sync'))?.sync_standby, { timeoutMs: 30_000, description: '/sync cleared' });
+    await cluster.patronictl(
+      'edit-config',
+      cluster.scope,
+      '--force',
+      '-s',
+      'synchronous_mode=false',
+      '-s',
+      'failsafe_mode=false',
+    );
+    await waitFor(async () => !(await cluster.jsonKey<{ sync_standby?: string }>('sync'))?.sync_standby, {
+      timeoutMs: 30_000,
+      description: '/sync cleared',
+    });
   });
 });
 
 describe('the last node to Stator, then the way back to Patroni node by node', () => {
   it('replaces the last Patroni node: three Stator agents on the original data', async () => {
     const last = cluster.nodes.find((node) => node.agent === 'patroni')!;
-    if ((await cluster.leaderName()) === last.name) await switchover(cluster, cluster.nodes.find((n) => n !== last)!);
+    if ((await cluster.leaderName()) === last.name)
+      await switchover(
+        cluster,
+        cluster.nodes.find((n) => n !== last)!,
+      );
     record('swap Patroni -> Stator (last node)', await swapAgent(cluster, last, 'stator'));
     expect(cluster.nodes.every((node) => node.agent === 'stator')).toBe(true);
     await cluster.waitForHealthy();
@@ -368,7 +502,8 @@ describe('the last node to Stator, then the way back to Patroni node by node', (
 
   it('goes back: each Stator replica replaced by Patroni, a switchover to Patroni, then the last node', async () => {
     const { leader, replicas } = await roles();
-    for (const node of replicas) record(`swap Stator -> Patroni (${node.name})`, await swapAgent(cluster, node, 'patroni'));
+    for (const node of replicas)
+      record(`swap Stator -> Patroni (${node.name})`, await swapAgent(cluster, node, 'patroni'));
     const from = performance.now();
     const { primaryMs } = await switchover(cluster, replicas[0]);
     record('switchover Stator -> Patroni (way back): candidate primary', primaryMs);
@@ -385,8 +520,13 @@ describe('the last node to Stator, then the way back to Patroni node by node', (
     expect(await ledger.afterStep('the end, the writer stopped')).toBe(true);
     figures['acknowledged writes'] = writer.acked.length;
     figures['acknowledged writes lost'] = ledger.losses.length;
-    figures[`of them acknowledged on a leader within ${ASYNC_CRASH_WINDOW_MS} ms before its kill -9 ended`] = ledger.losses.length - ledger.unexplained().length;
-    expect(ledger.unexplained().map((loss) => `${ledger.describe(loss)}, seen missing on ${loss.readOn} after "${loss.seenAfter}"`)).toEqual([]);
+    figures[`of them acknowledged on a leader within ${ASYNC_CRASH_WINDOW_MS} ms before its kill -9 ended`] =
+      ledger.losses.length - ledger.unexplained().length;
+    expect(
+      ledger
+        .unexplained()
+        .map((loss) => `${ledger.describe(loss)}, seen missing on ${loss.readOn} after "${loss.seenAfter}"`),
+    ).toEqual([]);
     expect(writer.acked.length).toBeGreaterThan(100);
   });
 });

@@ -50,7 +50,12 @@ afterAll(async () => {
   await cluster?.stop();
   const keep = (ledger && ledger.unexplained().length > 0) || process.env.STATOR_MIGRATION_KEEP === '1';
   if (baseDir && !keep) removeDir(baseDir);
-  if (ledger) process.stdout.write(`\nswitchover loop (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})${keep ? `, logs kept in ${baseDir}` : ''}:\n${ledger.lines.join('\n')}\n`);
+  if (ledger)
+    process.stdout.write(
+      `\nswitchover loop (load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')})${keep ? `, logs kept in ${baseDir}` : ''}:\n${ledger.lines.join('\n')}\n`,
+    );
 });
 
 it(`loses no acknowledged write in ${LOOPS} rounds of: Stator replicas swapped to Patroni, switchover Stator -> Patroni, and the way forward again`, async () => {

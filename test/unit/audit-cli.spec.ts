@@ -10,15 +10,26 @@ import { indexOf, syntheticLog, writeExport } from './audit-fixture';
 const REPO_ROOT = join(__dirname, '..', '..');
 
 /** Runs `stator audit <argv>` in-process; `api` answers the node API paths when given. */
-async function audit(argv: string[], api?: Record<string, { status: number; body?: unknown }>, env: NodeJS.ProcessEnv = {}) {
+async function audit(
+  argv: string[],
+  api?: Record<string, { status: number; body?: unknown }>,
+  env: NodeJS.ProcessEnv = {},
+) {
   let stdout = '';
   let stderr = '';
   const fakeFetch = (async (url: string | URL) => {
     const answer = api?.[new URL(String(url)).pathname];
     if (!api) throw new TypeError('fetch failed', { cause: { code: 'ECONNREFUSED' } });
-    return new Response(answer?.body === undefined ? 'not found' : JSON.stringify(answer.body), { status: answer?.status ?? 404 });
+    return new Response(answer?.body === undefined ? 'not found' : JSON.stringify(answer.body), {
+      status: answer?.status ?? 404,
+    });
   }) as typeof fetch;
-  const code = await runAudit(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env, fetch: fakeFetch });
+  const code = await runAudit(argv, {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    env,
+    fetch: fakeFetch,
+  });
   return { code, stdout, stderr };
 }
 
@@ -59,7 +70,9 @@ describe('stator audit', () => {
       expect(code).toBe(AUDIT_EXIT.problems);
       expect(stdout).toContain('✘ hash chains: 1 problem\n');
       expect(stdout).toContain(`${log.length} events checked, 1 problem\n`);
-      expect(stdout).toContain(`  cluster#${log[index].seq} (line ${index + 1}): altered: its content does not match its hash\n`);
+      expect(stdout).toContain(
+        `  cluster#${log[index].seq} (line ${index + 1}): altered: its content does not match its hash\n`,
+      );
     });
 
     it('names the event after a removed one, in the chain and in the replay (exit 1)', async () => {
@@ -70,7 +83,9 @@ describe('stator audit', () => {
       // The next event of the stream moved up into the removed one's line.
       const position = `node/node2/postgres#5 (line ${removed + 1})`;
       expect(stdout).toContain(`  ${position}: removed: #4 is missing before it\n`);
-      expect(stdout).toContain(`  ${position}: illegal transition: recorded from creating_replica, but the machine is in stopped.idle`);
+      expect(stdout).toContain(
+        `  ${position}: illegal transition: recorded from creating_replica, but the machine is in stopped.idle`,
+      );
       expect(stdout).toMatch(/✔ final states/);
     });
 
@@ -87,7 +102,9 @@ describe('stator audit', () => {
 
     it("compares the node's /history and /schedule with the log's projections", async () => {
       const history = [[1, 50331808, 'no recovery target specified', '2026-01-01T00:00:17+00:00', 'node2']];
-      const good = await audit(['verify', '--file', clean, '--api', 'http://127.0.0.1:8008/'], { '/history': { status: 200, body: history } });
+      const good = await audit(['verify', '--file', clean, '--api', 'http://127.0.0.1:8008/'], {
+        '/history': { status: 200, body: history },
+      });
       expect(good.code).toBe(AUDIT_EXIT.ok);
       expect(good.stdout).toContain('✔ /history of http://127.0.0.1:8008: 1 entry, as the log tells\n');
       expect(good.stdout).toContain('– /schedule of http://127.0.0.1:8008: not served (HTTP 404), not compared\n');
@@ -124,7 +141,9 @@ describe('stator audit', () => {
     it('exits 2 when the API does not answer', async () => {
       const { code, stderr } = await audit(['verify', '--file', clean, '--api', 'http://127.0.0.1:1']);
       expect(code).toBe(AUDIT_EXIT.usageOrSource);
-      expect(stderr).toBe('stator audit: cannot read the source: http://127.0.0.1:1/history unreachable: ECONNREFUSED\n');
+      expect(stderr).toBe(
+        'stator audit: cannot read the source: http://127.0.0.1:1/history unreachable: ECONNREFUSED\n',
+      );
     });
   });
 
@@ -132,9 +151,22 @@ describe('stator audit', () => {
     it('writes the events in order as JSON lines, within --from and --to (inclusive)', async () => {
       const all = await audit(['export', '--file', clean]);
       expect(all.stdout).toBe(log.map((e) => `${JSON.stringify(e)}\n`).join(''));
-      const window = await audit(['export', '--file', clean, '--from', '2026-01-01T00:00:13Z', '--to', '2026-01-01T01:00:14+01:00']);
+      const window = await audit([
+        'export',
+        '--file',
+        clean,
+        '--from',
+        '2026-01-01T00:00:13Z',
+        '--to',
+        '2026-01-01T01:00:14+01:00',
+      ]);
       expect(window.code).toBe(AUDIT_EXIT.ok);
-      expect(window.stdout.trim().split('\n').map((line) => JSON.parse(line).type)).toEqual(['switchover.scheduled', 'switchover.cancelled']);
+      expect(
+        window.stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line).type),
+      ).toEqual(['switchover.scheduled', 'switchover.cancelled']);
     });
 
     it('writes what verify reads back unchanged', async () => {
@@ -172,14 +204,22 @@ describe('stator audit', () => {
     it('--json: the same as one document', async () => {
       const { stdout } = await audit(['replay', '--file', clean, '--at', '2026-01-01T01:00:00Z', '--json']);
       const document = JSON.parse(stdout);
-      expect(document).toMatchObject({ at: '2026-01-01T01:00:00.000Z', events: log.length, leader: 'node2', timeline: 2, paused: false });
+      expect(document).toMatchObject({
+        at: '2026-01-01T01:00:00.000Z',
+        events: log.length,
+        leader: 'node2',
+        timeline: 2,
+        paused: false,
+      });
       expect(document.members.node1).toEqual({
         state: 'running',
         role: 'demoted',
         leadership: 'follower',
         machines: { leadership: 'follower', postgres: 'running.idle', role: 'demoted' },
       });
-      expect(document.schedule).toEqual([expect.objectContaining({ kind: 'switchover', fate: 'cancelled', ended_at: '2026-01-01T00:00:14.000Z' })]);
+      expect(document.schedule).toEqual([
+        expect.objectContaining({ kind: 'switchover', fate: 'cancelled', ended_at: '2026-01-01T00:00:14.000Z' }),
+      ]);
       expect(document.history).toHaveLength(1);
     });
   });
@@ -214,7 +254,10 @@ describe('stator audit', () => {
 
     it('exits 2 naming the source it cannot read: a missing file, a line that is not an event, etcd down', async () => {
       const missing = await audit(['verify', '--file', join(dir, 'missing.jsonl')]);
-      expect(missing).toMatchObject({ code: AUDIT_EXIT.usageOrSource, stderr: expect.stringContaining('cannot read the source: ') });
+      expect(missing).toMatchObject({
+        code: AUDIT_EXIT.usageOrSource,
+        stderr: expect.stringContaining('cannot read the source: '),
+      });
       expect(missing.stderr).toContain('ENOENT');
 
       const garbled = writeExport(dir, 'garbled.jsonl', log.slice(0, 2));
@@ -232,7 +275,9 @@ describe('stator audit', () => {
     it('takes etcd3.hosts and scope from --config, with the environment overrides the agent applies', async () => {
       const port = await freePort();
       const config = join(REPO_ROOT, 'test', 'fixtures', 'config', 'patroni-3-etcd3.yml');
-      const { code, stderr } = await audit(['verify', '--config', config], undefined, { PATRONI_ETCD3_HOSTS: `127.0.0.1:${port}` });
+      const { code, stderr } = await audit(['verify', '--config', config], undefined, {
+        PATRONI_ETCD3_HOSTS: `127.0.0.1:${port}`,
+      });
       expect(code).toBe(AUDIT_EXIT.usageOrSource);
       expect(stderr).toContain(`cannot read the source: etcd 127.0.0.1:${port}, scope batman: unreachable: `);
 
@@ -246,7 +291,11 @@ describe('stator audit', () => {
 
   it('end to end: `stator audit verify --file` exits 0, then 1 on a tampered copy (needs `npm run build`)', () => {
     expect(existsSync(join(REPO_ROOT, 'dist', 'src', 'audit', 'audit-cli.js'))).toBe(true);
-    const run = (file: string) => spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--file', file], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const run = (file: string) =>
+      spawnSync(process.execPath, ['bin/stator.js', 'audit', 'verify', '--file', file], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+      });
     const ok = run(clean);
     expect({ status: ok.status, stderr: ok.stderr }).toEqual({ status: 0, stderr: '' });
     expect(ok.stdout).toContain(`${log.length} events checked, no problems`);

@@ -27,7 +27,16 @@ export async function syntheticLog(): Promise<RecordedEvent[]> {
     await new Promise((resolve) => setImmediate(resolve));
   };
   const fact = (type: string, node: string, cause: string, data: Record<string, unknown>) =>
-    sink.record({ stream: 'cluster', type, at: new Date(clock.now()).toISOString(), node, from: null, to: null, cause, data });
+    sink.record({
+      stream: 'cluster',
+      type,
+      at: new Date(clock.now()).toISOString(),
+      node,
+      from: null,
+      to: null,
+      cause,
+      data,
+    });
 
   const start = (name: 'postgres' | 'role' | 'leadership', node: string, machine: AnyStateMachine) => {
     const actor = createActor(machine, { inspect: transitionRecorder(name, node, sink, clock) });
@@ -82,9 +91,17 @@ export async function syntheticLog(): Promise<RecordedEvent[]> {
   role2.send({ type: 'DETECTED_REPLICA' });
   await tick();
 
-  fact('switchover.scheduled', 'node1', 'POST /switchover', { leader: 'node1', member: 'node2', scheduled_at: '2026-01-01T02:00:00+00:00' });
+  fact('switchover.scheduled', 'node1', 'POST /switchover', {
+    leader: 'node1',
+    member: 'node2',
+    scheduled_at: '2026-01-01T02:00:00+00:00',
+  });
   await tick();
-  fact('switchover.cancelled', 'node1', 'DELETE /switchover', { leader: 'node1', member: 'node2', scheduled_at: '2026-01-01T02:00:00+00:00' });
+  fact('switchover.cancelled', 'node1', 'DELETE /switchover', {
+    leader: 'node1',
+    member: 'node2',
+    scheduled_at: '2026-01-01T02:00:00+00:00',
+  });
   await tick();
 
   lead1.send({ type: 'LOCK_RELEASED', reason: 'switchover' });

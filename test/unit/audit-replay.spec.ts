@@ -2,7 +2,8 @@ import { replayTransitions } from '../../src/audit/transition-replay';
 import { RecordedEvent } from '../../src/events/event';
 import { indexOf, syntheticLog } from './audit-fixture';
 
-const where = (problems: ReturnType<typeof replayTransitions>['problems']) => problems.map((p) => `${p.stream}#${p.seq} @${p.index}`);
+const where = (problems: ReturnType<typeof replayTransitions>['problems']) =>
+  problems.map((p) => `${p.stream}#${p.seq} @${p.index}`);
 
 describe('replayTransitions', () => {
   let log: RecordedEvent[];
@@ -39,7 +40,9 @@ describe('replayTransitions', () => {
     events[index] = { ...events[index], to: 'crashed' };
     const replay = replayTransitions(events);
     expect(where(replay.problems)).toEqual([`node/node2/postgres#${events[index].seq} @${index}`]);
-    expect(replay.problems[0].message).toBe('illegal transition: START in stopped.idle leads to starting, recorded crashed');
+    expect(replay.problems[0].message).toBe(
+      'illegal transition: START in stopped.idle leads to starting, recorded crashed',
+    );
   });
 
   it('reports a transition that does not start where the previous one ended (an event missing)', () => {
@@ -47,8 +50,14 @@ describe('replayTransitions', () => {
     const events = log.filter((_, index) => index !== removed);
     const replay = replayTransitions(events);
     expect(replay.problems).toHaveLength(1);
-    expect(replay.problems[0]).toMatchObject({ stream: 'node/node1/postgres', seq: log[removed].seq + 1, index: removed });
-    expect(replay.problems[0].message).toMatch(/^illegal transition: recorded from initdb, but the machine is in stopped.idle/);
+    expect(replay.problems[0]).toMatchObject({
+      stream: 'node/node1/postgres',
+      seq: log[removed].seq + 1,
+      index: removed,
+    });
+    expect(replay.problems[0].message).toMatch(
+      /^illegal transition: recorded from initdb, but the machine is in stopped.idle/,
+    );
   });
 
   it('needs SET_PAUSE: without it a postmaster exit while paused would have crashed the machine', () => {
@@ -74,7 +83,10 @@ describe('replayTransitions', () => {
     const last = events.length - 1 - [...events].reverse().findIndex((e) => e.stream === 'node/node2/role');
     events[last] = { ...events[last], to: 'demoted' };
     const replay = replayTransitions(events);
-    expect(replay.endings.find((e) => e.stream === 'node/node2/role')).toMatchObject({ replayed: 'primary', lastIndex: last });
+    expect(replay.endings.find((e) => e.stream === 'node/node2/role')).toMatchObject({
+      replayed: 'primary',
+      lastIndex: last,
+    });
   });
 
   it('names a machine it does not know', () => {

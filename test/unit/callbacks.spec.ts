@@ -15,18 +15,52 @@ const transition = (type: string, from: string | null, to: string, cause = 'x') 
 describe('which transition fires which callback (reference 3.3, 3.4, 3.12)', () => {
   it.each([
     [transition('postgres.transition', 'starting', 'running.idle'), 'replica', { action: 'on_start', role: 'replica' }],
-    [transition('postgres.transition', 'bootstrap_starting', 'running.idle'), 'primary', { action: 'on_start', role: 'primary' }],
+    [
+      transition('postgres.transition', 'bootstrap_starting', 'running.idle'),
+      'primary',
+      { action: 'on_start', role: 'primary' },
+    ],
     [transition('postgres.transition', 'starting', 'running.idle'), 'demoted', null],
-    [transition('postgres.transition', 'restarting', 'running.idle'), 'promoted', { action: 'on_restart', role: 'primary' }],
+    [
+      transition('postgres.transition', 'restarting', 'running.idle'),
+      'promoted',
+      { action: 'on_restart', role: 'primary' },
+    ],
     [transition('postgres.transition', 'stopping', 'stopped.idle'), 'replica', { action: 'on_stop', role: 'replica' }],
-    [transition('postgres.transition', 'running.reconfiguring', 'running.idle', 'xstate.done.actor.reconfigurePostgres'), 'replica', { action: 'on_reload', role: 'replica' }],
-    [transition('postgres.transition', 'running.reconfiguring', 'running.idle', 'xstate.error.actor.reconfigurePostgres'), 'replica', null],
+    [
+      transition(
+        'postgres.transition',
+        'running.reconfiguring',
+        'running.idle',
+        'xstate.done.actor.reconfigurePostgres',
+      ),
+      'replica',
+      { action: 'on_reload', role: 'replica' },
+    ],
+    [
+      transition(
+        'postgres.transition',
+        'running.reconfiguring',
+        'running.idle',
+        'xstate.error.actor.reconfigurePostgres',
+      ),
+      'replica',
+      null,
+    ],
     [transition('postgres.transition', 'running.idle', 'crashed'), 'primary', null],
     [transition('role.transition', 'replica', 'promoted'), 'replica', { action: 'on_role_change', role: 'primary' }],
     [transition('role.transition', 'promoted', 'primary'), 'promoted', null],
     [transition('role.transition', 'demoted', 'replica'), 'demoted', { action: 'on_role_change', role: 'replica' }],
-    [transition('role.transition', 'replica', 'standby_leader'), 'replica', { action: 'on_role_change', role: 'standby_leader' }],
-    [transition('role.transition', 'primary', 'demoted', 'GAVE_UP_AFTER_FAILED_START'), 'primary', { action: 'on_role_change', role: 'demoted' }],
+    [
+      transition('role.transition', 'replica', 'standby_leader'),
+      'replica',
+      { action: 'on_role_change', role: 'standby_leader' },
+    ],
+    [
+      transition('role.transition', 'primary', 'demoted', 'GAVE_UP_AFTER_FAILED_START'),
+      'primary',
+      { action: 'on_role_change', role: 'demoted' },
+    ],
     [transition('role.transition', 'primary', 'demoted', 'DEMOTED'), 'primary', null],
     [transition('role.transition', 'uninitialized', 'primary'), 'uninitialized', null],
     [transition('role.transition', 'uninitialized', 'replica'), 'uninitialized', null],
@@ -68,12 +102,28 @@ describe('CallbackRunner', () => {
   }
 
   function runner(commands: Record<string, string>, timeoutMs = 5000): CallbackRunner {
-    const created = new CallbackRunner({ commands, scope: 'batman', node: 'n1', events: { record: (event) => recorded.push(event) }, clock: systemClock, log: { info: () => undefined, warning: () => undefined }, timeoutMs });
+    const created = new CallbackRunner({
+      commands,
+      scope: 'batman',
+      node: 'n1',
+      events: { record: (event) => recorded.push(event) },
+      clock: systemClock,
+      log: { info: () => undefined, warning: () => undefined },
+      timeoutMs,
+    });
     created.follow(feed);
     return created;
   }
 
-  const event = (type: string, from: string, to: string): LocalEvent => ({ stream: 'node/n1/x', type, at: '', node: 'n1', from, to, cause: 'x' });
+  const event = (type: string, from: string, to: string): LocalEvent => ({
+    stream: 'node/n1/x',
+    type,
+    at: '',
+    node: 'n1',
+    from,
+    to,
+    cause: 'x',
+  });
 
   it('calls the command with `<action> <role> <scope>` appended, and records how it ended', async () => {
     const out = join(dir, 'calls');
@@ -82,7 +132,16 @@ describe('CallbackRunner', () => {
     feed.next(event('role.transition', 'replica', 'promoted'));
     await waitFor(() => finished().length === 1, { description: 'the callback to finish' });
     expect(readFileSync(out, 'utf8')).toBe('--vip 10.0.0.5 on_role_change primary batman\n');
-    expect(finished()).toEqual([{ action: 'on_role_change', role: 'primary', outcome: 'exited', exitCode: 0, signal: null, durationMs: expect.any(Number) }]);
+    expect(finished()).toEqual([
+      {
+        action: 'on_role_change',
+        role: 'primary',
+        outcome: 'exited',
+        exitCode: 0,
+        signal: null,
+        durationMs: expect.any(Number),
+      },
+    ]);
     expect(recorded.map((e) => [e.stream, e.type])).toEqual([
       ['node/n1/callbacks', 'callback.started'],
       ['node/n1/callbacks', 'callback.finished'],
@@ -118,6 +177,10 @@ describe('CallbackRunner', () => {
     runner({ on_start: join(dir, 'missing.sh') });
     feed.next(event('postgres.transition', 'starting', 'running.idle'));
     await waitFor(() => finished().length === 1, { description: 'the failed start to be recorded' });
-    expect(finished()[0]).toMatchObject({ action: 'on_start', outcome: 'failed to start', error: expect.stringContaining('ENOENT') });
+    expect(finished()[0]).toMatchObject({
+      action: 'on_start',
+      outcome: 'failed to start',
+      error: expect.stringContaining('ENOENT'),
+    });
   });
 });

@@ -1,7 +1,13 @@
 import { createActor } from 'xstate';
 import { RecordedEvent } from '../../src/events/event';
 import { transitionRecorder } from '../../src/events/transition-recorder';
-import { HA_MEMORY_EVENT_TYPES, haMemoryMachine, HaMemory, recordedMemoryEvent, replayableMemory } from '../../src/ha/ha-memory.machine';
+import {
+  HA_MEMORY_EVENT_TYPES,
+  haMemoryMachine,
+  HaMemory,
+  recordedMemoryEvent,
+  replayableMemory,
+} from '../../src/ha/ha-memory.machine';
 import { compareWithReplay, firstDifference, MemorySample } from '../../scripts/lib/chaos/memory-replay';
 
 /** A node's memory machine recording into `log`, at the times `clock.now` gives. */
@@ -25,7 +31,12 @@ describe("the chaos round's memory check", () => {
     const log: RecordedEvent[] = [];
     let now = start;
     const node = recordedNode('node1', log, { now: () => now });
-    const served = (ms: number, round: number): MemorySample => ({ node: 'node1', round, at: iso(ms), memory: replayableMemory(node.getSnapshot().context) });
+    const served = (ms: number, round: number): MemorySample => ({
+      node: 'node1',
+      round,
+      at: iso(ms),
+      memory: replayableMemory(node.getSnapshot().context),
+    });
     const samples = [served(500, 1)];
     now = start + 1000;
     node.send({ type: 'SETTINGS_CONFIGURED', digest: 'aaaaaaaaaaaa' });
@@ -51,12 +62,16 @@ describe("the chaos round's memory check", () => {
     log.pop(); // the recorder lost the last transition (an agent killed before its flush)
 
     const [round] = compareWithReplay(log, [{ node: 'node1', round: 1, at: iso(1500), memory: served }], 1);
-    expect(round.mismatches).toEqual([{ node: 'node1', at: iso(1500), detail: 'leaving: replayed false, served true' }]);
+    expect(round.mismatches).toEqual([
+      { node: 'node1', at: iso(1500), detail: 'leaving: replayed false, served true' },
+    ]);
   });
 
   it('reports an instant before any transition of the node as not rebuilt', () => {
     const [round] = compareWithReplay([], [{ node: 'node2', round: 1, at: iso(0), memory: {} }], 1);
-    expect(round.mismatches).toEqual([{ node: 'node2', at: iso(0), detail: 'no memory transition in the log by then' }]);
+    expect(round.mismatches).toEqual([
+      { node: 'node2', at: iso(0), detail: 'no memory transition in the log by then' },
+    ]);
   });
 
   it('compares values whatever the order of their keys', () => {

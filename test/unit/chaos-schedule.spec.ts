@@ -3,7 +3,12 @@ import { faultsNamed, schedule, splitFaultList } from '../../scripts/lib/chaos/r
 /** Which faults a run of `npm run chaos` injects: the opt-in one (a documented exception) only when named. */
 describe('the chaos schedule', () => {
   const exception = 'kill -9 of the leader fence and agent with the agent back after ttl + 5 s';
-  const fenceFaults = ['kill -9 of the leader fence', 'kill -9 of the leader fence and agent', 'kill -9 of a replica fence', 'kill -9 of a replica fence and agent'];
+  const fenceFaults = [
+    'kill -9 of the leader fence',
+    'kill -9 of the leader fence and agent',
+    'kill -9 of a replica fence',
+    'kill -9 of a replica fence and agent',
+  ];
 
   it('holds the four fence faults by default, never the opt-in exception', () => {
     const names = faultsNamed().map((fault) => fault.name);
@@ -15,7 +20,10 @@ describe('the chaos schedule', () => {
   it("reads `--faults`' comma-separated list, names with a comma in them included", () => {
     const everyName = [...faultsNamed(), ...faultsNamed([exception])].map((fault) => fault.name);
     expect(splitFaultList(everyName.join(','))).toEqual(everyName);
-    expect(splitFaultList('power cut of the whole cluster, etcd included,switchover')).toEqual(['power cut of the whole cluster, etcd included', 'switchover']);
+    expect(splitFaultList('power cut of the whole cluster, etcd included,switchover')).toEqual([
+      'power cut of the whole cluster, etcd included',
+      'switchover',
+    ]);
     expect(splitFaultList('switchover, no such fault')).toEqual(['switchover', 'no such fault']);
   });
 

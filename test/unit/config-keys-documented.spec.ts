@@ -32,14 +32,18 @@ interface AcceptedKey {
 const sources = new Map(
   readdirSync(CONFIG_DIR)
     .filter((file) => file.endsWith('.ts'))
-    .map((file) => [file, ts.createSourceFile(file, readFileSync(join(CONFIG_DIR, file), 'utf8'), ts.ScriptTarget.Latest, true)]),
+    .map((file) => [
+      file,
+      ts.createSourceFile(file, readFileSync(join(CONFIG_DIR, file), 'utf8'), ts.ScriptTarget.Latest, true),
+    ]),
 );
 
 /** The initializer of the const `name` seen from `from`: in an enclosing function, at the file's top, or exported by another config file. */
 function constInitializer(name: string, from: ts.Node): ts.Expression | undefined {
   const declarations: ts.VariableDeclaration[] = [];
   const collect = (node: ts.Node, deep: boolean) => {
-    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.name.text === name && node.initializer) declarations.push(node);
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.name.text === name && node.initializer)
+      declarations.push(node);
     if (deep || !ts.isFunctionLike(node)) ts.forEachChild(node, (child) => collect(child, deep));
   };
   for (let scope: ts.Node | undefined = from; scope; scope = scope.parent) {
@@ -55,7 +59,8 @@ function constInitializer(name: string, from: ts.Node): ts.Expression | undefine
 /** The strings a list expression holds, following consts, spreads, `as const`, `new Set([...])`, `Object.freeze({...})` (an object's keys); null where the code computes them. */
 function stringsOf(expression: ts.Expression): string[] | null {
   if (ts.isStringLiteral(expression) || ts.isNoSubstitutionTemplateLiteral(expression)) return [expression.text];
-  if (ts.isAsExpression(expression) || ts.isParenthesizedExpression(expression)) return stringsOf(expression.expression);
+  if (ts.isAsExpression(expression) || ts.isParenthesizedExpression(expression))
+    return stringsOf(expression.expression);
   if (ts.isIdentifier(expression)) {
     const initializer = constInitializer(expression.text, expression);
     return initializer ? stringsOf(initializer) : null;
@@ -73,9 +78,14 @@ function stringsOf(expression: ts.Expression): string[] | null {
     return strings;
   }
   if (ts.isObjectLiteralExpression(expression)) {
-    return expression.properties.flatMap((property) => (property.name && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name)) ? [property.name.text] : []));
+    return expression.properties.flatMap((property) =>
+      property.name && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name))
+        ? [property.name.text]
+        : [],
+    );
   }
-  if ((ts.isNewExpression(expression) || ts.isCallExpression(expression)) && expression.arguments?.length === 1) return stringsOf(expression.arguments[0]);
+  if ((ts.isNewExpression(expression) || ts.isCallExpression(expression)) && expression.arguments?.length === 1)
+    return stringsOf(expression.arguments[0]);
   return null;
 }
 
@@ -95,7 +105,12 @@ function acceptedKeys(): { keys: AcceptedKey[]; unreadable: string[] } {
   const unreadable: string[] = [];
   for (const [file, source] of sources) {
     const visit = (node: ts.Node) => {
-      if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'ignoreUnsupported' && node.arguments.length === 4) {
+      if (
+        ts.isCallExpression(node) &&
+        ts.isIdentifier(node.expression) &&
+        node.expression.text === 'ignoreUnsupported' &&
+        node.arguments.length === 4
+      ) {
         const where = `${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
         const section = sectionOf(node.arguments[2]);
         const list = stringsOf(node.arguments[3]);
@@ -117,7 +132,10 @@ function acceptedKeys(): { keys: AcceptedKey[]; unreadable: string[] } {
 }
 
 const DOCS = readFileSync(join(ROOT, 'docs', 'configuration.md'), 'utf8');
-const KEY_TABLE = DOCS.slice(DOCS.indexOf('## Every Patroni key'), DOCS.indexOf('\n## ', DOCS.indexOf('## Every Patroni key') + 1));
+const KEY_TABLE = DOCS.slice(
+  DOCS.indexOf('## Every Patroni key'),
+  DOCS.indexOf('\n## ', DOCS.indexOf('## Every Patroni key') + 1),
+);
 const ROWS = KEY_TABLE.split('\n').filter((line) => line.startsWith('| ') && !line.startsWith('| section'));
 const STATOR_OWN_KEYS = KEY_TABLE.split('\n').find((line) => line.startsWith("Stator's own keys")) ?? '';
 
@@ -126,14 +144,22 @@ function rowOf(section: string): string | undefined {
   const first = section.split('.')[0];
   const label = first === '' ? 'top level' : first === 'dynamic' ? 'dynamic' : `\`${first}\``;
   // A top-level key is documented in the top level's row, or as a section: the first cell of its own row.
-  if (first === '') return [ROWS.find((row) => row.startsWith('| top level')), ...ROWS.map((row) => row.split('|')[1])].join(' ');
-  return ROWS.find((row) => row.split('|')[1].trim().startsWith(label)) ?? ROWS.find((row) => row.includes(`\`${first}\``));
+  if (first === '')
+    return [ROWS.find((row) => row.startsWith('| top level')), ...ROWS.map((row) => row.split('|')[1])].join(' ');
+  return (
+    ROWS.find((row) => row.split('|')[1].trim().startsWith(label)) ?? ROWS.find((row) => row.includes(`\`${first}\``))
+  );
 }
 
 /** Whether `text` names `key` in backticks: alone, as a segment of a dotted name, or matched by a `*` in one. */
 function names(text: string, key: string): boolean {
   return [...text.matchAll(/`([^`]+)`/g)].some(([, token]) =>
-    token.split(/[./]/).some((segment) => segment === key || (segment.includes('*') && new RegExp(`^${segment.replace(/\*/g, '.*')}$`).test(key))),
+    token
+      .split(/[./]/)
+      .some(
+        (segment) =>
+          segment === key || (segment.includes('*') && new RegExp(`^${segment.replace(/\*/g, '.*')}$`).test(key)),
+      ),
   );
 }
 
@@ -156,14 +182,29 @@ describe('docs/configuration.md names every configuration key the code accepts',
     expect(unreadable).toEqual([]);
     expect(keys.length).toBeGreaterThan(150);
     expect(new Set(keys.map((accepted) => accepted.section.split('.')[0]))).toEqual(
-      new Set(['', 'restapi', 'etcd3', 'postgresql', 'log', 'watchdog', 'fence', 'event_log', 'ctl', 'bootstrap', 'dynamic']),
+      new Set([
+        '',
+        'restapi',
+        'etcd3',
+        'postgresql',
+        'log',
+        'watchdog',
+        'fence',
+        'event_log',
+        'ctl',
+        'bootstrap',
+        'dynamic',
+      ]),
     );
   });
 
   it('with its status: in the row of its section of the table "Every Patroni key", or among Stator\'s own keys', () => {
     const missing = keys
       .filter((accepted) => !names(rowOf(accepted.section) ?? '', accepted.key) && !isStatorOwnKey(accepted))
-      .map((accepted) => `${accepted.section.startsWith('dynamic') ? 'dynamic ' : ''}${dottedName(accepted)} (${accepted.where})`);
+      .map(
+        (accepted) =>
+          `${accepted.section.startsWith('dynamic') ? 'dynamic ' : ''}${dottedName(accepted)} (${accepted.where})`,
+      );
     expect([...new Set(missing)]).toEqual([]);
   });
 });

@@ -139,9 +139,21 @@ describe('loadConfig', () => {
         datacenter: 'eu-west-1a',
       },
       state_dir: '/var/lib/stator/orders-1',
-      log: { level: 'debug', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
+      log: {
+        level: 'debug',
+        type: 'plain',
+        format: '%(asctime)s %(levelname)s: %(message)s',
+        file_num: 4,
+        file_size: 25_000_000,
+      },
       fence: { agent_grace: 5, release_lease: false },
-      event_log: { max_age: 604_800, max_events_per_stream: 20_000, max_bytes: 4 * 1024 * 1024, etcd_quota_bytes: 8 * 1024 ** 3, etcd_quota_share: 0.25 },
+      event_log: {
+        max_age: 604_800,
+        max_events_per_stream: 20_000,
+        max_bytes: 4 * 1024 * 1024,
+        etcd_quota_bytes: 8 * 1024 ** 3,
+        etcd_quota_share: 0.25,
+      },
       watchdog: { mode: 'required', device: '/dev/watchdog1', safety_margin: -1, driver: 'default' },
     };
     expect(config).toEqual(expected);
@@ -188,7 +200,14 @@ describe('loadConfig', () => {
       },
       tags: { nofailover: false, noloadbalance: false, clonefrom: false, nosync: false },
       state_dir: '/var/lib/postgresql/15/main.stator',
-      log: { level: 'info', type: 'plain', dir: '/var/log/patroni', file_num: 10, file_size: 26214400, format: '%(asctime)s %(levelname)s: %(message)s' },
+      log: {
+        level: 'info',
+        type: 'plain',
+        dir: '/var/log/patroni',
+        file_num: 10,
+        file_size: 26214400,
+        format: '%(asctime)s %(levelname)s: %(message)s',
+      },
       fence: { agent_grace: 3, release_lease: true },
       event_log: DEFAULT_EVENT_LOG,
       watchdog: { mode: 'automatic', device: '/dev/watchdog', safety_margin: 5, driver: 'default' },
@@ -243,7 +262,13 @@ describe('loadConfig', () => {
       },
       tags: {},
       state_dir: '/var/lib/postgresql/stator/data.stator',
-      log: { level: 'info', type: 'plain', format: '%(asctime)s %(levelname)s: %(message)s', file_num: 4, file_size: 25_000_000 },
+      log: {
+        level: 'info',
+        type: 'plain',
+        format: '%(asctime)s %(levelname)s: %(message)s',
+        file_num: 4,
+        file_size: 25_000_000,
+      },
       fence: { agent_grace: 3, release_lease: true },
       event_log: DEFAULT_EVENT_LOG,
       watchdog: { mode: 'automatic', device: '/dev/watchdog', safety_margin: 5, driver: 'default' },
@@ -346,8 +371,16 @@ describe('loadConfig', () => {
     });
 
     it('takes the dynamic keys Stator acts on in bootstrap.dcs without a warning', () => {
-      const dcs = { synchronous_mode: true, failsafe_mode: true, standby_cluster: { host: 'x' }, max_timelines_history: 10, primary_stop_timeout: 5 };
-      const { warnings } = load({ bootstrap: { dcs: { ...dcs, postgresql: { remove_data_directory_on_rewind_failure: false } } } });
+      const dcs = {
+        synchronous_mode: true,
+        failsafe_mode: true,
+        standby_cluster: { host: 'x' },
+        max_timelines_history: 10,
+        primary_stop_timeout: 5,
+      };
+      const { warnings } = load({
+        bootstrap: { dcs: { ...dcs, postgresql: { remove_data_directory_on_rewind_failure: false } } },
+      });
       expect(warnings).toEqual([]);
     });
 
@@ -366,7 +399,10 @@ describe('loadConfig', () => {
       const { warnings } = load({
         restapi: { ciphers_of_tomorrow: 'HIGH' },
         etcd3: { discovery_of_tomorrow: 'a' },
-        bootstrap: { post_bootstrap: '/x.sh', custom: { command: '/c.sh', no_params: true, recovery_conf: { restore_command: 'cp %p' } } },
+        bootstrap: {
+          post_bootstrap: '/x.sh',
+          custom: { command: '/c.sh', no_params: true, recovery_conf: { restore_command: 'cp %p' } },
+        },
         postgresql: { authentication: { superuser: { sslmode: 'require', sslcompression: 1 } } },
       });
       expect(warnings).toEqual([
@@ -380,11 +416,22 @@ describe('loadConfig', () => {
       const { config, warnings } = load({
         bootstrap: {
           method: 'pitr',
-          pitr: { command: '/restore.sh --from=s3', keep_existing_recovery_conf: true, recovery_conf: { recovery_target_action: 'promote', restore_command: 'cp /a/%f %p' }, stanza: 'main' },
+          pitr: {
+            command: '/restore.sh --from=s3',
+            keep_existing_recovery_conf: true,
+            recovery_conf: { recovery_target_action: 'promote', restore_command: 'cp /a/%f %p' },
+            stanza: 'main',
+          },
         },
         postgresql: {
           create_replica_methods: ['pgbackrest', 'basebackup'],
-          pgbackrest: { command: '/usr/bin/pgbackrest --stanza=main restore', keep_data: true, no_params: true, delta: true, 'process-max': 4 },
+          pgbackrest: {
+            command: '/usr/bin/pgbackrest --stanza=main restore',
+            keep_data: true,
+            no_params: true,
+            delta: true,
+            'process-max': 4,
+          },
         },
       });
       expect(warnings).toEqual([]);
@@ -396,14 +443,20 @@ describe('loadConfig', () => {
       });
       expect(config.postgresql.create_replica_methods).toEqual(['pgbackrest', 'basebackup']);
       expect(config.postgresql.replica_methods).toEqual({
-        pgbackrest: { command: '/usr/bin/pgbackrest --stanza=main restore', no_params: true, options: { keep_data: true, delta: true, 'process-max': 4 } },
+        pgbackrest: {
+          command: '/usr/bin/pgbackrest --stanza=main restore',
+          no_params: true,
+          options: { keep_data: true, delta: true, 'process-max': 4 },
+        },
       });
     });
 
     it('refuses a replica method section that is not a mapping of scalars, naming the key', () => {
-      expect(problemsOf(() => load({ postgresql: { create_replica_methods: ['wale'], wale: { command: '/w.sh', envdir: ['a'] } } }))).toEqual([
-        'postgresql.wale.envdir: must be a string, a number or a boolean, got ["a"]',
-      ]);
+      expect(
+        problemsOf(() =>
+          load({ postgresql: { create_replica_methods: ['wale'], wale: { command: '/w.sh', envdir: ['a'] } } }),
+        ),
+      ).toEqual(['postgresql.wale.envdir: must be a string, a number or a boolean, got ["a"]']);
     });
 
     it("reads the roles' libpq options, the rewind role, unix sockets, pgpass, basebackup options and post_bootstrap as Patroni's acceptance harness writes them", () => {
@@ -411,7 +464,11 @@ describe('loadConfig', () => {
       const { config, warnings } = load({
         bootstrap: { post_bootstrap: 'psql -w -c "SELECT 1"' },
         postgresql: {
-          authentication: { superuser: { username: 'postgres', ...tls }, replication: { username: 'replicator', ...tls }, rewind: { username: 'rewind_user', password: 'r' } },
+          authentication: {
+            superuser: { username: 'postgres', ...tls },
+            replication: { username: 'replicator', ...tls },
+            rewind: { username: 'rewind_user', password: 'r' },
+          },
           use_unix_socket: true,
           use_unix_socket_repl: 'on',
           pgpass: '/tmp/pgpass_0',
@@ -421,7 +478,11 @@ describe('loadConfig', () => {
       expect(warnings).toEqual([]);
       expect(config.bootstrap.post_bootstrap).toBe('psql -w -c "SELECT 1"');
       expect(config.postgresql).toMatchObject({
-        authentication: { superuser: { libpq: tls }, replication: { libpq: tls }, rewind: { username: 'rewind_user', password: 'r' } },
+        authentication: {
+          superuser: { libpq: tls },
+          replication: { libpq: tls },
+          rewind: { username: 'rewind_user', password: 'r' },
+        },
         use_unix_socket: true,
         use_unix_socket_repl: true,
         pgpass: '/tmp/pgpass_0',
@@ -448,11 +509,22 @@ describe('loadConfig', () => {
         pg_ident: ['omicron bryanh bryan'],
         recovery_conf: { restore_command: 'cp /archive/%f %p', recovery_min_apply_delay: '5min' },
       });
-      expect(loadConfig(null, { ...ENV_ONLY, PATRONI_POSTGRESQL_CONFIG_DIR: '/etc/pg' }).config.postgresql.config_dir).toBe('/etc/pg');
+      expect(
+        loadConfig(null, { ...ENV_ONLY, PATRONI_POSTGRESQL_CONFIG_DIR: '/etc/pg' }).config.postgresql.config_dir,
+      ).toBe('/etc/pg');
     });
 
     it('leaves out the recovery settings Stator decides, with a warning naming each', () => {
-      const { config, warnings } = load({ postgresql: { recovery_conf: { restore_command: 'x', primary_conninfo: 'host=a', recovery_target_time: 'now', standby_mode: 'on' } } });
+      const { config, warnings } = load({
+        postgresql: {
+          recovery_conf: {
+            restore_command: 'x',
+            primary_conninfo: 'host=a',
+            recovery_target_time: 'now',
+            standby_mode: 'on',
+          },
+        },
+      });
       expect(config.postgresql.recovery_conf).toEqual({ restore_command: 'x' });
       expect(warnings).toEqual([
         expect.stringMatching(/^postgresql\.recovery_conf\.primary_conninfo ignored: Stator decides it/),
@@ -462,30 +534,67 @@ describe('loadConfig', () => {
     });
 
     it('refuses a missing custom_conf, bad pg_ident and recovery_conf, and bootstrap.users, naming the key and the rule', () => {
-      expect(() => load({ postgresql: { custom_conf: '/nonexistent/custom.conf' } })).toThrow(/postgresql\.custom_conf: \/nonexistent\/custom\.conf is not a readable file/);
-      expect(() => load({ postgresql: { pg_ident: 'map a b' } })).toThrow(/postgresql\.pg_ident: must be a list of strings/);
-      expect(() => load({ postgresql: { recovery_conf: ['restore_command'] } })).toThrow(/postgresql\.recovery_conf: must be a mapping of recovery settings/);
-      expect(() => load({ postgresql: { recovery_conf: { restore_command: 'a\nb' } } })).toThrow(/postgresql\.recovery_conf\.restore_command: must not contain control characters/);
-      expect(() => load({ bootstrap: { users: { admin: { password: 'x' } } } })).toThrow(/bootstrap\.users: removed in Patroni 4\.0 and not supported: create roles in a bootstrap\.post_bootstrap script/);
+      expect(() => load({ postgresql: { custom_conf: '/nonexistent/custom.conf' } })).toThrow(
+        /postgresql\.custom_conf: \/nonexistent\/custom\.conf is not a readable file/,
+      );
+      expect(() => load({ postgresql: { pg_ident: 'map a b' } })).toThrow(
+        /postgresql\.pg_ident: must be a list of strings/,
+      );
+      expect(() => load({ postgresql: { recovery_conf: ['restore_command'] } })).toThrow(
+        /postgresql\.recovery_conf: must be a mapping of recovery settings/,
+      );
+      expect(() => load({ postgresql: { recovery_conf: { restore_command: 'a\nb' } } })).toThrow(
+        /postgresql\.recovery_conf\.restore_command: must not contain control characters/,
+      );
+      expect(() => load({ bootstrap: { users: { admin: { password: 'x' } } } })).toThrow(
+        /bootstrap\.users: removed in Patroni 4\.0 and not supported: create roles in a bootstrap\.post_bootstrap script/,
+      );
     });
 
     it('accepts pg_hba, pg_ident and recovery_conf in /config and refuses them malformed', () => {
-      const written = { postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], pg_ident: ['m a b'], recovery_conf: { restore_command: 'cp %p' } } };
+      const written = {
+        postgresql: {
+          pg_hba: ['host all all 0.0.0.0/0 md5'],
+          pg_ident: ['m a b'],
+          recovery_conf: { restore_command: 'cp %p' },
+        },
+      };
       expect(validateDynamicConfigKeys(written)).toEqual([]);
       expect(reviewConfigWrite(written)).toEqual({ problems: [] });
       // use_unix_socket_repl changes nothing in Stator; use_unix_socket is node-local, refused with where to set it.
       expect(reviewConfigWrite({ postgresql: { use_unix_socket_repl: true, use_unix_socket: true } })).toEqual({
-        problems: [expect.stringMatching(/^postgresql\.use_unix_socket: how this agent connects to its own server is node-local in Stator .*set postgresql\.use_unix_socket in each node's configuration file$/)],
+        problems: [
+          expect.stringMatching(
+            /^postgresql\.use_unix_socket: how this agent connects to its own server is node-local in Stator .*set postgresql\.use_unix_socket in each node's configuration file$/,
+          ),
+        ],
       });
-      expect(validateDynamicConfigKeys({ postgresql: { use_unix_socket: 'maybe' } })).toEqual([expect.stringMatching(/^postgresql\.use_unix_socket: must be a boolean/)]);
-      expect(effectiveDynamicConfig(written, {}).config).toMatchObject({ pg_hba: ['host all all 0.0.0.0/0 md5'], pg_ident: ['m a b'], recovery_conf: { restore_command: 'cp %p' } });
-      expect(validateDynamicConfigKeys({ postgresql: { pg_hba: 'host all all 0.0.0.0/0 md5', pg_ident: ['a\nb'], recovery_conf: { primary_conninfo: 'host=x' } } })).toEqual([
+      expect(validateDynamicConfigKeys({ postgresql: { use_unix_socket: 'maybe' } })).toEqual([
+        expect.stringMatching(/^postgresql\.use_unix_socket: must be a boolean/),
+      ]);
+      expect(effectiveDynamicConfig(written, {}).config).toMatchObject({
+        pg_hba: ['host all all 0.0.0.0/0 md5'],
+        pg_ident: ['m a b'],
+        recovery_conf: { restore_command: 'cp %p' },
+      });
+      expect(
+        validateDynamicConfigKeys({
+          postgresql: {
+            pg_hba: 'host all all 0.0.0.0/0 md5',
+            pg_ident: ['a\nb'],
+            recovery_conf: { primary_conninfo: 'host=x' },
+          },
+        }),
+      ).toEqual([
         expect.stringMatching(/^postgresql\.pg_hba: must be a list of strings/),
         expect.stringMatching(/^postgresql\.pg_ident: must be a list of strings/),
         expect.stringMatching(/^postgresql\.recovery_conf\.primary_conninfo: Stator decides it/),
       ]);
       // A stored document written by anyone: what cannot be used is left out and said.
-      const { config, adjustments } = effectiveDynamicConfig({ postgresql: { pg_hba: 7, recovery_conf: { recovery_target: 'immediate', restore_command: 'x' } } }, {});
+      const { config, adjustments } = effectiveDynamicConfig(
+        { postgresql: { pg_hba: 7, recovery_conf: { recovery_target: 'immediate', restore_command: 'x' } } },
+        {},
+      );
       expect(config).toMatchObject({ pg_hba: [], recovery_conf: { restore_command: 'x' } });
       expect(adjustments).toEqual([
         'postgresql.recovery_conf.recovery_target in the DCS configuration ignored: Stator decides it for a replica',
@@ -494,8 +603,12 @@ describe('loadConfig', () => {
     });
 
     it('refuses an sslmode libpq does not know and a basebackup option that is not a name, naming the key', () => {
-      expect(() => load({ postgresql: { authentication: { superuser: { sslmode: 'maybe' } } } })).toThrow(/postgresql\.authentication\.superuser\.sslmode: must be one of disable, allow, prefer, require, verify-ca, verify-full/);
-      expect(() => load({ postgresql: { basebackup: ['--max-rate=1; rm -rf /'] } })).toThrow(/postgresql\.basebackup\[0\]: must be a list of option names/);
+      expect(() => load({ postgresql: { authentication: { superuser: { sslmode: 'maybe' } } } })).toThrow(
+        /postgresql\.authentication\.superuser\.sslmode: must be one of disable, allow, prefer, require, verify-ca, verify-full/,
+      );
+      expect(() => load({ postgresql: { basebackup: ['--max-rate=1; rm -rf /'] } })).toThrow(
+        /postgresql\.basebackup\[0\]: must be a list of option names/,
+      );
     });
 
     it('warns about PATRONI_ variables it does not support, without showing their values', () => {
@@ -560,7 +673,12 @@ describe('loadConfig', () => {
     ];
 
     it('reads the etcd TLS files from PATRONI_ETCD3_CACERT, _CERT and _KEY', () => {
-      const env = { PATRONI_ETCD3_PROTOCOL: 'https', PATRONI_ETCD3_CACERT: __filename, PATRONI_ETCD3_CERT: __filename, PATRONI_ETCD3_KEY: __filename };
+      const env = {
+        PATRONI_ETCD3_PROTOCOL: 'https',
+        PATRONI_ETCD3_CACERT: __filename,
+        PATRONI_ETCD3_CERT: __filename,
+        PATRONI_ETCD3_KEY: __filename,
+      };
       const { config } = loadConfig(fileConfig(), env);
       expect(config.etcd3).toMatchObject({ protocol: 'https', cacert: __filename, cert: __filename, key: __filename });
     });
@@ -756,7 +874,12 @@ describe('loadConfig', () => {
         {},
         'bootstrap.dcs.ttl: must be an integer from 5 to 86400, got "x"',
       ],
-      ['a ttl below 5', { bootstrap: { dcs: { ttl: 4 } } }, {}, 'bootstrap.dcs.ttl: must be an integer from 5 to 86400, got 4'],
+      [
+        'a ttl below 5',
+        { bootstrap: { dcs: { ttl: 4 } } },
+        {},
+        'bootstrap.dcs.ttl: must be an integer from 5 to 86400, got 4',
+      ],
       [
         'a fractional loop_wait',
         { bootstrap: { dcs: { loop_wait: 1.5 } } },
@@ -963,9 +1086,16 @@ describe('effectiveDynamicConfig', () => {
   });
 
   it('takes half the ttl as postgres_unresponsive_timeout unless it is set, and 0 turns the check off', () => {
-    expect(effectiveDynamicConfig({ ttl: 10, loop_wait: 2, retry_timeout: 4 }, {}).config.postgres_unresponsive_timeout).toBe(5);
-    expect(effectiveDynamicConfig({ ttl: 10, loop_wait: 2, retry_timeout: 4, postgres_unresponsive_timeout: 3 }, {}).config.postgres_unresponsive_timeout).toBe(3);
-    expect(effectiveDynamicConfig({ postgres_unresponsive_timeout: 0 }, {}).config.postgres_unresponsive_timeout).toBe(0);
+    expect(
+      effectiveDynamicConfig({ ttl: 10, loop_wait: 2, retry_timeout: 4 }, {}).config.postgres_unresponsive_timeout,
+    ).toBe(5);
+    expect(
+      effectiveDynamicConfig({ ttl: 10, loop_wait: 2, retry_timeout: 4, postgres_unresponsive_timeout: 3 }, {}).config
+        .postgres_unresponsive_timeout,
+    ).toBe(3);
+    expect(effectiveDynamicConfig({ postgres_unresponsive_timeout: 0 }, {}).config.postgres_unresponsive_timeout).toBe(
+      0,
+    );
   });
 
   it('uses bootstrap.dcs until the DCS has a configuration', () => {
@@ -1098,8 +1228,14 @@ describe('validateDynamicConfigKeys', () => {
     [{ ttl: '30' }, ['ttl: must be an integer from 5 to 86400, got "30"']],
     [{ loop_wait: 0 }, ['loop_wait: must be an integer from 1 to 86400, got 0']],
     [{ retry_timeout: true }, ['retry_timeout: must be an integer from 1 to 86400, got true']],
-    [{ maximum_lag_on_failover: -1 }, ['maximum_lag_on_failover: must be an integer from 0 to 9007199254740991, got -1']],
-    [{ maximum_lag_on_syncnode: -2 }, ['maximum_lag_on_syncnode: must be an integer from -1 to 9007199254740991, got -2']],
+    [
+      { maximum_lag_on_failover: -1 },
+      ['maximum_lag_on_failover: must be an integer from 0 to 9007199254740991, got -1'],
+    ],
+    [
+      { maximum_lag_on_syncnode: -2 },
+      ['maximum_lag_on_syncnode: must be an integer from -1 to 9007199254740991, got -2'],
+    ],
     [{ primary_start_timeout: 'soon' }, ['primary_start_timeout: must be an integer from 0 to 86400, got "soon"']],
     [{ synchronous_node_count: 0 }, ['synchronous_node_count: must be an integer from 1 to 255, got 0']],
     [{ pause: 'maybe' }, ['pause: must be a boolean (true/false, on/off, yes/no), got "maybe"']],
@@ -1121,5 +1257,4 @@ describe('validateDynamicConfigKeys', () => {
   ])('rejects %j', (doc, expected) => {
     expect(validateDynamicConfigKeys(doc)).toEqual(expected);
   });
-
 });

@@ -9,16 +9,43 @@ import { tmpDir } from '../helpers/tmp';
 describe("the agent's ctl section", () => {
   const write = (ctl: unknown): string => {
     const path = join(tmpDir('stator-ctl-config-'), 'stator.yml');
-    const base = { scope: 'demo', name: 'node1', restapi: { listen: '127.0.0.1:8008' }, etcd3: { hosts: ['127.0.0.1:2379'] }, postgresql: { data_dir: '/tmp/data', listen: '127.0.0.1:5432' } };
+    const base = {
+      scope: 'demo',
+      name: 'node1',
+      restapi: { listen: '127.0.0.1:8008' },
+      etcd3: { hosts: ['127.0.0.1:2379'] },
+      postgresql: { data_dir: '/tmp/data', listen: '127.0.0.1:5432' },
+    };
     writeFileSync(path, stringify(ctl === undefined ? base : { ...base, ctl }));
     return path;
   };
 
   it("reads patronictl's keys without a warning, from the file and from PATRONI_CTL_* variables", () => {
-    const { config, warnings } = loadConfig(write({ insecure: 'off', cacert: '/etc/ca.pem', certfile: '/etc/c.pem', keyfile: '/etc/k.pem', keyfile_password: 1234, authentication: { username: 'u', password: 'p' } }), {});
+    const { config, warnings } = loadConfig(
+      write({
+        insecure: 'off',
+        cacert: '/etc/ca.pem',
+        certfile: '/etc/c.pem',
+        keyfile: '/etc/k.pem',
+        keyfile_password: 1234,
+        authentication: { username: 'u', password: 'p' },
+      }),
+      {},
+    );
     expect(warnings).toEqual([]);
-    expect(config.ctl).toEqual({ insecure: false, cacert: '/etc/ca.pem', certfile: '/etc/c.pem', keyfile: '/etc/k.pem', keyfile_password: '1234', authentication: { username: 'u', password: 'p' } });
-    const fromEnvironment = loadConfig(write(undefined), { PATRONI_CTL_INSECURE: 'true', PATRONI_CTL_CERTFILE: '/etc/c.pem', PATRONI_CTL_KEYFILE_PASSWORD: 'x' }).config;
+    expect(config.ctl).toEqual({
+      insecure: false,
+      cacert: '/etc/ca.pem',
+      certfile: '/etc/c.pem',
+      keyfile: '/etc/k.pem',
+      keyfile_password: '1234',
+      authentication: { username: 'u', password: 'p' },
+    });
+    const fromEnvironment = loadConfig(write(undefined), {
+      PATRONI_CTL_INSECURE: 'true',
+      PATRONI_CTL_CERTFILE: '/etc/c.pem',
+      PATRONI_CTL_KEYFILE_PASSWORD: 'x',
+    }).config;
     expect(fromEnvironment.ctl).toEqual({ insecure: true, certfile: '/etc/c.pem', keyfile_password: 'x' });
     expect(loadConfig(write(undefined), {}).config.ctl).toBeUndefined();
   });

@@ -18,7 +18,7 @@ describe('DcsBudget: the DCS time of one HA cycle', () => {
     expect(budget.remainingMs()).toBe(0);
   });
 
-  it("is the budget of whatever the cycle awaits, but not of a task the cycle starts to outlive it", async () => {
+  it('is the budget of whatever the cycle awaits, but not of a task the cycle starts to outlive it', async () => {
     const budget = new DcsBudget(1000);
     let seenInCycle: DcsBudget | undefined;
     let seenInTask: DcsBudget | undefined | 'not run' = 'not run';

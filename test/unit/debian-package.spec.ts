@@ -3,10 +3,17 @@ import { join } from 'node:path';
 import { controlFile, postinst, postrm, prerm } from '../../scripts/lib/debian-package';
 
 /** The package's metadata and maintainer scripts (test/integration/debian-package.int-spec.ts installs and purges it). */
-const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string; engines: { node: string } };
+const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+};
 
 describe('the Debian package texts', () => {
-  const control = controlFile({ version: manifest.version, description: 'PostgreSQL high-availability agent: details', installedSizeKiB: 1234 });
+  const control = controlFile({
+    version: manifest.version,
+    description: 'PostgreSQL high-availability agent: details',
+    installedSizeKiB: 1234,
+  });
   const field = (name: string) => new RegExp(`^${name}: (.*)$`, 'm').exec(control)?.[1];
 
   it('declares the Node line package.json requires, python3 for the fence and PostgreSQL', () => {
@@ -21,8 +28,13 @@ describe('the Debian package texts', () => {
 
   it('never enables, starts or restarts the agent from a maintainer script; stops it only on removal', () => {
     // Commands only: postinst's messages tell the operator what to run.
-    const commands = (script: string) => script.split('\n').filter((line) => !line.trim().startsWith('echo')).join('\n');
-    for (const script of [postinst(), postrm()]) expect(commands(script)).not.toMatch(/systemctl (enable|start|restart)|deb-systemd-invoke/);
+    const commands = (script: string) =>
+      script
+        .split('\n')
+        .filter((line) => !line.trim().startsWith('echo'))
+        .join('\n');
+    for (const script of [postinst(), postrm()])
+      expect(commands(script)).not.toMatch(/systemctl (enable|start|restart)|deb-systemd-invoke/);
     expect(postinst()).toContain('systemctl enable --now stator');
     expect(prerm()).toMatch(/if \[ "\$1" = remove \].*\n\s+systemctl stop stator\.service/);
   });

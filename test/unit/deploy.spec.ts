@@ -11,7 +11,8 @@ import { agentWrapper } from '../../scripts/lib/debian-package';
 
 /** What operators deploy beside Stator (deploy/): checked against the metrics and paths Stator really serves. */
 const DEPLOY = join(__dirname, '..', '..', 'deploy');
-const promtool = (...args: string[]) => execFileSync('promtool', args, { cwd: DEPLOY, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const promtool = (...args: string[]) =>
+  execFileSync('promtool', args, { cwd: DEPLOY, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 /** Every stator_* metric name the node exports. */
 function exportedMetrics(): Set<string> {
@@ -27,7 +28,10 @@ describe('deploy/', () => {
 
   it('uses only metrics Stator exports, in the alerts and the Grafana dashboard', () => {
     const exported = exportedMetrics();
-    const texts = [readFileSync(join(DEPLOY, 'prometheus-alerts.yml'), 'utf8'), readFileSync(join(DEPLOY, 'grafana-dashboard.json'), 'utf8')];
+    const texts = [
+      readFileSync(join(DEPLOY, 'prometheus-alerts.yml'), 'utf8'),
+      readFileSync(join(DEPLOY, 'grafana-dashboard.json'), 'utf8'),
+    ];
     const used = new Set(texts.flatMap((text) => [...text.matchAll(/\b(stator_\w+)/g)].map((m) => m[1])));
     expect([...used].filter((name) => !exported.has(name))).toEqual([]);
     const dashboard = JSON.parse(texts[1]) as { panels: { targets: { expr: string }[] }[] };
@@ -35,7 +39,10 @@ describe('deploy/', () => {
   });
 
   it('points the Kubernetes probes at Stator health paths', () => {
-    const probes = parse(readFileSync(join(DEPLOY, 'kubernetes-probes.yaml'), 'utf8')) as Record<string, { httpGet: { path: string } }>;
+    const probes = parse(readFileSync(join(DEPLOY, 'kubernetes-probes.yaml'), 'utf8')) as Record<
+      string,
+      { httpGet: { path: string } }
+    >;
     expect(probes.livenessProbe.httpGet.path).toBe('/liveness');
     expect(probes.readinessProbe.httpGet.path).toBe('/readiness');
     for (const probe of Object.values(probes)) expect(HEALTH_PATHS).toContain(probe.httpGet.path);
@@ -44,12 +51,16 @@ describe('deploy/', () => {
   it('starts every agent with the V8 flags and malloc settings that bound its memory (shebang, Dockerfile, npm start)', () => {
     const root = join(__dirname, '..', '..');
     const environment = agentEnvironmentAssignments();
-    expect(readFileSync(join(root, 'bin', 'stator.js'), 'utf8').split('\n')[0]).toBe(`#!/usr/bin/env -S ${environment} ${nodeWithFlags()}`);
+    expect(readFileSync(join(root, 'bin', 'stator.js'), 'utf8').split('\n')[0]).toBe(
+      `#!/usr/bin/env -S ${environment} ${nodeWithFlags()}`,
+    );
     const entry = /^ENTRYPOINT (.*)$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1];
     expect(JSON.parse(entry ?? '[]')).toEqual(['node', ...AGENT_NODE_FLAGS, '/opt/stator/bin/stator.js']);
     const imageEnvironment = /^ENV (.*)$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'))?.[1].split(' ') ?? [];
     expect(imageEnvironment).toEqual(expect.arrayContaining(environment.split(' ')));
-    const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const scripts = (
+      JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+    ).scripts;
     expect(scripts.start).toBe(`${environment} ${nodeWithFlags()} bin/stator.js`);
   });
 
@@ -63,9 +74,15 @@ describe('deploy/', () => {
       const dir = tmpDir('stator-unit-');
       try {
         writeFileSync(join(dir, 'stator'), agentWrapper(), { mode: 0o755 });
-        writeFileSync(join(dir, 'stator.service'), unit.replace('ExecStart=/usr/bin/stator ', `ExecStart=${join(dir, 'stator')} `));
+        writeFileSync(
+          join(dir, 'stator.service'),
+          unit.replace('ExecStart=/usr/bin/stator ', `ExecStart=${join(dir, 'stator')} `),
+        );
         const verify = spawnSync('systemd-analyze', ['verify', join(dir, 'stator.service')], { encoding: 'utf8' });
-        expect({ status: verify.status, output: `${verify.stdout}${verify.stderr}` }).toEqual({ status: 0, output: '' });
+        expect({ status: verify.status, output: `${verify.stdout}${verify.stderr}` }).toEqual({
+          status: 0,
+          output: '',
+        });
       } finally {
         removeDir(dir);
       }
@@ -82,7 +99,9 @@ describe('deploy/', () => {
 
     it('starts /usr/bin/stator (the package wrapper), with the same node flags and malloc setting as bin/stator.js, on /etc/stator/stator.yml', () => {
       expect(settings('ExecStart')).toEqual(['/usr/bin/stator /etc/stator/stator.yml']);
-      expect(agentWrapper()).toContain(`exec env ${agentEnvironmentAssignments()} ${nodeWithFlags('"${STATOR_NODE:-/usr/bin/node}"')} /usr/lib/stator/bin/stator.js "$@"`);
+      expect(agentWrapper()).toContain(
+        `exec env ${agentEnvironmentAssignments()} ${nodeWithFlags('"${STATOR_NODE:-/usr/bin/node}"')} /usr/lib/stator/bin/stator.js "$@"`,
+      );
     });
   });
 });

@@ -2,7 +2,13 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
-const PAGES = ['README.md', 'bench/README.md', ...readdirSync(join(ROOT, 'docs')).filter((file) => file.endsWith('.md')).map((file) => `docs/${file}`)];
+const PAGES = [
+  'README.md',
+  'bench/README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((file) => file.endsWith('.md'))
+    .map((file) => `docs/${file}`),
+];
 
 /** GitHub's anchor for a heading: lower case, punctuation other than `-` and `_` dropped, spaces as `-`; repeats get `-1`, `-2`... */
 function anchorsOf(markdown: string): Set<string> {
@@ -13,7 +19,11 @@ function anchorsOf(markdown: string): Set<string> {
     if (line.startsWith('```')) fenced = !fenced;
     const heading = fenced ? null : /^#{1,6} (.+)$/.exec(line);
     if (!heading) continue;
-    const base = heading[1].trim().toLowerCase().replace(/[^\p{L}\p{N}\- _]/gu, '').replace(/ /g, '-');
+    const base = heading[1]
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\- _]/gu, '')
+      .replace(/ /g, '-');
     const count = seen.get(base) ?? 0;
     seen.set(base, count + 1);
     anchors.add(count === 0 ? base : `${base}-${count}`);
@@ -24,7 +34,9 @@ function anchorsOf(markdown: string): Set<string> {
 /** Every link of a page to a file of the repository (not a URL), outside code: `[text](target)`. */
 function localLinks(markdown: string): string[] {
   const prose = markdown.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
-  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]).filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
+  return [...prose.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map((match) => match[1])
+    .filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
 }
 
 describe('README.md and docs/', () => {

@@ -11,13 +11,19 @@ afterAll(() => rmSync(tempDir, { recursive: true, force: true }));
 
 describe('etcd3.url and etcd3.proxy', () => {
   it('reads the endpoint, its protocol and default port from the URL', () => {
-    expect(load({ url: 'https://etcd.example.com:2380' }).config.etcd3).toEqual({ hosts: ['etcd.example.com:2380'], protocol: 'https' });
+    expect(load({ url: 'https://etcd.example.com:2380' }).config.etcd3).toEqual({
+      hosts: ['etcd.example.com:2380'],
+      protocol: 'https',
+    });
     expect(load({ url: 'http://10.0.0.5' }).config.etcd3).toEqual({ hosts: ['10.0.0.5:2379'], protocol: 'http' });
     expect(load({}, { PATRONI_ETCD3_URL: 'http://[::1]:2379' }).config.etcd3.hosts).toEqual(['[::1]:2379']);
   });
 
   it('takes a user from the URL, and never repeats its password in a message', () => {
-    expect(load({ url: 'http://stator:p%40ss@etcd:2379' }).config.etcd3).toMatchObject({ username: 'stator', password: 'p@ss' });
+    expect(load({ url: 'http://stator:p%40ss@etcd:2379' }).config.etcd3).toMatchObject({
+      username: 'stator',
+      password: 'p@ss',
+    });
     const problems = problemsOf(() => load({ url: 'ftp://stator:hunter2@etcd' }));
     expect(problems).toEqual(['etcd3.url: must start with http:// or https://, got ftp://']);
     expect(problemsOf(() => load({ url: 'http://stator@etcd' }))).toEqual([
@@ -26,7 +32,12 @@ describe('etcd3.url and etcd3.proxy', () => {
   });
 
   it('prefers proxy over url over hosts, as Patroni does, and says what it ignored', () => {
-    const { config, warnings } = load({ proxy: 'http://grpc-proxy:23790', url: 'http://one:2379', hosts: ['two:2379'], protocol: 'https' });
+    const { config, warnings } = load({
+      proxy: 'http://grpc-proxy:23790',
+      url: 'http://one:2379',
+      hosts: ['two:2379'],
+      protocol: 'https',
+    });
     expect(config.etcd3).toEqual({ hosts: ['grpc-proxy:23790'], protocol: 'http' });
     expect(warnings).toEqual([
       'etcd3.hosts ignored: etcd3.proxy is set and wins',
@@ -36,8 +47,12 @@ describe('etcd3.url and etcd3.proxy', () => {
   });
 
   it('refuses a URL with a path or that is no URL', () => {
-    expect(problemsOf(() => load({ url: 'http://etcd:2379/v3' }))).toEqual(['etcd3.url: must be a URL without a path or query (https://host:port)']);
-    expect(problemsOf(() => load({ proxy: 'http://' }))).toEqual(['etcd3.proxy: must be a URL such as https://etcd.example.com:2379']);
+    expect(problemsOf(() => load({ url: 'http://etcd:2379/v3' }))).toEqual([
+      'etcd3.url: must be a URL without a path or query (https://host:port)',
+    ]);
+    expect(problemsOf(() => load({ proxy: 'http://' }))).toEqual([
+      'etcd3.proxy: must be a URL such as https://etcd.example.com:2379',
+    ]);
   });
 });
 

@@ -26,9 +26,11 @@ describe("EtcdQuotaGuard: the event log's share of etcd", () => {
   it('refuses appends past the share, naming both settings, and lets them through once etcd has room again', async () => {
     readings = [1100 * MIB, 900 * MIB];
     const quota = guard();
-    await expect(quota.check()).rejects.toThrow(new EtcdQuotaReached(
-      "etcd's database holds 1100.0 MiB, over 50% of its 2048.0 MiB quota (event_log.etcd_quota_share, event_log.etcd_quota_bytes): events wait here until etcd has room again",
-    ));
+    await expect(quota.check()).rejects.toThrow(
+      new EtcdQuotaReached(
+        "etcd's database holds 1100.0 MiB, over 50% of its 2048.0 MiB quota (event_log.etcd_quota_share, event_log.etcd_quota_bytes): events wait here until etcd has room again",
+      ),
+    );
     nowMs += 29_000;
     await expect(quota.check()).rejects.toThrow(EtcdQuotaReached);
     expect(reads).toBe(1); // the recorder retries every second; etcd is asked again only every 30 s

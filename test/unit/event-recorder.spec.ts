@@ -69,7 +69,8 @@ const event = (machine: string, to: string, node = NODE): NewEvent => ({
   to,
   cause: 'test',
 });
-const summary = (events: Pick<RecordedEvent, 'stream' | 'seq' | 'to'>[]) => events.map((e) => `${e.stream}#${e.seq}:${e.to}`);
+const summary = (events: Pick<RecordedEvent, 'stream' | 'seq' | 'to'>[]) =>
+  events.map((e) => `${e.stream}#${e.seq}:${e.to}`);
 
 describe(EventRecorder.name, () => {
   let queueDir: string;
@@ -90,7 +91,9 @@ describe(EventRecorder.name, () => {
   /** The events the queue files hold as still to store, once every recorder's background writes are done. */
   const queueFileLines = async () => {
     await Promise.all(recorders.map((recorder) => recorder.whenWritten()));
-    const storedLines = existsSync(join(queueDir, 'events-queue.stored')) ? Number(readFileSync(join(queueDir, 'events-queue.stored'), 'utf8')) : 0;
+    const storedLines = existsSync(join(queueDir, 'events-queue.stored'))
+      ? Number(readFileSync(join(queueDir, 'events-queue.stored'), 'utf8'))
+      : 0;
     return readFileSync(join(queueDir, QUEUE_FILE), 'utf8')
       .split('\n')
       .filter(Boolean)
@@ -272,7 +275,9 @@ describe(EventRecorder.name, () => {
     expect(second.pending()).toBe(2000);
     store.down = false;
     await second.whenFlushed();
-    expect((await store.read()).map((stored) => stored.to)).toEqual(Array.from({ length: 2000 }, (_, i) => `state-${i}`));
+    expect((await store.read()).map((stored) => stored.to)).toEqual(
+      Array.from({ length: 2000 }, (_, i) => `state-${i}`),
+    );
   });
 
   it('flushes an outage backlog without rewriting the queue file per batch, and empties it at the end', async () => {
@@ -300,12 +305,23 @@ describe(EventRecorder.name, () => {
     await first.stop();
     // The store took the first two, but the crash came before the count of stored lines was written.
     store.down = false;
-    const queued = readFileSync(join(queueDir, QUEUE_FILE), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as LocalEvent);
-    await store.append('node/node1/postgres', queued.slice(0, 2).map(({ seq: _seq, ...rest }) => rest), 0);
+    const queued = readFileSync(join(queueDir, QUEUE_FILE), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as LocalEvent);
+    await store.append(
+      'node/node1/postgres',
+      queued.slice(0, 2).map(({ seq: _seq, ...rest }) => rest),
+      0,
+    );
     const second = newRecorder();
     await second.start();
     await second.whenFlushed();
-    expect(summary(await store.read())).toEqual(['node/node1/postgres#1:a', 'node/node1/postgres#2:b', 'node/node1/postgres#3:c']);
+    expect(summary(await store.read())).toEqual([
+      'node/node1/postgres#1:a',
+      'node/node1/postgres#2:b',
+      'node/node1/postgres#3:c',
+    ]);
   });
 
   it('rejects whenFlushed when stopped with events still queued', async () => {

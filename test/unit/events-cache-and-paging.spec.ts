@@ -19,13 +19,42 @@ class CountingStore extends MemoryEventStore {
 
 let clock = Date.parse('2026-11-24T00:00:00Z');
 const at = () => new Date((clock += 1000)).toISOString();
-const transition = (node: string, machine: string, to: string): NewEvent => ({ stream: `node/${node}/${machine}`, type: `${machine}.transition`, at: at(), node, from: null, to, cause: 'TEST' });
-const fact = (type: string, data: Record<string, unknown> = {}): NewEvent => ({ stream: 'cluster', type, at: at(), node: 'node1', from: null, to: null, cause: 'TEST', data });
+const transition = (node: string, machine: string, to: string): NewEvent => ({
+  stream: `node/${node}/${machine}`,
+  type: `${machine}.transition`,
+  at: at(),
+  node,
+  from: null,
+  to,
+  cause: 'TEST',
+});
+const fact = (type: string, data: Record<string, unknown> = {}): NewEvent => ({
+  stream: 'cluster',
+  type,
+  at: at(),
+  node: 'node1',
+  from: null,
+  to: null,
+  cause: 'TEST',
+  data,
+});
 const names = (events: RecordedEvent[]) => events.map((event) => `${event.stream}#${event.seq}`);
 
 /** 3 streams interleaved, 60 events, with a timeline switch early on. */
 async function seededStore(store: EventStore): Promise<RecordedEvent[]> {
-  await store.append('cluster', [fact('timeline.created', { timeline: 1, lsn: 100, reason: 'no recovery target specified', created_at: at(), leader: 'node1' })], 'any');
+  await store.append(
+    'cluster',
+    [
+      fact('timeline.created', {
+        timeline: 1,
+        lsn: 100,
+        reason: 'no recovery target specified',
+        created_at: at(),
+        leader: 'node1',
+      }),
+    ],
+    'any',
+  );
   for (let i = 0; i < 20; i++) {
     await store.append('node/node1/postgres', [transition('node1', 'postgres', i % 2 ? 'running' : 'starting')], 'any');
     await store.append('node/node2/role', [transition('node2', 'role', i % 2 ? 'replica' : 'uninitialized')], 'any');
@@ -41,7 +70,11 @@ async function startedLog(store: EventStore, maxCachedEvents: number, maxCachedB
   return log;
 }
 
-const request = (overrides: Partial<EventPageRequest> = {}): EventPageRequest => ({ limit: 1000, maxBytes: 4 * 1024 * 1024, ...overrides });
+const request = (overrides: Partial<EventPageRequest> = {}): EventPageRequest => ({
+  limit: 1000,
+  maxBytes: 4 * 1024 * 1024,
+  ...overrides,
+});
 
 /** Follows `next` from the first page to the last; returns every page. */
 async function allPages(log: EventLog, overrides: Partial<EventPageRequest>): Promise<RecordedEvent[][]> {
@@ -105,7 +138,11 @@ describe('the event log cache', () => {
     log.start(undefined, (message) => said.push(message));
     await log.whenLoaded();
 
-    expect(Math.max(...store.rangedReads.map((ranges) => ranges.reduce((sum, range) => sum + range.toSeq - range.fromSeq + 1, 0)))).toBe(PACED_READ.eventsPerRound);
+    expect(
+      Math.max(
+        ...store.rangedReads.map((ranges) => ranges.reduce((sum, range) => sum + range.toSeq - range.fromSeq + 1, 0)),
+      ),
+    ).toBe(PACED_READ.eventsPerRound);
     // Four rounds, a pause after each of the first three.
     expect(performance.now() - started).toBeGreaterThanOrEqual(3 * PACED_READ.pauseMs - 5);
     expect(said).toEqual([expect.stringMatching(/^event log read: 2000 events in \d+\.\d s$/)]);
@@ -115,7 +152,10 @@ describe('the event log cache', () => {
     const store = new CountingStore();
     const streams = ['cluster', 'node/node1/postgres', 'node/node2/role'];
     for (let i = 0; i < 3000; i++) await store.append(streams[i % 3], [fact('cluster.paused')], 'any');
-    const largestRead = () => Math.max(...store.rangedReads.map((ranges) => ranges.reduce((sum, range) => sum + range.toSeq - range.fromSeq + 1, 0)));
+    const largestRead = () =>
+      Math.max(
+        ...store.rangedReads.map((ranges) => ranges.reduce((sum, range) => sum + range.toSeq - range.fromSeq + 1, 0)),
+      );
 
     const log = await startedLog(store, 100);
     logs.push(log);
@@ -182,20 +222,30 @@ describe('the event log cache', () => {
     await store.append('cluster', [fact('cluster.paused')], 'any');
     const second = await log.page(request({ limit: 5, before: first.next! }));
 
-    expect(second.events.some((event) => event.node === 'node3' || event.seq > first.events[first.events.length - 1].seq + 100)).toBe(false);
+    expect(
+      second.events.some(
+        (event) => event.node === 'node3' || event.seq > first.events[first.events.length - 1].seq + 100,
+      ),
+    ).toBe(false);
     const firstTimes = first.events.map((event) => event.at);
     expect(second.events.every((event) => event.at < firstTimes[0])).toBe(true);
   });
 
   it('keeps each page within maxBytes, leaving its oldest events for the next page', async () => {
     const store = new MemoryEventStore();
-    for (let i = 0; i < 20; i++) await store.append('cluster', [fact('config.changed', { blob: 'x'.repeat(10_000), i })], 'any');
+    for (let i = 0; i < 20; i++)
+      await store.append('cluster', [fact('config.changed', { blob: 'x'.repeat(10_000), i })], 'any');
     const log = await startedLog(store, 5);
     logs.push(log);
 
     const pages = await allPages(log, { maxBytes: 45_000 });
     pages.forEach((page) => expect(Buffer.byteLength(JSON.stringify(page))).toBeLessThanOrEqual(45_000));
     expect(pages.map((page) => page.length)).toEqual([4, 4, 4, 4, 4]);
-    expect(pages.reverse().flat().map((event) => event.data?.i)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(
+      pages
+        .reverse()
+        .flat()
+        .map((event) => event.data?.i),
+    ).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 });

@@ -19,7 +19,10 @@ const configChange = (data: Record<string, unknown>, cause = 'PATCH /config'): N
   data,
 });
 /** A configuration document of about 1 MiB. */
-const hugeConfig = () => ({ postgresql: { parameters: Object.fromEntries(Array.from({ length: 1024 }, (_, i) => [`p${i}`, 'x'.repeat(1000)])) }, ttl: 30 });
+const hugeConfig = () => ({
+  postgresql: { parameters: Object.fromEntries(Array.from({ length: 1024 }, (_, i) => [`p${i}`, 'x'.repeat(1000)])) },
+  ttl: 30,
+});
 
 describe('event payload cap', () => {
   it('keeps data within 16 KiB as it is', () => {
@@ -31,11 +34,18 @@ describe('event payload cap', () => {
     const data = hugeConfig();
     const bytes = Buffer.byteLength(JSON.stringify(data));
     expect(bytes).toBeGreaterThan(1_000_000);
-    expect(boundEvent(configChange(data)).data).toEqual({ truncated: true, bytes, keys: ['postgresql', 'ttl'], keyCount: 2 });
+    expect(boundEvent(configChange(data)).data).toEqual({
+      truncated: true,
+      bytes,
+      keys: ['postgresql', 'ttl'],
+      keyCount: 2,
+    });
   });
 
   it('counts bytes, not characters, and names at most 20 keys of 64 characters', () => {
-    const wide = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`${String(i).padStart(2, '0')}${'k'.repeat(100)}`, '€'.repeat(200)]));
+    const wide = Object.fromEntries(
+      Array.from({ length: 30 }, (_, i) => [`${String(i).padStart(2, '0')}${'k'.repeat(100)}`, '€'.repeat(200)]),
+    );
     const summary = boundEvent(configChange(wide)).data as { keys: string[]; keyCount: number; bytes: number };
     expect(summary.bytes).toBe(Buffer.byteLength(JSON.stringify(wide)));
     expect(summary.keyCount).toBe(30);
@@ -60,7 +70,13 @@ describe('event payload cap', () => {
   it('is applied by the recorder before the queue file, and the event is still stored', async () => {
     const queueDir = tmpDir('stator-cap-');
     const store = new MemoryEventStore();
-    const recorder = new EventRecorder({ store, queueDir, node: 'node1', clock: systemClock, logger: { warn: () => undefined, log: () => undefined } });
+    const recorder = new EventRecorder({
+      store,
+      queueDir,
+      node: 'node1',
+      clock: systemClock,
+      logger: { warn: () => undefined, log: () => undefined },
+    });
     try {
       recorder.record(configChange(hugeConfig()));
       await recorder.whenWritten();

@@ -17,21 +17,27 @@ const DAY = 24 * 60 * 60_000;
 /** The synthetic audit log (real machines' transitions, cluster facts) in a store of our own. */
 async function storeWithSyntheticLog(): Promise<{ store: MemoryEventStore; original: RecordedEvent[] }> {
   const store = new MemoryEventStore();
-  for (const { seq: _seq, prev: _prev, hash: _hash, ...event } of await syntheticLog()) await store.append(event.stream, [event as NewEvent], 'any');
+  for (const { seq: _seq, prev: _prev, hash: _hash, ...event } of await syntheticLog())
+    await store.append(event.stream, [event as NewEvent], 'any');
   return { store, original: await store.read() };
 }
 
-const retention = (store: MemoryEventStore, clock: ManualClock, policy: Partial<RetentionPolicy>) => new EventRetention({ store, clock, policy });
+const retention = (store: MemoryEventStore, clock: ManualClock, policy: Partial<RetentionPolicy>) =>
+  new EventRetention({ store, clock, policy });
 const streamsOf = (events: RecordedEvent[]) => [...new Set(events.map((event) => event.stream))];
-const failed = (report: Awaited<ReturnType<typeof verifyLog>>) => report.checks.filter((check) => check.status === 'failed');
+const failed = (report: Awaited<ReturnType<typeof verifyLog>>) =>
+  report.checks.filter((check) => check.status === 'failed');
 
 describe('event log retention', () => {
   it('keeps at most maxEventsPerStream per stream, behind a checkpoint of the last removed event', async () => {
     const { store, original } = await storeWithSyntheticLog();
-    const outcome = await retention(store, new ManualClock(Date.parse('2026-01-01T00:00:00Z')), { maxEventsPerStream: 3 }).runOnce();
+    const outcome = await retention(store, new ManualClock(Date.parse('2026-01-01T00:00:00Z')), {
+      maxEventsPerStream: 3,
+    }).runOnce();
 
     const kept = await store.read();
-    for (const stream of streamsOf(original)) expect(kept.filter((event) => event.stream === stream).length).toBeLessThanOrEqual(3);
+    for (const stream of streamsOf(original))
+      expect(kept.filter((event) => event.stream === stream).length).toBeLessThanOrEqual(3);
     expect(Object.values(outcome.removed).reduce((a, b) => a + b, 0)).toBe(original.length - kept.length);
     const checkpoint = (await store.readCheckpoint())!;
     for (const [stream, { seq, hash }] of Object.entries(checkpoint.streams)) {
@@ -57,7 +63,8 @@ describe('event log retention', () => {
 
   it('cuts the oldest events in store order until the rest of the log fits in maxBytes, and only those', async () => {
     const { store, original } = await storeWithSyntheticLog();
-    const bytes = (events: RecordedEvent[]) => events.reduce((sum, event) => sum + Buffer.byteLength(JSON.stringify(event)), 0);
+    const bytes = (events: RecordedEvent[]) =>
+      events.reduce((sum, event) => sum + Buffer.byteLength(JSON.stringify(event)), 0);
     const budget = Math.floor(bytes(original) / 3);
     const clock = new ManualClock(Date.parse(original[0].at));
 
@@ -90,7 +97,22 @@ describe('event log retention', () => {
     const start = Date.parse('2026-01-01T00:00:00Z');
     for (let i = 0; i < 6000; i++) {
       const stream = ['cluster', 'node/node1/ha', 'node/node2/ha'][i % 3];
-      await store.append(stream, [{ stream, type: 'ha.verdict', at: new Date(start + i * 1000).toISOString(), node: 'node1', from: null, to: null, cause: 'test', data: { verdict: `v${i}` } }], 'any');
+      await store.append(
+        stream,
+        [
+          {
+            stream,
+            type: 'ha.verdict',
+            at: new Date(start + i * 1000).toISOString(),
+            node: 'node1',
+            from: null,
+            to: null,
+            cause: 'test',
+            data: { verdict: `v${i}` },
+          },
+        ],
+        'any',
+      );
     }
     const reads: number[] = [];
     const readRanges = store.readRanges.bind(store);
@@ -101,7 +123,10 @@ describe('event log retention', () => {
     };
     const eventBytes = Buffer.byteLength(JSON.stringify((await store.read())[5999]));
     // The first 100 events are more than 30 days old; 1,000 events' worth of bytes is far less than the log.
-    const outcome = await retention(store, new ManualClock(start + 100_000 + 30 * DAY), { maxAgeMs: 30 * DAY, maxBytes: 1000 * eventBytes }).runOnce();
+    const outcome = await retention(store, new ManualClock(start + 100_000 + 30 * DAY), {
+      maxAgeMs: 30 * DAY,
+      maxBytes: 1000 * eventBytes,
+    }).runOnce();
     const removed = Object.values(outcome.removed).reduce((a, b) => a + b, 0);
 
     expect(removed).toBeGreaterThanOrEqual(4990);
@@ -112,13 +137,20 @@ describe('event log retention', () => {
 
     // Once the log fits, a run reads it newest first (at most maxBytes) and removes nothing.
     reads.length = 0;
-    expect(await retention(store, new ManualClock(start + 100_000 + 30 * DAY), { maxAgeMs: 30 * DAY, maxBytes: 1000 * eventBytes }).runOnce()).toEqual({ removed: {} });
+    expect(
+      await retention(store, new ManualClock(start + 100_000 + 30 * DAY), {
+        maxAgeMs: 30 * DAY,
+        maxBytes: 1000 * eventBytes,
+      }).runOnce(),
+    ).toEqual({ removed: {} });
     expect(reads.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(1010 + 2000);
   });
 
   it('cuts once when two nodes run at the same time: the other finds the checkpoint changed', async () => {
     const { store } = await storeWithSyntheticLog();
-    const outcomes = await Promise.all([1, 2].map(() => retention(store, new ManualClock(), { maxEventsPerStream: 2 }).runOnce()));
+    const outcomes = await Promise.all(
+      [1, 2].map(() => retention(store, new ManualClock(), { maxEventsPerStream: 2 }).runOnce()),
+    );
     expect(outcomes.filter((outcome) => outcome.skipped === 'another node cut the log meanwhile')).toHaveLength(1);
     expect(verifyChain(await store.read(), (await store.readCheckpoint())!.streams)).toEqual([]);
   });
@@ -133,7 +165,9 @@ describe('event log retention', () => {
       const report = await verifyLog(await store.read(), { checkpoint });
 
       expect(failed(report)).toEqual([]);
-      expect(report.checks[0].summary).toMatch(/every link intact; \d+ streams? starts? at the retention checkpoint of /);
+      expect(report.checks[0].summary).toMatch(
+        /every link intact; \d+ streams? starts? at the retention checkpoint of /,
+      );
       expect(verifyChain(await store.read())).not.toEqual([]); // without the checkpoint, the start looks removed
     });
 
@@ -142,20 +176,34 @@ describe('event log retention', () => {
       await retention(store, new ManualClock(), { maxEventsPerStream: 3 }).runOnce();
       const checkpoint = (await store.readCheckpoint())!;
       const kept = await store.read();
-      const [stream] = Object.keys(checkpoint.streams).filter((name) => kept.filter((event) => event.stream === name).length >= 2);
+      const [stream] = Object.keys(checkpoint.streams).filter(
+        (name) => kept.filter((event) => event.stream === name).length >= 2,
+      );
       const first = kept.findIndex((event) => event.stream === stream);
 
       const altered = kept.map((event, i) => (i === first ? { ...event, cause: 'tampered' } : event));
-      expect(verifyChain(altered, checkpoint.streams)).toEqual([expect.objectContaining({ kind: 'altered', stream, index: first })]);
+      expect(verifyChain(altered, checkpoint.streams)).toEqual([
+        expect.objectContaining({ kind: 'altered', stream, index: first }),
+      ]);
 
       const forged = { ...kept[first], prev: 'f'.repeat(64) };
-      const relinked = kept.map((event, i) => (i === first ? { ...forged, hash: eventHash(forged, forged.prev) } : event));
+      const relinked = kept.map((event, i) =>
+        i === first ? { ...forged, hash: eventHash(forged, forged.prev) } : event,
+      );
       expect(verifyChain(relinked, checkpoint.streams)).toEqual(
-        expect.arrayContaining([expect.objectContaining({ kind: 'broken-link', stream, message: expect.stringContaining(`the checkpoint's #${checkpoint.streams[stream].seq}`) })]),
+        expect.arrayContaining([
+          expect.objectContaining({
+            kind: 'broken-link',
+            stream,
+            message: expect.stringContaining(`the checkpoint's #${checkpoint.streams[stream].seq}`),
+          }),
+        ]),
       );
 
       const withoutFirst = kept.filter((_, i) => i !== first);
-      expect(verifyChain(withoutFirst, checkpoint.streams)).toEqual([expect.objectContaining({ kind: 'removed', stream })]);
+      expect(verifyChain(withoutFirst, checkpoint.streams)).toEqual([
+        expect.objectContaining({ kind: 'removed', stream }),
+      ]);
     });
 
     it('passes on an export of the retained log, which carries the checkpoint', async () => {

@@ -10,7 +10,13 @@ import { problemsIfAny } from '../helpers/config-problems';
 /** A minimal valid file plus `extra`. */
 function load(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
   const path = join(tmpDir('stator-fence-config-'), 'stator.yml');
-  const base = { scope: 'demo', name: 'node1', restapi: { listen: '127.0.0.1:8008' }, etcd3: { hosts: ['127.0.0.1:2379'] }, postgresql: { data_dir: '/tmp/data', listen: '127.0.0.1:5432' } };
+  const base = {
+    scope: 'demo',
+    name: 'node1',
+    restapi: { listen: '127.0.0.1:8008' },
+    etcd3: { hosts: ['127.0.0.1:2379'] },
+    postgresql: { data_dir: '/tmp/data', listen: '127.0.0.1:5432' },
+  };
   writeFileSync(path, stringify({ ...base, ...extra }));
   return loadConfig(path, env);
 }
@@ -23,8 +29,14 @@ describe('the fence section', () => {
   });
 
   it('reads agent_grace and release_lease, also from STATOR_FENCE_* variables', () => {
-    expect(load({ fence: { agent_grace: 0.5, release_lease: 'off' } }).config.fence).toEqual({ agent_grace: 0.5, release_lease: false });
-    expect(load({}, { STATOR_FENCE_AGENT_GRACE: '7', STATOR_FENCE_RELEASE_LEASE: 'false' }).config.fence).toEqual({ agent_grace: 7, release_lease: false });
+    expect(load({ fence: { agent_grace: 0.5, release_lease: 'off' } }).config.fence).toEqual({
+      agent_grace: 0.5,
+      release_lease: false,
+    });
+    expect(load({}, { STATOR_FENCE_AGENT_GRACE: '7', STATOR_FENCE_RELEASE_LEASE: 'false' }).config.fence).toEqual({
+      agent_grace: 7,
+      release_lease: false,
+    });
   });
 
   it.each<[unknown, string]>([
@@ -36,14 +48,24 @@ describe('the fence section', () => {
   });
 
   it('reads the interpreter that runs the fence, also from STATOR_FENCE_PYTHON, and refuses one that is not a path', () => {
-    expect(load({ fence: { python: '/opt/python3.12/bin/python3' } }).config.fence.python).toBe('/opt/python3.12/bin/python3');
-    expect(load({}, { STATOR_FENCE_PYTHON: '/usr/local/bin/python3' }).config.fence.python).toBe('/usr/local/bin/python3');
-    expect(problems({ fence: { python: 42 } })).toEqual(['fence.python: must be the path of a Python 3 interpreter (at most 4096 characters), got 42']);
-    expect(problems({ fence: { python: ' ' } })).toEqual(['fence.python: must be the path of a Python 3 interpreter (at most 4096 characters), got " "']);
+    expect(load({ fence: { python: '/opt/python3.12/bin/python3' } }).config.fence.python).toBe(
+      '/opt/python3.12/bin/python3',
+    );
+    expect(load({}, { STATOR_FENCE_PYTHON: '/usr/local/bin/python3' }).config.fence.python).toBe(
+      '/usr/local/bin/python3',
+    );
+    expect(problems({ fence: { python: 42 } })).toEqual([
+      'fence.python: must be the path of a Python 3 interpreter (at most 4096 characters), got 42',
+    ]);
+    expect(problems({ fence: { python: ' ' } })).toEqual([
+      'fence.python: must be the path of a Python 3 interpreter (at most 4096 characters), got " "',
+    ]);
   });
 
   it('refuses a release_lease that is not a boolean', () => {
-    expect(problems({ fence: { release_lease: 'maybe' } })).toEqual(['fence.release_lease: must be true or false, got "maybe"']);
+    expect(problems({ fence: { release_lease: 'maybe' } })).toEqual([
+      'fence.release_lease: must be true or false, got "maybe"',
+    ]);
   });
 });
 
@@ -72,7 +94,9 @@ describe('member_slots_ttl', () => {
   it('falls back to the default on a value it cannot read, and says so', () => {
     const { config, adjustments } = effectiveDynamicConfig({ member_slots_ttl: 'forever' }, {});
     expect(config.member_slots_ttl).toBe(1800);
-    expect(adjustments).toEqual([expect.stringContaining('member_slots_ttl "forever" in the DCS configuration is not seconds from 0 to 2592000')]);
+    expect(adjustments).toEqual([
+      expect.stringContaining('member_slots_ttl "forever" in the DCS configuration is not seconds from 0 to 2592000'),
+    ]);
   });
 
   it('is refused in a /config write when it is not a duration, naming the key', () => {

@@ -41,7 +41,8 @@ function schemaType(text: string): Shape {
     text.split(' | ').map((alternative) => {
       if (alternative.endsWith('[]')) return { array: schemaType(alternative.slice(0, -2)) };
       if (alternative === 'integer') return 'number';
-      if (alternative.startsWith("'") || ['number', 'string', 'boolean', 'null'].includes(alternative)) return alternative;
+      if (alternative.startsWith("'") || ['number', 'string', 'boolean', 'null'].includes(alternative))
+        return alternative;
       const named = SCHEMA.types[alternative];
       if (!named) throw new Error(`fence-protocol.json: no type named ${alternative}`);
       return { object: schemaFields(named) };
@@ -62,18 +63,24 @@ function schemaFields(fields: SchemaFields): Fields {
 
 // The project's compiler options (strict: optional fields carry `undefined`, which is set aside below).
 const ROOT = join(__dirname, '..', '..');
-const tsconfig = ts.getParsedCommandLineOfConfigFile(join(ROOT, 'tsconfig.json'), {}, {
-  ...ts.sys,
-  onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-    throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+const tsconfig = ts.getParsedCommandLineOfConfigFile(
+  join(ROOT, 'tsconfig.json'),
+  {},
+  {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+    },
   },
-})!;
+)!;
 const program = ts.createProgram([PROTOCOL_FILE], tsconfig.options);
 const checker = program.getTypeChecker();
 const source = program.getSourceFile(PROTOCOL_FILE)!;
 
 function declaredType(name: string): ts.Type {
-  const symbol = checker.getExportsOfModule(checker.getSymbolAtLocation(source)!).find((candidate) => candidate.name === name);
+  const symbol = checker
+    .getExportsOfModule(checker.getSymbolAtLocation(source)!)
+    .find((candidate) => candidate.name === name);
   if (!symbol) throw new Error(`fence-protocol.ts declares no type ${name}`);
   return checker.getDeclaredTypeOfSymbol(symbol);
 }
@@ -89,7 +96,8 @@ function typeShape(type: ts.Type): Shape {
     else if (member.flags & ts.TypeFlags.Number) shape.push('number');
     else if (member.flags & ts.TypeFlags.String) shape.push('string');
     else if (member.flags & ts.TypeFlags.Null) shape.push('null');
-    else if (checker.isArrayType(member)) shape.push({ array: typeShape(checker.getTypeArguments(member as ts.TypeReference)[0]) });
+    else if (checker.isArrayType(member))
+      shape.push({ array: typeShape(checker.getTypeArguments(member as ts.TypeReference)[0]) });
     else if (member.flags & ts.TypeFlags.Object || member.isIntersection()) shape.push({ object: typeFields(member) });
     else throw new Error(`no schema type for ${checker.typeToString(member)}`);
   }
@@ -130,7 +138,11 @@ const schemaMessages = (messages: Record<string, SchemaFields>): Record<string, 
 
 describe('the fence protocol (fence-protocol.ts) matches fence-protocol.json', () => {
   it('compiles without errors, so the types read here are the ones the agent builds with', () => {
-    expect(ts.getPreEmitDiagnostics(program).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))).toEqual([]);
+    expect(
+      ts
+        .getPreEmitDiagnostics(program)
+        .map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')),
+    ).toEqual([]);
   });
 
   it('requests: agent to fence', () => {
@@ -164,7 +176,13 @@ describe('the fence protocol (fence-protocol.ts) matches fence-protocol.json', (
   it('tells a differing type apart: an optional field made required, or a type widened', () => {
     const watchdogState = schemaFields(SCHEMA.types.FenceWatchdogState);
     expect(typeFields(declaredType('FenceWatchdogState'))).toEqual(watchdogState);
-    expect(typeFields(declaredType('FenceWatchdogState'))).not.toEqual({ ...watchdogState, required: { ...watchdogState.required, optional: false } });
-    expect(typeFields(declaredType('FenceWatchdog'))).not.toEqual({ ...schemaFields(SCHEMA.types.FenceWatchdog), driver: { type: ['string'], optional: false } });
+    expect(typeFields(declaredType('FenceWatchdogState'))).not.toEqual({
+      ...watchdogState,
+      required: { ...watchdogState.required, optional: false },
+    });
+    expect(typeFields(declaredType('FenceWatchdog'))).not.toEqual({
+      ...schemaFields(SCHEMA.types.FenceWatchdog),
+      driver: { type: ['string'], optional: false },
+    });
   });
 });

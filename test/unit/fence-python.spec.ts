@@ -30,7 +30,8 @@ function check(program: string, args: string[]): string {
     env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
   });
   const output = `${run.stdout ?? ''}${run.stderr ?? ''}`;
-  if (run.error) throw new Error(`${program} could not run: ${run.error.message} (Debian: apt-get install mypy flake8)`);
+  if (run.error)
+    throw new Error(`${program} could not run: ${run.error.message} (Debian: apt-get install mypy flake8)`);
   if (run.status !== 0) throw new Error(`${program} ${args.join(' ')} exited ${run.status}:\n${output}`);
   return output;
 }
@@ -38,11 +39,23 @@ function check(program: string, args: string[]): string {
 describe("the fence's Python", () => {
   it('passes mypy --strict', () => {
     // No cache: a cold run takes about 3 s, and nothing is written into the checkout.
-    expect(check('mypy', ['--strict', '--cache-dir', '/dev/null', ...pythonFiles()])).toMatch(/^Success: no issues found/m);
+    expect(check('mypy', ['--strict', '--cache-dir', '/dev/null', ...pythonFiles()])).toMatch(
+      /^Success: no issues found/m,
+    );
   }, 120_000);
 
   it('passes its unit tests', () => {
-    const output = check(PYTHON, ['-W', 'error::ResourceWarning', '-m', 'unittest', 'discover', '-s', FENCE_TESTS, '-t', FENCE_TESTS]);
+    const output = check(PYTHON, [
+      '-W',
+      'error::ResourceWarning',
+      '-m',
+      'unittest',
+      'discover',
+      '-s',
+      FENCE_TESTS,
+      '-t',
+      FENCE_TESTS,
+    ]);
     expect(output).toMatch(/^Ran [1-9]\d* tests? in /m);
     expect(output).toMatch(/^OK$/m);
   }, 120_000);

@@ -58,10 +58,16 @@ interface Outcome {
   written: string;
 }
 
-function run(scenario: { options: number; steps: unknown[]; initialTimeout?: number; refuseTimeout?: boolean }, devicePath?: string): Outcome {
+function run(
+  scenario: { options: number; steps: unknown[]; initialTimeout?: number; refuseTimeout?: boolean },
+  devicePath?: string,
+): Outcome {
   const device = devicePath ?? join(tmpDir('stator-watchdog-'), 'watchdog');
   if (!devicePath) writeFileSync(device, '');
-  const result = spawnSync('python3', ['-S', '-B', '-c', HARNESS, FENCE_DIR, JSON.stringify({ ...scenario, device })], { encoding: 'utf8', timeout: 10_000 });
+  const result = spawnSync('python3', ['-S', '-B', '-c', HARNESS, FENCE_DIR, JSON.stringify({ ...scenario, device })], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   if (result.status !== 0) throw new Error(`python3 failed: ${result.stderr}`);
   let written = '';
   try {
@@ -76,7 +82,10 @@ const wanted = (timeout: number, required = true) => ({ driver: 'default', devic
 
 describe("the fence's Linux watchdog driver", () => {
   it('sets the timeout by ioctl, pets on every arm, follows a new timeout, and ends with the magic close', () => {
-    const outcome = run({ options: WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE, steps: [wanted(25), wanted(25), wanted(20), 'release'] });
+    const outcome = run({
+      options: WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE,
+      steps: [wanted(25), wanted(25), wanted(20), 'release'],
+    });
     expect(outcome.calls).toEqual(['GETSUPPORT', 'SETTIMEOUT 25', 'GETTIMEOUT', 'SETTIMEOUT 20', 'GETTIMEOUT']);
     // One keepalive at activation, one per later arm, then 'V'.
     expect(outcome.written).toBe('111V');
@@ -94,27 +103,52 @@ describe("the fence's Linux watchdog driver", () => {
     const outcome = run({ options: WDIOF_MAGICCLOSE, initialTimeout: 60, steps: [wanted(25), wanted(25)] });
     expect(outcome.calls).toEqual(['GETSUPPORT', 'GETTIMEOUT']);
     expect(outcome.written).toBe('V');
-    expect(outcome.logs).toEqual([expect.stringMatching(/^error: could not activate .*a safe watchdog timeout 25 could not be configured: it is 60; retrying at an arm in 1 seconds$/)]);
-    expect(outcome.reports).toEqual([expect.objectContaining({ running: false, error: 'a safe watchdog timeout 25 could not be configured: it is 60' })]);
+    expect(outcome.logs).toEqual([
+      expect.stringMatching(
+        /^error: could not activate .*a safe watchdog timeout 25 could not be configured: it is 60; retrying at an arm in 1 seconds$/,
+      ),
+    ]);
+    expect(outcome.reports).toEqual([
+      expect.objectContaining({
+        running: false,
+        error: 'a safe watchdog timeout 25 could not be configured: it is 60',
+      }),
+    ]);
   });
 
   it('in mode automatic, keeps a device whose fixed timeout is too long, with a warning, as the reference', () => {
-    const outcome = run({ options: WDIOF_MAGICCLOSE, initialTimeout: 60, steps: [wanted(25, false), wanted(25, false)] });
+    const outcome = run({
+      options: WDIOF_MAGICCLOSE,
+      initialTimeout: 60,
+      steps: [wanted(25, false), wanted(25, false)],
+    });
     expect(outcome.written).toBe('11');
-    expect(outcome.logs[0]).toBe('warning: watchdog timeout 60 seconds does not ensure safe termination within 25 seconds');
+    expect(outcome.logs[0]).toBe(
+      'warning: watchdog timeout 60 seconds does not ensure safe termination within 25 seconds',
+    );
     expect(outcome.reports).toEqual([expect.objectContaining({ running: true, timeout: 60, error: null })]);
   });
 
   it('reports an ioctl the device refuses, as routine (info) in mode automatic', () => {
-    const outcome = run({ options: WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE, refuseTimeout: true, steps: [wanted(25, false)] });
-    expect(outcome.logs).toEqual([expect.stringMatching(/^info: could not activate .*WDIOC_SETTIMEOUT on .* failed: Invalid argument; retrying at an arm in 1 seconds$/)]);
+    const outcome = run({
+      options: WDIOF_SETTIMEOUT | WDIOF_MAGICCLOSE,
+      refuseTimeout: true,
+      steps: [wanted(25, false)],
+    });
+    expect(outcome.logs).toEqual([
+      expect.stringMatching(
+        /^info: could not activate .*WDIOC_SETTIMEOUT on .* failed: Invalid argument; retrying at an arm in 1 seconds$/,
+      ),
+    ]);
     expect(outcome.reports[0]).toMatchObject({ running: false, error: expect.stringContaining('WDIOC_SETTIMEOUT') });
   });
 
   it('pets a device that cannot be stopped one last time on release, and says the system will reset', () => {
     const outcome = run({ options: WDIOF_SETTIMEOUT, steps: [wanted(25), 'release'] });
     expect(outcome.written).toBe('11V');
-    expect(outcome.logs).toContainEqual(expect.stringMatching(/can't be disabled: it will fire after this node loses the leader key$/));
+    expect(outcome.logs).toContainEqual(
+      expect.stringMatching(/can't be disabled: it will fire after this node loses the leader key$/),
+    );
     expect(outcome.logs).toContainEqual(expect.stringMatching(/can't be disabled: the system resets in 25 seconds$/));
   });
 
@@ -122,6 +156,9 @@ describe("the fence's Linux watchdog driver", () => {
     const missing = join(tmpDir('stator-watchdog-'), 'no-such-watchdog');
     const outcome = run({ options: 0, steps: [wanted(25)] }, missing);
     expect(outcome.calls).toEqual([]);
-    expect(outcome.reports[0]).toMatchObject({ running: false, error: `can't open watchdog device ${missing}: No such file or directory` });
+    expect(outcome.reports[0]).toMatchObject({
+      running: false,
+      error: `can't open watchdog device ${missing}: No such file or directory`,
+    });
   });
 });

@@ -1,6 +1,11 @@
 import { EtcdScrape, etcdLoad, histogramQuantile, parseMetrics } from '../../bench/lib/etcd-metrics';
 import { keyRole, KeySnapshot, writesByRole } from '../../bench/lib/etcd-key-writes';
-import { DEFAULT_FLEET_OPTIONS, FleetOptionError, isDefaultRun, parseFleetOptions } from '../../bench/lib/fleet-options';
+import {
+  DEFAULT_FLEET_OPTIONS,
+  FleetOptionError,
+  isDefaultRun,
+  parseFleetOptions,
+} from '../../bench/lib/fleet-options';
 
 /** `npm run fleet-bench`: its command line, and what it reads from etcd's /metrics. */
 
@@ -11,7 +16,7 @@ function member(lines: string[]): string {
 const scrape = (at: number, members: string[]): EtcdScrape => ({ at, members: members.map(parseMetrics) });
 
 describe('fleet-bench options', () => {
-  it('defaults to fleets of 1, 5, 10 and 20 clusters, 5-minute windows, both products at Patroni\'s timing', () => {
+  it("defaults to fleets of 1, 5, 10 and 20 clusters, 5-minute windows, both products at Patroni's timing", () => {
     const options = parseFleetOptions([]);
     expect(options).toEqual(DEFAULT_FLEET_OPTIONS);
     expect(options.counts).toEqual([1, 5, 10, 20]);
@@ -21,7 +26,18 @@ describe('fleet-bench options', () => {
   });
 
   it('reads every option, as `--flag value` or `--flag=value`', () => {
-    const options = parseFleetOptions(['--n', '1,3', '--window=60', '--settle', '0', '--products', 'stator', '--timing', 'fast', '--start-batch=2']);
+    const options = parseFleetOptions([
+      '--n',
+      '1,3',
+      '--window=60',
+      '--settle',
+      '0',
+      '--products',
+      'stator',
+      '--timing',
+      'fast',
+      '--start-batch=2',
+    ]);
     expect(options.counts).toEqual([1, 3]);
     expect(options.windowSeconds).toBe(60);
     expect(options.settleSeconds).toBe(0);
@@ -105,7 +121,12 @@ describe("etcd's load between two scrapes of /metrics", () => {
   });
 
   it('gives a p99 from the buckets observed in the window, every member together', () => {
-    const buckets = (counts: number[]) => member(['0.001', '0.002', '0.004', '+Inf'].map((le, i) => `etcd_disk_wal_fsync_duration_seconds_bucket{le="${le}"} ${counts[i]}`));
+    const buckets = (counts: number[]) =>
+      member(
+        ['0.001', '0.002', '0.004', '+Inf'].map(
+          (le, i) => `etcd_disk_wal_fsync_duration_seconds_bucket{le="${le}"} ${counts[i]}`,
+        ),
+      );
     const start = scrape(0, [buckets([5, 5, 5, 5]), buckets([0, 0, 0, 0])]);
     // In the window: 90 observations under 1 ms, 9 under 2 ms, 1 under 4 ms.
     const end = scrape(1000, [buckets([50, 55, 55, 55]), buckets([45, 49, 50, 50])]);
@@ -119,7 +140,7 @@ describe('keys written in the window, by role', () => {
   const snapshot = (keys: Record<string, [createRevision: string, version: number]>): KeySnapshot =>
     new Map(Object.entries(keys).map(([key, [createRevision, version]]) => [key, { createRevision, version }]));
 
-  it('names each key by its role in either product\'s layout', () => {
+  it("names each key by its role in either product's layout", () => {
     expect(keyRole('/service/fleet-1/members/node2')).toBe('members/*');
     expect(keyRole('/service/fleet-1/leader')).toBe('leader');
     expect(keyRole('/service/fleet-1/status')).toBe('status');
@@ -128,7 +149,11 @@ describe('keys written in the window, by role', () => {
   });
 
   it("counts a key's version growth, a new key's every write, and a key created again as new", () => {
-    const before = snapshot({ '/service/a/members/n1': ['5', 3], '/service/a/leader': ['7', 1], '/service/a/status': ['8', 10] });
+    const before = snapshot({
+      '/service/a/members/n1': ['5', 3],
+      '/service/a/leader': ['7', 1],
+      '/service/a/status': ['8', 10],
+    });
     const after = snapshot({
       '/service/a/members/n1': ['5', 6],
       '/service/a/members/n2': ['20', 2],

@@ -9,7 +9,12 @@ import { fleetPanels, fleetPlotSvg, niceTicks, pointLabel } from '../../bench/li
 const MiB = 1024 * 1024;
 
 /** A run whose etcd figures grow with N as given per cluster (and a fixed part for etcd itself). */
-function run(kind: 'stator' | 'patroni', clusters: number, perCluster: { requests: number; inUseMiB: number; growthMiBh: number }, newPrimaryMs = 300): FleetRun {
+function run(
+  kind: 'stator' | 'patroni',
+  clusters: number,
+  perCluster: { requests: number; inUseMiB: number; growthMiBh: number },
+  newPrimaryMs = 300,
+): FleetRun {
   return {
     kind,
     clusters,
@@ -34,7 +39,13 @@ function run(kind: 'stator' | 'patroni', clusters: number, perCluster: { request
       backendCommitP99Ms: 4,
     },
     writesPerMinuteByRole: {},
-    usage: { agentCpuPerMinute: { min: 0, median: 0, max: 0, n: 0 }, agentRssMiB: { min: 0, median: 0, max: 0, n: 0 }, agents: clusters * 3, etcdCpuPerMinute: 1 + 0.1 * clusters, etcdRssMiB: 100 },
+    usage: {
+      agentCpuPerMinute: { min: 0, median: 0, max: 0, n: 0 },
+      agentRssMiB: { min: 0, median: 0, max: 0, n: 0 },
+      agents: clusters * 3,
+      etcdCpuPerMinute: 1 + 0.1 * clusters,
+      etcdRssMiB: 100,
+    },
     perAgentPerMinute: { requests: 0, bytesIn: 0, bytesOut: 0 },
     failover: { newPrimaryMs } as FleetRun['failover'],
     otherLeadersMoved: 0,
@@ -55,12 +66,21 @@ describe('the 500-cluster extrapolation', () => {
   });
 
   it('takes a figure as proportional to N when one fleet size was measured, and ignores missing figures', () => {
-    expect(linearFit([{ n: 4, y: 10 }, { n: 4, y: 14 }, { n: 8, y: NaN }])).toEqual({ intercept: 0, slope: 3, sizes: [4] });
+    expect(
+      linearFit([
+        { n: 4, y: 10 },
+        { n: 4, y: 14 },
+        { n: 8, y: NaN },
+      ]),
+    ).toEqual({ intercept: 0, slope: 3, sizes: [4] });
     expect(linearFit([{ n: 4, y: NaN }])).toBeNull();
   });
 
   it('projects requests to 500 clusters and names the etcd size the docs give for that load', () => {
-    const runs = [run('stator', 1, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 }), run('stator', 3, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 })];
+    const runs = [
+      run('stator', 1, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 }),
+      run('stator', 3, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 }),
+    ];
     const projection = extrapolate(runs, 'stator')!;
     expect(projection.byMetric.requests.projected).toBeCloseTo(250, 6);
     expect(etcdSizeFor('requestsPerSecond', 250)).toBe('medium');
@@ -70,7 +90,10 @@ describe('the 500-cluster extrapolation', () => {
   });
 
   it("bounds Stator's event logs by the append guard's share of the quota at the defaults, Patroni's data by what was measured", () => {
-    const runs = [1, 3].flatMap((n) => [run('stator', n, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 }), run('patroni', n, { requests: 0.4, inUseMiB: 0.01, growthMiBh: 0.2 })]);
+    const runs = [1, 3].flatMap((n) => [
+      run('stator', n, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 }),
+      run('patroni', n, { requests: 0.4, inUseMiB: 0.01, growthMiBh: 0.2 }),
+    ]);
     const stator = extrapolate(runs, 'stator')!;
     // 500 × 8 MiB is over 0.5 × 2 GiB: the guard holds the logs at 1 GiB.
     expect(stator.guardHoldsBack).toBe(true);
@@ -83,7 +106,10 @@ describe('the 500-cluster extrapolation', () => {
   });
 
   it("writes the report's section with both products, the cited limits and the figures at 500", () => {
-    const runs = [1, 3].flatMap((n) => [run('stator', n, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 }), run('patroni', n, { requests: 0.4, inUseMiB: 0.01, growthMiBh: 0.2 })]);
+    const runs = [1, 3].flatMap((n) => [
+      run('stator', n, { requests: 0.5, inUseMiB: 0.05, growthMiBh: 0.5 }),
+      run('patroni', n, { requests: 0.4, inUseMiB: 0.01, growthMiBh: 0.2 }),
+    ]);
     const text = renderExtrapolation(runs).join('\n');
     expect(text).toContain('## 500 clusters on one etcd, extrapolated');
     expect(text).toContain('https://etcd.io/docs/v3.5/dev-guide/limit/');
@@ -97,9 +123,17 @@ describe('the 500-cluster extrapolation', () => {
 
 describe("the fleet bench's plot", () => {
   it('has the four panels the issue asks for, one line per product, and the agent-alone failover dashed', () => {
-    const runs = [run('stator', 1, { requests: 0.5, inUseMiB: 0, growthMiBh: 0.5 }, 286), run('patroni', 1, { requests: 0.4, inUseMiB: 0, growthMiBh: 0 }, 28_242)];
+    const runs = [
+      run('stator', 1, { requests: 0.5, inUseMiB: 0, growthMiBh: 0.5 }, 286),
+      run('patroni', 1, { requests: 0.4, inUseMiB: 0, growthMiBh: 0 }, 28_242),
+    ];
     const panels = fleetPanels(runs);
-    expect(panels.map((p) => p.title)).toEqual(['etcd requests per second', 'etcd CPU, three members together', 'etcd database growth (file)', 'failover: new primary after kill -9']);
+    expect(panels.map((p) => p.title)).toEqual([
+      'etcd requests per second',
+      'etcd CPU, three members together',
+      'etcd database growth (file)',
+      'failover: new primary after kill -9',
+    ]);
     expect(panels[3].series.map((s) => [s.label, Boolean(s.dashed)])).toEqual([
       ['stator', false],
       ['patroni', false],
@@ -127,7 +161,9 @@ describe("the fleet bench's plot", () => {
 describe("the fleet bench's duration estimate", () => {
   it('is printed for the long run, with the fleet sizes and the largest number of agents', () => {
     const long = estimateFleetRun(parseFleetOptions(['--n', '5,10,20', '--window', '300']));
-    expect(long.text).toMatch(/^estimated duration: \d+ min for 6 fleets \(5, 10, 20 clusters × stator and patroni; up to 60 agents and 60 PostgreSQL servers at once\)/);
+    expect(long.text).toMatch(
+      /^estimated duration: \d+ min for 6 fleets \(5, 10, 20 clusters × stator and patroni; up to 60 agents and 60 PostgreSQL servers at once\)/,
+    );
     const small = estimateFleetRun(parseFleetOptions(['--n', '1,2', '--window', '20', '--settle', '10']));
     expect(long.seconds).toBeGreaterThan(small.seconds + 6 * (300 + 60) - 4 * 30);
     expect(estimateFleetRun(DEFAULT_FLEET_OPTIONS).seconds).toBeGreaterThan(long.seconds);

@@ -19,21 +19,36 @@ const event = (stream: string, to: string, data?: Record<string, unknown>): NewE
 async function interleavedLog(): Promise<RecordedEvent[]> {
   const store = new MemoryEventStore();
   const a = 'node/node1/postgres';
-  for (const [stream, to] of [[a, 'a1'], ['cluster', 'c1'], [a, 'a2'], [a, 'a3'], ['cluster', 'c2'], [a, 'a4'], [a, 'a5']]) {
+  for (const [stream, to] of [
+    [a, 'a1'],
+    ['cluster', 'c1'],
+    [a, 'a2'],
+    [a, 'a3'],
+    ['cluster', 'c2'],
+    [a, 'a4'],
+    [a, 'a5'],
+  ]) {
     await store.append(stream, [event(stream, to, { n: to })], 'any');
   }
   return store.read();
 }
-const positions = (problems: ReturnType<typeof verifyChain>) => problems.map((p) => `${p.kind} ${p.stream}#${p.seq} @${p.index}`);
+const positions = (problems: ReturnType<typeof verifyChain>) =>
+  problems.map((p) => `${p.kind} ${p.stream}#${p.seq} @${p.index}`);
 
 describe('canonicalJson', () => {
   it('sorts keys at every depth, keeps array order and writes no whitespace', () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: true, y: null }], c: 'x y' } })).toBe('{"a":{"c":"x y","d":[3,{"y":null,"z":true}]},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: [3, { z: true, y: null }], c: 'x y' } })).toBe(
+      '{"a":{"c":"x y","d":[3,{"y":null,"z":true}]},"b":1}',
+    );
   });
 
   it('gives the same text whatever the key order, and leaves out undefined as JSON does', () => {
-    expect(canonicalJson({ x: 1, y: { q: 2, p: undefined, r: [undefined] } })).toBe(canonicalJson({ y: { r: [null], q: 2 }, x: 1 }));
-    expect(canonicalJson({ when: new Date('2026-01-01T00:00:00Z'), n: Number.NaN })).toBe('{"n":null,"when":"2026-01-01T00:00:00.000Z"}');
+    expect(canonicalJson({ x: 1, y: { q: 2, p: undefined, r: [undefined] } })).toBe(
+      canonicalJson({ y: { r: [null], q: 2 }, x: 1 }),
+    );
+    expect(canonicalJson({ when: new Date('2026-01-01T00:00:00Z'), n: Number.NaN })).toBe(
+      '{"n":null,"when":"2026-01-01T00:00:00.000Z"}',
+    );
   });
 
   it('sorts integer-like keys as strings, not in JavaScript property order', () => {
@@ -41,7 +56,17 @@ describe('canonicalJson', () => {
   });
 
   it('keeps the hash of a fixed event stable across versions (the format is a contract)', () => {
-    const fixed = { stream: 'node/n1/role', seq: 1, type: 'role.transition', at: '2026-01-01T00:00:00.000Z', node: 'n1', from: null, to: 'uninitialized', cause: 'xstate.init', data: { event: { type: 'xstate.init' } } };
+    const fixed = {
+      stream: 'node/n1/role',
+      seq: 1,
+      type: 'role.transition',
+      at: '2026-01-01T00:00:00.000Z',
+      node: 'n1',
+      from: null,
+      to: 'uninitialized',
+      cause: 'xstate.init',
+      data: { event: { type: 'xstate.init' } },
+    };
     expect(canonicalJson({ ...fixed, prev: '' })).toBe(
       '{"at":"2026-01-01T00:00:00.000Z","cause":"xstate.init","data":{"event":{"type":"xstate.init"}},"from":null,"node":"n1","prev":"","seq":1,"stream":"node/n1/role","to":"uninitialized","type":"role.transition"}',
     );
@@ -50,11 +75,27 @@ describe('canonicalJson', () => {
 });
 
 describe('eventHash', () => {
-  const base = { stream: 's', seq: 1, type: 't', at: '2026-01-01T00:00:00.000Z', node: 'n', from: 'a', to: 'b', cause: 'c', data: { k: 1 } };
+  const base = {
+    stream: 's',
+    seq: 1,
+    type: 't',
+    at: '2026-01-01T00:00:00.000Z',
+    node: 'n',
+    from: 'a',
+    to: 'b',
+    cause: 'c',
+    data: { k: 1 },
+  };
 
   it('changes with every content field and with prev', () => {
     const hash = eventHash(base, '');
-    for (const change of [{ seq: 2 }, { to: 'x' }, { from: null }, { data: { k: 2 } }, { at: '2026-01-01T00:00:00.001Z' }]) {
+    for (const change of [
+      { seq: 2 },
+      { to: 'x' },
+      { from: null },
+      { data: { k: 2 } },
+      { at: '2026-01-01T00:00:00.001Z' },
+    ]) {
       expect(eventHash({ ...base, ...change }, '')).not.toBe(hash);
     }
     expect(eventHash(base, 'f'.repeat(64))).not.toBe(hash);
@@ -87,7 +128,13 @@ describe('verifyChain', () => {
     const events = await interleavedLog();
     events.splice(2, 1); // node/node1/postgres#2
     expect(verifyChain(events)).toEqual([
-      expect.objectContaining({ kind: 'removed', stream: 'node/node1/postgres', seq: 3, index: 2, message: '#2 is missing before it' }),
+      expect.objectContaining({
+        kind: 'removed',
+        stream: 'node/node1/postgres',
+        seq: 3,
+        index: 2,
+        message: '#2 is missing before it',
+      }),
     ]);
   });
 
@@ -95,7 +142,12 @@ describe('verifyChain', () => {
     const first = (await interleavedLog()).filter((_, index) => index !== 0);
     expect(positions(verifyChain(first))).toEqual(['removed node/node1/postgres#2 @1']);
     const run = (await interleavedLog()).filter((_, index) => index !== 2 && index !== 3);
-    expect(verifyChain(run)[0]).toMatchObject({ kind: 'removed', seq: 4, index: 3, message: '#2..#3 are missing before it' });
+    expect(verifyChain(run)[0]).toMatchObject({
+      kind: 'removed',
+      seq: 4,
+      index: 3,
+      message: '#2..#3 are missing before it',
+    });
   });
 
   it('detects two swapped events of a stream as one reordering, at the one that came too late', async () => {
@@ -143,14 +195,20 @@ describe('MemoryEventStore hash chain', () => {
   it('still refuses an append at a stale version, leaving the chain as it was', async () => {
     const store = new MemoryEventStore();
     await store.append('cluster', [event('cluster', 'a')], 0);
-    await expect(store.append('cluster', [event('cluster', 'b')], 0)).rejects.toEqual(new ExpectedVersionConflict('cluster', 0, 1));
+    await expect(store.append('cluster', [event('cluster', 'b')], 0)).rejects.toEqual(
+      new ExpectedVersionConflict('cluster', 0, 1),
+    );
     const [next] = await store.append('cluster', [event('cluster', 'b')], 1);
     expect(next.prev).toBe((await store.read())[0].hash);
   });
 
   it('stores what it hashed: content passed through JSON, stored fields of the caller ignored', async () => {
     const store = new MemoryEventStore();
-    const withExtras = { ...event('cluster', 'a', { when: new Date('2026-01-01T00:00:00Z'), gone: undefined }), prev: 'forged', hash: 'forged' };
+    const withExtras = {
+      ...event('cluster', 'a', { when: new Date('2026-01-01T00:00:00Z'), gone: undefined }),
+      prev: 'forged',
+      hash: 'forged',
+    };
     const [stored] = await store.append('cluster', [withExtras], 0);
     expect(stored.data).toEqual({ when: '2026-01-01T00:00:00.000Z' });
     expect(stored.prev).toBe('');

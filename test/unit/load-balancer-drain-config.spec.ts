@@ -1,6 +1,6 @@
 import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../../src/config/dynamic-config';
 
-describe('load_balancer_drain_ms (dynamic configuration, Stator\'s own key)', () => {
+describe("load_balancer_drain_ms (dynamic configuration, Stator's own key)", () => {
   const drainOf = (value: unknown) => effectiveDynamicConfig({ load_balancer_drain_ms: value as number }, {});
 
   it('defaults to 750 ms, longer than the shipped HAProxy check interval of 500 ms', () => {
@@ -18,7 +18,9 @@ describe('load_balancer_drain_ms (dynamic configuration, Stator\'s own key)', ()
   });
 
   it('explains a value it does not use as written', () => {
-    expect(drainOf('soon').adjustments).toEqual(['load_balancer_drain_ms "soon" in the DCS configuration is not an integer; using the default 750']);
+    expect(drainOf('soon').adjustments).toEqual([
+      'load_balancer_drain_ms "soon" in the DCS configuration is not an integer; using the default 750',
+    ]);
   });
 
   it('refuses a write outside 0..60000 through /config', () => {

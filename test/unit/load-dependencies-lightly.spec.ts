@@ -3,7 +3,14 @@ import { LazyDateTimeFormat } from '../../src/common/lazy-date-time-format';
 import { withPropertyReplaced } from '../../src/common/while-loading';
 
 describe('LazyDateTimeFormat', () => {
-  const options: Intl.DateTimeFormatOptions = { year: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric', day: '2-digit', month: '2-digit' };
+  const options: Intl.DateTimeFormatOptions = {
+    year: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+    day: '2-digit',
+    month: '2-digit',
+  };
   const instant = Date.UTC(2026, 10, 26, 5, 11, 33);
 
   it('formats as the real Intl.DateTimeFormat with the same locales and options', () => {
@@ -19,9 +26,15 @@ describe('LazyDateTimeFormat', () => {
 describe('withPropertyReplaced', () => {
   it('replaces the property only while the load runs, even when the load throws', () => {
     const real = Intl.DateTimeFormat;
-    expect(withPropertyReplaced(Intl, 'DateTimeFormat', LazyDateTimeFormat, () => new Intl.DateTimeFormat())).toBeInstanceOf(LazyDateTimeFormat);
+    expect(
+      withPropertyReplaced(Intl, 'DateTimeFormat', LazyDateTimeFormat, () => new Intl.DateTimeFormat()),
+    ).toBeInstanceOf(LazyDateTimeFormat);
     expect(Intl.DateTimeFormat).toBe(real);
-    expect(() => withPropertyReplaced(Intl, 'DateTimeFormat', LazyDateTimeFormat, () => { throw new Error('module failed'); })).toThrow('module failed');
+    expect(() =>
+      withPropertyReplaced(Intl, 'DateTimeFormat', LazyDateTimeFormat, () => {
+        throw new Error('module failed');
+      }),
+    ).toThrow('module failed');
     expect(Intl.DateTimeFormat).toBe(real);
   });
 

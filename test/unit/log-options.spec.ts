@@ -38,12 +38,22 @@ function fileLogger(overrides: Partial<LogSettings>) {
 
 describe('log.static_fields', () => {
   it('adds the fields to every JSON line, after the format fields', () => {
-    const { logger, lines } = fileLogger({ type: 'json', format: ['levelname', 'message'], static_fields: { app: 'patroni', shard: 3, primary: true } });
+    const { logger, lines } = fileLogger({
+      type: 'json',
+      format: ['levelname', 'message'],
+      static_fields: { app: 'patroni', shard: 3, primary: true },
+    });
     logger.info('no action. I am (n1), the leader with the lock');
     logger.warning('Loop time exceeded');
 
     expect(lines().map((line) => JSON.parse(line) as unknown)).toEqual([
-      { levelname: 'INFO', message: 'no action. I am (n1), the leader with the lock', app: 'patroni', shard: 3, primary: true },
+      {
+        levelname: 'INFO',
+        message: 'no action. I am (n1), the leader with the lock',
+        app: 'patroni',
+        shard: 3,
+        primary: true,
+      },
       { levelname: 'WARNING', message: 'Loop time exceeded', app: 'patroni', shard: 3, primary: true },
     ]);
     expect(Object.keys(JSON.parse(lines()[0]) as object)).toEqual(['levelname', 'message', 'app', 'shard', 'primary']);
@@ -56,7 +66,16 @@ describe('log.deduplicate_heartbeat_logs', () => {
 
   it('writes a repeated heartbeat once, and again after it changes or another line comes between', () => {
     const { logger, lines } = fileLogger({ deduplicate_heartbeat_logs: true });
-    for (const message of [LEADER, LEADER, LEADER, FOLLOWER, FOLLOWER, 'PAUSE: no action. I am (n1)', 'PAUSE: no action. I am (n1)', FOLLOWER]) {
+    for (const message of [
+      LEADER,
+      LEADER,
+      LEADER,
+      FOLLOWER,
+      FOLLOWER,
+      'PAUSE: no action. I am (n1)',
+      'PAUSE: no action. I am (n1)',
+      FOLLOWER,
+    ]) {
       logger.info(message);
     }
     logger.warning('Loop time exceeded');
@@ -104,7 +123,11 @@ describe('log.traceback_level', () => {
     verbose.logger.exception?.('GET /cluster failed', failure());
 
     expect(quiet.lines()).toEqual(["ERROR: GET /cluster failed, DETAIL: 'connection refused'"]);
-    expect(verbose.lines()).toEqual(['DEBUG: GET /cluster failed', 'Error: connection refused', '    at probe (peer.ts:1:1)']);
+    expect(verbose.lines()).toEqual([
+      'DEBUG: GET /cluster failed',
+      'Error: connection refused',
+      '    at probe (peer.ts:1:1)',
+    ]);
   });
 });
 
@@ -208,6 +231,11 @@ describe('log.max_queue_size: standard output that stops taking lines', () => {
       closeSync(writer);
       closeSync(reader);
     }
-    expect(text.split('\n').filter(Boolean).sort()).toEqual(['CRITICAL: the end', 'INFO: one', 'INFO: three', 'INFO: two']);
+    expect(text.split('\n').filter(Boolean).sort()).toEqual([
+      'CRITICAL: the end',
+      'INFO: one',
+      'INFO: three',
+      'INFO: two',
+    ]);
   });
 });

@@ -6,7 +6,12 @@ import { loadConfig } from '../../src/config/load-config';
 import { stringify } from 'yaml';
 import { removeDir, tmpDir } from '../helpers/tmp';
 
-const record = { level: 'WARNING', levelNumber: 30, message: 'Loop time exceeded', time: new Date(2026, 10, 24, 9, 5, 7, 42) };
+const record = {
+  level: 'WARNING',
+  levelNumber: 30,
+  message: 'Loop time exceeded',
+  time: new Date(2026, 10, 24, 9, 5, 7, 42),
+};
 const MINIMAL = {
   scope: 's',
   name: 'n',
@@ -37,11 +42,18 @@ describe('log.format and log.dateformat, as Python logging renders them', () => 
   it('writes one JSON object per line with the fields the format names (type: json)', () => {
     const render = compileLogFormat(['asctime', 'levelname', 'message'], 'json');
     if ('problem' in render) throw new Error(render.problem);
-    expect(JSON.parse(render(record))).toEqual({ asctime: '2026-11-24 09:05:07,042', levelname: 'WARNING', message: 'Loop time exceeded' });
+    expect(JSON.parse(render(record))).toEqual({
+      asctime: '2026-11-24 09:05:07,042',
+      levelname: 'WARNING',
+      message: 'Loop time exceeded',
+    });
   });
 
   it("keeps the columns of a format with Python's call-site fields, as Patroni's acceptance harness writes it", () => {
-    const render = compileLogFormat('%(asctime)s %(levelname)s [%(pathname)s:%(lineno)d - %(funcName)s]: %(message)s', 'plain');
+    const render = compileLogFormat(
+      '%(asctime)s %(levelname)s [%(pathname)s:%(lineno)d - %(funcName)s]: %(message)s',
+      'plain',
+    );
     if ('problem' in render) throw new Error(render.problem);
     const line = render(record);
     expect(line).toBe('2026-11-24 09:05:07,042 WARNING [stator:0 - stator]: Loop time exceeded');
@@ -49,7 +61,9 @@ describe('log.format and log.dateformat, as Python logging renders them', () => 
   });
 
   it('refuses what it cannot render, naming the field or the directive', () => {
-    expect(compileLogFormat('%(stack_info)s %(message)s', 'plain')).toEqual({ problem: expect.stringMatching(/^unknown field stack_info/) });
+    expect(compileLogFormat('%(stack_info)s %(message)s', 'plain')).toEqual({
+      problem: expect.stringMatching(/^unknown field stack_info/),
+    });
     expect(compileLogFormat('%(message)s', 'plain', '%Y %Q')).toEqual({ problem: 'dateformat: %Q is not supported' });
     expect(strftime('%j %A %B', record.time)).toBe('328 Tuesday November');
   });
@@ -72,7 +86,10 @@ describe('log.dir', () => {
   afterEach(() => removeDir(dir));
 
   it('writes to <dir>/stator.log and rotates as RotatingFileHandler, keeping file_num old files', () => {
-    const logger = createConfiguredLogger(settings({ dir: join(dir, 'logs'), file_size: 200, file_num: 2 }), 'stator.log');
+    const logger = createConfiguredLogger(
+      settings({ dir: join(dir, 'logs'), file_size: 200, file_num: 2 }),
+      'stator.log',
+    );
     for (let i = 0; i < 20; i++) logger.info(`line ${i} ${'x'.repeat(20)}`);
     const files = readdirSync(join(dir, 'logs')).sort();
     expect(files).toEqual(['stator.log', 'stator.log.1', 'stator.log.2']);

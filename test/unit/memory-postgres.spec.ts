@@ -62,7 +62,12 @@ describe('in-memory PostgreSQL adapters', () => {
     it('initdb creates a cleanly shut down cluster on timeline 1 that starts as a primary', async () => {
       expect(await node1.pg.inspectDataDir()).toEqual({ state: 'missing', standbySignal: false });
       await node1.pg.initdb();
-      expect(await node1.pg.inspectDataDir()).toMatchObject({ state: 'initialized', clusterState: 'shut down', timeline: 1, standbySignal: false });
+      expect(await node1.pg.inspectDataDir()).toMatchObject({
+        state: 'initialized',
+        clusterState: 'shut down',
+        timeline: 1,
+        standbySignal: false,
+      });
 
       const { pid } = await node1.pg.start(START_TIMEOUT_MS);
       expect(node1.pg.postmasterPid()).toBe(pid);
@@ -78,16 +83,34 @@ describe('in-memory PostgreSQL adapters', () => {
 
       const replica = await node2.query.sample();
       expect(replica.systemIdentifier).toBe((await node1.query.sample()).systemIdentifier);
-      expect(replica).toMatchObject({ inRecovery: true, timeline: 1, replicationState: 'streaming', walPosition: leaderWal, latestEndLsn: leaderWal });
+      expect(replica).toMatchObject({
+        inRecovery: true,
+        timeline: 1,
+        replicationState: 'streaming',
+        walPosition: leaderWal,
+        latestEndLsn: leaderWal,
+      });
       expect((await node1.query.sample()).replication).toEqual([
-        { usename: 'replicator', application_name: 'node2', client_addr: '10.0.0.2', state: 'streaming', sync_state: 'async', sync_priority: 0, write_lsn: leaderWal, flush_lsn: leaderWal, replay_lsn: leaderWal },
+        {
+          usename: 'replicator',
+          application_name: 'node2',
+          client_addr: '10.0.0.2',
+          state: 'streaming',
+          sync_state: 'async',
+          sync_priority: 0,
+          write_lsn: leaderWal,
+          flush_lsn: leaderWal,
+          replay_lsn: leaderWal,
+        },
       ]);
     });
 
     it('refuses to clone before post-bootstrap created the replication role, and leaves the directory empty', async () => {
       await node1.pg.initdb();
       await node1.pg.start(START_TIMEOUT_MS);
-      await expect(node2.pg.basebackup(node1.server.node)).rejects.toThrow(/password authentication failed for user "replicator"/);
+      await expect(node2.pg.basebackup(node1.server.node)).rejects.toThrow(
+        /password authentication failed for user "replicator"/,
+      );
       expect((await node2.pg.inspectDataDir()).state).toBe('empty');
     });
 
@@ -137,7 +160,11 @@ describe('in-memory PostgreSQL adapters', () => {
       await node3.pg.configure(replicaOf(node2));
       await node3.pg.reload();
       const position = node2.server.write(500);
-      expect(await node3.query.sample()).toMatchObject({ timeline: 2, walPosition: position, replicationState: 'streaming' });
+      expect(await node3.query.sample()).toMatchObject({
+        timeline: 2,
+        walPosition: position,
+        replicationState: 'streaming',
+      });
       const [row] = await node3.query.query<{ content: string }>(HISTORY_SQL, [historyFile(2)]);
       expect(row.content).toMatch(/^1\t/);
     });
@@ -154,14 +181,21 @@ describe('in-memory PostgreSQL adapters', () => {
       await node1.pg.configure(replicaOf(node2));
       const failure = await node1.pg.start(START_TIMEOUT_MS).catch((error: unknown) => error);
       expect(failure).toBeInstanceOf(PostgresCommandError);
-      expect((failure as PostgresCommandError).stderrTail).toMatch(/FATAL: {2}requested timeline 2 is not a child of this server's history/);
+      expect((failure as PostgresCommandError).stderrTail).toMatch(
+        /FATAL: {2}requested timeline 2 is not a child of this server's history/,
+      );
       expect(node1.server.isRunning).toBe(false);
 
       expect(await node1.pg.rewind(node2.server.node)).toBe('rewound');
       await node1.pg.configure(replicaOf(node2));
       await node1.pg.start(START_TIMEOUT_MS);
       const position = node2.server.write(100);
-      expect(await node1.query.sample()).toMatchObject({ inRecovery: true, timeline: 2, walPosition: position, replicationState: 'streaming' });
+      expect(await node1.query.sample()).toMatchObject({
+        inRecovery: true,
+        timeline: 2,
+        walPosition: position,
+        replicationState: 'streaming',
+      });
 
       await node1.pg.stop('fast', 1000);
       expect(await node1.pg.rewind(node2.server.node)).toBe('not_needed');
@@ -193,8 +227,15 @@ describe('in-memory PostgreSQL adapters', () => {
 
     it('an exit with an error code carries the end of the log', async () => {
       await bootstrap(node1);
-      node1.server.crash({ code: 1, log: ['PANIC:  could not write to file "pg_wal/xlogtemp.42": No space left on device'] });
-      expect(node1.exits[0]).toMatchObject({ code: 1, requested: false, lastLog: expect.stringContaining('No space left on device') });
+      node1.server.crash({
+        code: 1,
+        log: ['PANIC:  could not write to file "pg_wal/xlogtemp.42": No space left on device'],
+      });
+      expect(node1.exits[0]).toMatchObject({
+        code: 1,
+        requested: false,
+        lastLog: expect.stringContaining('No space left on device'),
+      });
     });
 
     it('a requested stop is reported as requested and leaves a clean shutdown', async () => {
@@ -278,7 +319,9 @@ describe('in-memory PostgreSQL adapters', () => {
       const failure = await node1.pg.start(START_TIMEOUT_MS).catch((error: unknown) => error);
       expect(failure).toBeInstanceOf(PostgresCommandError);
       expect(failure).toMatchObject({ command: 'postgres', exitCode: 1 });
-      expect((failure as PostgresCommandError).message).toContain('FATAL:  invalid value for parameter "max_connections": "many"');
+      expect((failure as PostgresCommandError).message).toContain(
+        'FATAL:  invalid value for parameter "max_connections": "many"',
+      );
       expect(node1.pg.postmasterPid()).toBeNull();
       expect(node1.exits).toEqual([]);
 
@@ -288,7 +331,9 @@ describe('in-memory PostgreSQL adapters', () => {
     it('fails while the port is taken, and starts once it is free', async () => {
       await node1.pg.initdb();
       node1.server.takePort();
-      await expect(node1.pg.start(START_TIMEOUT_MS)).rejects.toThrow(/Address already in use[\s\S]*FATAL: {2}could not create any TCP\/IP sockets/);
+      await expect(node1.pg.start(START_TIMEOUT_MS)).rejects.toThrow(
+        /Address already in use[\s\S]*FATAL: {2}could not create any TCP\/IP sockets/,
+      );
       await expect(node1.pg.start(START_TIMEOUT_MS)).rejects.toBeInstanceOf(PostgresCommandError);
       node1.server.releasePort();
       await expect(node1.pg.start(START_TIMEOUT_MS)).resolves.toEqual({ pid: expect.any(Number) });
@@ -348,7 +393,9 @@ describe('in-memory PostgreSQL adapters', () => {
       await node1.pg.start(START_TIMEOUT_MS);
       await node1.pg.configure({ role: 'primary', parameters: { max_connections: 200, work_mem: '8MB' } });
       await node1.pg.reload();
-      expect((await node1.query.sample()).pendingRestart).toEqual({ max_connections: { old_value: '100', new_value: '200' } });
+      expect((await node1.query.sample()).pendingRestart).toEqual({
+        max_connections: { old_value: '100', new_value: '200' },
+      });
       await node1.pg.stop('fast', 1000);
       await node1.pg.start(START_TIMEOUT_MS);
       expect((await node1.query.sample()).pendingRestart).toEqual({});

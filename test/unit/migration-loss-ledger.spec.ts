@@ -6,7 +6,11 @@ describe("the rolling migration's account of missing writes", () => {
 
   it.each([
     ['acknowledged 1.5 s before the kill was decided, by the killed node', { port: 5433, at: 8_500 }, true],
-    ['acknowledged while the kill was under way (the old window, ending at the decision, missed it)', { port: 5433, at: 10_120 }, true],
+    [
+      'acknowledged while the kill was under way (the old window, ending at the decision, missed it)',
+      { port: 5433, at: 10_120 },
+      true,
+    ],
     ['acknowledged 2.1 s before the kill', { port: 5433, at: 7_900 }, false],
     ['acknowledged after the kill ended (by a node that was not killed)', { port: 5433, at: 10_300 }, false],
     ['acknowledged in the window by another node', { port: 5434, at: 9_900 }, false],

@@ -7,7 +7,12 @@ import { reviewConfigWrite } from '../../src/config/config-write-review';
 import { pgCtlTimeoutMs, programPath } from '../../src/config/postgresql-programs-config';
 import { memberData, MemberFacts } from '../../src/ha/member-data';
 import { newestEntries } from '../../src/ha/leader-duties';
-import { demoteStopDeadlineMs, promoteTimeoutMs, shutdownStopDeadlineMs, startTimeoutMs } from '../../src/ha/postgres-deadlines';
+import {
+  demoteStopDeadlineMs,
+  promoteTimeoutMs,
+  shutdownStopDeadlineMs,
+  startTimeoutMs,
+} from '../../src/ha/postgres-deadlines';
 import { HistoryEntry } from '../../src/dcs/dcs.port';
 import { problemsIfAny } from '../helpers/config-problems';
 
@@ -29,7 +34,10 @@ const problemsOf = (env: NodeJS.ProcessEnv) => problemsIfAny(() => loadWith(env)
 
 describe('postgresql.bin_name', () => {
   it('maps each program from the environment, as PATRONI_POSTGRESQL_BIN_<program>, without a warning', () => {
-    const { config, warnings } = loadWith({ PATRONI_POSTGRESQL_BIN_pg_ctl: 'pg_ctl.wrapper', PATRONI_POSTGRESQL_BIN_postgres: '/opt/pg/postgres15' });
+    const { config, warnings } = loadWith({
+      PATRONI_POSTGRESQL_BIN_pg_ctl: 'pg_ctl.wrapper',
+      PATRONI_POSTGRESQL_BIN_postgres: '/opt/pg/postgres15',
+    });
     expect(warnings).toEqual([]);
     expect(config.postgresql.bin_name).toEqual({ pg_ctl: 'pg_ctl.wrapper', postgres: '/opt/pg/postgres15' });
     // A name is looked up in bin_dir, a path is used as it is (Patroni's os.path.join).
@@ -39,7 +47,10 @@ describe('postgresql.bin_name', () => {
   });
 
   it('warns about a program Stator does not run, naming the ones it does', () => {
-    const loaded = loadConfig(writeYaml('postgresql:\n  bin_name:\n    pg_dump: mydump\n    initdb: initdb.sh\n'), BASE_ENV);
+    const loaded = loadConfig(
+      writeYaml('postgresql:\n  bin_name:\n    pg_dump: mydump\n    initdb: initdb.sh\n'),
+      BASE_ENV,
+    );
     expect(loaded.config.postgresql.bin_name).toEqual({ initdb: 'initdb.sh' });
     expect(loaded.warnings).toEqual([
       'unsupported key postgresql.bin_name.pg_dump ignored (the programs are pg_ctl, initdb, pg_controldata, pg_basebackup, postgres, pg_isready, pg_rewind)',
@@ -52,7 +63,9 @@ describe('postgresql.pg_ctl_timeout', () => {
     expect(pgCtlTimeoutMs(loadWith({}).config.postgresql)).toBe(60_000);
     const file = writeYaml('postgresql:\n  pg_ctl_timeout: 5\n');
     expect(pgCtlTimeoutMs(loadConfig(file, BASE_ENV).config.postgresql)).toBe(5000);
-    expect(pgCtlTimeoutMs(loadConfig(writeYaml('postgresql:\n  pg_ctl_timeout: 0\n'), BASE_ENV).config.postgresql)).toBe(60_000);
+    expect(
+      pgCtlTimeoutMs(loadConfig(writeYaml('postgresql:\n  pg_ctl_timeout: 0\n'), BASE_ENV).config.postgresql),
+    ).toBe(60_000);
   });
 
   it('refuses what is not a number of seconds, naming the key', () => {
@@ -73,23 +86,49 @@ describe('postgresql.pg_ctl_timeout', () => {
 describe('postgresql.proxy_address', () => {
   it('is published as proxy_url in the member key, as Patroni does', () => {
     const { config } = loadWith({ PATRONI_POSTGRESQL_PROXY_ADDRESS: 'pgbouncer.example:6432' });
-    const facts = { config, version: '0.1.0', pgState: 'stopped', role: 'replica', sample: null, tags: {} } as unknown as MemberFacts;
-    expect(memberData({ ...facts, checkpointAfterPromotePending: false, scheduledRestart: null, paused: false, shutdownCheckpoint: null })).toMatchObject({
+    const facts = {
+      config,
+      version: '0.1.0',
+      pgState: 'stopped',
+      role: 'replica',
+      sample: null,
+      tags: {},
+    } as unknown as MemberFacts;
+    expect(
+      memberData({
+        ...facts,
+        checkpointAfterPromotePending: false,
+        scheduledRestart: null,
+        paused: false,
+        shutdownCheckpoint: null,
+      }),
+    ).toMatchObject({
       conn_url: 'postgres://127.0.0.1:5432/postgres',
       proxy_url: 'postgres://pgbouncer.example:6432/postgres',
     });
-    const withoutProxy = memberData({ ...facts, config: loadWith({}).config, checkpointAfterPromotePending: false, scheduledRestart: null, paused: false, shutdownCheckpoint: null });
+    const withoutProxy = memberData({
+      ...facts,
+      config: loadWith({}).config,
+      checkpointAfterPromotePending: false,
+      scheduledRestart: null,
+      paused: false,
+      shutdownCheckpoint: null,
+    });
     expect(withoutProxy).not.toHaveProperty('proxy_url');
   });
 
   it('refuses an address without a port', () => {
-    expect(problemsOf({ PATRONI_POSTGRESQL_PROXY_ADDRESS: 'pgbouncer' })).toEqual(['postgresql.proxy_address: must be host:port, got "pgbouncer" (from PATRONI_POSTGRESQL_PROXY_ADDRESS)']);
+    expect(problemsOf({ PATRONI_POSTGRESQL_PROXY_ADDRESS: 'pgbouncer' })).toEqual([
+      'postgresql.proxy_address: must be host:port, got "pgbouncer" (from PATRONI_POSTGRESQL_PROXY_ADDRESS)',
+    ]);
   });
 });
 
 describe('postgresql.remove_data_directory_on_*', () => {
   it('reads both from the file; the dynamic ones default to true (Patroni: false)', () => {
-    const file = writeYaml('postgresql:\n  remove_data_directory_on_rewind_failure: off\n  remove_data_directory_on_diverged_timelines: yes\n');
+    const file = writeYaml(
+      'postgresql:\n  remove_data_directory_on_rewind_failure: off\n  remove_data_directory_on_diverged_timelines: yes\n',
+    );
     expect(loadConfig(file, BASE_ENV).config.postgresql).toMatchObject({
       remove_data_directory_on_rewind_failure: false,
       remove_data_directory_on_diverged_timelines: true,
@@ -98,14 +137,21 @@ describe('postgresql.remove_data_directory_on_*', () => {
       remove_data_directory_on_rewind_failure: true,
       remove_data_directory_on_diverged_timelines: true,
     });
-    expect(effectiveDynamicConfig({ postgresql: { remove_data_directory_on_rewind_failure: false } }, {}).config.remove_data_directory_on_rewind_failure).toBe(false);
+    expect(
+      effectiveDynamicConfig({ postgresql: { remove_data_directory_on_rewind_failure: false } }, {}).config
+        .remove_data_directory_on_rewind_failure,
+    ).toBe(false);
   });
 
   it('through /config: acted on without a warning, and a non-boolean is refused', () => {
-    expect(reviewConfigWrite({ postgresql: { remove_data_directory_on_rewind_failure: false } })).toEqual({ problems: [] });
-    expect(validateDynamicConfigKeys({ postgresql: { remove_data_directory_on_diverged_timelines: 'maybe' } })).toEqual([
-      'postgresql.remove_data_directory_on_diverged_timelines: must be a boolean (true/false, on/off, yes/no), got "maybe"',
-    ]);
+    expect(reviewConfigWrite({ postgresql: { remove_data_directory_on_rewind_failure: false } })).toEqual({
+      problems: [],
+    });
+    expect(validateDynamicConfigKeys({ postgresql: { remove_data_directory_on_diverged_timelines: 'maybe' } })).toEqual(
+      [
+        'postgresql.remove_data_directory_on_diverged_timelines: must be a boolean (true/false, on/off, yes/no), got "maybe"',
+      ],
+    );
   });
 });
 
@@ -133,7 +179,9 @@ describe('primary_stop_timeout', () => {
 });
 
 describe('max_timelines_history', () => {
-  const history: HistoryEntry[] = [1, 2, 3, 4, 5].map((tl) => [tl, tl * 1000, 'no recovery target specified', '', 'n1'] as HistoryEntry);
+  const history: HistoryEntry[] = [1, 2, 3, 4, 5].map(
+    (tl) => [tl, tl * 1000, 'no recovery target specified', '', 'n1'] as HistoryEntry,
+  );
 
   it('keeps the newest entries; 0 keeps all', () => {
     expect(newestEntries(history, 2).map((entry) => entry[0])).toEqual([4, 5]);
@@ -144,7 +192,9 @@ describe('max_timelines_history', () => {
   it('is read from /config, 0 by default', () => {
     expect(effectiveDynamicConfig(null, {}).config.max_timelines_history).toBe(0);
     expect(effectiveDynamicConfig({ max_timelines_history: 3 }, {}).config.max_timelines_history).toBe(3);
-    expect(validateDynamicConfigKeys({ max_timelines_history: -1 })).toEqual(['max_timelines_history: must be an integer from 0 to 1000000, got -1']);
+    expect(validateDynamicConfigKeys({ max_timelines_history: -1 })).toEqual([
+      'max_timelines_history: must be an integer from 0 to 1000000, got -1',
+    ]);
   });
 });
 

@@ -22,9 +22,15 @@ beforeAll(() => {
 });
 afterAll(() => removeDir(dir));
 
-function load(sections: { restapi?: Record<string, unknown>; log?: Record<string, unknown> }, env: NodeJS.ProcessEnv = {}) {
+function load(
+  sections: { restapi?: Record<string, unknown>; log?: Record<string, unknown> },
+  env: NodeJS.ProcessEnv = {},
+) {
   const file = join(dir, `config-${++written}.yml`);
-  writeFileSync(file, stringify({ ...BASE, restapi: { ...BASE.restapi, ...sections.restapi }, log: sections.log }, { version: '1.1' }));
+  writeFileSync(
+    file,
+    stringify({ ...BASE, restapi: { ...BASE.restapi, ...sections.restapi }, log: sections.log }, { version: '1.1' }),
+  );
   return loadConfig(file, env);
 }
 
@@ -66,11 +72,19 @@ describe('restapi keys', () => {
         PATRONI_RESTAPI_SERVER_TOKENS: 'Minimal',
       },
     );
-    expect(config.restapi).toMatchObject({ keyfile_password: 'pw', ciphers: 'HIGH', allowlist_include_members: true, request_queue_size: 20, server_tokens: 'minimal' });
+    expect(config.restapi).toMatchObject({
+      keyfile_password: 'pw',
+      ciphers: 'HIGH',
+      allowlist_include_members: true,
+      request_queue_size: 20,
+      server_tokens: 'minimal',
+    });
   });
 
   it('says that TLS keys do nothing without certfile, and starts (Patroni ignores them silently)', () => {
-    const { warnings } = load({ restapi: { ciphers: 'HIGH', https_extra_headers: { 'Strict-Transport-Security': 'max-age=1' } } });
+    const { warnings } = load({
+      restapi: { ciphers: 'HIGH', https_extra_headers: { 'Strict-Transport-Security': 'max-age=1' } },
+    });
     expect(warnings).toEqual([
       'restapi.ciphers has no effect without restapi.certfile (the API serves plain HTTP)',
       'restapi.https_extra_headers has no effect without restapi.certfile (the API serves plain HTTP)',
@@ -82,7 +96,12 @@ describe('restapi keys', () => {
       load({
         restapi: {
           allowlist_include_members: 'maybe',
-          http_extra_headers: { 'Bad Name': 'x', 'X-Split': 'a\r\nInjected: yes', 'Content-Length': '0', Server: 'nginx' },
+          http_extra_headers: {
+            'Bad Name': 'x',
+            'X-Split': 'a\r\nInjected: yes',
+            'Content-Length': '0',
+            Server: 'nginx',
+          },
           https_extra_headers: ['X-A: b'],
           request_queue_size: 0,
           server_tokens: 'Full',
@@ -102,7 +121,9 @@ describe('restapi keys', () => {
   });
 
   it('never shows the keyfile password in a message', () => {
-    const problems = problemsOf(() => load({ restapi: { certfile: '/c.crt', keyfile_password: { secret: 'hunter2' } } }));
+    const problems = problemsOf(() =>
+      load({ restapi: { certfile: '/c.crt', keyfile_password: { secret: 'hunter2' } } }),
+    );
     expect(problems).toEqual(['restapi.keyfile_password: must be a string']);
   });
 
@@ -134,17 +155,47 @@ describe('log keys', () => {
   });
 
   it('reads them from Patroni environment variables', () => {
-    const { config } = load({}, { PATRONI_LOG_TRACEBACK_LEVEL: 'debug', PATRONI_LOG_MAX_QUEUE_SIZE: '200', PATRONI_LOG_DEDUPLICATE_HEARTBEAT_LOGS: 'true' });
-    expect(config.log).toMatchObject({ traceback_level: 'debug', max_queue_size: 200, deduplicate_heartbeat_logs: true });
+    const { config } = load(
+      {},
+      {
+        PATRONI_LOG_TRACEBACK_LEVEL: 'debug',
+        PATRONI_LOG_MAX_QUEUE_SIZE: '200',
+        PATRONI_LOG_DEDUPLICATE_HEARTBEAT_LOGS: 'true',
+      },
+    );
+    expect(config.log).toMatchObject({
+      traceback_level: 'debug',
+      max_queue_size: 200,
+      deduplicate_heartbeat_logs: true,
+    });
   });
 
   it('says that static_fields need the JSON format', () => {
-    expect(load({ log: { static_fields: { app: 'x' } } }).warnings).toEqual(['log.static_fields has effect only with log.type: json, as in Patroni']);
+    expect(load({ log: { static_fields: { app: 'x' } } }).warnings).toEqual([
+      'log.static_fields has effect only with log.type: json, as in Patroni',
+    ]);
   });
 
   it("keeps the level of every Patroni logger (each applies to its nearest Stator source), with no warning; other libraries' names are checked and dropped", () => {
-    const { config, warnings } = load({ log: { loggers: { 'patroni.postgresql.callback_executor': 'DEBUG', 'patroni.dcs': 'warning', patroni: 'INFO', 'patroni.postgresql.slots': 'DEBUG', 'patroni.unknown.module': 'ERROR', urllib3: 'ERROR' } } });
-    expect(config.log.loggers).toEqual({ 'patroni.postgresql.callback_executor': 'debug', 'patroni.dcs': 'warning', patroni: 'info', 'patroni.postgresql.slots': 'debug', 'patroni.unknown.module': 'error' });
+    const { config, warnings } = load({
+      log: {
+        loggers: {
+          'patroni.postgresql.callback_executor': 'DEBUG',
+          'patroni.dcs': 'warning',
+          patroni: 'INFO',
+          'patroni.postgresql.slots': 'DEBUG',
+          'patroni.unknown.module': 'ERROR',
+          urllib3: 'ERROR',
+        },
+      },
+    });
+    expect(config.log.loggers).toEqual({
+      'patroni.postgresql.callback_executor': 'debug',
+      'patroni.dcs': 'warning',
+      patroni: 'info',
+      'patroni.postgresql.slots': 'debug',
+      'patroni.unknown.module': 'error',
+    });
     expect(warnings).toEqual([]);
     expect(problemsOf(() => load({ log: { loggers: { 'patroni.postmaster': 'LOUD', urllib3: 'LOUD' } } }))).toEqual([
       'log.loggers.patroni.postmaster: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL, got "LOUD"',
@@ -154,7 +205,15 @@ describe('log keys', () => {
 
   it('refuses values it cannot use, naming the key and the rule', () => {
     const problems = problemsOf(() =>
-      load({ log: { type: 'json', static_fields: { nested: { a: 1 } }, traceback_level: 'trace', deduplicate_heartbeat_logs: 'often', max_queue_size: -1 } }),
+      load({
+        log: {
+          type: 'json',
+          static_fields: { nested: { a: 1 } },
+          traceback_level: 'trace',
+          deduplicate_heartbeat_logs: 'often',
+          max_queue_size: -1,
+        },
+      }),
     );
     expect(problems).toEqual([
       'log.static_fields.nested: must be a string, number, boolean or null, got {"a":1}',

@@ -61,7 +61,9 @@ describe('systemd notifications', () => {
     const notifier = createServiceNotifier(join(dir, 'nobody'), logger);
     await notifier.ready();
     notifier.close();
-    expect(logger.warnings).toEqual([expect.stringMatching(/^telling systemd READY=1 failed: .*No such file or directory/)]);
+    expect(logger.warnings).toEqual([
+      expect.stringMatching(/^telling systemd READY=1 failed: .*No such file or directory/),
+    ]);
   });
 
   it('warns, and goes on, when python3 cannot run', async () => {
@@ -69,14 +71,18 @@ describe('systemd notifications', () => {
     const notifier = createServiceNotifier(join(dir, 'notify'), logger, join(dir, 'no-python3'));
     await notifier.ready();
     await notifier.stopping();
-    expect(logger.warnings).toEqual([expect.stringMatching(/notification helper .* could not run: .*ENOENT.*; systemd is not notified$/)]);
+    expect(logger.warnings).toEqual([
+      expect.stringMatching(/notification helper .* could not run: .*ENOENT.*; systemd is not notified$/),
+    ]);
   });
 
   it('refuses socket kinds it cannot reach (vsock:), with a warning', async () => {
     const logger = recordingLogger();
     const notifier = createServiceNotifier('vsock:2:1234', logger);
     await notifier.ready();
-    expect(logger.warnings).toEqual(['NOTIFY_SOCKET=vsock:2:1234: only a socket path or an abstract @name is supported; systemd is not notified']);
+    expect(logger.warnings).toEqual([
+      'NOTIFY_SOCKET=vsock:2:1234: only a socket path or an abstract @name is supported; systemd is not notified',
+    ]);
   });
 
   it('takes NOTIFY_SOCKET out of the environment children inherit', () => {

@@ -35,7 +35,8 @@ interface Box {
   height: number;
 }
 
-const overlap = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+const overlap = (a: Box, b: Box) =>
+  a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
 /** Each pair of boxes that overlap, by name; a pair where one is the container of the other is allowed by `nested`. */
 function overlappingPairs(boxes: Box[], nested: (a: Box, b: Box) => boolean = () => false): string[] {
@@ -54,38 +55,63 @@ const machines = Object.entries(MACHINES);
 describe('statecharts/', () => {
   // ELK lays out the postgres machine in 5 to 20 s on a busy machine: Node 20 let it pass Jest's 5 s default
   // unnoticed (13 s measured), Node 24 failed it; the limit is explicit.
-  it.each(machines)('holds the current definition, diagram, layout and SVG of the %s machine (run `npm run statecharts` after a change)', async (name, machine) => {
-    const expected = { ...statechartFiles(name, machine), ...(await drawnStatechartFiles(name, machine)) };
-    // Compared file by file as booleans: a failing comparison would print a whole SVG.
-    const stale = Object.entries(expected).filter(([file, content]) => committed(file) !== content).map(([file]) => file);
-    expect(stale).toEqual([]);
-  }, 60_000);
+  it.each(machines)(
+    'holds the current definition, diagram, layout and SVG of the %s machine (run `npm run statecharts` after a change)',
+    async (name, machine) => {
+      const expected = { ...statechartFiles(name, machine), ...(await drawnStatechartFiles(name, machine)) };
+      // Compared file by file as booleans: a failing comparison would print a whole SVG.
+      const stale = Object.entries(expected)
+        .filter(([file, content]) => committed(file) !== content)
+        .map(([file]) => file);
+      expect(stale).toEqual([]);
+    },
+    60_000,
+  );
 
-  it.each(machines)('lays out the %s machine with no two state boxes overlapping (containers hold their states)', (name) => {
-    const boxes = layoutOf(name).states.map((state) => ({ ...state, name: state.id }));
-    expect(overlappingPairs(boxes, (a, b) => isWithin(a.name, b.name) || isWithin(b.name, a.name))).toEqual([]);
-  });
+  it.each(machines)(
+    'lays out the %s machine with no two state boxes overlapping (containers hold their states)',
+    (name) => {
+      const boxes = layoutOf(name).states.map((state) => ({ ...state, name: state.id }));
+      expect(overlappingPairs(boxes, (a, b) => isWithin(a.name, b.name) || isWithin(b.name, a.name))).toEqual([]);
+    },
+  );
 
   it.each(machines)('lays out the %s machine with no two labels overlapping, and no label over a state', (name) => {
     const layout = layoutOf(name);
-    const labels = layout.transitions.flatMap((transition) => (transition.label ? [{ ...transition.label, name: `label of ${transition.id}` }] : []));
+    const labels = layout.transitions.flatMap((transition) =>
+      transition.label ? [{ ...transition.label, name: `label of ${transition.id}` }] : [],
+    );
     expect(labels.length).toBe(layout.transitions.filter((transition) => transition.events.length > 0).length);
     expect(overlappingPairs(labels)).toEqual([]);
-    const states = layout.states.filter((state) => state.kind !== 'compound').map((state) => ({ ...state, name: state.id }));
-    const labelOverState = labels.flatMap((label) => states.filter((state) => overlap(label, state)).map((state) => `${label.name} × ${state.name}`));
+    const states = layout.states
+      .filter((state) => state.kind !== 'compound')
+      .map((state) => ({ ...state, name: state.id }));
+    const labelOverState = labels.flatMap((label) =>
+      states.filter((state) => overlap(label, state)).map((state) => `${label.name} × ${state.name}`),
+    );
     expect(labelOverState).toEqual([]);
   });
 
-  it.each(machines)('draws every state of the %s machine under the id the page highlights, with its name, and every transition with its events', (name, machine) => {
-    const svg = committed(`${name}.svg`);
-    expect(svg.startsWith('<svg ')).toBe(true);
-    const missing = statePaths(machine).filter((path) => !svg.includes(`id="${stateElementId(name, path)}"`) || !svg.includes(`>${path.split('.').pop()}</text>`));
-    expect(missing).toEqual([]);
-    const undrawn = layoutOf(name)
-      .transitions.filter((transition) => transition.events.length > 0)
-      .filter((transition) => !svg.includes(`id="${transitionElementId(name, transition.id)}"`) || !svg.includes(`data-events="${transition.events.join(' ')}"`));
-    expect(undrawn).toEqual([]);
-  });
+  it.each(machines)(
+    'draws every state of the %s machine under the id the page highlights, with its name, and every transition with its events',
+    (name, machine) => {
+      const svg = committed(`${name}.svg`);
+      expect(svg.startsWith('<svg ')).toBe(true);
+      const missing = statePaths(machine).filter(
+        (path) =>
+          !svg.includes(`id="${stateElementId(name, path)}"`) || !svg.includes(`>${path.split('.').pop()}</text>`),
+      );
+      expect(missing).toEqual([]);
+      const undrawn = layoutOf(name)
+        .transitions.filter((transition) => transition.events.length > 0)
+        .filter(
+          (transition) =>
+            !svg.includes(`id="${transitionElementId(name, transition.id)}"`) ||
+            !svg.includes(`data-events="${transition.events.join(' ')}"`),
+        );
+      expect(undrawn).toEqual([]);
+    },
+  );
 
   it('draws every PostgreSQL state and names each edge by its event', () => {
     const diagram = toMermaid(postgresMachine);
@@ -94,9 +120,13 @@ describe('statecharts/', () => {
     expect(diagram).toContain('initdb --> initdb_failed : error runInitdb');
     expect(diagram).toContain('starting : invoke startPostgres');
     const layout = layoutOf('postgres');
-    const crash = layout.transitions.find((transition) => transition.source === 'running' && transition.target === 'crashed');
+    const crash = layout.transitions.find(
+      (transition) => transition.source === 'running' && transition.target === 'crashed',
+    );
     expect(crash?.label?.lines).toEqual(['POSTMASTER_EXITED']);
-    const rewound = layout.transitions.find((transition) => transition.source === 'stopped__rewinding' && transition.target === 'stopped__idle');
+    const rewound = layout.transitions.find(
+      (transition) => transition.source === 'stopped__rewinding' && transition.target === 'stopped__idle',
+    );
     expect(rewound?.events).toEqual(['xstate.done.actor.rewindData', 'xstate.error.actor.rewindData']);
   });
 });

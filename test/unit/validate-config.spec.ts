@@ -50,7 +50,10 @@ describe('stator --validate-config', () => {
     const { code, stdout, stderr } = run(['--validate-config', path]);
     expect(code).toBe(1);
     expect(stdout).toBe('');
-    expect(stderr.trim().split('\n')).toEqual(['name: required (or PATRONI_NAME)', 'restapi.listen: must be host:port, got "nowhere"']);
+    expect(stderr.trim().split('\n')).toEqual([
+      'name: required (or PATRONI_NAME)',
+      'restapi.listen: must be host:port, got "nowhere"',
+    ]);
   });
 
   it('exits 1 naming an unreadable file', () => {
@@ -67,12 +70,21 @@ describe('stator --validate-config', () => {
 
   it('--print writes the file with the environment overrides, passwords hidden', () => {
     const path = file('print.yml', VALID);
-    const { code, stdout, stderr } = run(['--validate-config', '--print', path], { PATRONI_NAME: 'from-env', PATRONI_REPLICATION_PASSWORD: 'env-secret' });
+    const { code, stdout, stderr } = run(['--validate-config', '--print', path], {
+      PATRONI_NAME: 'from-env',
+      PATRONI_REPLICATION_PASSWORD: 'env-secret',
+    });
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-    const printed = parse(stdout) as typeof VALID & { postgresql: { authentication: { replication: { password: string } } } };
+    const printed = parse(stdout) as typeof VALID & {
+      postgresql: { authentication: { replication: { password: string } } };
+    };
     expect(printed.name).toBe('from-env');
     expect(printed.restapi.authentication).toEqual({ username: 'admin', password: '********' });
-    expect(printed.postgresql.authentication.superuser).toEqual({ username: 'postgres', password: '********', sslpassword: '********' });
+    expect(printed.postgresql.authentication.superuser).toEqual({
+      username: 'postgres',
+      password: '********',
+      sslpassword: '********',
+    });
     expect(printed.postgresql.authentication.replication.password).toBe('********');
     expect(stdout).not.toMatch(/secret/);
     expect(printed.etcd3).toEqual(VALID.etcd3);
@@ -80,24 +92,39 @@ describe('stator --validate-config', () => {
 
   it('-p prints too, and nothing is printed when the file is invalid', () => {
     expect(parse(run(['--validate-config', '-p', file('p.yml', VALID)]).stdout)).toMatchObject({ scope: 'demo' });
-    expect(run(['--validate-config', '-p', file('p-bad.yml', { ...VALID, scope: undefined })])).toMatchObject({ code: 1, stdout: '' });
+    expect(run(['--validate-config', '-p', file('p-bad.yml', { ...VALID, scope: undefined })])).toMatchObject({
+      code: 1,
+      stdout: '',
+    });
   });
 
   it('refuses --print without --validate-config, unknown options and two files, with usage (exit 2)', () => {
     const path = file('usage.yml', VALID);
-    expect(run(['--print', path])).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^stator: --print: can only be used with --validate-config\nusage:/) });
-    expect(run(['--validate-config', '--pritn', path])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^stator: unknown option --pritn\n/) });
-    expect(run(['--validate-config', path, path])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^stator: at most one configuration file\n/) });
+    expect(run(['--print', path])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(/^stator: --print: can only be used with --validate-config\nusage:/),
+    });
+    expect(run(['--validate-config', '--pritn', path])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^stator: unknown option --pritn\n/),
+    });
+    expect(run(['--validate-config', path, path])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^stator: at most one configuration file\n/),
+    });
   });
 
   it('hides nested and listed passwords, and leaves other values alone', () => {
     const at = new Date('2026-01-01T00:00:00Z');
-    expect(hideSecrets({ a: [{ keyfile_password: 'x' }], password: null, b: { PASSWORD: 1 }, port: 5432, at })).toEqual({
-      a: [{ keyfile_password: '********' }],
-      password: null,
-      b: { PASSWORD: '********' },
-      port: 5432,
-      at,
-    });
+    expect(hideSecrets({ a: [{ keyfile_password: 'x' }], password: null, b: { PASSWORD: 1 }, port: 5432, at })).toEqual(
+      {
+        a: [{ keyfile_password: '********' }],
+        password: null,
+        b: { PASSWORD: '********' },
+        port: 5432,
+        at,
+      },
+    );
   });
 });

@@ -34,7 +34,10 @@ describe('the wall clock and the monotonic clock', () => {
     expect(jumps.observe()).toEqual({ jumpMs: 0, note: null });
     clock.jumpWall(300_000);
     clock.advance(2000);
-    expect(jumps.observe()).toMatchObject({ jumpMs: 300_000, note: expect.stringMatching(/^the wall clock jumped forward by 300 s since the last cycle/) });
+    expect(jumps.observe()).toMatchObject({
+      jumpMs: 300_000,
+      note: expect.stringMatching(/^the wall clock jumped forward by 300 s since the last cycle/),
+    });
     clock.jumpWall(-300_000);
     expect(jumps.observe()).toMatchObject({ jumpMs: -300_000, note: expect.stringMatching(/jumped back by 300 s/) });
     clock.jumpWall(400);

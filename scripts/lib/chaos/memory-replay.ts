@@ -57,7 +57,8 @@ export class MemoryPoller {
         this.samples.push(...taken.filter((sample): sample is MemorySample => sample !== null));
         this.passes++;
         const rest = POLL_EVERY_MS - (performance.now() - began);
-        if (rest > 0 && (!this.stopRequested || this.passes < MIN_PASSES)) await new Promise((resolve) => setTimeout(resolve, rest));
+        if (rest > 0 && (!this.stopRequested || this.passes < MIN_PASSES))
+          await new Promise((resolve) => setTimeout(resolve, rest));
       }
     })();
   }
@@ -83,7 +84,9 @@ async function sampleOf(node: LocalNode, round: number): Promise<MemorySample | 
     const first = await read();
     const at = new Date().toISOString();
     const second = await read();
-    return first !== null && canonical(first) === canonical(second) ? { node: node.name, round, at, memory: second } : null;
+    return first !== null && canonical(first) === canonical(second)
+      ? { node: node.name, round, at, memory: second }
+      : null;
   } catch {
     return null;
   }
@@ -100,7 +103,9 @@ export function compareWithReplay(events: RecordedEvent[], samples: MemorySample
     if (!round) continue;
     round.instants[sample.node] = (round.instants[sample.node] ?? 0) + 1;
     const replayed = replayedMachineAt(events, `node/${sample.node}/memory`, sample.at);
-    const detail = replayed ? firstDifference(replayableMemory(replayed.context as HaMemory), sample.memory) : 'no memory transition in the log by then';
+    const detail = replayed
+      ? firstDifference(replayableMemory(replayed.context as HaMemory), sample.memory)
+      : 'no memory transition in the log by then';
     if (detail !== null) round.mismatches.push({ node: sample.node, at: sample.at, detail });
   }
   return result;

@@ -114,11 +114,16 @@ export function schedule(seed: number, rounds: number, faults: Fault[]): Fault[]
  */
 async function longestWriteGap(acks: Acknowledgement[], fromMs: number, now: () => number): Promise<number | null> {
   const healedAt = now();
-  while (!acks.some((ack) => ack.at > healedAt) && now() - healedAt < 10_000) await new Promise((resolve) => setTimeout(resolve, 50));
-  const times = acks.map((ack) => ack.at).filter((at) => at >= fromMs).sort((a, b) => a - b);
+  while (!acks.some((ack) => ack.at > healedAt) && now() - healedAt < 10_000)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  const times = acks
+    .map((ack) => ack.at)
+    .filter((at) => at >= fromMs)
+    .sort((a, b) => a - b);
   if (!times.some((at) => at > healedAt)) return null;
   let longest = times[0] - fromMs;
-  for (let i = 1; i < times.length && times[i - 1] <= healedAt; i++) longest = Math.max(longest, times[i] - times[i - 1]);
+  for (let i = 1; i < times.length && times[i - 1] <= healedAt; i++)
+    longest = Math.max(longest, times[i] - times[i - 1]);
   return Math.round(longest);
 }
 
@@ -145,8 +150,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => undefined);
   const plan = schedule(options.seed, options.rounds, faultsNamed(options.faults));
   // libfaketime only when a fault of the schedule moves a clock: it costs every clock call a file read.
-  const agentEnvFor = plan.some((fault) => fault.needsFakeTime) ? (index: number) => wallClockEnvironment(join(options.baseDir, `node${index}`)) : undefined;
-  const cluster = await LocalCluster.start({ nodes: 3, baseDir: options.baseDir, ttl, loopWait: 2, retryTimeout: 4, dcs: MODE_SETTINGS[options.mode ?? 'async'], agentEnvFor });
+  const agentEnvFor = plan.some((fault) => fault.needsFakeTime)
+    ? (index: number) => wallClockEnvironment(join(options.baseDir, `node${index}`))
+    : undefined;
+  const cluster = await LocalCluster.start({
+    nodes: 3,
+    baseDir: options.baseDir,
+    ttl,
+    loopWait: 2,
+    retryTimeout: 4,
+    dcs: MODE_SETTINGS[options.mode ?? 'async'],
+    agentEnvFor,
+  });
   const acknowledged: Acknowledgement[] = [];
   const rounds: RoundResult[] = [];
   try {
@@ -166,7 +181,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const [index, fault] of plan.entries()) {
       const leader = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       if (!leader) {
-        rounds.push({ round: index + 1, fault: fault.name, leaderBefore: '-', leaderAfter: null, recoveryMs: null, writeGapMs: null, fromMs: performance.now() - started });
+        rounds.push({
+          round: index + 1,
+          fault: fault.name,
+          leaderBefore: '-',
+          leaderAfter: null,
+          recoveryMs: null,
+          writeGapMs: null,
+          fromMs: performance.now() - started,
+        });
         log(`round ${index + 1}: the cluster was not healthy before "${fault.name}"; stopping`);
         break;
       }
@@ -178,10 +201,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await fault.inject(cluster, leader, ttl);
       const after = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       const recoveryMs = after ? Math.round(performance.now() - at) : null;
-      const writeGapMs = after ? await longestWriteGap(acknowledged, at - started, () => performance.now() - started) : null;
+      const writeGapMs = after
+        ? await longestWriteGap(acknowledged, at - started, () => performance.now() - started)
+        : null;
       await poller.stop();
-      rounds.push({ round: index + 1, fault: fault.name, leaderBefore: leader.name, leaderAfter: after?.name ?? null, recoveryMs, writeGapMs, fromMs: at - started });
-      log(`round ${index + 1}: ${after ? `healthy after ${recoveryMs} ms, leader ${after.name}, longest write gap ${writeGapMs} ms` : 'NOT healthy'}`);
+      rounds.push({
+        round: index + 1,
+        fault: fault.name,
+        leaderBefore: leader.name,
+        leaderAfter: after?.name ?? null,
+        recoveryMs,
+        writeGapMs,
+        fromMs: at - started,
+      });
+      log(
+        `round ${index + 1}: ${after ? `healthy after ${recoveryMs} ms, leader ${after.name}, longest write gap ${writeGapMs} ms` : 'NOT healthy'}`,
+      );
     }
 
     await Promise.all(writers.map((writer) => writer.stop()));
@@ -199,7 +234,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     const lost = lostWrites(acknowledged, stored);
     const splitBrain = splitBrainIntervals(acknowledged);
-    const perRound = writesByRound(rounds.map((round) => round.fromMs), acknowledged, lost, splitBrain);
+    const perRound = writesByRound(
+      rounds.map((round) => round.fromMs),
+      acknowledged,
+      lost,
+      splitBrain,
+    );
     const memory = await replayedMemory(cluster, poller, rounds.length);
     return {
       seed: options.seed,
@@ -246,16 +286,26 @@ export function formatReport(reports: ChaosReport[]): string {
       const gap = round.writeGapMs === null ? 'writes did not resume' : (round.writeGapMs / 1000).toFixed(1);
       const writes = round.writes;
       // Each interval in which two nodes acknowledged writes, as its length.
-      const twoWriters = writes?.twoWriters.length ? writes.twoWriters.map((interval) => ((interval.toMs - interval.fromMs) / 1000).toFixed(1)).join(', ') : '-';
+      const twoWriters = writes?.twoWriters.length
+        ? writes.twoWriters.map((interval) => ((interval.toMs - interval.fromMs) / 1000).toFixed(1)).join(', ')
+        : '-';
       lines.push(
         `| ${report.seed} | ${round.round} | ${round.fault} | ${round.leaderBefore} | ${round.leaderAfter ?? '-'} | ${recovery} | ${gap} | ` +
           `${writes?.acknowledged ?? '-'} | ${writes?.lost ?? '-'} | ${twoWriters} | ${instantsOf(round.memory)} | ${round.memory?.mismatches.length ?? '-'} |`,
       );
-      for (const mismatch of round.memory?.mismatches ?? []) mismatches.push(`- seed ${report.seed}, round ${round.round}: ${mismatch.node} at ${mismatch.at}: ${mismatch.detail}`);
+      for (const mismatch of round.memory?.mismatches ?? [])
+        mismatches.push(
+          `- seed ${report.seed}, round ${round.round}: ${mismatch.node} at ${mismatch.at}: ${mismatch.detail}`,
+        );
     }
   }
-  const recoveries = reports.flatMap((r) => r.rounds.map((round) => round.recoveryMs)).filter((ms): ms is number => ms !== null);
-  const gaps = reports.flatMap((r) => r.rounds.map((round) => round.writeGapMs)).filter((ms): ms is number => ms !== null).sort((a, b) => a - b);
+  const recoveries = reports
+    .flatMap((r) => r.rounds.map((round) => round.recoveryMs))
+    .filter((ms): ms is number => ms !== null);
+  const gaps = reports
+    .flatMap((r) => r.rounds.map((round) => round.writeGapMs))
+    .filter((ms): ms is number => ms !== null)
+    .sort((a, b) => a - b);
   const median = gaps.length ? gaps[Math.floor(gaps.length / 2)] / 1000 : NaN;
   const max = gaps.length ? gaps[gaps.length - 1] / 1000 : NaN;
   const total = reports.reduce((sum, r) => sum + r.rounds.length, 0);

@@ -22,5 +22,10 @@ export function setWallClockOffset(nodeDir: string, offsetSeconds: number): void
 export function wallClockEnvironment(nodeDir: string): Record<string, string> {
   if (!existsSync(FAKETIME_LIBRARY)) throw new Error(`${FAKETIME_LIBRARY} is missing: apt-get install libfaketime`);
   if (!existsSync(wallClockFile(nodeDir))) setWallClockOffset(nodeDir, 0);
-  return { LD_PRELOAD: FAKETIME_LIBRARY, FAKETIME_TIMESTAMP_FILE: wallClockFile(nodeDir), FAKETIME_NO_CACHE: '1', FAKETIME_DONT_FAKE_MONOTONIC: '1' };
+  return {
+    LD_PRELOAD: FAKETIME_LIBRARY,
+    FAKETIME_TIMESTAMP_FILE: wallClockFile(nodeDir),
+    FAKETIME_NO_CACHE: '1',
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  };
 }

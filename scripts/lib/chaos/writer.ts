@@ -45,7 +45,11 @@ export class ReadWriteClient {
       if (connected && this.clientNode) {
         const n = this.keys.next();
         try {
-          await connected.query({ text: 'INSERT INTO chaos (n, node) VALUES ($1, $2)', values: [n, this.clientNode.name], query_timeout: 2000 } as QueryConfig & { query_timeout: number });
+          await connected.query({
+            text: 'INSERT INTO chaos (n, node) VALUES ($1, $2)',
+            values: [n, this.clientNode.name],
+            query_timeout: 2000,
+          } as QueryConfig & { query_timeout: number });
           this.acknowledged.push({ n, node: this.clientNode.name, at: performance.now() - this.started });
         } catch {
           await this.drop(); // unacknowledged: libpq's caller would reconnect and retry elsewhere
@@ -57,7 +61,11 @@ export class ReadWriteClient {
 
   private async connectReadWrite(): Promise<Client | null> {
     for (const node of this.cluster.nodes) {
-      const client = new Client({ connectionString: node.connectionString(), connectionTimeoutMillis: 1000, query_timeout: 1000 });
+      const client = new Client({
+        connectionString: node.connectionString(),
+        connectionTimeoutMillis: 1000,
+        query_timeout: 1000,
+      });
       client.on('error', () => undefined);
       try {
         await client.connect();

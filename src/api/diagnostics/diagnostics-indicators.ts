@@ -29,7 +29,13 @@ export class DiagnosticsIndicators {
 
   /** All five, for HealthCheckService.check. */
   all(input: () => DiagnosisInput): (() => HealthIndicatorResult)[] {
-    return [() => this.etcd(input()), () => this.postgres(input()), () => this.fence(input()), () => this.events(input()), () => this.haCycle(input())];
+    return [
+      () => this.etcd(input()),
+      () => this.postgres(input()),
+      () => this.fence(input()),
+      () => this.events(input()),
+      () => this.haCycle(input()),
+    ];
   }
 
   /**
@@ -48,8 +54,10 @@ export class DiagnosticsIndicators {
       lease_left_ms: leader ? Math.round(view.lockValidUntil - now) : null,
     };
     if (lastReadAge === null) return check.down({ ...data, message: 'etcd has not been read yet' });
-    if (lastReadAge > data.max_read_age_ms) return check.down({ ...data, message: `etcd last read ${lastReadAge} ms ago, more than ttl` });
-    if (leader && data.lease_left_ms !== null && data.lease_left_ms <= 0) return check.down({ ...data, message: 'the leader lease has run out' });
+    if (lastReadAge > data.max_read_age_ms)
+      return check.down({ ...data, message: `etcd last read ${lastReadAge} ms ago, more than ttl` });
+    if (leader && data.lease_left_ms !== null && data.lease_left_ms <= 0)
+      return check.down({ ...data, message: 'the leader lease has run out' });
     return check.up(data);
   }
 
@@ -60,7 +68,9 @@ export class DiagnosticsIndicators {
   postgres({ view, now }: DiagnosisInput): HealthIndicatorResult<'postgres'> {
     const check = this.indicators.check('postgres');
     const sampleAge = ageMs(view.sampleAt, now);
-    const bound = (view.config.postgres_unresponsive_timeout > 0 ? view.config.postgres_unresponsive_timeout : view.config.ttl) * 1000;
+    const bound =
+      (view.config.postgres_unresponsive_timeout > 0 ? view.config.postgres_unresponsive_timeout : view.config.ttl) *
+      1000;
     const data = {
       state: view.pgState,
       role: view.sample ? (view.sample.inRecovery ? 'replica' : 'primary') : null,
@@ -68,9 +78,14 @@ export class DiagnosticsIndicators {
       sample_age_ms: sampleAge,
       max_sample_age_ms: bound,
     };
-    if (view.pgState !== 'running') return check.down({ ...data, message: `PostgreSQL is not running (${view.pgState})` });
+    if (view.pgState !== 'running')
+      return check.down({ ...data, message: `PostgreSQL is not running (${view.pgState})` });
     if (sampleAge === null) return check.down({ ...data, message: 'PostgreSQL has not been sampled yet' });
-    if (sampleAge > bound) return check.down({ ...data, message: `the last PostgreSQL sample is ${sampleAge} ms old, more than ${bound} ms` });
+    if (sampleAge > bound)
+      return check.down({
+        ...data,
+        message: `the last PostgreSQL sample is ${sampleAge} ms old, more than ${bound} ms`,
+      });
     return check.up(data);
   }
 
@@ -82,7 +97,13 @@ export class DiagnosticsIndicators {
     const check = this.indicators.check('fence');
     const { connected, deadline } = diagnostics.fence;
     const primary = view.pgState === 'running' && view.sample !== null && !view.sample.inRecovery;
-    const data = { connected, armed: deadline !== null, deadline: iso(deadline), left_ms: deadline === null ? null : Math.round(deadline - now), required: primary };
+    const data = {
+      connected,
+      armed: deadline !== null,
+      deadline: iso(deadline),
+      left_ms: deadline === null ? null : Math.round(deadline - now),
+      required: primary,
+    };
     if (data.left_ms !== null && data.left_ms <= 0 && view.pgState === 'running') {
       return check.down({ ...data, message: 'the fence deadline has passed while PostgreSQL still runs' });
     }
@@ -103,7 +124,10 @@ export class DiagnosticsIndicators {
       store_down_since: iso(queue.storeDownSince),
     };
     if (oldestAge !== null && oldestAge > data.max_queued_age_ms) {
-      return check.down({ ...data, message: `${queue.depth} events wait to be stored, the oldest for ${oldestAge} ms` });
+      return check.down({
+        ...data,
+        message: `${queue.depth} events wait to be stored, the oldest for ${oldestAge} ms`,
+      });
     }
     return check.up(data);
   }
@@ -123,7 +147,11 @@ export class DiagnosticsIndicators {
       verdict: view.verdict,
     };
     if (age === null) return check.down({ ...data, message: 'the HA cycle has not run yet' });
-    if (age > data.max_cycle_age_ms) return check.down({ ...data, message: `the last HA cycle started ${age} ms ago, more than ${data.max_cycle_age_ms} ms` });
+    if (age > data.max_cycle_age_ms)
+      return check.down({
+        ...data,
+        message: `the last HA cycle started ${age} ms ago, more than ${data.max_cycle_age_ms} ms`,
+      });
     return check.up(data);
   }
 }

@@ -33,13 +33,20 @@ export function diagnosticsController(productPath: 'stator' | 'patroni') {
     @JsonAnswer(503, 'At least one indicator is down: `error` names it, `details` has all.', DiagnosticsDto)
     async diagnose(): Promise<HealthCheckResult> {
       const runner = await this.loadRunner();
-      return runner.diagnose(() => ({ view: this.state.view(), diagnostics: this.source.diagnostics(), now: this.state.now() }));
+      return runner.diagnose(() => ({
+        view: this.state.view(),
+        diagnostics: this.source.diagnostics(),
+        now: this.state.now(),
+      }));
     }
 
     @Get('memory')
     @Header('Cache-Control', 'no-cache, no-store, must-revalidate')
-    @ApiOperation({ summary: 'What the HA cycle remembers between cycles (its memory machine; configurations as digests), as `stator audit` replays it' })
-    @JsonAnswer(200, 'The memory machine\'s context.', { type: 'object' } as never)
+    @ApiOperation({
+      summary:
+        'What the HA cycle remembers between cycles (its memory machine; configurations as digests), as `stator audit` replays it',
+    })
+    @JsonAnswer(200, "The memory machine's context.", { type: 'object' } as never)
     memory(): unknown {
       return this.state.view().memory ?? null;
     }
@@ -47,7 +54,8 @@ export function diagnosticsController(productPath: 'stator' | 'patroni') {
     private loadRunner(): Promise<DiagnosticsRunner> {
       if (!this.runner) {
         const loading = (async () => {
-          const { DiagnosticsTerminusModule, DiagnosticsRunner: Runner } = await import('./diagnostics-terminus.module');
+          const { DiagnosticsTerminusModule, DiagnosticsRunner: Runner } =
+            await import('./diagnostics-terminus.module');
           const moduleRef = await this.modules.load(() => DiagnosticsTerminusModule);
           return moduleRef.get(Runner);
         })();

@@ -13,7 +13,8 @@ import { errorBody } from '../http-exception.filter';
  */
 export class ConfigBodyPipe implements PipeTransform<unknown, ConfigWrite> {
   transform(body: unknown): ConfigWrite {
-    if (!isMapping(body) || Object.keys(body).length === 0) throw refused(['the body must be a non-empty JSON object'], false);
+    if (!isMapping(body) || Object.keys(body).length === 0)
+      throw refused(['the body must be a non-empty JSON object'], false);
     const { problems } = reviewConfigWrite(body);
     if (problems.length > 0) throw refused(problems, true);
     return { document: body as DynamicConfig, warnings: [] };
@@ -21,5 +22,8 @@ export class ConfigBodyPipe implements PipeTransform<unknown, ConfigWrite> {
 }
 
 function refused(problems: string[], listed: boolean): HttpException {
-  return new HttpException({ ...errorBody(HttpStatus.BAD_REQUEST, problems.join('; ')), ...(listed ? { problems } : {}) }, HttpStatus.BAD_REQUEST);
+  return new HttpException(
+    { ...errorBody(HttpStatus.BAD_REQUEST, problems.join('; ')), ...(listed ? { problems } : {}) },
+    HttpStatus.BAD_REQUEST,
+  );
 }

@@ -1,4 +1,15 @@
-import { Allow, IsBoolean, IsIn, IsOptional, IsString, Matches, MaxLength, ValidateBy, ValidateIf, type ValidationArguments } from 'class-validator';
+import {
+  Allow,
+  IsBoolean,
+  IsIn,
+  IsOptional,
+  IsString,
+  Matches,
+  MaxLength,
+  ValidateBy,
+  ValidateIf,
+  type ValidationArguments,
+} from 'class-validator';
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { readTimeoutSeconds } from '../request-values';
 
@@ -15,24 +26,50 @@ const atMost = (field: string) => ({ message: `${field}: must be at most ${MAX_N
 /** POST /switchover and POST /failover (reference 1.7): who hands over to whom, and when. */
 export class SwitchoverBody {
   @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH, description: 'The current leader (required by a switchover).' })
-  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('leader')) @IsString(mustBeString('leader')) leader?: string;
+  @IsOptional()
+  @MaxLength(MAX_NAME_LENGTH, atMost('leader'))
+  @IsString(mustBeString('leader'))
+  leader?: string;
   @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH, description: 'The member to promote (required by a failover).' })
-  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('candidate')) @IsString(mustBeString('candidate')) candidate?: string;
+  @IsOptional()
+  @MaxLength(MAX_NAME_LENGTH, atMost('candidate'))
+  @IsString(mustBeString('candidate'))
+  candidate?: string;
   /** The reference's older name of `candidate`. */
   @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH, deprecated: true })
-  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('member')) @IsString(mustBeString('member')) member?: string;
-  @ApiPropertyOptional({ example: '2030-01-01T12:00:00+00:00', description: 'ISO 8601 with an offset: schedules the switchover.' })
-  @IsOptional() @IsString(mustBeString('scheduled_at')) scheduled_at?: string;
-  @ApiPropertyOptional({ maxLength: MAX_NAME_LENGTH, example: 'dc2', description: 'Hand over to a member of this site (without candidate), or check that the candidate is in it.' })
-  @IsOptional() @MaxLength(MAX_NAME_LENGTH, atMost('site')) @IsString(mustBeString('site')) site?: string;
+  @IsOptional()
+  @MaxLength(MAX_NAME_LENGTH, atMost('member'))
+  @IsString(mustBeString('member'))
+  member?: string;
+  @ApiPropertyOptional({
+    example: '2030-01-01T12:00:00+00:00',
+    description: 'ISO 8601 with an offset: schedules the switchover.',
+  })
+  @IsOptional()
+  @IsString(mustBeString('scheduled_at'))
+  scheduled_at?: string;
+  @ApiPropertyOptional({
+    maxLength: MAX_NAME_LENGTH,
+    example: 'dc2',
+    description: 'Hand over to a member of this site (without candidate), or check that the candidate is in it.',
+  })
+  @IsOptional()
+  @MaxLength(MAX_NAME_LENGTH, atMost('site'))
+  @IsString(mustBeString('site'))
+  site?: string;
 }
 
 const POSTGRES_ROLES = ['primary', 'standby_leader', 'replica'] as const;
 
 /** POST /restart (reference 1.8): filters the restart must match, a deadline and a schedule. */
 export class RestartBody {
-  @ApiPropertyOptional({ example: '2030-01-01T12:00:00+00:00', description: 'ISO 8601 with an offset: schedules the restart.' })
-  @IfPresent() @IsString({ message: 'schedule: must be an ISO 8601 timestamp with time zone' }) schedule?: string;
+  @ApiPropertyOptional({
+    example: '2030-01-01T12:00:00+00:00',
+    description: 'ISO 8601 with an offset: schedules the restart.',
+  })
+  @IfPresent()
+  @IsString({ message: 'schedule: must be an ISO 8601 timestamp with time zone' })
+  schedule?: string;
 
   @ApiPropertyOptional({ enum: POSTGRES_ROLES, description: 'Restart only in this role.' })
   @IfPresent()
@@ -46,27 +83,41 @@ export class RestartBody {
   @Matches(/^\d{1,4}\.\d{1,4}(\.\d{1,4})?$/, { message: versionMessage })
   postgres_version?: string;
 
-  @ApiPropertyOptional({ oneOf: [{ type: 'number' }, { type: 'string' }], description: 'Seconds to wait for PostgreSQL to accept connections.' })
+  @ApiPropertyOptional({
+    oneOf: [{ type: 'number' }, { type: 'string' }],
+    description: 'Seconds to wait for PostgreSQL to accept connections.',
+  })
   @IfPresent()
-  @ValidateBy({ name: 'isRestartTimeout', validator: { validate: (value: unknown) => readTimeoutSeconds(value) !== null } }, { message: 'Timeout should be a positive number of seconds' })
+  @ValidateBy(
+    { name: 'isRestartTimeout', validator: { validate: (value: unknown) => readTimeoutSeconds(value) !== null } },
+    { message: 'Timeout should be a positive number of seconds' },
+  )
   timeout?: number | string;
 
   /** Its presence turns the filter on, whatever the value (as the reference). */
   @ApiPropertyOptional({ description: 'Restart only when a restart is pending (its presence turns the filter on).' })
-  @Allow() restart_pending?: unknown;
+  @Allow()
+  restart_pending?: unknown;
 }
 
 function versionMessage(args: ValidationArguments): string {
-  const shown = typeof args.value === 'string' && args.value.length > 40 ? `${args.value.slice(0, 37)}...` : String(args.value);
+  const shown =
+    typeof args.value === 'string' && args.value.length > 40 ? `${args.value.slice(0, 37)}...` : String(args.value);
   return `Invalid PostgreSQL version format: X.Y or X.Y.Z is accepted: ${shown}`;
 }
 
 /** POST /reinitialize (reference 1.9). `from-leader` is patronictl's spelling of `from_leader`. */
 export class ReinitializeBody {
   @ApiPropertyOptional({ description: 'Also while PostgreSQL is in a restart-retry loop.' })
-  @IfPresent() @IsBoolean({ message: 'force: must be true or false' }) force?: boolean;
+  @IfPresent()
+  @IsBoolean({ message: 'force: must be true or false' })
+  force?: boolean;
   @ApiPropertyOptional()
-  @IfPresent() @IsBoolean({ message: 'from_leader: must be true or false' }) from_leader?: boolean;
+  @IfPresent()
+  @IsBoolean({ message: 'from_leader: must be true or false' })
+  from_leader?: boolean;
   @ApiPropertyOptional()
-  @IfPresent() @IsBoolean({ message: 'from-leader: must be true or false' }) 'from-leader'?: boolean;
+  @IfPresent()
+  @IsBoolean({ message: 'from-leader: must be true or false' })
+  'from-leader'?: boolean;
 }

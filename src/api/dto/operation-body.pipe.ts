@@ -50,12 +50,17 @@ export class OperationBodyPipe<T extends object> implements PipeTransform<unknow
 
   transform(raw: unknown): ValidatedBody<T> {
     const body = objectBody(raw, !this.options.required);
-    this.declaredKeys ??= new Set(getMetadataStorage().getTargetValidationMetadatas(this.dto, '', true, false).map((m) => m.propertyName));
+    this.declaredKeys ??= new Set(
+      getMetadataStorage()
+        .getTargetValidationMetadatas(this.dto, '', true, false)
+        .map((m) => m.propertyName),
+    );
     const declared = this.declaredKeys;
     const acceptedKeys = [...declared].filter((key) => !this.options.aliases?.includes(key));
     const keys = Object.keys(body);
     const unknown = keys.filter((key) => !declared.has(key));
-    if (unknown.length > 0 && this.unknownKeys.kind === 'first') throw new OperationRefused(400, this.unknownKeys.message(unknown, acceptedKeys));
+    if (unknown.length > 0 && this.unknownKeys.kind === 'first')
+      throw new OperationRefused(400, this.unknownKeys.message(unknown, acceptedKeys));
 
     const fields = new this.dto() as Record<string, unknown>;
     for (const key of keys) if (declared.has(key)) fields[key] = body[key];
@@ -66,7 +71,8 @@ export class OperationBodyPipe<T extends object> implements PipeTransform<unknow
     }
     for (const key of keys) {
       if (problems.has(key)) throw new OperationRefused(400, problems.get(key)!);
-      if (this.unknownKeys.kind === 'in-body-order' && !declared.has(key)) throw new OperationRefused(400, this.unknownKeys.message(key));
+      if (this.unknownKeys.kind === 'in-body-order' && !declared.has(key))
+        throw new OperationRefused(400, this.unknownKeys.message(key));
     }
     return { fields: fields as T, unknownKeys: unknown, acceptedKeys };
   }
@@ -78,6 +84,7 @@ export function objectBody(body: unknown, optional: boolean): Record<string, unk
     if (optional) return {};
     throw new OperationRefused(400, 'Request body must be a JSON object');
   }
-  if (typeof body !== 'object' || Array.isArray(body)) throw new OperationRefused(400, 'Request body must be a JSON object');
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new OperationRefused(400, 'Request body must be a JSON object');
   return body as Record<string, unknown>;
 }

@@ -8,23 +8,37 @@ import { POSTGRES_STATES } from '../../postgresql/postgres-states';
  */
 
 /** One parameter change waiting for a restart. */
-const PENDING_CHANGE: SchemaObject = { type: 'object', properties: { old_value: { type: 'string' }, new_value: { type: 'string' } }, required: ['old_value', 'new_value'] };
+const PENDING_CHANGE: SchemaObject = {
+  type: 'object',
+  properties: { old_value: { type: 'string' }, new_value: { type: 'string' } },
+  required: ['old_value', 'new_value'],
+};
 
 const STATE_TEXTS = Object.values(POSTGRES_STATES).map((state) => state.text);
 
 /** `{error, message, statusCode}`: every JSON error answer (4xx and 5xx that are not plain-text operation answers). */
 export class ErrorBodyDto {
   @ApiProperty({ example: 'Bad Request', description: 'The reason phrase of the status code.' }) error!: string;
-  @ApiProperty({ oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'What was wrong, in words.' }) message!: string | string[];
+  @ApiProperty({
+    oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }],
+    description: 'What was wrong, in words.',
+  })
+  message!: string | string[];
   @ApiProperty({ example: 400 }) statusCode!: number;
-  @ApiPropertyOptional({ type: [String], description: '`PATCH`/`PUT /config`: one entry per refused key.' }) problems?: string[];
+  @ApiPropertyOptional({ type: [String], description: '`PATCH`/`PUT /config`: one entry per refused key.' })
+  problems?: string[];
 }
 
 export class XlogDto {
   @ApiPropertyOptional({ type: 'integer', description: 'Primary: current WAL position.' }) location?: number;
   @ApiPropertyOptional({ type: 'integer', description: 'Replica: received WAL position.' }) received_location?: number;
   @ApiPropertyOptional({ type: 'integer', description: 'Replica: replayed WAL position.' }) replayed_location?: number;
-  @ApiPropertyOptional({ type: 'string', nullable: true, description: 'Replica: time of the last replayed transaction.' }) replayed_timestamp?: string | null;
+  @ApiPropertyOptional({
+    type: 'string',
+    nullable: true,
+    description: 'Replica: time of the last replayed transaction.',
+  })
+  replayed_timestamp?: string | null;
   @ApiPropertyOptional({ description: 'Replica: whether replay is paused.' }) paused?: boolean;
 }
 
@@ -47,7 +61,11 @@ export class IdentityDto {
 export class StatusDocumentDto {
   @ApiProperty({ enum: STATE_TEXTS }) state!: string;
   @ApiPropertyOptional({ example: '2026-11-21 05:30:01.123456+00:00' }) postmaster_start_time?: string;
-  @ApiProperty({ example: 'primary', description: 'primary, replica, standby_leader; without a running server the role machine\'s role.' }) role!: string;
+  @ApiProperty({
+    example: 'primary',
+    description: "primary, replica, standby_leader; without a running server the role machine's role.",
+  })
+  role!: string;
   @ApiPropertyOptional({ type: 'integer', example: 150014 }) server_version?: number;
   @ApiPropertyOptional({ type: XlogDto }) xlog?: XlogDto;
   @ApiPropertyOptional({ description: 'A synchronous standby.' }) sync_standby?: boolean;
@@ -58,22 +76,39 @@ export class StatusDocumentDto {
   @ApiPropertyOptional({ enum: [true] }) pause?: boolean;
   @ApiPropertyOptional({ enum: [true] }) cluster_unlocked?: boolean;
   @ApiPropertyOptional({ enum: [true] }) failsafe_mode_is_active?: boolean;
-  @ApiProperty({ type: 'integer', description: 'Epoch seconds of the last successful DCS read.' }) dcs_last_seen!: number;
+  @ApiProperty({ type: 'integer', description: 'Epoch seconds of the last successful DCS read.' })
+  dcs_last_seen!: number;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) tags?: Record<string, unknown>;
   @ApiPropertyOptional({ example: '7710492406033019830' }) database_system_identifier?: string;
   @ApiPropertyOptional({ enum: [true] }) pending_restart?: boolean;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: PENDING_CHANGE }) pending_restart_reason?: Record<string, { old_value: string; new_value: string }>;
-  @ApiPropertyOptional({ enum: [true], description: 'Stator: PostgreSQL stopped answering the sampler.' }) postgres_unresponsive?: boolean;
-  @ApiPropertyOptional({ type: 'integer', description: 'Stator: seconds since the reading shown.' }) sample_age?: number;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: PENDING_CHANGE }) pending_restart_reason?: Record<
+    string,
+    { old_value: string; new_value: string }
+  >;
+  @ApiPropertyOptional({ enum: [true], description: 'Stator: PostgreSQL stopped answering the sampler.' })
+  postgres_unresponsive?: boolean;
+  @ApiPropertyOptional({ type: 'integer', description: 'Stator: seconds since the reading shown.' })
+  sample_age?: number;
   @ApiProperty({ type: IdentityDto }) stator!: IdentityDto;
-  @ApiPropertyOptional({ example: 'dc1', description: "The node's site setting (docs/sites.md), when it has one." }) site?: string;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'The restart waiting for its time, with its filters.' }) scheduled_restart?: Record<string, unknown>;
-  @ApiPropertyOptional({ example: true, description: 'Watchdog mode required, and no usable watchdog: this node takes no leader lock.' }) watchdog_failed?: boolean;
+  @ApiPropertyOptional({ example: 'dc1', description: "The node's site setting (docs/sites.md), when it has one." })
+  site?: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'The restart waiting for its time, with its filters.',
+  })
+  scheduled_restart?: Record<string, unknown>;
+  @ApiPropertyOptional({
+    example: true,
+    description: 'Watchdog mode required, and no usable watchdog: this node takes no leader lock.',
+  })
+  watchdog_failed?: boolean;
 }
 
 export class ClusterMemberDto {
   @ApiProperty() name!: string;
-  @ApiProperty({ example: 'leader', description: 'leader, standby_leader, sync_standby, quorum_standby, replica.' }) role!: string;
+  @ApiProperty({ example: 'leader', description: 'leader, standby_leader, sync_standby, quorum_standby, replica.' })
+  role!: string;
   @ApiProperty({ example: 'streaming' }) state!: string;
   @ApiProperty({ example: 'http://127.0.0.1:8008/stator' }) api_url!: string;
   @ApiPropertyOptional() host?: string;
@@ -81,9 +116,15 @@ export class ClusterMemberDto {
   @ApiPropertyOptional({ type: 'integer' }) timeline?: number;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) tags?: Record<string, unknown>;
   @ApiPropertyOptional({ example: 'dc1', description: "The member's site, when it has one." }) site?: string;
-  @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }], description: 'Bytes behind the leader.' }) lag?: number | string;
-  @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }] }) receive_lag?: number | string;
-  @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }] }) replay_lag?: number | string;
+  @ApiPropertyOptional({
+    oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }],
+    description: 'Bytes behind the leader.',
+  })
+  lag?: number | string;
+  @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }] }) receive_lag?:
+    number | string;
+  @ApiPropertyOptional({ oneOf: [{ type: 'integer' }, { type: 'string', enum: ['unknown'] }] }) replay_lag?:
+    number | string;
   @ApiPropertyOptional({ example: '0/3000148', description: '<hex>/<hex>, or unknown.' }) lsn?: string;
   @ApiPropertyOptional({ example: '0/3000148' }) receive_lsn?: string;
   @ApiPropertyOptional({ example: '0/3000148' }) replay_lsn?: string;
@@ -109,7 +150,12 @@ export class DynamicConfigDto {
   @ApiPropertyOptional({ type: 'integer' }) loop_wait?: number;
   @ApiPropertyOptional({ type: 'integer' }) retry_timeout?: number;
   @ApiPropertyOptional({ type: 'integer' }) maximum_lag_on_failover?: number;
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: '`use_pg_rewind`, `use_slots`, `parameters`...' }) postgresql?: Record<string, unknown>;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: '`use_pg_rewind`, `use_slots`, `parameters`...',
+  })
+  postgresql?: Record<string, unknown>;
   @ApiPropertyOptional({ description: 'Pause mode; `null` in a PATCH resumes.' }) pause?: boolean;
 }
 

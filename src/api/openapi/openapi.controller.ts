@@ -17,7 +17,10 @@ export class OpenApiDocument {
   private app: INestApplication | null = null;
   private text: string | null = null;
 
-  constructor(@Inject(API_IDENTITY) private readonly identity: ApiIdentity, adapterHost: HttpAdapterHost) {
+  constructor(
+    @Inject(API_IDENTITY) private readonly identity: ApiIdentity,
+    adapterHost: HttpAdapterHost,
+  ) {
     documents.set(adapterHost.httpAdapter, this);
   }
 
@@ -27,7 +30,11 @@ export class OpenApiDocument {
 
   json(): string {
     if (this.text === null) {
-      if (!this.app) throw new HttpException(errorBody(HttpStatus.SERVICE_UNAVAILABLE, 'the API is not started yet'), HttpStatus.SERVICE_UNAVAILABLE);
+      if (!this.app)
+        throw new HttpException(
+          errorBody(HttpStatus.SERVICE_UNAVAILABLE, 'the API is not started yet'),
+          HttpStatus.SERVICE_UNAVAILABLE,
+        );
       this.text = JSON.stringify(buildOpenApiDocument(this.app, this.identity));
     }
     return this.text;
@@ -50,7 +57,10 @@ export class OpenApiController {
 
   @Get('openapi.json')
   @ApiOperation({ summary: 'This API as an OpenAPI 3.1 document' })
-  @JsonAnswer(200, 'This document: every route of this node with its codes and bodies.', { type: 'object', additionalProperties: true })
+  @JsonAnswer(200, 'This document: every route of this node with its codes and bodies.', {
+    type: 'object',
+    additionalProperties: true,
+  })
   @EmptyAnswer(503, 'Asked before the API started.')
   get(@Res() reply: FastifyReply): void {
     void reply.code(HttpStatus.OK).type('application/json; charset=utf-8').send(this.document.json());

@@ -54,9 +54,13 @@ export async function installApiSecurity(
   memberApiUrls: MemberApiUrls = () => [],
 ): Promise<void> {
   const { restapi } = config;
-  const allowlist: Allowlist | null = restapi.allowlist?.length ? await resolveAllowlist(restapi.allowlist, warn) : null;
+  const allowlist: Allowlist | null = restapi.allowlist?.length
+    ? await resolveAllowlist(restapi.allowlist, warn)
+    : null;
   // As the reference: with allowlist_include_members the address check applies even when the allowlist is empty.
-  const members: MemberAllowlist | null = restapi.allowlist_include_members ? memberAllowlist(memberApiUrls, warn) : null;
+  const members: MemberAllowlist | null = restapi.allowlist_include_members
+    ? memberAllowlist(memberApiUrls, warn)
+    : null;
   const checksAddress = allowlist !== null || members !== null;
   const requiresClientCertificate = restapi.verify_client === 'optional' || restapi.verify_client === 'required';
   const checkCredentials = restapi.authentication ? basicAuthChecker(restapi.authentication) : null;
@@ -83,7 +87,11 @@ export async function installApiSecurity(
   };
   // Health checks and other open reads pass synchronously: an async hook would cost every request a promise.
   fastify.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
-    if (SAFE_METHODS.has(request.method) && !(checksAdminReads && ADMIN_READ_ROUTES.has(request.routeOptions.url ?? ''))) return done();
+    if (
+      SAFE_METHODS.has(request.method) &&
+      !(checksAdminReads && ADMIN_READ_ROUTES.has(request.routeOptions.url ?? ''))
+    )
+      return done();
     // As Fastify runs an async hook: on, whether or not it answered (Fastify skips the rest once an answer is sent).
     check(request, reply).then(() => done(), done);
   });

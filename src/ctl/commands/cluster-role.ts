@@ -24,9 +24,13 @@ export async function demoteCluster(ctl: Ctl): Promise<number> {
   const host = values.host || undefined;
   const restoreCommand = values['restore-command'] || undefined;
   const port = portOf(values.port);
-  if (!host && port === undefined && !restoreCommand) throw new UsageError('At least --host, --port or --restore-command should be specified');
+  if (!host && port === undefined && !restoreCommand)
+    throw new UsageError('At least --host, --port or --restore-command should be specified');
   // patronictl would send a port alone; the leader would have no remote to follow, so it is said before anything is sent.
-  if (!host && !restoreCommand) throw new UsageError('--port needs --host (the remote primary) or --restore-command (an archive-only standby cluster): a port alone names nothing to follow');
+  if (!host && !restoreCommand)
+    throw new UsageError(
+      '--port needs --host (the remote primary) or --restore-command (an archive-only standby cluster): a port alone names nothing to follow',
+    );
   const standby: Record<string, unknown> = {};
   if (host) standby.host = host;
   if (port !== undefined) standby.port = port;
@@ -60,7 +64,9 @@ async function changeClusterRole(ctl: Ctl, change: Change, standby: Record<strin
 
   const answer = await ctl.client.send('PATCH', '/config', { standby_cluster: standby });
   if (answer.status !== 200) {
-    throw new OperationFailed(`Failed to ${change} ${cluster.scope} cluster: /config PATCH status code=${answer.status}, (${bodyMessage(answer.text)})`);
+    throw new OperationFailed(
+      `Failed to ${change} ${cluster.scope} cluster: /config PATCH status code=${answer.status}, (${bodyMessage(answer.text)})`,
+    );
   }
 
   const stamp = () => strftime('%Y-%m-%d %H:%M:%S', new Date(now()));
@@ -76,10 +82,14 @@ async function changeClusterRole(ctl: Ctl, change: Change, standby: Record<strin
       ctl.io.stdout(renderCluster(ctl, latest, false));
       return 0;
     }
-    ctl.io.stdout(`${stamp()} ${state.done ? `cluster is unlocked: False, leader role: ${serverRole ?? 'None'}, leader state: running` : state.progress}\n`);
+    ctl.io.stdout(
+      `${stamp()} ${state.done ? `cluster is unlocked: False, leader role: ${serverRole ?? 'None'}, leader state: running` : state.progress}\n`,
+    );
     if (now() >= deadline) {
       ctl.io.stdout(renderCluster(ctl, latest, false));
-      throw new OperationFailed(`the cluster did not reach the ${targetRole} role within ${ROLE_CHANGE_LIMIT_MS / 1000} s; the change stays requested (see statorctl list and events)`);
+      throw new OperationFailed(
+        `the cluster did not reach the ${targetRole} role within ${ROLE_CHANGE_LIMIT_MS / 1000} s; the change stays requested (see statorctl list and events)`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
@@ -110,13 +120,24 @@ function leaderMember(cluster: ClusterDocument): ClusterMember | undefined {
  * Whether the role change is over, as patronictl judges it: a leader with the target role, running
  * (a standby leader also streaming); after a demotion, the previous leader running again as well.
  */
-export function roleChangeState(cluster: ClusterDocument, previousLeader: string, targetRole: 'leader' | 'standby_leader'): { done: boolean; progress: string } {
+export function roleChangeState(
+  cluster: ClusterDocument,
+  previousLeader: string,
+  targetRole: 'leader' | 'standby_leader',
+): { done: boolean; progress: string } {
   const leader = leaderMember(cluster);
-  const running = (member: ClusterMember | undefined) => member !== undefined && ['running', 'streaming', 'in archive recovery'].includes(member.state);
+  const running = (member: ClusterMember | undefined) =>
+    member !== undefined && ['running', 'streaming', 'in archive recovery'].includes(member.state);
   const old = cluster.members.find((member) => member.name === previousLeader);
-  const done = leader !== undefined && leader.role === targetRole && running(leader) && (targetRole === 'leader' || running(old));
-  const parts = [`cluster is unlocked: ${leader === undefined ? 'True' : 'False'}`, `leader role: ${leader === undefined ? 'None' : leader.role === 'leader' ? 'primary' : leader.role}`, `leader state: ${leader?.state ?? 'None'}`];
-  if (targetRole === 'standby_leader' && leader && leader.name !== previousLeader && old) parts.push(`previous leader state: '${old.state}'`);
+  const done =
+    leader !== undefined && leader.role === targetRole && running(leader) && (targetRole === 'leader' || running(old));
+  const parts = [
+    `cluster is unlocked: ${leader === undefined ? 'True' : 'False'}`,
+    `leader role: ${leader === undefined ? 'None' : leader.role === 'leader' ? 'primary' : leader.role}`,
+    `leader state: ${leader?.state ?? 'None'}`,
+  ];
+  if (targetRole === 'standby_leader' && leader && leader.name !== previousLeader && old)
+    parts.push(`previous leader state: '${old.state}'`);
   return { done, progress: parts.join(', ') };
 }
 
@@ -124,12 +145,14 @@ export function roleChangeState(cluster: ClusterDocument, previousLeader: string
 function checkClusterName(ctl: Ctl, cluster: ClusterDocument): void {
   const [name, extra] = ctl.line.args;
   if (extra !== undefined) throw new UsageError(`${ctl.line.command}: unexpected argument '${extra}'`);
-  if (name !== undefined && name !== cluster.scope) throw new OperationFailed(`the node at ${ctl.client.base} belongs to cluster ${cluster.scope}, not ${name}`);
+  if (name !== undefined && name !== cluster.scope)
+    throw new OperationFailed(`the node at ${ctl.client.base} belongs to cluster ${cluster.scope}, not ${name}`);
 }
 
 function portOf(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const port = Number(value);
-  if (!/^\d{1,5}$/.test(value) || port < 1 || port > 65535) throw new UsageError(`--port: an integer from 1 to 65535, got '${value}'`);
+  if (!/^\d{1,5}$/.test(value) || port < 1 || port > 65535)
+    throw new UsageError(`--port: an integer from 1 to 65535, got '${value}'`);
   return port;
 }

@@ -31,7 +31,8 @@ export function diagnosticsRows(results: MemberDiagnostics[]): string[][] {
       const details = result.diagnostics.details ?? { ...result.diagnostics.info, ...result.diagnostics.error };
       const entries = Object.entries(details);
       if (entries.length === 0) rows.push([result.member, '', result.diagnostics.status, '']);
-      for (const [indicator, { status, ...fields }] of entries) rows.push([result.member, indicator, String(status), cell(fields)]);
+      for (const [indicator, { status, ...fields }] of entries)
+        rows.push([result.member, indicator, String(status), cell(fields)]);
     }
   }
   return rows;
@@ -52,7 +53,8 @@ export async function diagnose(ctl: Ctl): Promise<number> {
         if (answer.status === 404) return { member: member.name, kind: 'unavailable' };
         // terminus answers 503 with the same document when an indicator is down.
         const diagnostics = JSON.parse(answer.text) as Diagnostics;
-        if (typeof diagnostics !== 'object' || diagnostics === null || typeof diagnostics.status !== 'string') throw new Error(`HTTP ${answer.status}: not a diagnostics document`);
+        if (typeof diagnostics !== 'object' || diagnostics === null || typeof diagnostics.status !== 'string')
+          throw new Error(`HTTP ${answer.status}: not a diagnostics document`);
         return { member: member.name, kind: 'ok', status: answer.status, diagnostics };
       } catch (error) {
         return { member: member.name, kind: 'unreachable', error: (error as Error).message };
@@ -61,12 +63,24 @@ export async function diagnose(ctl: Ctl): Promise<number> {
   );
   if (ctl.line.format !== 'table') {
     const data = results.map((result) =>
-      result.kind === 'ok' ? { member: result.member, ...result.diagnostics } : result.kind === 'unavailable' ? { member: result.member, status: 'not available (older agent)' } : { member: result.member, status: 'unreachable', error: result.error },
+      result.kind === 'ok'
+        ? { member: result.member, ...result.diagnostics }
+        : result.kind === 'unavailable'
+          ? { member: result.member, status: 'not available (older agent)' }
+          : { member: result.member, status: 'unreachable', error: result.error },
     );
     ctl.io.stdout(renderData(data, ctl.line.format));
   } else {
-    ctl.io.stdout(renderTable({ title: `Cluster: ${cluster.scope}`, columns: ['Member', 'Indicator', 'Status', 'Details'], rows: diagnosticsRows(results) }));
+    ctl.io.stdout(
+      renderTable({
+        title: `Cluster: ${cluster.scope}`,
+        columns: ['Member', 'Indicator', 'Status', 'Details'],
+        rows: diagnosticsRows(results),
+      }),
+    );
   }
-  const bad = results.some((result) => result.kind === 'unreachable' || (result.kind === 'ok' && result.diagnostics.status !== 'ok'));
+  const bad = results.some(
+    (result) => result.kind === 'unreachable' || (result.kind === 'ok' && result.diagnostics.status !== 'ok'),
+  );
   return bad ? 1 : 0;
 }

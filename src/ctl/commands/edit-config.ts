@@ -25,7 +25,10 @@ type Doc = Record<string, unknown>;
 export async function editConfig(ctl: Ctl): Promise<number> {
   const before = await ctl.client.getJson<Doc>('/config');
   const beforeText = stringify(before, { lineWidth: 0 });
-  const sets = [...(ctl.line.values.set ?? []).map((pair) => ['-s', pair] as const), ...(ctl.line.values.pg ?? []).map((pair) => ['-p', pair] as const)];
+  const sets = [
+    ...(ctl.line.values.set ?? []).map((pair) => ['-s', pair] as const),
+    ...(ctl.line.values.pg ?? []).map((pair) => ['-p', pair] as const),
+  ];
   const after = sets.length > 0 ? withSettings(before, sets) : editInEditor(ctl, beforeText);
   const afterText = stringify(after, { lineWidth: 0 });
   const diff = unifiedDiff(beforeText, afterText, ['before', 'after']);
@@ -37,10 +40,15 @@ export async function editConfig(ctl: Ctl): Promise<number> {
   const patch = patchOf(before, after);
   const review = reviewConfigWrite(patch);
   const problems = [...validateDynamicConfigKeys(after), ...review.problems];
-  if (problems.length > 0) throw new OperationFailed(`the new configuration is not valid, nothing applied:\n${problems.map((problem) => `  ${problem}`).join('\n')}`);
-  if (!ctl.line.values.force && !isYes(await ctl.io.prompter.ask('Apply these changes? [y/N]: '))) throw new OperationFailed('Aborting edit-config');
+  if (problems.length > 0)
+    throw new OperationFailed(
+      `the new configuration is not valid, nothing applied:\n${problems.map((problem) => `  ${problem}`).join('\n')}`,
+    );
+  if (!ctl.line.values.force && !isYes(await ctl.io.prompter.ask('Apply these changes? [y/N]: ')))
+    throw new OperationFailed('Aborting edit-config');
   const answer = await ctl.client.send('PATCH', '/config', patch);
-  if (answer.status !== 200) throw new OperationFailed(`the node refused the change: HTTP ${answer.status}: ${bodyMessage(answer.text)}`);
+  if (answer.status !== 200)
+    throw new OperationFailed(`the node refused the change: HTTP ${answer.status}: ${bodyMessage(answer.text)}`);
   const warning = answer.headers.get('warning');
   if (warning) ctl.io.stdout(`Warning: ${warning}\n`);
   ctl.io.stdout('Configuration changed\n');
@@ -56,10 +64,16 @@ function editInEditor(ctl: Ctl, text: string): Doc {
     // As git does: the editor setting may carry arguments (`code --wait`), so it goes through the shell.
     const result = spawnSync('/bin/sh', ['-c', `${editor} "$1"`, editor, file], { stdio: 'inherit', env: ctl.io.env });
     if (result.error) throw new OperationFailed(`cannot run the editor '${editor}': ${result.error.message}`);
-    if (result.status !== 0) throw new OperationFailed(`the editor '${editor}' exited with code ${result.status ?? result.signal}; nothing applied`);
+    if (result.status !== 0)
+      throw new OperationFailed(
+        `the editor '${editor}' exited with code ${result.status ?? result.signal}; nothing applied`,
+      );
     const edited = readFileSync(file, 'utf8');
     const document = parseDocument(edited, { version: '1.1' });
-    if (document.errors.length > 0) throw new OperationFailed(`the edited configuration is not YAML, nothing applied: ${document.errors[0].message.split('\n')[0]}`);
+    if (document.errors.length > 0)
+      throw new OperationFailed(
+        `the edited configuration is not YAML, nothing applied: ${document.errors[0].message.split('\n')[0]}`,
+      );
     const value: unknown = document.toJS() ?? {};
     if (!isMapping(value)) throw new OperationFailed('the edited configuration must be a mapping, nothing applied');
     return value;

@@ -24,7 +24,9 @@ export function eventQuery(ctl: Ctl): URLSearchParams {
 /** What changed: the machine transition, an HA verdict's sentence, or the cause of a fact. */
 export function eventChange(event: RecordedEvent): string {
   if (event.type === 'ha.verdict' && typeof event.data?.verdict === 'string') return event.data.verdict;
-  return event.from !== null || event.to !== null ? `${event.from ?? ''} -> ${event.to ?? ''} (${event.cause})` : event.cause;
+  return event.from !== null || event.to !== null
+    ? `${event.from ?? ''} -> ${event.to ?? ''} (${event.cause})`
+    : event.cause;
 }
 
 /** One event on one line: time, node, type, transition or cause, and what it means when progress lines know. */
@@ -67,7 +69,10 @@ export async function events(ctl: Ctl): Promise<number> {
     },
     abort.signal,
   );
-  const outcome = await Promise.race([ended.then(() => 'ended' as const), (ctl.io.interrupted ?? new Promise<never>(() => undefined)).then(() => 'interrupted' as const)]);
+  const outcome = await Promise.race([
+    ended.then(() => 'ended' as const),
+    (ctl.io.interrupted ?? new Promise<never>(() => undefined)).then(() => 'interrupted' as const),
+  ]);
   abort.abort();
   if (outcome === 'ended') throw new OperationFailed('the node closed the event stream');
   return 0;
@@ -106,10 +111,14 @@ export async function audit(ctl: Ctl): Promise<number> {
     const answer = await ctl.client.send('GET', String(url).slice(ctl.client.base.length));
     return new Response(answer.text, { status: answer.status });
   }) as typeof fetch;
-  const code = await runAudit(argv, { stdout: ctl.io.stdout, stderr: ctl.io.stderr, env: ctl.io.env, fetch: viaClient }, {
-    kind: 'events',
-    description: `GET ${ctl.client.base}/events`,
-    events,
-  });
+  const code = await runAudit(
+    argv,
+    { stdout: ctl.io.stdout, stderr: ctl.io.stderr, env: ctl.io.env, fetch: viaClient },
+    {
+      kind: 'events',
+      description: `GET ${ctl.client.base}/events`,
+      events,
+    },
+  );
   return code;
 }

@@ -21,10 +21,12 @@ type Kind = 'switchover' | 'failover';
 export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
   const { values } = ctl.line;
   const now = ctl.io.now ?? Date.now;
-  if (values.site !== undefined && values.candidate !== undefined) throw new UsageError('--candidate and --site are mutually exclusive options');
+  if (values.site !== undefined && values.candidate !== undefined)
+    throw new UsageError('--candidate and --site are mutually exclusive options');
   const cluster = await readCluster(ctl.client);
   const leader = leaderOf(cluster);
-  if (kind === 'switchover' && !leader) throw new OperationFailed(`This cluster has no leader: a switchover needs one (use failover)`);
+  if (kind === 'switchover' && !leader)
+    throw new OperationFailed(`This cluster has no leader: a switchover needs one (use failover)`);
   if (ctl.line.format === 'table') ctl.io.stdout(`Current cluster topology\n${renderCluster(ctl, cluster, false)}`);
   const ask = async (question: string): Promise<string> => {
     const answer = await ctl.io.prompter.ask(question);
@@ -41,15 +43,22 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
 
   // --site (Patroni's branch): the candidates are that site's; a switchover without one goes to any member of it.
   const site = values.site;
-  if (site !== undefined && !cluster.members.some((member) => member.site === site)) throw new OperationFailed(`Site ${site} does not exist in cluster ${cluster.scope}`);
+  if (site !== undefined && !cluster.members.some((member) => member.site === site))
+    throw new OperationFailed(`Site ${site} does not exist in cluster ${cluster.scope}`);
   const candidates = eligible(cluster, leader, site);
   let candidate = values.candidate;
-  if (candidate === undefined && !force) candidate = (await ask(`Candidate ${pythonList(candidates)} []: `)) || undefined;
-  if (kind === 'failover' && !candidate) throw new OperationFailed('Failover could be performed only to a specific candidate');
-  if (kind === 'switchover' && !candidate && candidates.length === 0) throw new OperationFailed('No candidates found to switchover to');
-  if (candidate && candidate === leader) throw new OperationFailed(`Member ${candidate} is already the leader of cluster ${cluster.scope}`);
+  if (candidate === undefined && !force)
+    candidate = (await ask(`Candidate ${pythonList(candidates)} []: `)) || undefined;
+  if (kind === 'failover' && !candidate)
+    throw new OperationFailed('Failover could be performed only to a specific candidate');
+  if (kind === 'switchover' && !candidate && candidates.length === 0)
+    throw new OperationFailed('No candidates found to switchover to');
+  if (candidate && candidate === leader)
+    throw new OperationFailed(`Member ${candidate} is already the leader of cluster ${cluster.scope}`);
   if (candidate && !candidates.includes(candidate)) {
-    throw new OperationFailed(`Member ${candidate} does not exist in ${site ? `site ${site} of ` : ''}cluster ${cluster.scope} or is tagged as nofailover`);
+    throw new OperationFailed(
+      `Member ${candidate} does not exist in ${site ? `site ${site} of ` : ''}cluster ${cluster.scope} or is tagged as nofailover`,
+    );
   }
 
   let scheduledAt: string | undefined;
@@ -63,7 +72,8 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
   }
 
   if (!force) {
-    const demoting = (leader ? `, demoting current leader ${leader}` : '') + siteChange(cluster, leader, candidate, site);
+    const demoting =
+      (leader ? `, demoting current leader ${leader}` : '') + siteChange(cluster, leader, candidate, site);
     const question = scheduledAt
       ? `Are you sure you want to schedule switchover of cluster ${cluster.scope} at ${scheduledAt}${demoting}? [y/N]: `
       : `Are you sure you want to ${kind} cluster ${cluster.scope}${demoting}? [y/N]: `;
@@ -77,7 +87,8 @@ export async function handover(ctl: Ctl, kind: Kind): Promise<number> {
 
   if (scheduledAt) {
     const answer = await ctl.client.send('POST', `/${kind}`, body);
-    if (answer.status !== 202 && answer.status !== 200) throw new OperationFailed(`${kind} failed: ${bodyMessage(answer.text)}`);
+    if (answer.status !== 202 && answer.status !== 200)
+      throw new OperationFailed(`${kind} failed: ${bodyMessage(answer.text)}`);
     ctl.io.stdout(`${timestamp(now())} ${answer.text.trim()}\n`);
     return 0;
   }
@@ -110,7 +121,9 @@ async function runWithProgress(
     const rejoined = leader && promoted ? await progress.waitFor(becameReplica(leader), SETTLE_MS) : null;
     const seconds = ((now() - progress.startMs) / 1000).toFixed(1);
     if (!promoted) {
-      progress.line(`${kind} outcome unclear: no primary seen in the event stream within ${SETTLE_MS / 1000} s (see statorctl list)`);
+      progress.line(
+        `${kind} outcome unclear: no primary seen in the event stream within ${SETTLE_MS / 1000} s (see statorctl list)`,
+      );
       return 1;
     }
     const tail = !leader ? '' : rejoined ? `, ${leader} follows it as a replica` : `, ${leader} has not rejoined yet`;
@@ -126,7 +139,11 @@ async function runWithProgress(
  * The topology once the member keys tell the outcome (the new leader on a newer timeline, every
  * member on it and running), or as it is after 10 s: member keys are written once per loop_wait.
  */
-async function settledCluster(ctl: Ctl, oldLeader: string | undefined, timelineBefore: number | undefined): Promise<ClusterDocument> {
+async function settledCluster(
+  ctl: Ctl,
+  oldLeader: string | undefined,
+  timelineBefore: number | undefined,
+): Promise<ClusterDocument> {
   const deadline = performance.now() + 10_000;
   for (;;) {
     const cluster = await readCluster(ctl.client);
@@ -135,7 +152,9 @@ async function settledCluster(ctl: Ctl, oldLeader: string | undefined, timelineB
       leader !== undefined &&
       leader.name !== oldLeader &&
       (timelineBefore === undefined || (leader.timeline ?? 0) > timelineBefore) &&
-      cluster.members.every((member) => member.timeline === leader.timeline && ['running', 'streaming'].includes(member.state));
+      cluster.members.every(
+        (member) => member.timeline === leader.timeline && ['running', 'streaming'].includes(member.state),
+      );
     if (settled || performance.now() >= deadline) return cluster;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
@@ -144,16 +163,26 @@ async function settledCluster(ctl: Ctl, oldLeader: string | undefined, timelineB
 /** The members that may take over: not the leader, not tagged nofailover, of `site` when one is given. */
 export function eligible(cluster: ClusterDocument, leader: string | undefined, site?: string): string[] {
   return cluster.members
-    .filter((member) => member.name !== leader && !isTrue(member.tags?.nofailover) && (site === undefined || member.site === site))
+    .filter(
+      (member) =>
+        member.name !== leader && !isTrue(member.tags?.nofailover) && (site === undefined || member.site === site),
+    )
     .map((member) => member.name)
     .sort();
 }
 
 /** ` in site dc1 and switching to site dc2` when the handover leaves the leader's site, as Patroni's branch asks. */
-function siteChange(cluster: ClusterDocument, leader: string | undefined, candidate: string | undefined, site: string | undefined): string {
+function siteChange(
+  cluster: ClusterDocument,
+  leader: string | undefined,
+  candidate: string | undefined,
+  site: string | undefined,
+): string {
   const currentSite = cluster.members.find((member) => member.name === leader)?.site;
   const targetSite = candidate ? cluster.members.find((member) => member.name === candidate)?.site : site;
-  return currentSite && targetSite && currentSite !== targetSite ? ` in site ${currentSite} and switching to site ${targetSite}` : '';
+  return currentSite && targetSite && currentSite !== targetSite
+    ? ` in site ${currentSite} and switching to site ${targetSite}`
+    : '';
 }
 
 function isTrue(value: unknown): boolean {
@@ -174,7 +203,8 @@ export function scheduleTime(value: string, fromFlag: boolean, flag = '--schedul
   const fail = (message: string) => (fromFlag ? new UsageError(`${flag}: ${message}`) : new OperationFailed(message));
   const reading = readIsoTimestamp(value);
   if (reading.kind === 'valid') return reading.text;
-  if (reading.kind === 'invalid') throw fail(`'${value}': ${reading.reason} (e.g. 2030-01-31T12:00 or 2030-01-31T12:00+01:00)`);
+  if (reading.kind === 'invalid')
+    throw fail(`'${value}': ${reading.reason} (e.g. 2030-01-31T12:00 or 2030-01-31T12:00+01:00)`);
   const [y, mo, d, h, mi, s = '0'] = value.trim().split(/[-T :.,]/i);
   return isoWithOffset(new Date(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)).getTime());
 }

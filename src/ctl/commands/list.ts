@@ -2,7 +2,13 @@ import { intervalOf } from '../args';
 import { cell, lagInMb, renderData, renderTable, Table } from '../format';
 import { ClusterDocument, ClusterMember, Ctl, readCluster, timestamp } from '../context';
 
-const ROLE_NAMES: Record<string, string> = { leader: 'Leader', replica: 'Replica', standby_leader: 'Standby Leader', sync_standby: 'Sync Standby', quorum_standby: 'Quorum Standby' };
+const ROLE_NAMES: Record<string, string> = {
+  leader: 'Leader',
+  replica: 'Replica',
+  standby_leader: 'Standby Leader',
+  sync_standby: 'Sync Standby',
+  quorum_standby: 'Quorum Standby',
+};
 
 /** patronictl's row of a member (`-f json` keys as patronictl writes them). */
 export function memberRow(cluster: ClusterDocument, member: ClusterMember, depth = 0): Record<string, unknown> {
@@ -65,24 +71,31 @@ export function topologyOrder(cluster: ClusterDocument): Array<{ member: Cluster
   const upstreamOf = (member: ClusterMember): string | undefined => {
     if (member === leader) return undefined;
     const from = member.tags?.replicatefrom;
-    return typeof from === 'string' && cluster.members.some((m) => m.name === from && m !== member) ? from : leader?.name;
+    return typeof from === 'string' && cluster.members.some((m) => m.name === from && m !== member)
+      ? from
+      : leader?.name;
   };
   const ordered: Array<{ member: ClusterMember; depth: number }> = [];
   const visit = (name: string | undefined, depth: number) => {
-    for (const member of cluster.members.filter((m) => upstreamOf(m) === name && !ordered.some((o) => o.member === m))) {
+    for (const member of cluster.members.filter(
+      (m) => upstreamOf(m) === name && !ordered.some((o) => o.member === m),
+    )) {
       ordered.push({ member, depth });
       visit(member.name, depth + 1);
     }
   };
   visit(undefined, 0);
   // Members in a cycle of replicatefrom tags, or with no leader at all: listed flat.
-  for (const member of cluster.members) if (!ordered.some((o) => o.member === member)) ordered.push({ member, depth: 0 });
+  for (const member of cluster.members)
+    if (!ordered.some((o) => o.member === member)) ordered.push({ member, depth: 0 });
   return ordered;
 }
 
 /** The output of `list` (topology: indented tree) in the chosen format; `site`: only that site's members. */
 export function renderCluster(ctl: Ctl, cluster: ClusterDocument, topology: boolean, site?: string): string {
-  const entries = topology ? topologyOrder(cluster) : [...cluster.members].sort((a, b) => a.name.localeCompare(b.name)).map((member) => ({ member, depth: 0 }));
+  const entries = topology
+    ? topologyOrder(cluster)
+    : [...cluster.members].sort((a, b) => a.name.localeCompare(b.name)).map((member) => ({ member, depth: 0 }));
   // The columns and the title still follow the whole cluster, as Patroni's branch.
   const shown = site === undefined ? entries : entries.filter(({ member }) => member.site === site);
   const rows = shown.map(({ member, depth }) => memberRow(cluster, member, depth));
@@ -117,9 +130,18 @@ export async function list(ctl: Ctl, topology: boolean): Promise<number> {
 export async function history(ctl: Ctl): Promise<number> {
   const entries = await ctl.client.getJson<unknown[][]>('/history');
   const columns = ['TL', 'LSN', 'Reason', 'Timestamp', 'New Leader'];
-  const rows = entries.map((entry) => Object.fromEntries(columns.map((column, index) => [column, entry[index] ?? null])));
+  const rows = entries.map((entry) =>
+    Object.fromEntries(columns.map((column, index) => [column, entry[index] ?? null])),
+  );
   if (ctl.line.format !== 'table') ctl.io.stdout(renderData(rows, ctl.line.format));
-  else ctl.io.stdout(renderTable({ columns, rows: rows.map((row) => columns.map((column) => cell(row[column]))), right: ['TL', 'LSN'] }));
+  else
+    ctl.io.stdout(
+      renderTable({
+        columns,
+        rows: rows.map((row) => columns.map((column) => cell(row[column]))),
+        right: ['TL', 'LSN'],
+      }),
+    );
   return 0;
 }
 

@@ -29,14 +29,18 @@ export async function restart(ctl: Ctl): Promise<number> {
   const cluster = await readCluster(ctl.client);
   let members = selectMembers(cluster, ctl.line.args);
   const role = values.role ?? 'any';
-  if (!['leader', 'primary', 'replica', 'any'].includes(role)) throw new OperationFailed(`--role: leader, replica or any, got '${role}'`);
-  if (role !== 'any') members = members.filter((member) => (role === 'replica' ? member.role === 'replica' : member.role === 'leader'));
+  if (!['leader', 'primary', 'replica', 'any'].includes(role))
+    throw new OperationFailed(`--role: leader, replica or any, got '${role}'`);
+  if (role !== 'any')
+    members = members.filter((member) => (role === 'replica' ? member.role === 'replica' : member.role === 'leader'));
   if (members.length === 0) throw new OperationFailed('no member matches');
   let when = values.scheduled;
   if (when === undefined && !values.force) {
-    when = (await ctl.io.prompter.ask(`When should the restart take place (e.g. ${exampleTime(now())})  [now]: `)) || 'now';
+    when =
+      (await ctl.io.prompter.ask(`When should the restart take place (e.g. ${exampleTime(now())})  [now]: `)) || 'now';
   }
-  const schedule = when === undefined || when === 'now' ? undefined : scheduleTime(when, values.scheduled !== undefined);
+  const schedule =
+    when === undefined || when === 'now' ? undefined : scheduleTime(when, values.scheduled !== undefined);
   await confirm(ctl, `Are you sure you want to restart members ${names(members)}? [y/N]: `, 'restart');
   const body: Record<string, unknown> = {};
   if (values.pending) body.restart_pending = true;
@@ -46,19 +50,38 @@ export async function restart(ctl: Ctl): Promise<number> {
   if (schedule) {
     for (const member of members) {
       const answer = await memberClient(ctl, member).send('POST', '/restart', body);
-      failed += report(ctl, answer.status, answer.text, `restart scheduled on member ${member.name}`, `restart for member ${member.name}`);
+      failed += report(
+        ctl,
+        answer.status,
+        answer.text,
+        `restart scheduled on member ${member.name}`,
+        `restart for member ${member.name}`,
+      );
     }
     return failed > 0 ? 1 : 0;
   }
-  const progress = await Progress.start(ctl.client, (text) => ctl.io.stdout(text), { now, nodes: members.map((m) => m.name) });
+  const progress = await Progress.start(ctl.client, (text) => ctl.io.stdout(text), {
+    now,
+    nodes: members.map((m) => m.name),
+  });
   try {
     for (const member of members) {
       progress.line(`POST ${memberClient(ctl, member).base}/restart ${JSON.stringify(body)}`);
       const answer = await memberClient(ctl, member).send('POST', '/restart', body, RESTART_LIMIT_MS);
       // The node answers once PostgreSQL accepts connections again; its last events may still be on their way.
       if (answer.status === 200) await progress.waitFor(taskEnded(member.name, 'restart'), 3000);
-      progress.line(answer.status === 200 ? `${member.name} restarted` : `${member.name} restart failed: HTTP ${answer.status}: ${bodyMessage(answer.text)}`);
-      failed += report(ctl, answer.status, answer.text, `restart on member ${member.name}`, `restart for member ${member.name}`);
+      progress.line(
+        answer.status === 200
+          ? `${member.name} restarted`
+          : `${member.name} restart failed: HTTP ${answer.status}: ${bodyMessage(answer.text)}`,
+      );
+      failed += report(
+        ctl,
+        answer.status,
+        answer.text,
+        `restart on member ${member.name}`,
+        `restart for member ${member.name}`,
+      );
     }
   } finally {
     progress.stop();
@@ -84,7 +107,8 @@ export async function reload(ctl: Ctl): Promise<number> {
   let failed = 0;
   for (const member of members) {
     const answer = await memberClient(ctl, member).send('POST', '/reload', {});
-    if (answer.status === 202 || answer.status === 200) ctl.io.stdout(`Reload request received for member ${member.name} (${answer.text.trim()})\n`);
+    if (answer.status === 202 || answer.status === 200)
+      ctl.io.stdout(`Reload request received for member ${member.name} (${answer.text.trim()})\n`);
     else failed += report(ctl, answer.status, answer.text, '', `reload for member ${member.name}`);
   }
   return failed > 0 ? 1 : 0;
@@ -98,7 +122,10 @@ export async function reinit(ctl: Ctl): Promise<number> {
   if (wanted.length === 0) throw new OperationFailed('reinit: name the members to reinitialize');
   const members = selectMembers(cluster, wanted);
   await confirm(ctl, `Are you sure you want to reinitialize members ${names(members)}? [y/N]: `, 'reinitialize');
-  const progress = await Progress.start(ctl.client, (text) => ctl.io.stdout(text), { now, nodes: members.map((m) => m.name) });
+  const progress = await Progress.start(ctl.client, (text) => ctl.io.stdout(text), {
+    now,
+    nodes: members.map((m) => m.name),
+  });
   let failed = 0;
   try {
     for (const member of members) {
@@ -113,9 +140,23 @@ export async function reinit(ctl: Ctl): Promise<number> {
       const ended = await progress.waitFor(taskEnded(member.name, 'reinitialize'), REINIT_LIMIT_MS);
       const error = ((ended?.data ?? {}) as { event?: { error?: string } }).event?.error;
       const seconds = ((now() - progress.startMs) / 1000).toFixed(1);
-      if (!ended) progress.line(`${member.name}: no end of the reinitialize seen within ${REINIT_LIMIT_MS / 60_000} min (see statorctl list)`);
-      else progress.line(error ? `${member.name} reinitialize failed after ${seconds}s: ${error}` : `${member.name} reinitialized in ${seconds}s`);
-      failed += report(ctl, ended && !error ? 200 : 503, error ?? 'not finished', `reinitialize for member ${member.name}`, `reinitialize for member ${member.name}`);
+      if (!ended)
+        progress.line(
+          `${member.name}: no end of the reinitialize seen within ${REINIT_LIMIT_MS / 60_000} min (see statorctl list)`,
+        );
+      else
+        progress.line(
+          error
+            ? `${member.name} reinitialize failed after ${seconds}s: ${error}`
+            : `${member.name} reinitialized in ${seconds}s`,
+        );
+      failed += report(
+        ctl,
+        ended && !error ? 200 : 503,
+        error ?? 'not finished',
+        `reinitialize for member ${member.name}`,
+        `reinitialize for member ${member.name}`,
+      );
     }
   } finally {
     progress.stop();
@@ -139,7 +180,13 @@ export async function flush(ctl: Ctl): Promise<number> {
   let failed = 0;
   for (const member of members) {
     const answer = await memberClient(ctl, member).send('DELETE', '/restart');
-    failed += report(ctl, answer.status, answer.text, `flush scheduled restart for member ${member.name}`, `flush scheduled restart for member ${member.name}`);
+    failed += report(
+      ctl,
+      answer.status,
+      answer.text,
+      `flush scheduled restart for member ${member.name}`,
+      `flush scheduled restart for member ${member.name}`,
+    );
   }
   return failed > 0 ? 1 : 0;
 }

@@ -13,13 +13,17 @@ const WAIT_LIMIT_MS = 60_000;
  */
 export async function pauseOrResume(ctl: Ctl, pause: boolean): Promise<number> {
   const cluster = await readCluster(ctl.client);
-  if (Boolean(cluster.pause) === pause) throw new OperationFailed(`Cluster is ${pause ? 'already paused' : 'not paused'}`);
+  if (Boolean(cluster.pause) === pause)
+    throw new OperationFailed(`Cluster is ${pause ? 'already paused' : 'not paused'}`);
   const now = ctl.io.now ?? Date.now;
   const wait = ctl.line.values.wait === true;
   const progress = wait ? await Progress.start(ctl.client, (text) => ctl.io.stdout(text), { now }) : null;
   try {
     const answer = await ctl.client.send('PATCH', '/config', { pause: pause ? true : null });
-    if (answer.status !== 200) throw new OperationFailed(`${pause ? 'pause' : 'resume'} failed: HTTP ${answer.status}: ${bodyMessage(answer.text)}`);
+    if (answer.status !== 200)
+      throw new OperationFailed(
+        `${pause ? 'pause' : 'resume'} failed: HTTP ${answer.status}: ${bodyMessage(answer.text)}`,
+      );
     if (progress) {
       progress.line(`'${pause ? 'pause' : 'resume'}' request sent, waiting until it is recognized by all nodes`);
       const pending = new Set(cluster.members.map((member) => member.name));

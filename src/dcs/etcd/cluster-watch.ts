@@ -28,7 +28,13 @@ export class ClusterWatch {
   /** clock.monotonic() of the last read folded into the cache (the watch's own, or a caller's). */
   private confirmedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(client: EtcdClient, prefix: string, requestTimeoutMs: number, private readonly clock: TimerClock, closing: Observable<void>) {
+  constructor(
+    client: EtcdClient,
+    prefix: string,
+    requestTimeoutMs: number,
+    private readonly clock: TimerClock,
+    closing: Observable<void>,
+  ) {
     this.cache = new ClusterKeyCache(prefix);
     this.shared = new Observable<DcsChange>((subscriber) => {
       const unsubscribed = new AbortController();
@@ -50,7 +56,11 @@ export class ClusterWatch {
       };
       // The client ends the watch when one of its requests fails (it resumes); the cache is distrusted at once.
       const stopListening = client.onRequestFailed(() => (this.live = false));
-      void followPrefix(client, prefix, follower, { requestTimeoutMs, stop: unsubscribed.signal, restartWhenSilentMs: null });
+      void followPrefix(client, prefix, follower, {
+        requestTimeoutMs,
+        stop: unsubscribed.signal,
+        restartWhenSilentMs: null,
+      });
       return () => {
         stopListening();
         this.live = false;
@@ -63,7 +73,9 @@ export class ClusterWatch {
   /** Every change under the prefix; `{ key: null }` first when changes may have been missed (see Dcs.changes). */
   changes(): Observable<DcsChange> {
     // As with a watch of its own, a late subscriber first hears that it may have missed changes.
-    return defer(() => (this.registered ? this.shared.pipe(startWith<DcsChange>({ key: null, type: 'resync' })) : this.shared));
+    return defer(() =>
+      this.registered ? this.shared.pipe(startWith<DcsChange>({ key: null, type: 'resync' })) : this.shared,
+    );
   }
 
   /** A consistent read of the prefix: the cache takes it unless it already holds a later state. */

@@ -155,7 +155,11 @@ export class EtcdClient {
 
   /** The answering member's database size in bytes: as allocated on disk (what etcd's quota counts), and in use. */
   async status(timeoutMs: number): Promise<{ dbSize: number; dbSizeInUse: number }> {
-    const response = await this.call<RawResponse & { dbSize?: string; dbSizeInUse?: string }>('/v3/maintenance/status', {}, timeoutMs);
+    const response = await this.call<RawResponse & { dbSize?: string; dbSizeInUse?: string }>(
+      '/v3/maintenance/status',
+      {},
+      timeoutMs,
+    );
     return { dbSize: Number(response.dbSize ?? 0), dbSizeInUse: Number(response.dbSizeInUse ?? 0) };
   }
 
@@ -219,9 +223,13 @@ export class EtcdClient {
           const { result, error } = message as { result?: RawWatchResult; error?: RawError };
           if (error) throw new WatchBrokenError(`watch error: ${error.message ?? error.error}`);
           if (!result) continue;
-          const compactedTo = result.compact_revision && result.compact_revision !== '0' ? result.compact_revision : null;
+          const compactedTo =
+            result.compact_revision && result.compact_revision !== '0' ? result.compact_revision : null;
           if (result.canceled || compactedTo) {
-            throw new WatchBrokenError(`watch cancelled${result.cancel_reason ? `: ${result.cancel_reason}` : ''}`, compactedTo);
+            throw new WatchBrokenError(
+              `watch cancelled${result.cancel_reason ? `: ${result.cancel_reason}` : ''}`,
+              compactedTo,
+            );
           }
           if (result.created) clearTimeout(connectDeadline);
           restartWhenSilent();
@@ -285,7 +293,11 @@ export class EtcdClient {
     try {
       const response = await this.send(path, body, signal);
       if (!isSuccess(response)) throw await responseError(response);
-      const parsed = parseGatewayAnswer<T & { header?: { revision?: string } }>(await response.text(), path, response.status);
+      const parsed = parseGatewayAnswer<T & { header?: { revision?: string } }>(
+        await response.text(),
+        path,
+        response.status,
+      );
       this.noteRevision(parsed.header?.revision);
       return parsed;
     } catch (error) {
@@ -304,14 +316,16 @@ export class EtcdClient {
       return await this.transport.send(path, body, signal);
     } catch (error) {
       if (error instanceof EtcdHostsUnreachable) throw new EtcdUnavailableError(error.message);
-      if (error instanceof EtcdAuthenticationError) throw new EtcdRequestError(error.message, GRPC_UNAUTHENTICATED, 401);
+      if (error instanceof EtcdAuthenticationError)
+        throw new EtcdRequestError(error.message, GRPC_UNAUTHENTICATED, 401);
       throw error;
     }
   }
 
   /** A request could not reach etcd: the open watches resume on fresh connections, and the listeners hear it. */
   private requestFailed(path: string): void {
-    for (const watch of [...this.openWatches]) watch.abort(new WatchSilentError(`etcd ${path} failed: resuming the watch on a fresh connection`));
+    for (const watch of [...this.openWatches])
+      watch.abort(new WatchSilentError(`etcd ${path} failed: resuming the watch on a fresh connection`));
     for (const listener of [...this.failureListeners]) listener();
   }
 
@@ -321,6 +335,5 @@ export class EtcdClient {
     }
   }
 }
-
 
 export * from './etcd-types';

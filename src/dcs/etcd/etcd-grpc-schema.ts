@@ -8,7 +8,13 @@ import type { fromJSON } from '@grpc/proto-loader';
 const field = (type: string, id: number, rule?: 'repeated') => ({ type, id, ...(rule ? { rule } : {}) });
 const header = field('ResponseHeader', 1);
 const unary = (requestType: string, responseType: string) => ({ requestType, responseType, comment: '' });
-const streaming = (requestType: string, responseType: string) => ({ requestType, responseType, requestStream: true, responseStream: true, comment: '' });
+const streaming = (requestType: string, responseType: string) => ({
+  requestType,
+  responseType,
+  requestStream: true,
+  responseStream: true,
+  comment: '',
+});
 
 export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
   nested: {
@@ -51,7 +57,14 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
         Auth: { methods: { Authenticate: unary('AuthenticateRequest', 'AuthenticateResponse') } },
         Maintenance: { methods: { Status: unary('StatusRequest', 'StatusResponse') } },
 
-        ResponseHeader: { fields: { cluster_id: field('uint64', 1), member_id: field('uint64', 2), revision: field('int64', 3), raft_term: field('uint64', 4) } },
+        ResponseHeader: {
+          fields: {
+            cluster_id: field('uint64', 1),
+            member_id: field('uint64', 2),
+            revision: field('int64', 3),
+            raft_term: field('uint64', 4),
+          },
+        },
         RangeRequest: {
           fields: {
             key: field('bytes', 1),
@@ -69,18 +82,42 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
             SortTarget: { values: { KEY: 0, VERSION: 1, CREATE: 2, MOD: 3, VALUE: 4 } },
           },
         },
-        RangeResponse: { fields: { header, kvs: field('mvccpb.KeyValue', 2, 'repeated'), more: field('bool', 3), count: field('int64', 4) } },
-        PutRequest: { fields: { key: field('bytes', 1), value: field('bytes', 2), lease: field('int64', 3), prev_kv: field('bool', 4) } },
+        RangeResponse: {
+          fields: {
+            header,
+            kvs: field('mvccpb.KeyValue', 2, 'repeated'),
+            more: field('bool', 3),
+            count: field('int64', 4),
+          },
+        },
+        PutRequest: {
+          fields: {
+            key: field('bytes', 1),
+            value: field('bytes', 2),
+            lease: field('int64', 3),
+            prev_kv: field('bool', 4),
+          },
+        },
         PutResponse: { fields: { header } },
-        DeleteRangeRequest: { fields: { key: field('bytes', 1), range_end: field('bytes', 2), prev_kv: field('bool', 3) } },
+        DeleteRangeRequest: {
+          fields: { key: field('bytes', 1), range_end: field('bytes', 2), prev_kv: field('bool', 3) },
+        },
         DeleteRangeResponse: { fields: { header, deleted: field('int64', 2) } },
         RequestOp: {
           oneofs: { request: { oneof: ['request_range', 'request_put', 'request_delete_range'] } },
-          fields: { request_range: field('RangeRequest', 1), request_put: field('PutRequest', 2), request_delete_range: field('DeleteRangeRequest', 3) },
+          fields: {
+            request_range: field('RangeRequest', 1),
+            request_put: field('PutRequest', 2),
+            request_delete_range: field('DeleteRangeRequest', 3),
+          },
         },
         ResponseOp: {
           oneofs: { response: { oneof: ['response_range', 'response_put', 'response_delete_range'] } },
-          fields: { response_range: field('RangeResponse', 1), response_put: field('PutResponse', 2), response_delete_range: field('DeleteRangeResponse', 3) },
+          fields: {
+            response_range: field('RangeResponse', 1),
+            response_put: field('PutResponse', 2),
+            response_delete_range: field('DeleteRangeResponse', 3),
+          },
         },
         Compare: {
           oneofs: { target_union: { oneof: ['version', 'create_revision', 'mod_revision', 'value', 'lease'] } },
@@ -100,14 +137,26 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
             CompareTarget: { values: { VERSION: 0, CREATE: 1, MOD: 2, VALUE: 3, LEASE: 4 } },
           },
         },
-        TxnRequest: { fields: { compare: field('Compare', 1, 'repeated'), success: field('RequestOp', 2, 'repeated'), failure: field('RequestOp', 3, 'repeated') } },
+        TxnRequest: {
+          fields: {
+            compare: field('Compare', 1, 'repeated'),
+            success: field('RequestOp', 2, 'repeated'),
+            failure: field('RequestOp', 3, 'repeated'),
+          },
+        },
         TxnResponse: { fields: { header, succeeded: field('bool', 2), responses: field('ResponseOp', 3, 'repeated') } },
         WatchRequest: {
           oneofs: { request_union: { oneof: ['create_request', 'cancel_request'] } },
           fields: { create_request: field('WatchCreateRequest', 1), cancel_request: field('WatchCancelRequest', 2) },
         },
         WatchCreateRequest: {
-          fields: { key: field('bytes', 1), range_end: field('bytes', 2), start_revision: field('int64', 3), progress_notify: field('bool', 4), prev_kv: field('bool', 6) },
+          fields: {
+            key: field('bytes', 1),
+            range_end: field('bytes', 2),
+            start_revision: field('int64', 3),
+            progress_notify: field('bool', 4),
+            prev_kv: field('bool', 6),
+          },
         },
         WatchCancelRequest: { fields: { watch_id: field('int64', 1) } },
         WatchResponse: {
@@ -123,7 +172,9 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
           },
         },
         LeaseGrantRequest: { fields: { TTL: field('int64', 1), ID: field('int64', 2) } },
-        LeaseGrantResponse: { fields: { header, ID: field('int64', 2), TTL: field('int64', 3), error: field('string', 4) } },
+        LeaseGrantResponse: {
+          fields: { header, ID: field('int64', 2), TTL: field('int64', 3), error: field('string', 4) },
+        },
         LeaseRevokeRequest: { fields: { ID: field('int64', 1) } },
         LeaseRevokeResponse: { fields: { header } },
         LeaseKeepAliveRequest: { fields: { ID: field('int64', 1) } },
@@ -131,7 +182,9 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
         AuthenticateRequest: { fields: { name: field('string', 1), password: field('string', 2) } },
         AuthenticateResponse: { fields: { header, token: field('string', 2) } },
         StatusRequest: { fields: {} },
-        StatusResponse: { fields: { header, version: field('string', 2), dbSize: field('int64', 3), dbSizeInUse: field('int64', 9) } },
+        StatusResponse: {
+          fields: { header, version: field('string', 2), dbSize: field('int64', 3), dbSizeInUse: field('int64', 9) },
+        },
       },
     },
   },

@@ -35,9 +35,13 @@ export async function retryTransient<T>(
       return await attempt(remaining);
     } catch (error) {
       if (error instanceof EtcdRequestError && error.isLeaseNotFound) hooks.leaseLost();
-      else if (!isTransient(error) || hooks.closed()) throw new DcsError(`${operation}: ${(error as Error).message}`, { cause: error });
+      else if (!isTransient(error) || hooks.closed())
+        throw new DcsError(`${operation}: ${(error as Error).message}`, { cause: error });
       const pause = Math.min(backoff.next(), deadline - performance.now() - MIN_ATTEMPT_MS);
-      if (pause < 0) throw new DcsError(`${operation}: failed within ${timeoutMs} ms: ${(error as Error).message}`, { cause: error });
+      if (pause < 0)
+        throw new DcsError(`${operation}: failed within ${timeoutMs} ms: ${(error as Error).message}`, {
+          cause: error,
+        });
       await sleep(pause);
     }
   }

@@ -74,7 +74,10 @@ function hostOf(target: string): string {
 function withDeadline<T>(promise: Promise<T>, timeoutMs: number, name: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error(`no answer for ${name} within ${timeoutMs} ms`), { code: 'ETIMEOUT' })), timeoutMs);
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`no answer for ${name} within ${timeoutMs} ms`), { code: 'ETIMEOUT' })),
+      timeoutMs,
+    );
   });
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
@@ -98,18 +101,27 @@ export async function withSrvEndpoints<T extends SrvConfigured>(
 ): Promise<T> {
   if (!etcd3.srv) return etcd3;
   const failures: string[] = [];
-  const found = await discoverEtcdBySrv(etcd3.srv, etcd3.srvSuffix, { ...options, onFailure: (name, reason) => failures.push(`${name}: ${reason}`) });
-  const tried = srvRecordNames(etcd3.srv, etcd3.srvSuffix).map((record) => record.name).join(', ');
+  const found = await discoverEtcdBySrv(etcd3.srv, etcd3.srvSuffix, {
+    ...options,
+    onFailure: (name, reason) => failures.push(`${name}: ${reason}`),
+  });
+  const tried = srvRecordNames(etcd3.srv, etcd3.srvSuffix)
+    .map((record) => record.name)
+    .join(', ');
   const why = failures.length > 0 ? ` (${failures.join('; ')})` : '';
   if (found) {
     log.info(`etcd3.srv: ${found.record} names etcd at ${found.protocol}://${found.hosts.join(',')}`);
     return { ...etcd3, hosts: found.hosts, protocol: found.protocol };
   }
   if (etcd3.hosts.length > 0) {
-    log.warning(`etcd3.srv: no etcd client SRV record for ${etcd3.srv} (tried ${tried})${why}; using ${etcd3.protocol}://${etcd3.hosts.join(',')}`);
+    log.warning(
+      `etcd3.srv: no etcd client SRV record for ${etcd3.srv} (tried ${tried})${why}; using ${etcd3.protocol}://${etcd3.hosts.join(',')}`,
+    );
     return etcd3;
   }
-  throw new Error(`etcd3.srv: no etcd client SRV record for ${etcd3.srv} (tried ${tried})${why}, and no etcd3.hosts, host or url to fall back on`);
+  throw new Error(
+    `etcd3.srv: no etcd client SRV record for ${etcd3.srv} (tried ${tried})${why}, and no etcd3.hosts, host or url to fall back on`,
+  );
 }
 
 /**
@@ -126,16 +138,25 @@ export function srvRediscovery(
   if (!srv) return undefined;
   return async () => {
     const failures: string[] = [];
-    const found = await discoverEtcdBySrv(srv, srvSuffix, { ...options, onFailure: (name, reason) => failures.push(`${name}: ${reason}`) });
+    const found = await discoverEtcdBySrv(srv, srvSuffix, {
+      ...options,
+      onFailure: (name, reason) => failures.push(`${name}: ${reason}`),
+    });
     if (!found) {
-      log.warning(`etcd3.srv: every etcd host failed and no etcd client SRV record for ${srv} answers${failures.length ? ` (${failures.join('; ')})` : ''}; keeping the hosts it has`);
+      log.warning(
+        `etcd3.srv: every etcd host failed and no etcd client SRV record for ${srv} answers${failures.length ? ` (${failures.join('; ')})` : ''}; keeping the hosts it has`,
+      );
       return undefined;
     }
     if (found.protocol !== etcd3.protocol) {
-      log.warning(`etcd3.srv: every etcd host failed; ${found.record} now names ${found.protocol} endpoints, but the protocol is chosen at start (${etcd3.protocol}): restart the agent`);
+      log.warning(
+        `etcd3.srv: every etcd host failed; ${found.record} now names ${found.protocol} endpoints, but the protocol is chosen at start (${etcd3.protocol}): restart the agent`,
+      );
       return undefined;
     }
-    log.info(`etcd3.srv: every etcd host failed; ${found.record} names etcd at ${found.protocol}://${found.hosts.join(',')}`);
+    log.info(
+      `etcd3.srv: every etcd host failed; ${found.record} names etcd at ${found.protocol}://${found.hosts.join(',')}`,
+    );
     return found.hosts;
   };
 }

@@ -77,7 +77,10 @@ export class EtcdTransport {
     this.hosts = withoutScheme(connection.hosts);
     this.scheme = connection.protocol ?? 'http';
     const read = (file: string | undefined) => (file ? readFileSync(file) : undefined);
-    const tls = this.scheme === 'https' ? { ca: read(connection.cacert), cert: read(connection.cert), key: clientKey(connection) } : null;
+    const tls =
+      this.scheme === 'https'
+        ? { ca: read(connection.cacert), cert: read(connection.cert), key: clientKey(connection) }
+        : null;
     this.carrier = usesGrpc(connection) ? grpcCarrier(tls) : new GatewayCarrier(tls);
   }
 
@@ -135,7 +138,9 @@ export class EtcdTransport {
       throw new EtcdAuthenticationError(explainPlainAnswer(text, '/v3/auth/authenticate'));
     }
     if (!isSuccess(response) || !answer.token) {
-      throw new EtcdAuthenticationError(`etcd refused user ${name}: ${answer.message ?? answer.error ?? `HTTP ${response.status}`}`);
+      throw new EtcdAuthenticationError(
+        `etcd refused user ${name}: ${answer.message ?? answer.error ?? `HTTP ${response.status}`}`,
+      );
     }
     this.currentToken = answer.token;
     return answer.token;
@@ -202,7 +207,7 @@ export function explainPlainAnswer(text: string, path: string): string {
   if (text.includes(GATEWAY_REFUSES_CLIENT_CERTIFICATES)) {
     return (
       'etcd refuses gateway requests that carry a client certificate once authentication is enabled: ' +
-      'set etcd3.username and etcd3.password too, and Stator speaks etcd\'s gRPC API, which accepts both'
+      "set etcd3.username and etcd3.password too, and Stator speaks etcd's gRPC API, which accepts both"
     );
   }
   return `etcd ${path}: not a JSON answer: ${text.slice(0, 120)}`;

@@ -172,7 +172,10 @@ export function nextRevision(revision: string): string {
 /** `promise`, or an EtcdUnavailableError once `timeoutMs` has passed (the promise itself runs on). */
 export function withinDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new EtcdUnavailableError(`etcd ${what}: no answer within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new EtcdUnavailableError(`etcd ${what}: no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     promise.then(
       (value) => {
         clearTimeout(timer);

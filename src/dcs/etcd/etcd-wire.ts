@@ -1,6 +1,15 @@
 import { errorText } from '../../common/error-text';
 import type { EtcdAnswer } from './etcd-answer';
-import { EtcdError, EtcdRequestError, EtcdUnavailableError, KeyValue, RangeOptions, TxnCompare, TxnOperation, WatchBrokenError } from './etcd-types';
+import {
+  EtcdError,
+  EtcdRequestError,
+  EtcdUnavailableError,
+  KeyValue,
+  RangeOptions,
+  TxnCompare,
+  TxnOperation,
+  WatchBrokenError,
+} from './etcd-types';
 import { explainPlainAnswer } from './etcd-transport';
 
 /** The gateway's JSON wire format: request bodies, base64 keys and values, answers and their errors. */
@@ -14,7 +23,6 @@ export function prefixRangeEnd(prefix: string): Buffer {
   }
   return Buffer.from([0]); // every key
 }
-
 
 export interface RawResponse {
   header: { revision: string };
@@ -63,7 +71,11 @@ export function decodeKeyValue(kv: RawKeyValue): KeyValue {
   };
 }
 
-export function rangeBounds(key: string, prefix: boolean | undefined, rangeEnd?: string): { key: string; range_end?: string } {
+export function rangeBounds(
+  key: string,
+  prefix: boolean | undefined,
+  rangeEnd?: string,
+): { key: string; range_end?: string } {
   if (rangeEnd !== undefined) return { key: base64(key), range_end: base64(rangeEnd) };
   return prefix ? { key: base64(key), range_end: base64(prefixRangeEnd(key)) } : { key: base64(key) };
 }
@@ -163,4 +175,3 @@ export function abortError(reason: unknown, path: string, timeoutMs: number): Et
 export function asWatchBroken(error: unknown): WatchBrokenError {
   return error instanceof WatchBrokenError ? error : new WatchBrokenError(`watch failed: ${errorText(error)}`);
 }
-

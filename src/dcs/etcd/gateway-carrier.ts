@@ -29,11 +29,16 @@ export class GatewayCarrier implements EtcdCarrier {
 
   request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<EtcdAnswer> {
     const payload = JSON.stringify(body);
-    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(payload),
+    };
     if (token) headers.authorization = token;
     if (path === WATCH_PATH) headers[REQUIRE_LEADER_HEADER] = 'true';
     return new Promise<EtcdAnswer>((resolve, reject) => {
-      const sent = this.send(`${url}${path}`, { method: 'POST', headers, agent: this.agent, signal }, (answer) => resolve(answerOf(answer)));
+      const sent = this.send(`${url}${path}`, { method: 'POST', headers, agent: this.agent, signal }, (answer) =>
+        resolve(answerOf(answer)),
+      );
       sent.on('error', reject);
       sent.end(payload);
     });

@@ -7,10 +7,18 @@ import { jsonAnswer, streamAnswer, type EtcdAnswer } from './etcd-answer';
 import type { EtcdCarrier, EtcdTls } from './etcd-carrier';
 
 /** Messages as the gateway writes them: field names as in the proto, int64 as decimal strings, bytes as base64. */
-const definition = fromJSON(ETCD_GRPC_SCHEMA, { keepCase: true, longs: String, enums: String, bytes: String, defaults: false, oneofs: false });
+const definition = fromJSON(ETCD_GRPC_SCHEMA, {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  bytes: String,
+  defaults: false,
+  oneofs: false,
+});
 
 type Method = grpc.MethodDefinition<object, object>;
-const method = (service: string, name: string) => (definition[`etcdserverpb.${service}`] as grpc.ServiceDefinition)[name] as Method;
+const method = (service: string, name: string) =>
+  (definition[`etcdserverpb.${service}`] as grpc.ServiceDefinition)[name] as Method;
 
 /** The gateway's paths that Stator calls, and etcd's gRPC methods behind them. */
 const UNARY: Record<string, Method> = {
@@ -55,27 +63,55 @@ export class GrpcCarrier implements EtcdCarrier {
 
   constructor(private readonly tls: EtcdTls | null) {}
 
-  async request(url: string, path: string, body: unknown, signal: AbortSignal, token: string | null): Promise<EtcdAnswer> {
+  async request(
+    url: string,
+    path: string,
+    body: unknown,
+    signal: AbortSignal,
+    token: string | null,
+  ): Promise<EtcdAnswer> {
     const client = this.clientFor(url);
     const metadata = new grpc.Metadata();
     if (token) metadata.set('token', token);
     if (path === '/v3/watch') {
       // etcd ends the watch ("no leader") once its member loses the cluster's leader, instead of leaving it silent.
       metadata.set('hasleader', 'true');
-      return stream(client.makeBidiStreamRequest(WATCH.path, WATCH.requestSerialize, WATCH.responseDeserialize, metadata), body, signal, 'stream');
+      return stream(
+        client.makeBidiStreamRequest(WATCH.path, WATCH.requestSerialize, WATCH.responseDeserialize, metadata),
+        body,
+        signal,
+        'stream',
+      );
     }
     if (path === '/v3/lease/keepalive') {
-      return stream(client.makeBidiStreamRequest(KEEP_ALIVE.path, KEEP_ALIVE.requestSerialize, KEEP_ALIVE.responseDeserialize, metadata), body, signal, 'first');
+      return stream(
+        client.makeBidiStreamRequest(
+          KEEP_ALIVE.path,
+          KEEP_ALIVE.requestSerialize,
+          KEEP_ALIVE.responseDeserialize,
+          metadata,
+        ),
+        body,
+        signal,
+        'first',
+      );
     }
     const unary = UNARY[path];
     if (!unary) throw new Error(`etcd over gRPC: no method for ${path}`);
     return new Promise<EtcdAnswer>((resolve, reject) => {
-      const call = client.makeUnaryRequest(unary.path, unary.requestSerialize, unary.responseDeserialize, body as object, metadata, (error, value) => {
-        signal.removeEventListener('abort', cancel);
-        if (signal.aborted) reject(signal.reason);
-        else if (error) settleError(error, resolve, reject);
-        else resolve(jsonAnswer(200, value));
-      });
+      const call = client.makeUnaryRequest(
+        unary.path,
+        unary.requestSerialize,
+        unary.responseDeserialize,
+        body as object,
+        metadata,
+        (error, value) => {
+          signal.removeEventListener('abort', cancel);
+          if (signal.aborted) reject(signal.reason);
+          else if (error) settleError(error, resolve, reject);
+          else resolve(jsonAnswer(200, value));
+        },
+      );
       const cancel = () => call.cancel();
       signal.addEventListener('abort', cancel, { once: true });
     });
@@ -106,7 +142,8 @@ export class GrpcCarrier implements EtcdCarrier {
   private credentialsFor(target: string, options: grpc.ChannelOptions): grpc.ChannelCredentials {
     if (!this.tls) return grpc.credentials.createInsecure();
     const host = target.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
-    if (!isIP(host)) return grpc.credentials.createSsl(this.tls.ca ?? null, this.tls.key ?? null, this.tls.cert ?? null);
+    if (!isIP(host))
+      return grpc.credentials.createSsl(this.tls.ca ?? null, this.tls.key ?? null, this.tls.cert ?? null);
     options['grpc.ssl_target_name_override'] = 'etcd';
     return grpc.credentials.createSsl(this.tls.ca ?? null, this.tls.key ?? null, this.tls.cert ?? null, {
       checkServerIdentity: (_placeholder, certificate) => checkServerIdentity(host, certificate),
@@ -119,7 +156,12 @@ export class GrpcCarrier implements EtcdCarrier {
  * a keepalive, as the gateway's `{"result": ...}`) or every message as the gateway's JSON lines
  * (`stream`, a watch). An error before the first message is the answer; after it, the last line.
  */
-function stream(call: grpc.ClientDuplexStream<object, object>, body: unknown, signal: AbortSignal, shape: 'first' | 'stream'): Promise<EtcdAnswer> {
+function stream(
+  call: grpc.ClientDuplexStream<object, object>,
+  body: unknown,
+  signal: AbortSignal,
+  shape: 'first' | 'stream',
+): Promise<EtcdAnswer> {
   return new Promise<EtcdAnswer>((resolve, reject) => {
     let answered = false;
     let lines: ReadableStreamDefaultController<Uint8Array> | null = null;
@@ -169,8 +211,14 @@ function stream(call: grpc.ClientDuplexStream<object, object>, body: unknown, si
 }
 
 /** UNAVAILABLE: this host cannot serve (refused, TLS failed, no quorum): the transport tries the next. */
-function settleError(error: grpc.ServiceError, resolve: (answer: EtcdAnswer) => void, reject: (error: Error) => void): void {
+function settleError(
+  error: grpc.ServiceError,
+  resolve: (answer: EtcdAnswer) => void,
+  reject: (error: Error) => void,
+): void {
   if (error.code === grpc.status.UNAVAILABLE) reject(new Error(error.details || error.message));
-  else resolve(jsonAnswer(HTTP_STATUS[error.code] ?? 500, { error: error.details, code: error.code, message: error.details }));
+  else
+    resolve(
+      jsonAnswer(HTTP_STATUS[error.code] ?? 500, { error: error.details, code: error.code, message: error.details }),
+    );
 }
-

@@ -82,7 +82,8 @@ export class OwnLeaseKeeper {
    */
   grant(timeoutMs: number): Promise<OwnLease> {
     const ttlSeconds = this.ttl;
-    if (this.pendingGrant?.ttlSeconds === ttlSeconds) return withinDeadline(this.pendingGrant.lease, timeoutMs, 'lease grant');
+    if (this.pendingGrant?.ttlSeconds === ttlSeconds)
+      return withinDeadline(this.pendingGrant.lease, timeoutMs, 'lease grant');
     const refreshSentAt = this.clock.monotonic();
     const lease = this.client.leaseGrant(ttlSeconds, timeoutMs).then(({ id }) => {
       const granted = { id, refreshSentAt };

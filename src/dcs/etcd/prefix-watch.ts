@@ -31,7 +31,12 @@ export interface FollowOptions {
  * be reached (etcd may have restarted, even without its data). A watch its client ended (a silence,
  * a failed request) resumes after the last change it delivered: nothing was missed, no re-read.
  */
-export async function followPrefix(client: EtcdClient, prefix: string, follower: PrefixFollower, options: FollowOptions): Promise<void> {
+export async function followPrefix(
+  client: EtcdClient,
+  prefix: string,
+  follower: PrefixFollower,
+  options: FollowOptions,
+): Promise<void> {
   const { stop, requestTimeoutMs } = options;
   const backoff = new Backoff();
   let resumeFrom: string | null = null;
@@ -40,7 +45,11 @@ export async function followPrefix(client: EtcdClient, prefix: string, follower:
       const fresh = resumeFrom === null;
       const startRevision: string = resumeFrom ?? (await seed(client, prefix, follower, requestTimeoutMs));
       resumeFrom = startRevision;
-      const watch = client.watch(prefix, { prefix: true, startRevision, restartWhenSilentMs: options.restartWhenSilentMs }, requestTimeoutMs);
+      const watch = client.watch(
+        prefix,
+        { prefix: true, startRevision, restartWhenSilentMs: options.restartWhenSilentMs },
+        requestTimeoutMs,
+      );
       await watchUntilBroken(watch, stop, (response) => {
         if (response.created) {
           backoff.reset();
@@ -61,7 +70,12 @@ export async function followPrefix(client: EtcdClient, prefix: string, follower:
 }
 
 /** Reads everything under the prefix for the follower; returns the revision the watch starts from. */
-async function seed(client: EtcdClient, prefix: string, follower: PrefixFollower, requestTimeoutMs: number): Promise<string> {
+async function seed(
+  client: EtcdClient,
+  prefix: string,
+  follower: PrefixFollower,
+  requestTimeoutMs: number,
+): Promise<string> {
   const read = await client.range(prefix, { prefix: true }, requestTimeoutMs);
   follower.seeded(read.kvs, read.revision);
   return nextRevision(read.revision);

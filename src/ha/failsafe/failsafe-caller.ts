@@ -57,7 +57,11 @@ export function createFailsafeCaller(restapi: RestApiConfig, ctl?: CtlConfig): F
   };
 }
 
-function postJson(url: string, payload: unknown, transport: ProbeTransport): Promise<{ status: number; body: string; lsn?: number }> {
+function postJson(
+  url: string,
+  payload: unknown,
+  transport: ProbeTransport,
+): Promise<{ status: number; body: string; lsn?: number }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const body = JSON.stringify(payload);
@@ -70,7 +74,13 @@ function postJson(url: string, payload: unknown, transport: ProbeTransport): Pro
     const request = (target.protocol === 'https:' ? https : http).request(target, options, (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), lsn: lsnHeader(response.headers.lsn) }));
+      response.on('end', () =>
+        resolve({
+          status: response.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString('utf8'),
+          lsn: lsnHeader(response.headers.lsn),
+        }),
+      );
       response.on('close', () => reject(new Error('connection closed before the end of the answer')));
       response.on('error', reject);
     });

@@ -20,7 +20,9 @@ export class FailsafeState {
    */
   roundAccepted(startedAt: number, answers: ReadonlyArray<{ name: string; lsn?: number }> = []): void {
     this.roundStartedAt = startedAt;
-    this.answeredPositions = Object.fromEntries(answers.flatMap((answer) => (answer.lsn !== undefined ? [[answer.name, answer.lsn]] : [])));
+    this.answeredPositions = Object.fromEntries(
+      answers.flatMap((answer) => (answer.lsn !== undefined ? [[answer.name, answer.lsn]] : [])),
+    );
   }
 
   /** The DCS answered again, or a round failed: the leader holds its term by the lock alone. */

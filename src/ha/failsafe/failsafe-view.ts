@@ -12,7 +12,10 @@ export function failsafeView(last: ClusterView | null, call: FailsafeCall | null
   return {
     ...last,
     leader: { value: call.name, modRevision: last.leader?.modRevision ?? '0' },
-    status: { value: { ...(last.status?.value ?? {}), slots: call.slots }, modRevision: last.status?.modRevision ?? '0' },
+    status: {
+      value: { ...(last.status?.value ?? {}), slots: call.slots },
+      modRevision: last.status?.modRevision ?? '0',
+    },
   };
 }
 

@@ -28,7 +28,8 @@ const sameNames = (a: readonly string[], b: readonly string[]) => {
   const left = new Set(a.map((n) => n.toLowerCase()));
   return left.size === new Set(b.map((n) => n.toLowerCase())).size && b.every((n) => left.has(n.toLowerCase()));
 };
-const common = (a: readonly string[], b: readonly string[]) => a.filter((n) => b.some((m) => m.toLowerCase() === n.toLowerCase()));
+const common = (a: readonly string[], b: readonly string[]) =>
+  a.filter((n) => b.some((m) => m.toLowerCase() === n.toLowerCase()));
 const listed = (names: string[]) => (names.length > 0 ? names.join(', ') : 'none');
 
 /**
@@ -44,7 +45,12 @@ export function planPriority(input: PriorityPlanInput): SyncStep[] {
   const listedNow = standbyNames.hasStar ? ['*'] : standbyNames.members;
 
   if (sameNames(active, voters) && !sameNames(voters, confirmed)) {
-    steps.push({ type: 'writeSync', standbys: confirmed, quorum: 0, log: `Inconsistent state between synchronous_standby_names = ${listed(confirmed)} and /sync = ${listed(voters)} key detected, updating synchronous replication key...` });
+    steps.push({
+      type: 'writeSync',
+      standbys: confirmed,
+      quorum: 0,
+      log: `Inconsistent state between synchronous_standby_names = ${listed(confirmed)} and /sync = ${listed(voters)} key detected, updating synchronous replication key...`,
+    });
     voters = confirmed;
   }
 
@@ -53,14 +59,25 @@ export function planPriority(input: PriorityPlanInput): SyncStep[] {
     const held = (input.sitesMissing ?? 0) > 0 && voters.length > 0 ? [...voters, STRICT_PLACEHOLDER] : voters;
     const count = Math.max(1, held.length);
     const value = formatStandbyNames(held, count, false);
-    const unchanged = value === currentValue || (sameNames(held, listedNow) && standbyNames.count === count && standbyNames.kind === 'priority');
-    if (!unchanged) steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value}` });
-    const kept = unchanged && voters.length > 0 ? `Continue using old value of synchronous_standby_names="${value}". ` : '';
-    steps.push({ type: 'strictHold', log: `No active replication connections from Patroni members and synchronous_mode_strict is requested. ${kept}Commits will be delayed.` });
+    const unchanged =
+      value === currentValue ||
+      (sameNames(held, listedNow) && standbyNames.count === count && standbyNames.kind === 'priority');
+    if (!unchanged)
+      steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value}` });
+    const kept =
+      unchanged && voters.length > 0 ? `Continue using old value of synchronous_standby_names="${value}". ` : '';
+    steps.push({
+      type: 'strictHold',
+      log: `No active replication connections from Patroni members and synchronous_mode_strict is requested. ${kept}Commits will be delayed.`,
+    });
     return steps;
   }
   if (!strict && active.length === 0 && voters.length === 0 && (listedNow.length > 0 || standbyNames.count > 0)) {
-    steps.push({ type: 'setStandbyNames', value: '', log: 'Assigning synchronous_standby_names to an empty value: no standby can be synchronous' });
+    steps.push({
+      type: 'setStandbyNames',
+      value: '',
+      log: 'Assigning synchronous_standby_names to an empty value: no standby can be synchronous',
+    });
     return steps;
   }
 
@@ -74,15 +91,26 @@ export function planPriority(input: PriorityPlanInput): SyncStep[] {
 
   const keep = common(voters, confirmed);
   if (!sameNames(keep, voters)) {
-    steps.push({ type: 'writeSync', standbys: keep, quorum: 0, log: `Updating /sync key temporarily from ${listed(voters)} to ${listed(keep)}` });
+    steps.push({
+      type: 'writeSync',
+      standbys: keep,
+      quorum: 0,
+      log: `Updating /sync key temporarily from ${listed(voters)} to ${listed(keep)}`,
+    });
   }
   const value = formatStandbyNames(active, null, false);
-  if (value !== currentValue) steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value || "''"}` });
+  if (value !== currentValue)
+    steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value || "''"}` });
   // The placeholder never confirms: looking again for it would only delay each cycle.
   const awaited = active.filter((name) => name !== STRICT_PLACEHOLDER);
   if (awaited.length > 0 && !sameNames(confirmed, awaited)) steps.push({ type: 'recheck' });
   if (confirmed.length > 0 && !sameNames(confirmed, keep)) {
-    steps.push({ type: 'writeSync', standbys: confirmed, quorum: 0, log: `Synchronous standby status assigned to ${listed(confirmed)}` });
+    steps.push({
+      type: 'writeSync',
+      standbys: confirmed,
+      quorum: 0,
+      log: `Synchronous standby status assigned to ${listed(confirmed)}`,
+    });
   }
   return steps;
 }

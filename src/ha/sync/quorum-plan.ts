@@ -25,21 +25,44 @@ export function planQuorum(input: QuorumPlanInput): SyncStep[] {
     const listedStandbys = listedNow.filter((name) => name !== STRICT_PLACEHOLDER);
     const held = formatStandbyNames([...listedStandbys, STRICT_PLACEHOLDER], listedStandbys.length + 1, true);
     const steps: SyncStep[] = [];
-    if (held !== currentValue) steps.push({ type: 'setStandbyNames', value: held, log: `Assigning synchronous_standby_names to ${held}` });
-    steps.push({ type: 'strictHold', log: `synchronous_site_count is not met and synchronous_mode_strict is requested: no commit is acknowledged until a standby of the missing site confirms it. Commits will be delayed.` });
+    if (held !== currentValue)
+      steps.push({ type: 'setStandbyNames', value: held, log: `Assigning synchronous_standby_names to ${held}` });
+    steps.push({
+      type: 'strictHold',
+      log: `synchronous_site_count is not met and synchronous_mode_strict is requested: no commit is acknowledged until a standby of the missing site confirms it. Commits will be delayed.`,
+    });
     return steps;
   }
   if (input.leader === input.me && active.length < minimum) {
     const count = Math.max(minimum, voters.length - quorum);
     const value = formatStandbyNames(voters, count, true);
     const steps: SyncStep[] = [];
-    if (value !== currentValue) steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value}` });
-    const kept = value === currentValue && voters.length > 0 ? `Continue using old value of synchronous_standby_names="${value}". ` : '';
-    steps.push({ type: 'strictHold', log: `No active replication connections from Patroni members and synchronous_mode_strict is requested. ${kept}Commits will be delayed.` });
+    if (value !== currentValue)
+      steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value}` });
+    const kept =
+      value === currentValue && voters.length > 0
+        ? `Continue using old value of synchronous_standby_names="${value}". `
+        : '';
+    steps.push({
+      type: 'strictHold',
+      log: `No active replication connections from Patroni members and synchronous_mode_strict is requested. ${kept}Commits will be delayed.`,
+    });
     return steps;
   }
-  if (minimum === 0 && active.length === 0 && voters.length === 0 && (listedNow.length > 0 || standbyNames.count > 0) && currentValue !== '') {
-    return [{ type: 'setStandbyNames', value: '', log: 'Assigning synchronous_standby_names to an empty value: no standby can be synchronous' }];
+  if (
+    minimum === 0 &&
+    active.length === 0 &&
+    voters.length === 0 &&
+    (listedNow.length > 0 || standbyNames.count > 0) &&
+    currentValue !== ''
+  ) {
+    return [
+      {
+        type: 'setStandbyNames',
+        value: '',
+        log: 'Assigning synchronous_standby_names to an empty value: no standby can be synchronous',
+      },
+    ];
   }
   const transitions = quorumTransitions({
     leader: input.leader,
@@ -61,7 +84,13 @@ export function planQuorum(input: QuorumPlanInput): SyncStep[] {
     }
     if (transition.kind === 'dcs') {
       const log = `Setting leader to ${transition.leader}, quorum to ${transition.quorum} of (${transition.voters.join(', ')})`;
-      steps.push({ type: 'writeSync', leader: transition.leader, standbys: transition.voters, quorum: transition.quorum, log });
+      steps.push({
+        type: 'writeSync',
+        leader: transition.leader,
+        standbys: transition.voters,
+        quorum: transition.quorum,
+        log,
+      });
     } else {
       const value = formatStandbyNames(transition.sync, transition.numsync, true);
       steps.push({ type: 'setStandbyNames', value, log: `Assigning synchronous_standby_names to ${value}` });

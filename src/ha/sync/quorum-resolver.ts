@@ -67,7 +67,8 @@ function stopPromotionsThenResync(state: QuorumState): QuorumTransition[] {
   if (state.voters.length > 0 || !sameName(state.leader, state.leaderWanted)) {
     steps.push({ kind: 'dcs', leader: state.leaderWanted, quorum: 0, voters: [] });
   }
-  if (Math.min(state.numsync, sync.size) !== numsync || !sync.equals(active)) steps.push({ kind: 'ssn', numsync, sync: active.sorted() });
+  if (Math.min(state.numsync, sync.size) !== numsync || !sync.equals(active))
+    steps.push({ kind: 'ssn', numsync, sync: active.sorted() });
   // The voters come back on a later run, once the standbys are confirmed.
   return active.size > 0 ? [...steps, { kind: 'restart' }] : steps;
 }
@@ -78,19 +79,35 @@ class Names implements Iterable<string> {
   constructor(names: Iterable<string> = []) {
     for (const name of names) this.bySpelling.set(name.toLowerCase(), name);
   }
-  get size(): number { return this.bySpelling.size; }
-  [Symbol.iterator](): Iterator<string> { return this.bySpelling.values(); }
-  has(name: string): boolean { return this.bySpelling.has(name.toLowerCase()); }
-  union(other: Iterable<string>): Names { return new Names([...this, ...other]); }
+  get size(): number {
+    return this.bySpelling.size;
+  }
+  [Symbol.iterator](): Iterator<string> {
+    return this.bySpelling.values();
+  }
+  has(name: string): boolean {
+    return this.bySpelling.has(name.toLowerCase());
+  }
+  union(other: Iterable<string>): Names {
+    return new Names([...this, ...other]);
+  }
   minus(other: Iterable<string>): Names {
     const removed = new Names(other);
     return new Names([...this].filter((name) => !removed.has(name)));
   }
   /** Spelled as in `other`, as the reference's intersection is. */
-  intersect(other: Names): Names { return new Names([...other].filter((name) => this.has(name))); }
-  within(other: Names): boolean { return [...this].every((name) => other.has(name)); }
-  equals(other: Names): boolean { return this.size === other.size && this.within(other); }
-  sorted(): string[] { return [...this].sort(); }
+  intersect(other: Names): Names {
+    return new Names([...other].filter((name) => this.has(name)));
+  }
+  within(other: Names): boolean {
+    return [...this].every((name) => other.has(name));
+  }
+  equals(other: Names): boolean {
+    return this.size === other.size && this.within(other);
+  }
+  sorted(): string[] {
+    return [...this].sort();
+  }
 }
 
 const NOBODY = new Names();
@@ -139,14 +156,17 @@ class QuorumPlan {
     const streaming = this.sync.intersect(this.active).size;
     // That guess counts standbys that hold every commit, not which: once one of them leaves, the one left may lack
     // them (the model checker's quorum-gap invariant). A measured 0 stands.
-    if (this.confirmed === 0 && streaming > 0 && !this.state.confirmedMeasured) this.confirmed = Math.min(streaming, this.voters.size - this.quorum);
+    if (this.confirmed === 0 && streaming > 0 && !this.state.confirmedMeasured)
+      this.confirmed = Math.min(streaming, this.voters.size - this.quorum);
     yield* this.finishInterruptedChange();
     yield* this.dropGoneStandbys();
     yield* this.addNewStandbys();
     yield* this.applyReplicationFactor();
   }
 
-  private takingOver(): boolean { return !sameName(this.leader, this.state.leaderWanted); }
+  private takingOver(): boolean {
+    return !sameName(this.leader, this.state.leaderWanted);
+  }
   /** Why the current state could lose a commit, or null. */
   private violation(): string | null {
     const voters = this.voters.union([this.leader]);
@@ -192,9 +212,11 @@ class QuorumPlan {
         yield* this.writeDcs(voters.size - this.numsync, voters);
       }
       const syncOnly = this.sync.minus(this.voters);
-      if (syncOnly.size > 0) yield* this.setSsn(Math.min(this.numsync, this.sync.size - syncOnly.size), this.sync.minus(syncOnly));
+      if (syncOnly.size > 0)
+        yield* this.setSsn(Math.min(this.numsync, this.sync.size - syncOnly.size), this.sync.minus(syncOnly));
     }
-    if (!this.voters.equals(this.sync)) fail(`voters ${this.voters.sorted()} still differ from sync ${this.sync.sorted()}`);
+    if (!this.voters.equals(this.sync))
+      fail(`voters ${this.voters.sorted()} still differ from sync ${this.sync.sorted()}`);
 
     const nodes = this.voters.size;
     if (this.quorum + Math.min(this.numsync, this.confirmed) > nodes) {
@@ -204,7 +226,11 @@ class QuorumPlan {
       } else {
         yield* this.writeDcs(nodes - this.numsync, this.voters);
       }
-    } else if (this.numsync === this.state.syncWanted && this.quorum + this.numsync > nodes && this.numsync > this.confirmed) {
+    } else if (
+      this.numsync === this.state.syncWanted &&
+      this.quorum + this.numsync > nodes &&
+      this.numsync > this.confirmed
+    ) {
       yield* this.writeDcs(nodes - this.numsync, this.voters);
     }
   }

@@ -30,7 +30,11 @@ export function otherSiteCount(standbys: readonly Sited[], leaderSite: string | 
  * Priority mode (`FIRST n` over every listed standby): the best standby (first in `ordered`) of each of
  * the first `required` other sites met, and how many required sites have none.
  */
-export function siteRepresentatives<T extends Sited>(ordered: readonly T[], leaderSite: string | undefined, required: number): { representatives: T[]; missing: number } {
+export function siteRepresentatives<T extends Sited>(
+  ordered: readonly T[],
+  leaderSite: string | undefined,
+  required: number,
+): { representatives: T[]; missing: number } {
   const representatives = [...otherSites(ordered, leaderSite).values()].slice(0, required).map((group) => group[0]);
   return { representatives, missing: required - representatives.length };
 }
@@ -41,7 +45,11 @@ export function siteRepresentatives<T extends Sited>(ordered: readonly T[], lead
  * every one outside the other sites first, then the largest other sites: k is one more than
  * those plus the `required - 1` largest other sites.
  */
-export function quorumCountForSites(listed: readonly Sited[], leaderSite: string | undefined, required: number): number | null {
+export function quorumCountForSites(
+  listed: readonly Sited[],
+  leaderSite: string | undefined,
+  required: number,
+): number | null {
   const sizes = [...otherSites(listed, leaderSite).values()].map((group) => group.length).sort((a, b) => b - a);
   if (sizes.length < required) return null;
   const elsewhere = sizes.reduce((sum, size) => sum + size, 0);
@@ -67,7 +75,11 @@ export function holdForSites(
 ): { names: string[]; count: number } {
   if (required <= 0) return { names, count };
   const listed = names.map((name) => ({ name, site: siteOf(name) }));
-  const k = quorum ? quorumCountForSites(listed, leaderSite, required) : otherSiteCount(listed, leaderSite) >= required ? count : null;
+  const k = quorum
+    ? quorumCountForSites(listed, leaderSite, required)
+    : otherSiteCount(listed, leaderSite) >= required
+      ? count
+      : null;
   if (k !== null) return { names, count: Math.max(count, k) };
   return strict ? { names: [...names, placeholder], count: names.length + 1 } : { names, count };
 }

@@ -34,7 +34,11 @@ export class SiteRuleWatch {
       : `commits are acknowledged by standbys of the sites reachable now (set synchronous_mode_strict to make them wait)`;
     const log = `synchronous_site_count ${required} is not met: ${picked.sitesMissing} of the required site(s) ${where} have no eligible synchronous standby; ${outcome}`;
     this.logger.warning(log);
-    this.events.recordCluster('sync.sites_unmet', log, { required, missing: picked.sitesMissing, strict: config.synchronous_mode_strict });
+    this.events.recordCluster('sync.sites_unmet', log, {
+      required,
+      missing: picked.sitesMissing,
+      strict: config.synchronous_mode_strict,
+    });
   }
 
   /** A new term: the first cycle says again where the rule stands, if it is unmet. */

@@ -59,7 +59,8 @@ export function syncCandidates(leaderName: string, cluster: ClusterView, sample:
   const members = new Map<string, Member>();
   for (const member of cluster.members) {
     const key = member.name.toLowerCase();
-    if (member.data.state === 'running' && !isNoSync(member.data.tags) && streamingFromMe.has(key)) members.set(key, member);
+    if (member.data.state === 'running' && !isNoSync(member.data.tags) && streamingFromMe.has(key))
+      members.set(key, member);
   }
   const seen = new Set<string>();
   const candidates: SyncCandidate[] = [];
@@ -108,13 +109,18 @@ export function streamingPositions(sample: PostgresSample): StandbyPosition[] {
  */
 export function quorumAcknowledgedPosition(standbys: StandbyPosition[], listed: string[], count: number): number {
   const names = new Set(listed.map((name) => name.toLowerCase()));
-  const positions = standbys.filter((s) => names.has(s.name.toLowerCase())).map((s) => s.lsn).sort((a, b) => b - a);
+  const positions = standbys
+    .filter((s) => names.has(s.name.toLowerCase()))
+    .map((s) => s.lsn)
+    .sort((a, b) => b - a);
   return count > 0 && positions.length >= count ? positions[count - 1] : 0;
 }
 
 /** The leader's own `site`, from its member key: undefined without one (or without the key). */
 export function leaderSiteOf(cluster: ClusterView, leaderName: string): string | undefined {
-  return cluster.members.find((member) => member.name.toLowerCase() === leaderName.toLowerCase())?.data.site || undefined;
+  return (
+    cluster.members.find((member) => member.name.toLowerCase() === leaderName.toLowerCase())?.data.site || undefined
+  );
 }
 
 /**
@@ -130,13 +136,22 @@ export function pickSynchronous(
   candidates: SyncCandidate[],
   ready: ReadonlySet<string>,
   leaderFlushLsn: number,
-  config: Pick<EffectiveDynamicConfig, 'synchronous_mode' | 'synchronous_node_count' | 'maximum_lag_on_syncnode' | 'synchronous_site_count' | 'synchronous_mode_strict'>,
+  config: Pick<
+    EffectiveDynamicConfig,
+    | 'synchronous_mode'
+    | 'synchronous_node_count'
+    | 'maximum_lag_on_syncnode'
+    | 'synchronous_site_count'
+    | 'synchronous_mode_strict'
+  >,
   acknowledgedUpTo = 0,
   leaderSite?: string,
 ): SyncCandidates {
   const quorum = config.synchronous_mode === 'quorum';
   const maxLsn = candidates.length > 1 ? Math.max(...candidates.map((c) => c.lsn)) : leaderFlushLsn;
-  const withinLag = candidates.filter((c) => !(config.maximum_lag_on_syncnode > 0 && maxLsn - c.lsn > config.maximum_lag_on_syncnode));
+  const withinLag = candidates.filter(
+    (c) => !(config.maximum_lag_on_syncnode > 0 && maxLsn - c.lsn > config.maximum_lag_on_syncnode),
+  );
   const requiredSites = config.synchronous_site_count ?? 0;
   let ordered = withinLag;
   let sitesMissing = 0;
@@ -170,6 +185,7 @@ export function pickSynchronous(
     else syncWanted = Math.max(syncWanted, forSites);
   }
   // Strict priority mode: a standby nobody is waits in the list for the missing site (with none listed, planPriority holds on its own).
-  if (sitesMissing > 0 && !quorum && config.synchronous_mode_strict && active.length > 0) active.push(STRICT_PLACEHOLDER);
+  if (sitesMissing > 0 && !quorum && config.synchronous_mode_strict && active.length > 0)
+    active.push(STRICT_PLACEHOLDER);
   return { active, confirmed, sitesMissing, syncWanted };
 }

@@ -24,7 +24,9 @@ export function racePeers(s: HaSnapshot): PeerReading[] {
 
 /** In synchronous mode the former leader may be reachable and ahead: it does not bar the race. */
 export function isFormerSyncLeader(s: HaSnapshot, name: string): boolean {
-  return synchronousModeActive(s.config, s.cluster) && s.cluster!.sync!.value.leader?.toLowerCase() === name.toLowerCase();
+  return (
+    synchronousModeActive(s.config, s.cluster) && s.cluster!.sync!.value.leader?.toLowerCase() === name.toLowerCase()
+  );
 }
 
 /**
@@ -44,7 +46,8 @@ export function quorumVerdict(s: HaSnapshot, ownWal: number): { ok: boolean; rea
     if (wal > ownWal) ahead++;
     else if (wal > 0 && syncNames(sync, peer.name, true)) votes++;
   }
-  if (votes >= quorum || (ahead === 0 && sync.leader === s.local.name)) return { ok: true, reason: `quorum reached: ${votes} vote(s) of ${quorum} needed` };
+  if (votes >= quorum || (ahead === 0 && sync.leader === s.local.name))
+    return { ok: true, reason: `quorum reached: ${votes} vote(s) of ${quorum} needed` };
   return { ok: false, reason: `quorum not reached: ${Math.max(votes, 0)} vote(s) of ${quorum} needed` };
 }
 

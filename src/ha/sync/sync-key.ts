@@ -15,7 +15,11 @@ export function syncStandbysOf(sync: SyncState | null | undefined): string[] {
 }
 
 /** Whether `/sync` names `name` as a synchronous standby, or as its leader with `includeLeader`; case-insensitive, as the reference. */
-export function syncNames(sync: SyncState | null | undefined, name: string | null | undefined, includeLeader = false): boolean {
+export function syncNames(
+  sync: SyncState | null | undefined,
+  name: string | null | undefined,
+  includeLeader = false,
+): boolean {
   if (!name || !sync?.leader) return false;
   const wanted = name.toLowerCase();
   if (includeLeader && sync.leader.toLowerCase() === wanted) return true;

@@ -11,7 +11,14 @@ import { planQuorum } from './quorum-plan';
 import { SyncReadiness } from './readiness';
 import { holdForSites } from './site-placement';
 import { SiteRuleWatch } from './site-rule-watch';
-import { leaderSiteOf, pickSynchronous, quorumAcknowledgedPosition, streamingPositions, SyncCandidates, syncCandidates } from './sync-candidates';
+import {
+  leaderSiteOf,
+  pickSynchronous,
+  quorumAcknowledgedPosition,
+  streamingPositions,
+  SyncCandidates,
+  syncCandidates,
+} from './sync-candidates';
 import { syncKeyValue, syncQuorumOf, syncStandbysOf } from './sync-key';
 
 export interface SyncReplicationDeps {
@@ -55,7 +62,11 @@ export class SyncReplication {
    * server gets the placeholder that lets no commit through: it matters only if it is promoted,
    * and a promotion decides first.
    */
-  standbyNamesFor(config: EffectiveDynamicConfig, sample: PostgresSample | null, lockHeld: boolean): string | undefined {
+  standbyNamesFor(
+    config: EffectiveDynamicConfig,
+    sample: PostgresSample | null,
+    lockHeld: boolean,
+  ): string | undefined {
     if (config.synchronous_mode === 'off') return undefined;
     if (lockHeld && this.decided !== null) return this.decided;
     if (sample && !sample.inRecovery) return sample.synchronousStandbyNames;
@@ -77,10 +88,17 @@ export class SyncReplication {
     let revision: Revision = cluster.sync?.modRevision ?? 'absent';
     let sync: SyncState | null = cluster.sync?.value ?? null;
     if (!sync?.leader || sync.leader !== name) {
-      if (sync?.leader && config.synchronous_mode !== 'quorum') logger.warning(`Inconsistent state of /sync key detected, leader = ${sync.leader} doesn't match ${name}, updating synchronous replication key`);
+      if (sync?.leader && config.synchronous_mode !== 'quorum')
+        logger.warning(
+          `Inconsistent state of /sync key detected, leader = ${sync.leader} doesn't match ${name}, updating synchronous replication key`,
+        );
       // In quorum mode the resolver moves leadership of the key itself, keeping its quorum.
       if (!sync?.leader || config.synchronous_mode !== 'quorum') {
-        const written = await this.writeSync(syncKeyValue(name, []), revision, sync?.leader ? 'took over the synchronous replication key' : 'Enabled synchronous replication');
+        const written = await this.writeSync(
+          syncKeyValue(name, []),
+          revision,
+          sync?.leader ? 'took over the synchronous replication key' : 'Enabled synchronous replication',
+        );
         if (written === null) return;
         revision = written;
         sync = syncKeyValue(name, []);
@@ -119,9 +137,19 @@ export class SyncReplication {
     const sync = cluster.sync?.value ?? null;
     const members = sync?.leader ? [sync.leader, ...syncStandbysOf(sync)] : [];
     const others = members.filter((member) => member.toLowerCase() !== name.toLowerCase());
-    const siteOf = (member: string) => cluster.members.find((m) => m.name.toLowerCase() === member.toLowerCase())?.data.site;
+    const siteOf = (member: string) =>
+      cluster.members.find((m) => m.name.toLowerCase() === member.toLowerCase())?.data.site;
     const sites = (names: string[], count: number, quorum: boolean) =>
-      holdForSites(names, count, quorum, config.synchronous_mode_strict, siteOf, leaderSiteOf(cluster, name), config.synchronous_site_count, STRICT_PLACEHOLDER);
+      holdForSites(
+        names,
+        count,
+        quorum,
+        config.synchronous_mode_strict,
+        siteOf,
+        leaderSiteOf(cluster, name),
+        config.synchronous_site_count,
+        STRICT_PLACEHOLDER,
+      );
     if (config.synchronous_mode === 'quorum') {
       const quorum = syncQuorumOf(sync);
       const wasVoter = members.some((member) => member.toLowerCase() === name.toLowerCase());
@@ -131,14 +159,27 @@ export class SyncReplication {
       return true;
     }
     const keep = config.synchronous_mode_strict ? others : [];
-    const written = await this.writeSync(syncKeyValue(name, keep), cluster.sync?.modRevision ?? 'absent', `before promotion: synchronous standbys ${keep.join(', ') || 'none'}`);
+    const written = await this.writeSync(
+      syncKeyValue(name, keep),
+      cluster.sync?.modRevision ?? 'absent',
+      `before promotion: synchronous standbys ${keep.join(', ') || 'none'}`,
+    );
     if (written === null) return false;
     const held = config.synchronous_mode_strict ? sites(keep, keep.length, false) : { names: keep, count: keep.length };
-    this.decided = formatStandbyNames(held.names, config.synchronous_mode_strict && held.names.length === 0 ? 1 : null, false);
+    this.decided = formatStandbyNames(
+      held.names,
+      config.synchronous_mode_strict && held.names.length === 0 ? 1 : null,
+      false,
+    );
     return true;
   }
 
-  private plan(sync: SyncState, sample: PostgresSample, picked: SyncCandidates, config: EffectiveDynamicConfig): SyncStep[] {
+  private plan(
+    sync: SyncState,
+    sample: PostgresSample,
+    picked: SyncCandidates,
+    config: EffectiveDynamicConfig,
+  ): SyncStep[] {
     const { active, confirmed, sitesMissing } = picked;
     let standbyNames;
     try {
@@ -162,11 +203,24 @@ export class SyncReplication {
         sitesMissing,
       });
     }
-    return planPriority({ voters: syncStandbysOf(sync), currentValue: sample.synchronousStandbyNames, standbyNames, active, confirmed, strict: config.synchronous_mode_strict, sitesMissing });
+    return planPriority({
+      voters: syncStandbysOf(sync),
+      currentValue: sample.synchronousStandbyNames,
+      standbyNames,
+      active,
+      confirmed,
+      strict: config.synchronous_mode_strict,
+      sitesMissing,
+    });
   }
 
   /** Carries the steps out in order; null when a `/sync` write failed (someone else changed it: next cycle). */
-  private async carryOut(steps: SyncStep[], sync: SyncState, revision: Revision, config: EffectiveDynamicConfig): Promise<{ sync: SyncState; revision: Revision } | null> {
+  private async carryOut(
+    steps: SyncStep[],
+    sync: SyncState,
+    revision: Revision,
+    config: EffectiveDynamicConfig,
+  ): Promise<{ sync: SyncState; revision: Revision } | null> {
     const { logger } = this.deps;
     let holding = false;
     for (const step of steps) {
@@ -215,7 +269,9 @@ export class SyncReplication {
       const sample = await takeSample();
       if (sample?.synchronousStandbyNames === value) return;
       if (clock.monotonic() >= deadline) {
-        logger.warning(`synchronous_standby_names is not yet ${JSON.stringify(value)} ${RELOAD_WAIT_MS} ms after the reload`);
+        logger.warning(
+          `synchronous_standby_names is not yet ${JSON.stringify(value)} ${RELOAD_WAIT_MS} ms after the reload`,
+        );
         return;
       }
     }
@@ -252,7 +308,8 @@ export class SyncReplication {
   private async nudgeWal(): Promise<void> {
     await this.deps.query
       .query(`DO $$ BEGIN SET LOCAL synchronous_commit = 'off'; PERFORM pg_catalog.pg_current_xact_id(); END $$`)
-      .catch((error) => this.deps.logger.warning(`could not write WAL for the synchronous standbys to confirm: ${errorText(error)}`));
+      .catch((error) =>
+        this.deps.logger.warning(`could not write WAL for the synchronous standbys to confirm: ${errorText(error)}`),
+      );
   }
 }
-

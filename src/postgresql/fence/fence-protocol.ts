@@ -124,7 +124,14 @@ export function fencePaths(stateDir: string) {
 export interface FenceJournalEntry {
   /** Epoch ms. */
   at: number;
-  step: 'agent_lost' | 'agent_back' | 'stopping_postgres' | 'postgres_stopped' | 'lease_revoked' | 'lease_revoke_failed' | 'postmaster_adopted';
+  step:
+    | 'agent_lost'
+    | 'agent_back'
+    | 'stopping_postgres'
+    | 'postgres_stopped'
+    | 'lease_revoked'
+    | 'lease_revoke_failed'
+    | 'postmaster_adopted';
   detail: string;
 }
 

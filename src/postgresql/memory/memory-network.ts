@@ -48,7 +48,10 @@ export class MemoryPostgresNetwork implements ServerNetwork<MemoryPostgresServer
   /** The running replicas streaming from `upstream` now. */
   downstreamsOf(upstream: MemoryPostgresServer): MemoryPostgresServer[] {
     return [...this.servers.values()].filter(
-      (server) => server.postmaster?.streaming && server.postmaster.upstream && this.resolve(server.postmaster.upstream) === upstream,
+      (server) =>
+        server.postmaster?.streaming &&
+        server.postmaster.upstream &&
+        this.resolve(server.postmaster.upstream) === upstream,
     );
   }
 

@@ -65,7 +65,10 @@ export class MemoryPostgresProcess implements PostgresProcess {
   }
 
   async initdb(): Promise<void> {
-    this.refuseExistingCluster('initdb -D', `initdb: error: directory "${this.server.dataDirPath}" exists but is not empty`);
+    this.refuseExistingCluster(
+      'initdb -D',
+      `initdb: error: directory "${this.server.dataDirPath}" exists but is not empty`,
+    );
     this.server.takeFailure('initdb', (message) => new PostgresCommandError('initdb -D', 1, message));
     this.createCluster();
   }
@@ -93,15 +96,24 @@ export class MemoryPostgresProcess implements PostgresProcess {
       this.server.cluster = null;
       this.server.dataDir = 'empty';
     }
-    this.server.takeFailure('createReplica', (message) => new PostgresCommandError(`replica method ${method.name}`, 1, message));
-    if (!source) throw new PostgresCommandError(`replica method ${method.name}`, 1, 'no backup to restore in memory without a member to copy');
+    this.server.takeFailure(
+      'createReplica',
+      (message) => new PostgresCommandError(`replica method ${method.name}`, 1, message),
+    );
+    if (!source)
+      throw new PostgresCommandError(
+        `replica method ${method.name}`,
+        1,
+        'no backup to restore in memory without a member to copy',
+      );
     return this.basebackup(source);
   }
 
   /** Copies the upstream's cluster (system identifier, timeline, history, WAL) after a fast checkpoint on it; slots stay behind. */
   async basebackup(source: UpstreamNode): Promise<void> {
     this.server.tick();
-    if (this.server.cluster) throw new PostgresCommandError('pg_basebackup', null, `data directory ${this.server.dataDirPath} is not empty`);
+    if (this.server.cluster)
+      throw new PostgresCommandError('pg_basebackup', null, `data directory ${this.server.dataDirPath} is not empty`);
     this.server.dataDir = 'empty';
     const fail = (message: string) => new PostgresCommandError('pg_basebackup -D', 1, message);
     this.server.takeFailure('basebackup', fail);
@@ -109,7 +121,9 @@ export class MemoryPostgresProcess implements PostgresProcess {
     const from = upstream?.cluster;
     if (!upstream || !from) throw fail(`pg_basebackup: error: ${connectionRefused(source)}`);
     if (!from.replicationRole) {
-      throw fail(`pg_basebackup: error: connection to server at "${source.host}", port ${source.port} failed: FATAL:  password authentication failed for user "${this.server.replicationUser}"`);
+      throw fail(
+        `pg_basebackup: error: connection to server at "${source.host}", port ${source.port} failed: FATAL:  password authentication failed for user "${this.server.replicationUser}"`,
+      );
     }
     upstream.checkpointNow();
     this.server.cluster = {
@@ -135,12 +149,17 @@ export class MemoryPostgresProcess implements PostgresProcess {
     this.server.tick();
     const fail = (message: string) => new PostgresCommandError('pg_rewind', 1, message);
     const target = this.server.cluster;
-    if (!target) throw fail(`pg_rewind: error: could not open file "${this.server.dataDirPath}/global/pg_control" for reading: No such file or directory`);
-    if (this.server.postmaster || !target.clusterState.startsWith('shut down')) throw fail('pg_rewind: error: target server must be shut down cleanly');
+    if (!target)
+      throw fail(
+        `pg_rewind: error: could not open file "${this.server.dataDirPath}/global/pg_control" for reading: No such file or directory`,
+      );
+    if (this.server.postmaster || !target.clusterState.startsWith('shut down'))
+      throw fail('pg_rewind: error: target server must be shut down cleanly');
     this.server.takeFailure('rewind', fail);
     const from = this.server.network.connect(this.server, source)?.cluster;
     if (!from) throw fail(`pg_rewind: error: could not connect to server: ${connectionRefused(source)}`);
-    if (from.systemIdentifier !== target.systemIdentifier) throw fail('pg_rewind: error: source and target clusters are from different systems');
+    if (from.systemIdentifier !== target.systemIdentifier)
+      throw fail('pg_rewind: error: source and target clusters are from different systems');
     const divergence = divergencePoint(target, from);
     if (divergence === null || target.walEnd <= divergence) return 'not_needed';
     const common = target.checkpointRecords.filter((record) => record.lsn < divergence).at(-1) ?? target.checkpoint;
@@ -159,10 +178,15 @@ export class MemoryPostgresProcess implements PostgresProcess {
     this.server.tick();
     const fail = (message: string) => new PostgresCommandError('postgres --single', 1, message);
     if (this.server.postmaster) {
-      throw new PostgresCommandError('postgres --single', null, `a postmaster (pid ${this.server.pid}) still runs on ${this.server.dataDirPath}`);
+      throw new PostgresCommandError(
+        'postgres --single',
+        null,
+        `a postmaster (pid ${this.server.pid}) still runs on ${this.server.dataDirPath}`,
+      );
     }
     const cluster = this.server.cluster;
-    if (!cluster) throw fail(`postgres: could not access directory "${this.server.dataDirPath}": No such file or directory`);
+    if (!cluster)
+      throw fail(`postgres: could not access directory "${this.server.dataDirPath}": No such file or directory`);
     this.server.takeFailure('crashRecovery', fail);
     cluster.replayLsn = cluster.walEnd;
     this.server.checkpointNow();
@@ -171,14 +195,16 @@ export class MemoryPostgresProcess implements PostgresProcess {
 
   async removeDataDir(): Promise<void> {
     this.server.tick();
-    if (this.server.postmaster) throw new Error(`cannot remove ${this.server.dataDirPath}: postmaster ${this.server.pid} is running`);
+    if (this.server.postmaster)
+      throw new Error(`cannot remove ${this.server.dataDirPath}: postmaster ${this.server.pid} is running`);
     this.server.dataDir = 'missing';
     this.server.cluster = null;
   }
 
   async configure(settings: PostgresSettings): Promise<void> {
     const cluster = this.server.cluster;
-    if (!cluster) throw new Error(`ENOENT: no such file or directory, open '${this.server.dataDirPath}/postgresql.conf'`);
+    if (!cluster)
+      throw new Error(`ENOENT: no such file or directory, open '${this.server.dataDirPath}/postgresql.conf'`);
     cluster.settings = copySettings(settings);
     cluster.standbySignal = settings.role === 'replica';
   }
@@ -187,8 +213,10 @@ export class MemoryPostgresProcess implements PostgresProcess {
   async start(_timeoutMs: number): Promise<{ pid: number }> {
     this.server.tick();
     const running = this.server.pid;
-    if (running !== null && running === this.attachedPid) throw new Error(`postgres already runs under this agent's fence (pid ${running})`);
-    if (running !== null) throw new Error(`a fence already runs postgres (pid ${running}) for ${this.server.dataDirPath}: adopt it`);
+    if (running !== null && running === this.attachedPid)
+      throw new Error(`postgres already runs under this agent's fence (pid ${running})`);
+    if (running !== null)
+      throw new Error(`a fence already runs postgres (pid ${running}) for ${this.server.dataDirPath}: adopt it`);
     const asPrimary = this.server.cluster?.standbySignal === false;
     this.attachedPid = this.server.startPostmaster();
     if (this.wantedDeadline !== null && asPrimary) this.armFence(this.wantedDeadline);
@@ -225,7 +253,8 @@ export class MemoryPostgresProcess implements PostgresProcess {
     this.server.tick();
     const fail = (message: string) => new PostgresCommandError('pg_ctl promote', 1, message);
     const postmaster = this.server.postmaster;
-    if (!postmaster) throw fail(`pg_ctl: PID file "${this.server.dataDirPath}/postmaster.pid" does not exist\nIs server running?`);
+    if (!postmaster)
+      throw fail(`pg_ctl: PID file "${this.server.dataDirPath}/postmaster.pid" does not exist\nIs server running?`);
     if (!postmaster.inRecovery) throw fail('pg_ctl: cannot promote server; server is not in standby mode');
     this.server.takeFailure('promote', fail);
     if (postmaster.frozen) throw new Error(`postgres still in recovery ${timeoutMs} ms after pg_ctl promote`);
@@ -261,7 +290,10 @@ export class MemoryPostgresProcess implements PostgresProcess {
     const postmaster = this.server.postmaster;
     const attached = postmaster !== null && postmaster !== undefined && postmaster.pid === this.attachedPid;
     const { clock } = this.server.network;
-    const deadline = attached && postmaster.fenceDeadline !== null ? clock.now() + (postmaster.fenceDeadline - clock.monotonic()) : null;
+    const deadline =
+      attached && postmaster.fenceDeadline !== null
+        ? clock.now() + (postmaster.fenceDeadline - clock.monotonic())
+        : null;
     return { connected: attached, deadline };
   }
 
@@ -345,7 +377,11 @@ function copyWal(from: MemoryCluster) {
 
 function copySettings(settings: PostgresSettings | null): PostgresSettings | null {
   if (!settings) return null;
-  return { ...settings, upstream: settings.upstream ? { ...settings.upstream } : settings.upstream, parameters: { ...settings.parameters } };
+  return {
+    ...settings,
+    upstream: settings.upstream ? { ...settings.upstream } : settings.upstream,
+    parameters: { ...settings.parameters },
+  };
 }
 
 function connectionRefused(node: UpstreamNode): string {

@@ -41,7 +41,8 @@ export class MemoryPostgresQuery implements PostgresQuery {
       walPosition: inRecovery ? Math.max(receivedLsn ?? 0, replayedLsn ?? 0) : cluster.walEnd,
       receivedLsn,
       replayedLsn,
-      replayedTimestamp: inRecovery && cluster.replayedCommitAt !== null ? pythonTimestamp(cluster.replayedCommitAt) : null,
+      replayedTimestamp:
+        inRecovery && cluster.replayedCommitAt !== null ? pythonTimestamp(cluster.replayedCommitAt) : null,
       replayPaused: inRecovery && postmaster.replayPaused,
       replicationState: postmaster.streaming ? 'streaming' : null,
       latestEndLsn: inRecovery ? postmaster.latestEndLsn : null,
@@ -64,7 +65,9 @@ export class MemoryPostgresQuery implements PostgresQuery {
     const { cluster } = await this.connected('syncPhysicalSlots');
     const invalid = names.find((name) => !SLOT_NAME.test(name));
     if (invalid !== undefined) throw new Error(`replication slot name "${invalid}" contains invalid character`);
-    const inUse = new Set(this.server.network.downstreamsOf(this.server).map((replica) => replica.postmaster?.slotName));
+    const inUse = new Set(
+      this.server.network.downstreamsOf(this.server).map((replica) => replica.postmaster?.slotName),
+    );
     const changes: SlotChanges = { created: names.filter((name) => !cluster.slots.has(name)), dropped: [] };
     for (const name of names) cluster.slots.add(name);
     for (const slot of [...cluster.slots]) {
@@ -80,7 +83,9 @@ export class MemoryPostgresQuery implements PostgresQuery {
   /** The in-memory server keeps no slot positions: every slot holds the current WAL position. */
   async physicalSlotPositions(names: string[]): Promise<Record<string, number>> {
     const { cluster } = await this.connected('query');
-    return Object.fromEntries(names.filter((name) => cluster.slots.has(name)).map((name) => [name, this.server.walPosition ?? 0]));
+    return Object.fromEntries(
+      names.filter((name) => cluster.slots.has(name)).map((name) => [name, this.server.walPosition ?? 0]),
+    );
   }
 
   async advanceSlots(): Promise<void> {
@@ -91,7 +96,9 @@ export class MemoryPostgresQuery implements PostgresQuery {
   async dropIdleSlots(names: string[], type: 'physical' | 'logical', holdingXmin = false): Promise<string[]> {
     const { cluster } = await this.connected('query');
     if (type === 'logical' || holdingXmin) return [];
-    const inUse = new Set(this.server.network.downstreamsOf(this.server).map((replica) => replica.postmaster?.slotName));
+    const inUse = new Set(
+      this.server.network.downstreamsOf(this.server).map((replica) => replica.postmaster?.slotName),
+    );
     const dropped = names.filter((name) => cluster.slots.has(name) && !inUse.has(name));
     for (const name of dropped) cluster.slots.delete(name);
     return dropped;
@@ -123,7 +130,8 @@ export class MemoryPostgresQuery implements PostgresQuery {
     const custom = this.answers.find((answer) => answer.pattern.test(sql));
     if (custom) return custom.rows(params) as T[];
     const readFile = /pg_read_file\s*\(\s*(?:\$1|'([^']*)')\s*\)(?:\s+AS\s+(\w+))?/i.exec(sql);
-    if (readFile) return [{ [readFile[2] ?? 'pg_read_file']: readHistoryFile(cluster, readFile[1] ?? String(params[0])) }] as T[];
+    if (readFile)
+      return [{ [readFile[2] ?? 'pg_read_file']: readHistoryFile(cluster, readFile[1] ?? String(params[0])) }] as T[];
     if (/^\s*SELECT\s+1\s*;?\s*$/i.test(sql)) return [{ '?column?': 1 }] as T[];
     // The synchronous standbys' nudge: a transaction id, some WAL.
     if (/pg_current_xact_id\(\)/.test(sql) && !postmaster.inRecovery) {
@@ -136,7 +144,9 @@ export class MemoryPostgresQuery implements PostgresQuery {
   async close(): Promise<void> {}
 
   /** A connection that answers, as the real adapter would get one, or the error it would get instead. */
-  private async connected(operation: FailableOperation): Promise<{ postmaster: MemoryPostmaster; cluster: MemoryCluster }> {
+  private async connected(
+    operation: FailableOperation,
+  ): Promise<{ postmaster: MemoryPostmaster; cluster: MemoryCluster }> {
     this.server.tick();
     if (this.server.postmaster?.frozen === 'timeout') throw new Error('Query read timeout');
     await this.server.whenResponsive();
@@ -154,7 +164,10 @@ export class MemoryPostgresQuery implements PostgresQuery {
 function readHistoryFile(cluster: MemoryCluster, file: string): string {
   const match = /^pg_wal\/([0-9A-F]{8})\.history$/.exec(file);
   const history = match ? historyFileOf(cluster, parseInt(match[1], 16)) : null;
-  if (!history) throw Object.assign(new Error(`could not open file "${file}" for reading: No such file or directory`), { code: '58P01' });
+  if (!history)
+    throw Object.assign(new Error(`could not open file "${file}" for reading: No such file or directory`), {
+      code: '58P01',
+    });
   return renderHistory(history);
 }
 

@@ -119,7 +119,12 @@ export class MemoryPostgresServer {
     if (!this.postmaster) throw new Error(`${this.name}: nothing to crash, postgres is not running`);
     this.log.push(...(options.log ?? []));
     const code = options.code ?? null;
-    this.endPostmaster({ code, signal: code === null ? (options.signal ?? 'SIGKILL') : null, requested: false, fenced: false });
+    this.endPostmaster({
+      code,
+      signal: code === null ? (options.signal ?? 'SIGKILL') : null,
+      requested: false,
+      fenced: false,
+    });
   }
 
   /** Like SIGSTOP: queries fail with a timeout (or hang until `thaw`), the server stops streaming and accepting connections. */
@@ -182,7 +187,8 @@ export class MemoryPostgresServer {
 
   /** The postmaster starts and runs recovery; throws PostgresCommandError with its log tail when it exits instead. */
   startPostmaster(): number {
-    if (this.postmaster) throw new Error(`${this.name}: a postmaster (pid ${this.postmaster.pid}) already runs on ${this.dataDirPath}`);
+    if (this.postmaster)
+      throw new Error(`${this.name}: a postmaster (pid ${this.postmaster.pid}) already runs on ${this.dataDirPath}`);
     const pid = this.network.nextPid();
     const line = (text: string) => this.log.push(`${postgresLogTime(this.network.clock.now())} [${pid}] ${text}`);
     const fail = (lines: string[]): never => {
@@ -190,7 +196,9 @@ export class MemoryPostgresServer {
       line('LOG:  database system is shut down');
       throw new PostgresCommandError('postgres', 1, this.log.slice(-8).join('\n'));
     };
-    line(`LOG:  starting PostgreSQL ${Math.floor(this.serverVersion / 10000)}.${this.serverVersion % 10000} (simulated)`);
+    line(
+      `LOG:  starting PostgreSQL ${Math.floor(this.serverVersion / 10000)}.${this.serverVersion % 10000} (simulated)`,
+    );
     const cluster = this.cluster;
     if (!cluster) fail([`FATAL:  "${this.dataDirPath}" is not a valid data directory`]);
     this.takeFailure('start', (message) => fail(message.split('\n')));
@@ -206,8 +214,10 @@ export class MemoryPostgresServer {
     const settings = c.settings;
     // The newest timeline's history file reaches a replica from its upstream: with none answering, it starts and waits.
     const upstream = c.standbySignal && settings?.upstream ? this.network.connect(this, settings.upstream) : null;
-    const fork = upstream?.cluster && upstream.cluster.systemIdentifier === c.systemIdentifier
-      ? forkBeforeCheckpoint(c.checkpoint.timeline, c.checkpoint.lsn, upstream.cluster) : null;
+    const fork =
+      upstream?.cluster && upstream.cluster.systemIdentifier === c.systemIdentifier
+        ? forkBeforeCheckpoint(c.checkpoint.timeline, c.checkpoint.lsn, upstream.cluster)
+        : null;
     if (fork !== null) {
       fail([
         `FATAL:  requested timeline ${upstream!.cluster!.timeline} is not a child of this server's history`,
@@ -221,9 +231,19 @@ export class MemoryPostgresServer {
     line(`LOG:  database system was ${recovering ? 'interrupted' : 'shut down'} at ${formatLsn(c.checkpoint.lsn)}`);
     const parameters = renderParameters(settings?.parameters ?? {});
     this.postmaster = {
-      pid, startedAt: this.network.clock.now(), inRecovery: c.standbySignal, parameters, pendingRestart: {},
-      upstream: c.standbySignal ? (settings?.upstream ?? null) : null, slotName: c.standbySignal ? (settings?.slotName ?? null) : null,
-      fenceDeadline: null, streaming: false, received: false, latestEndLsn: null, replayPaused: false, frozen: null,
+      pid,
+      startedAt: this.network.clock.now(),
+      inRecovery: c.standbySignal,
+      parameters,
+      pendingRestart: {},
+      upstream: c.standbySignal ? (settings?.upstream ?? null) : null,
+      slotName: c.standbySignal ? (settings?.slotName ?? null) : null,
+      fenceDeadline: null,
+      streaming: false,
+      received: false,
+      latestEndLsn: null,
+      replayPaused: false,
+      frozen: null,
     };
     if (c.standbySignal) {
       c.clusterState = 'in archive recovery';
@@ -274,7 +294,12 @@ export class MemoryPostgresServer {
     const postmaster = this.postmaster;
     if (!postmaster || postmaster.fenceDeadline === null || now < postmaster.fenceDeadline) return;
     this.log.push(`${postgresLogTime(now)} [${postmaster.pid}] LOG:  received immediate shutdown request`);
-    this.endPostmaster({ code: postmaster.frozen ? null : 0, signal: postmaster.frozen ? 'SIGKILL' : null, requested: false, fenced: true });
+    this.endPostmaster({
+      code: postmaster.frozen ? null : 0,
+      signal: postmaster.frozen ? 'SIGKILL' : null,
+      requested: false,
+      fenced: true,
+    });
   }
 
   /** End of recovery after `pg_ctl promote`: replays what was received, then writes on timeline + 1. */
@@ -303,13 +328,19 @@ export class MemoryPostgresServer {
     const postmaster = this.postmaster;
     const cluster = this.cluster;
     if (!postmaster?.inRecovery || !cluster) return false;
-    const upstream = postmaster.upstream && !this.streamingPaused && !postmaster.frozen ? this.network.connect(this, postmaster.upstream) : null;
+    const upstream =
+      postmaster.upstream && !this.streamingPaused && !postmaster.frozen
+        ? this.network.connect(this, postmaster.upstream)
+        : null;
     return receiveAndReplay(cluster, postmaster, upstream?.cluster ?? null);
   }
 
   /** pg_stat_replication: the servers streaming from this one now. */
   replicationConnections(): ReplicationConnection[] {
-    return replicationRows(this.network.downstreamsOf(this), this.postmaster?.parameters.synchronous_standby_names ?? '');
+    return replicationRows(
+      this.network.downstreamsOf(this),
+      this.postmaster?.parameters.synchronous_standby_names ?? '',
+    );
   }
 
   /** Resolves while the server answers; for a server frozen in 'hang' mode, once it is thawed (rejects if it dies first). */

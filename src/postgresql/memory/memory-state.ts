@@ -59,8 +59,19 @@ export interface MemoryPostmaster {
 
 /** Operations a test can make fail with `failNext`. */
 export type FailableOperation =
-  | 'initdb' | 'customBootstrap' | 'postBootstrap' | 'basebackup' | 'createReplica' | 'rewind' | 'crashRecovery' | 'start' | 'promote'
-  | 'sample' | 'checkpoint' | 'syncPhysicalSlots' | 'query';
+  | 'initdb'
+  | 'customBootstrap'
+  | 'postBootstrap'
+  | 'basebackup'
+  | 'createReplica'
+  | 'rewind'
+  | 'crashRecovery'
+  | 'start'
+  | 'promote'
+  | 'sample'
+  | 'checkpoint'
+  | 'syncPhysicalSlots'
+  | 'query';
 
 export interface MemoryPostgresServerOptions {
   name: string;
@@ -77,9 +88,21 @@ export interface MemoryPostgresServerOptions {
 
 /** Parameters whose change waits for a restart (context `postmaster`); the others apply at reload. */
 export const RESTART_PARAMETERS = new Set([
-  'max_connections', 'shared_buffers', 'max_wal_senders', 'max_replication_slots', 'max_worker_processes', 'wal_level',
-  'max_prepared_transactions', 'max_locks_per_transaction', 'hot_standby', 'wal_log_hints', 'port', 'listen_addresses',
-  'shared_preload_libraries', 'track_commit_timestamp', 'archive_mode',
+  'max_connections',
+  'shared_buffers',
+  'max_wal_senders',
+  'max_replication_slots',
+  'max_worker_processes',
+  'wal_level',
+  'max_prepared_transactions',
+  'max_locks_per_transaction',
+  'hot_standby',
+  'wal_log_hints',
+  'port',
+  'listen_addresses',
+  'shared_preload_libraries',
+  'track_commit_timestamp',
+  'archive_mode',
 ]);
 /** Sizes of the WAL records the simulation writes besides `write(bytes)`. */
 export const CHECKPOINT_RECORD_BYTES = 120;
@@ -88,13 +111,19 @@ export const END_OF_RECOVERY_RECORD_BYTES = 40;
 /** Values as `current_setting` shows them: booleans on/off, numbers bare. */
 export function renderParameters(parameters: Record<string, string | number | boolean>): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(parameters).map(([name, value]) => [name, typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value)]),
+    Object.entries(parameters).map(([name, value]) => [
+      name,
+      typeof value === 'boolean' ? (value ? 'on' : 'off') : String(value),
+    ]),
   );
 }
 
 /** `2026-01-01 00:00:00 UTC`, as log_line_prefix's `%t` writes it. */
 export function postgresLogTime(epochMs: number): string {
-  return new Date(epochMs).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  return new Date(epochMs)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
 }
 
 /**

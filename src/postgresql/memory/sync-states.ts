@@ -18,9 +18,15 @@ export function replicationRows(replicas: StreamingStandby[], standbyNames: stri
     .map((replica) => {
       const position = replica.walPosition ?? null;
       return {
-        usename: replica.replicationUser, application_name: replica.name, client_addr: replica.host,
-        state: 'streaming', sync_state: 'async', sync_priority: 0,
-        write_lsn: position, flush_lsn: position, replay_lsn: position,
+        usename: replica.replicationUser,
+        application_name: replica.name,
+        client_addr: replica.host,
+        state: 'streaming',
+        sync_state: 'async',
+        sync_priority: 0,
+        write_lsn: position,
+        flush_lsn: position,
+        replay_lsn: position,
       };
     })
     .sort((a, b) => (a.application_name < b.application_name ? -1 : 1));
@@ -43,12 +49,17 @@ export function withSyncStates(connections: ReplicationConnection[], standbyName
     const index = parsed.members.findIndex((member) => member === '*' || member.toLowerCase() === name.toLowerCase());
     return index < 0 ? 0 : index + 1;
   };
-  const bySyncPriority = connections.filter((c) => priorityOf(c.application_name) > 0).sort((a, b) => priorityOf(a.application_name) - priorityOf(b.application_name));
-  const synchronous = new Set(parsed.kind === 'priority' ? bySyncPriority.slice(0, parsed.count).map((c) => c.application_name) : []);
+  const bySyncPriority = connections
+    .filter((c) => priorityOf(c.application_name) > 0)
+    .sort((a, b) => priorityOf(a.application_name) - priorityOf(b.application_name));
+  const synchronous = new Set(
+    parsed.kind === 'priority' ? bySyncPriority.slice(0, parsed.count).map((c) => c.application_name) : [],
+  );
   return connections.map((connection) => {
     const priority = priorityOf(connection.application_name);
     if (priority === 0) return connection;
-    const state = parsed.kind === 'quorum' ? 'quorum' : synchronous.has(connection.application_name) ? 'sync' : 'potential';
+    const state =
+      parsed.kind === 'quorum' ? 'quorum' : synchronous.has(connection.application_name) ? 'sync' : 'potential';
     return { ...connection, sync_state: state, sync_priority: parsed.kind === 'quorum' ? 1 : priority };
   });
 }

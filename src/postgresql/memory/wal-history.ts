@@ -48,7 +48,8 @@ function sameSwitch(a: TimelineSwitch, b: TimelineSwitch): boolean {
  */
 export function divergencePoint(a: WalLineage, b: WalLineage): number | null {
   let shared = 0;
-  while (shared < a.history.length && shared < b.history.length && sameSwitch(a.history[shared], b.history[shared])) shared++;
+  while (shared < a.history.length && shared < b.history.length && sameSwitch(a.history[shared], b.history[shared]))
+    shared++;
   const aEnd = shared < a.history.length ? a.history[shared].lsn : null;
   const bEnd = shared < b.history.length ? b.history[shared].lsn : null;
   if (aEnd === null && bEnd === null) return a.timeline === b.timeline ? null : Math.min(a.walEnd, b.walEnd);

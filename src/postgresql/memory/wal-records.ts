@@ -40,17 +40,37 @@ export function endRecovery(cluster: MemoryCluster, postmaster: MemoryPostmaster
   cluster.replayLsn = cluster.walEnd;
   cluster.standbySignal = false;
   cluster.clusterState = 'in production';
-  Object.assign(postmaster, { inRecovery: false, upstream: null, slotName: null, streaming: false, latestEndLsn: null, replayPaused: false });
+  Object.assign(postmaster, {
+    inRecovery: false,
+    upstream: null,
+    slotName: null,
+    streaming: false,
+    latestEndLsn: null,
+    replayPaused: false,
+  });
 }
 
 /**
  * One step of a replica's WAL receiver and startup process, against `source` (its upstream's data directory when it
  * can connect, else null); true when something moved.
  */
-export function receiveAndReplay(cluster: MemoryCluster, postmaster: MemoryPostmaster, source: MemoryCluster | null): boolean {
-  const before = JSON.stringify([cluster.timeline, cluster.walEnd, cluster.replayLsn, cluster.checkpoint, postmaster.streaming]);
+export function receiveAndReplay(
+  cluster: MemoryCluster,
+  postmaster: MemoryPostmaster,
+  source: MemoryCluster | null,
+): boolean {
+  const before = JSON.stringify([
+    cluster.timeline,
+    cluster.walEnd,
+    cluster.replayLsn,
+    cluster.checkpoint,
+    postmaster.streaming,
+  ]);
   postmaster.streaming =
-    !!source && source.systemIdentifier === cluster.systemIdentifier && (!postmaster.slotName || source.slots.has(postmaster.slotName)) && canStream(cluster, source);
+    !!source &&
+    source.systemIdentifier === cluster.systemIdentifier &&
+    (!postmaster.slotName || source.slots.has(postmaster.slotName)) &&
+    canStream(cluster, source);
   if (postmaster.streaming && source) {
     cluster.timeline = source.timeline;
     cluster.history = [...source.history];
@@ -67,18 +87,23 @@ export function receiveAndReplay(cluster: MemoryCluster, postmaster: MemoryPostm
     cluster.replayedCommitAt = cluster.commitAt;
     restartpoint(cluster);
   }
-  return before !== JSON.stringify([cluster.timeline, cluster.walEnd, cluster.replayLsn, cluster.checkpoint, postmaster.streaming]);
+  return (
+    before !==
+    JSON.stringify([cluster.timeline, cluster.walEnd, cluster.replayLsn, cluster.checkpoint, postmaster.streaming])
+  );
 }
 
 /** SIGHUP: reloadable parameters and the upstream apply now; the others wait for a restart. */
 export function reloadSettings(postmaster: MemoryPostmaster, settings: PostgresSettings): void {
   const written = renderParameters(settings.parameters);
   // A reloadable parameter no longer in the file goes back to its default.
-  for (const name of Object.keys(postmaster.parameters)) if (!(name in written) && !RESTART_PARAMETERS.has(name)) delete postmaster.parameters[name];
+  for (const name of Object.keys(postmaster.parameters))
+    if (!(name in written) && !RESTART_PARAMETERS.has(name)) delete postmaster.parameters[name];
   for (const [name, value] of Object.entries(written)) {
     const running = postmaster.parameters[name];
     if (!RESTART_PARAMETERS.has(name)) postmaster.parameters[name] = value;
-    else if (running !== undefined && running !== value) postmaster.pendingRestart[name] = { old_value: running, new_value: value };
+    else if (running !== undefined && running !== value)
+      postmaster.pendingRestart[name] = { old_value: running, new_value: value };
     else delete postmaster.pendingRestart[name];
   }
   if (postmaster.inRecovery && settings.role === 'replica') {

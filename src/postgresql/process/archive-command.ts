@@ -31,7 +31,13 @@ export function archiverCommand(template: string, walFile: string): string {
  * Runs `archive_command` for one WAL file of a stopped server, as the OS user, in the data directory, through
  * the shell (as PostgreSQL runs it). Throws PostgresCommandError on a non-zero exit or past `timeoutMs`.
  */
-export async function archiveWalFile(commands: CommandRunner, dataDir: string, template: string, walFile: string, timeoutMs: number): Promise<void> {
+export async function archiveWalFile(
+  commands: CommandRunner,
+  dataDir: string,
+  template: string,
+  walFile: string,
+  timeoutMs: number,
+): Promise<void> {
   if (!WAL_FILE.test(walFile)) throw new Error(`not a WAL file name: ${walFile}`);
   await commands.run('/bin/sh', ['-c', archiverCommand(template, walFile)], { cwd: dataDir, timeoutMs });
 }

@@ -153,7 +153,11 @@ export class CommandRunner {
       }
     });
     if (result.code !== 0 && !options.allowFailure) {
-      throw new PostgresCommandError(commandName, result.code, tail(result.stderr || result.stdout) || `killed by ${result.signal}`);
+      throw new PostgresCommandError(
+        commandName,
+        result.code,
+        tail(result.stderr || result.stdout) || `killed by ${result.signal}`,
+      );
     }
     return result;
   }

@@ -78,7 +78,8 @@ export class ConfigurationFiles {
     if (this.local.config.pgpass && settings.role === 'replica' && settings.upstream?.host) {
       await writePassfile(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword);
     }
-    const inRecovery = settings.role === 'replica' || Boolean(settings.recovery) || Boolean(settings.keepExistingRecoveryConf);
+    const inRecovery =
+      settings.role === 'replica' || Boolean(settings.recovery) || Boolean(settings.keepExistingRecoveryConf);
     const minimums = inRecovery ? await this.controlDataMinimums() : {};
     await this.commands.writeOwnedFile(this.local.configFile, this.renderPostgresqlConf(settings, minimums));
     if (!settings.keepExistingRecoveryConf) await this.removeAutoConfRecovery();
@@ -93,9 +94,9 @@ export class ConfigurationFiles {
     if (settings.role === 'replica') await this.commands.writeOwnedFile(standbySignal, '');
     else await rm(standbySignal, { force: true });
     // PostgreSQL removes recovery.signal itself once the recovery ends.
-    if (settings.role === 'primary' && settings.recovery) await this.commands.writeOwnedFile(join(dataDir, 'recovery.signal'), '');
+    if (settings.role === 'primary' && settings.recovery)
+      await this.commands.writeOwnedFile(join(dataDir, 'recovery.signal'), '');
   }
-
 
   /** PostgreSQL reads postgresql.auto.conf last: a recovery setting left there would override the one Stator writes. */
   private async removeAutoConfRecovery(): Promise<void> {
@@ -105,7 +106,10 @@ export class ConfigurationFiles {
       const sanitized = withoutRecoveryParameters(await readFile(path, 'utf8'));
       if (!sanitized) return;
       await this.commands.writeOwnedFile(path, sanitized.text);
-      this.log?.('info', `removed ${sanitized.removed.join(', ')} from ${path}: Stator writes the recovery settings into postgresql.conf`);
+      this.log?.(
+        'info',
+        `removed ${sanitized.removed.join(', ')} from ${path}: Stator writes the recovery settings into postgresql.conf`,
+      );
     } catch (error) {
       // As the reference: the server still starts; what the file sets is what PostgreSQL will use.
       this.log?.('warning', `could not remove the recovery settings from ${path}: ${errorText(error)}`);
@@ -144,11 +148,16 @@ export class ConfigurationFiles {
   private async controlDataMinimums(): Promise<Record<string, number>> {
     if (!existsSync(join(this.local.dataDir, 'global', 'pg_control'))) return {};
     try {
-      const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], { env: { LC_ALL: 'C' } });
+      const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], {
+        env: { LC_ALL: 'C' },
+      });
       return controlDataMinimums(stdout);
     } catch (error) {
       // The configured values are written; if they are too low, PostgreSQL's own start error says which.
-      this.log?.('warning', `pg_controldata failed, writing the configured max_connections and the like unchanged: ${errorText(error)}`);
+      this.log?.(
+        'warning',
+        `pg_controldata failed, writing the configured max_connections and the like unchanged: ${errorText(error)}`,
+      );
       return {};
     }
   }
@@ -157,8 +166,12 @@ export class ConfigurationFiles {
     const { hosts, port } = parseListen(this.local.config.listen);
     const parameters: Record<string, string | number | boolean> = { ...DEFAULT_PARAMETERS };
     // A replica's recovery_conf first: a restore_command in the parameters or standby_cluster's wins, as with Patroni.
-    const recoveryConf = settings.role === 'replica' ? withoutDecided(settings.recoveryConf ?? this.local.config.recovery_conf ?? {}) : {};
-    const given = withVersionNames({ ...recoveryConf, ...this.local.config.parameters, ...settings.parameters }, this.majorVersion());
+    const recoveryConf =
+      settings.role === 'replica' ? withoutDecided(settings.recoveryConf ?? this.local.config.recovery_conf ?? {}) : {};
+    const given = withVersionNames(
+      { ...recoveryConf, ...this.local.config.parameters, ...settings.parameters },
+      this.majorVersion(),
+    );
     for (const [name, value] of Object.entries(given)) {
       if (!STATOR_OWNED_PARAMETERS.has(name)) parameters[name] = value;
     }
@@ -181,7 +194,9 @@ export class ConfigurationFiles {
         host: settings.upstream.host,
         port: settings.upstream.port,
         user: this.local.replicationUser,
-        ...(this.local.config.pgpass ? { passfile: this.local.config.pgpass } : { password: this.local.replicationPassword }),
+        ...(this.local.config.pgpass
+          ? { passfile: this.local.config.pgpass }
+          : { password: this.local.replicationPassword }),
         application_name: this.local.name,
         connect_timeout: 2,
         ...this.local.replicationLibpq,
@@ -195,7 +210,8 @@ export class ConfigurationFiles {
       // The user's own file must be there (checked at start); the base file may not be (a data directory restored without it).
       customConf ? `include ${formatParameterValue(customConf)}` : `include_if_exists '${BASE_CONF}'`,
     ];
-    for (const [name, value] of Object.entries(parameters)) lines.push(`${checkParameterName(name)} = ${formatParameterValue(value)}`);
+    for (const [name, value] of Object.entries(parameters))
+      lines.push(`${checkParameterName(name)} = ${formatParameterValue(value)}`);
     return lines.join('\n') + '\n';
   }
 
@@ -219,7 +235,10 @@ export class ConfigurationFiles {
       `host replication ${quoteHbaName(this.local.replicationUser)} all scram-sha-256`,
     ];
     // bootstrap.pg_hba: Patroni appends it to initdb's file when no pg_hba is set; here, to Stator's default lines.
-    return renderLines('postgresql.pg_hba (default) and bootstrap.pg_hba', [...defaults, ...(settings.bootstrapHba ?? [])]);
+    return renderLines('postgresql.pg_hba (default) and bootstrap.pg_hba', [
+      ...defaults,
+      ...(settings.bootstrapHba ?? []),
+    ]);
   }
 }
 
@@ -228,9 +247,17 @@ export function renderLines(source: string, lines: readonly string[]): string {
   return `# Written by Stator from ${source}: every change here is overwritten.\n${lines.map((line) => line.replace(/[\r\n]/g, ' ')).join('\n')}\n`;
 }
 
-const NO_RECOVERY_TARGET = { recovery_target: '', recovery_target_name: '', recovery_target_time: '', recovery_target_xid: '', recovery_target_lsn: '' };
+const NO_RECOVERY_TARGET = {
+  recovery_target: '',
+  recovery_target_name: '',
+  recovery_target_time: '',
+  recovery_target_xid: '',
+  recovery_target_lsn: '',
+};
 
-function withoutDecided(settings: Record<string, string | number | boolean>): Record<string, string | number | boolean> {
+function withoutDecided(
+  settings: Record<string, string | number | boolean>,
+): Record<string, string | number | boolean> {
   return Object.fromEntries(Object.entries(settings).filter(([name]) => !decidedByStator(name)));
 }
 
@@ -238,7 +265,8 @@ function withoutDecided(settings: Record<string, string | number | boolean>): Re
 function parseListen(listen: string): { hosts: string[]; port: number } {
   const separator = listen.lastIndexOf(':');
   const port = Number(listen.slice(separator + 1));
-  if (separator < 0 || !Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`postgresql.listen must be host:port, got ${listen}`);
+  if (separator < 0 || !Number.isInteger(port) || port <= 0 || port > 65535)
+    throw new Error(`postgresql.listen must be host:port, got ${listen}`);
   const hosts = listen
     .slice(0, separator)
     .split(',')
@@ -248,7 +276,8 @@ function parseListen(listen: string): { hosts: string[]; port: number } {
 }
 
 function checkParameterName(name: string): string {
-  if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name)) throw new Error(`invalid PostgreSQL parameter name: ${JSON.stringify(name)}`);
+  if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(name))
+    throw new Error(`invalid PostgreSQL parameter name: ${JSON.stringify(name)}`);
   return name;
 }
 

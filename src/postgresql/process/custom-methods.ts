@@ -51,7 +51,13 @@ export class CustomMethods {
     let connstring = '';
     if (source) {
       const user = this.local.replicationUser;
-      connstring = formatConninfo({ host: source.host, port: source.port, user, dbname: 'postgres', ...this.local.replicationLibpq });
+      connstring = formatConninfo({
+        host: source.host,
+        port: source.port,
+        user,
+        dbname: 'postgres',
+        ...this.local.replicationLibpq,
+      });
       env = { PGPASSFILE: await writePassfile(this.local, this.commands, user, this.local.replicationPassword) };
     }
     const args = replicaMethodArguments(method, { scope: this.scope, datadir: this.local.dataDir, connstring });
@@ -72,7 +78,8 @@ export class CustomMethods {
 
   private async run(what: string, method: CustomMethod, args: string[], env: Record<string, string>): Promise<void> {
     const words = splitCommandLine(method.command);
-    if (!words || words.length === 0) throw new PostgresCommandError(what, null, `cannot split ${JSON.stringify(method.command)} into a command line`);
+    if (!words || words.length === 0)
+      throw new PostgresCommandError(what, null, `cannot split ${JSON.stringify(method.command)} into a command line`);
     const [file, ...given] = words;
     const result = await this.commands.run(file, [...given, ...args], {
       env: { PGDATA: this.local.dataDir, ...env },
@@ -80,7 +87,11 @@ export class CustomMethods {
       timeoutMs: this.commands.deadline('dataCopy'),
     });
     if (result.code !== 0) {
-      throw new PostgresCommandError(what, result.code, tail(result.stderr || result.stdout) || `${file} exited with code ${result.code ?? result.signal}`);
+      throw new PostgresCommandError(
+        what,
+        result.code,
+        tail(result.stderr || result.stdout) || `${file} exited with code ${result.code ?? result.signal}`,
+      );
     }
   }
 
@@ -103,10 +114,19 @@ export function bootstrapArguments(method: CustomMethod, scope: string, datadir:
  * The section's keys, then `scope`, `role`, `datadir`, `connstring` (a key the user set keeps its place
  * and takes the standard value, as Python's dict.update); with `no_params` only the user's own keys.
  */
-export function replicaMethodArguments(method: CustomMethod, standard: { scope: string; datadir: string; connstring: string }): string[] {
+export function replicaMethodArguments(
+  method: CustomMethod,
+  standard: { scope: string; datadir: string; connstring: string },
+): string[] {
   const options: Record<string, MethodOption> = method.no_params
     ? Object.fromEntries(Object.entries(method.options).filter(([key]) => !REPLICA_METHOD_FLAGS.includes(key)))
-    : { ...method.options, scope: standard.scope, role: 'replica', datadir: standard.datadir, connstring: standard.connstring };
+    : {
+        ...method.options,
+        scope: standard.scope,
+        role: 'replica',
+        datadir: standard.datadir,
+        connstring: standard.connstring,
+      };
   return Object.entries(options).map(([key, value]) => `--${key}=${pythonValue(value)}`);
 }
 

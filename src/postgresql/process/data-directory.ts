@@ -46,11 +46,14 @@ export class DataDirectory {
       throw error;
     }
     const standbySignal = entries.includes('standby.signal');
-    if (entries.every((entry) => entry.startsWith('.') || entry === 'lost+found')) return { state: 'empty', standbySignal };
+    if (entries.every((entry) => entry.startsWith('.') || entry === 'lost+found'))
+      return { state: 'empty', standbySignal };
     if (!entries.includes('PG_VERSION') || !existsSync(join(this.path, 'global', 'pg_control'))) {
       return { state: 'initialized', standbySignal };
     }
-    const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.path], { env: { LC_ALL: 'C' } });
+    const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.path], {
+      env: { LC_ALL: 'C' },
+    });
     return { state: 'initialized', standbySignal, ...parseControlData(stdout) };
   }
 
@@ -89,17 +92,23 @@ export class DataDirectory {
       // A custom bootstrap (a clone, a restored backup) brings the source's roles: the configured superuser's
       // password is set, as the reference does, or no one could log in with it over TCP.
       if (superuserPassword !== undefined) await createRole(client, superuser, superuserPassword, 'SUPERUSER LOGIN');
-      if (replicationUser !== superuser) await createRole(client, replicationUser, replicationPassword, 'REPLICATION LOGIN');
+      if (replicationUser !== superuser)
+        await createRole(client, replicationUser, replicationPassword, 'REPLICATION LOGIN');
       if (rewind && rewind.username !== superuser) {
         await createRole(client, rewind.username, rewind.password, 'LOGIN');
-        for (const fn of REWIND_FUNCTIONS) await client.query(`GRANT EXECUTE ON FUNCTION ${fn} TO ${await quoteIdent(client, rewind.username)}`);
+        for (const fn of REWIND_FUNCTIONS)
+          await client.query(`GRANT EXECUTE ON FUNCTION ${fn} TO ${await quoteIdent(client, rewind.username)}`);
       }
     });
     if (this.postBootstrapCommand) await this.runPostBootstrapScript(this.postBootstrapCommand);
   }
 
   private async asSuperuser(what: string, work: (client: Client) => Promise<void>): Promise<void> {
-    const client = new Client({ ...toClientConfig(this.local.localConnection()), connectionTimeoutMillis: 5000, query_timeout: 10_000 });
+    const client = new Client({
+      ...toClientConfig(this.local.localConnection()),
+      connectionTimeoutMillis: 5000,
+      query_timeout: 10_000,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -119,7 +128,12 @@ export class DataDirectory {
    */
   private async runPostBootstrapScript(command: string): Promise<void> {
     const words = splitCommandLine(command);
-    if (!words || words.length === 0) throw new PostgresCommandError('post_bootstrap', null, `cannot split ${JSON.stringify(command)} into a command line`);
+    if (!words || words.length === 0)
+      throw new PostgresCommandError(
+        'post_bootstrap',
+        null,
+        `cannot split ${JSON.stringify(command)} into a command line`,
+      );
     const connection = this.local.localConnection();
     const conninfo = formatConninfo({
       dbname: 'postgres',
@@ -148,11 +162,31 @@ export class DataDirectory {
     }
     await this.ensureExists();
     // A conninfo rather than -h/-p/-U: it carries the replication role's TLS options too.
-    const conninfo = formatConninfo({ host: source.host, port: source.port, user: this.local.replicationUser, ...this.local.replicationLibpq });
-    const args = ['-D', this.path, `--dbname=${conninfo}`, '-X', 'stream', '-c', 'fast', '--no-password', ...basebackupOptions(this.local.config.basebackup)];
+    const conninfo = formatConninfo({
+      host: source.host,
+      port: source.port,
+      user: this.local.replicationUser,
+      ...this.local.replicationLibpq,
+    });
+    const args = [
+      '-D',
+      this.path,
+      `--dbname=${conninfo}`,
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+      '--no-password',
+      ...basebackupOptions(this.local.config.basebackup),
+    ];
     try {
       await this.commands.run(this.local.binary('pg_basebackup'), args, {
-        env: await passwordEnvironment(this.local, this.commands, this.local.replicationUser, this.local.replicationPassword),
+        env: await passwordEnvironment(
+          this.local,
+          this.commands,
+          this.local.replicationUser,
+          this.local.replicationPassword,
+        ),
         timeoutMs: this.commands.deadline('dataCopy'),
       });
     } catch (error) {
@@ -168,15 +202,30 @@ export class DataDirectory {
    */
   async rewind(source: UpstreamNode): Promise<'rewound' | 'not_needed'> {
     const role = this.local.rewindRole;
-    const conninfo = formatConninfo({ host: source.host, port: source.port, user: role.username, dbname: 'postgres', connect_timeout: 5, ...role.libpq });
-    const result = await this.commands.run(this.local.binary('pg_rewind'), ['--target-pgdata', this.path, `--source-server=${conninfo}`], {
-      env: { ...(await passwordEnvironment(this.local, this.commands, role.username, role.password)), LC_MESSAGES: 'C' },
-      allowFailure: true,
-      timeoutMs: this.commands.deadline('rewindOrRecovery'),
+    const conninfo = formatConninfo({
+      host: source.host,
+      port: source.port,
+      user: role.username,
+      dbname: 'postgres',
+      connect_timeout: 5,
+      ...role.libpq,
     });
+    const result = await this.commands.run(
+      this.local.binary('pg_rewind'),
+      ['--target-pgdata', this.path, `--source-server=${conninfo}`],
+      {
+        env: {
+          ...(await passwordEnvironment(this.local, this.commands, role.username, role.password)),
+          LC_MESSAGES: 'C',
+        },
+        allowFailure: true,
+        timeoutMs: this.commands.deadline('rewindOrRecovery'),
+      },
+    );
     const output = `${result.stdout}\n${result.stderr}`;
     if (result.code === 0 && /no rewind required/i.test(output)) return 'not_needed';
-    if (result.code !== 0) throw new PostgresCommandError('pg_rewind', result.code, tail(result.stderr || result.stdout));
+    if (result.code !== 0)
+      throw new PostgresCommandError('pg_rewind', result.code, tail(result.stderr || result.stdout));
     return 'rewound';
   }
 
@@ -186,7 +235,12 @@ export class DataDirectory {
    */
   async crashRecovery(): Promise<void> {
     const running = await livePostmasterFromPidFile(this.path);
-    if (running) throw new PostgresCommandError('postgres --single', null, `a postmaster (pid ${running}) still runs on ${this.path}`);
+    if (running)
+      throw new PostgresCommandError(
+        'postgres --single',
+        null,
+        `a postmaster (pid ${running}) still runs on ${this.path}`,
+      );
     const signal = join(this.path, 'standby.signal');
     const aside = join(this.path, 'standby.signal.stator-crash-recovery');
     const moved = existsSync(signal);
@@ -212,7 +266,11 @@ export class DataDirectory {
     }
     const info = await this.inspect();
     if (info.clusterState !== 'shut down' && info.clusterState !== 'shut down in recovery') {
-      throw new PostgresCommandError('postgres --single', 0, `pg_control says "${info.clusterState}" after crash recovery`);
+      throw new PostgresCommandError(
+        'postgres --single',
+        0,
+        `pg_control says "${info.clusterState}" after crash recovery`,
+      );
     }
   }
 
@@ -256,7 +314,12 @@ const REWIND_FUNCTIONS = [
 ];
 
 /** CREATE ROLE, or ALTER ROLE when it exists, with `attributes` and the password if any. */
-async function createRole(client: Client, role: string, password: string | undefined, attributes: string): Promise<void> {
+async function createRole(
+  client: Client,
+  role: string,
+  password: string | undefined,
+  attributes: string,
+): Promise<void> {
   const { rows } = await client.query<{ statement: string }>(
     `SELECT pg_catalog.format(
        CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1) THEN 'ALTER ROLE %I WITH ' ELSE 'CREATE ROLE %I WITH ' END

@@ -1,7 +1,14 @@
 import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { Observable, Subject } from 'rxjs';
 import { FenceConnection } from '../fence/fence-client';
-import { FenceJournalEntry, fencePaths, FenceTerm, FenceWatchdog, FenceWatchdogState, PostmasterExitEvent } from '../fence/fence-protocol';
+import {
+  FenceJournalEntry,
+  fencePaths,
+  FenceTerm,
+  FenceWatchdog,
+  FenceWatchdogState,
+  PostmasterExitEvent,
+} from '../fence/fence-protocol';
 import { FenceState, PostmasterExit } from '../postgres.port';
 import { AdapterLog } from './local-postgres';
 import { isProcessAlive, waitUntil } from './os-process';
@@ -138,7 +145,11 @@ export class FenceLink {
 
   /** Whether a fence is connected, and the deadline it was last given (from memory). */
   state(): FenceState {
-    return { connected: this.connection !== null, deadline: this.connection ? this.armedDeadline : null, watchdog: this.connection ? this.watchdogState : null };
+    return {
+      connected: this.connection !== null,
+      deadline: this.connection ? this.armedDeadline : null,
+      watchdog: this.connection ? this.watchdogState : null,
+    };
   }
 
   /** The deadline a fence started now is armed with, if any. */
@@ -181,12 +192,21 @@ export class FenceLink {
     const wasRunning = this.watchdogState?.running === true;
     this.watchdogState = state;
     const device = state.device ?? '';
-    if (state.error) this.log?.(state.required ? 'warning' : 'info', `watchdog ${device} could not be activated: ${state.error}`);
+    if (state.error)
+      this.log?.(state.required ? 'warning' : 'info', `watchdog ${device} could not be activated: ${state.error}`);
     else if (state.running && state.reason) {
       // The agent failed to keep its term: nothing it does now cancels the reset (docs/configuration.md).
-      this.log?.('warning', `watchdog ${device} ${state.reason}: it fires ${state.timeout} seconds after its last keepalive`);
-    } else if (!state.running) this.log?.('info', `watchdog ${device} ${state.reason ?? 'closed with the magic close'}`);
-    else this.log?.('info', `watchdog ${device} ${wasRunning ? 'updated' : 'activated'} with ${state.timeout} second timeout`);
+      this.log?.(
+        'warning',
+        `watchdog ${device} ${state.reason}: it fires ${state.timeout} seconds after its last keepalive`,
+      );
+    } else if (!state.running)
+      this.log?.('info', `watchdog ${device} ${state.reason ?? 'closed with the magic close'}`);
+    else
+      this.log?.(
+        'info',
+        `watchdog ${device} ${wasRunning ? 'updated' : 'activated'} with ${state.timeout} second timeout`,
+      );
   }
 
   private onFenceExit(connection: FenceConnection, exit: PostmasterExitEvent): void {
@@ -212,7 +232,10 @@ export class FenceLink {
       this.pid = null;
       this.exitSubject.next({ pid, code: null, signal: null, requested: false, fenced: false });
     } else {
-      this.log?.('warning', `the fence went away but postmaster ${pid} still runs, now unfenced: putting it under a new fence`);
+      this.log?.(
+        'warning',
+        `the fence went away but postmaster ${pid} still runs, now unfenced: putting it under a new fence`,
+      );
       this.onUnfenced?.(pid);
     }
   }

@@ -11,7 +11,12 @@ import { LocalPostgres } from './local-postgres';
  * once, with no password in postgresql.conf or a process environment. Without it, a private temporary file
  * holds the one login a script needs. Passwords never go on a command line.
  */
-export async function writePassfile(local: LocalPostgres, commands: CommandRunner, user: string, password: string | undefined): Promise<string> {
+export async function writePassfile(
+  local: LocalPostgres,
+  commands: CommandRunner,
+  user: string,
+  password: string | undefined,
+): Promise<string> {
   const configured = local.config.pgpass;
   if (configured) {
     await commands.writeOwnedFile(configured, passfileContent(agentLogins(local, { user, password })));

@@ -30,16 +30,24 @@ export function postmasterLogTail(postmasterLog: string): string {
 }
 
 /** Why a start failed: the fence's error when it could not spawn the postmaster, else the end of its log. */
-export function startFailure(exit: PostmasterExitEvent | PostmasterExit | null, postmasterLog: string): PostgresCommandError {
+export function startFailure(
+  exit: PostmasterExitEvent | PostmasterExit | null,
+  postmasterLog: string,
+): PostgresCommandError {
   const reason = exit && 'error' in exit && exit.error ? exit.error : postmasterLogTail(postmasterLog);
-  return new PostgresCommandError('postgres', exit?.code ?? null, reason || `postgres exited (signal ${exit?.signal ?? 'none'})`);
+  return new PostgresCommandError(
+    'postgres',
+    exit?.code ?? null,
+    reason || `postgres exited (signal ${exit?.signal ?? 'none'})`,
+  );
 }
 
 /**
  * What a server in recovery answers the clients that try to connect meanwhile (the agent's own
  * monitoring among them): it says nothing of why the server stopped, and it would push the line that does out of the tail.
  */
-const CLIENT_REFUSAL = /(FATAL|DETAIL):\s+(the database system is (not yet accepting connections|starting up|shutting down|in recovery mode)|Consistent recovery state has not been yet reached)/;
+const CLIENT_REFUSAL =
+  /(FATAL|DETAIL):\s+(the database system is (not yet accepting connections|starting up|shutting down|in recovery mode)|Consistent recovery state has not been yet reached)/;
 
 export function withLastLog(exit: PostmasterExit, postmasterLog: string): PostmasterExit {
   // A postmaster that exits with an error code says why in its log (a port in use, a bad parameter,

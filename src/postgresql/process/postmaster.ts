@@ -75,7 +75,8 @@ export class Postmaster {
         exitWatch.cancel();
       }
     }
-    if (this.fenceLink.fence?.connected) throw new Error(`postgres already runs under this agent's fence (pid ${this.fenceLink.postmasterPid})`);
+    if (this.fenceLink.fence?.connected)
+      throw new Error(`postgres already runs under this agent's fence (pid ${this.fenceLink.postmasterPid})`);
     const existing = await this.fenceLink.connect(300);
     if (existing && this.fenceLink.fence === existing) {
       await this.fenceLink.detach();
@@ -126,7 +127,9 @@ export class Postmaster {
       uid: osUser?.uid,
       gid: osUser?.gid,
       // A server that runs as a primary (no standby.signal) runs under the deadline its agent armed last.
-      ...(this.fenceLink.launchDeadline !== null && !existsSync(join(dataDir, 'standby.signal')) ? { deadline: this.fenceLink.launchDeadline } : {}),
+      ...(this.fenceLink.launchDeadline !== null && !existsSync(join(dataDir, 'standby.signal'))
+        ? { deadline: this.fenceLink.launchDeadline }
+        : {}),
       ...extra,
     };
     const fence = this.spawnFenceProcess(launch, osUser);
@@ -138,12 +141,16 @@ export class Postmaster {
         if (fence.error) throw fence.error;
         onFenceExited(paths.fenceLog);
       }
-      if (performance.now() >= deadline) throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${paths.fenceLog})`);
+      if (performance.now() >= deadline)
+        throw new Error(`the fence did not answer within ${timeoutMs} ms (see ${paths.fenceLog})`);
       await sleep(20);
     }
   }
 
-  private spawnFenceProcess(launch: FenceLaunchOptions, osUser: OsUser | null): { exited: boolean; error: Error | null } {
+  private spawnFenceProcess(
+    launch: FenceLaunchOptions,
+    osUser: OsUser | null,
+  ): { exited: boolean; error: Error | null } {
     const { paths } = this.options;
     const fence: { exited: boolean; error: Error | null } = { exited: false, error: null };
     const logFd = openSync(paths.fenceLog, 'a');
@@ -159,7 +166,9 @@ export class Postmaster {
       fenceProcess.once('error', (error: NodeJS.ErrnoException) => {
         fence.error =
           error.code === 'ENOENT' || error.code === 'EACCES'
-            ? new Error(`the fence runs on Python 3, and ${command.file} cannot be run (${error.code}): install python3 or set fence.python`)
+            ? new Error(
+                `the fence runs on Python 3, and ${command.file} cannot be run (${error.code}): install python3 or set fence.python`,
+              )
             : error;
         fence.exited = true;
       });
@@ -207,7 +216,10 @@ export class Postmaster {
       }
       if (await this.refence(pid)) return;
       if (attempt === REFENCE_ATTEMPTS) {
-        this.options.log?.('warning', `gave up putting postmaster ${pid} under a new fence after ${attempt} attempts: it runs unfenced until this agent stops it or restarts`);
+        this.options.log?.(
+          'warning',
+          `gave up putting postmaster ${pid} under a new fence after ${attempt} attempts: it runs unfenced until this agent stops it or restarts`,
+        );
         return;
       }
       await sleep(waitMs);
@@ -215,7 +227,12 @@ export class Postmaster {
   }
 
   /** Polls until the server accepts connections; rejects when the postmaster exits meanwhile or at the deadline. */
-  private async waitUntilAccepting(pid: number, deadline: number, timeoutMs: number, exited: Promise<PostmasterExit>): Promise<void> {
+  private async waitUntilAccepting(
+    pid: number,
+    deadline: number,
+    timeoutMs: number,
+    exited: Promise<PostmasterExit>,
+  ): Promise<void> {
     const { paths } = this.options;
     const connectionInfo = this.local.localConnection();
     while (performance.now() < deadline) {
@@ -228,7 +245,9 @@ export class Postmaster {
       const exit = await Promise.race([sleep(READY_POLL_MS), exited]);
       if (exit) throw startFailure(exit, paths.postmasterLog);
     }
-    throw new Error(`postgres (pid ${pid}) did not accept connections within ${timeoutMs} ms; it keeps running. Log: ${postmasterLogTail(paths.postmasterLog)}`);
+    throw new Error(
+      `postgres (pid ${pid}) did not accept connections within ${timeoutMs} ms; it keeps running. Log: ${postmasterLogTail(paths.postmasterLog)}`,
+    );
   }
 
   /**
@@ -288,7 +307,10 @@ export class Postmaster {
     try {
       ask(mode);
       // The fence's exit event normally ends this; the liveness check covers a postmaster without a fence.
-      while (!(await Promise.race([exitWatch.exited, sleep(fence ? 250 : 50).then(() => null)])) && isProcessAlive(pid)) {
+      while (
+        !(await Promise.race([exitWatch.exited, sleep(fence ? 250 : 50).then(() => null)])) &&
+        isProcessAlive(pid)
+      ) {
         /* wait */
       }
     } finally {
@@ -297,7 +319,8 @@ export class Postmaster {
     }
     this.fenceLink.forgetPostmaster(pid);
     // Nobody else will report the exit of a postmaster that had lost its fence.
-    if (unfencedButTracked && !reported) this.fenceLink.reportExit({ pid, code: null, signal: null, requested: true, fenced: false });
+    if (unfencedButTracked && !reported)
+      this.fenceLink.reportExit({ pid, code: null, signal: null, requested: true, fenced: false });
     // The fence exits within milliseconds once the agent has read the exit; a demotion's release waits on this.
     if (fencePid) await waitUntil(() => !isProcessAlive(fencePid), 1000, 2);
   }
@@ -321,7 +344,9 @@ export class Postmaster {
    */
   async promote(timeoutMs: number): Promise<void> {
     const deadline = performance.now() + timeoutMs;
-    await this.commands.run(this.local.binary('pg_ctl'), ['promote', '-D', this.local.dataDir, '-W'], { env: { LC_MESSAGES: 'C' } });
+    await this.commands.run(this.local.binary('pg_ctl'), ['promote', '-D', this.local.dataDir, '-W'], {
+      env: { LC_MESSAGES: 'C' },
+    });
     const connection = this.local.localConnection();
     while (performance.now() < deadline) {
       const inRecovery = await queryInRecovery(connection).catch(() => null);
@@ -339,7 +364,9 @@ export class Postmaster {
     for (const pid of victims) signalQuietly(pid, 'SIGKILL');
     if (!(await waitUntil(() => victims.every((pid) => !isRunningProcess(pid)), KILL_TREE_TIMEOUT_MS))) {
       const left = victims.filter(isRunningProcess);
-      throw new Error(`processes ${left.join(', ')} of postmaster ${postmaster} still run ${KILL_TREE_TIMEOUT_MS} ms after SIGKILL`);
+      throw new Error(
+        `processes ${left.join(', ')} of postmaster ${postmaster} still run ${KILL_TREE_TIMEOUT_MS} ms after SIGKILL`,
+      );
     }
   }
 }
@@ -349,7 +376,9 @@ async function queryInRecovery(connection: LocalConnection): Promise<boolean> {
   client.on('error', () => undefined);
   try {
     await client.connect();
-    const { rows } = await client.query<{ in_recovery: boolean }>('SELECT pg_catalog.pg_is_in_recovery() AS in_recovery');
+    const { rows } = await client.query<{ in_recovery: boolean }>(
+      'SELECT pg_catalog.pg_is_in_recovery() AS in_recovery',
+    );
     return rows[0].in_recovery;
   } finally {
     await client.end().catch(() => undefined);

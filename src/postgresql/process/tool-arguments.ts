@@ -29,9 +29,7 @@ export function parseControlData(text: string): Partial<DataDirInfo> {
 
 export function formatInitdbOptions(options: InitdbOptions): string[] {
   return options.flatMap((option) =>
-    typeof option === 'string'
-      ? [`--${option}`]
-      : Object.entries(option).map(([key, value]) => `--${key}=${value}`),
+    typeof option === 'string' ? [`--${option}`] : Object.entries(option).map(([key, value]) => `--${key}=${value}`),
   );
 }
 
@@ -40,7 +38,22 @@ export function formatInitdbOptions(options: InitdbOptions): string[] {
  * `--name=value`. The ones Stator sets itself (where the data goes, from where, WAL method) are skipped.
  */
 export function basebackupOptions(options: Array<string | Record<string, string>> | undefined): string[] {
-  const owned = new Set(['pgdata', 'D', 'dbname', 'd', 'host', 'h', 'port', 'p', 'username', 'U', 'wal-method', 'X', 'checkpoint', 'c']);
+  const owned = new Set([
+    'pgdata',
+    'D',
+    'dbname',
+    'd',
+    'host',
+    'h',
+    'port',
+    'p',
+    'username',
+    'U',
+    'wal-method',
+    'X',
+    'checkpoint',
+    'c',
+  ]);
   return (options ?? []).flatMap((option) => {
     const [name, value] = typeof option === 'string' ? [option, undefined] : Object.entries(option)[0];
     if (owned.has(name)) return [];

@@ -32,7 +32,11 @@ export class AckedWriter {
   constructor(private readonly ports: () => number[]) {}
 
   static async createTable(port: number): Promise<void> {
-    await query(port, 'CREATE TABLE IF NOT EXISTS migration_writes (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())', 5000);
+    await query(
+      port,
+      'CREATE TABLE IF NOT EXISTS migration_writes (id bigserial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())',
+      5000,
+    );
   }
 
   start(): void {
@@ -83,7 +87,9 @@ export class AckedWriter {
           this.port = ports[index];
         }
         const step = this.step;
-        const result = await this.client.query("INSERT INTO migration_writes DEFAULT VALUES RETURNING id, pg_current_wal_lsn() - '0/0' AS lsn");
+        const result = await this.client.query(
+          "INSERT INTO migration_writes DEFAULT VALUES RETURNING id, pg_current_wal_lsn() - '0/0' AS lsn",
+        );
         const row = result.rows[0] as { id: string; lsn: string };
         this.acked.push({ id: Number(row.id), at: performance.now(), port: this.port, step, lsn: BigInt(row.lsn) });
       } catch {

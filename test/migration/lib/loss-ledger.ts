@@ -32,7 +32,11 @@ export interface Loss extends Ack {
  * load) after the test decides to kill them, and a commit acknowledged meanwhile may not have been sent either.
  */
 export function crashExplaining(crashes: readonly Crash[], ack: Pick<Ack, 'port' | 'at'>): Crash | null {
-  return crashes.find((crash) => crash.port === ack.port && crash.from - ASYNC_CRASH_WINDOW_MS <= ack.at && ack.at <= crash.to) ?? null;
+  return (
+    crashes.find(
+      (crash) => crash.port === ack.port && crash.from - ASYNC_CRASH_WINDOW_MS <= ack.at && ack.at <= crash.to,
+    ) ?? null
+  );
 }
 
 export function lsnText(lsn: bigint): string {
@@ -73,7 +77,9 @@ export class LossLedger {
     const crash = { port: node.pgPort, from, to: performance.now() };
     this.crashes.push(crash);
     const last = this.writer.acked.filter((ack) => ack.port === node.pgPort).at(-1);
-    this.log(`kill -9 of ${node.name} (${node.agent ?? 'stopped'}, port ${node.pgPort}) took ${(crash.to - from).toFixed(0)} ms; last ack there: ${last ? `id ${last.id} at ${lsnText(last.lsn)}, ${(crash.to - last.at).toFixed(0)} ms before the kill ended` : 'none'}`);
+    this.log(
+      `kill -9 of ${node.name} (${node.agent ?? 'stopped'}, port ${node.pgPort}) took ${(crash.to - from).toFixed(0)} ms; last ack there: ${last ? `id ${last.id} at ${lsnText(last.lsn)}, ${(crash.to - last.at).toFixed(0)} ms before the kill ended` : 'none'}`,
+    );
   }
 
   crashExplaining(ack: Ack): Crash | null {
@@ -83,8 +89,16 @@ export class LossLedger {
   /** After a promotion: the new timeline's switch point (where the candidate's recovery ended) against the old primary's last acknowledged write. */
   async handover(label: string, oldPrimary: MixedNode, newPrimary: MixedNode): Promise<void> {
     try {
-      const [row] = await query<{ timeline: string }>(newPrimary.pgPort, 'SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline', 5000);
-      const [history] = await query<{ text: string }>(newPrimary.pgPort, `SELECT pg_read_file('pg_wal/${row.timeline}.history') AS text`, 5000);
+      const [row] = await query<{ timeline: string }>(
+        newPrimary.pgPort,
+        'SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) AS timeline',
+        5000,
+      );
+      const [history] = await query<{ text: string }>(
+        newPrimary.pgPort,
+        `SELECT pg_read_file('pg_wal/${row.timeline}.history') AS text`,
+        5000,
+      );
       const lastLine = history.text.trim().split('\n').at(-1) ?? '';
       const switchPoint = parseLsn(lastLine.split('\t')[1]);
       const onOld = this.writer.acked.filter((ack) => ack.port === oldPrimary.pgPort);
@@ -118,14 +132,20 @@ export class LossLedger {
     let missing: Ack[];
     try {
       const port = leader.pgPort;
-      missing = (await waitFor(async () => ({ missing: await this.writer.lostOn(port) }), { timeoutMs: 10_000, description: `the table read on ${leader.name}` })).missing;
+      missing = (
+        await waitFor(async () => ({ missing: await this.writer.lostOn(port) }), {
+          timeoutMs: 10_000,
+          description: `the table read on ${leader.name}`,
+        })
+      ).missing;
     } catch (error) {
       this.log(`after "${step}": reading the table on ${leader.name} failed (${(error as Error).message})`);
       return false;
     }
     const known = new Set(this.losses.map((loss) => loss.id));
     const fresh = missing.filter((ack) => !known.has(ack.id));
-    for (const ack of fresh) this.losses.push({ ...ack, seenAfter: step, readOn: leader.name, crash: this.crashExplaining(ack) });
+    for (const ack of fresh)
+      this.losses.push({ ...ack, seenAfter: step, readOn: leader.name, crash: this.crashExplaining(ack) });
     const acked = this.writer.acked.length;
     this.log(
       `after "${step}": leader ${leader.name} (${leader.agent}, port ${leader.pgPort}), ${acked} acks, ${missing.length} missing` +

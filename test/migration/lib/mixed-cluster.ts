@@ -30,7 +30,17 @@ export class MixedCluster {
     const etcd = await startEtcd();
     const nodes: MixedNode[] = [];
     for (let index = 1; index <= 3; index++) {
-      nodes.push(new MixedNode({ index, baseDir, scope, etcdEndpoint: etcd.endpoint, apiPort: await freePort(), pgPort: await freePort(), timing: TIMING }));
+      nodes.push(
+        new MixedNode({
+          index,
+          baseDir,
+          scope,
+          etcdEndpoint: etcd.endpoint,
+          apiPort: await freePort(),
+          pgPort: await freePort(),
+          timing: TIMING,
+        }),
+      );
     }
     const ctlConfig = join(baseDir, 'patronictl.yml');
     writeFileSync(ctlConfig, `scope: ${scope}\nnamespace: /service\netcd3:\n  hosts: ${etcd.endpoint}\n`);
@@ -52,7 +62,10 @@ export class MixedCluster {
   }
 
   async patronictl(...args: string[]): Promise<string> {
-    const { stdout } = await run('patronictl', ['-c', this.ctlConfig, ...args], { timeout: 60_000, env: { ...process.env, LANG: 'C.UTF-8' } });
+    const { stdout } = await run('patronictl', ['-c', this.ctlConfig, ...args], {
+      timeout: 60_000,
+      env: { ...process.env, LANG: 'C.UTF-8' },
+    });
     return stdout;
   }
 
@@ -63,10 +76,14 @@ export class MixedCluster {
 
   /** A DCS key under the cluster's prefix, as stored (null when absent). */
   async key(name: string): Promise<string | null> {
-    const { stdout } = await run('etcdctl', ['--endpoints', this.etcd.endpoint, 'get', `/service/${this.scope}/${name}`, '--print-value-only'], {
-      env: { ...process.env, ETCDCTL_API: '3' },
-      timeout: 10_000,
-    });
+    const { stdout } = await run(
+      'etcdctl',
+      ['--endpoints', this.etcd.endpoint, 'get', `/service/${this.scope}/${name}`, '--print-value-only'],
+      {
+        env: { ...process.env, ETCDCTL_API: '3' },
+        timeout: 10_000,
+      },
+    );
     const value = stdout.replace(/\n$/, '');
     return stdout === '' ? null : value;
   }
@@ -77,7 +94,10 @@ export class MixedCluster {
   }
 
   async putKey(name: string, value: string): Promise<void> {
-    await run('etcdctl', ['--endpoints', this.etcd.endpoint, 'put', `/service/${this.scope}/${name}`, value], { env: { ...process.env, ETCDCTL_API: '3' }, timeout: 10_000 });
+    await run('etcdctl', ['--endpoints', this.etcd.endpoint, 'put', `/service/${this.scope}/${name}`, value], {
+      env: { ...process.env, ETCDCTL_API: '3' },
+      timeout: 10_000,
+    });
   }
 
   async leaderName(): Promise<string | null> {
@@ -85,7 +105,10 @@ export class MixedCluster {
   }
 
   /** The writable lock holder once every other running member streams from it. */
-  async waitForHealthy(timeoutMs = 60_000, description = 'a leader with every other member streaming from it'): Promise<MixedNode> {
+  async waitForHealthy(
+    timeoutMs = 60_000,
+    description = 'a leader with every other member streaming from it',
+  ): Promise<MixedNode> {
     return waitFor(
       async () => {
         const name = await this.leaderName();

@@ -1,5 +1,15 @@
 import { ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { PG_BIN_DIR } from '../../../bench/lib/cluster';
@@ -116,7 +126,10 @@ export class MixedNode {
       await exited;
       clearTimeout(timer);
     }
-    await waitFor(() => !this.postmasterAlive() && !this.fenceAlive(), { timeoutMs: 20_000, description: `${this.name}'s PostgreSQL stopped` });
+    await waitFor(() => !this.postmasterAlive() && !this.fenceAlive(), {
+      timeoutMs: 20_000,
+      description: `${this.name}'s PostgreSQL stopped`,
+    });
     this.child = null;
   }
 
@@ -126,14 +139,21 @@ export class MixedNode {
     const backends = postmaster && isRunningProcess(postmaster) ? descendantsOf(postmaster) : [];
     const agent = this.agentPid();
     for (const pid of [agent, postmaster, ...backends]) if (pid && isRunningProcess(pid)) process.kill(pid, 'SIGKILL');
-    await waitFor(() => ![agent, postmaster].some((pid) => pid && isRunningProcess(pid)), { timeoutMs: 5000, description: `${this.name} killed` });
+    await waitFor(() => ![agent, postmaster].some((pid) => pid && isRunningProcess(pid)), {
+      timeoutMs: 5000,
+      description: `${this.name} killed`,
+    });
     this.child = null;
   }
 
   /** Kills what is left before another agent starts: a fence that outlived its agent, a stray postmaster. */
   async clearLeftovers(): Promise<void> {
-    for (const pid of [this.fencePid(), this.postmasterPid()]) if (pid && isRunningProcess(pid)) process.kill(pid, 'SIGKILL');
-    await waitFor(() => !this.postmasterAlive() && !this.fenceAlive(), { timeoutMs: 5000, description: `${this.name}'s leftovers gone` });
+    for (const pid of [this.fencePid(), this.postmasterPid()])
+      if (pid && isRunningProcess(pid)) process.kill(pid, 'SIGKILL');
+    await waitFor(() => !this.postmasterAlive() && !this.fenceAlive(), {
+      timeoutMs: 5000,
+      description: `${this.name}'s leftovers gone`,
+    });
   }
 
   /**
@@ -142,10 +162,13 @@ export class MixedNode {
    * the function that lets it run again (SIGCONT).
    */
   async stopWalReceiver(): Promise<() => void> {
-    const pid = await waitFor(async () => (await query<{ pid: number }>(this.pgPort, 'SELECT pid FROM pg_stat_wal_receiver'))[0]?.pid ?? null, {
-      timeoutMs: 10_000,
-      description: `${this.name}'s WAL receiver`,
-    });
+    const pid = await waitFor(
+      async () => (await query<{ pid: number }>(this.pgPort, 'SELECT pid FROM pg_stat_wal_receiver'))[0]?.pid ?? null,
+      {
+        timeoutMs: 10_000,
+        description: `${this.name}'s WAL receiver`,
+      },
+    );
     process.kill(pid, 'SIGSTOP');
     return () => {
       if (isRunningProcess(pid)) process.kill(pid, 'SIGCONT');
@@ -168,7 +191,10 @@ export class MixedNode {
   }
 
   systemIdentifier(): string {
-    const text = execFileSync(join(PG_BIN_DIR, 'pg_controldata'), ['-D', this.dataDir], { encoding: 'utf8', env: { LC_ALL: 'C', PATH: process.env.PATH } });
+    const text = execFileSync(join(PG_BIN_DIR, 'pg_controldata'), ['-D', this.dataDir], {
+      encoding: 'utf8',
+      env: { LC_ALL: 'C', PATH: process.env.PATH },
+    });
     return /Database system identifier:\s+(\d+)/.exec(text)?.[1] ?? '';
   }
 
@@ -193,7 +219,10 @@ export class MixedNode {
   /** Names of the members streaming from this node's server. */
   async streamingReplicas(): Promise<string[]> {
     try {
-      const rows = await query<{ application_name: string }>(this.pgPort, "SELECT application_name FROM pg_stat_replication WHERE state = 'streaming'");
+      const rows = await query<{ application_name: string }>(
+        this.pgPort,
+        "SELECT application_name FROM pg_stat_replication WHERE state = 'streaming'",
+      );
       return rows.map((row) => row.application_name);
     } catch {
       return [];
@@ -207,7 +236,16 @@ export class MixedNode {
    */
   private config(): Record<string, unknown> {
     const { scope, etcdEndpoint, apiPort, pgPort, timing } = this.settings;
-    const config = patroniNodeConfig({ scope, name: this.name, dir: this.dir, dataDir: this.dataDir, etcdEndpoint, apiPort, pgPort, timing });
+    const config = patroniNodeConfig({
+      scope,
+      name: this.name,
+      dir: this.dir,
+      dataDir: this.dataDir,
+      etcdEndpoint,
+      apiPort,
+      pgPort,
+      timing,
+    });
     const bootstrap = config.bootstrap as { initdb: unknown[] };
     const postgresql = config.postgresql as { basebackup: unknown[]; parameters: Record<string, unknown> };
     bootstrap.initdb = [...bootstrap.initdb, 'no-sync'];

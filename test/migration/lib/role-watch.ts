@@ -34,7 +34,11 @@ export class RoleWatch {
   private async leaderKey(): Promise<string> {
     try {
       const key = Buffer.from(`/service/${this.cluster.scope}/leader`).toString('base64');
-      const response = await fetch(`http://${this.cluster.etcd.endpoint}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key }), signal: AbortSignal.timeout(1000) });
+      const response = await fetch(`http://${this.cluster.etcd.endpoint}/v3/kv/range`, {
+        method: 'POST',
+        body: JSON.stringify({ key }),
+        signal: AbortSignal.timeout(1000),
+      });
       const body = (await response.json()) as { kvs?: { value: string }[] };
       const value = body.kvs?.[0]?.value;
       return value ? Buffer.from(value, 'base64').toString() : '-';
@@ -64,7 +68,10 @@ export class RoleWatch {
   private async run(): Promise<void> {
     while (!this.stopped) {
       const due = performance.now() + INTERVAL_MS;
-      const [leader, ...roles] = await Promise.all([this.leaderKey(), ...this.cluster.nodes.map((node) => this.roleOf(node.pgPort))]);
+      const [leader, ...roles] = await Promise.all([
+        this.leaderKey(),
+        ...this.cluster.nodes.map((node) => this.roleOf(node.pgPort)),
+      ]);
       const line = `leader key ${leader}; ${this.cluster.nodes.map((node, i) => `${node.name} ${roles[i]}`).join(' ')}`;
       if (line !== this.lastLine) {
         const writable = roles.filter((role) => role === 'w').length;

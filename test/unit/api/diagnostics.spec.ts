@@ -12,7 +12,10 @@ const indicators = new DiagnosticsIndicators(new HealthIndicatorService());
 
 /** A leader's fence armed 15 s ahead, an empty event queue. */
 function healthy(): NodeDiagnostics {
-  return { fence: { connected: true, deadline: NOW + 15_000 }, eventQueue: { depth: 0, oldestAt: null, storeDownSince: null } };
+  return {
+    fence: { connected: true, deadline: NOW + 15_000 },
+    eventQueue: { depth: 0, oldestAt: null, storeDownSince: null },
+  };
 }
 
 function input(view: NodeView, diagnostics: NodeDiagnostics = healthy()): DiagnosisInput {
@@ -22,12 +25,23 @@ function input(view: NodeView, diagnostics: NodeDiagnostics = healthy()): Diagno
 describe('etcd indicator', () => {
   it('is up on a leader read 1 s ago, with the lease time left', () => {
     expect(indicators.etcd(input(leaderView()))).toEqual({
-      etcd: { status: 'up', last_read: new Date(NOW - 1_000).toISOString(), last_read_age_ms: 1_000, max_read_age_ms: 30_000, leader: true, lease_left_ms: 20_000 },
+      etcd: {
+        status: 'up',
+        last_read: new Date(NOW - 1_000).toISOString(),
+        last_read_age_ms: 1_000,
+        max_read_age_ms: 30_000,
+        leader: true,
+        lease_left_ms: 20_000,
+      },
     });
   });
 
   it('is up on a replica, which holds no lease', () => {
-    expect(indicators.etcd(input(replicaView())).etcd).toMatchObject({ status: 'up', leader: false, lease_left_ms: null });
+    expect(indicators.etcd(input(replicaView())).etcd).toMatchObject({
+      status: 'up',
+      leader: false,
+      lease_left_ms: null,
+    });
   });
 
   it.each([
@@ -54,11 +68,18 @@ describe('postgres indicator', () => {
   it('bounds the sample age by ttl when postgres_unresponsive_timeout is 0', () => {
     const view = leaderView();
     view.config = { ...view.config, postgres_unresponsive_timeout: 0 };
-    expect(indicators.postgres(input({ ...view, sampleAt: NOW - 20_000 })).postgres).toMatchObject({ status: 'up', max_sample_age_ms: 30_000 });
+    expect(indicators.postgres(input({ ...view, sampleAt: NOW - 20_000 })).postgres).toMatchObject({
+      status: 'up',
+      max_sample_age_ms: 30_000,
+    });
   });
 
   it.each([
-    ['the sample is older than the bound', { ...leaderView(), sampleAt: NOW - 16_000 }, 'the last PostgreSQL sample is 16000 ms old, more than 15000 ms'],
+    [
+      'the sample is older than the bound',
+      { ...leaderView(), sampleAt: NOW - 16_000 },
+      'the last PostgreSQL sample is 16000 ms old, more than 15000 ms',
+    ],
     ['PostgreSQL is stopped', postgresDownView(), 'PostgreSQL is not running (stopped)'],
     ['it was never sampled', { ...replicaView(), sampleAt: 0 }, 'PostgreSQL has not been sampled yet'],
   ])('is down when %s', (_case, view, message) => {
@@ -80,21 +101,43 @@ describe('fence indicator', () => {
 
   it('is up on a replica with a disarmed fence', () => {
     const diagnostics = { ...healthy(), fence: { connected: true, deadline: null } };
-    expect(indicators.fence(input(replicaView(), diagnostics)).fence).toMatchObject({ status: 'up', armed: false, left_ms: null, required: false });
+    expect(indicators.fence(input(replicaView(), diagnostics)).fence).toMatchObject({
+      status: 'up',
+      armed: false,
+      left_ms: null,
+      required: false,
+    });
   });
 
   it.each([
     ['a primary runs without a fence', { connected: false, deadline: null }, 'the primary runs without a fence'],
-    ['a primary runs with it disarmed', { connected: true, deadline: null }, 'the primary runs with its fence disarmed'],
-    ['its deadline passed while PostgreSQL runs', { connected: true, deadline: NOW - 1 }, 'the fence deadline has passed while PostgreSQL still runs'],
+    [
+      'a primary runs with it disarmed',
+      { connected: true, deadline: null },
+      'the primary runs with its fence disarmed',
+    ],
+    [
+      'its deadline passed while PostgreSQL runs',
+      { connected: true, deadline: NOW - 1 },
+      'the fence deadline has passed while PostgreSQL still runs',
+    ],
   ])('is down when %s', (_case, fence, message) => {
-    expect(indicators.fence(input(leaderView(), { ...healthy(), fence })).fence).toMatchObject({ status: 'down', message });
+    expect(indicators.fence(input(leaderView(), { ...healthy(), fence })).fence).toMatchObject({
+      status: 'down',
+      message,
+    });
   });
 });
 
 describe('events indicator', () => {
   it('is up with an empty queue', () => {
-    expect(indicators.events(input(leaderView())).events).toEqual({ status: 'up', queue_depth: 0, oldest_queued_age_ms: null, max_queued_age_ms: 30_000, store_down_since: null });
+    expect(indicators.events(input(leaderView())).events).toEqual({
+      status: 'up',
+      queue_depth: 0,
+      oldest_queued_age_ms: null,
+      max_queued_age_ms: 30_000,
+      store_down_since: null,
+    });
   });
 
   it('is up while queued events are younger than ttl, and tells since when the store refuses them', () => {
@@ -130,9 +173,16 @@ describe('ha_cycle indicator', () => {
 
   it.each([
     ['it never ran', 0, 'the HA cycle has not run yet'],
-    ['its last start is older than 2 loop_wait + retry_timeout', NOW - 30_001, 'the last HA cycle started 30001 ms ago, more than 30000 ms'],
+    [
+      'its last start is older than 2 loop_wait + retry_timeout',
+      NOW - 30_001,
+      'the last HA cycle started 30001 ms ago, more than 30000 ms',
+    ],
   ])('is down when %s', (_case, lastCycleAt, message) => {
-    expect(indicators.haCycle(input({ ...leaderView(), lastCycleAt })).ha_cycle).toMatchObject({ status: 'down', message });
+    expect(indicators.haCycle(input({ ...leaderView(), lastCycleAt })).ha_cycle).toMatchObject({
+      status: 'down',
+      message,
+    });
   });
 });
 
@@ -144,7 +194,12 @@ describe('GET /stator/diagnostics', () => {
 
   beforeAll(async () => {
     const source = { view: () => view };
-    const module = ApiModule.register({ identity: { scope: 'demo', version: '0.1.0', productKey: 'stator' }, source, clock: { now: () => NOW }, diagnostics: { diagnostics: () => diagnostics } });
+    const module = ApiModule.register({
+      identity: { scope: 'demo', version: '0.1.0', productKey: 'stator' },
+      source,
+      clock: { now: () => NOW },
+      diagnostics: { diagnostics: () => diagnostics },
+    });
     app = await createHttpApp(module);
     await app.init();
     fastify = app.getHttpAdapter().getInstance();
@@ -157,7 +212,7 @@ describe('GET /stator/diagnostics', () => {
     diagnostics = healthy();
   });
 
-  it('answers 200 and terminus\'s body when every indicator is up, not to be cached', async () => {
+  it("answers 200 and terminus's body when every indicator is up, not to be cached", async () => {
     const answer = await fastify.inject({ method: 'GET', url: '/stator/diagnostics' });
 
     expect(answer.statusCode).toBe(200);

@@ -50,8 +50,26 @@ async function seed(): Promise<void> {
   await store.append('node/node1/role', [transition('node1', 'role', 'replica', '2026-11-21T12:00:00.000Z')], 'any');
   await store.append('node/node1/role', [transition('node1', 'role', 'primary', '2026-11-21T12:00:01.000Z')], 'any');
   await store.append('node/node2/role', [transition('node2', 'role', 'replica', '2026-11-21T12:00:02.000Z')], 'any');
-  await store.append('node/node1/leadership', [transition('node1', 'leadership', 'leader', '2026-11-21T12:00:03.000Z')], 'any');
-  await store.append('cluster', [{ stream: 'cluster', type: 'leader.acquired', at: '2026-11-21T12:00:04.000+02:00', node: 'node1', from: null, to: null, cause: 'race won' }], 'any');
+  await store.append(
+    'node/node1/leadership',
+    [transition('node1', 'leadership', 'leader', '2026-11-21T12:00:03.000Z')],
+    'any',
+  );
+  await store.append(
+    'cluster',
+    [
+      {
+        stream: 'cluster',
+        type: 'leader.acquired',
+        at: '2026-11-21T12:00:04.000+02:00',
+        node: 'node1',
+        from: null,
+        to: null,
+        cause: 'race won',
+      },
+    ],
+    'any',
+  );
 }
 
 async function startApp(module: Parameters<typeof createHttpApp>[0]): Promise<NestFastifyApplication> {
@@ -70,7 +88,16 @@ beforeEach(async () => {
   log = new CountingEventLog(store);
   log.start();
   await log.whenLoaded();
-  @Module({ imports: [ApiModule.register({ identity: IDENTITY, source: { view: leaderView }, clock: { now: () => NOW }, eventLog: log })] })
+  @Module({
+    imports: [
+      ApiModule.register({
+        identity: IDENTITY,
+        source: { view: leaderView },
+        clock: { now: () => NOW },
+        eventLog: log,
+      }),
+    ],
+  })
   class TestApiModule {}
   app = await startApp({ module: TestApiModule });
   baseUrl = urlOf(app);
@@ -94,8 +121,19 @@ describe('GET /events', () => {
 
     expect(answer.status).toBe(200);
     expect(answer.type).toMatch(/^application\/json/);
-    expect(summary(answer.body)).toEqual(['node/node1/role#1', 'node/node1/role#2', 'node/node2/role#1', 'node/node1/leadership#1', 'cluster#1']);
-    expect((answer.body as RecordedEvent[])[1]).toMatchObject({ type: 'role.transition', node: 'node1', to: 'primary', at: '2026-11-21T12:00:01.000Z' });
+    expect(summary(answer.body)).toEqual([
+      'node/node1/role#1',
+      'node/node1/role#2',
+      'node/node2/role#1',
+      'node/node1/leadership#1',
+      'cluster#1',
+    ]);
+    expect((answer.body as RecordedEvent[])[1]).toMatchObject({
+      type: 'role.transition',
+      node: 'node1',
+      to: 'primary',
+      at: '2026-11-21T12:00:01.000Z',
+    });
   });
 
   it.each([
@@ -122,7 +160,11 @@ describe('GET /events', () => {
   });
 
   it('answers at most 1000 events without a limit', async () => {
-    await store.append('node/node3/postgres', Array.from({ length: 1200 }, (_, i) => transition('node3', 'postgres', `s${i}`, '2026-11-21T13:00:00Z')), 'any');
+    await store.append(
+      'node/node3/postgres',
+      Array.from({ length: 1200 }, (_, i) => transition('node3', 'postgres', `s${i}`, '2026-11-21T13:00:00Z')),
+      'any',
+    );
 
     const events = (await getEvents('')).body as RecordedEvent[];
 
@@ -137,10 +179,22 @@ describe('GET /events', () => {
     ['?limit=1.5', 'limit must be an integer from 1 to 10000, got 1.5'],
     ['?stream=cluster&from_seq=-1', 'from_seq must be a non-negative integer, got -1'],
     ['?from_seq=2', 'from_seq needs stream: sequence numbers count within one stream'],
-    ['?since=yesterday', 'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got yesterday'],
-    ['?since=2026-11-21T12:00:00', 'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got 2026-11-21T12:00:00'],
-    ['?since=2026-13-45T12:00:00Z', 'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got 2026-13-45T12:00:00Z'],
-    ['?since=2030-02-30T10:00:00Z', 'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got 2030-02-30T10:00:00Z'],
+    [
+      '?since=yesterday',
+      'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got yesterday',
+    ],
+    [
+      '?since=2026-11-21T12:00:00',
+      'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got 2026-11-21T12:00:00',
+    ],
+    [
+      '?since=2026-13-45T12:00:00Z',
+      'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got 2026-13-45T12:00:00Z',
+    ],
+    [
+      '?since=2030-02-30T10:00:00Z',
+      'since must be an ISO 8601 time with an offset that exists in the calendar (e.g. 2024-05-01T12:00:00Z), got 2030-02-30T10:00:00Z',
+    ],
     ['?nodes=node1', 'unknown parameter nodes; known: stream, node, type, from_seq, since, limit, before'],
     ['?node=node1&node=node2', 'parameter node is given more than once'],
     ['?type=', 'parameter type is empty'],
@@ -153,14 +207,20 @@ describe('GET /events', () => {
   });
 
   it('answers 503 from an API composed without an event log', async () => {
-    @Module({ imports: [ApiModule.register({ identity: IDENTITY, source: { view: leaderView }, clock: { now: () => NOW } })] })
+    @Module({
+      imports: [ApiModule.register({ identity: IDENTITY, source: { view: leaderView }, clock: { now: () => NOW } })],
+    })
     class NoLogModule {}
     const bare = await createHttpApp({ module: NoLogModule });
     await bare.init();
     try {
       const answer = await bare.getHttpAdapter().getInstance().inject({ method: 'GET', url: '/events' });
       expect(answer.statusCode).toBe(503);
-      expect(answer.json()).toEqual({ error: 'Service Unavailable', message: 'this API serves no event log', statusCode: 503 });
+      expect(answer.json()).toEqual({
+        error: 'Service Unavailable',
+        message: 'this API serves no event log',
+        statusCode: 503,
+      });
     } finally {
       await bare.close();
     }
@@ -171,7 +231,11 @@ describe('GET /events/checkpoint', () => {
   it('answers null until retention cuts the log, then the stored checkpoint the pages fold from', async () => {
     expect(await getEvents('/checkpoint')).toMatchObject({ status: 200, body: { checkpoint: null } });
     const projections = rebuildProjections((await store.read()).slice(0, 2));
-    const checkpoint: LogCheckpoint = { cutAt: '2026-11-21T13:00:00.000Z', streams: { 'node/node1/role': { seq: 2, hash: 'h', at: '2026-11-21T12:00:01.000Z' } }, projections };
+    const checkpoint: LogCheckpoint = {
+      cutAt: '2026-11-21T13:00:00.000Z',
+      streams: { 'node/node1/role': { seq: 2, hash: 'h', at: '2026-11-21T12:00:01.000Z' } },
+      projections,
+    };
     await store.writeCheckpoint(checkpoint, null);
 
     const answer = await getEvents('/checkpoint');
@@ -181,7 +245,8 @@ describe('GET /events/checkpoint', () => {
 });
 
 describe('GET /events pages', () => {
-  const nextLink = (response: Response) => /^<([^>]*)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1] ?? null;
+  const nextLink = (response: Response) =>
+    /^<([^>]*)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1] ?? null;
 
   it('links to the page of older events with the same filters, until the first event', async () => {
     const seen: string[][] = [];
@@ -193,7 +258,11 @@ describe('GET /events pages', () => {
       url = nextLink(response);
       if (url) expect(url).toMatch(/^\/events\?limit=2&before=[A-Za-z0-9_-]+$/);
     }
-    expect(seen).toEqual([['node/node1/leadership#1', 'cluster#1'], ['node/node1/role#2', 'node/node2/role#1'], ['node/node1/role#1']]);
+    expect(seen).toEqual([
+      ['node/node1/leadership#1', 'cluster#1'],
+      ['node/node1/role#2', 'node/node2/role#1'],
+      ['node/node1/role#1'],
+    ]);
   });
 
   it('answers no link when the page holds the oldest matching event', async () => {
@@ -205,8 +274,16 @@ describe('GET /events pages', () => {
   });
 
   it('keeps one answer within 4 MiB, leaving the older events to the next page', async () => {
-    const big = (i: number): NewEvent => ({ ...transition('node3', 'postgres', `s${i}`, '2026-11-21T13:00:00Z'), data: { blob: 'x'.repeat(15_000) } });
-    for (let i = 0; i < 400; i += 50) await store.append('node/node3/postgres', Array.from({ length: 50 }, (_, j) => big(i + j)), 'any');
+    const big = (i: number): NewEvent => ({
+      ...transition('node3', 'postgres', `s${i}`, '2026-11-21T13:00:00Z'),
+      data: { blob: 'x'.repeat(15_000) },
+    });
+    for (let i = 0; i < 400; i += 50)
+      await store.append(
+        'node/node3/postgres',
+        Array.from({ length: 50 }, (_, j) => big(i + j)),
+        'any',
+      );
 
     const response = await fetch(`${baseUrl}/events`);
     const text = await response.text();
@@ -218,13 +295,33 @@ describe('GET /events pages', () => {
   });
 
   it.each([
-    ['not base64url JSON', '?before=not-a-cursor', 'before must be the cursor of a Link header of GET /events; this one does not decode to JSON'],
-    ['a + in a cursor', '?before=a%2Bb', 'before must be the cursor of a Link header of GET /events; this one is not base64url'],
-    ['seq 0', `?before=${Buffer.from('{"cluster":0}').toString('base64url')}`, 'before must be the cursor of a Link header of GET /events; this one has a bad position for stream cluster'],
-    ['an array', `?before=${Buffer.from('[1]').toString('base64url')}`, 'before must be the cursor of a Link header of GET /events; this one does not decode to an object'],
+    [
+      'not base64url JSON',
+      '?before=not-a-cursor',
+      'before must be the cursor of a Link header of GET /events; this one does not decode to JSON',
+    ],
+    [
+      'a + in a cursor',
+      '?before=a%2Bb',
+      'before must be the cursor of a Link header of GET /events; this one is not base64url',
+    ],
+    [
+      'seq 0',
+      `?before=${Buffer.from('{"cluster":0}').toString('base64url')}`,
+      'before must be the cursor of a Link header of GET /events; this one has a bad position for stream cluster',
+    ],
+    [
+      'an array',
+      `?before=${Buffer.from('[1]').toString('base64url')}`,
+      'before must be the cursor of a Link header of GET /events; this one does not decode to an object',
+    ],
     ['a cursor of 8 KiB + 1', `?before=${'A'.repeat(8 * 1024 + 1)}`, 'parameter before is longer than 8192 characters'],
     ['a stream of 257 characters', `?stream=${'s'.repeat(257)}`, 'parameter stream is longer than 256 characters'],
-    ['a since of 300 digits', `?since=2026-11-21T12:00:00.${'1'.repeat(300)}Z`, 'parameter since is longer than 256 characters'],
+    [
+      'a since of 300 digits',
+      `?since=2026-11-21T12:00:00.${'1'.repeat(300)}Z`,
+      'parameter since is longer than 256 characters',
+    ],
   ])('refuses %s with 400 naming the parameter and the rule', async (_label, query, message) => {
     const answer = await getEvents(query);
 
@@ -233,9 +330,13 @@ describe('GET /events pages', () => {
   });
 
   it('refuses a cursor on the live stream', async () => {
-    const response = await fetch(`${baseUrl}/events/stream?before=${Buffer.from('{"cluster":2}').toString('base64url')}`);
+    const response = await fetch(
+      `${baseUrl}/events/stream?before=${Buffer.from('{"cluster":2}').toString('base64url')}`,
+    );
     expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ message: 'before pages GET /events; the stream sends what happens from now on' });
+    expect(await response.json()).toMatchObject({
+      message: 'before pages GET /events; the stream sends what happens from now on',
+    });
   });
 });
 
@@ -257,7 +358,12 @@ function openStream(url: string): Promise<StreamClient> {
       resolve({
         response,
         text: () => received,
-        waitForText: (expected) => waitFor(() => received.includes(expected), { timeoutMs: 2000, intervalMs: 10, description: `${JSON.stringify(expected)} in the stream` }).then(() => undefined),
+        waitForText: (expected) =>
+          waitFor(() => received.includes(expected), {
+            timeoutMs: 2000,
+            intervalMs: 10,
+            description: `${JSON.stringify(expected)} in the stream`,
+          }).then(() => undefined),
         close: () => request.destroy(),
       });
     });
@@ -274,8 +380,16 @@ describe('GET /events/stream', () => {
       expect(stream.response.headers['cache-control']).toBe('no-cache');
       await waitFor(() => log.feedSubscribers === 1, { description: 'the stream subscribed' });
 
-      await store.append('node/node1/role', [transition('node1', 'role', 'demoted', '2026-11-21T12:01:00.000Z')], 'any');
-      const [stored] = await store.append('node/node2/role', [transition('node2', 'role', 'primary', '2026-11-21T12:01:01.000Z')], 'any');
+      await store.append(
+        'node/node1/role',
+        [transition('node1', 'role', 'demoted', '2026-11-21T12:01:00.000Z')],
+        'any',
+      );
+      const [stored] = await store.append(
+        'node/node2/role',
+        [transition('node2', 'role', 'primary', '2026-11-21T12:01:01.000Z')],
+        'any',
+      );
       await stream.waitForText('"primary"');
 
       const expected = `event: role.transition\ndata: ${JSON.stringify(stored)}\n\n`;
@@ -290,12 +404,24 @@ describe('GET /events/stream', () => {
     const fromTime = await openStream(`${baseUrl}/events/stream?since=2026-11-21T12:00:02Z`);
     const fromSeq = await openStream(`${baseUrl}/events/stream?stream=node/node1/role&from_seq=2`);
     try {
-      await store.append('node/node1/role', [transition('node1', 'role', 'demoted', '2026-11-21T12:01:00.000Z')], 'any');
+      await store.append(
+        'node/node1/role',
+        [transition('node1', 'role', 'demoted', '2026-11-21T12:01:00.000Z')],
+        'any',
+      );
       await fromTime.waitForText('"demoted"');
       await fromSeq.waitForText('"demoted"');
 
-      const frames = (text: string) => text.split('\n\n').filter(Boolean).map((frame) => JSON.parse(frame.split('\ndata: ')[1]) as RecordedEvent);
-      expect(summary(frames(fromTime.text()))).toEqual(['node/node2/role#1', 'node/node1/leadership#1', 'node/node1/role#3']);
+      const frames = (text: string) =>
+        text
+          .split('\n\n')
+          .filter(Boolean)
+          .map((frame) => JSON.parse(frame.split('\ndata: ')[1]) as RecordedEvent);
+      expect(summary(frames(fromTime.text()))).toEqual([
+        'node/node2/role#1',
+        'node/node1/leadership#1',
+        'node/node1/role#3',
+      ]);
       expect(summary(frames(fromSeq.text()))).toEqual(['node/node1/role#2', 'node/node1/role#3']);
     } finally {
       fromTime.close();
@@ -315,11 +441,18 @@ describe('GET /events/stream', () => {
     const response = await fetch(`${baseUrl}/events/stream?limit=0`);
 
     expect(response.status).toBe(400);
-    expect(await response.json()).toEqual({ error: 'Bad Request', message: 'limit must be an integer from 1 to 10000, got 0', statusCode: 400 });
+    expect(await response.json()).toEqual({
+      error: 'Bad Request',
+      message: 'limit must be an integer from 1 to 10000, got 0',
+      statusCode: 400,
+    });
   });
 
   it('releases its subscription when the client goes away', async () => {
-    const streams = await Promise.all([openStream(`${baseUrl}/events/stream`), openStream(`${baseUrl}/events/stream?type=role.transition`)]);
+    const streams = await Promise.all([
+      openStream(`${baseUrl}/events/stream`),
+      openStream(`${baseUrl}/events/stream?type=role.transition`),
+    ]);
     await waitFor(() => log.feedSubscribers === 2, { description: 'two subscriptions' });
 
     streams[0].close();

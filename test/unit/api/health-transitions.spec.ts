@@ -17,8 +17,17 @@ describe('health checks change before the role does (load balancers drain first)
   });
 
   it('leaves a candidate of a switchover scheduled later in the pool, and the other replicas too', () => {
-    expect(healthStatus('/replica', {}, withFailover(replicaView(), { leader: 'node1', member: 'node2', scheduled_at: '2030-01-01T00:00:00Z' }), NOW)).toBe(200);
-    expect(healthStatus('/replica', {}, withFailover(replicaView(), { leader: 'node1', member: 'node3' }), NOW)).toBe(200);
+    expect(
+      healthStatus(
+        '/replica',
+        {},
+        withFailover(replicaView(), { leader: 'node1', member: 'node2', scheduled_at: '2030-01-01T00:00:00Z' }),
+        NOW,
+      ),
+    ).toBe(200);
+    expect(healthStatus('/replica', {}, withFailover(replicaView(), { leader: 'node1', member: 'node3' }), NOW)).toBe(
+      200,
+    );
   });
 
   it('takes a replica that holds the lock out of the read pool while it promotes', () => {
@@ -36,8 +45,12 @@ describe('health checks change before the role does (load balancers drain first)
   });
 });
 
-describe('a PostgreSQL that answers nothing is nobody\'s target', () => {
-  const silentFor = (view: NodeView, ms: number): NodeView => ({ ...view, config: { ...view.config, postgres_unresponsive_timeout: 5 }, pgAnsweredAt: NOW - ms });
+describe("a PostgreSQL that answers nothing is nobody's target", () => {
+  const silentFor = (view: NodeView, ms: number): NodeView => ({
+    ...view,
+    config: { ...view.config, postgres_unresponsive_timeout: 5 },
+    pgAnsweredAt: NOW - ms,
+  });
 
   it('a hung leader answers 503 on /primary, /read-write, /leader and /readiness once past postgres_unresponsive_timeout', () => {
     for (const path of ['/primary', '/read-write', '/leader', '/readiness', '/health']) {
@@ -55,12 +68,33 @@ describe('a PostgreSQL that answers nothing is nobody\'s target', () => {
 });
 
 describe('a standby cluster (reference 1.3: isLeader in a standby cluster)', () => {
-  const remote = { host: '10.0.0.9', port: 5432, primary_slot_name: null, restore_command: null, archive_cleanup_command: null, recovery_min_apply_delay: null, create_replica_methods: null };
-  const inStandbyCluster = (view: NodeView): NodeView => ({ ...view, config: { ...view.config, standby_cluster: remote } });
+  const remote = {
+    host: '10.0.0.9',
+    port: 5432,
+    primary_slot_name: null,
+    restore_command: null,
+    archive_cleanup_command: null,
+    recovery_min_apply_delay: null,
+    create_replica_methods: null,
+  };
+  const inStandbyCluster = (view: NodeView): NodeView => ({
+    ...view,
+    config: { ...view.config, standby_cluster: remote },
+  });
 
   it('answers for its standby leader as the leader and the standby leader, never as a write target or a read replica', () => {
-    const standbyLeader: NodeView = inStandbyCluster({ ...replicaView(), role: 'standby_leader', leadership: 'leader', lockValidUntil: NOW + 10_000 });
-    expect(['/leader', '/standby-leader', '/standby_leader', '/primary', '/read-write', '/replica'].map((path) => [path, healthStatus(path, {}, standbyLeader, NOW)])).toEqual([
+    const standbyLeader: NodeView = inStandbyCluster({
+      ...replicaView(),
+      role: 'standby_leader',
+      leadership: 'leader',
+      lockValidUntil: NOW + 10_000,
+    });
+    expect(
+      ['/leader', '/standby-leader', '/standby_leader', '/primary', '/read-write', '/replica'].map((path) => [
+        path,
+        healthStatus(path, {}, standbyLeader, NOW),
+      ]),
+    ).toEqual([
       ['/leader', 200],
       ['/standby-leader', 200],
       ['/standby_leader', 200],

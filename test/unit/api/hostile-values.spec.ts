@@ -1,6 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { reinitializeBody, restartBody, switchoverBody, parseRestart, parseSwitchover } from '../../../src/api/operation-requests';
+import {
+  reinitializeBody,
+  restartBody,
+  switchoverBody,
+  parseRestart,
+  parseSwitchover,
+} from '../../../src/api/operation-requests';
 import { BadHealthQuery, healthStatus, parseLag } from '../../../src/api/health';
 import { readLagBytes, readSchedule, readTimeoutSeconds } from '../../../src/api/request-values';
 import { readIsoTimestamp } from '../../../src/common/iso-timestamp';
@@ -36,12 +42,20 @@ const ADVERSARIAL: Record<string, (size: number) => string> = {
 
 const PARSERS: Record<string, (input: string) => unknown> = {
   'GET /replica?lag=': (input) => attempt(() => parseLag(input)),
-  'POST /restart timeout': (input) => attempt(() => parseRestart(restartBody.transform({ timeout: input }), false, NOW)),
-  'POST /restart schedule': (input) => attempt(() => parseRestart(restartBody.transform({ schedule: input }), false, NOW)),
+  'POST /restart timeout': (input) =>
+    attempt(() => parseRestart(restartBody.transform({ timeout: input }), false, NOW)),
+  'POST /restart schedule': (input) =>
+    attempt(() => parseRestart(restartBody.transform({ schedule: input }), false, NOW)),
   'POST /restart postgres_version': (input) => attempt(() => restartBody.transform({ postgres_version: input })),
-  'POST /switchover scheduled_at': (input) => attempt(() => parseSwitchover('switchover', switchoverBody.transform({ leader: 'n1', scheduled_at: input }), false, NOW)),
+  'POST /switchover scheduled_at': (input) =>
+    attempt(() =>
+      parseSwitchover('switchover', switchoverBody.transform({ leader: 'n1', scheduled_at: input }), false, NOW),
+    ),
   'POST /switchover leader': (input) => attempt(() => switchoverBody.transform({ leader: input })),
-  'PATCH /config key and value': (input) => [validateDynamicConfigKeys({ [input]: input, postgresql: { parameters: { [input]: input } } }), reviewConfigWrite({ [input]: input })],
+  'PATCH /config key and value': (input) => [
+    validateDynamicConfigKeys({ [input]: input, postgresql: { parameters: { [input]: input } } }),
+    reviewConfigWrite({ [input]: input }),
+  ],
 };
 
 describe('request values are read in time linear in their length', () => {
@@ -63,7 +77,10 @@ describe('request values are read in time linear in their length', () => {
       }
     }
     mkdirSync('test-artifacts', { recursive: true });
-    writeFileSync(join('test-artifacts', 'parser-times.md'), ['| parser | 1 MiB input | ms |', '|---|---|---|', ...rows, ''].join('\n'));
+    writeFileSync(
+      join('test-artifacts', 'parser-times.md'),
+      ['| parser | 1 MiB input | ms |', '|---|---|---|', ...rows, ''].join('\n'),
+    );
   });
 
   it('still reads what the reference reads', () => {
@@ -79,7 +96,9 @@ describe('request values are read in time linear in their length', () => {
 
 describe('numbers are bounded to what Node, etcd and PostgreSQL honour', () => {
   it.each([1e20, 1e11, 2 ** 31])('refuses ttl %d in a /config write, naming the key and the range', (ttl) => {
-    expect(validateDynamicConfigKeys({ ttl })).toEqual([`ttl: must be an integer from 5 to 86400, got ${JSON.stringify(ttl)}`]);
+    expect(validateDynamicConfigKeys({ ttl })).toEqual([
+      `ttl: must be an integer from 5 to 86400, got ${JSON.stringify(ttl)}`,
+    ]);
   });
 
   it('clamps a huge ttl written into the DCS by another tool, and says so', () => {
@@ -89,7 +108,10 @@ describe('numbers are bounded to what Node, etcd and PostgreSQL honour', () => {
   });
 
   it('refuses a restart timeout past a day and a schedule more than 366 days ahead', () => {
-    expect(refusal(() => restartBody.transform({ timeout: 1e9 }))).toEqual({ status: 400, text: 'Timeout should be a positive number of seconds' });
+    expect(refusal(() => restartBody.transform({ timeout: 1e9 }))).toEqual({
+      status: 400,
+      text: 'Timeout should be a positive number of seconds',
+    });
     expect(refusal(() => readSchedule('2030-01-01T00:00:00Z', 'restart', NOW))).toEqual({
       status: 422,
       text: 'Cannot schedule restart more than 366 days ahead',
@@ -98,61 +120,118 @@ describe('numbers are bounded to what Node, etcd and PostgreSQL honour', () => {
 });
 
 describe('timestamps must exist in the calendar', () => {
-  it.each(['2030-02-30T10:00:00Z', '2030-02-31T24:00:00Z', '2027-13-01T10:00:00Z', '2027-06-01T10:60:00Z', '2027-06-01T10:00:00+24:00', '2027-02-29T10:00:00Z'])(
-    'refuses %s as the reference does (dateutil cannot parse it)',
-    (text) => {
-      expect(refusal(() => readSchedule(text, 'switchover', NOW))).toEqual({
-        status: 422,
-        text: 'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601',
-      });
-    },
-  );
+  it.each([
+    '2030-02-30T10:00:00Z',
+    '2030-02-31T24:00:00Z',
+    '2027-13-01T10:00:00Z',
+    '2027-06-01T10:60:00Z',
+    '2027-06-01T10:00:00+24:00',
+    '2027-02-29T10:00:00Z',
+  ])('refuses %s as the reference does (dateutil cannot parse it)', (text) => {
+    expect(refusal(() => readSchedule(text, 'switchover', NOW))).toEqual({
+      status: 422,
+      text: 'Unable to parse scheduled timestamp. It should be in an unambiguous format, e.g. ISO 8601',
+    });
+  });
 
   it('accepts a leap day, fractions and every offset form', () => {
-    expect(readIsoTimestamp('2028-02-29T10:00:00Z')).toEqual({ kind: 'valid', at: Date.parse('2028-02-29T10:00:00Z'), text: '2028-02-29T10:00:00Z' });
-    expect(readIsoTimestamp('2027-06-01 12:30:15.250+02:30')).toMatchObject({ kind: 'valid', at: Date.parse('2027-06-01T10:00:15.250Z') });
-    expect(readIsoTimestamp('2027-06-01T12:30-0100')).toMatchObject({ kind: 'valid', at: Date.parse('2027-06-01T13:30:00Z') });
+    expect(readIsoTimestamp('2028-02-29T10:00:00Z')).toEqual({
+      kind: 'valid',
+      at: Date.parse('2028-02-29T10:00:00Z'),
+      text: '2028-02-29T10:00:00Z',
+    });
+    expect(readIsoTimestamp('2027-06-01 12:30:15.250+02:30')).toMatchObject({
+      kind: 'valid',
+      at: Date.parse('2027-06-01T10:00:15.250Z'),
+    });
+    expect(readIsoTimestamp('2027-06-01T12:30-0100')).toMatchObject({
+      kind: 'valid',
+      at: Date.parse('2027-06-01T13:30:00Z'),
+    });
     expect(readIsoTimestamp('2027-06-01T12:30:00')).toEqual({ kind: 'no-offset' });
   });
 });
 
 describe('keys are looked up as own properties only', () => {
-  it.each(['constructor', 'toString', 'hasOwnProperty', 'valueOf'])('refuses %s as an unknown key in every body', (key) => {
-    expect(reviewConfigWrite({ [key]: 1 }).problems).toEqual([expect.stringMatching(new RegExp(`^${key}: unknown key`))]);
-    expect(validateDynamicConfigKeys({ [key]: 1 })).toEqual([]);
-    expect(refusal(() => parseSwitchover('switchover', switchoverBody.transform({ leader: 'n1', [key]: 'x' }), false, NOW))).toEqual({
-      status: 400,
-      text: `Unknown field: ${key} (accepted: leader, candidate, scheduled_at, site)`,
-    });
-    expect(refusal(() => restartBody.transform({ [key]: 'x' }))).toEqual({ status: 400, text: `Unknown filter for the scheduled restart: ${key}` });
-    expect(refusal(() => reinitializeBody.transform({ [key]: true }))).toEqual({ status: 400, text: `Unknown field: ${key} (accepted: force, from_leader)` });
-  });
+  it.each(['constructor', 'toString', 'hasOwnProperty', 'valueOf'])(
+    'refuses %s as an unknown key in every body',
+    (key) => {
+      expect(reviewConfigWrite({ [key]: 1 }).problems).toEqual([
+        expect.stringMatching(new RegExp(`^${key}: unknown key`)),
+      ]);
+      expect(validateDynamicConfigKeys({ [key]: 1 })).toEqual([]);
+      expect(
+        refusal(() =>
+          parseSwitchover('switchover', switchoverBody.transform({ leader: 'n1', [key]: 'x' }), false, NOW),
+        ),
+      ).toEqual({
+        status: 400,
+        text: `Unknown field: ${key} (accepted: leader, candidate, scheduled_at, site)`,
+      });
+      expect(refusal(() => restartBody.transform({ [key]: 'x' }))).toEqual({
+        status: 400,
+        text: `Unknown filter for the scheduled restart: ${key}`,
+      });
+      expect(refusal(() => reinitializeBody.transform({ [key]: true }))).toEqual({
+        status: 400,
+        text: `Unknown field: ${key} (accepted: force, from_leader)`,
+      });
+    },
+  );
 
   it('does not match tag_constructor against Object.prototype', () => {
-    expect(healthStatus('/replica', { tag_constructor: 'function Object() { [native code] }' }, replicaView(), NOW)).toBe(503);
+    expect(
+      healthStatus('/replica', { tag_constructor: 'function Object() { [native code] }' }, replicaView(), NOW),
+    ).toBe(503);
     expect(healthStatus('/health', { tag_toString: 'x' }, leaderView(), NOW)).toBe(503);
   });
 });
 
 describe('nothing is accepted and then ignored', () => {
   it('refuses settings that promise what Stator does not do yet, unless they say off', () => {
-    expect(reviewConfigWrite({ standby_cluster: { host: 'a b' } }).problems).toEqual(['standby_cluster.host: must be a host name or address']);
-    expect(reviewConfigWrite({ standby_cluster: { host: 'x', create_replica_methods: [{}] }, slots: { s: { type: 'physical' } } }).problems).toHaveLength(1);
-    expect(reviewConfigWrite({ synchronous_mode: 'quorum', synchronous_mode_strict: true, synchronous_node_count: 2, maximum_lag_on_syncnode: 1000, failsafe_mode: 'on' })).toEqual({ problems: [] });
-    expect(reviewConfigWrite({ synchronous_mode: false, failsafe_mode: null, slots: {}, ttl: 30 })).toEqual({ problems: [] });
+    expect(reviewConfigWrite({ standby_cluster: { host: 'a b' } }).problems).toEqual([
+      'standby_cluster.host: must be a host name or address',
+    ]);
+    expect(
+      reviewConfigWrite({
+        standby_cluster: { host: 'x', create_replica_methods: [{}] },
+        slots: { s: { type: 'physical' } },
+      }).problems,
+    ).toHaveLength(1);
+    expect(
+      reviewConfigWrite({
+        synchronous_mode: 'quorum',
+        synchronous_mode_strict: true,
+        synchronous_node_count: 2,
+        maximum_lag_on_syncnode: 1000,
+        failsafe_mode: 'on',
+      }),
+    ).toEqual({ problems: [] });
+    expect(reviewConfigWrite({ synchronous_mode: false, failsafe_mode: null, slots: {}, ttl: 30 })).toEqual({
+      problems: [],
+    });
   });
 
   it('accepts every Patroni key it acts on, and refuses node-local and unknown ones', () => {
-    expect(reviewConfigWrite({ max_timelines_history: 5, postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], remove_data_directory_on_rewind_failure: true } })).toEqual({ problems: [] });
-    expect(reviewConfigWrite({ postgresql: { use_unix_socket: true } }).problems).toEqual([expect.stringMatching(/^postgresql.use_unix_socket: .*set postgresql.use_unix_socket in each node's configuration file$/)]);
+    expect(
+      reviewConfigWrite({
+        max_timelines_history: 5,
+        postgresql: { pg_hba: ['host all all 0.0.0.0/0 md5'], remove_data_directory_on_rewind_failure: true },
+      }),
+    ).toEqual({ problems: [] });
+    expect(reviewConfigWrite({ postgresql: { use_unix_socket: true } }).problems).toEqual([
+      expect.stringMatching(
+        /^postgresql.use_unix_socket: .*set postgresql.use_unix_socket in each node's configuration file$/,
+      ),
+    ]);
     expect(reviewConfigWrite({ tll: 30 }).problems).toEqual([expect.stringMatching(/^tll: unknown key/)]);
     expect(reviewConfigWrite({ tll: null }).problems).toEqual([]);
   });
 
   it('refuses server parameters that could not be written on one line of postgresql.conf', () => {
-    expect(validateDynamicConfigKeys({ postgresql: { parameters: { work_mem: "4MB'\nshared_preload_libraries='x" } } })).toEqual([
-      expect.stringMatching(/^postgresql.parameters.work_mem: must not contain control characters/),
-    ]);
+    expect(
+      validateDynamicConfigKeys({ postgresql: { parameters: { work_mem: "4MB'\nshared_preload_libraries='x" } } }),
+    ).toEqual([expect.stringMatching(/^postgresql.parameters.work_mem: must not contain control characters/)]);
     expect(validateDynamicConfigKeys({ postgresql: { parameters: { 'bad name': 1 } } })).toEqual([
       expect.stringMatching(/^postgresql.parameters."bad name": must be named as PostgreSQL names parameters/),
     ]);
@@ -162,9 +241,17 @@ describe('nothing is accepted and then ignored', () => {
 describe('a configuration change records what changed', () => {
   it('lists the keys set and removed, walking into objects, never the whole document', () => {
     const big = 'x'.repeat(60_000);
-    const before = { ttl: 30, loop_wait: 10, comment: big, postgresql: { parameters: { work_mem: '4MB', max_connections: 100 } } };
+    const before = {
+      ttl: 30,
+      loop_wait: 10,
+      comment: big,
+      postgresql: { parameters: { work_mem: '4MB', max_connections: 100 } },
+    };
     const after = { ttl: 20, loop_wait: 10, comment: big, postgresql: { parameters: { work_mem: '8MB' } } };
-    expect(configChange(before, after)).toEqual({ set: { ttl: 20, 'postgresql.parameters.work_mem': '8MB' }, removed: ['postgresql.parameters.max_connections'] });
+    expect(configChange(before, after)).toEqual({
+      set: { ttl: 20, 'postgresql.parameters.work_mem': '8MB' },
+      removed: ['postgresql.parameters.max_connections'],
+    });
     expect(configChange(after, after)).toBeNull();
   });
 });

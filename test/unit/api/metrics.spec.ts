@@ -10,11 +10,18 @@ const PATRONI: ApiIdentity = { ...STATOR, productKey: 'patroni' };
 /** `promtool check metrics` on the text: its exit code and what it printed (the binary must be installed). */
 function promtoolCheck(text: string): { code: number; output: string } {
   try {
-    const output = execFileSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+    const output = execFileSync('promtool', ['check', 'metrics'], {
+      input: text,
+      encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     return { code: 0, output };
   } catch (error) {
     const failure = error as { status?: number | null; code?: string; stdout?: string; stderr?: string };
-    if (failure.code === 'ENOENT') throw new Error('promtool is not installed (Debian package "prometheus" provides /usr/bin/promtool)', { cause: error });
+    if (failure.code === 'ENOENT')
+      throw new Error('promtool is not installed (Debian package "prometheus" provides /usr/bin/promtool)', {
+        cause: error,
+      });
     return { code: failure.status ?? -1, output: `${failure.stdout ?? ''}${failure.stderr ?? ''}` };
   }
 }
@@ -143,7 +150,16 @@ describe('buildMetrics', () => {
   it('reports zeros while PostgreSQL is down and leaves out the lines that need a server version', () => {
     const text = buildMetrics(postgresDownView(), STATOR, NOW);
 
-    for (const name of ['postgres_running', 'postmaster_start_time', 'xlog_location', 'xlog_received_location', 'xlog_replayed_location', 'postgres_server_version', 'postgres_timeline', 'failover_priority']) {
+    for (const name of [
+      'postgres_running',
+      'postmaster_start_time',
+      'xlog_location',
+      'xlog_received_location',
+      'xlog_replayed_location',
+      'postgres_server_version',
+      'postgres_timeline',
+      'failover_priority',
+    ]) {
       expect([name, sample(text, `stator_${name}`)]).toEqual([name, '0']);
     }
     // The role of a stopped node is the role machine's, as in the status document.
@@ -167,7 +183,11 @@ describe('buildMetrics', () => {
   it('speaks Patroni in compatibility mode', () => {
     const text = buildMetrics(leaderView(), PATRONI, NOW);
 
-    expect(text).toBe(LEADER_METRICS.replace(/stator_/g, 'patroni_').replace(/by Stator\./, 'by Patroni.').replace('Stator semver', 'Patroni semver'));
+    expect(text).toBe(
+      LEADER_METRICS.replace(/stator_/g, 'patroni_')
+        .replace(/by Stator\./, 'by Patroni.')
+        .replace('Stator semver', 'Patroni semver'),
+    );
   });
 
   it('escapes label values', () => {

@@ -11,7 +11,10 @@ import { answerChecker, documentedOperations, openApiPath, validateOpenApi } fro
 import { leaderView, NOW, postgresDownView, replicaView } from './node-view-fixtures';
 
 let view: NodeView;
-const diagnostics: NodeDiagnostics = { fence: { connected: true, deadline: NOW + 15_000 }, eventQueue: { depth: 0, oldestAt: null, storeDownSince: null } };
+const diagnostics: NodeDiagnostics = {
+  fence: { connected: true, deadline: NOW + 15_000 },
+  eventQueue: { depth: 0, oldestAt: null, storeDownSince: null },
+};
 /** The operation endpoints over nothing: the tests below only send requests their pipes refuse. */
 const operations = { requestContext: () => ({ paused: false, now: NOW }) } as unknown as NodeOperations;
 
@@ -24,7 +27,14 @@ interface Served {
 
 async function serve(productKey: 'stator' | 'patroni'): Promise<Served> {
   @Module({
-    imports: [ApiModule.register({ identity: { scope: 'demo', version: '0.1.0', productKey }, source: { view: () => view }, clock: { now: () => NOW }, diagnostics: { diagnostics: () => diagnostics } })],
+    imports: [
+      ApiModule.register({
+        identity: { scope: 'demo', version: '0.1.0', productKey },
+        source: { view: () => view },
+        clock: { now: () => NOW },
+        diagnostics: { diagnostics: () => diagnostics },
+      }),
+    ],
     controllers: [OperationsController],
     providers: [{ provide: NodeOperations, useValue: operations }],
   })
@@ -77,15 +87,34 @@ describe('GET /openapi.json', () => {
   });
 
   it('documents the health checks from the table that registers them, the probes without a body', () => {
-    const paths = document.paths as Record<string, Record<string, { responses: Record<string, { content?: unknown }> }>>;
+    const paths = document.paths as Record<
+      string,
+      Record<string, { responses: Record<string, { content?: unknown }> }>
+    >;
     expect(Object.keys(paths['/replica'])).toEqual(['get', 'options', 'head']);
     expect(paths['/replica'].get.responses['503'].content).toBeDefined();
     expect(paths['/liveness'].get.responses['503'].content).toBeUndefined();
   });
 
-  it('documents each operation\'s plain-text answers and body refusals', () => {
-    const switchover = (document.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>)['/switchover'].post;
-    expect(Object.keys(switchover.responses).sort()).toEqual(['200', '202', '400', '401', '403', '412', '413', '415', '422', '503']);
+  it("documents each operation's plain-text answers and body refusals", () => {
+    const switchover = (
+      document.paths as Record<
+        string,
+        Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>
+      >
+    )['/switchover'].post;
+    expect(Object.keys(switchover.responses).sort()).toEqual([
+      '200',
+      '202',
+      '400',
+      '401',
+      '403',
+      '412',
+      '413',
+      '415',
+      '422',
+      '503',
+    ]);
     expect(Object.keys(switchover.responses['400'].content ?? {})).toEqual(['text/plain', 'application/json']);
   });
 });
@@ -118,7 +147,13 @@ describe('real answers match the document', () => {
     view = makeView();
     const answer = await stator.fastify.inject({ method, url });
     const path = url.split('?')[0];
-    expect(check()(path, method, { status: answer.statusCode, type: String(answer.headers['content-type'] ?? ''), body: answer.body })).toEqual([]);
+    expect(
+      check()(path, method, {
+        status: answer.statusCode,
+        type: String(answer.headers['content-type'] ?? ''),
+        body: answer.body,
+      }),
+    ).toEqual([]);
   });
 
   it.each([
@@ -132,9 +167,20 @@ describe('real answers match the document', () => {
     ['POST', '/reload', '{}', 'text/xml'],
     ['PATCH', '/config', `{"x":"${'a'.repeat(70_000)}"}`, 'application/json'],
   ])('refused: %s %s (%#)', async (method, url, payload, contentType) => {
-    const answer = await stator.fastify.inject({ method: method as 'POST', url, payload, headers: { 'content-type': contentType } });
+    const answer = await stator.fastify.inject({
+      method: method as 'POST',
+      url,
+      payload,
+      headers: { 'content-type': contentType },
+    });
     expect(answer.statusCode).toBeGreaterThanOrEqual(400);
-    expect(check()(url, method, { status: answer.statusCode, type: String(answer.headers['content-type'] ?? ''), body: answer.body })).toEqual([]);
+    expect(
+      check()(url, method, {
+        status: answer.statusCode,
+        type: String(answer.headers['content-type'] ?? ''),
+        body: answer.body,
+      }),
+    ).toEqual([]);
   });
 });
 
@@ -156,6 +202,12 @@ describe('compatibility mode', () => {
     expect(Object.keys(compat.components.schemas.StatusDocumentDto.properties)).toContain('patroni');
 
     const status = await patroni.fastify.inject({ method: 'GET', url: '/patroni' });
-    expect(answerChecker(compat)('/patroni', 'GET', { status: status.statusCode, type: String(status.headers['content-type']), body: status.body })).toEqual([]);
+    expect(
+      answerChecker(compat)('/patroni', 'GET', {
+        status: status.statusCode,
+        type: String(status.headers['content-type']),
+        body: status.body,
+      }),
+    ).toEqual([]);
   });
 });

@@ -56,7 +56,11 @@ beforeEach(() => {
 
 type Method = 'GET' | 'HEAD' | 'OPTIONS' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-function request(method: Method, url: string, options: { headers?: Record<string, string>; payload?: string | Buffer } = {}) {
+function request(
+  method: Method,
+  url: string,
+  options: { headers?: Record<string, string>; payload?: string | Buffer } = {},
+) {
   return fastify.inject({ method, url, headers: options.headers, payload: options.payload });
 }
 
@@ -86,7 +90,16 @@ describe('GET /cluster', () => {
     expect(answer.headers['content-type']).toMatch(/^application\/json/);
     expect(answer.json()).toEqual({
       members: [
-        { name: 'node1', role: 'leader', state: 'running', api_url: 'http://127.0.0.1:8108/stator', host: '127.0.0.1', port: 5532, timeline: 11, tags: { failover_priority: 2 } },
+        {
+          name: 'node1',
+          role: 'leader',
+          state: 'running',
+          api_url: 'http://127.0.0.1:8108/stator',
+          host: '127.0.0.1',
+          port: 5532,
+          timeline: 11,
+          tags: { failover_priority: 2 },
+        },
         {
           name: 'node2',
           role: 'replica',
@@ -125,7 +138,9 @@ describe('GET /cluster', () => {
   });
 
   it("has every field of the reference's recorded answer, with the same types", async () => {
-    const oracle = JSON.parse(readFileSync(join(ORACLE, 'cluster-final.json'), 'utf8')) as { members: Array<Record<string, unknown>> };
+    const oracle = JSON.parse(readFileSync(join(ORACLE, 'cluster-final.json'), 'utf8')) as {
+      members: Array<Record<string, unknown>>;
+    };
     const ours = (await request('GET', '/cluster')).json() as { members: Array<Record<string, unknown>> };
 
     expect(ours.members.map((member) => member.role)).toEqual(oracle.members.map((member) => member.role));
@@ -140,9 +155,14 @@ describe('GET /cluster', () => {
     const cluster = view.cluster!;
     cluster.config = { value: { ...cluster.config!.value, pause: true, synchronous_mode: 'on' }, modRevision: '4' };
     cluster.sync = { value: { leader: 'node1', sync_standby: 'node3' }, modRevision: '5' };
-    cluster.failover = { value: { leader: 'node1', member: 'node2', scheduled_at: '2026-11-21T06:00Z' }, modRevision: '6' };
+    cluster.failover = {
+      value: { leader: 'node1', member: 'node2', scheduled_at: '2026-11-21T06:00Z' },
+      modRevision: '6',
+    };
 
-    const document = (await request('GET', '/cluster')).json() as Record<string, unknown> & { members: Array<{ role: string }> };
+    const document = (await request('GET', '/cluster')).json() as Record<string, unknown> & {
+      members: Array<{ role: string }>;
+    };
 
     expect(document.members.map((member) => member.role)).toEqual(['leader', 'replica', 'sync_standby']);
     expect(document.pause).toBe(true);
@@ -152,10 +172,15 @@ describe('GET /cluster', () => {
 
   it("shows each member's site, and a switchover to a site as Patroni's branch does", async () => {
     const cluster = view.cluster!;
-    cluster.members = cluster.members.map((member) => ({ ...member, data: { ...member.data, site: member.name === 'node3' ? 'dc2' : 'dc1' } }));
+    cluster.members = cluster.members.map((member) => ({
+      ...member,
+      data: { ...member.data, site: member.name === 'node3' ? 'dc2' : 'dc1' },
+    }));
     cluster.failover = { value: { leader: 'node1', site: 'dc2', scheduled_at: '2026-11-21T06:00Z' }, modRevision: '6' };
 
-    const document = (await request('GET', '/cluster')).json() as Record<string, unknown> & { members: Array<Record<string, unknown>> };
+    const document = (await request('GET', '/cluster')).json() as Record<string, unknown> & {
+      members: Array<Record<string, unknown>>;
+    };
 
     expect(document.members.map((member) => member.site)).toEqual(['dc1', 'dc1', 'dc2']);
     expect(Object.keys(document.members[0]).slice(-1)).toEqual(['site']);
@@ -164,12 +189,24 @@ describe('GET /cluster', () => {
 
   it('reports positions a member key does not carry as "unknown"', async () => {
     view.cluster!.members = view.cluster!.members.map((member) =>
-      member.name === 'node3' ? { ...member, data: { ...member.data, receive_lsn: undefined, replay_lsn: undefined, xlog_location: undefined } } : member,
+      member.name === 'node3'
+        ? {
+            ...member,
+            data: { ...member.data, receive_lsn: undefined, replay_lsn: undefined, xlog_location: undefined },
+          }
+        : member,
     );
 
     const node3 = ((await request('GET', '/cluster')).json() as { members: Array<Record<string, unknown>> }).members[2];
 
-    expect(node3).toMatchObject({ receive_lsn: 'unknown', receive_lag: 'unknown', replay_lsn: 'unknown', replay_lag: 'unknown', lsn: 'unknown', lag: 'unknown' });
+    expect(node3).toMatchObject({
+      receive_lsn: 'unknown',
+      receive_lag: 'unknown',
+      replay_lsn: 'unknown',
+      replay_lag: 'unknown',
+      lsn: 'unknown',
+      lag: 'unknown',
+    });
   });
 });
 
@@ -200,7 +237,11 @@ describe('GET /history and GET /config', () => {
     const answer = await request('GET', '/config');
 
     expect(answer.statusCode).toBe(502);
-    expect(answer.json()).toEqual({ error: 'Bad Gateway', message: 'the DCS has no config key: the cluster is not initialized yet', statusCode: 502 });
+    expect(answer.json()).toEqual({
+      error: 'Bad Gateway',
+      message: 'the DCS has no config key: the cluster is not initialized yet',
+      statusCode: 502,
+    });
     expect((await request('OPTIONS', '/config')).statusCode).toBe(502);
   });
 });
@@ -212,7 +253,11 @@ describe('cluster reads without a trustworthy DCS view', () => {
     const answer = await request('GET', path);
 
     expect(answer.statusCode).toBe(503);
-    expect(answer.json()).toEqual({ error: 'Service Unavailable', message: 'the node has not read the cluster from the DCS yet', statusCode: 503 });
+    expect(answer.json()).toEqual({
+      error: 'Service Unavailable',
+      message: 'the node has not read the cluster from the DCS yet',
+      statusCode: 503,
+    });
     expect((await request('HEAD', path)).statusCode).toBe(503);
     expect((await request('OPTIONS', path)).statusCode).toBe(503);
   });
@@ -250,7 +295,11 @@ describe('wire format', () => {
     expect((await request('OPTIONS', '/nope')).statusCode).toBe(404);
     const badUrl = await request('GET', '/%zz');
     expect(badUrl.statusCode).toBe(400);
-    expect(badUrl.json()).toEqual({ error: 'Bad Request', message: "the URL is not valid: '/%zz' is not a valid url component", statusCode: 400 });
+    expect(badUrl.json()).toEqual({
+      error: 'Bad Request',
+      message: "the URL is not valid: '/%zz' is not a valid url component",
+      statusCode: 400,
+    });
   });
 
   it('answers a known path with a method it does not serve with 405 and Allow', async () => {
@@ -258,7 +307,11 @@ describe('wire format', () => {
 
     expect(answer.statusCode).toBe(405);
     expect(answer.headers.allow).toBe('GET, HEAD, OPTIONS');
-    expect(answer.json()).toEqual({ error: 'Method Not Allowed', message: 'DELETE is not allowed on /primary; allowed: GET, HEAD, OPTIONS', statusCode: 405 });
+    expect(answer.json()).toEqual({
+      error: 'Method Not Allowed',
+      message: 'DELETE is not allowed on /primary; allowed: GET, HEAD, OPTIONS',
+      statusCode: 405,
+    });
   });
 
   it('tolerates a trailing slash, also when telling 405 from 404', async () => {
@@ -268,21 +321,31 @@ describe('wire format', () => {
   });
 
   it('reads a JSON body with or without a JSON Content-Type, as patronictl and curl -d send it', async () => {
-    for (const headers of [{ 'content-type': 'application/json' }, {}, { 'content-type': 'application/x-www-form-urlencoded' }] as Array<Record<string, string>>) {
+    for (const headers of [
+      { 'content-type': 'application/json' },
+      {},
+      { 'content-type': 'application/x-www-form-urlencoded' },
+    ] as Array<Record<string, string>>) {
       const answer = await request('POST', '/test/echo', { headers, payload: '{"leader":"node1"}' });
       expect([headers, answer.statusCode, answer.json()]).toEqual([headers, 201, { received: { leader: 'node1' } }]);
     }
   });
 
   it('passes an empty body on as no body, even with a JSON Content-Type', async () => {
-    const answer = await request('POST', '/test/echo', { headers: { 'content-type': 'application/json' }, payload: '' });
+    const answer = await request('POST', '/test/echo', {
+      headers: { 'content-type': 'application/json' },
+      payload: '',
+    });
 
     expect(answer.statusCode).toBe(201);
     expect(answer.json()).toEqual({ received: null });
   });
 
   it('answers 400 naming the rule for a body that is not valid JSON', async () => {
-    const answer = await request('POST', '/test/echo', { headers: { 'content-type': 'application/json' }, payload: '{nope' });
+    const answer = await request('POST', '/test/echo', {
+      headers: { 'content-type': 'application/json' },
+      payload: '{nope',
+    });
 
     expect(answer.statusCode).toBe(400);
     expect(answer.json()).toMatchObject({ error: 'Bad Request', statusCode: 400 });
@@ -290,15 +353,24 @@ describe('wire format', () => {
   });
 
   it('answers 400 for JSON that is not an object, and for a __proto__ key', async () => {
-    const array = await request('POST', '/test/echo', { headers: { 'content-type': 'application/json' }, payload: '["a"]' });
-    const prototype = await request('POST', '/test/echo', { headers: { 'content-type': 'application/json' }, payload: '{"__proto__":{"x":1}}' });
+    const array = await request('POST', '/test/echo', {
+      headers: { 'content-type': 'application/json' },
+      payload: '["a"]',
+    });
+    const prototype = await request('POST', '/test/echo', {
+      headers: { 'content-type': 'application/json' },
+      payload: '{"__proto__":{"x":1}}',
+    });
 
     expect([array.statusCode, array.json().message]).toEqual([400, 'request body must be a JSON object, got an array']);
     expect(prototype.statusCode).toBe(400);
   });
 
   it('answers 415 for a body of another media type', async () => {
-    const answer = await request('POST', '/test/echo', { headers: { 'content-type': 'text/plain' }, payload: 'leader=node1' });
+    const answer = await request('POST', '/test/echo', {
+      headers: { 'content-type': 'text/plain' },
+      payload: 'leader=node1',
+    });
 
     expect(answer.statusCode).toBe(415);
     expect(answer.json()).toEqual({
@@ -309,10 +381,17 @@ describe('wire format', () => {
   });
 
   it('answers 413 for a 2 MiB body', async () => {
-    const answer = await request('POST', '/test/echo', { headers: { 'content-type': 'application/json' }, payload: Buffer.alloc(2 * 1024 * 1024, 0x20) });
+    const answer = await request('POST', '/test/echo', {
+      headers: { 'content-type': 'application/json' },
+      payload: Buffer.alloc(2 * 1024 * 1024, 0x20),
+    });
 
     expect(answer.statusCode).toBe(413);
-    expect(answer.json()).toEqual({ error: 'Payload Too Large', message: 'request body too large: the limit is 1048576 bytes', statusCode: 413 });
+    expect(answer.json()).toEqual({
+      error: 'Payload Too Large',
+      message: 'request body too large: the limit is 1048576 bytes',
+      statusCode: 413,
+    });
   });
 
   it('answers an HttpException with a string message as plain text', async () => {
@@ -331,7 +410,9 @@ describe('wire format', () => {
       new Promise<{ status: number; headers: http.IncomingHttpHeaders; reused: boolean }>((resolve, reject) => {
         const outgoing = http.get({ host: '127.0.0.1', port, path, agent }, (response) => {
           response.resume();
-          response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, reused: outgoing.reusedSocket }));
+          response.on('end', () =>
+            resolve({ status: response.statusCode ?? 0, headers: response.headers, reused: outgoing.reusedSocket }),
+          );
         });
         outgoing.on('error', reject);
       });
@@ -362,7 +443,7 @@ describe('health endpoints next to the new routes', () => {
 });
 
 describe('the status document of a node with a site', () => {
-  it('carries site after the identity object, as Patroni\'s branch does, and none without one', async () => {
+  it("carries site after the identity object, as Patroni's branch does, and none without one", async () => {
     expect((await request('GET', '/stator')).json()).not.toHaveProperty('site');
     view = { ...leaderView(), site: 'dc1' };
     const document = (await request('GET', '/stator')).json() as Record<string, unknown>;

@@ -51,16 +51,29 @@ interface Answer {
 }
 
 /** One request on a fresh connection; `tls`: the client's TLS options, `localAddress`: the address it calls from. */
-function call(url: string, options: { method?: string; tls?: https.RequestOptions; localAddress?: string } = {}): Promise<Answer> {
+function call(
+  url: string,
+  options: { method?: string; tls?: https.RequestOptions; localAddress?: string } = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const transport = target.protocol === 'https:' ? https : http;
-    const request = transport.request(target, { method: options.method ?? 'GET', agent: false, localAddress: options.localAddress, ...options.tls }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      response.on('error', reject);
-    });
+    const request = transport.request(
+      target,
+      { method: options.method ?? 'GET', agent: false, localAddress: options.localAddress, ...options.tls },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
     request.end();
   });
@@ -71,8 +84,16 @@ afterEach(async () => {
   await Promise.all(openApps.splice(0).map((app) => app.close()));
 });
 
-async function startApi(restapi: Partial<RestApiConfig>, compat: StatorConfig['compat'] = 'stator', members?: MemberApiUrls): Promise<string> {
-  const app = await createHttpApp({ module: TestNodeModule }, { restapi: { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0', ...restapi }, compat }, { memberApiUrls: members });
+async function startApi(
+  restapi: Partial<RestApiConfig>,
+  compat: StatorConfig['compat'] = 'stator',
+  members?: MemberApiUrls,
+): Promise<string> {
+  const app = await createHttpApp(
+    { module: TestNodeModule },
+    { restapi: { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0', ...restapi }, compat },
+    { memberApiUrls: members },
+  );
   openApps.push(app);
   await app.listen(0, '127.0.0.1');
   const { port } = app.getHttpServer().address() as AddressInfo;
@@ -86,7 +107,11 @@ beforeAll(() => {
   dir = tmpDir('stator-restapi-options-');
   certs = makeTestCertificates(dir);
   encryptedKey = join(dir, 'node-encrypted.key');
-  execFileSync('openssl', ['pkey', '-in', certs.nodeKey, '-aes256', '-passout', 'pass:open sesame', '-out', encryptedKey], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    ['pkey', '-in', certs.nodeKey, '-aes256', '-passout', 'pass:open sesame', '-out', encryptedKey],
+    { stdio: 'pipe' },
+  );
 });
 afterAll(() => removeDir(dir));
 
@@ -115,9 +140,9 @@ describe('restapi.ciphers', () => {
   });
 
   it('refuses to start with a list OpenSSL cannot use, naming the key', async () => {
-    await expect(startApi({ certfile: certs.nodeCert, keyfile: certs.nodeKey, ciphers: 'NO-SUCH-CIPHER' })).rejects.toThrow(
-      /^restapi\.ciphers: OpenSSL accepts none of "NO-SUCH-CIPHER"/,
-    );
+    await expect(
+      startApi({ certfile: certs.nodeCert, keyfile: certs.nodeKey, ciphers: 'NO-SUCH-CIPHER' }),
+    ).rejects.toThrow(/^restapi\.ciphers: OpenSSL accepts none of "NO-SUCH-CIPHER"/);
   });
 });
 
@@ -132,19 +157,28 @@ describe('restapi.keyfile_password', () => {
   });
 
   it('refuses to start with a wrong passphrase, or none, naming the keys', async () => {
-    await expect(startApi({ certfile: certs.nodeCert, keyfile: encryptedKey, keyfile_password: 'guess' })).rejects.toThrow(
-      /^restapi\.keyfile: cannot load the private key .*is restapi\.keyfile_password right\?/,
+    await expect(
+      startApi({ certfile: certs.nodeCert, keyfile: encryptedKey, keyfile_password: 'guess' }),
+    ).rejects.toThrow(/^restapi\.keyfile: cannot load the private key .*is restapi\.keyfile_password right\?/);
+    await expect(startApi({ certfile: certs.nodeCert, keyfile: encryptedKey })).rejects.toThrow(
+      /^restapi\.keyfile: .*set restapi\.keyfile_password/,
     );
-    await expect(startApi({ certfile: certs.nodeCert, keyfile: encryptedKey })).rejects.toThrow(/^restapi\.keyfile: .*set restapi\.keyfile_password/);
   });
 });
 
 describe('restapi.http_extra_headers and https_extra_headers', () => {
   const HTTP_HEADERS = { 'X-Frame-Options': 'SAMEORIGIN', 'X-Content-Type-Options': 'nosniff' };
-  const HTTPS_HEADERS = { 'Strict-Transport-Security': 'max-age=31536000; includeSubDomains', 'X-Frame-Options': 'DENY' };
+  const HTTPS_HEADERS = {
+    'Strict-Transport-Security': 'max-age=31536000; includeSubDomains',
+    'X-Frame-Options': 'DENY',
+  };
 
   it('adds the http headers to every answer over HTTP, refusals and unknown paths included, and not the https ones', async () => {
-    const url = await startApi({ http_extra_headers: HTTP_HEADERS, https_extra_headers: HTTPS_HEADERS, allowlist: ['10.0.0.0/8'] });
+    const url = await startApi({
+      http_extra_headers: HTTP_HEADERS,
+      https_extra_headers: HTTPS_HEADERS,
+      allowlist: ['10.0.0.0/8'],
+    });
 
     const read = await call(url);
     const refused = await call(url, { method: 'POST' });
@@ -225,15 +259,25 @@ describe('restapi.allowlist_include_members', () => {
 
   it('leaves POST /failsafe to the allowlist alone, as the reference: the leader calls it while etcd is out of reach', async () => {
     const url = await startApi({ allowlist_include_members: true }, 'stator', () => ['http://127.0.0.1:8008/patroni']);
-    const guarded = await startApi({ allowlist: ['127.0.0.4'], allowlist_include_members: true }, 'stator', () => ['http://127.0.0.2:8008/patroni']);
+    const guarded = await startApi({ allowlist: ['127.0.0.4'], allowlist_include_members: true }, 'stator', () => [
+      'http://127.0.0.2:8008/patroni',
+    ]);
 
-    expect((await call(url.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.2' })).status).toBe(201);
-    expect((await call(guarded.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.2' })).status).toBe(403);
-    expect((await call(guarded.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.4' })).status).toBe(201);
+    expect((await call(url.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.2' })).status).toBe(
+      201,
+    );
+    expect(
+      (await call(guarded.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.2' })).status,
+    ).toBe(403);
+    expect(
+      (await call(guarded.replace('/node', '/failsafe'), { method: 'POST', localAddress: '127.0.0.4' })).status,
+    ).toBe(201);
   });
 
   it('admits the allowlist and the members together, a host name resolved', async () => {
-    const url = await startApi({ allowlist: ['127.0.0.4'], allowlist_include_members: true }, 'stator', () => ['http://localhost:8008/patroni']);
+    const url = await startApi({ allowlist: ['127.0.0.4'], allowlist_include_members: true }, 'stator', () => [
+      'http://localhost:8008/patroni',
+    ]);
 
     expect((await call(url, { method: 'POST', localAddress: '127.0.0.4' })).status).toBe(201);
     expect((await call(url, { method: 'POST', localAddress: '127.0.0.1' })).status).toBe(201);
@@ -245,7 +289,11 @@ describe('allowlist_include_members: a member host that cannot be resolved', () 
   it('admits no one through it, says so once, and does not hold the request past the deadline', async () => {
     const warnings: string[] = [];
     const neverAnswers = () => new Promise<string[]>(() => undefined);
-    const members = memberAllowlist(() => ['http://db-2.internal:8008/patroni', 'http://127.0.0.1:8008/patroni'], (m) => warnings.push(m), neverAnswers);
+    const members = memberAllowlist(
+      () => ['http://db-2.internal:8008/patroni', 'http://127.0.0.1:8008/patroni'],
+      (m) => warnings.push(m),
+      neverAnswers,
+    );
 
     const started = performance.now();
     const stranger = await members.allows('127.0.0.2');
@@ -255,6 +303,8 @@ describe('allowlist_include_members: a member host that cannot be resolved', () 
 
     expect([stranger, again, member]).toEqual([false, false, true]);
     expect(waited).toBeLessThan(3_000);
-    expect(warnings).toEqual(['restapi.allowlist_include_members: cannot resolve member host "db-2.internal": no answer within 2000 ms']);
+    expect(warnings).toEqual([
+      'restapi.allowlist_include_members: cannot resolve member host "db-2.internal": no answer within 2000 ms',
+    ]);
   });
 });

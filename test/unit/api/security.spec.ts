@@ -58,13 +58,26 @@ function call(url: string, options: CallOptions = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     const transport = target.protocol === 'https:' ? https : http;
-    const headers = { ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers };
-    const request = transport.request(target, { method: options.method ?? 'GET', headers, agent: false, ...options.tls }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      response.on('error', reject);
-    });
+    const headers = {
+      ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...options.headers,
+    };
+    const request = transport.request(
+      target,
+      { method: options.method ?? 'GET', headers, agent: false, ...options.tls },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+        response.on('error', reject);
+      },
+    );
     request.on('error', reject);
     request.end(options.body);
   });
@@ -76,8 +89,15 @@ afterEach(async () => {
 });
 
 /** Starts the test API with these `restapi` settings; returns the URL of its test route. */
-async function startApi(restapi: Partial<RestApiConfig>, compat: StatorConfig['compat'] = 'stator', host = '127.0.0.1'): Promise<string> {
-  const app = await createHttpApp({ module: TestNodeModule }, { restapi: { listen: `${host}:0`, connect_address: '127.0.0.1:0', ...restapi }, compat });
+async function startApi(
+  restapi: Partial<RestApiConfig>,
+  compat: StatorConfig['compat'] = 'stator',
+  host = '127.0.0.1',
+): Promise<string> {
+  const app = await createHttpApp(
+    { module: TestNodeModule },
+    { restapi: { listen: `${host}:0`, connect_address: '127.0.0.1:0', ...restapi }, compat },
+  );
   openApps.push(app);
   await app.listen(0, host);
   const { port } = app.getHttpServer().address() as AddressInfo;
@@ -108,7 +128,11 @@ describe('API access checks over HTTP', () => {
   it('answers wrong credentials with 401 "not authenticated"', async () => {
     const url = await startApi({ authentication: CREDENTIALS });
 
-    const wrongPassword = await call(url, { method: 'POST', body: '{}', headers: { authorization: basic('admin', 'guess') } });
+    const wrongPassword = await call(url, {
+      method: 'POST',
+      body: '{}',
+      headers: { authorization: basic('admin', 'guess') },
+    });
     const otherScheme = await call(url, { method: 'POST', body: '{}', headers: { authorization: 'Bearer s3cret' } });
 
     for (const answer of [wrongPassword, otherScheme]) {
@@ -121,7 +145,11 @@ describe('API access checks over HTTP', () => {
   it('lets a POST with the right credentials through to the route, body and all', async () => {
     const url = await startApi({ authentication: CREDENTIALS });
 
-    const answer = await call(url, { method: 'POST', body: '{"leader":"n1"}', headers: { authorization: basic('admin', 's3cret') } });
+    const answer = await call(url, {
+      method: 'POST',
+      body: '{"leader":"n1"}',
+      headers: { authorization: basic('admin', 's3cret') },
+    });
 
     expect(answer.status).toBe(201);
     expect(JSON.parse(answer.body)).toEqual({ received: { leader: 'n1' } });
@@ -157,7 +185,11 @@ describe('API access checks over HTTP', () => {
     const url = await startApi({ authentication: CREDENTIALS, allowlist: ['10.0.0.0/8', '192.168.1.7'] });
 
     const withoutCredentials = await call(url, { method: 'POST', body: '{}' });
-    const withCredentials = await call(url, { method: 'POST', body: '{}', headers: { authorization: basic('admin', 's3cret') } });
+    const withCredentials = await call(url, {
+      method: 'POST',
+      body: '{}',
+      headers: { authorization: basic('admin', 's3cret') },
+    });
 
     for (const answer of [withoutCredentials, withCredentials]) {
       expect(answer.status).toBe(403);
@@ -170,7 +202,11 @@ describe('API access checks over HTTP', () => {
     const url = await startApi({ authentication: CREDENTIALS, allowlist: ['localhost'] });
 
     const withoutCredentials = await call(url, { method: 'POST', body: '{}' });
-    const withCredentials = await call(url, { method: 'POST', body: '{}', headers: { authorization: basic('admin', 's3cret') } });
+    const withCredentials = await call(url, {
+      method: 'POST',
+      body: '{}',
+      headers: { authorization: basic('admin', 's3cret') },
+    });
 
     expect(withoutCredentials.status).toBe(401);
     expect(withCredentials.status).toBe(201);
@@ -192,10 +228,24 @@ describe('API access checks over HTTP', () => {
       throw new Error(`getaddrinfo ENOTFOUND ${host}`);
     };
 
-    const allowlist = await resolveAllowlist(['admin.example', 'gone.example', '10.1.2.3/8', 'fd00::/8', '10.0.0.0/40'], (w) => warnings.push(w), resolver);
+    const allowlist = await resolveAllowlist(
+      ['admin.example', 'gone.example', '10.1.2.3/8', 'fd00::/8', '10.0.0.0/40'],
+      (w) => warnings.push(w),
+      resolver,
+    );
 
-    expect(['192.0.2.10', '::ffff:192.0.2.10', '10.200.0.1', 'fd12::1'].map((a) => allowlist.allows(a))).toEqual([true, true, true, true]);
-    expect(['192.0.2.11', '11.0.0.1', 'fe80::1', undefined].map((a) => allowlist.allows(a))).toEqual([false, false, false, false]);
+    expect(['192.0.2.10', '::ffff:192.0.2.10', '10.200.0.1', 'fd12::1'].map((a) => allowlist.allows(a))).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['192.0.2.11', '11.0.0.1', 'fe80::1', undefined].map((a) => allowlist.allows(a))).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
     expect(warnings).toEqual([
       expect.stringMatching(/^restapi\.allowlist: ignoring "gone\.example": .*ENOTFOUND/),
       expect.stringMatching(/^restapi\.allowlist: ignoring "10\.0\.0\.0\/40"/),
@@ -240,7 +290,9 @@ describe('API over HTTPS', () => {
   it('with verify_client required, fails the handshake without a client certificate, even for GET', async () => {
     const url = await startApi(tlsSettings('required'));
 
-    await expect(call(url, { tls: trustCa })).rejects.toMatchObject({ code: expect.stringMatching(/^(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED|ECONNRESET)$/) });
+    await expect(call(url, { tls: trustCa })).rejects.toMatchObject({
+      code: expect.stringMatching(/^(ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED|ECONNRESET)$/),
+    });
     const answer = await call(url, { tls: clientCertificate });
 
     expect(answer.status).toBe(200);
@@ -274,34 +326,71 @@ describe('API over HTTPS', () => {
   });
 
   it('probes a peer over mutual TLS with the CA, the node certificate and the credentials', async () => {
-    const restapi = { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0', ...tlsSettings('required'), authentication: CREDENTIALS };
+    const restapi = {
+      listen: '127.0.0.1:0',
+      connect_address: '127.0.0.1:0',
+      ...tlsSettings('required'),
+      authentication: CREDENTIALS,
+    };
     const url = await startApi(restapi);
 
     const reading = await createPeerProbe(restapi)('n2', url);
 
-    expect(reading).toEqual({ name: 'n2', reachable: true, role: 'replica', isPrimary: false, walPosition: 2048, timeline: 3, tags: undefined });
+    expect(reading).toEqual({
+      name: 'n2',
+      reachable: true,
+      role: 'replica',
+      isPrimary: false,
+      walPosition: 2048,
+      timeline: 3,
+      tags: undefined,
+    });
     expect(lastAuthorizationOnGet).toBe(basic('admin', 's3cret'));
   });
 
   it("probes a peer that requires client certificates with ctl's certificate, encrypted key and credentials (as Patroni's agent), the node's own API being plain HTTP", async () => {
     const url = await startApi({ ...tlsSettings('required'), authentication: CREDENTIALS });
     const encryptedKey = join(dir, 'client-encrypted.key');
-    execFileSync('openssl', ['pkey', '-in', files.clientKey, '-aes256', '-passout', 'pass:k3y-secret', '-out', encryptedKey], { stdio: 'pipe' });
+    execFileSync(
+      'openssl',
+      ['pkey', '-in', files.clientKey, '-aes256', '-passout', 'pass:k3y-secret', '-out', encryptedKey],
+      { stdio: 'pipe' },
+    );
     const plainApi = { listen: '127.0.0.1:0', connect_address: '127.0.0.1:0' };
-    const ctl = { cacert: files.ca, certfile: files.clientCert, keyfile: encryptedKey, keyfile_password: 'k3y-secret', authentication: CREDENTIALS };
+    const ctl = {
+      cacert: files.ca,
+      certfile: files.clientCert,
+      keyfile: encryptedKey,
+      keyfile_password: 'k3y-secret',
+      authentication: CREDENTIALS,
+    };
 
-    expect(await createPeerProbe(plainApi, ctl)('n2', url)).toMatchObject({ name: 'n2', reachable: true, walPosition: 2048 });
+    expect(await createPeerProbe(plainApi, ctl)('n2', url)).toMatchObject({
+      name: 'n2',
+      reachable: true,
+      walPosition: 2048,
+    });
     expect(lastAuthorizationOnGet).toBe(basic('admin', 's3cret'));
-    expect(await createPeerProbe({ ...plainApi, cafile: files.ca })('n2', url)).toEqual({ name: 'n2', reachable: false });
-    expect(() => createPeerProbe(plainApi, { ...ctl, keyfile_password: 'wrong' })).toThrow(/^ctl\.keyfile: cannot load the client certificate's private key .*; is ctl\.keyfile_password right\?$/);
-    expect(() => createPeerProbe(plainApi, { ...ctl, keyfile_password: undefined })).toThrow(/set ctl\.keyfile_password$/);
+    expect(await createPeerProbe({ ...plainApi, cafile: files.ca })('n2', url)).toEqual({
+      name: 'n2',
+      reachable: false,
+    });
+    expect(() => createPeerProbe(plainApi, { ...ctl, keyfile_password: 'wrong' })).toThrow(
+      /^ctl\.keyfile: cannot load the client certificate's private key .*; is ctl\.keyfile_password right\?$/,
+    );
+    expect(() => createPeerProbe(plainApi, { ...ctl, keyfile_password: undefined })).toThrow(
+      /set ctl\.keyfile_password$/,
+    );
   });
 
   it('sees a TLS peer as unreachable without its CA', async () => {
     const url = await startApi({ certfile: files.nodeCert, keyfile: files.nodeKey });
 
     expect(await probePeerOverHttp('n2', url)).toEqual({ name: 'n2', reachable: false });
-    expect(await createPeerProbe({ listen: '127.0.0.1:0', connect_address: '127.0.0.1:0' })('n2', url)).toEqual({ name: 'n2', reachable: false });
+    expect(await createPeerProbe({ listen: '127.0.0.1:0', connect_address: '127.0.0.1:0' })('n2', url)).toEqual({
+      name: 'n2',
+      reachable: false,
+    });
   });
 
   it('still probes plain HTTP peers, without credentials when none are configured', async () => {

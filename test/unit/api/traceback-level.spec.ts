@@ -34,8 +34,25 @@ afterAll(() => removeDir(dir));
 /** An API whose agent logger follows `log`; answers the status of GET /broken and the log's lines after it. */
 async function failOnce(log: Partial<LogSettings>): Promise<{ status: number; body: string; lines: string[] }> {
   const logDir = join(dir, `logs-${++apps}`);
-  const logger = createConfiguredLogger({ level: 'info', type: 'plain', format: '%(levelname)s: %(message)s', file_num: 1, file_size: 1e9, dir: logDir, ...log }, 'stator.log');
-  @Module({ controllers: [BrokenController], providers: [{ provide: LOGGER, useValue: logger }, { provide: APP_FILTER, useClass: HttpExceptionFilter }] })
+  const logger = createConfiguredLogger(
+    {
+      level: 'info',
+      type: 'plain',
+      format: '%(levelname)s: %(message)s',
+      file_num: 1,
+      file_size: 1e9,
+      dir: logDir,
+      ...log,
+    },
+    'stator.log',
+  );
+  @Module({
+    controllers: [BrokenController],
+    providers: [
+      { provide: LOGGER, useValue: logger },
+      { provide: APP_FILTER, useClass: HttpExceptionFilter },
+    ],
+  })
   class BrokenModule {}
   const app = await createHttpApp({ module: BrokenModule });
   open.push(app);
@@ -67,5 +84,7 @@ it('debug at level debug: the stack trace in a DEBUG line', async () => {
   const { lines } = await failOnce({ traceback_level: 'debug', level: 'debug' });
 
   expect(lines.filter((line) => /^(ERROR|DEBUG): /.test(line))).toEqual(['DEBUG: GET /broken failed']);
-  expect(lines[lines.indexOf('DEBUG: GET /broken failed') + 1]).toBe("TypeError: Cannot read properties of undefined (reading 'xlog')");
+  expect(lines[lines.indexOf('DEBUG: GET /broken failed') + 1]).toBe(
+    "TypeError: Cannot read properties of undefined (reading 'xlog')",
+  );
 });

@@ -6,14 +6,31 @@ import { statorctl } from './fake-node';
 
 describe('statorctl command line', () => {
   it('takes flags before and after the command', () => {
-    const line = parseCommandLine(['--api', 'http://h:8008', 'switchover', '--candidate', 'node2', '--force', '--format', 'json']);
-    expect(line).toMatchObject({ command: 'switchover', format: 'json', timeoutMs: 10_000, values: { api: 'http://h:8008', candidate: 'node2', force: true } });
+    const line = parseCommandLine([
+      '--api',
+      'http://h:8008',
+      'switchover',
+      '--candidate',
+      'node2',
+      '--force',
+      '--format',
+      'json',
+    ]);
+    expect(line).toMatchObject({
+      command: 'switchover',
+      format: 'json',
+      timeoutMs: 10_000,
+      values: { api: 'http://h:8008', candidate: 'node2', force: true },
+    });
   });
 
   it('resolves aliases and keeps member names', () => {
     expect(parseCommandLine(['doctor']).command).toBe('diagnose');
     expect(parseCommandLine(['restart', 'demo', 'node2', '--role', 'replica']).args).toEqual(['demo', 'node2']);
-    expect(parseCommandLine(['edit-config', '-s', 'ttl=20', '-p', 'work_mem=8MB', '-p', 'a=b']).values).toMatchObject({ set: ['ttl=20'], pg: ['work_mem=8MB', 'a=b'] });
+    expect(parseCommandLine(['edit-config', '-s', 'ttl=20', '-p', 'work_mem=8MB', '-p', 'a=b']).values).toMatchObject({
+      set: ['ttl=20'],
+      pg: ['work_mem=8MB', 'a=b'],
+    });
   });
 
   it('prints its version for --version alone, as for the version command', async () => {
@@ -52,7 +69,9 @@ describe('statorctl command line', () => {
   });
 
   it('refuses an --api that is not http(s), and a config file it cannot read', async () => {
-    expect((await statorctl(['list', '--api', 'ftp://x'])).stderr).toContain("--api: http or https only, got 'ftp://x'");
+    expect((await statorctl(['list', '--api', 'ftp://x'])).stderr).toContain(
+      "--api: http or https only, got 'ftp://x'",
+    );
     const missing = await statorctl(['list', '-c', '/nonexistent/stator.yml']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('-c: cannot read /nonexistent/stator.yml: ENOENT');
@@ -62,11 +81,15 @@ describe('statorctl command line', () => {
     const port = await freePort();
     const result = await statorctl(['list', '--api', `http://127.0.0.1:${port}`, '--timeout', '2']);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`Error: no member of --api http://127.0.0.1:${port} answers: http://127.0.0.1:${port}/cluster: connection refused\n`);
+    expect(result.stderr).toBe(
+      `Error: no member of --api http://127.0.0.1:${port} answers: http://127.0.0.1:${port}/cluster: connection refused\n`,
+    );
   });
 
   it('prints help and completion scripts without a cluster', async () => {
-    expect((await statorctl(['--help'])).stdout).toContain('switchover [--leader NAME] [--candidate NAME | --site SITE] [--scheduled TIME|now] [--force]');
+    expect((await statorctl(['--help'])).stdout).toContain(
+      'switchover [--leader NAME] [--candidate NAME | --site SITE] [--scheduled TIME|now] [--force]',
+    );
     const bash = await statorctl(['completion', 'bash']);
     expect(bash.code).toBe(0);
     expect(bash.stdout).toContain('complete -F _statorctl statorctl');
@@ -76,10 +99,19 @@ describe('statorctl command line', () => {
 });
 
 describe('bash completion', () => {
-  it('completes commands, a command\'s flags and --format values in bash', async () => {
+  it("completes commands, a command's flags and --format values in bash", async () => {
     const script = (await statorctl(['completion', 'bash'])).stdout;
     const complete = (words: string[]) =>
-      spawnSync('bash', ['--noprofile', '--norc', '-c', `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _statorctl; echo "\${COMPREPLY[*]}"`], { encoding: 'utf8' }).stdout.trim();
+      spawnSync(
+        'bash',
+        [
+          '--noprofile',
+          '--norc',
+          '-c',
+          `${script}\nCOMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _statorctl; echo "\${COMPREPLY[*]}"`,
+        ],
+        { encoding: 'utf8' },
+      ).stdout.trim();
     expect(complete(['statorctl', 'sw'])).toBe('switchover');
     expect(complete(['statorctl', '--api', 'http://x', 'switchover', '--ca'])).toBe('--candidate --cacert');
     expect(complete(['statorctl', 'list', '--format', ''])).toBe('table json yaml');
@@ -101,6 +133,8 @@ describe('schedule times', () => {
 
   it('refuses what is not a time or not in the calendar, naming the flag', () => {
     expect(() => scheduleTime('tomorrow', true)).toThrow("--scheduled: 'tomorrow': not YYYY-MM-DDTHH:MM");
-    expect(() => scheduleTime('2030-02-30T12:00', true)).toThrow("--scheduled: '2030-02-30T12:00': day 30 does not exist in 2030-02");
+    expect(() => scheduleTime('2030-02-30T12:00', true)).toThrow(
+      "--scheduled: '2030-02-30T12:00': day 30 does not exist in 2030-02",
+    );
   });
 });

@@ -10,7 +10,11 @@ const healthy = {
   status: 'ok',
   info: { etcd: { status: 'up', latency_ms: 3 }, postgres: { status: 'up', state: 'running' } },
   error: {},
-  details: { etcd: { status: 'up', latency_ms: 3 }, postgres: { status: 'up', state: 'running' }, fence: { status: 'up', pid: 4242 } },
+  details: {
+    etcd: { status: 'up', latency_ms: 3 },
+    postgres: { status: 'up', state: 'running' },
+    fence: { status: 'up', pid: 4242 },
+  },
 };
 const failing = {
   status: 'error',
@@ -70,10 +74,18 @@ describe('statorctl diagnose', () => {
 describe('statorctl edit-config', () => {
   let node: FakeNode;
   let dir: string;
-  const config = { ttl: 30, loop_wait: 10, postgresql: { use_pg_rewind: true, parameters: { max_connections: 100, work_mem: '4MB' } } };
+  const config = {
+    ttl: 30,
+    loop_wait: 10,
+    postgresql: { use_pg_rewind: true, parameters: { max_connections: 100, work_mem: '4MB' } },
+  };
   beforeAll(async () => {
     dir = tmpDir('statorctl-edit-');
-    node = await new FakeNode({ 'GET /cluster': json({ scope: 'demo', members: [] }), 'GET /config': json(config), 'PATCH /config': json({}) }).start();
+    node = await new FakeNode({
+      'GET /cluster': json({ scope: 'demo', members: [] }),
+      'GET /config': json(config),
+      'PATCH /config': json({}),
+    }).start();
   });
   afterAll(async () => {
     await node.stop();
@@ -95,7 +107,10 @@ describe('statorctl edit-config', () => {
     expect(result.stdout).toContain('-ttl: 30\n+ttl: 40\n');
     expect(result.stdout).toContain('-    work_mem: 4MB\n');
     expect(result.questions).toEqual(['Apply these changes? [y/N]: ']);
-    expect(node.received.find((r) => r.method === 'PATCH')?.body).toEqual({ ttl: 40, postgresql: { parameters: { work_mem: null } } });
+    expect(node.received.find((r) => r.method === 'PATCH')?.body).toEqual({
+      ttl: 40,
+      postgresql: { parameters: { work_mem: null } },
+    });
     expect(result.stdout).toMatch(/Configuration changed\n$/);
   });
 
@@ -117,7 +132,14 @@ describe('statorctl edit-config', () => {
   });
 
   it('sets keys with -s and -p without an editor; null removes', () => {
-    expect(withSettings(config, [['-s', 'loop_wait=5'], ['-p', 'work_mem=null'], ['-p', 'shared_buffers=1GB'], ['-s', 'postgresql.use_slots=on']])).toEqual({
+    expect(
+      withSettings(config, [
+        ['-s', 'loop_wait=5'],
+        ['-p', 'work_mem=null'],
+        ['-p', 'shared_buffers=1GB'],
+        ['-s', 'postgresql.use_slots=on'],
+      ]),
+    ).toEqual({
       ttl: 30,
       loop_wait: 5,
       postgresql: { use_pg_rewind: true, use_slots: true, parameters: { max_connections: 100, shared_buffers: '1GB' } },
@@ -126,13 +148,19 @@ describe('statorctl edit-config', () => {
   });
 
   it('patches nested changes and removals', () => {
-    expect(patchOf({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { a: 1, b: { c: 2 }, e: [1, 2], f: 'x' })).toEqual({ b: { d: null }, e: [1, 2], f: 'x' });
+    expect(patchOf({ a: 1, b: { c: 2, d: 3 }, e: [1] }, { a: 1, b: { c: 2 }, e: [1, 2], f: 'x' })).toEqual({
+      b: { d: null },
+      e: [1, 2],
+      f: 'x',
+    });
   });
 });
 
 describe('unified diff', () => {
   it('shows removals before additions with context', () => {
-    expect(unifiedDiff('a\nb\nc\n', 'a\nB\nc\n', ['before', 'after'])).toBe('--- before\n+++ after\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n');
+    expect(unifiedDiff('a\nb\nc\n', 'a\nB\nc\n', ['before', 'after'])).toBe(
+      '--- before\n+++ after\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n',
+    );
   });
   it('is empty for equal texts and splits distant changes into hunks', () => {
     expect(unifiedDiff('x\n', 'x\n', ['a', 'b'])).toBe('');

@@ -41,7 +41,8 @@ export class FakeNode {
 
   /** Sends an event to every open `/events/stream`. */
   emit(event: object): void {
-    for (const stream of this.streams) stream.write(`event: ${String((event as { type?: unknown }).type)}\ndata: ${JSON.stringify(event)}\n\n`);
+    for (const stream of this.streams)
+      stream.write(`event: ${String((event as { type?: unknown }).type)}\ndata: ${JSON.stringify(event)}\n\n`);
   }
 
   streamCount(): number {
@@ -58,7 +59,12 @@ export class FakeNode {
     let text = '';
     for await (const chunk of request) text += String(chunk);
     const path = request.url ?? '/';
-    const received: Received = { method: request.method ?? 'GET', path, body: text ? JSON.parse(text) : undefined, authorization: request.headers.authorization };
+    const received: Received = {
+      method: request.method ?? 'GET',
+      path,
+      body: text ? JSON.parse(text) : undefined,
+      authorization: request.headers.authorization,
+    };
     this.received.push(received);
     if (request.method === 'GET' && path.startsWith('/events/stream')) {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -77,7 +83,8 @@ export class FakeNode {
 }
 
 export function json(body: unknown, status = 200): Route {
-  return (_request, response) => void response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  return (_request, response) =>
+    void response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
 export function text(body: string, status = 200): Route {
@@ -98,7 +105,13 @@ export function scriptedPrompter(answers: string[]): Prompter & { questions: str
 }
 
 /** Runs statorctl in-process: exit code, what it wrote, the questions it asked. */
-export async function statorctl(argv: string[], answers: string[] = [], env: NodeJS.ProcessEnv = {}, interrupted?: Promise<void>, onOutput?: (stdout: string) => void) {
+export async function statorctl(
+  argv: string[],
+  answers: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  interrupted?: Promise<void>,
+  onOutput?: (stdout: string) => void,
+) {
   let stdout = '';
   let stderr = '';
   const prompter = scriptedPrompter(answers);

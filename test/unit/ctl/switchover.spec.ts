@@ -3,8 +3,27 @@ import { waitFor } from '../../../scripts/lib/wait-for';
 import { clusterDocument, FakeNode, json, Received, statorctl, text } from './fake-node';
 
 const at = () => new Date().toISOString();
-const event = (node: string, type: string, extra: Record<string, unknown> = {}) => ({ stream: 'cluster', seq: 1, type, at: at(), node, from: null, to: null, cause: 'test', ...extra });
-const role = (node: string, from: string, to: string) => ({ stream: `node/${node}/role`, seq: 1, type: 'role.transition', at: at(), node, from, to, cause: to.toUpperCase() });
+const event = (node: string, type: string, extra: Record<string, unknown> = {}) => ({
+  stream: 'cluster',
+  seq: 1,
+  type,
+  at: at(),
+  node,
+  from: null,
+  to: null,
+  cause: 'test',
+  ...extra,
+});
+const role = (node: string, from: string, to: string) => ({
+  stream: `node/${node}/role`,
+  seq: 1,
+  type: 'role.transition',
+  at: at(),
+  node,
+  from,
+  to,
+  cause: to.toUpperCase(),
+});
 
 describe('statorctl switchover and failover against a node API', () => {
   let node: FakeNode;
@@ -13,7 +32,10 @@ describe('statorctl switchover and failover against a node API', () => {
   beforeEach(async () => {
     leader = 'node1';
     node = await new FakeNode({
-      'GET /cluster': (_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(clusterDocument(node.url, '/stator', leader, leader === 'node1' ? 4 : 5))),
+      'GET /cluster': (_request, response) =>
+        void response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(clusterDocument(node.url, '/stator', leader, leader === 'node1' ? 4 : 5))),
       'POST /switchover': (request, response) => handover(request, response, 'switched over'),
       'POST /failover': (request, response) => handover(request, response, 'failed over'),
     }).start();
@@ -32,7 +54,17 @@ describe('statorctl switchover and failover against a node API', () => {
     node.emit({ ...role('node1', 'primary', 'demoted'), stream: 'node/node1/role' });
     node.emit(event('node1', 'leader.released'));
     node.emit(event(to, 'leader.acquired'));
-    node.emit({ stream: 'node/node1/ha', seq: 9, type: 'ha.verdict', at: at(), node: 'node1', from: null, to: null, cause: 'ha.cycle', data: { verdict: 'noise' } });
+    node.emit({
+      stream: 'node/node1/ha',
+      seq: 9,
+      type: 'ha.verdict',
+      at: at(),
+      node: 'node1',
+      from: null,
+      to: null,
+      cause: 'ha.cycle',
+      data: { verdict: 'noise' },
+    });
     leader = to;
     response.writeHead(200, { 'content-type': 'text/plain' }).end(`Successfully ${past} to "${to}"`);
     setTimeout(() => {
@@ -43,7 +75,7 @@ describe('statorctl switchover and failover against a node API', () => {
     }, 50);
   }
 
-  it("asks as patronictl does, shows the phases with elapsed time, and ends with the outcome and the topology", async () => {
+  it('asks as patronictl does, shows the phases with elapsed time, and ends with the outcome and the topology', async () => {
     const result = await statorctl(['--api', node.url, 'switchover'], ['', 'node2', '', 'y']);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -55,7 +87,9 @@ describe('statorctl switchover and failover against a node API', () => {
     ]);
     expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({ leader: 'node1', candidate: 'node2' });
     const lines = result.stdout.split('\n');
-    const progress = lines.filter((line) => /^\[ *\d+\.\d+s\] /.test(line)).map((line) => line.replace(/^\[ *\d+\.\d+s\] /, ''));
+    const progress = lines
+      .filter((line) => /^\[ *\d+\.\d+s\] /.test(line))
+      .map((line) => line.replace(/^\[ *\d+\.\d+s\] /, ''));
     // The answer and the events travel on two connections: the answer's place among them is not fixed.
     expect(progress).toContain('node answered: Successfully switched over to "node2"');
     expect(progress.filter((line) => !line.startsWith('node answered'))).toEqual([
@@ -89,27 +123,52 @@ describe('statorctl switchover and failover against a node API', () => {
   });
 
   it('schedules with --scheduled and --force, asking nothing', async () => {
-    const result = await statorctl(['--api', node.url, 'switchover', '--force', '--scheduled', '2030-01-31T12:00+01:00']);
+    const result = await statorctl([
+      '--api',
+      node.url,
+      'switchover',
+      '--force',
+      '--scheduled',
+      '2030-01-31T12:00+01:00',
+    ]);
     expect(result.code).toBe(0);
     expect(result.questions).toEqual([]);
-    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({ leader: 'node1', scheduled_at: '2030-01-31T12:00+01:00' });
+    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({
+      leader: 'node1',
+      scheduled_at: '2030-01-31T12:00+01:00',
+    });
     expect(result.stdout).toMatch(/ Switchover scheduled\n$/);
   });
 
-  it('schedules at a time typed at the prompt, asking patronictl\'s question', async () => {
+  it("schedules at a time typed at the prompt, asking patronictl's question", async () => {
     const result = await statorctl(['--api', node.url, 'switchover'], ['', 'node2', '2030-01-31T12:00Z', 'y']);
     expect(result.code).toBe(0);
-    expect(result.questions[3]).toBe('Are you sure you want to schedule switchover of cluster demo at 2030-01-31T12:00Z, demoting current leader node1? [y/N]: ');
-    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({ leader: 'node1', candidate: 'node2', scheduled_at: '2030-01-31T12:00Z' });
+    expect(result.questions[3]).toBe(
+      'Are you sure you want to schedule switchover of cluster demo at 2030-01-31T12:00Z, demoting current leader node1? [y/N]: ',
+    );
+    expect(node.received.find((r) => r.method === 'POST')?.body).toEqual({
+      leader: 'node1',
+      candidate: 'node2',
+      scheduled_at: '2030-01-31T12:00Z',
+    });
   });
 
   it('failover needs a candidate and posts only the candidate', async () => {
     const none = await statorctl(['--api', node.url, 'failover'], ['']);
-    expect(none).toMatchObject({ code: 1, stderr: 'Error: Failover could be performed only to a specific candidate\n' });
+    expect(none).toMatchObject({
+      code: 1,
+      stderr: 'Error: Failover could be performed only to a specific candidate\n',
+    });
     const result = await statorctl(['--api', node.url, 'failover'], ['node2', 'y']);
-    expect(result.questions).toEqual(["Candidate ['node2'] []: ", 'Are you sure you want to failover cluster demo, demoting current leader node1? [y/N]: ']);
+    expect(result.questions).toEqual([
+      "Candidate ['node2'] []: ",
+      'Are you sure you want to failover cluster demo, demoting current leader node1? [y/N]: ',
+    ]);
     expect(result.code).toBe(0);
-    expect(node.received.find((r) => r.method === 'POST')).toMatchObject({ path: '/failover', body: { candidate: 'node2' } });
+    expect(node.received.find((r) => r.method === 'POST')).toMatchObject({
+      path: '/failover',
+      body: { candidate: 'node2' },
+    });
     expect(result.stdout).toMatch(/failover completed in \d+\.\ds: node2 is the leader/);
   });
 
@@ -117,7 +176,9 @@ describe('statorctl switchover and failover against a node API', () => {
     node.routes['POST /switchover'] = text('switchover is not possible: no good candidates have been found', 412);
     const result = await statorctl(['--api', node.url, 'switchover', '--force', '--candidate', 'node2']);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('Error: switchover failed: switchover is not possible: no good candidates have been found\n');
+    expect(result.stderr).toBe(
+      'Error: switchover failed: switchover is not possible: no good candidates have been found\n',
+    );
     expect(result.stdout).toContain('switchover failed: HTTP 412: switchover is not possible');
   });
 
@@ -137,7 +198,7 @@ describe('statorctl list formats', () => {
   });
   afterAll(() => node.stop());
 
-  it('draws patronictl\'s table with pending restart and tags, and the maintenance note', async () => {
+  it("draws patronictl's table with pending restart and tags, and the maintenance note", async () => {
     const result = await statorctl(['--api', node.url, 'list']);
     expect(result.stdout.split('\n')).toEqual([
       '+ Cluster: demo ----------+---------+-----------+----+-----------+-----------------+------------------+',
@@ -156,7 +217,13 @@ describe('statorctl list formats', () => {
     let interrupt!: () => void;
     const interrupted = new Promise<void>((resolve) => (interrupt = resolve));
     let output = '';
-    const running = statorctl(['--api', node.url, 'list', '--watch', '-w', '0.1'], [], {}, interrupted, (text) => (output = text));
+    const running = statorctl(
+      ['--api', node.url, 'list', '--watch', '-w', '0.1'],
+      [],
+      {},
+      interrupted,
+      (text) => (output = text),
+    );
     await waitFor(() => (output.match(/Cluster: demo/g) ?? []).length >= 3, { description: 'three tables' });
     interrupt();
     const result = await running;
@@ -165,9 +232,24 @@ describe('statorctl list formats', () => {
     expect(result.stdout).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\n\+ Cluster: demo/m);
   });
 
-  it('writes patronictl\'s JSON keys and YAML', async () => {
-    const rows = JSON.parse((await statorctl(['--api', node.url, 'list', '--format', 'json'])).stdout) as Record<string, unknown>[];
-    expect(rows[2]).toEqual({ Cluster: 'demo', Member: 'node3', Host: '127.0.0.1:5434', Role: 'Replica', State: 'streaming', TL: 4, 'Lag in MB': '0', 'Pending restart': '*', Tags: { nofailover: true } });
-    expect((await statorctl(['--api', node.url, 'list', '--format', 'yaml'])).stdout).toContain('- Cluster: demo\n  Member: node1\n');
+  it("writes patronictl's JSON keys and YAML", async () => {
+    const rows = JSON.parse((await statorctl(['--api', node.url, 'list', '--format', 'json'])).stdout) as Record<
+      string,
+      unknown
+    >[];
+    expect(rows[2]).toEqual({
+      Cluster: 'demo',
+      Member: 'node3',
+      Host: '127.0.0.1:5434',
+      Role: 'Replica',
+      State: 'streaming',
+      TL: 4,
+      'Lag in MB': '0',
+      'Pending restart': '*',
+      Tags: { nofailover: true },
+    });
+    expect((await statorctl(['--api', node.url, 'list', '--format', 'yaml'])).stdout).toContain(
+      '- Cluster: demo\n  Member: node1\n',
+    );
   });
 });

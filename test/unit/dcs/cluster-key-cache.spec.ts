@@ -10,7 +10,10 @@ const kv = (key: string, value: string, modRevision: number): KeyValue => ({
   version: '1',
   lease: '0',
 });
-const put = (key: string, value: string, revision: number): WatchEvent => ({ type: 'put', kv: kv(key, value, revision) });
+const put = (key: string, value: string, revision: number): WatchEvent => ({
+  type: 'put',
+  kv: kv(key, value, revision),
+});
 const del = (key: string, revision: number): WatchEvent => ({ type: 'delete', kv: kv(key, '', revision) });
 
 describe('ClusterKeyCache', () => {
@@ -36,7 +39,14 @@ describe('ClusterKeyCache', () => {
 
   it('applies every change of one transaction: a revoked lease takes the leader key and the member key at one revision', () => {
     const cache = new ClusterKeyCache(PREFIX);
-    cache.replace([kv('leader', 'node1', 9), kv('members/node1', '{"role":"primary"}', 8), kv('members/node2', '{"role":"replica"}', 7)], '10');
+    cache.replace(
+      [
+        kv('leader', 'node1', 9),
+        kv('members/node1', '{"role":"primary"}', 8),
+        kv('members/node2', '{"role":"replica"}', 7),
+      ],
+      '10',
+    );
     cache.apply([del('leader', 11), del('members/node1', 11)]);
     expect(cache.view()?.leader).toBeNull();
     expect(cache.view()?.members.map((member) => member.name)).toEqual(['node2']);

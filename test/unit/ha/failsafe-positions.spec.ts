@@ -14,12 +14,22 @@ describe("the failsafe leader's slots from its members' answers", () => {
   // dcs_failsafe_mode.feature's three nodes: p1 leads, p0 streams from it, p2 cascades from p0.
   const last = cluster({
     leader: leaderKey('p1'),
-    members: [member('p1', { role: 'primary', xlog_location: 9000 }), member('p0', { xlog_location: 8000 }), member('p2', { xlog_location: 7000, tags: { replicatefrom: 'p0' } })],
+    members: [
+      member('p1', { role: 'primary', xlog_location: 9000 }),
+      member('p0', { xlog_location: 8000 }),
+      member('p2', { xlog_location: 7000, tags: { replicatefrom: 'p0' } }),
+    ],
     status: { value: { optime: 9000, slots: { p0: 8000, p2: 7000, p1: 9000 } }, modRevision: '4' },
   });
   const dynamic = { use_slots: true, member_slots_ttl: 1800, slots: [], standby_cluster: null };
-  const leaderPlan = (view: typeof last) => planSlots({ self: { name: 'p1', tags: {} }, isLeader: true, cluster: view, dynamic });
-  const idleOnLeader = { physical: [{ name: 'p0', active: true, restartLsn: 8000 }, { name: 'p2', active: false, restartLsn: 7000 }] };
+  const leaderPlan = (view: typeof last) =>
+    planSlots({ self: { name: 'p1', tags: {} }, isLeader: true, cluster: view, dynamic });
+  const idleOnLeader = {
+    physical: [
+      { name: 'p0', active: true, restartLsn: 8000 },
+      { name: 'p2', active: false, restartLsn: 7000 },
+    ],
+  };
 
   it.each([
     ['the cascading member answered further on: its slot moves there', { p0: 9500, p2: 9400 }, { p2: 9400 }],

@@ -11,7 +11,11 @@ describe('failsafe mode on simulated time', () => {
   beforeEach(async () => {
     cluster = await SimulatedCluster.start(3, { ttl: 10, loop_wait: 2, retry_timeout: 3, failsafe_mode: true });
     await cluster.runUntil(() => cluster.healthy() !== null, 60_000, 'a bootstrapped cluster');
-    await cluster.runUntil(() => Object.keys(JSON.parse(cluster.backend.get('/service/sim/failsafe')?.value ?? '{}')).length === 3, 10_000, 'the failsafe key naming all three');
+    await cluster.runUntil(
+      () => Object.keys(JSON.parse(cluster.backend.get('/service/sim/failsafe')?.value ?? '{}')).length === 3,
+      10_000,
+      'the failsafe key naming all three',
+    );
   });
   afterEach(() => cluster.stop());
 
@@ -22,7 +26,13 @@ describe('failsafe mode on simulated time', () => {
       await cluster.run(1_000);
       expect(cluster.primaries()).toEqual([leader]);
     }
-    expect(cluster.node(leader).log.some((line) => line.includes('continue to run as a leader because failsafe mode is enabled and all members are accessible'))).toBe(true);
+    expect(
+      cluster
+        .node(leader)
+        .log.some((line) =>
+          line.includes('continue to run as a leader because failsafe mode is enabled and all members are accessible'),
+        ),
+    ).toBe(true);
     expect(cluster.node(leader).ha.view().failsafeActive).toBe(true);
     expect(cluster.node(leader).events.some((event) => event.type === 'failsafe.activated')).toBe(true);
     const written = cluster.node(leader).server.write(1000);
@@ -39,7 +49,9 @@ describe('failsafe mode on simulated time', () => {
     await cluster.runUntil(() => cluster.primaries().length === 0, 15_000, 'the leader demoted');
     await cluster.run(20_000);
     expect(cluster.primaries()).toEqual([]);
-    expect(cluster.node(leader).log.some((line) => line.includes(`failsafe call to ${silent.name} not accepted`))).toBe(true);
+    expect(cluster.node(leader).log.some((line) => line.includes(`failsafe call to ${silent.name} not accepted`))).toBe(
+      true,
+    );
   });
 
   it('failsafe mode turned on through /config holds too, etcd failing right after the key was written', async () => {

@@ -29,7 +29,12 @@ describe('HaNode on simulated time', () => {
     const eventsBefore = cluster.node(leader).events.length;
     await cluster.run(5 * 2000);
     expect(cluster.healthy()).toBe(leader);
-    expect(cluster.node(leader).events.slice(eventsBefore).map((event) => event.type)).not.toContain('leader.lost');
+    expect(
+      cluster
+        .node(leader)
+        .events.slice(eventsBefore)
+        .map((event) => event.type),
+    ).not.toContain('leader.lost');
   });
 
   it('a dead leader agent: its fence stops PostgreSQL before the lease ends, and a replica takes over with every write', async () => {
@@ -39,8 +44,16 @@ describe('HaNode on simulated time', () => {
     cluster.network.settle();
     await cluster.killAgent(oldLeader);
 
-    const stoppedAfter = await cluster.runUntil(() => !oldServer.isRunning, 15_000, 'the fence stopping the old primary');
-    const newLeaderAfter = await cluster.runUntil(() => cluster.leaderKey() !== null && cluster.leaderKey() !== oldLeader && cluster.primaries().length === 1, 20_000, 'a new leader');
+    const stoppedAfter = await cluster.runUntil(
+      () => !oldServer.isRunning,
+      15_000,
+      'the fence stopping the old primary',
+    );
+    const newLeaderAfter = await cluster.runUntil(
+      () => cluster.leaderKey() !== null && cluster.leaderKey() !== oldLeader && cluster.primaries().length === 1,
+      20_000,
+      'a new leader',
+    );
     const newLeader = cluster.node(cluster.leaderKey()!);
 
     expect(stoppedAfter).toBeLessThan(10_000); // before the lease could expire
@@ -53,15 +66,27 @@ describe('HaNode on simulated time', () => {
   it('a failover candidate leaves the read pool as it takes the lock and promotes only after the load balancer drain', async () => {
     const oldLeader = cluster.healthy()!;
     await cluster.killAgent(oldLeader);
-    await cluster.runUntil(() => cluster.leaderKey() !== null && cluster.leaderKey() !== oldLeader && cluster.primaries().length === 1, 20_000, 'a new leader');
+    await cluster.runUntil(
+      () => cluster.leaderKey() !== null && cluster.leaderKey() !== oldLeader && cluster.primaries().length === 1,
+      20_000,
+      'a new leader',
+    );
     const events = cluster.node(cluster.leaderKey()!).events;
     const at = (type: string) => {
       const event = events.find((e) => e.type === type);
       if (!event) throw new Error(`no ${type} among ${events.map((e) => e.type).join(', ')}`);
       return Date.parse(event.at);
     };
-    const order = events.map((e) => e.type).filter((type) => type.startsWith('load_balancer.') || ['leader.acquired', 'leader.promoted'].includes(type));
-    expect(order).toEqual(['leader.acquired', 'load_balancer.replica_checks_withdrawn', 'load_balancer.drain_started', 'load_balancer.drain_ended', 'leader.promoted']);
+    const order = events
+      .map((e) => e.type)
+      .filter((type) => type.startsWith('load_balancer.') || ['leader.acquired', 'leader.promoted'].includes(type));
+    expect(order).toEqual([
+      'leader.acquired',
+      'load_balancer.replica_checks_withdrawn',
+      'load_balancer.drain_started',
+      'load_balancer.drain_ended',
+      'leader.promoted',
+    ]);
     // Simulated time advances in steps: the drain ends at the first step past 750 ms.
     expect(at('load_balancer.drain_ended') - at('load_balancer.drain_started')).toBeGreaterThanOrEqual(750);
     expect(at('load_balancer.drain_ended') - at('load_balancer.drain_started')).toBeLessThan(900);
@@ -70,16 +95,30 @@ describe('HaNode on simulated time', () => {
 
   it('a member whose key another agent wrote (a Patroni node mid-migration) is recorded once per change of agent', async () => {
     const patroniKey = (version: string, statorVersion?: string) =>
-      JSON.stringify({ conn_url: 'postgres://127.0.0.1:6000/postgres', api_url: 'http://127.0.0.1:9000/patroni', state: 'running', role: 'replica', version, ...(statorVersion ? { stator_version: statorVersion } : {}) });
+      JSON.stringify({
+        conn_url: 'postgres://127.0.0.1:6000/postgres',
+        api_url: 'http://127.0.0.1:9000/patroni',
+        state: 'running',
+        role: 'replica',
+        version,
+        ...(statorVersion ? { stator_version: statorVersion } : {}),
+      });
     const seen = (member: string) =>
-      cluster.nodes.flatMap((node) => node.events.filter((event) => event.type === 'member.agent_seen' && event.data?.member === member).map((event) => `${node.name}:${String(event.data?.agent)}`));
+      cluster.nodes.flatMap((node) =>
+        node.events
+          .filter((event) => event.type === 'member.agent_seen' && event.data?.member === member)
+          .map((event) => `${node.name}:${String(event.data?.agent)}`),
+      );
     cluster.backend.put('/service/sim/members/legacy', patroniKey('3.0.2'));
     await cluster.runUntil(() => seen('legacy').length === 3, 10_000, 'every node seeing the Patroni member');
     await cluster.runUntil(() => false, 6_000, 'three more cycles').catch(() => undefined); // no condition: just time passing
     expect(seen('legacy').sort()).toEqual(['node1:patroni 3.0.2', 'node2:patroni 3.0.2', 'node3:patroni 3.0.2']);
     cluster.backend.put('/service/sim/members/legacy', patroniKey('4.1.4', '0.1.0'));
     await cluster.runUntil(() => seen('legacy').length === 6, 10_000, 'every node seeing it run Stator');
-    const changed = cluster.nodes[0].events.find((event) => event.type === 'member.agent_seen' && event.data?.agent === 'stator 0.1.0' && event.data?.member === 'legacy');
+    const changed = cluster.nodes[0].events.find(
+      (event) =>
+        event.type === 'member.agent_seen' && event.data?.agent === 'stator 0.1.0' && event.data?.member === 'legacy',
+    );
     expect(changed?.data).toMatchObject({ previous: 'patroni 3.0.2', version: '4.1.4' });
   });
 
@@ -90,24 +129,34 @@ describe('HaNode on simulated time', () => {
     expect(cluster.leaderKey()).toBe(leader);
   });
 
-  it.each([false, true])('an agent restarted beside its running replica (paused: %s) keeps it streaming from the leader, never restarting it', async (paused) => {
-    const leader = cluster.healthy()!;
-    const replica = cluster.nodes.find((node) => node.name !== leader)!;
-    if (paused) {
-      cluster.patchConfig({ pause: true });
-      await cluster.runUntil(() => cluster.nodes.every((node) => node.ha.view().config.pause), 10_000, 'every node paused');
-    }
-    const postmaster = replica.server.pid;
-    await cluster.restartAgent(replica.name);
-    // Several cycles: the first ones adopt the server and read its state; a reload then must not drop its upstream.
-    await cluster.run(10_000);
-    expect({ streaming: replica.server.isStreaming, pid: replica.server.pid }).toEqual({ streaming: true, pid: postmaster });
-    // One reconfiguration, pointing it at the leader: not a reload without an upstream racing it (which, on a real
-    // server, could leave the file without primary_conninfo and the replica not streaming for good).
-    const restarted = cluster.node(replica.name).log;
-    expect(restarted.filter((line) => /reloading the configuration/.test(line))).toEqual([]);
-    expect(cluster.leaderKey()).toBe(leader);
-  });
+  it.each([false, true])(
+    'an agent restarted beside its running replica (paused: %s) keeps it streaming from the leader, never restarting it',
+    async (paused) => {
+      const leader = cluster.healthy()!;
+      const replica = cluster.nodes.find((node) => node.name !== leader)!;
+      if (paused) {
+        cluster.patchConfig({ pause: true });
+        await cluster.runUntil(
+          () => cluster.nodes.every((node) => node.ha.view().config.pause),
+          10_000,
+          'every node paused',
+        );
+      }
+      const postmaster = replica.server.pid;
+      await cluster.restartAgent(replica.name);
+      // Several cycles: the first ones adopt the server and read its state; a reload then must not drop its upstream.
+      await cluster.run(10_000);
+      expect({ streaming: replica.server.isStreaming, pid: replica.server.pid }).toEqual({
+        streaming: true,
+        pid: postmaster,
+      });
+      // One reconfiguration, pointing it at the leader: not a reload without an upstream racing it (which, on a real
+      // server, could leave the file without primary_conninfo and the replica not streaming for good).
+      const restarted = cluster.node(replica.name).log;
+      expect(restarted.filter((line) => /reloading the configuration/.test(line))).toEqual([]);
+      expect(cluster.leaderKey()).toBe(leader);
+    },
+  );
 
   it('a scheduled restart runs at its time on simulated time, and is recorded as executed', async () => {
     const replica = cluster.nodes.find((node) => node.name !== cluster.healthy())!;
@@ -116,8 +165,14 @@ describe('HaNode on simulated time', () => {
     replica.ha.scheduleRestart({ at, schedule: new Date(at).toISOString(), postmasterStartTime: null });
     await cluster.run(25_000);
     expect(replica.server.pid).toBe(pidBefore);
-    await cluster.runUntil(() => replica.server.pid !== pidBefore && replica.server.isStreaming, 10_000, 'the restarted replica streaming');
-    expect(replica.events.map((event) => event.type)).toEqual(expect.arrayContaining(['restart.scheduled', 'restart.executed']));
+    await cluster.runUntil(
+      () => replica.server.pid !== pidBefore && replica.server.isStreaming,
+      10_000,
+      'the restarted replica streaming',
+    );
+    expect(replica.events.map((event) => event.type)).toEqual(
+      expect.arrayContaining(['restart.scheduled', 'restart.executed']),
+    );
   });
 
   it('the wall clock jumps back and forward by 10 minutes: no lease lost, no fence fired, a scheduled restart neither early nor lost', async () => {
@@ -137,7 +192,11 @@ describe('HaNode on simulated time', () => {
     // Set forward again, past the restart's time by 15 s: it runs now rather than being thrown away as stale.
     cluster.clock.jumpWall(TEN_MINUTES);
     expect(cluster.clock.now()).toBeGreaterThan(at + 10_000);
-    await cluster.runUntil(() => replica.server.pid !== pidBefore && replica.server.isStreaming, 10_000, 'the restarted replica streaming');
+    await cluster.runUntil(
+      () => replica.server.pid !== pidBefore && replica.server.isStreaming,
+      10_000,
+      'the restarted replica streaming',
+    );
 
     const types = replica.events.map((event) => event.type);
     expect(types).toContain('restart.executed');
@@ -145,7 +204,11 @@ describe('HaNode on simulated time', () => {
     // The leader kept its key, its lease and its postmaster throughout.
     expect(cluster.healthy()).toBe(leader);
     expect(cluster.node(leader).server.pid).toBe(leaderPid);
-    expect(cluster.nodes.flatMap((node) => node.events).filter((event) => ['leader.lost', 'leader.acquired'].includes(event.type))).toEqual([]);
+    expect(
+      cluster.nodes
+        .flatMap((node) => node.events)
+        .filter((event) => ['leader.lost', 'leader.acquired'].includes(event.type)),
+    ).toEqual([]);
     expect(replica.log.join('\n')).toMatch(/the wall clock jumped back by 600 s since the last cycle/);
   });
 
@@ -160,7 +223,9 @@ describe('HaNode on simulated time', () => {
       () => {
         const writable = cluster.primaries().filter((name) => !cluster.node(name).server.postmaster?.frozen);
         if (writable.length > 1) twoWritable++;
-        return cluster.leaderKey() !== null && cluster.leaderKey() !== oldLeader && writable.includes(cluster.leaderKey()!);
+        return (
+          cluster.leaderKey() !== null && cluster.leaderKey() !== oldLeader && writable.includes(cluster.leaderKey()!)
+        );
       },
       20_000,
       'another leader',

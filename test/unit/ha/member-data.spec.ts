@@ -39,7 +39,14 @@ describe('memberData', () => {
   });
 
   it('a primary stopped cleanly shows a position just past the start of its shutdown checkpoint', () => {
-    const data = memberData(facts({ pgState: 'stopped', role: 'primary', sample: null, shutdownCheckpoint: { lsn: 83_886_120, timeline: 3 } }));
+    const data = memberData(
+      facts({
+        pgState: 'stopped',
+        role: 'primary',
+        sample: null,
+        shutdownCheckpoint: { lsn: 83_886_120, timeline: 3 },
+      }),
+    );
     expect(data).toMatchObject({ state: 'stopped', xlog_location: 83_886_121, timeline: 3 });
   });
 
@@ -49,11 +56,12 @@ describe('memberData', () => {
     // Cluster.min_version < (2, 1, 0) makes a Patroni leader keep writing the legacy /optime/leader key.
     const asPatroniTuple = (version: string) => version.split('.').map(Number);
     const compare = (a: number[], b: number[]) => {
-      for (let i = 0; i < Math.max(a.length, b.length); i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) - (b[i] ?? 0);
+      for (let i = 0; i < Math.max(a.length, b.length); i++)
+        if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) - (b[i] ?? 0);
       return 0;
     };
 
-    it('in compat mode is the reference release, past both of the peers\' thresholds; Stator\'s own is stator_version', () => {
+    it("in compat mode is the reference release, past both of the peers' thresholds; Stator's own is stator_version", () => {
       const data = memberData(facts({ config: { ...config, compat: 'patroni' }, version: '0.1.0' }));
       expect(data.version).toBe('4.1.4');
       expect(data.stator_version).toBe('0.1.0');
@@ -63,7 +71,7 @@ describe('memberData', () => {
       expect(compare(parsed, [2, 1, 0])).toBeGreaterThanOrEqual(0);
     });
 
-    it('natively is Stator\'s own version (a Patroni peer would take it for a pre-1.5.6 Patroni)', () => {
+    it("natively is Stator's own version (a Patroni peer would take it for a pre-1.5.6 Patroni)", () => {
       const data = memberData(facts({ config: { ...config, compat: 'stator' }, version: '0.1.0' }));
       expect(data.version).toBe('0.1.0');
       expect(data.stator_version).toBe('0.1.0');
@@ -78,12 +86,21 @@ describe('memberData', () => {
 
     it('keeps the reference key order: version and stator_version right after role', () => {
       const data = memberData(facts({ config: { ...config, compat: 'patroni' } }));
-      expect(Object.keys(data).slice(0, 6)).toEqual(['conn_url', 'api_url', 'state', 'role', 'version', 'stator_version']);
+      expect(Object.keys(data).slice(0, 6)).toEqual([
+        'conn_url',
+        'api_url',
+        'state',
+        'role',
+        'version',
+        'stator_version',
+      ]);
     });
 
     it('a primary past its promotion checkpoint omits checkpoint_after_promote, one before it says false', () => {
       expect(memberData(facts({ role: 'primary' })).checkpoint_after_promote).toBeUndefined();
-      expect(memberData(facts({ role: 'primary', checkpointAfterPromotePending: true })).checkpoint_after_promote).toBe(false);
+      expect(memberData(facts({ role: 'primary', checkpointAfterPromotePending: true })).checkpoint_after_promote).toBe(
+        false,
+      );
     });
   });
 });

@@ -6,11 +6,20 @@ const MINUTE = 60_000;
 function view(members: string[], leader: string | null, historyLeader?: string): ClusterView {
   return {
     leader: leader ? { value: leader, modRevision: '1' } : null,
-    members: members.map((name): Member => ({ name, data: { conn_url: '', api_url: '', state: 'running', role: 'replica', version: '0.1.0' }, modRevision: '1' })),
+    members: members.map((name): Member => ({
+      name,
+      data: { conn_url: '', api_url: '', state: 'running', role: 'replica', version: '0.1.0' },
+      modRevision: '1',
+    })),
     initialize: '1',
     config: null,
     failover: null,
-    history: historyLeader ? { value: [[1, 100, 'no recovery target specified', '2026-11-25T00:00:00+00:00', historyLeader]], modRevision: '1' } : null,
+    history: historyLeader
+      ? {
+          value: [[1, 100, 'no recovery target specified', '2026-11-25T00:00:00+00:00', historyLeader]],
+          modRevision: '1',
+        }
+      : null,
     sync: null,
     status: null,
     failsafe: null,

@@ -81,7 +81,9 @@ describe('PATCH /config', () => {
     const comment = 'x'.repeat(50_000);
     await dcs.setConfig({ ttl: 30, comment_kept_by_another_tool: comment });
 
-    const answer = await operations.patchConfig(body({ ttl: 20, loop_wait: 2, retry_timeout: 10, postgresql: { use_unix_socket_repl: true } }));
+    const answer = await operations.patchConfig(
+      body({ ttl: 20, loop_wait: 2, retry_timeout: 10, postgresql: { use_unix_socket_repl: true } }),
+    );
 
     const clamped = [
       'loop_wait lowered from 2 to 1 because loop_wait + 2*retry_timeout must be <= ttl (20) (the stored value is kept)',
@@ -89,7 +91,15 @@ describe('PATCH /config', () => {
     ];
     expect(answer).toMatchObject({ status: 200, warnings: clamped });
     expect(warnings).toEqual(clamped.map((warning) => `PATCH /config: ${warning}`));
-    expect(recorded).toEqual([{ type: 'config.changed', data: { set: { ttl: 20, loop_wait: 2, retry_timeout: 10, postgresql: { use_unix_socket_repl: true } }, removed: [] } }]);
+    expect(recorded).toEqual([
+      {
+        type: 'config.changed',
+        data: {
+          set: { ttl: 20, loop_wait: 2, retry_timeout: 10, postgresql: { use_unix_socket_repl: true } },
+          removed: [],
+        },
+      },
+    ]);
   });
 
   it('refuses 1e20 as ttl with the key and the range, and writes nothing', async () => {
@@ -98,7 +108,10 @@ describe('PATCH /config', () => {
 
     const answer = await operations.patchConfig(body({ ttl: 1e20 }));
 
-    expect(answer).toMatchObject({ status: 400, body: { message: 'ttl: must be an integer from 5 to 86400, got 100000000000000000000' } });
+    expect(answer).toMatchObject({
+      status: 400,
+      body: { message: 'ttl: must be an integer from 5 to 86400, got 100000000000000000000' },
+    });
     expect((await dcs.read()).config?.value).toEqual({ ttl: 30 });
     expect(recorded).toEqual([]);
   });

@@ -8,8 +8,18 @@ describe('a node about to be primary leaves the read pool first', () => {
   it.each([
     ['a follower with no request', 'follower', null, null],
     ['the lock holder', 'leader', null, 'holds the leader lock'],
-    ['the candidate of a due switchover', 'follower', { member: 'n1', leader: 'n2' }, 'named candidate of a due switchover or failover'],
-    ['the candidate of a switchover scheduled later', 'follower', { member: 'n1', leader: 'n2', scheduled_at: '2026-01-01T00:05:00Z' }, null],
+    [
+      'the candidate of a due switchover',
+      'follower',
+      { member: 'n1', leader: 'n2' },
+      'named candidate of a due switchover or failover',
+    ],
+    [
+      'the candidate of a switchover scheduled later',
+      'follower',
+      { member: 'n1', leader: 'n2', scheduled_at: '2026-01-01T00:05:00Z' },
+      null,
+    ],
     ['another node is the candidate', 'follower', { member: 'n3', leader: 'n2' }, null],
   ] as const)('%s', (_name, leadership, request, expected) => {
     const view = cluster({ failover: request ? { value: { ...request }, modRevision: '9' } : null });
@@ -38,15 +48,45 @@ describe('decide() promotes after the drain', () => {
   };
 
   it.each([
-    ['the winner of a failover race drains the whole time', { peers: [], lockResult: 'acquired', local: { readPoolWithdrawnAt: now } }, 750],
-    ['with a shorter drain configured', { peers: [], lockResult: 'acquired', config: { load_balancer_drain_ms: 400 }, local: { readPoolWithdrawnAt: now } }, 400],
-    ['a noloadbalance winner promotes at once', { peers: [], lockResult: 'acquired', local: { tags: { noloadbalance: true }, readPoolWithdrawnAt: now } }, 0],
     [
-      'a switchover candidate out of the read pool since the request promotes at once',
-      { peers: [], lockResult: 'acquired', cluster: cluster({ failover: { value: { member: 'n1', leader: 'n2' }, modRevision: '9' } }), local: { readPoolWithdrawnAt: now - 1200 } },
+      'the winner of a failover race drains the whole time',
+      { peers: [], lockResult: 'acquired', local: { readPoolWithdrawnAt: now } },
+      750,
+    ],
+    [
+      'with a shorter drain configured',
+      {
+        peers: [],
+        lockResult: 'acquired',
+        config: { load_balancer_drain_ms: 400 },
+        local: { readPoolWithdrawnAt: now },
+      },
+      400,
+    ],
+    [
+      'a noloadbalance winner promotes at once',
+      { peers: [], lockResult: 'acquired', local: { tags: { noloadbalance: true }, readPoolWithdrawnAt: now } },
       0,
     ],
-    ['a lock holder still in recovery drains what is left', { lockResult: 'refreshed', cluster: cluster({ leader: leaderKey('n1') }), local: { leadership: 'leader', readPoolWithdrawnAt: now - 500 } }, 250],
+    [
+      'a switchover candidate out of the read pool since the request promotes at once',
+      {
+        peers: [],
+        lockResult: 'acquired',
+        cluster: cluster({ failover: { value: { member: 'n1', leader: 'n2' }, modRevision: '9' } }),
+        local: { readPoolWithdrawnAt: now - 1200 },
+      },
+      0,
+    ],
+    [
+      'a lock holder still in recovery drains what is left',
+      {
+        lockResult: 'refreshed',
+        cluster: cluster({ leader: leaderKey('n1') }),
+        local: { leadership: 'leader', readPoolWithdrawnAt: now - 500 },
+      },
+      250,
+    ],
   ] as const)('%s', (_name, input, drainMs) => {
     expect(promoteOf(input as Parameters<typeof snapshot>[0])).toEqual({ type: 'promote', drainMs });
   });

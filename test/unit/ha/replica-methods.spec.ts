@@ -7,7 +7,11 @@ import { bootstrapArguments, replicaMethodArguments } from '../../../src/postgre
 describe('replica and bootstrap methods', () => {
   const postgresql = (methods: Partial<PostgresqlConfig>) => methods as PostgresqlConfig;
   const restore = { command: '/restore.sh', options: { no_leader: true } };
-  const standard = { scope: 'demo', datadir: '/data', connstring: 'host=10.0.0.1 port=5432 user=replicator dbname=postgres' };
+  const standard = {
+    scope: 'demo',
+    datadir: '/data',
+    connstring: 'host=10.0.0.1 port=5432 user=replicator dbname=postgres',
+  };
 
   it('tries the listed methods in order, basebackup alone by default, and only no_leader methods without a member', () => {
     expect(replicaMethodPlan(postgresql({}), true).map((step) => step.name)).toEqual(['basebackup']);
@@ -29,15 +33,26 @@ describe('replica and bootstrap methods', () => {
     ['false', false],
     ['maybe', false],
     [undefined, false],
-  ])('reads no_leader: %p as %p, as the reference reads YAML and the strings it gets from its own harness', (value, expected) => {
-    const options: Record<string, MethodOption> = value === undefined ? {} : { no_leader: value };
-    expect(methodFlag(options, 'no_leader')).toBe(expected);
-    const restoreOnly = postgresql({ create_replica_methods: ['restore'], replica_methods: { restore: { command: '/restore.sh', options } } });
-    expect(canCloneWithoutLeader(restoreOnly)).toBe(expected);
-  });
+  ])(
+    'reads no_leader: %p as %p, as the reference reads YAML and the strings it gets from its own harness',
+    (value, expected) => {
+      const options: Record<string, MethodOption> = value === undefined ? {} : { no_leader: value };
+      expect(methodFlag(options, 'no_leader')).toBe(expected);
+      const restoreOnly = postgresql({
+        create_replica_methods: ['restore'],
+        replica_methods: { restore: { command: '/restore.sh', options } },
+      });
+      expect(canCloneWithoutLeader(restoreOnly)).toBe(expected);
+    },
+  );
 
   it('passes the section keys, then --scope, --role, --datadir and --connstring, booleans spelled as Python does', () => {
-    expect(replicaMethodArguments({ command: '/restore.sh', options: { no_leader: true, stanza: 'main', 'process-max': 4 } }, standard)).toEqual([
+    expect(
+      replicaMethodArguments(
+        { command: '/restore.sh', options: { no_leader: true, stanza: 'main', 'process-max': 4 } },
+        standard,
+      ),
+    ).toEqual([
       '--no_leader=True',
       '--stanza=main',
       '--process-max=4',
@@ -48,12 +63,23 @@ describe('replica and bootstrap methods', () => {
     ]);
   });
 
-  it('with no_params passes only the user\'s own keys, without the flags that steer Stator', () => {
-    expect(replicaMethodArguments({ command: '/restore.sh', no_params: true, options: { keep_data: true, no_leader: true, delta: true } }, standard)).toEqual(['--delta=True']);
+  it("with no_params passes only the user's own keys, without the flags that steer Stator", () => {
+    expect(
+      replicaMethodArguments(
+        { command: '/restore.sh', no_params: true, options: { keep_data: true, no_leader: true, delta: true } },
+        standard,
+      ),
+    ).toEqual(['--delta=True']);
   });
 
   it('gives a custom bootstrap --scope and --datadir first, or only its own keys with no_params', () => {
-    expect(bootstrapArguments({ command: '/b.sh', options: { stanza: 'main' } }, 'demo', '/data')).toEqual(['--scope=demo', '--datadir=/data', '--stanza=main']);
-    expect(bootstrapArguments({ command: '/b.sh', no_params: true, options: { stanza: 'main' } }, 'demo', '/data')).toEqual(['--stanza=main']);
+    expect(bootstrapArguments({ command: '/b.sh', options: { stanza: 'main' } }, 'demo', '/data')).toEqual([
+      '--scope=demo',
+      '--datadir=/data',
+      '--stanza=main',
+    ]);
+    expect(
+      bootstrapArguments({ command: '/b.sh', no_params: true, options: { stanza: 'main' } }, 'demo', '/data'),
+    ).toEqual(['--stanza=main']);
   });
 });

@@ -3,7 +3,12 @@ import { Logger } from '../../../src/common/logger';
 import { BUSY_SAMPLE_INTERVAL_MS, IDLE_SAMPLE_INTERVAL_MS, Sampler } from '../../../src/ha/sampler';
 import { PostgresQuery, PostgresSample } from '../../../src/postgresql/postgres.port';
 
-const quiet = { debug: () => undefined, info: () => undefined, warning: () => undefined, error: () => undefined } as unknown as Logger;
+const quiet = {
+  debug: () => undefined,
+  info: () => undefined,
+  warning: () => undefined,
+  error: () => undefined,
+} as unknown as Logger;
 
 function sampleAt(walPosition: number): PostgresSample {
   return {
@@ -51,7 +56,13 @@ describe('the sampler reads less often while nothing changes', () => {
   it('backs off 1, 2, 4 s on an idle server, and reads every second again as soon as a reading differs', async () => {
     const clock = new ManualClock();
     const pg = server(clock);
-    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    const sampler = new Sampler(
+      pg.query,
+      clock,
+      quiet,
+      () => true,
+      () => undefined,
+    );
     const start = clock.now();
     sampler.start();
     await pass(clock, 20_000);
@@ -78,7 +89,13 @@ describe('the sampler reads less often while nothing changes', () => {
   it('a transition (the server restarted) brings the 1 s period back at once, not after the idle wait', async () => {
     const clock = new ManualClock();
     const pg = server(clock);
-    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    const sampler = new Sampler(
+      pg.query,
+      clock,
+      quiet,
+      () => true,
+      () => undefined,
+    );
     sampler.start();
     await pass(clock, 12_000);
     expect(sampler.intervalMs).toBe(IDLE_SAMPLE_INTERVAL_MS);
@@ -92,7 +109,13 @@ describe('the sampler reads less often while nothing changes', () => {
   it('skips its tick when another reading (the HA cycle) was just taken', async () => {
     const clock = new ManualClock();
     const pg = server(clock);
-    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    const sampler = new Sampler(
+      pg.query,
+      clock,
+      quiet,
+      () => true,
+      () => undefined,
+    );
     sampler.start();
     await pass(clock, 700);
     await sampler.take();
@@ -105,7 +128,13 @@ describe('the sampler reads less often while nothing changes', () => {
   it('takes no reading of its own while the HA cycle reads every 2 s, and one a period after the last once the cycle stops reading', async () => {
     const clock = new ManualClock();
     const pg = server(clock);
-    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined);
+    const sampler = new Sampler(
+      pg.query,
+      clock,
+      quiet,
+      () => true,
+      () => undefined,
+    );
     sampler.start();
     await pass(clock, 12_000);
     expect(sampler.intervalMs).toBe(IDLE_SAMPLE_INTERVAL_MS);
@@ -129,7 +158,14 @@ describe('the idle period never outlasts half of postgres_unresponsive_timeout',
   it('stays at 1 s with a 2 s unresponsive timeout, so an idle server is never called hung', async () => {
     const clock = new ManualClock();
     const pg = server(clock);
-    const sampler = new Sampler(pg.query, clock, quiet, () => true, () => undefined, () => 1000);
+    const sampler = new Sampler(
+      pg.query,
+      clock,
+      quiet,
+      () => true,
+      () => undefined,
+      () => 1000,
+    );
     sampler.start();
     await pass(clock, 10_000);
     expect(sampler.intervalMs).toBe(BUSY_SAMPLE_INTERVAL_MS);
@@ -142,7 +178,11 @@ describe('a monitoring query cancelled by statement_timeout (Patroni 4.1.4)', ()
   it('keeps the last reading (the cached role), counts the server as answering, and says so once per episode', async () => {
     const clock = new ManualClock();
     const lines: string[] = [];
-    const logger = { ...quiet, warning: (line: string) => lines.push(`WARNING: ${line}`), info: (line: string) => lines.push(`INFO: ${line}`) } as unknown as Logger;
+    const logger = {
+      ...quiet,
+      warning: (line: string) => lines.push(`WARNING: ${line}`),
+      info: (line: string) => lines.push(`INFO: ${line}`),
+    } as unknown as Logger;
     let failing = false;
     const query = {
       sample: async () => {
@@ -150,7 +190,13 @@ describe('a monitoring query cancelled by statement_timeout (Patroni 4.1.4)', ()
         return sampleAt(100);
       },
     } as unknown as PostgresQuery;
-    const sampler = new Sampler(query, clock, logger, () => true, () => undefined);
+    const sampler = new Sampler(
+      query,
+      clock,
+      logger,
+      () => true,
+      () => undefined,
+    );
     await sampler.take();
     failing = true;
     for (let i = 0; i < 3; i++) {
@@ -159,7 +205,9 @@ describe('a monitoring query cancelled by statement_timeout (Patroni 4.1.4)', ()
     }
     expect(sampler.sample?.inRecovery).toBe(false);
     expect(sampler.answeredAt).toBe(clock.now());
-    expect(lines).toEqual(['WARNING: Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: primary']);
+    expect(lines).toEqual([
+      'WARNING: Failed to determine PostgreSQL state from the connection (statement timeout), falling back to cached role: primary',
+    ]);
     failing = false;
     clock.advance(1000);
     await sampler.take();
@@ -178,7 +226,13 @@ describe('readings of a slow server do not pile up', () => {
         return new Promise<PostgresSample>((resolve) => pending.push(() => resolve(sampleAt(100 + calls))));
       },
     } as unknown as PostgresQuery;
-    const sampler = new Sampler(query, clock, quiet, () => true, () => undefined);
+    const sampler = new Sampler(
+      query,
+      clock,
+      quiet,
+      () => true,
+      () => undefined,
+    );
     const first = sampler.take();
     const waiting = [sampler.take(), sampler.take(), sampler.take()];
     expect(calls).toBe(1);

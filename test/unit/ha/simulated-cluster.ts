@@ -10,7 +10,12 @@ import { NewEvent } from '../../../src/events/event';
 import { FailsafeCall } from '../../../src/ha/failsafe/failsafe-caller';
 import { HaNode } from '../../../src/ha/ha-node';
 import { PeerStatus, readingFromStatus } from '../../../src/ha/peer-probe';
-import { MemoryPostgresNetwork, MemoryPostgresProcess, MemoryPostgresQuery, MemoryPostgresServer } from '../../../src/postgresql/memory';
+import {
+  MemoryPostgresNetwork,
+  MemoryPostgresProcess,
+  MemoryPostgresQuery,
+  MemoryPostgresServer,
+} from '../../../src/postgresql/memory';
 
 const SCOPE = 'sim';
 
@@ -64,7 +69,9 @@ export class SimulatedCluster {
 
   /** Nodes whose server runs as a primary. */
   primaries(): string[] {
-    return this.nodes.filter((node) => node.server.isRunning && node.server.inRecovery === false).map((node) => node.name);
+    return this.nodes
+      .filter((node) => node.server.isRunning && node.server.inRecovery === false)
+      .map((node) => node.name);
   }
 
   leaderKey(): string | null {
@@ -81,7 +88,8 @@ export class SimulatedCluster {
     // Time passed, not what the wall clock says: a test may jump it.
     const from = this.clock.monotonic();
     while (!condition()) {
-      if (this.clock.monotonic() - from > limitMs) throw new Error(`${limitMs} ms of simulated time passed without: ${description}\n${this.describe()}`);
+      if (this.clock.monotonic() - from > limitMs)
+        throw new Error(`${limitMs} ms of simulated time passed without: ${description}\n${this.describe()}`);
       await this.step();
     }
     return this.clock.monotonic() - from;
@@ -126,7 +134,9 @@ export class SimulatedCluster {
 
   /** Each node's last verdict, for failure messages. */
   describe(): string {
-    return this.nodes.map((node) => `${node.name}: ${node.ha.view().pgState}/${node.ha.view().role}: ${node.ha.view().verdict}`).join('\n');
+    return this.nodes
+      .map((node) => `${node.name}: ${node.ha.view().pgState}/${node.ha.view().role}: ${node.ha.view().verdict}`)
+      .join('\n');
   }
 
   /** The `/sync` key as the leader wrote it, or null. */
@@ -153,7 +163,12 @@ export class SimulatedCluster {
   }
 
   /** A new agent for `server`, with its own DCS client and records. */
-  private agent(name: string, server: MemoryPostgresServer, dcsConfig: SimulatedDcsConfig, postgresql: Record<string, unknown>): SimulatedNode {
+  private agent(
+    name: string,
+    server: MemoryPostgresServer,
+    dcsConfig: SimulatedDcsConfig,
+    postgresql: Record<string, unknown>,
+  ): SimulatedNode {
     const configPath = join(this.dir, `${name}.yml`);
     writeFileSync(
       configPath,
@@ -167,7 +182,10 @@ export class SimulatedCluster {
           listen: `${server.host}:${server.port}`,
           connect_address: `${server.host}:${server.port}`,
           data_dir: server.dataDirPath,
-          authentication: { superuser: { username: 'postgres', password: 'x' }, replication: { username: 'replicator', password: 'x' } },
+          authentication: {
+            superuser: { username: 'postgres', password: 'x' },
+            replication: { username: 'replicator', password: 'x' },
+          },
           ...postgresql,
         },
       }),
@@ -196,7 +214,11 @@ export class SimulatedCluster {
   private probe(name: string) {
     const peer = this.node(name);
     if (!peer.alive) return { name, reachable: false };
-    const document = buildStatusDocument(peer.ha.view(), { scope: SCOPE, version: 'sim', productKey: 'stator' }, this.clock.now());
+    const document = buildStatusDocument(
+      peer.ha.view(),
+      { scope: SCOPE, version: 'sim', productKey: 'stator' },
+      this.clock.now(),
+    );
     return readingFromStatus(name, document as PeerStatus);
   }
 
@@ -220,5 +242,11 @@ export class SimulatedCluster {
 
 function quietLogger(lines: string[]): Logger {
   const keep = (level: string) => (message: string) => void lines.push(`${level}: ${message}`);
-  return { debug: () => undefined, info: keep('INFO'), warning: keep('WARNING'), error: keep('ERROR'), critical: keep('CRITICAL') } as unknown as Logger;
+  return {
+    debug: () => undefined,
+    info: keep('INFO'),
+    warning: keep('WARNING'),
+    error: keep('ERROR'),
+    critical: keep('CRITICAL'),
+  } as unknown as Logger;
 }

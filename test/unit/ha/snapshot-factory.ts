@@ -30,7 +30,14 @@ export function sample(overrides: Partial<PostgresSample> = {}): PostgresSample 
 }
 
 export const primarySample = (overrides: Partial<PostgresSample> = {}) =>
-  sample({ inRecovery: false, receivedLsn: null, replayedLsn: null, replicationState: null, latestEndLsn: null, ...overrides });
+  sample({
+    inRecovery: false,
+    receivedLsn: null,
+    replayedLsn: null,
+    replicationState: null,
+    latestEndLsn: null,
+    ...overrides,
+  });
 
 export function member(name: string, data: Partial<MemberData> = {}): Member {
   const port = 5432 + Number(name.replace(/\D/g, '') || 0);
@@ -74,7 +81,12 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
     busy: null,
     role: 'replica',
     leadership: 'follower',
-    dataDir: { state: 'initialized', systemIdentifier: '7000000000000000001', standbySignal: true, clusterState: 'in archive recovery' },
+    dataDir: {
+      state: 'initialized',
+      systemIdentifier: '7000000000000000001',
+      standbySignal: true,
+      clusterState: 'in archive recovery',
+    },
     sample: sample(),
     upstream: null,
     notStreamingSince: 0,
@@ -92,7 +104,10 @@ export function local(overrides: Partial<LocalView> = {}): LocalView {
   };
 }
 
-export type SnapshotOverrides = Omit<Partial<HaSnapshot>, 'local' | 'config'> & { local?: Partial<LocalView>; config?: Partial<EffectiveDynamicConfig> };
+export type SnapshotOverrides = Omit<Partial<HaSnapshot>, 'local' | 'config'> & {
+  local?: Partial<LocalView>;
+  config?: Partial<EffectiveDynamicConfig>;
+};
 
 export function snapshot(overrides: SnapshotOverrides = {}): HaSnapshot {
   const { local: localOverrides, config, ...rest } = overrides;

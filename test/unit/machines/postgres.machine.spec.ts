@@ -17,16 +17,41 @@ const pathTo: Record<string, { events: PostgresEvent[]; failing?: string[] }> = 
   initdb: { events: [{ type: 'INITDB' }] },
   initdb_failed: { events: [{ type: 'INITDB' }], failing: ['runInitdb'] },
   custom_bootstrap: { events: [{ type: 'CUSTOM_BOOTSTRAP', method: { command: 'true', options: {} }, start }] },
-  custom_bootstrap_failed: { events: [{ type: 'CUSTOM_BOOTSTRAP', method: { command: 'false', options: {} }, start }], failing: ['runCustomBootstrap'] },
+  custom_bootstrap_failed: {
+    events: [{ type: 'CUSTOM_BOOTSTRAP', method: { command: 'false', options: {} }, start }],
+    failing: ['runCustomBootstrap'],
+  },
   bootstrap_starting: { events: [{ type: 'CUSTOM_BOOTSTRAP', method: { command: 'true', options: {} }, start }] },
   creating_replica: { events: [{ type: 'CLONE', source: { name: 'n2', host: '127.0.0.1', port: 5433 } }] },
   starting: { events: [{ type: 'START', start }] },
   running: { events: [{ type: 'START', start }] },
   start_failed: { events: [{ type: 'START', start }], failing: ['startPostgres'] },
-  restarting: { events: [{ type: 'START', start }, { type: 'RESTART', start, mode: 'fast' }] },
-  restart_failed: { events: [{ type: 'START', start }, { type: 'RESTART', start, mode: 'fast' }], failing: ['restartPostgres'] },
-  stopping: { events: [{ type: 'START', start }, { type: 'STOP', mode: 'fast', timeoutMs: 1000 }] },
-  stop_failed: { events: [{ type: 'START', start }, { type: 'STOP', mode: 'fast', timeoutMs: 1000 }], failing: ['stopPostgres'] },
+  restarting: {
+    events: [
+      { type: 'START', start },
+      { type: 'RESTART', start, mode: 'fast' },
+    ],
+  },
+  restart_failed: {
+    events: [
+      { type: 'START', start },
+      { type: 'RESTART', start, mode: 'fast' },
+    ],
+    failing: ['restartPostgres'],
+  },
+  stopping: {
+    events: [
+      { type: 'START', start },
+      { type: 'STOP', mode: 'fast', timeoutMs: 1000 },
+    ],
+  },
+  stop_failed: {
+    events: [
+      { type: 'START', start },
+      { type: 'STOP', mode: 'fast', timeoutMs: 1000 },
+    ],
+    failing: ['stopPostgres'],
+  },
   crashed: { events: [{ type: 'START', start }, exited] },
 };
 
@@ -117,15 +142,20 @@ describe('postgres machine', () => {
 
   it('records each step of a stop that passed its deadline, so the log shows how the postmaster went', async () => {
     const recorded: RecordedEvent[] = [];
-    const sink = { record: (event: Omit<RecordedEvent, 'seq'>) => recorded.push({ ...event, seq: recorded.length + 1 }) };
+    const sink = {
+      record: (event: Omit<RecordedEvent, 'seq'>) => recorded.push({ ...event, seq: recorded.length + 1 }),
+    };
     const escalatingStop = fromPromise<void, StopRequest>(async ({ input }) => {
       input.onEscalation?.('immediate');
       await new Promise((resolve) => setImmediate(resolve));
       input.onEscalation?.('sigkill');
     });
-    const actor = createActor(postgresMachine.provide({ actors: { ...fakePostgresActors([]), stopPostgres: escalatingStop } }), {
-      inspect: transitionRecorder('postgres', 'n1', sink, new ManualClock()),
-    }).start();
+    const actor = createActor(
+      postgresMachine.provide({ actors: { ...fakePostgresActors([]), stopPostgres: escalatingStop } }),
+      {
+        inspect: transitionRecorder('postgres', 'n1', sink, new ManualClock()),
+      },
+    ).start();
     await settle(actor, { type: 'START', start });
     actor.send({ type: 'STOP', mode: 'fast', timeoutMs: 5000 });
     await waitFor(actor, (snapshot) => topLevelState(snapshot.value) === 'stopped', { timeout: 1000 });

@@ -8,7 +8,9 @@ import { RoleEvent, roleMachine, RoleName } from '../../../src/ha/role.machine';
 function recordedActor<T extends typeof roleMachine | typeof leadershipMachine>(machine: T, name: string) {
   const recorded: RecordedEvent[] = [];
   const sink = { record: (event: Omit<RecordedEvent, 'seq'>) => recorded.push({ ...event, seq: recorded.length + 1 }) };
-  const actor = createActor(machine as typeof roleMachine, { inspect: transitionRecorder(name, 'n1', sink, new ManualClock()) });
+  const actor = createActor(machine as typeof roleMachine, {
+    inspect: transitionRecorder(name, 'n1', sink, new ManualClock()),
+  });
   actor.start();
   return { actor, recorded };
 }
@@ -33,7 +35,8 @@ describe('role machine (reference 3.13)', () => {
 
   it('walks a switchover: replica → promoted → primary → demoted → replica', () => {
     const { actor, recorded } = recordedActor(roleMachine, 'role');
-    for (const type of ['DETECTED_REPLICA', 'PROMOTE_STARTED', 'PROMOTE_COMPLETED', 'DEMOTED', 'FOLLOWING'] as const) actor.send({ type });
+    for (const type of ['DETECTED_REPLICA', 'PROMOTE_STARTED', 'PROMOTE_COMPLETED', 'DEMOTED', 'FOLLOWING'] as const)
+      actor.send({ type });
     expect(recorded.map((e) => `${e.from}->${e.to}`)).toEqual([
       'null->uninitialized',
       'uninitialized->replica',
@@ -92,7 +95,10 @@ describe('leadership machine', () => {
 
   it('keeps the lease end in its context: set on acquisition, moved on by unrecorded refreshes, cleared on loss', () => {
     const { actor, recorded } = recordedActor(leadershipMachine, 'leadership');
-    const leadership = actor as unknown as { send: (e: object) => void; getSnapshot: () => { context: { validUntil: number; inFailsafe: boolean } } };
+    const leadership = actor as unknown as {
+      send: (e: object) => void;
+      getSnapshot: () => { context: { validUntil: number; inFailsafe: boolean } };
+    };
     leadership.send({ type: 'LOCK_ACQUIRED', reason: 'won the leader race', validUntil: 10_000 });
     expect(leadership.getSnapshot().context).toEqual({ validUntil: 10_000, inFailsafe: false });
     leadership.send({ type: 'LOCK_REFRESHED', validUntil: 12_000 });
@@ -101,6 +107,10 @@ describe('leadership machine', () => {
     leadership.send({ type: 'LOCK_LOST', reason: 'failed to update leader lock in DCS' });
     expect(leadership.getSnapshot().context).toEqual({ validUntil: 0, inFailsafe: false });
     expect(recorded.map((e) => e.cause)).toEqual(['xstate.init', 'LOCK_ACQUIRED', 'LOCK_LOST']);
-    expect(recorded[1].data?.event).toEqual({ type: 'LOCK_ACQUIRED', reason: 'won the leader race', validUntil: 10_000 });
+    expect(recorded[1].data?.event).toEqual({
+      type: 'LOCK_ACQUIRED',
+      reason: 'won the leader race',
+      validUntil: 10_000,
+    });
   });
 });

@@ -19,7 +19,13 @@ describe('task machine', () => {
     expect(actor.getSnapshot().context.task).toBe('clone');
     actor.send({ type: 'TASK_ENDED', task: 'clone', error: 'pg_basebackup exited with code 1' });
     expect(actor.getSnapshot().value).toBe('idle');
-    expect(actor.getSnapshot().context).toEqual({ task: null, lastError: 'pg_basebackup exited with code 1', lastTask: 'clone', lastEndedAt: null, failuresInRow: 1 });
+    expect(actor.getSnapshot().context).toEqual({
+      task: null,
+      lastError: 'pg_basebackup exited with code 1',
+      lastTask: 'clone',
+      lastEndedAt: null,
+      failuresInRow: 1,
+    });
     expect(recorded.map((e) => [e.from, e.to, (e.data?.event as { task?: string }).task ?? null])).toEqual([
       [null, 'idle', null],
       ['idle', 'busy', 'clone'],

@@ -17,33 +17,98 @@ function search(mode: ReplicationMode, b: Bounds, mutation?: DecisionMutation, p
   return breadthFirst({ mode, bounds: b, maxDepth: 15, maxStates: 400_000, progressEvery, mutation });
 }
 
-const cases: { invariant: InvariantId; variant: DecisionMutation; mode: ReplicationMode; bounds: Bounds; progressEvery?: number }[] = [
-  { invariant: 'lease', variant: BROKEN_VARIANTS.lease, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'agentFreeze', 'dcsCut'], 1) },
-  { invariant: 'promotion', variant: BROKEN_VARIANTS.promotion, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'agentFreeze'], 1, 0, 2) },
-  { invariant: 'promotion', variant: IGNORING_PAUSE, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'agentFreeze', 'pause'], 1, 1) },
+const cases: {
+  invariant: InvariantId;
+  variant: DecisionMutation;
+  mode: ReplicationMode;
+  bounds: Bounds;
+  progressEvery?: number;
+}[] = [
+  {
+    invariant: 'lease',
+    variant: BROKEN_VARIANTS.lease,
+    mode: 'off',
+    bounds: bounds(['cycle', 'tick', 'complete', 'agentFreeze', 'dcsCut'], 1),
+  },
+  {
+    invariant: 'promotion',
+    variant: BROKEN_VARIANTS.promotion,
+    mode: 'off',
+    bounds: bounds(['cycle', 'tick', 'complete', 'write', 'agentFreeze'], 1, 0, 2),
+  },
+  {
+    invariant: 'promotion',
+    variant: IGNORING_PAUSE,
+    mode: 'off',
+    bounds: bounds(['cycle', 'tick', 'complete', 'agentFreeze', 'pause'], 1, 1),
+  },
   // One write of lag is within maximum_lag_on_failover: invariant 2 lets the less advanced winner through, the race's does not.
-  { invariant: 'race', variant: BROKEN_VARIANTS.race, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 1, 0, 1) },
-  { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'on', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
-  { invariant: 'sync', variant: BROKEN_VARIANTS.sync, mode: 'quorum', bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1) },
-  { invariant: 'progress', variant: BROKEN_VARIANTS.progress, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete'], 0), progressEvery: 1 },
+  {
+    invariant: 'race',
+    variant: BROKEN_VARIANTS.race,
+    mode: 'off',
+    bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 1, 0, 1),
+  },
+  {
+    invariant: 'sync',
+    variant: BROKEN_VARIANTS.sync,
+    mode: 'on',
+    bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1),
+  },
+  {
+    invariant: 'sync',
+    variant: BROKEN_VARIANTS.sync,
+    mode: 'quorum',
+    bounds: bounds(['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], 2, 0, 1),
+  },
+  {
+    invariant: 'progress',
+    variant: BROKEN_VARIANTS.progress,
+    mode: 'off',
+    bounds: bounds(['cycle', 'tick', 'complete'], 0),
+    progressEvery: 1,
+  },
   // A leader's agent crashes: the others must take over once its key expired.
-  { invariant: 'availability', variant: BROKEN_VARIANTS.availability, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'agentCrash'], 1), progressEvery: 1 },
-  { invariant: 'sync-settled', variant: BROKEN_VARIANTS['sync-settled'], mode: 'on', bounds: bounds(['cycle', 'tick', 'complete'], 0), progressEvery: 1 },
-  { invariant: 'replay', variant: BROKEN_VARIANTS.replay, mode: 'off', bounds: bounds(['cycle', 'tick', 'complete', 'switchover'], 0, 1) },
+  {
+    invariant: 'availability',
+    variant: BROKEN_VARIANTS.availability,
+    mode: 'off',
+    bounds: bounds(['cycle', 'tick', 'complete', 'agentCrash'], 1),
+    progressEvery: 1,
+  },
+  {
+    invariant: 'sync-settled',
+    variant: BROKEN_VARIANTS['sync-settled'],
+    mode: 'on',
+    bounds: bounds(['cycle', 'tick', 'complete'], 0),
+    progressEvery: 1,
+  },
+  {
+    invariant: 'replay',
+    variant: BROKEN_VARIANTS.replay,
+    mode: 'off',
+    bounds: bounds(['cycle', 'tick', 'complete', 'switchover'], 0, 1),
+  },
 ];
 
 describe('the model checker catches a broken decision code', () => {
-  it.each(cases)('invariant $invariant ($mode): "$variant.name" is caught with a counter-example of at most 15 steps', ({ invariant, variant, mode, bounds: b, progressEvery }) => {
-    const report = search(mode, b, variant, progressEvery);
-    expect(report.violation?.invariant).toBe(invariant);
-    expect(report.violation!.path.length).toBeLessThanOrEqual(15);
-  });
+  it.each(cases)(
+    'invariant $invariant ($mode): "$variant.name" is caught with a counter-example of at most 15 steps',
+    ({ invariant, variant, mode, bounds: b, progressEvery }) => {
+      const report = search(mode, b, variant, progressEvery);
+      expect(report.violation?.invariant).toBe(invariant);
+      expect(report.violation!.path.length).toBeLessThanOrEqual(15);
+    },
+  );
 
-  it.each(cases)('the real decision code passes the same search (invariant $invariant, $mode)', ({ mode, bounds: b, progressEvery }) => {
-    const report = search(mode, b, undefined, progressEvery);
-    expect(report.violation).toBeNull();
-    expect(report.states).toBeGreaterThan(1);
-  });
+  it.each(cases)(
+    'the real decision code passes the same search (invariant $invariant, $mode)',
+    ({ mode, bounds: b, progressEvery }) => {
+      const report = search(mode, b, undefined, progressEvery);
+      expect(report.violation).toBeNull();
+      expect(report.states).toBeGreaterThan(1);
+    },
+  );
 });
 
 describe('a counter-example is a log that stator audit replays', () => {
@@ -58,8 +123,14 @@ describe('a counter-example is a log that stator audit replays', () => {
     const file = join(dir, 'counter-example.jsonl');
     writeCounterExample(file, events);
 
-    const lines = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-    for (const line of lines) expect(Object.keys(line)).toEqual(expect.arrayContaining(['stream', 'seq', 'type', 'at', 'node', 'from', 'to', 'cause', 'data']));
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    for (const line of lines)
+      expect(Object.keys(line)).toEqual(
+        expect.arrayContaining(['stream', 'seq', 'type', 'at', 'node', 'from', 'to', 'cause', 'data']),
+      );
     expect(lines.filter((e) => e.type === 'model.step')).toHaveLength(violation.path.length);
     expect(lines[lines.length - 1]).toMatchObject({ type: 'model.violation', data: { invariant: 'lease' } });
 

@@ -9,7 +9,11 @@ import { checkedStep } from '../../../src/model-check/step';
 function steps(text: string): Action[] {
   return text.split(',').map((label) => {
     const [kind, node] = label.trim().split(' ');
-    return { kind: kind as ActionKind, node: node ? NODE_NAMES.indexOf(node as (typeof NODE_NAMES)[number]) : -1, label: label.trim() };
+    return {
+      kind: kind as ActionKind,
+      node: node ? NODE_NAMES.indexOf(node as (typeof NODE_NAMES)[number]) : -1,
+      label: label.trim(),
+    };
   });
 }
 

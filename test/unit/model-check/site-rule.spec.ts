@@ -11,7 +11,8 @@ function bounds(kinds: ActionKind[], faults: number, writes: number, operations 
   return { faults, operations, writes, staleReads: 0, kinds: new Set(kinds), modes: ['strict', 'off'], siteRule: 1 };
 }
 
-const search = (b: Bounds, mutation = undefined as typeof IGNORING_SITES | undefined) => breadthFirst({ mode: 'strict', bounds: b, maxDepth: 14, maxStates: 80_000, progressEvery: 0, mutation });
+const search = (b: Bounds, mutation = undefined as typeof IGNORING_SITES | undefined) =>
+  breadthFirst({ mode: 'strict', bounds: b, maxDepth: 14, maxStates: 80_000, progressEvery: 0, mutation });
 
 describe('invariant 8: an acknowledged commit is on a member of another site (synchronous_site_count)', () => {
   it('the settled cluster lists n3, of dc2, as its synchronous standby', () => {
@@ -29,11 +30,29 @@ describe('invariant 8: an acknowledged commit is on a member of another site (sy
   });
 
   it.each([
-    ['writes while n3 crashes and comes back', ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash', 'agentRestart'] as ActionKind[], 2, 2, 0],
+    [
+      'writes while n3 crashes and comes back',
+      ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash', 'agentRestart'] as ActionKind[],
+      2,
+      2,
+      0,
+    ],
     // One write: two unacknowledged writes on n2 alone make n3's promotion two behind it, which invariant 2 flags in
     // strict mode with or without sites (the race in synchronous mode looks only at `/sync` members, as Patroni's).
-    ['writes across a failover', ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'pgCrash'] as ActionKind[], 2, 1, 0],
-    ['writes across a switchover and the mode turned off and on', ['cycle', 'tick', 'complete', 'write', 'ship', 'switchover', 'syncMode'] as ActionKind[], 0, 2, 2],
+    [
+      'writes across a failover',
+      ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'pgCrash'] as ActionKind[],
+      2,
+      1,
+      0,
+    ],
+    [
+      'writes across a switchover and the mode turned off and on',
+      ['cycle', 'tick', 'complete', 'write', 'ship', 'switchover', 'syncMode'] as ActionKind[],
+      0,
+      2,
+      2,
+    ],
   ])('the real planners keep it: %s', (_what, kinds, faults, writes, operations) => {
     const report = search(bounds(kinds, faults, writes, operations));
     expect(report.violation).toBeNull();
@@ -44,7 +63,9 @@ describe('invariant 8: an acknowledged commit is on a member of another site (sy
     const c = steadyStart('strict', bounds(['cycle'], 0, 0));
     expect(checkSiteRule({ ...c, siteRule: undefined, acked: { timeline: 1, wal: 5, sync: true } })).toBeNull();
     expect(checkSiteRule({ ...c, mode: 'on', acked: { timeline: 1, wal: 5, sync: true } })).toBeNull();
-    expect(checkSiteRule({ ...c, acked: { timeline: 1, wal: 5, sync: true } })?.message).toBe('the acknowledged commit at 1/5 is on no member only: synchronous_site_count 1 wants 2 sites');
+    expect(checkSiteRule({ ...c, acked: { timeline: 1, wal: 5, sync: true } })?.message).toBe(
+      'the acknowledged commit at 1/5 is on no member only: synchronous_site_count 1 wants 2 sites',
+    );
   });
 });
 
@@ -66,21 +87,43 @@ describe('invariant 8 in quorum mode and in `on` mode: settled, a commit waits f
     expect(c.nodes[0].standbyNames).toBe('ANY 2 (n2,n3)');
     expect(checkSiteRuleSettled(c)).toBeNull();
     // The same cluster waiting for any one of them would let a commit through on n2 alone.
-    expect(checkSiteRuleSettled({ ...c, nodes: c.nodes.map((n, i) => (i === 0 ? { ...n, standbyNames: 'ANY 1 (n2,n3)' } : n)) })?.message).toBe(
+    expect(
+      checkSiteRuleSettled({
+        ...c,
+        nodes: c.nodes.map((n, i) => (i === 0 ? { ...n, standbyNames: 'ANY 1 (n2,n3)' } : n)),
+      })?.message,
+    ).toBe(
       "settled with n1 (dc1) leading and dc2 streaming, but synchronous_standby_names 'ANY 1 (n2,n3)' lets a commit through on n2: synchronous_site_count 1 wants 1 other site(s)",
     );
   });
 
-  it.each(['quorum', 'on'] as const)('%s mode: the broken variant (the site rule ignored) is caught on the settled start', (mode) => {
-    const report = settledSearch(mode, settledBounds(mode, ['cycle', 'tick', 'complete'], 0, 0), IGNORING_SITES);
-    expect(report.violation?.invariant).toBe('site');
-    expect(report.violation!.message).toMatch(/lets a commit through on n2: synchronous_site_count 1 wants 1 other site/);
-  });
+  it.each(['quorum', 'on'] as const)(
+    '%s mode: the broken variant (the site rule ignored) is caught on the settled start',
+    (mode) => {
+      const report = settledSearch(mode, settledBounds(mode, ['cycle', 'tick', 'complete'], 0, 0), IGNORING_SITES);
+      expect(report.violation?.invariant).toBe('site');
+      expect(report.violation!.message).toMatch(
+        /lets a commit through on n2: synchronous_site_count 1 wants 1 other site/,
+      );
+    },
+  );
 
-  it.each(['quorum', 'on'] as const)('%s mode: the real planners keep it as n3 crashes and comes back, and across a failover', (mode) => {
-    const kinds: ActionKind[] = ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash', 'agentCrash', 'agentRestart'];
-    const report = settledSearch(mode, settledBounds(mode, kinds, 2, 1));
-    expect(report.violation).toBeNull();
-    expect(report.states).toBeGreaterThan(1_000);
-  });
+  it.each(['quorum', 'on'] as const)(
+    '%s mode: the real planners keep it as n3 crashes and comes back, and across a failover',
+    (mode) => {
+      const kinds: ActionKind[] = [
+        'cycle',
+        'tick',
+        'complete',
+        'write',
+        'ship',
+        'pgCrash',
+        'agentCrash',
+        'agentRestart',
+      ];
+      const report = settledSearch(mode, settledBounds(mode, kinds, 2, 1));
+      expect(report.violation).toBeNull();
+      expect(report.states).toBeGreaterThan(1_000);
+    },
+  );
 });

@@ -20,7 +20,11 @@ function take(c: ClusterModel, bounds: Bounds, ...labels: string[]): ClusterMode
 
 /** Equal after renaming but for which standbys `/sync` and `synchronous_standby_names` name. */
 function sameButForStandbys(a: ClusterModel, b: ClusterModel): boolean {
-  const blank = (c: ClusterModel): ClusterModel => ({ ...c, sync: c.sync && { ...c.sync, standbys: [] }, nodes: c.nodes.map((n) => ({ ...n, standbyNames: n.standbyNames ? '*' : '' })) });
+  const blank = (c: ClusterModel): ClusterModel => ({
+    ...c,
+    sync: c.sync && { ...c.sync, standbys: [] },
+    nodes: c.nodes.map((n) => ({ ...n, standbyNames: n.standbyNames ? '*' : '' })),
+  });
   return canonicalKey(blank(a)) === canonicalKey(blank(b));
 }
 
@@ -72,32 +76,36 @@ describe('symmetry reduction over node names', () => {
    * (sync-candidates.ts keeps the members' order, the reference sorts by name too), so a renamed
    * state may choose the other one. Every other step must commute with renaming.
    */
-  it.each<[ReplicationMode]>([['off'], ['on'], ['quorum']])('in %s mode a step and the renamed step from the renamed state reach renamings of one state, but for ties broken by name', (mode) => {
-    const b = boundsFor(mode, 2, 1, 3, 1);
-    let level = [steadyStart(mode, b)];
-    const seen = new Set(level.map(canonicalKey));
-    const broken: string[] = [];
-    for (let depth = 0; depth < 2; depth++) {
-      const next: ClusterModel[] = [];
-      for (const c of level) {
-        for (const action of enabledActions(c, b)) {
-          const after = applyAction(c, action, b).next;
-          for (const p of [SWAP_N2_N3, ROTATE]) {
-            const mirrored = applyAction(renameNodes(c, p), renamedAction(action, p), b).next;
-            if (canonicalKey(mirrored) === canonicalKey(after)) continue;
-            const tieBrokenByName = action.kind === 'cycle' && action.node === c.leaderKey && c.mode !== 'off';
-            if (!tieBrokenByName || !sameButForStandbys(after, mirrored)) broken.push(`${action.label} from ${stateKey(c)}`);
+  it.each<[ReplicationMode]>([['off'], ['on'], ['quorum']])(
+    'in %s mode a step and the renamed step from the renamed state reach renamings of one state, but for ties broken by name',
+    (mode) => {
+      const b = boundsFor(mode, 2, 1, 3, 1);
+      let level = [steadyStart(mode, b)];
+      const seen = new Set(level.map(canonicalKey));
+      const broken: string[] = [];
+      for (let depth = 0; depth < 2; depth++) {
+        const next: ClusterModel[] = [];
+        for (const c of level) {
+          for (const action of enabledActions(c, b)) {
+            const after = applyAction(c, action, b).next;
+            for (const p of [SWAP_N2_N3, ROTATE]) {
+              const mirrored = applyAction(renameNodes(c, p), renamedAction(action, p), b).next;
+              if (canonicalKey(mirrored) === canonicalKey(after)) continue;
+              const tieBrokenByName = action.kind === 'cycle' && action.node === c.leaderKey && c.mode !== 'off';
+              if (!tieBrokenByName || !sameButForStandbys(after, mirrored))
+                broken.push(`${action.label} from ${stateKey(c)}`);
+            }
+            const key = canonicalKey(after);
+            if (seen.has(key)) continue;
+            seen.add(key);
+            next.push(after);
           }
-          const key = canonicalKey(after);
-          if (seen.has(key)) continue;
-          seen.add(key);
-          next.push(after);
         }
+        level = next;
       }
-      level = next;
-    }
-    expect(broken).toEqual([]);
-  });
+      expect(broken).toEqual([]);
+    },
+  );
 
   it('searches fewer states for the same depth', () => {
     const reduced = breadthFirst({ mode: 'off', bounds, maxDepth: 2, maxStates: 1e6, progressEvery: 0 });

@@ -9,7 +9,11 @@ describe('archive_command for the shutdown checkpoint of demote-cluster (as Post
     ['%% is a percent sign', 'echo 100%% && cp %p /a/%f', `echo 100% && cp pg_wal/${WAL} /a/${WAL}`],
     ['%r is the first segment, as Patroni', 'keep %r', 'keep 000000010000000000000001'],
     ['an unknown placeholder and a trailing percent stay as written', 'run %x %', 'run %x %'],
-    ['the usual test-and-copy', 'test ! -f /arch/%f && cp %p /arch/%f', `test ! -f /arch/${WAL} && cp pg_wal/${WAL} /arch/${WAL}`],
+    [
+      'the usual test-and-copy',
+      'test ! -f /arch/%f && cp %p /arch/%f',
+      `test ! -f /arch/${WAL} && cp pg_wal/${WAL} /arch/${WAL}`,
+    ],
   ])('%s', (_what, template, expected) => {
     expect(archiverCommand(template, WAL)).toBe(expected);
   });
@@ -24,6 +28,11 @@ describe("pg_controldata's REDO WAL file", () => {
       `Latest checkpoint's REDO WAL file:    ${WAL}`,
       "Latest checkpoint's TimeLineID:       1",
     ].join('\n');
-    expect(parseControlData(text)).toMatchObject({ clusterState: 'shut down', checkpointLsn: 0x0a000028, redoWalFile: WAL, timeline: 1 });
+    expect(parseControlData(text)).toMatchObject({
+      clusterState: 'shut down',
+      checkpointLsn: 0x0a000028,
+      redoWalFile: WAL,
+      timeline: 1,
+    });
   });
 });

@@ -1,4 +1,8 @@
-import { controlDataMinimums, raisedSettingLine, raiseToControlData } from '../../../src/postgresql/hot-standby-minimums';
+import {
+  controlDataMinimums,
+  raisedSettingLine,
+  raiseToControlData,
+} from '../../../src/postgresql/hot-standby-minimums';
 
 /** The lines of PostgreSQL 15's pg_controldata (LC_ALL=C) that matter here, among others around them. */
 const CONTROL_DATA = `pg_control version number:            1300
@@ -26,9 +30,20 @@ describe("a server started in recovery runs with at least the settings its prima
   });
 
   it('raises lower or unset values, and keeps higher ones and the rest', () => {
-    const parameters: Record<string, string | number | boolean> = { max_connections: '100', max_wal_senders: 20, max_locks_per_transaction: 64, work_mem: '4MB' };
+    const parameters: Record<string, string | number | boolean> = {
+      max_connections: '100',
+      max_wal_senders: 20,
+      max_locks_per_transaction: 64,
+      work_mem: '4MB',
+    };
     const raised = raiseToControlData(parameters, controlDataMinimums(CONTROL_DATA));
-    expect(parameters).toEqual({ max_connections: 200, max_wal_senders: 20, max_locks_per_transaction: 64, max_prepared_transactions: 5, work_mem: '4MB' });
+    expect(parameters).toEqual({
+      max_connections: 200,
+      max_wal_senders: 20,
+      max_locks_per_transaction: 64,
+      max_prepared_transactions: 5,
+      work_mem: '4MB',
+    });
     expect(raised.map(raisedSettingLine)).toEqual([
       'max_connections value in pg_controldata: 200, in the global configuration: 100. pg_controldata value will be used',
       'max_prepared_transactions value in pg_controldata: 5, in the global configuration: 0. pg_controldata value will be used',

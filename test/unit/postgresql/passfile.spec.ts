@@ -34,13 +34,17 @@ describe('postgresql.pgpass', () => {
   it('holds a line for every login the agent uses, the one asked for first, escaped, mode 0600', async () => {
     const pgpass = join(dir, 'pgpass');
     expect(await writePassfile(local(pgpass), commands(pgpass), 'replicator', 'rep\\pw')).toBe(pgpass);
-    expect(readFileSync(pgpass, 'utf8')).toBe('*:*:*:replicator:rep\\\\pw\n*:*:*:postgres:su\\:pw\n*:*:*:rewind_user:rw\n');
+    expect(readFileSync(pgpass, 'utf8')).toBe(
+      '*:*:*:replicator:rep\\\\pw\n*:*:*:postgres:su\\:pw\n*:*:*:rewind_user:rw\n',
+    );
     expect(statSync(pgpass).mode & 0o777).toBe(0o600);
   });
 
   it('gives pg_basebackup and pg_rewind PGPASSFILE when configured, PGPASSWORD otherwise', async () => {
     const pgpass = join(dir, 'pgpass-env');
-    expect(await passwordEnvironment(local(pgpass), commands(pgpass), 'rewind_user', 'rw')).toEqual({ PGPASSFILE: pgpass });
+    expect(await passwordEnvironment(local(pgpass), commands(pgpass), 'rewind_user', 'rw')).toEqual({
+      PGPASSFILE: pgpass,
+    });
     expect(await passwordEnvironment(local(), commands(), 'rewind_user', 'rw')).toEqual({ PGPASSWORD: 'rw' });
   });
 
@@ -50,11 +54,16 @@ describe('postgresql.pgpass', () => {
     expect(readFileSync(passfile, 'utf8')).toBe('*:*:*:postgres:su\\:pw\n');
   });
 
-  it("primary_conninfo names the passfile (as Patroni writes it) instead of carrying the password", async () => {
+  it('primary_conninfo names the passfile (as Patroni writes it) instead of carrying the password', async () => {
     const pgpass = join(dir, 'pgpass-conninfo');
-    const settings = { role: 'replica' as const, upstream: { name: 'n2', host: '127.0.0.1', port: 5433 }, parameters: {} };
+    const settings = {
+      role: 'replica' as const,
+      upstream: { name: 'n2', host: '127.0.0.1', port: 5433 },
+      parameters: {},
+    };
     const withFile = new ConfigurationFiles(local(pgpass), commands(pgpass));
-    const render = (files: ConfigurationFiles) => (files as unknown as { renderPostgresqlConf(s: unknown): string }).renderPostgresqlConf(settings);
+    const render = (files: ConfigurationFiles) =>
+      (files as unknown as { renderPostgresqlConf(s: unknown): string }).renderPostgresqlConf(settings);
     const conninfo = (text: string) => text.split('\n').find((line) => line.startsWith('primary_conninfo')) ?? '';
     expect(conninfo(render(withFile))).toContain(`passfile=${pgpass}`);
     expect(conninfo(render(withFile))).not.toContain('password');

@@ -1,6 +1,6 @@
 import { replicationStateOf } from '../../../src/postgresql/pg-sample';
 
-describe("replication_state as Patroni reports it (status document, member key, /replica?replication_state=)", () => {
+describe('replication_state as Patroni reports it (status document, member key, /replica?replication_state=)', () => {
   it.each([
     ['a primary: none', false, null, true, null],
     ['a replica whose WAL receiver streams', true, 'streaming', true, 'streaming'],

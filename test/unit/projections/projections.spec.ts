@@ -33,15 +33,54 @@ function randomScenario(seed: number, length: number): NewEvent[] {
     const at = new Date(Date.UTC(2026, 5, 1, 12, 0, i)).toISOString();
     events.push(
       pick([
-        () => event('postgres.transition', node, { from: 'stopped', to: pick(['running.idle', 'crashed', 'starting', 'stopped.idle']) }, at),
-        () => event('role.transition', node, { from: 'replica', to: pick(['primary', 'replica', 'demoted', 'promoted']) }, at),
+        () =>
+          event(
+            'postgres.transition',
+            node,
+            { from: 'stopped', to: pick(['running.idle', 'crashed', 'starting', 'stopped.idle']) },
+            at,
+          ),
+        () =>
+          event(
+            'role.transition',
+            node,
+            { from: 'replica', to: pick(['primary', 'replica', 'demoted', 'promoted']) },
+            at,
+          ),
         () => event('leadership.transition', node, { from: 'follower', to: pick(['leader', 'follower']) }, at),
         () => event('leader.promoted', node, { data: { timeline: 1 + Math.floor(next() * 5) } }, at),
-        () => event('timeline.created', node, { data: { timeline: 1 + Math.floor(next() * 5), lsn: Math.floor(next() * 1e8), reason: 'no recovery target specified', created_at: at, leader: node } }, at),
-        () => event('switchover.scheduled', node, { data: { leader: node, member: pick(NODES), scheduled_at: at } }, at),
-        () => event(pick(['switchover.cancelled', 'switchover.executed', 'switchover.skipped', 'switchover.expired']), node, {}, at),
+        () =>
+          event(
+            'timeline.created',
+            node,
+            {
+              data: {
+                timeline: 1 + Math.floor(next() * 5),
+                lsn: Math.floor(next() * 1e8),
+                reason: 'no recovery target specified',
+                created_at: at,
+                leader: node,
+              },
+            },
+            at,
+          ),
+        () =>
+          event('switchover.scheduled', node, { data: { leader: node, member: pick(NODES), scheduled_at: at } }, at),
+        () =>
+          event(
+            pick(['switchover.cancelled', 'switchover.executed', 'switchover.skipped', 'switchover.expired']),
+            node,
+            {},
+            at,
+          ),
         () => event('restart.scheduled', node, { data: { node, schedule: at } }, at),
-        () => event(pick(['restart.cancelled', 'restart.executed', 'restart.skipped', 'restart.expired']), node, { data: { node } }, at),
+        () =>
+          event(
+            pick(['restart.cancelled', 'restart.executed', 'restart.skipped', 'restart.expired']),
+            node,
+            { data: { node } },
+            at,
+          ),
         () => event(pick(['cluster.paused', 'cluster.resumed']), node, {}, at),
       ])(),
     );
@@ -76,9 +115,15 @@ describe('projections are folds: the live view equals a rebuild from zero at eve
 describe('the history projection', () => {
   it('has one entry per timeline switch, in timeline order, whoever recorded it first', () => {
     const events = [
-      event('timeline.created', 'n2', { data: { timeline: 2, lsn: 200, reason: 'no recovery target specified', created_at: 'b', leader: 'n3' } }),
-      event('timeline.created', 'n1', { data: { timeline: 1, lsn: 100, reason: 'no recovery target specified', created_at: 'a', leader: 'n2' } }),
-      event('timeline.created', 'n3', { data: { timeline: 1, lsn: 100, reason: 'no recovery target specified', created_at: 'z', leader: 'n3' } }),
+      event('timeline.created', 'n2', {
+        data: { timeline: 2, lsn: 200, reason: 'no recovery target specified', created_at: 'b', leader: 'n3' },
+      }),
+      event('timeline.created', 'n1', {
+        data: { timeline: 1, lsn: 100, reason: 'no recovery target specified', created_at: 'a', leader: 'n2' },
+      }),
+      event('timeline.created', 'n3', {
+        data: { timeline: 1, lsn: 100, reason: 'no recovery target specified', created_at: 'z', leader: 'n3' },
+      }),
     ].map((e, i) => ({ ...e, seq: i + 1 }));
     expect(fold(historyProjection, events)).toEqual([
       [1, 100, 'no recovery target specified', 'a', 'n2'],
@@ -94,11 +139,26 @@ describe('the schedule projection', () => {
     const operations = fold(
       scheduleProjection,
       seqd([
-        event('switchover.scheduled', 'n1', { data: { leader: 'n1', member: 'n2', scheduled_at: '2026-06-01T14:00:00+02:00' } }, 't1'),
+        event(
+          'switchover.scheduled',
+          'n1',
+          { data: { leader: 'n1', member: 'n2', scheduled_at: '2026-06-01T14:00:00+02:00' } },
+          't1',
+        ),
         event('switchover.cancelled', 'n1', { cause: 'DELETE /switchover' }, 't2'),
-        event('switchover.scheduled', 'n1', { data: { leader: 'n1', scheduled_at: '2026-06-01T15:00:00+02:00' } }, 't3'),
+        event(
+          'switchover.scheduled',
+          'n1',
+          { data: { leader: 'n1', scheduled_at: '2026-06-01T15:00:00+02:00' } },
+          't3',
+        ),
         event('switchover.executed', 'n1', { cause: 'switchover: demoting myself' }, 't4'),
-        event('restart.scheduled', 'n2', { data: { node: 'n2', schedule: '2026-06-01T13:00:00Z', filters: { role: 'replica' } } }, 't5'),
+        event(
+          'restart.scheduled',
+          'n2',
+          { data: { node: 'n2', schedule: '2026-06-01T13:00:00Z', filters: { role: 'replica' } } },
+          't5',
+        ),
         event('restart.skipped', 'n2', { data: { node: 'n2' }, cause: 'role primary is not replica' }, 't6'),
         event('restart.scheduled', 'n3', { data: { node: 'n3', schedule: '2026-06-01T13:30:00Z' } }, 't7'),
       ]),
@@ -115,7 +175,10 @@ describe('the schedule projection', () => {
   });
 
   it('shows a pending switchover as /cluster does', () => {
-    const operations = fold(scheduleProjection, seqd([event('switchover.scheduled', 'n1', { data: { leader: 'n1', member: 'n2', scheduled_at: 'T' } })]));
+    const operations = fold(
+      scheduleProjection,
+      seqd([event('switchover.scheduled', 'n1', { data: { leader: 'n1', member: 'n2', scheduled_at: 'T' } })]),
+    );
     expect(pendingSwitchover(operations)).toEqual({ at: 'T', from: 'n1', to: 'n2' });
   });
 });
@@ -135,7 +198,12 @@ describe('the cluster projection', () => {
       timeline: 2,
       paused: false,
       members: {
-        n1: { leadership: 'follower', role: 'primary', state: 'running', machines: { leadership: 'follower', role: 'primary', postgres: 'running.idle' } },
+        n1: {
+          leadership: 'follower',
+          role: 'primary',
+          state: 'running',
+          machines: { leadership: 'follower', role: 'primary', postgres: 'running.idle' },
+        },
         n2: { leadership: 'leader', timeline: 2, machines: { leadership: 'leader' } },
       },
     });
