@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, release, tmpdir, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { ETCD_BINARY } from '../scripts/lib/etcd';
 import { startEtcdCluster } from '../scripts/lib/etcd-cluster';
 import { Kind, PG_BIN_DIR, primaries } from './lib/cluster';
@@ -20,6 +20,7 @@ import { runFleetScenarios } from './lib/fleet-scenarios';
 import { estimateFleetRun } from './lib/fleet-estimate';
 import { writeFleetPlot } from './lib/fleet-plot';
 import type { FleetResults, FleetRun } from './fleet-types';
+import { findRepoRoot } from './lib/preflight';
 
 const REPO_ROOT = findRepoRoot(__dirname);
 
@@ -224,13 +225,6 @@ function environment(patroni: boolean): Record<string, string> {
     postgresql: first(join(PG_BIN_DIR, 'postgres'), ['--version']),
     loadAtStart: loadAverage(),
   };
-}
-
-function findRepoRoot(from: string): string {
-  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'bin', 'stator.js'))) return dir;
-  }
-  throw new Error(`no Stator checkout above ${from}`);
 }
 
 let interrupted = 0;
