@@ -1,6 +1,6 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ETCD_BINARY } from '../scripts/lib/etcd';
 import { startEtcdCluster } from '../scripts/lib/etcd-cluster';
@@ -20,7 +20,7 @@ import { runFleetScenarios } from './lib/fleet-scenarios';
 import { estimateFleetRun } from './lib/fleet-estimate';
 import { writeFleetPlot } from './lib/fleet-plot';
 import type { FleetResults, FleetRun } from './fleet-types';
-import { findRepoRoot } from './lib/preflight';
+import { environment, findRepoRoot } from './lib/preflight';
 
 const REPO_ROOT = findRepoRoot(__dirname);
 
@@ -208,23 +208,6 @@ function preflight(options: FleetOptions): void {
   }
   if (process.getuid?.() === 0)
     execFileSync('sh', [join(REPO_ROOT, 'scripts', 'ensure-pg-user.sh')], { stdio: 'inherit' });
-}
-
-function environment(patroni: boolean): Record<string, string> {
-  const first = (cmd: string, args: string[]) => {
-    const r = spawnSync(cmd, args, { timeout: 10_000 });
-    return `${r.stdout?.toString() ?? ''}${r.stderr?.toString() ?? ''}`.split('\n')[0].trim() || '?';
-  };
-  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
-  return {
-    machine: `${cpus().length} CPU (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Linux ${release()}`,
-    node: process.version,
-    stator: pkg.version,
-    patroni: patroni ? first(PATRONI_BINARY, ['--version']) : 'not measured',
-    etcd: first(ETCD_BINARY, ['--version']),
-    postgresql: first(join(PG_BIN_DIR, 'postgres'), ['--version']),
-    loadAtStart: loadAverage(),
-  };
 }
 
 let interrupted = 0;
