@@ -13,6 +13,8 @@ const FAULTS: ReadonlySet<ActionKind> = new Set([
   'fenceLate',
   'dcsCut',
   'quorumLoss',
+  'peerCut',
+  'watchdogFail',
 ]);
 const OPERATIONS: ReadonlySet<ActionKind> = new Set([
   'switchover',
@@ -67,6 +69,10 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
     if (faultsLeft && fenceRuns && !n.fenceLate && on('fenceLate')) actions.push(act('fenceLate', i));
     if (faultsLeft && !n.dcsCut && on('dcsCut')) actions.push(act('dcsCut', i));
     if (n.dcsCut && on('dcsHeal')) actions.push(act('dcsHeal', i));
+    // Cut off from its peers only in failsafe searches: there it makes members refuse the leader's calls.
+    if (faultsLeft && bounds.failsafe && !n.peerCut && on('peerCut')) actions.push(act('peerCut', i));
+    if (n.peerCut && on('peerHeal')) actions.push(act('peerHeal', i));
+    if (faultsLeft && bounds.watchdog && !n.watchdogFailed && on('watchdogFail')) actions.push(act('watchdogFail', i));
     if (opsLeft && on('noFailover')) actions.push(act('noFailover', i));
     if (opsLeft && on('failoverPriority')) actions.push(act('failoverPriority', i));
     const candidate = c.leaderKey >= 0 && i !== c.leaderKey && n.member?.running && !n.noFailover && !c.failover;
@@ -144,6 +150,10 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       n!.leader = false;
       // The deadline the agent remembered dies with it; a running postmaster's fence keeps its own.
       if (n!.pg !== 'running') n!.fence = -1;
+      // So does its failsafe memory: the `/failsafe` members it read, the leader whose call it accepted.
+      n!.knownFailsafe = 0;
+      n!.acceptedLeader = -1;
+      n!.acceptedLeft = 0;
       break;
     case 'agentFreeze':
       n!.agent = 'frozen';
@@ -173,6 +183,16 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       break;
     case 'dcsHeal':
       n!.dcsCut = false;
+      break;
+    case 'peerCut':
+      n!.peerCut = true;
+      break;
+    case 'peerHeal':
+      n!.peerCut = false;
+      break;
+    case 'watchdogFail':
+      // Watchdog mode `required`, and the device can no longer be activated (the fence reports it; the agent shows watchdog_failed).
+      n!.watchdogFailed = true;
       break;
     case 'quorumLoss':
       next.quorum = false;
@@ -272,6 +292,10 @@ function tick(c: ClusterModel): void {
       if (n.memberLease === 0) n.member = null;
     }
     if (n.fence > 0) n.fence = Math.max(0, n.fence - LW);
+    if (n.acceptedLeft > 0) {
+      n.acceptedLeft = Math.max(0, n.acceptedLeft - LW);
+      if (n.acceptedLeft === 0) n.acceptedLeader = -1;
+    }
     if (n.fence === 0 && c.fenceLayer && !n.fenceDead) fenceFires(n);
   }
   if (c.quorum && c.leaderKey >= 0) {
