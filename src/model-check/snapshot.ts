@@ -236,11 +236,18 @@ function localOf(c: ClusterModel, i: number): LocalView {
   };
 }
 
-/** A peer's status document over its API, read by the real readingFromStatus: only an agent that runs answers, xlog only while PostgreSQL runs. */
-export function peerReadings(c: ClusterModel, i: number): PeerReading[] {
+/**
+ * The status documents of the peers probed (`targets`; by default those whose member key lives), read by the real
+ * readingFromStatus: only an agent that runs and is not cut off from this node answers, xlog only while PostgreSQL runs.
+ */
+export function peerReadings(
+  c: ClusterModel,
+  i: number,
+  targets: number[] = c.nodes.flatMap((n, j) => (n.member ? [j] : [])),
+): PeerReading[] {
   return c.nodes
     .map((n, j) => ({ n, j }))
-    .filter(({ n, j }) => j !== i && n.member !== null)
+    .filter(({ j }) => j !== i && targets.includes(j))
     .map(({ n, j }) => {
       if (!reaches(c, i, j)) return { name: name(j), reachable: false };
       const running = postgresStateName(n) === 'running';
