@@ -2,7 +2,7 @@ import { wallTimeOf } from '../common/clock';
 import { HaSnapshot, PeerReading } from './cluster-snapshot';
 import { Need } from './decide';
 import { failsafeRound } from './failsafe/failsafe-rounds';
-import { probeTargets } from './failsafe/probe-targets';
+import { probeTargets, weighedReadings } from './failsafe/probe-targets';
 import type { NodeActors } from './node-actors';
 import { trackReadPool } from './load-balancer-drain';
 
@@ -32,8 +32,8 @@ export async function fulfilNeed(node: NodeActors, need: Need, snapshot: HaSnaps
       return { ...snapshot, failsafeResult: await failsafeRound(node, snapshot.failsafeMembers ?? {}) };
     case 'probePeers': {
       const targets = probeTargets(snapshot.cluster, node.name, snapshot.config.failsafe_mode);
-      const peers: PeerReading[] = await Promise.all(targets.map((t) => node.probePeer(t.name, t.apiUrl)));
-      return { ...snapshot, peers };
+      const readings: PeerReading[] = await Promise.all(targets.map((t) => node.probePeer(t.name, t.apiUrl)));
+      return { ...snapshot, peers: weighedReadings(targets, readings) };
     }
   }
 }

@@ -1,5 +1,5 @@
 import { HaSnapshot } from '../ha/cluster-snapshot';
-import { probeTargets } from '../ha/failsafe/probe-targets';
+import { probeTargets, weighedReadings } from '../ha/failsafe/probe-targets';
 import { Decision, HaAction } from '../ha/decision';
 import { formatStandbyNames } from '../postgresql/standby-names';
 import { REAL_DECISION_CODE } from './decision-code';
@@ -136,8 +136,13 @@ function fulfil(
       return { ...s, lockResult: 'not_acquired' };
     case 'probePeers': {
       // The real choice of whom to probe (the members the read shows; in the race with failsafe mode, `/failsafe`'s too).
-      const targets = probeTargets(s.cluster, NODE_NAMES[i], s.config.failsafe_mode).map((t) => indexOf(t.name));
-      return { ...s, peers: peerReadings(c, i, targets) };
+      const targets = probeTargets(s.cluster, NODE_NAMES[i], s.config.failsafe_mode);
+      const readings = peerReadings(
+        c,
+        i,
+        targets.map((t) => indexOf(t.name)),
+      );
+      return { ...s, peers: weighedReadings(targets, readings) };
     }
     case 'failsafeRound':
       return { ...s, failsafeResult: failsafeRound(c, i, s.failsafeMembers ?? {}) };

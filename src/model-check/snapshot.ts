@@ -245,9 +245,9 @@ export function peerReadings(
   i: number,
   targets: number[] = c.nodes.flatMap((n, j) => (n.member ? [j] : [])),
 ): PeerReading[] {
-  return c.nodes
-    .map((n, j) => ({ n, j }))
-    .filter(({ j }) => j !== i && targets.includes(j))
+  return targets
+    .filter((j) => j !== i)
+    .map((j) => ({ n: c.nodes[j], j }))
     .map(({ n, j }) => {
       if (!reaches(c, i, j)) return { name: name(j), reachable: false };
       const running = postgresStateName(n) === 'running';

@@ -1,5 +1,5 @@
 import { ClusterView, Member } from '../../../../src/dcs/dcs.port';
-import { probeTargets } from '../../../../src/ha/failsafe/probe-targets';
+import { probeTargets, weighedReadings } from '../../../../src/ha/failsafe/probe-targets';
 
 const member = (name: string): Member => ({
   name,
@@ -41,8 +41,30 @@ describe('probeTargets: whom a node probes before it decides', () => {
     view.members[0].data.api_url = 'http://10.0.0.1:8008/patroni';
     expect(probeTargets(view, 'n2', true)).toEqual([
       { name: 'n1', apiUrl: 'http://10.0.0.1:8008/patroni' },
-      { name: 'n3', apiUrl: 'http://n3:8008/patroni' },
+      { name: 'n3', apiUrl: 'http://n3:8008/patroni', failsafeOnly: true },
     ]);
     expect(probeTargets(null, 'n2', true)).toEqual([]);
+  });
+
+  it('a member named only in /failsafe weighs in the race only when it runs as a primary', () => {
+    const targets = probeTargets(cluster(null, ['n2'], ['n1', 'n2', 'n3']), 'n3', true);
+    expect(targets.map((t) => [t.name, t.failsafeOnly ?? false])).toEqual([
+      ['n2', false],
+      ['n1', true],
+    ]);
+    const replica = { reachable: true, isPrimary: false, walPosition: 9, tags: { failover_priority: 2 } };
+    // n1, cut off from etcd (its key gone), answers as a replica ahead of n3: as without failsafe mode, it holds nobody back.
+    expect(
+      weighedReadings(targets, [
+        { name: 'n2', ...replica },
+        { name: 'n1', ...replica },
+      ]).map((r) => r.name),
+    ).toEqual(['n2']);
+    // The failsafe leader still runs as a primary: the race sees it and stops.
+    const primary = { name: 'n1', reachable: true, isPrimary: true, walPosition: 9 };
+    expect(weighedReadings(targets, [{ name: 'n2', reachable: false }, primary])).toEqual([
+      { name: 'n2', reachable: false },
+      primary,
+    ]);
   });
 });
