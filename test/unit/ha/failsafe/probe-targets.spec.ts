@@ -4,7 +4,13 @@ import { probeTargets, weighedReadings } from '../../../../src/ha/failsafe/probe
 const member = (name: string): Member => ({
   name,
   modRevision: '1',
-  data: { conn_url: `postgres://${name}:5432/postgres`, api_url: `http://${name}:8008/patroni`, state: 'running' },
+  data: {
+    conn_url: `postgres://${name}:5432/postgres`,
+    api_url: `http://${name}:8008/patroni`,
+    state: 'running',
+    role: 'replica',
+    version: '0.1.0',
+  },
 });
 
 function cluster(leader: string | null, members: string[], failsafe: string[] | null): ClusterView {
