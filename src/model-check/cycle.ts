@@ -33,6 +33,15 @@ export function armFence(c: ClusterModel, i: number, mutation?: DecisionMutation
   n.fence = mutation?.noFence ? -1 : Math.max(0, n.lease - codeOf(mutation).fenceSafetyMarginMs(c.ttl) + late);
 }
 
+/**
+ * LeaderLock's `serverIsPrimary`: the fence stays armed while the server runs as a primary, or is being
+ * promoted (it may become one at any moment: a promotion completing after the lock was lost is stopped at
+ * the deadline instead of running on without a lease until the next cycle).
+ */
+function fenceStaysArmed(n: ClusterModel['nodes'][number]): boolean {
+  return n.pg === 'running' && (n.primary || n.op === 'promote');
+}
+
 function decideWith(s: HaSnapshot, mutation?: DecisionMutation): Decision {
   const seen = mutation?.snapshot ? mutation.snapshot(s) : s;
   const decision = codeOf(mutation).decide(seen);
@@ -96,7 +105,7 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
     n.memberLease = c.ttl * 1000;
   }
   if (n.leader && n.lease > 0) armFence(c, i, mutation);
-  else if (!(n.pg === 'running' && n.primary)) n.fence = -1;
+  else if (!fenceStaysArmed(n)) n.fence = -1;
   return { verdict: decision.verdict, facts, promotion };
 }
 
@@ -228,7 +237,7 @@ function carryOut(
         facts.push({ stream: 'cluster', type: 'leader.released', node: i, cause: 'voluntary release' });
       }
       n.leader = false;
-      if (!(n.pg === 'running' && n.primary)) n.fence = -1;
+      if (!fenceStaysArmed(n)) n.fence = -1;
       return;
     case 'clearFailover':
       if (reachable) c.failover = null;
