@@ -64,7 +64,8 @@ function mostAdvanced(c: ClusterModel): number {
   // In `on` and `strict` mode the race compares only the members `/sync` names: another's WAL is not acknowledged.
   const priorityMode = (c.mode === 'on' || c.mode === 'strict') && c.sync;
   for (const [j, n] of c.nodes.entries()) {
-    if (n.noFailover) continue;
+    // Nor, likewise, does the WAL of a member whose watchdog cannot be activated (the reference's failover_limitation).
+    if (n.noFailover || n.watchdogFailed) continue;
     if (priorityMode && c.sync!.leader !== j && !c.sync!.standbys.includes(j)) continue;
     if (n.member?.running) best = Math.max(best, n.member.wal);
     if (n.pg === 'running' && n.agent === 'up' && n.op === 'none') best = Math.max(best, n.wal);

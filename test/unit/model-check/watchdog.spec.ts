@@ -1,6 +1,7 @@
 import { ActionKind, Bounds, DecisionMutation } from '../../../src/model-check/model-types';
 import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
-import { breadthFirst } from '../../../src/model-check/search';
+import { breadthFirst, steadyStart } from '../../../src/model-check/search';
+import { checkedStep } from '../../../src/model-check/step';
 import { IGNORING_THE_WATCHDOG } from '../../../src/model-check/watchdog-variant';
 
 /** Watchdog mode `required` on every node: a node's watchdog may fail to activate (watchdogFail). */
@@ -69,5 +70,31 @@ describe('invariant 10: a node whose watchdog cannot be activated neither leads 
       expect(report.violation).toBeNull();
       expect(report.coverage.watchdogFail).toBeGreaterThan(0);
     }
+  });
+
+  it('the race passes over a member whose watchdog failed, WAL and all, as the reference does (invariant 2 too)', () => {
+    // n1 acknowledged two writes no replica holds, then its watchdog failed: it demotes and releases the key; n2 wins at
+    // WAL 0. The reference's race skips such a member (failover_limitation), as it skips a nofailover one.
+    const b = { ...bounds(KINDS, true), writes: 2 };
+    let c = steadyStart('off', b);
+    const violations: string[] = [];
+    for (const label of [
+      'write n1',
+      'write n1',
+      'watchdogFail n1',
+      'cycle n1',
+      'complete n1',
+      'cycle n1',
+      'cycle n2',
+    ]) {
+      const [kind, node] = label.split(' ');
+      const step = checkedStep(c, { kind: kind as ActionKind, node: Number(node.slice(1)) - 1, label }, b);
+      if (step.violation) violations.push(step.violation.message);
+      c = step.next;
+    }
+    expect(violations).toEqual([]);
+    expect(c.leaderKey).toBe(1);
+    expect(c.nodes[1]).toMatchObject({ op: 'promote', wal: 0 });
+    expect(c.nodes[0]).toMatchObject({ wal: 2, primary: false, watchdogFailed: true });
   });
 });
