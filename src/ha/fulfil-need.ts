@@ -2,6 +2,7 @@ import { wallTimeOf } from '../common/clock';
 import { HaSnapshot, PeerReading } from './cluster-snapshot';
 import { Need } from './decide';
 import { failsafeRound } from './failsafe/failsafe-rounds';
+import { probeTargets, weighedReadings } from './failsafe/probe-targets';
 import type { NodeActors } from './node-actors';
 import { trackReadPool } from './load-balancer-drain';
 
@@ -30,9 +31,9 @@ export async function fulfilNeed(node: NodeActors, need: Need, snapshot: HaSnaps
     case 'failsafeRound':
       return { ...snapshot, failsafeResult: await failsafeRound(node, snapshot.failsafeMembers ?? {}) };
     case 'probePeers': {
-      const members = snapshot.cluster?.members.filter((m) => m.name !== node.name && m.data.api_url) ?? [];
-      const peers: PeerReading[] = await Promise.all(members.map((m) => node.probePeer(m.name, m.data.api_url)));
-      return { ...snapshot, peers };
+      const targets = probeTargets(snapshot.cluster, node.name, snapshot.config.failsafe_mode);
+      const readings: PeerReading[] = await Promise.all(targets.map((t) => node.probePeer(t.name, t.apiUrl)));
+      return { ...snapshot, peers: weighedReadings(targets, readings) };
     }
   }
 }

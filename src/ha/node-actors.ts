@@ -119,8 +119,11 @@ export class NodeActors extends NodeMemory {
       ttlSeconds: () => this.dynamic.ttl,
       // A primary being stopped (a demotion's fast shutdown can wait for WAL senders to replicas it cannot reach)
       // may still take writes: its fence stays armed, to end it at the lease's deadline if the stop has not.
+      // So may one being promoted, at any moment: if the lock is lost meanwhile, the fence stops it at the deadline.
       serverIsPrimary: () =>
-        this.sampler.sample?.inRecovery === false || ['stopping', 'stop_failed'].includes(this.pgState()),
+        this.sampler.sample?.inRecovery === false ||
+        ['stopping', 'stop_failed'].includes(this.pgState()) ||
+        this.busy === 'promote',
       paused: () => this.dynamic.pause,
       fenceSettings: () => this.config.fence,
       // As the reference: only a primary's term has a watchdog (a standby leader takes no writes), none while paused.

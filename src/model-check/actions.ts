@@ -1,9 +1,10 @@
 import { parseStandbyNames } from '../postgresql/standby-names';
-import { armFence, CycleOutcome, runCycle } from './cycle';
+import { CycleOutcome, runCycle } from './cycle';
 import { Action, ActionKind, Bounds, DecisionMutation } from './model-types';
 import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, timelineStart } from './model';
 import { canStream, dcsRead, streamingFrom } from './snapshot';
 import { Fact } from './recording';
+import { complete, tick } from './time-and-postgres';
 
 const FAULTS: ReadonlySet<ActionKind> = new Set([
   'agentCrash',
@@ -13,6 +14,8 @@ const FAULTS: ReadonlySet<ActionKind> = new Set([
   'fenceLate',
   'dcsCut',
   'quorumLoss',
+  'peerCut',
+  'watchdogFail',
 ]);
 const OPERATIONS: ReadonlySet<ActionKind> = new Set([
   'switchover',
@@ -67,6 +70,10 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
     if (faultsLeft && fenceRuns && !n.fenceLate && on('fenceLate')) actions.push(act('fenceLate', i));
     if (faultsLeft && !n.dcsCut && on('dcsCut')) actions.push(act('dcsCut', i));
     if (n.dcsCut && on('dcsHeal')) actions.push(act('dcsHeal', i));
+    // Cut off from its peers only in failsafe searches: there it makes members refuse the leader's calls.
+    if (faultsLeft && bounds.failsafe && !n.peerCut && on('peerCut')) actions.push(act('peerCut', i));
+    if (n.peerCut && on('peerHeal')) actions.push(act('peerHeal', i));
+    if (faultsLeft && bounds.watchdog && !n.watchdogFailed && on('watchdogFail')) actions.push(act('watchdogFail', i));
     if (opsLeft && on('noFailover')) actions.push(act('noFailover', i));
     if (opsLeft && on('failoverPriority')) actions.push(act('failoverPriority', i));
     const candidate = c.leaderKey >= 0 && i !== c.leaderKey && n.member?.running && !n.noFailover && !c.failover;
@@ -144,6 +151,10 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       n!.leader = false;
       // The deadline the agent remembered dies with it; a running postmaster's fence keeps its own.
       if (n!.pg !== 'running') n!.fence = -1;
+      // So does its failsafe memory: the `/failsafe` members it read, the leader whose call it accepted.
+      n!.knownFailsafe = 0;
+      n!.acceptedLeader = -1;
+      n!.acceptedLeft = 0;
       break;
     case 'agentFreeze':
       n!.agent = 'frozen';
@@ -173,6 +184,16 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       break;
     case 'dcsHeal':
       n!.dcsCut = false;
+      break;
+    case 'peerCut':
+      n!.peerCut = true;
+      break;
+    case 'peerHeal':
+      n!.peerCut = false;
+      break;
+    case 'watchdogFail':
+      // Watchdog mode `required`, and the device can no longer be activated (the fence reports it; the agent shows watchdog_failed).
+      n!.watchdogFailed = true;
       break;
     case 'quorumLoss':
       next.quorum = false;
@@ -260,108 +281,6 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
   }
   settleAcks(next);
   return { next, facts, cycle };
-}
-
-/** loop_wait passes: leases and member keys run down, a due fence stops its postmaster. */
-function tick(c: ClusterModel): void {
-  for (const n of c.nodes) {
-    n.cycled = false;
-    n.lease = Math.max(0, n.lease - LW);
-    if (c.quorum && n.member) {
-      n.memberLease = Math.max(0, n.memberLease - LW);
-      if (n.memberLease === 0) n.member = null;
-    }
-    if (n.fence > 0) n.fence = Math.max(0, n.fence - LW);
-    if (n.fence === 0 && c.fenceLayer && !n.fenceDead) fenceFires(n);
-  }
-  if (c.quorum && c.leaderKey >= 0) {
-    c.keyLease = Math.max(0, c.keyLease - LW);
-    if (c.keyLease === 0) c.leaderKey = -1;
-  }
-  if (c.failover?.dueIn !== null && c.failover?.dueIn !== undefined)
-    c.failover.dueIn = Math.max(-2 * LW, c.failover.dueIn - LW);
-}
-
-/** The fence's deadline passed without a new arm: it stops the postmaster (immediate shutdown), at once for one just started. */
-function fenceFires(n: ClusterModel['nodes'][number]): void {
-  if (n.pg !== 'running') return;
-  n.pg = 'crashed';
-  n.primary = false;
-  if (n.op !== 'none') n.op = 'none';
-}
-
-/** The long action in flight ends. */
-function complete(c: ClusterModel, i: number, facts: Fact[], mutation?: DecisionMutation): void {
-  const n = c.nodes[i];
-  const op = n.op;
-  n.op = 'none';
-  if (op === 'promote') {
-    if (n.pg !== 'running') return;
-    c.history.push([n.timeline, n.wal]);
-    facts.push({
-      stream: 'cluster',
-      type: 'timeline.created',
-      node: i,
-      cause: 'promote',
-      data: { timeline: n.timeline },
-    });
-    n.timeline++;
-    n.primary = true;
-    n.role = 'primary';
-    n.upstream = -1;
-    facts.push({
-      stream: 'cluster',
-      type: 'leader.promoted',
-      node: i,
-      cause: 'promote',
-      data: { timeline: n.timeline },
-    });
-    if (n.leader && n.lease > 0) armFence(c, i, mutation);
-    return;
-  }
-  if (op === 'switchover') {
-    n.pg = 'stopped';
-    n.primary = false;
-    n.role = 'demoted';
-    if (c.quorum && !n.dcsCut && c.leaderKey === i) c.leaderKey = -1;
-    n.leader = false;
-    n.fence = -1;
-    return;
-  }
-  if (op === 'demote') {
-    n.pg = 'stopped';
-    n.primary = false;
-    n.fence = -1;
-    if (!n.opRestart) return;
-  }
-  if (op !== 'demote' && op !== 'start') return;
-  startServer(c, i);
-  // A primary's new fence starts armed with the deadline the agent armed last (one past stops it at once); a replica's unarmed.
-  if (!n.primary) n.fence = -1;
-  else if (n.fence === 0 && c.fenceLayer) fenceFires(n);
-}
-
-/** pg_rewind when the upstream's timeline forked before this node's position, then a start. */
-function startServer(c: ClusterModel, i: number): void {
-  const n = c.nodes[i];
-  n.pg = 'running';
-  // A new postmaster, a new fence (its parent).
-  n.fenceDead = false;
-  if (n.opAsPrimary) {
-    n.primary = true;
-    n.role = 'primary';
-    return;
-  }
-  n.primary = false;
-  n.role = 'replica';
-  n.upstream = n.opUpstream;
-  const up = n.opUpstream >= 0 ? c.nodes[n.opUpstream] : null;
-  if (up && up.timeline > n.timeline && !canStream(c, n, up)) {
-    const fork = c.history.find((h) => h[0] === n.timeline);
-    n.wal = Math.min(n.wal, fork ? fork[1] : up.wal);
-    n.timeline = up.timeline;
-    n.wal = Math.min(n.wal, up.wal);
-  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ClusterModel, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel } from './model';
+import { ClusterModel, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, reaches } from './model';
 
 /**
  * 6. Availability (issue 34): a settled cluster (the fault-free schedule leaves it unchanged: every
@@ -27,17 +27,21 @@ export function mustHaveLeader(c: ClusterModel): number | null {
   return eligible >= 0 ? eligible : null;
 }
 
+const runsPrimary = (n: NodeModel) => n.pg === 'running' && n.primary && n.op === 'none';
+
 /** A running primary holds the leader key. */
 export function hasLeader(c: ClusterModel): boolean {
   const i = c.leaderKey;
-  if (i < 0) return false;
-  const n = c.nodes[i];
-  return n.pg === 'running' && n.primary && n.op === 'none';
+  return i >= 0 && runsPrimary(c.nodes[i]);
 }
+
+/** A running primary leads by failsafe mode: the DCS does not answer it, and every member accepted it. */
+const leadsByFailsafe = (c: ClusterModel) =>
+  c.failsafe && c.nodes.some((n) => n.leader && n.lease > 0 && runsPrimary(n));
 
 /** Judged on a settled state only (see checkProgress): a member must have won, and none did. */
 export function checkAvailability(settled: ClusterModel): { invariant: 'availability'; message: string } | null {
-  if (hasLeader(settled)) return null;
+  if (hasLeader(settled) || leadsByFailsafe(settled)) return null;
   const eligible = mustHaveLeader(settled);
   if (eligible === null) return null;
   const n = settled.nodes[eligible];
@@ -54,6 +58,10 @@ const runsReplica = (n: NodeModel) => n.pg === 'running' && !n.primary && n.op =
 function mayWin(c: ClusterModel, i: number): boolean {
   const n = c.nodes[i];
   if (!answers(n) || n.waking || n.dcsCut || !runsReplica(n) || n.noFailover) return false;
+  // Watchdog mode `required` without a usable one; cut off from its peers; failsafe mode: `/failsafe` does not name it, or
+  // it accepted a failsafe leader less than a ttl ago (Patroni's rules).
+  if (n.watchdogFailed || n.peerCut || n.acceptedLeft > 0) return false;
+  if (c.failsafe && c.failsafeKey && !(c.failsafeKey & (1 << i))) return false;
   if (c.optime - n.wal > MAXIMUM_LAG_ON_FAILOVER) return false;
   for (let j = 0; j < c.nodes.length; j++) {
     const peer = c.nodes[j];
@@ -68,7 +76,8 @@ function mayWin(c: ClusterModel, i: number): boolean {
   let votes = named(i) ? 0 : -1;
   let ahead = false;
   c.nodes.forEach((peer, j) => {
-    if (j === i || !answers(peer) || peer.pg !== 'running' || peer.op !== 'none' || peer.primary) return;
+    if (j === i || !answers(peer) || !reaches(c, i, j) || peer.pg !== 'running' || peer.op !== 'none' || peer.primary)
+      return;
     if (peer.wal > n.wal) ahead = true;
     else if (peer.wal > 0 && named(j)) votes++;
   });

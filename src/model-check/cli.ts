@@ -10,7 +10,7 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--site-rule N] [--no-symmetry] [--out counter-example.jsonl]
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--failsafe] [--watchdog] [--site-rule N] [--no-symmetry] [--out counter-example.jsonl]
        model-check --mutants [--mutant REGEX] [--states N] [--walks N] [--walk-steps N]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
@@ -76,6 +76,8 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
         modes: { type: 'string' },
         out: { type: 'string' },
         fenceless: { type: 'boolean' },
+        failsafe: { type: 'boolean' },
+        watchdog: { type: 'boolean' },
         'site-rule': { type: 'string' },
         'no-symmetry': { type: 'boolean' },
         mutants: { type: 'boolean' },
@@ -131,12 +133,17 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
   let total = 0;
   const started = Date.now();
   for (const mode of settings.modes) {
-    const sites = settings.siteRule > 0 ? { siteRule: settings.siteRule } : {};
+    const settingsOfSearch = {
+      ...(settings.siteRule > 0 ? { siteRule: settings.siteRule } : {}),
+      // failsafe_mode on (nodes may then be cut off from their peers); watchdog mode `required` (a watchdog may fail).
+      ...(values.failsafe ? { failsafe: true } : {}),
+      ...(values.watchdog ? { watchdog: true } : {}),
+    };
     const bounds = {
       ...boundsFor(mode, settings.faults, settings.operations, settings.writes, 1, settings.fenceless),
-      ...sites,
+      ...settingsOfSearch,
     };
-    const walkBounds = { ...boundsFor(mode, 8, 4, 12, 6, settings.fenceless), ...sites };
+    const walkBounds = { ...boundsFor(mode, 8, 4, 12, 6, settings.fenceless), ...settingsOfSearch };
     const search = breadthFirst({
       mode,
       bounds,

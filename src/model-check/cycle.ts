@@ -1,12 +1,14 @@
 import { HaSnapshot } from '../ha/cluster-snapshot';
+import { probeTargets, weighedReadings } from '../ha/failsafe/probe-targets';
 import { Decision, HaAction } from '../ha/decision';
 import { formatStandbyNames } from '../postgresql/standby-names';
-import { DecisionCode, REAL_DECISION_CODE } from './decision-code';
+import { REAL_DECISION_CODE } from './decision-code';
 import { promotionHoldForSites } from './site-rule';
 import { manageSync } from './sync-duties';
 import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES } from './model';
 import { Fact } from './recording';
 import { DecisionMutation, Promotion } from './model-types';
+import { failsafeMaskOf, failsafeRound, runsAsPrimary } from './failsafe';
 import { dcsRead, peerReadings, postgresStateName, snapshotOf } from './snapshot';
 
 const codeOf = (mutation?: DecisionMutation) => mutation?.code ?? REAL_DECISION_CODE;
@@ -31,6 +33,15 @@ export function armFence(c: ClusterModel, i: number, mutation?: DecisionMutation
   n.fence = mutation?.noFence ? -1 : Math.max(0, n.lease - codeOf(mutation).fenceSafetyMarginMs(c.ttl) + late);
 }
 
+/**
+ * LeaderLock's `serverIsPrimary`: the fence stays armed while the server runs as a primary, or is being
+ * promoted (it may become one at any moment: a promotion completing after the lock was lost is stopped at
+ * the deadline instead of running on without a lease until the next cycle).
+ */
+function fenceStaysArmed(n: ClusterModel['nodes'][number]): boolean {
+  return n.pg === 'running' && (n.primary || n.op === 'promote');
+}
+
 function decideWith(s: HaSnapshot, mutation?: DecisionMutation): Decision {
   const seen = mutation?.snapshot ? mutation.snapshot(s) : s;
   const decision = codeOf(mutation).decide(seen);
@@ -50,7 +61,10 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
   const stale = n.view ? (JSON.parse(n.view) as DcsRead) : null;
   n.view = null;
   const read = stale ?? (reachable ? dcsRead(c) : null);
-  if (n.leader && (!read || read.leaderKey !== i)) {
+  if (read) n.knownFailsafe = read.failsafeKey;
+  // As readCluster: without a DCS answer the lock goes, unless failsafe mode may keep this primary (decide() asks the members).
+  const failsafeMayHold = !read && c.failsafe && runsAsPrimary(n);
+  if (n.leader && !failsafeMayHold && (!read || read.leaderKey !== i)) {
     n.leader = false;
     facts.push({
       stream: 'cluster',
@@ -82,7 +96,7 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
         raced: snapshot.lockResult === 'acquired',
       };
     }
-    carryOut(c, i, action, snapshot, facts, syncMoved, codeOf(mutation));
+    carryOut(c, i, action, snapshot, facts, syncMoved, mutation);
   }
   if (reachable) {
     // As memberData: xlog_location and timeline only while the server runs.
@@ -91,7 +105,7 @@ export function runCycle(c: ClusterModel, i: number, mutation?: DecisionMutation
     n.memberLease = c.ttl * 1000;
   }
   if (n.leader && n.lease > 0) armFence(c, i, mutation);
-  else if (!(n.pg === 'running' && n.primary)) n.fence = -1;
+  else if (!fenceStaysArmed(n)) n.fence = -1;
   return { verdict: decision.verdict, facts, promotion };
 }
 
@@ -107,6 +121,8 @@ function fulfil(
   const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
   switch (need) {
     case 'refreshLock':
+      // LeaderLock.refresh with keepWhenUnanswered: failsafe mode on a primary keeps the lock through an unanswered refresh.
+      if (!(c.quorum && !n.dcsCut) && c.failsafe && runsAsPrimary(n)) return { ...s, lockResult: 'dcs_unreachable' };
       if (reachable && c.leaderKey === i) {
         n.lease = c.keyLease = c.ttl * 1000;
         n.leader = true;
@@ -127,8 +143,18 @@ function fulfil(
         return { ...s, lockResult: 'acquired' };
       }
       return { ...s, lockResult: 'not_acquired' };
-    case 'probePeers':
-      return { ...s, peers: peerReadings(c, i) };
+    case 'probePeers': {
+      // The real choice of whom to probe (the members the read shows; in the race with failsafe mode, `/failsafe`'s too).
+      const targets = probeTargets(s.cluster, NODE_NAMES[i], s.config.failsafe_mode);
+      const readings = peerReadings(
+        c,
+        i,
+        targets.map((t) => indexOf(t.name)),
+      );
+      return { ...s, peers: weighedReadings(targets, readings) };
+    }
+    case 'failsafeRound':
+      return { ...s, failsafeResult: failsafeRound(c, i, s.failsafeMembers ?? {}) };
     default:
       throw new Error(`the model does not answer decide()'s need ${need}`);
   }
@@ -141,8 +167,9 @@ function carryOut(
   s: HaSnapshot,
   facts: Fact[],
   syncMoved: boolean,
-  code: DecisionCode,
+  mutation?: DecisionMutation,
 ): void {
+  const code = codeOf(mutation);
   const n = c.nodes[i];
   const reachable = s.cluster !== null && c.quorum && !n.dcsCut;
   switch (action.type) {
@@ -171,7 +198,8 @@ function carryOut(
       return;
     }
     case 'demote':
-      if (s.cluster === null && n.leader) n.leader = false;
+      // Failsafe mode kept the lock through the DCS failure until the members were asked; now it goes.
+      if ((s.cluster === null || s.lockResult === 'dcs_unreachable') && n.leader) n.leader = false;
       n.role = 'demoted';
       n.op = 'demote';
       n.opRestart = action.restart;
@@ -209,18 +237,28 @@ function carryOut(
         facts.push({ stream: 'cluster', type: 'leader.released', node: i, cause: 'voluntary release' });
       }
       n.leader = false;
-      if (!(n.pg === 'running' && n.primary)) n.fence = -1;
+      if (!fenceStaysArmed(n)) n.fence = -1;
       return;
     case 'clearFailover':
       if (reachable) c.failover = null;
       return;
     case 'leaderDuties':
-      if (!reachable || n.pg !== 'running' || !n.primary) return;
+      if (!reachable) return;
+      // publishFailsafe: every member the read shows, and this node; no key once failsafe mode is off.
+      c.failsafeKey = c.failsafe ? failsafeMaskOf(s, i) : 0;
+      if (n.pg !== 'running' || !n.primary) return;
       c.optime = n.wal;
       if (!syncMoved) manageSync(c, i, s.cluster!, code);
       return;
     case 'demoteGraceful':
       n.op = 'switchover';
+      return;
+    case 'holdInFailsafe':
+      // LeaderLock.holdInFailsafe: the lock holds until the round's start plus ttl, and the fence is armed from it.
+      if (n.leader) {
+        n.lease = Math.max(n.lease, action.until - s.now);
+        armFence(c, i, mutation);
+      }
       return;
     case 'wakeAt':
     case 'serveDownstreams':

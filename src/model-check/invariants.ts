@@ -3,7 +3,16 @@ import { Bounds, DecisionMutation, Promotion, Violation } from './model-types';
 import { checkAvailability } from './availability';
 import { checkSiteRuleSettled } from './site-rule-settled';
 import { checkSyncSettled } from './sync-settled';
-import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
+import { checkWatchdogSettled } from './watchdog-rule';
+import {
+  ClusterModel,
+  holdsCommit,
+  MAXIMUM_LAG_ON_FAILOVER,
+  NODE_NAMES,
+  reaches,
+  stateKey,
+  unstoppable,
+} from './model';
 
 const name = (i: number) => NODE_NAMES[i];
 
@@ -55,7 +64,8 @@ function mostAdvanced(c: ClusterModel): number {
   // In `on` and `strict` mode the race compares only the members `/sync` names: another's WAL is not acknowledged.
   const priorityMode = (c.mode === 'on' || c.mode === 'strict') && c.sync;
   for (const [j, n] of c.nodes.entries()) {
-    if (n.noFailover) continue;
+    // Nor, likewise, does the WAL of a member whose watchdog cannot be activated (the reference's failover_limitation).
+    if (n.noFailover || n.watchdogFailed) continue;
     if (priorityMode && c.sync!.leader !== j && !c.sync!.standbys.includes(j)) continue;
     if (n.member?.running) best = Math.max(best, n.member.wal);
     if (n.pg === 'running' && n.agent === 'up' && n.op === 'none') best = Math.max(best, n.wal);
@@ -109,6 +119,8 @@ export function checkRace(before: ClusterModel, p: Promotion): Violation | null 
     if (
       j === p.node ||
       peer.noFailover ||
+      peer.watchdogFailed ||
+      !reaches(before, p.node, j) ||
       peer.agent !== 'up' ||
       !peer.member ||
       peer.pg !== 'running' ||
@@ -159,7 +171,8 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
     const at = seen.get(key);
     if (at !== undefined) {
       // Settled: 6. availability (availability.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
-      if (at === round - 1) return checkAvailability(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c);
+      if (at === round - 1)
+        return checkAvailability(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c) ?? checkWatchdogSettled(c);
       return {
         invariant: 'progress',
         message: `livelock: the fault-free schedule cycles through ${round - at} states without settling`,

@@ -20,7 +20,8 @@ export type InvariantId =
   | 'availability'
   | 'sync-settled'
   | 'quorum-gap'
-  | 'priority';
+  | 'priority'
+  | 'watchdog';
 
 export interface Violation {
   invariant: InvariantId;
@@ -43,6 +44,9 @@ export const ACTION_KINDS = [
   'fenceLate',
   'dcsCut',
   'dcsHeal',
+  'peerCut',
+  'peerHeal',
+  'watchdogFail',
   'quorumLoss',
   'quorumBack',
   'switchover',
@@ -76,6 +80,10 @@ export interface Bounds {
   modes: ReplicationMode[];
   /** Every node runs without its fence: the invariants must then hold from decide() alone while the agent runs. */
   fenceless?: boolean;
+  /** `failsafe_mode: true` in `/config` (failsafe.ts); nodes may then be cut off from their peers (`peerCut`). */
+  failsafe?: boolean;
+  /** Watchdog mode `required` on every node: a node's watchdog may fail to activate (`watchdogFail`, watchdog-rule.ts). */
+  watchdog?: boolean;
   /** `synchronous_site_count` of the search, members placed in sites (site-rule.ts); absent: none. */
   siteRule?: number;
 }

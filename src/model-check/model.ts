@@ -53,6 +53,15 @@ export interface NodeModel {
   fenceLate: boolean;
   /** Cut off from the DCS. */
   dcsCut: boolean;
+  /** Cut off from the other nodes (their APIs: probes and failsafe calls fail both ways), not from the DCS. */
+  peerCut: boolean;
+  /** Watchdog mode `required` and the device cannot be activated (`watchdog_failed`): no candidate, no leader. */
+  watchdogFailed: boolean;
+  /** `/failsafe` as this node last read it (a mask of node indexes, 0: none); forgotten when the agent dies. */
+  knownFailsafe: number;
+  /** The failsafe leader whose call this node accepted (-1: none) and ms left of that acceptance (a ttl from the call). */
+  acceptedLeader: number;
+  acceptedLeft: number;
   noFailover: boolean;
   /** The `failover_priority` tag (1, the default, or 2). */
   priority: number;
@@ -70,7 +79,7 @@ export type MemberKey = { running: boolean; primary: boolean; wal: number; timel
 /** What a node reads from the DCS: decided on later, the read is stale. */
 export type DcsRead = Pick<
   ClusterModel,
-  'leaderKey' | 'sync' | 'failover' | 'optime' | 'history' | 'pause' | 'mode' | 'ttl'
+  'leaderKey' | 'sync' | 'failover' | 'optime' | 'history' | 'pause' | 'mode' | 'ttl' | 'failsafeKey'
 > & {
   members: (MemberKey | null)[];
 };
@@ -98,6 +107,10 @@ export interface ClusterModel {
   pause: boolean;
   mode: ReplicationMode;
   ttl: number;
+  /** `failsafe_mode` in `/config`: the same in every state of a search. */
+  failsafe: boolean;
+  /** `/failsafe`: the members a leader must reach while the DCS is down (a mask of node indexes, 0: no key). */
+  failsafeKey: number;
   /** The fences exist (false: the model of decide() alone, every node run without its fence). */
   fenceLayer: boolean;
   /** The last acknowledged commit, on its timeline, and whether a synchronous mode was in force then; null before the first. */
@@ -133,6 +146,11 @@ export function initialNode(index: number): NodeModel {
     fenceDead: false,
     fenceLate: false,
     dcsCut: false,
+    peerCut: false,
+    watchdogFailed: false,
+    knownFailsafe: 0,
+    acceptedLeader: -1,
+    acceptedLeft: 0,
     noFailover: false,
     priority: 1,
     standbyNames: '',
@@ -156,6 +174,8 @@ export function bootstrappedCluster(mode: ReplicationMode, fenceLayer = true): C
     pause: false,
     mode,
     ttl: 30,
+    failsafe: false,
+    failsafeKey: 0,
     fenceLayer,
     acked: null,
     faults: 0,
@@ -200,7 +220,9 @@ function nodeKey(n: NodeModel): string {
       (n.noFailover ? 1 : 0) +
       n.priority +
       (n.fenceDead ? 'k' : '') +
-      (n.fenceLate ? 'l' : ''),
+      (n.fenceLate ? 'l' : '') +
+      (n.peerCut ? 'x' : '') +
+      (n.watchdogFailed ? 'W' : ''),
     n.opUpstream,
     n.wal,
     n.timeline,
@@ -210,6 +232,7 @@ function nodeKey(n: NodeModel): string {
     n.standbyNames,
     m,
     n.view ?? '',
+    n.knownFailsafe || n.acceptedLeft ? `${n.knownFailsafe}.${n.acceptedLeader}.${n.acceptedLeft}` : '',
   ].join(',');
 }
 
@@ -231,6 +254,7 @@ export function stateKey(c: ClusterModel): string {
     c.mode,
     c.ttl,
     c.fenceLayer ? 'F' : 'f',
+    c.failsafe ? `S${c.failsafeKey}` : '',
     acked,
     c.faults,
     c.operations,
@@ -262,6 +286,11 @@ export function holdsCommit(c: ClusterModel, n: NodeModel, commit: { timeline: n
 export function unstoppable(c: ClusterModel, i: number): boolean {
   const n = c.nodes[i];
   return (n.agent !== 'up' || n.waking || c.pause) && (!c.fenceLayer || n.fenceDead || n.fenceLate);
+}
+
+/** Node i reaches node j's API (a probe, a failsafe call): j's agent runs and neither is cut off from its peers. */
+export function reaches(c: ClusterModel, i: number, j: number): boolean {
+  return c.nodes[j].agent === 'up' && !c.nodes[i].peerCut && !c.nodes[j].peerCut;
 }
 
 /** Where timeline `tl` starts: the position its parent ended at (0 for the first). */

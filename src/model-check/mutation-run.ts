@@ -1,5 +1,6 @@
 import { ActionKind, Bounds, DecisionMutation } from './model-types';
 import { boundsFor } from './bounds';
+import { FAULT_SCENARIOS } from './fault-scenarios';
 import { ReplicationMode } from './model';
 import { loadDecisionCode } from './mutant-loader';
 import { Mutant } from './mutants';
@@ -54,6 +55,8 @@ export const SCENARIOS: {
   staleReads?: number;
   writes?: number;
   states?: number;
+  failsafe?: boolean;
+  watchdog?: boolean;
 }[] = [
   { name: 'two agents frozen', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2 },
   { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
@@ -130,6 +133,7 @@ export const SCENARIOS: {
     kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut', 'dcsHeal', 'pause', 'resume'],
     operations: 2,
   },
+  ...FAULT_SCENARIOS,
 ];
 
 export interface MutantResult {
@@ -199,6 +203,8 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
             !m.withFence,
           ),
           kinds: new Set(scenario.kinds),
+          ...(scenario.failsafe ? { failsafe: true } : {}),
+          ...(scenario.watchdog ? { watchdog: true } : {}),
         };
         const search = breadthFirst({
           mode,

@@ -2,6 +2,7 @@ import { DecisionMutation, InvariantId } from './model-types';
 import { REAL_DECISION_CODE } from './decision-code';
 import { GUESSING_CONFIRMED } from './quorum-gap-variant';
 import { IGNORING_SITES } from './site-rule-variant';
+import { IGNORING_THE_WATCHDOG } from './watchdog-variant';
 
 /**
  * Deliberately broken variants of the decision code, one per invariant: the checker's tests show
@@ -43,6 +44,7 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
         : d,
   },
   site: IGNORING_SITES,
+  watchdog: IGNORING_THE_WATCHDOG,
   'quorum-gap': GUESSING_CONFIRMED,
   /** The race reads no failover_priority tag: every member counts as priority 1. */
   priority: {

@@ -1,5 +1,5 @@
 import { Promotion, Violation } from './model-types';
-import { ClusterModel, NODE_NAMES } from './model';
+import { ClusterModel, NODE_NAMES, reaches } from './model';
 import { postgresStateName } from './snapshot';
 
 /**
@@ -19,6 +19,8 @@ export function checkRacePriority(before: ClusterModel, p: Promotion): Violation
     if (
       j === p.node ||
       peer.noFailover ||
+      peer.watchdogFailed ||
+      !reaches(before, p.node, j) ||
       peer.agent !== 'up' ||
       !peer.member ||
       postgresStateName(peer) !== 'running' ||

@@ -49,6 +49,7 @@ export interface SearchReport {
 export function steadyStart(mode: ReplicationMode, bounds: Bounds, mutation?: DecisionMutation): ClusterModel {
   let c = bootstrappedCluster(mode, !bounds.fenceless);
   if (bounds.siteRule) c.siteRule = bounds.siteRule;
+  if (bounds.failsafe) c.failsafe = true;
   let key = stateKey(c);
   for (let round = 0; round < 24; round++) {
     c = fairRound(c, bounds, mutation);

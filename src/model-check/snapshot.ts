@@ -15,6 +15,7 @@ import {
   MAXIMUM_LAG_ON_FAILOVER,
   NODE_NAMES,
   NodeModel,
+  reaches,
   RETRY_TIMEOUT_S,
   SYSTEM_ID,
 } from './model';
@@ -29,7 +30,7 @@ const configs = new Map<string, EffectiveDynamicConfig>();
 
 /** The dynamic configuration as the agent derives it from `/config` (the real function, cached). */
 export function configOf(c: ClusterModel): EffectiveDynamicConfig {
-  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0}`;
+  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe}`;
   let config = configs.get(key);
   if (!config) {
     const document = {
@@ -41,6 +42,7 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       synchronous_mode: c.mode === 'quorum' ? 'quorum' : c.mode !== 'off',
       synchronous_mode_strict: c.mode === 'strict',
       ...(c.siteRule ? { synchronous_site_count: c.siteRule } : {}),
+      ...(c.failsafe ? { failsafe_mode: true } : {}),
       postgresql: { use_pg_rewind: true, use_slots: false },
     };
     const result = effectiveDynamicConfig(document, {});
@@ -88,6 +90,16 @@ function memberOf(n: NodeModel, i: number, c: ClusterModel): Member | null {
   };
 }
 
+/** A mask of node indexes as `/failsafe`'s value: each member's name and API URL. */
+export function failsafeMembersOf(mask: number): Record<string, string> | null {
+  if (!mask) return null;
+  const members: Record<string, string> = {};
+  NODE_NAMES.forEach((n, i) => {
+    if (mask & (1 << i)) members[n] = `http://${n}:8008/stator`;
+  });
+  return members;
+}
+
 export function clusterViewOf(c: ClusterModel): ClusterView {
   const f = c.failover;
   const failover = f
@@ -108,7 +120,7 @@ export function clusterViewOf(c: ClusterModel): ClusterView {
       ? { value: syncKeyValue(name(c.sync.leader), c.sync.standbys.map(name), c.sync.quorum), modRevision: '1' }
       : null,
     status: { value: { optime: c.optime }, modRevision: '1' },
-    failsafe: null,
+    failsafe: c.failsafeKey ? { value: failsafeMembersOf(c.failsafeKey)!, modRevision: '1' } : null,
     revision: '1',
   };
 }
@@ -218,32 +230,57 @@ function localOf(c: ClusterModel, i: number): LocalView {
     failedClones: 0,
     lastCloneAt: null,
     unresponsiveMs: 0,
+    watchdogFailed: n.watchdogFailed ? 'watchdog device /dev/watchdog is not usable' : null,
     canCloneWithoutLeader: false,
     lastTask: null,
   };
 }
 
-/** A peer's status document over its API, read by the real readingFromStatus: only an agent that runs answers, xlog only while PostgreSQL runs. */
-export function peerReadings(c: ClusterModel, i: number): PeerReading[] {
-  return c.nodes
-    .map((n, j) => ({ n, j }))
-    .filter(({ n, j }) => j !== i && n.member !== null)
+/**
+ * The status documents of the peers probed (`targets`; by default those whose member key lives), read by the real
+ * readingFromStatus: only an agent that runs and is not cut off from this node answers, xlog only while PostgreSQL runs.
+ */
+export function peerReadings(
+  c: ClusterModel,
+  i: number,
+  targets: number[] = c.nodes.flatMap((n, j) => (n.member ? [j] : [])),
+): PeerReading[] {
+  return targets
+    .filter((j) => j !== i)
+    .map((j) => ({ n: c.nodes[j], j }))
     .map(({ n, j }) => {
-      if (n.agent !== 'up') return { name: name(j), reachable: false };
+      if (!reaches(c, i, j)) return { name: name(j), reachable: false };
       const running = postgresStateName(n) === 'running';
       const xlog = !running
         ? undefined
         : n.primary
           ? { location: n.wal }
           : { received_location: n.wal, replayed_location: n.wal };
-      return readingFromStatus(name(j), { role: n.role, timeline: n.timeline, tags: tagsOf(n), xlog });
+      return readingFromStatus(name(j), {
+        role: n.role,
+        timeline: n.timeline,
+        tags: tagsOf(n),
+        xlog,
+        ...(n.watchdogFailed ? { watchdog_failed: true } : {}),
+      });
     });
 }
 
 /** What node reads from the DCS now. */
 export function dcsRead(c: ClusterModel): DcsRead {
-  const { leaderKey, sync, failover, optime, history, pause, mode, ttl } = c;
-  return { leaderKey, sync, failover, optime, history, pause, mode, ttl, members: c.nodes.map((n) => n.member) };
+  const { leaderKey, sync, failover, optime, history, pause, mode, ttl, failsafeKey } = c;
+  return {
+    leaderKey,
+    sync,
+    failover,
+    optime,
+    history,
+    pause,
+    mode,
+    ttl,
+    failsafeKey,
+    members: c.nodes.map((n) => n.member),
+  };
 }
 
 /** The cluster as a read of the DCS shows it: the DCS's part from the read, the nodes' own part as they are. */
@@ -264,7 +301,8 @@ export function snapshotOf(c: ClusterModel, i: number, stale: DcsRead | null = n
     cluster: stale || reachable ? clusterViewOf(seen) : null,
     dcsError: stale || reachable ? null : 'etcd cluster unreachable',
     local: localOf(c, i),
-    failsafeMembers: null,
-    failsafeLeader: null,
+    failsafeMembers: failsafeMembersOf(c.nodes[i].knownFailsafe),
+    // FailsafeState.leaderAccepted: the leader whose call this node accepted less than a ttl ago.
+    failsafeLeader: c.nodes[i].acceptedLeft > 0 ? name(c.nodes[i].acceptedLeader) : null,
   };
 }

@@ -5,6 +5,7 @@ import { ClusterModel } from './model';
 import { checkQuorumGap } from './quorum-gap';
 import { checkRacePriority } from './race-priority';
 import { checkSiteRule } from './site-rule';
+import { checkWatchdogPromotion } from './watchdog-rule';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
 
 export interface CheckedStep {
@@ -18,7 +19,10 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
   const { next, facts, cycle } = applyAction(c, action, bounds, mutation);
   const events = [...factEvents(facts), ...transitionEvents(c, next, action.label, mutation?.dropsEvent)];
   const promotion = cycle?.promotion
-    ? (checkPromotion(c, cycle.promotion) ?? checkRace(c, cycle.promotion) ?? checkRacePriority(c, cycle.promotion))
+    ? (checkPromotion(c, cycle.promotion) ??
+      checkRace(c, cycle.promotion) ??
+      checkRacePriority(c, cycle.promotion) ??
+      checkWatchdogPromotion(c, cycle.promotion))
     : null;
   const mismatch = replayMismatch(c, next, events);
   const violation =

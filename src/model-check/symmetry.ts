@@ -23,6 +23,13 @@ const ALL: readonly Permutation[] = [
 
 const renameIndex = (p: Permutation, i: number) => (i >= 0 ? p[i] : i);
 
+/** A set of nodes as a mask of indexes (`/failsafe`): each bit follows its node. */
+function renameMask(p: Permutation, mask: number): number {
+  let out = 0;
+  for (let i = 0; i < p.length; i++) if (mask & (1 << i)) out |= 1 << p[i];
+  return out;
+}
+
 /** Member names written in a setting (`synchronous_standby_names`) follow their nodes; the order written stays. */
 function renameNames(p: Permutation, text: string): string {
   return text.replace(/\bn([1-9])\b/g, (_, d: string) => NODE_NAMES[p[Number(d) - 1]]);
@@ -65,6 +72,7 @@ function renameViewOnce(p: Permutation, view: string): string {
       member: renameIndex(p, read.failover.member),
     },
     members: reorder(p, read.members),
+    failsafeKey: renameMask(p, read.failsafeKey),
   };
   // Keep the key order JSON.stringify gives the cycle's own reads, so that equal reads stay equal strings.
   return JSON.stringify(Object.fromEntries(Object.keys(read).map((k) => [k, renamed[k as keyof DcsRead]])));
@@ -78,11 +86,14 @@ export function renameNodes(c: ClusterModel, p: Permutation): ClusterModel {
     opUpstream: renameIndex(p, n.opUpstream),
     standbyNames: renameNames(p, n.standbyNames),
     view: n.view && renameView(p, n.view),
+    knownFailsafe: renameMask(p, n.knownFailsafe),
+    acceptedLeader: renameIndex(p, n.acceptedLeader),
   });
   return {
     ...c,
     nodes: reorder(p, c.nodes.map(node)),
     leaderKey: renameIndex(p, c.leaderKey),
+    failsafeKey: renameMask(p, c.failsafeKey),
     // `/sync` holds a set of standbys: the model keeps it sorted, as the code writes it.
     sync: c.sync && {
       leader: renameIndex(p, c.sync.leader),
@@ -107,9 +118,12 @@ function signature(c: ClusterModel, i: number): string {
     ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}`
     : 'x';
   const roles = `${c.leaderKey === i ? 'K' : ''}${c.sync?.leader === i ? 'L' : ''}${c.sync?.standbys.includes(i) ? 'S' : ''}${c.failover?.leader === i ? 'F' : ''}${c.failover?.member === i ? 'M' : ''}`;
-  const flags = `${n.waking ? 'w' : ''}${n.cycled ? 'c' : ''}${n.primary ? 'p' : ''}${n.opAsPrimary ? 'a' : ''}${n.opRestart ? 'r' : ''}${n.leader ? 'l' : ''}${n.dcsCut ? 'x' : ''}${n.noFailover ? 'n' : ''}${n.fenceDead ? 'k' : ''}${n.fenceLate ? 'z' : ''}${n.upstream < 0 ? '-' : '+'}${n.view ? 'v' : ''}`;
-  return `${c.siteRule ? MODEL_SITES[i] : ''},${n.agent},${n.pg},${n.op},${n.role},${flags},${n.priority},${n.wal},${n.timeline},${n.lease},${n.fence},${m},${roles}`;
+  const flags = `${n.waking ? 'w' : ''}${n.cycled ? 'c' : ''}${n.primary ? 'p' : ''}${n.opAsPrimary ? 'a' : ''}${n.opRestart ? 'r' : ''}${n.leader ? 'l' : ''}${n.dcsCut ? 'x' : ''}${n.noFailover ? 'n' : ''}${n.fenceDead ? 'k' : ''}${n.fenceLate ? 'z' : ''}${n.upstream < 0 ? '-' : '+'}${n.view ? 'v' : ''}${n.peerCut ? 'y' : ''}${n.watchdogFailed ? 'W' : ''}`;
+  const failsafe = `${(c.failsafeKey >> i) & 1}${n.knownFailsafe ? bitCount(n.knownFailsafe) : ''}${n.acceptedLeft ? `A${n.acceptedLeft}${n.acceptedLeader === i ? 's' : ''}` : ''}`;
+  return `${c.siteRule ? MODEL_SITES[i] : ''},${n.agent},${n.pg},${n.op},${n.role},${flags},${n.priority},${n.wal},${n.timeline},${n.lease},${n.fence},${m},${roles},${failsafe}`;
 }
+
+const bitCount = (mask: number) => (mask & 1) + ((mask >> 1) & 1) + ((mask >> 2) & 1);
 
 /**
  * The key of a state's class under renaming: the least key among the renamings that put the nodes in

@@ -24,12 +24,13 @@ describe('the HA decisions, model-checked (bounded)', () => {
       expect(search.states).toBe(40_000);
       // Every state within 3 steps (some at 4): the fence faults (issue 34) widened each level.
       expect(search.depth).toBeGreaterThanOrEqual(3);
-      // Every kind of step was taken, but resume: it needs a second operator action after pause.
+      // Every kind of step was taken, but resume (it needs a second operator action after pause) and the faults of
+      // the failsafe and watchdog searches (--failsafe, --watchdog; failsafe.spec.ts, watchdog.spec.ts).
       expect(
         Object.entries(search.coverage)
           .filter(([, n]) => n === 0)
           .map(([kind]) => kind),
-      ).toEqual(['resume']);
+      ).toEqual(['peerCut', 'peerHeal', 'watchdogFail', 'resume']);
 
       const walks = randomWalks({ mode, bounds: boundsFor(mode, 8, 4, 12, 6), walks: 150, steps: 300, seed: 19 });
       expect(walks.violation).toBeNull();

@@ -65,4 +65,34 @@ describe('counter-examples found by the model checker stay fixed', () => {
     expect(end.nodes[0]).toMatchObject({ op: 'demote', role: 'demoted', fenceDead: true });
     expect(end.leaderKey).toBe(1);
   });
+
+  it('a promotion completing after the lock was lost (cut from the DCS mid-promotion) is stopped by the fence', () => {
+    // n2 wins the race and promotes; cut from etcd, its refresh fails and the fence was disarmed (no primary yet); the
+    // promotion completed after the lease ran out, a primary without lease nor fence until the agent's next cycle.
+    const path = steps(
+      'agentFreeze n1, cycle n2, cycle n3, tick, cycle n2, cycle n3, tick, cycle n2, dcsCut n2, cycle n3, tick, cycle n2, ' +
+        'cycle n3, tick, cycle n2, complete n2, cycle n3, tick',
+    );
+    const { violations, end } = replay(start, path, bounds);
+    expect(violations).toEqual([]);
+    expect(end.nodes[1]).toMatchObject({ pg: 'crashed', primary: false, lease: 0 });
+  });
+
+  it('a member restarted while a failsafe leader holds (its acceptance forgotten) does not race beside it', () => {
+    // n1, cut from etcd, holds by failsafe; n3's agent restarts and forgets it accepted n1; n1's key and member key run
+    // out in etcd. The race probed only the members with a key, so n3 did not see n1 and promoted beside it; it now
+    // probes /failsafe's members too, as the reference's race: n1 answers as a primary and n3 does not race.
+    const failsafe = { ...boundsFor('off', 2, 0, 0, 0, true), failsafe: true };
+    const path = steps(
+      'dcsCut n1, cycle n1, cycle n2, cycle n3, tick, cycle n1, cycle n2, agentCrash n3, tick, agentRestart n3, cycle n3',
+    );
+    const { violations, end } = replay(steadyStart('off', failsafe), path, failsafe);
+    expect(violations).toEqual([]);
+    expect(end.leaderKey).toBe(-1);
+    expect(end.nodes.map((n) => [n.primary, n.op])).toEqual([
+      [true, 'none'],
+      [false, 'none'],
+      [false, 'none'],
+    ]);
+  });
 });

@@ -76,10 +76,15 @@ describe('symmetry reduction over node names', () => {
    * (sync-candidates.ts keeps the members' order, the reference sorts by name too), so a renamed
    * state may choose the other one. Every other step must commute with renaming.
    */
-  it.each<[ReplicationMode]>([['off'], ['on'], ['quorum']])(
-    'in %s mode a step and the renamed step from the renamed state reach renamings of one state, but for ties broken by name',
-    (mode) => {
-      const b = boundsFor(mode, 2, 1, 3, 1);
+  it.each<[ReplicationMode, string]>([
+    ['off', ''],
+    ['on', ''],
+    ['quorum', ''],
+    ['off', ', failsafe mode and watchdog faults on'],
+  ])(
+    'in %s mode%s a step and the renamed step from the renamed state reach renamings of one state, but for ties broken by name',
+    (mode, extra) => {
+      const b = { ...boundsFor(mode, 2, 1, 3, 1), ...(extra ? { failsafe: true, watchdog: true } : {}) };
       let level = [steadyStart(mode, b)];
       const seen = new Set(level.map(canonicalKey));
       const broken: string[] = [];
