@@ -3,6 +3,7 @@ import { Bounds, DecisionMutation, Promotion, Violation } from './model-types';
 import { checkAvailability } from './availability';
 import { checkSiteRuleSettled } from './site-rule-settled';
 import { checkSyncSettled } from './sync-settled';
+import { checkRequestSettled } from './request-rules';
 import { ClusterModel, holdsCommit, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, stateKey, unstoppable } from './model';
 
 const name = (i: number) => NODE_NAMES[i];
@@ -159,7 +160,8 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
     const at = seen.get(key);
     if (at !== undefined) {
       // Settled: 6. availability (availability.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
-      if (at === round - 1) return checkAvailability(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c);
+      if (at === round - 1)
+        return checkAvailability(c) ?? checkRequestSettled(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c);
       return {
         invariant: 'progress',
         message: `livelock: the fault-free schedule cycles through ${round - at} states without settling`,

@@ -20,7 +20,9 @@ export type InvariantId =
   | 'availability'
   | 'sync-settled'
   | 'quorum-gap'
-  | 'priority';
+  | 'priority'
+  | 'request'
+  | 'pause';
 
 export interface Violation {
   invariant: InvariantId;

@@ -130,6 +130,68 @@ export const SCENARIOS: {
     kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut', 'dcsHeal', 'pause', 'resume'],
     operations: 2,
   },
+  // Issue 34, part 3: the race among equals and the answers to requests, each given what its rule needs.
+  // Both replicas hold the write and one is tagged failover_priority 2 when the leader's agent dies (invariant 2c).
+  {
+    name: 'failover_priority among equals',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'failoverPriority'],
+    operations: 1,
+    states: 30_000,
+  },
+  // A switchover or failover asked for while the candidates lag two writes behind (invariant 10).
+  {
+    name: 'a request with lag',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchover', 'switchoverAny', 'failover'],
+    operations: 1,
+    writes: 2,
+  },
+  // A manual failover or switchover to a member while paused: the candidate takes over nonetheless (invariant 6b).
+  {
+    name: 'a request while paused',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pause', 'switchover', 'failover'],
+    operations: 2,
+    states: 1_000,
+  },
+  // A switchover away from a leader tagged failover_priority 2: the race passes over the leader that stepped
+  // down, whose equal WAL and higher priority would otherwise bar everybody (invariant 6b, 9 steps).
+  {
+    name: 'a switchover from a preferred leader',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchoverAny', 'failoverPriority'],
+    operations: 2,
+    states: 3_000,
+  },
+  // Quorum mode's vote count: the leader's agent frozen after a write one standby holds, the other tagged nofailover.
+  {
+    name: 'a frozen leader, a member nofailover',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze', 'noFailover'],
+    operations: 1,
+  },
+  // A stale read decided on once the lease ran out, without writes: 10 steps deep, within 2,000 states.
+  {
+    name: 'a stale read past the lease, no writes',
+    kinds: ['cycle', 'tick', 'complete', 'read', 'agentFreeze', 'agentRestart'],
+    staleReads: 1,
+    writes: 0,
+    states: 2_000,
+  },
+  // A promotion interrupted: a replica takes the key, its agent dies before it promotes, and it comes back
+  // paused (invariant 11; 12 steps, within 5,000 states) or tagged nofailover (it must hand the key on; 13 steps).
+  {
+    name: 'an interrupted promotion, paused',
+    kinds: ['cycle', 'tick', 'complete', 'pause', 'pgCrash', 'agentCrash', 'agentRestart'],
+    faults: 2,
+    operations: 1,
+    writes: 0,
+    states: 5_000,
+  },
+  {
+    name: 'an interrupted promotion, nofailover',
+    kinds: ['cycle', 'tick', 'complete', 'noFailover', 'agentCrash', 'agentRestart'],
+    faults: 2,
+    operations: 1,
+    writes: 0,
+    states: 3_000,
+  },
 ];
 
 export interface MutantResult {
@@ -151,7 +213,8 @@ export interface MutantResult {
 /** The modes to search a mutant in, the likeliest to catch it first. */
 export function modesFor(m: Mutant): ReplicationMode[] {
   if (/quorum/.test(m.file)) return ['quorum'];
-  if (m.file === 'ha/sync/sync-eligibility.ts') return ['on', 'quorum'];
+  // Asynchronous mode last: a guard of the sync rules removed there reads a `/sync` that is not written.
+  if (m.file === 'ha/sync/sync-eligibility.ts') return ['on', 'quorum', 'off'];
   // The candidates and readiness have branches of their own for quorum mode.
   if (m.file === 'ha/sync/sync-candidates.ts' || m.file === 'ha/sync/readiness.ts') return ['on', 'strict', 'quorum'];
   if (m.file.startsWith('ha/sync/')) return ['on', 'strict'];

@@ -4,6 +4,8 @@ import { checkPromotion, checkRace, checkState } from './invariants';
 import { ClusterModel } from './model';
 import { checkQuorumGap } from './quorum-gap';
 import { checkRacePriority } from './race-priority';
+import { checkRequestAnswer, checkRequestWinner } from './request-rules';
+import { checkPausedKeyHolder } from './pause-rules';
 import { checkSiteRule } from './site-rule';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
 
@@ -18,7 +20,10 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
   const { next, facts, cycle } = applyAction(c, action, bounds, mutation);
   const events = [...factEvents(facts), ...transitionEvents(c, next, action.label, mutation?.dropsEvent)];
   const promotion = cycle?.promotion
-    ? (checkPromotion(c, cycle.promotion) ?? checkRace(c, cycle.promotion) ?? checkRacePriority(c, cycle.promotion))
+    ? (checkPromotion(c, cycle.promotion) ??
+      checkRace(c, cycle.promotion) ??
+      checkRacePriority(c, cycle.promotion) ??
+      checkRequestWinner(c, cycle.promotion))
     : null;
   const mismatch = replayMismatch(c, next, events);
   const violation =
@@ -31,6 +36,8 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
       : null) ??
     checkState(next) ??
     checkSiteRule(next) ??
-    checkQuorumGap(next);
+    checkQuorumGap(next) ??
+    checkRequestAnswer(c, next, action) ??
+    checkPausedKeyHolder(c, next, action);
   return { next, events, violation };
 }
