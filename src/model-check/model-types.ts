@@ -22,7 +22,8 @@ export type InvariantId =
   | 'quorum-gap'
   | 'priority'
   | 'request'
-  | 'pause';
+  | 'pause'
+  | 'quorum-resolver';
 
 export interface Violation {
   invariant: InvariantId;

@@ -6,6 +6,7 @@ import { Mutant } from './mutants';
 import { checkProgress } from './invariants';
 import { breadthFirst, randomWalks, steadyStart } from './search';
 import { shrink } from './shrink';
+import { checkQuorumResolver } from './quorum-resolver-check';
 
 /**
  * The mutation run (issue 34, part 3): each mutant of the decision code in turn, loaded in place of
@@ -251,6 +252,18 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
           message: settled.message,
           steps: 0,
         });
+      // The resolver's phases a three-node cluster never reaches: judged on the resolver from every small state.
+      if (m.file === 'ha/sync/quorum-resolver.ts') {
+        const resolver = checkQuorumResolver(mutation.code!.quorumTransitions);
+        if (resolver)
+          return result({
+            caught: true,
+            mode,
+            scenario: 'the resolver from every small state',
+            invariant: resolver.invariant,
+            message: resolver.message,
+          });
+      }
       for (const scenario of SCENARIOS) {
         const bounds: Bounds = {
           ...boundsFor(

@@ -69,6 +69,11 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
         ? { verdict: 'keeping the leader lock (broken variant)', actions: [] }
         : d,
   },
+  /** The quorum resolver answers nothing: synchronous_standby_names and `/sync` never follow the standbys. */
+  'quorum-resolver': {
+    name: 'a quorum resolver that changes nothing',
+    code: { ...REAL_DECISION_CODE, quorumTransitions: () => [] },
+  },
   /** Nobody ever takes the free leader key: a cluster that lost its leader settles without one. */
   availability: {
     name: 'never racing for the leader key',
