@@ -55,6 +55,10 @@ export const SCENARIOS: {
   staleReads?: number;
   writes?: number;
   states?: number;
+  /** `synchronous_site_count`, with the members placed in sites (site-rule.ts). */
+  siteRule?: number;
+  /** The modes it runs in (all when absent). */
+  modes?: ReplicationMode[];
 }[] = [
   { name: 'two agents frozen', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2 },
   { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
@@ -161,6 +165,15 @@ export const SCENARIOS: {
     operations: 2,
     states: 3_000,
   },
+  // Members in two sites with synchronous_site_count 1 (n1 and n2 in dc1, n3 in dc2): the planners' site rule (invariant 8).
+  // Not in strict mode: there invariant 7 takes the placeholder that holds commits for a missing site for a standby
+  // that does not stream, and flags the real code.
+  {
+    name: 'members in two sites',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
+    siteRule: 1,
+    modes: ['on', 'quorum'],
+  },
   // Quorum mode's vote count: the leader's agent frozen after a write one standby holds, the other tagged nofailover.
   {
     name: 'a frozen leader, a member nofailover',
@@ -265,6 +278,7 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
           });
       }
       for (const scenario of SCENARIOS) {
+        if (scenario.modes && !scenario.modes.includes(mode)) continue;
         const bounds: Bounds = {
           ...boundsFor(
             mode,
@@ -275,6 +289,7 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
             !m.withFence,
           ),
           kinds: new Set(scenario.kinds),
+          ...(scenario.siteRule ? { siteRule: scenario.siteRule } : {}),
         };
         const search = breadthFirst({
           mode,
