@@ -159,7 +159,7 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
     const key = stateKey(c);
     const at = seen.get(key);
     if (at !== undefined) {
-      // Settled: 6. availability (availability.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
+      // Settled: 6. availability (availability.ts; 6b with a request pending, request-rules.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
       if (at === round - 1)
         return checkAvailability(c) ?? checkRequestSettled(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c);
       return {

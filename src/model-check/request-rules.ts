@@ -13,7 +13,8 @@ import { asRead, postgresStateName } from './snapshot';
  *   and in `on` and `strict` mode `/sync` names it (unless the request is a manual failover, which names
  *   no leader). Otherwise the cluster loses the primary it had for a candidate that cannot take over;
  * - refuses it (clears it and stays) only if no member plainly could: a member counts here only when
- *   every rule above lets it through with room to spare (no lag at all, its agent past its first cycle),
+ *   every rule above lets it through with room to spare (no lag at all, on the leader's timeline and streaming from
+ *   it, its agent past its first cycle, nothing in flight),
  *   so that this side flags only a refusal no reading of the rules allows.
  * In quorum mode a request that names no member needs `quorum` + 1 such members (the reference's
  * `is_failover_possible`: enough members left for the quorum), on either side.
