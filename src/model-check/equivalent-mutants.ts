@@ -73,7 +73,7 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
     "a peer that answers the probe and runs as a primary while the leader key is free: in the model the leader key and the member key are written in the same one-step HA cycle with the same ttl, so a primary that stops refreshing loses both at once (and is not probed), a released key goes with a stopped or demoting PostgreSQL, and while paused the race stops at `if (config.pause)` before this loop. The check guards a real cluster's window (the old primary's member key written, its leader key not yet, within one cycle; or on another lease), which the model's atomic cycle does not have: an exhaustive search over freezes, restarts, DCS cuts and pause (3,098 states) finds no such state",
   ),
   'ha/leader-race.ts publishedAhead: skip if (!member || isNoFailover(member.data.tags ?? {}))': outside(
-    "only failover time: `!member` never holds (peers are probed from the members list), and a nofailover member that does not answer but whose key shows more WAL then bars the race only until its key expires (at most ttl) or it answers again (the loop then passes over a nofailover peer); the outcome afterwards is the same, and the model has no bound on failover time",
+    'only failover time: `!member` never holds (peers are probed from the members list), and a nofailover member that does not answer but whose key shows more WAL then bars the race only until its key expires (at most ttl) or it answers again (the loop then passes over a nofailover peer); the outcome afterwards is the same, and the model has no bound on failover time',
   ),
   'ha/sync/sync-eligibility.ts quorumVerdict: skip if (!peer.reachable || peer.isPrimary || peer.name === s.local.name)':
     outside(

@@ -56,7 +56,12 @@ const shown = (w: Working) =>
 const same = (a: string[], b: string[]) => a.length === b.length && a.every((x) => b.includes(x));
 
 /** Runs the resolver from one state, cycle after cycle; the first rule broken, or null. */
-export function resolveFrom(resolve: ResolveQuorum, start: Working, active: string[], syncWanted: number): string | null {
+export function resolveFrom(
+  resolve: ResolveQuorum,
+  start: Working,
+  active: string[],
+  syncWanted: number,
+): string | null {
   const w: Working = { ...start, voters: [...start.voters], sync: [...start.sync] };
   const from = `from ${shown(start)}, confirmed ${start.confirmed}, streaming (${active.join(', ')}), synchronous_node_count ${syncWanted}`;
   let quiet = 0;
@@ -94,8 +99,11 @@ export function resolveFrom(resolve: ResolveQuorum, start: Working, active: stri
     w.leader === ME &&
     same(w.sync, active) &&
     w.numsync === numsync &&
-    (active.length === 0 ? w.voters.length === 0 && w.quorum === 0 : same(w.voters, active) && w.quorum === active.length - numsync);
-  if (quiet < 2 || !optimal) return `${from} the resolver ${quiet < 2 ? 'is still changing' : 'settles'} at ${shown(w)} after ${CYCLES} cycles, not at the optimal setting`;
+    (active.length === 0
+      ? w.voters.length === 0 && w.quorum === 0
+      : same(w.voters, active) && w.quorum === active.length - numsync);
+  if (quiet < 2 || !optimal)
+    return `${from} the resolver ${quiet < 2 ? 'is still changing' : 'settles'} at ${shown(w)} after ${CYCLES} cycles, not at the optimal setting`;
   return null;
 }
 

@@ -121,7 +121,10 @@ export function checkRequestSettled(c: ClusterModel): Violation | null {
       (n, j) =>
         j !== request.leader &&
         plain(j) &&
-        c.nodes.every((m, k) => k === j || k === request.leader || !answers(m) || m.pg !== 'running' || m.noFailover || m.wal <= n.wal),
+        c.nodes.every(
+          (m, k) =>
+            k === j || k === request.leader || !answers(m) || m.pg !== 'running' || m.noFailover || m.wal <= n.wal,
+        ),
     );
   }
   if (candidate < 0) return null;
@@ -152,12 +155,7 @@ export function checkRequestWinner(before: ClusterModel, p: Promotion): Violatio
   const m = request.member;
   if (m >= 0 && m !== p.node) {
     const candidate = before.nodes[m];
-    if (
-      candidate.agent === 'up' &&
-      probed[m] &&
-      postgresStateName(candidate) === 'running' &&
-      !candidate.noFailover
-    ) {
+    if (candidate.agent === 'up' && probed[m] && postgresStateName(candidate) === 'running' && !candidate.noFailover) {
       return {
         invariant: 'request',
         message: `${NODE_NAMES[p.node]} won the leader race although the ${kind} names ${NODE_NAMES[m]}, which answers its probe`,

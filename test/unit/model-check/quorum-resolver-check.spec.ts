@@ -25,9 +25,12 @@ describe('invariant 12: the quorum resolver from every small state', () => {
 
   it('a mutant the three-node model cannot catch is caught here: a replication factor lowered too soon', () => {
     const m = decisionMutants(['ha/sync/quorum-resolver.ts']).find(
-      (x) => x.id === 'ha/sync/quorum-resolver.ts finishInterruptedChange: invert if (this.numsync > this.state.syncWanted)',
+      (x) =>
+        x.id === 'ha/sync/quorum-resolver.ts finishInterruptedChange: invert if (this.numsync > this.state.syncWanted)',
     )!;
     const code = loadDecisionCode(new Map([[m.file, m.source]]));
-    expect(checkQuorumResolver(code.quorumTransitions, domain)?.message).toMatch(/^from \/sync n1 quorum 0 of \(\), ANY 1 \(n2\)/);
+    expect(checkQuorumResolver(code.quorumTransitions, domain)?.message).toMatch(
+      /^from \/sync n1 quorum 0 of \(\), ANY 1 \(n2\)/,
+    );
   });
 });

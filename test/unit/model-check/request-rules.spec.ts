@@ -7,7 +7,13 @@ import { breadthFirst } from '../../../src/model-check/search';
  * Issue 34, part 3: the invariants that the mutation run's survivors asked for, each with a broken variant
  * caught by a small search and the real decision code passing the same search.
  */
-const bounds = (kinds: ActionKind[], faults: number, operations: number, writes = 0, mode?: ReplicationMode): Bounds => ({
+const bounds = (
+  kinds: ActionKind[],
+  faults: number,
+  operations: number,
+  writes = 0,
+  mode?: ReplicationMode,
+): Bounds => ({
   faults,
   operations,
   writes,
@@ -84,12 +90,15 @@ const search = (mode: ReplicationMode, b: Bounds, mutation?: DecisionMutation, p
   breadthFirst({ mode, bounds: b, maxDepth: 15, maxStates: 20_000, progressEvery, mutation });
 
 describe('the invariants of the race and of the answers to requests', () => {
-  it.each(cases)('$name: the broken variant is caught', ({ invariant, message, variant, mode, bounds: b, progressEvery }) => {
-    const report = search(mode, b, variant, progressEvery);
-    expect(report.violation?.invariant).toBe(invariant);
-    expect(report.violation!.message).toMatch(message);
-    expect(report.violation!.path.length).toBeLessThanOrEqual(15);
-  });
+  it.each(cases)(
+    '$name: the broken variant is caught',
+    ({ invariant, message, variant, mode, bounds: b, progressEvery }) => {
+      const report = search(mode, b, variant, progressEvery);
+      expect(report.violation?.invariant).toBe(invariant);
+      expect(report.violation!.message).toMatch(message);
+      expect(report.violation!.path.length).toBeLessThanOrEqual(15);
+    },
+  );
 
   it.each(cases)('$name: the real decision code passes the same search', ({ mode, bounds: b, progressEvery }) => {
     const report = search(mode, b, undefined, progressEvery);
