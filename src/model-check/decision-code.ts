@@ -3,6 +3,7 @@ import { fenceSafetyMarginMs } from '../ha/leader-lock';
 import { pendingFailover } from '../ha/leader-race';
 import { planPriority } from '../ha/sync/priority-plan';
 import { planQuorum } from '../ha/sync/quorum-plan';
+import { quorumTransitions } from '../ha/sync/quorum-resolver';
 import { SyncReadiness } from '../ha/sync/readiness';
 import { pickSynchronous, quorumAcknowledgedPosition, syncCandidates } from '../ha/sync/sync-candidates';
 import { syncKeyValue, syncQuorumOf } from '../ha/sync/sync-key';
@@ -18,6 +19,7 @@ export interface DecisionCode {
   fenceSafetyMarginMs: typeof fenceSafetyMarginMs;
   planPriority: typeof planPriority;
   planQuorum: typeof planQuorum;
+  quorumTransitions: typeof quorumTransitions;
   SyncReadiness: typeof SyncReadiness;
   pickSynchronous: typeof pickSynchronous;
   quorumAcknowledgedPosition: typeof quorumAcknowledgedPosition;
@@ -32,6 +34,7 @@ export const REAL_DECISION_CODE: DecisionCode = {
   fenceSafetyMarginMs,
   planPriority,
   planQuorum,
+  quorumTransitions,
   SyncReadiness,
   pickSynchronous,
   quorumAcknowledgedPosition,
@@ -47,6 +50,7 @@ export const DECISION_CODE_MODULES: Record<keyof DecisionCode, string> = {
   fenceSafetyMarginMs: 'ha/leader-lock.ts',
   planPriority: 'ha/sync/priority-plan.ts',
   planQuorum: 'ha/sync/quorum-plan.ts',
+  quorumTransitions: 'ha/sync/quorum-resolver.ts',
   SyncReadiness: 'ha/sync/readiness.ts',
   pickSynchronous: 'ha/sync/sync-candidates.ts',
   quorumAcknowledgedPosition: 'ha/sync/sync-candidates.ts',

@@ -3,6 +3,7 @@ import { Bounds, DecisionMutation, Promotion, Violation } from './model-types';
 import { checkAvailability } from './availability';
 import { checkSiteRuleSettled } from './site-rule-settled';
 import { checkSyncSettled } from './sync-settled';
+import { checkRequestSettled } from './request-rules';
 import { checkWatchdogSettled } from './watchdog-rule';
 import {
   ClusterModel,
@@ -170,9 +171,16 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
     const key = stateKey(c);
     const at = seen.get(key);
     if (at !== undefined) {
-      // Settled: 6. availability (availability.ts) and 7. the synchronous setting (sync-settled.ts) are judged on it.
+      // Settled: 6. availability (availability.ts; 6b with a request pending, request-rules.ts) and 7. the synchronous
+      // setting (sync-settled.ts) are judged on it.
       if (at === round - 1)
-        return checkAvailability(c) ?? checkSyncSettled(c) ?? checkSiteRuleSettled(c) ?? checkWatchdogSettled(c);
+        return (
+          checkAvailability(c) ??
+          checkRequestSettled(c) ??
+          checkSyncSettled(c) ??
+          checkSiteRuleSettled(c) ??
+          checkWatchdogSettled(c)
+        );
       return {
         invariant: 'progress',
         message: `livelock: the fault-free schedule cycles through ${round - at} states without settling`,

@@ -21,7 +21,10 @@ export type InvariantId =
   | 'sync-settled'
   | 'quorum-gap'
   | 'priority'
-  | 'watchdog';
+  | 'watchdog'
+  | 'request'
+  | 'pause'
+  | 'quorum-resolver';
 
 export interface Violation {
   invariant: InvariantId;

@@ -7,6 +7,7 @@ import { Mutant } from './mutants';
 import { checkProgress } from './invariants';
 import { breadthFirst, randomWalks, steadyStart } from './search';
 import { shrink } from './shrink';
+import { checkQuorumResolver } from './quorum-resolver-check';
 
 /**
  * The mutation run (issue 34, part 3): each mutant of the decision code in turn, loaded in place of
@@ -57,6 +58,10 @@ export const SCENARIOS: {
   states?: number;
   failsafe?: boolean;
   watchdog?: boolean;
+  /** `synchronous_site_count`, with the members placed in sites (site-rule.ts). */
+  siteRule?: number;
+  /** The modes it runs in (all when absent). */
+  modes?: ReplicationMode[];
 }[] = [
   { name: 'two agents frozen', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2 },
   { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
@@ -134,6 +139,77 @@ export const SCENARIOS: {
     operations: 2,
   },
   ...FAULT_SCENARIOS,
+  // Issue 34, part 3: the race among equals and the answers to requests, each given what its rule needs.
+  // Both replicas hold the write and one is tagged failover_priority 2 when the leader's agent dies (invariant 2c).
+  {
+    name: 'failover_priority among equals',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'failoverPriority'],
+    operations: 1,
+    states: 30_000,
+  },
+  // A switchover or failover asked for while the candidates lag two writes behind (invariant 10).
+  {
+    name: 'a request with lag',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchover', 'switchoverAny', 'failover'],
+    operations: 1,
+    writes: 2,
+  },
+  // A manual failover or switchover to a member while paused: the candidate takes over nonetheless (invariant 6b).
+  {
+    name: 'a request while paused',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pause', 'switchover', 'failover'],
+    operations: 2,
+    states: 1_000,
+  },
+  // A switchover away from a leader tagged failover_priority 2: the race passes over the leader that stepped
+  // down, whose equal WAL and higher priority would otherwise bar everybody (invariant 6b, 9 steps).
+  {
+    name: 'a switchover from a preferred leader',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchoverAny', 'failoverPriority'],
+    operations: 2,
+    states: 3_000,
+  },
+  // Members in two sites with synchronous_site_count 1 (n1 and n2 in dc1, n3 in dc2): the planners' site rule (invariant 8).
+  // Not in strict mode: there invariant 7 takes the placeholder that holds commits for a missing site for a standby
+  // that does not stream, and flags the real code.
+  {
+    name: 'members in two sites',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
+    siteRule: 1,
+    modes: ['on', 'quorum'],
+  },
+  // Quorum mode's vote count: the leader's agent frozen after a write one standby holds, the other tagged nofailover.
+  {
+    name: 'a frozen leader, a member nofailover',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze', 'noFailover'],
+    operations: 1,
+  },
+  // A stale read decided on once the lease ran out, without writes: 10 steps deep, within 2,000 states.
+  {
+    name: 'a stale read past the lease, no writes',
+    kinds: ['cycle', 'tick', 'complete', 'read', 'agentFreeze', 'agentRestart'],
+    staleReads: 1,
+    writes: 0,
+    states: 2_000,
+  },
+  // A promotion interrupted: a replica takes the key, its agent dies before it promotes, and it comes back
+  // paused (invariant 11; 12 steps, within 5,000 states) or tagged nofailover (it must hand the key on; 13 steps).
+  {
+    name: 'an interrupted promotion, paused',
+    kinds: ['cycle', 'tick', 'complete', 'pause', 'pgCrash', 'agentCrash', 'agentRestart'],
+    faults: 2,
+    operations: 1,
+    writes: 0,
+    states: 5_000,
+  },
+  {
+    name: 'an interrupted promotion, nofailover',
+    kinds: ['cycle', 'tick', 'complete', 'noFailover', 'agentCrash', 'agentRestart'],
+    faults: 2,
+    operations: 1,
+    writes: 0,
+    states: 3_000,
+  },
 ];
 
 export interface MutantResult {
@@ -155,7 +231,8 @@ export interface MutantResult {
 /** The modes to search a mutant in, the likeliest to catch it first. */
 export function modesFor(m: Mutant): ReplicationMode[] {
   if (/quorum/.test(m.file)) return ['quorum'];
-  if (m.file === 'ha/sync/sync-eligibility.ts') return ['on', 'quorum'];
+  // Asynchronous mode last: a guard of the sync rules removed there reads a `/sync` that is not written.
+  if (m.file === 'ha/sync/sync-eligibility.ts') return ['on', 'quorum', 'off'];
   // The candidates and readiness have branches of their own for quorum mode.
   if (m.file === 'ha/sync/sync-candidates.ts' || m.file === 'ha/sync/readiness.ts') return ['on', 'strict', 'quorum'];
   if (m.file.startsWith('ha/sync/')) return ['on', 'strict'];
@@ -192,7 +269,20 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
           message: settled.message,
           steps: 0,
         });
+      // The resolver's phases a three-node cluster never reaches: judged on the resolver from every small state.
+      if (m.file === 'ha/sync/quorum-resolver.ts') {
+        const resolver = checkQuorumResolver(mutation.code!.quorumTransitions);
+        if (resolver)
+          return result({
+            caught: true,
+            mode,
+            scenario: 'the resolver from every small state',
+            invariant: resolver.invariant,
+            message: resolver.message,
+          });
+      }
       for (const scenario of SCENARIOS) {
+        if (scenario.modes && !scenario.modes.includes(mode)) continue;
         const bounds: Bounds = {
           ...boundsFor(
             mode,
@@ -205,6 +295,7 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
           kinds: new Set(scenario.kinds),
           ...(scenario.failsafe ? { failsafe: true } : {}),
           ...(scenario.watchdog ? { watchdog: true } : {}),
+          ...(scenario.siteRule ? { siteRule: scenario.siteRule } : {}),
         };
         const search = breadthFirst({
           mode,

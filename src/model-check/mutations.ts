@@ -55,6 +55,27 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
       peers: s.peers?.map((p) => ({ ...p, tags: { ...p.tags, failover_priority: 1 } })),
     }),
   },
+  /** The leader steps down for a switchover even when no member can take over (no check of the candidates). */
+  request: {
+    name: 'stepping down for a request nobody can take',
+    decision: (_s, d) =>
+      !('need' in d) && / is not possible$/.test(d.verdict)
+        ? { verdict: 'demoting myself without a candidate (broken variant)', actions: [{ type: 'demoteGraceful' }] }
+        : d,
+  },
+  /** A paused leader whose PostgreSQL stopped keeps its key (until ttl ends it). */
+  pause: {
+    name: 'keeping the key while paused without a primary',
+    decision: (_s, d) =>
+      !('need' in d) && d.verdict.startsWith('removed leader lock because postgres is not running')
+        ? { verdict: 'keeping the leader lock (broken variant)', actions: [] }
+        : d,
+  },
+  /** The quorum resolver answers nothing: synchronous_standby_names and `/sync` never follow the standbys. */
+  'quorum-resolver': {
+    name: 'a quorum resolver that changes nothing',
+    code: { ...REAL_DECISION_CODE, quorumTransitions: () => [] },
+  },
   /** Nobody ever takes the free leader key: a cluster that lost its leader settles without one. */
   availability: {
     name: 'never racing for the leader key',

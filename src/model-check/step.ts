@@ -4,6 +4,8 @@ import { checkPromotion, checkRace, checkState } from './invariants';
 import { ClusterModel } from './model';
 import { checkQuorumGap } from './quorum-gap';
 import { checkRacePriority } from './race-priority';
+import { checkRequestAnswer, checkRequestWinner } from './request-rules';
+import { checkPausedKeyHolder } from './pause-rules';
 import { checkSiteRule } from './site-rule';
 import { checkWatchdogPromotion } from './watchdog-rule';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
@@ -22,7 +24,8 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
     ? (checkPromotion(c, cycle.promotion) ??
       checkRace(c, cycle.promotion) ??
       checkRacePriority(c, cycle.promotion) ??
-      checkWatchdogPromotion(c, cycle.promotion))
+      checkWatchdogPromotion(c, cycle.promotion) ??
+      checkRequestWinner(c, cycle.promotion))
     : null;
   const mismatch = replayMismatch(c, next, events);
   const violation =
@@ -35,6 +38,8 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
       : null) ??
     checkState(next) ??
     checkSiteRule(next) ??
-    checkQuorumGap(next);
+    checkQuorumGap(next) ??
+    checkRequestAnswer(c, next, action) ??
+    checkPausedKeyHolder(c, next, action);
   return { next, events, violation };
 }

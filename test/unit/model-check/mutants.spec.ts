@@ -10,7 +10,7 @@ import { primarySample, snapshot } from '../ha/snapshot-factory';
  * The bounded part of `npm run model-check -- --mutants` that CI runs: the mutants are found in the
  * real files, a mutant's copy of the decision code answers differently from the real one, and a
  * sample of mutants (one of each kind: an ending action removed, a race check skipped or inverted,
- * the sync rule, a liveness check, the sync planner, the fence's margin) is caught. About 15 s on an idle machine.
+ * the sync rule, a liveness check, the sync planner, a switchover's candidate check, the fence's margin) is caught. About 15 s on an idle machine.
  */
 const mutants = decisionMutants();
 const byId = (id: string): Mutant => {
@@ -94,6 +94,8 @@ describe('the mutants of the decision code', () => {
     ['ha/leader-race.ts healthiest: invert if (config.pause) #2', 'off', 'availability'],
     // The priority planner never changes synchronous_standby_names: the settled cluster has no synchronous standby.
     ['ha/sync/priority-plan.ts planPriority: invert if (value !== currentValue)', 'on', 'sync-settled'],
+    // Issue 34, part 3: the leader steps down for a switchover to a member whose agent is frozen (invariant 10).
+    ['ha/leader-race.ts goodCandidates: drop peer.reachable', 'off', 'request'],
     [
       'ha/leader-lock.ts fenceSafetyMarginMs: negate return Math.max(2, Math.min(5, ttlSeconds * 0.25)) * 1000',
       'off',

@@ -28,7 +28,7 @@ const KINDS: ActionKind[] = [
 const search = (b: Bounds, maxStates: number, mutation?: DecisionMutation, progressEvery = 8) =>
   breadthFirst({ mode: 'off', bounds: b, maxDepth: 40, maxStates, progressEvery, mutation });
 
-describe('invariant 10: a node whose watchdog cannot be activated neither leads nor is promoted (watchdog mode required)', () => {
+describe('invariant 13: a node whose watchdog cannot be activated neither leads nor is promoted (watchdog mode required)', () => {
   it('the broken variant (decide() never hears of the watchdog) is caught: the leader keeps its key and its primary', () => {
     expect(BROKEN_VARIANTS.watchdog).toBe(IGNORING_THE_WATCHDOG);
     const report = search(bounds(['cycle', 'tick', 'complete', 'watchdogFail'], true), 5_000, IGNORING_THE_WATCHDOG);

@@ -1,0 +1,36 @@
+import { quorumTransitions } from '../../../src/ha/sync/quorum-resolver';
+import { loadDecisionCode } from '../../../src/model-check/mutant-loader';
+import { decisionMutants } from '../../../src/model-check/mutants';
+import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
+import { checkQuorumResolver, resolveFrom } from '../../../src/model-check/quorum-resolver-check';
+
+/** Invariant 12 (the quorum resolver from every small state), within the CI bound: no takeovers, synchronous_node_count 1 and 2. */
+const domain = { takeovers: false, maxSyncWanted: 2 };
+
+describe('invariant 12: the quorum resolver from every small state', () => {
+  it('the real resolver reaches the optimal setting through safe states from every one', () => {
+    expect(checkQuorumResolver(quorumTransitions, domain)).toBeNull();
+  });
+
+  it('from a change interrupted halfway (ANY 2 (n2, n3) set, n3 alone voting) it settles on ANY 1 (n2, n3), quorum 1', () => {
+    const start = { leader: 'n1', quorum: 0, voters: ['n3'], numsync: 2, sync: ['n2', 'n3'], confirmed: 2 };
+    expect(resolveFrom(quorumTransitions, start, ['n2', 'n3'], 1)).toBeNull();
+  });
+
+  it('a resolver that changes nothing is caught at the first state with a streaming standby', () => {
+    expect(checkQuorumResolver(BROKEN_VARIANTS['quorum-resolver'].code!.quorumTransitions, domain)?.message).toBe(
+      'from /sync n1 quorum 0 of (), ANY 0 (), confirmed 0, streaming (n2), synchronous_node_count 1 the resolver settles at /sync n1 quorum 0 of (), ANY 0 () after 4 cycles, not at the optimal setting',
+    );
+  });
+
+  it('a mutant the three-node model cannot catch is caught here: a replication factor lowered too soon', () => {
+    const m = decisionMutants(['ha/sync/quorum-resolver.ts']).find(
+      (x) =>
+        x.id === 'ha/sync/quorum-resolver.ts finishInterruptedChange: invert if (this.numsync > this.state.syncWanted)',
+    )!;
+    const code = loadDecisionCode(new Map([[m.file, m.source]]));
+    expect(checkQuorumResolver(code.quorumTransitions, domain)?.message).toMatch(
+      /^from \/sync n1 quorum 0 of \(\), ANY 1 \(n2\)/,
+    );
+  });
+});
