@@ -34,7 +34,8 @@ export function checkRequestAnswer(before: ClusterModel, after: ClusterModel, ac
   if (request.member === i || (request.leader >= 0 && request.leader !== i)) return null;
   if (!(node.pg === 'running' && node.primary && node.op === 'none')) return null;
   const kind = request.leader >= 0 ? 'switchover' : 'manual failover';
-  const probed = before.nodes.map((m) => m.member);
+  // The members the leader's probe asks: those its read shows (failsafe/probe-targets.ts), a stale read's too.
+  const probed = view.nodes.map((m) => m.member);
   const to = request.member >= 0 ? ` to ${NODE_NAMES[request.member]}` : '';
   // Quorum mode without a named candidate: enough members must be left to take over for the quorum.
   const needed = view.mode === 'quorum' && view.sync && request.member < 0 ? 1 + view.sync.quorum : 1;
@@ -61,7 +62,7 @@ export function checkRequestAnswer(before: ClusterModel, after: ClusterModel, ac
 
 /**
  * Whether member j could take over from leader i as the leader sees it (`probed`: the member keys its probe
- * asks, the model's: those that live now, whatever the read); `plainly`: with room to spare on
+ * asks: those its read shows, each asked as it is now); `plainly`: with room to spare on
  * every rule (the refusal side), else with none (the stepping-down side).
  */
 function mayTakeOver(
@@ -138,7 +139,7 @@ export function checkRequestSettled(c: ClusterModel): Violation | null {
 /**
  * 10b. Who wins the race a request asked for (the reference's manual failover process without a leader): while
  * a due switchover or manual failover names a member that answers the racer's probe (its agent runs, its member
- * key lives, as the model's probe asks, PostgreSQL runs, not `nofailover`), no other member wins the race; and the leader
+ * key lives in the racer's read, whom its probe asks, PostgreSQL runs, not `nofailover`), no other member wins the race; and the leader
  * that stepped down for a switchover does not take its key back while a member other than itself could take
  * over (as the leader's check before stepping down counts them: agent running past its first cycle, member key
  * live, PostgreSQL running as a replica with nothing in flight, no lag at all, `/sync` naming it in `on` and
@@ -151,7 +152,8 @@ export function checkRequestWinner(before: ClusterModel, p: Promotion): Violatio
   const request = view.failover;
   if (!request || (request.dueIn !== null && request.dueIn > 0)) return null;
   const kind = request.leader >= 0 ? 'switchover' : 'manual failover';
-  const probed = before.nodes.map((n) => n.member);
+  // As the race's probe: the members the winner's read shows (failsafe/probe-targets.ts).
+  const probed = view.nodes.map((n) => n.member);
   const m = request.member;
   if (m >= 0 && m !== p.node) {
     const candidate = before.nodes[m];
