@@ -51,11 +51,42 @@ export function transitionRecorder(
   clock: Clock,
   options: TransitionRecording = {},
 ) {
+  const record = snapshotRecorder(machine, node, sink, clock, options);
+  return (inspection: InspectionEvent) => {
+    if (inspection.actorRef.sessionId === inspection.rootId) record(inspection);
+  };
+}
+
+/**
+ * The `inspect` option of an actor system's root (the node's, node-system.ts): records the state changes
+ * of the actors registered under the given systemIds, each as `transitionRecorder` records a root actor.
+ * Other actors of the system (the root itself, the actions the machines invoke) are not recorded.
+ */
+export function systemTransitionRecorder(
+  node: string,
+  sink: EventSink,
+  clock: Clock,
+  machines: Record<string, TransitionRecording & { machine: string }>,
+) {
+  const bySystemId = new Map(
+    Object.entries(machines).map(([systemId, { machine, ...options }]) => [
+      systemId,
+      snapshotRecorder(machine, node, sink, clock, options),
+    ]),
+  );
+  return (inspection: InspectionEvent) => {
+    const systemId = (inspection.actorRef as { systemId?: string }).systemId;
+    if (systemId !== undefined) bySystemId.get(systemId)?.(inspection);
+  };
+}
+
+/** Records one actor's snapshots that change its state (or carry a context event) as `<machine>.transition`. */
+function snapshotRecorder(machine: string, node: string, sink: EventSink, clock: Clock, options: TransitionRecording) {
   const contextEvents = options.contextEvents ?? CONTEXT_EVENTS;
   const recorded = options.recordedEvent ?? ((event: { type: string; [key: string]: unknown }) => event);
   let previous: StateValue | undefined;
   return (inspection: InspectionEvent) => {
-    if (inspection.type !== '@xstate.snapshot' || inspection.actorRef.sessionId !== inspection.rootId) return;
+    if (inspection.type !== '@xstate.snapshot') return;
     const snapshot = inspection.snapshot as AnyMachineSnapshot;
     if (!('value' in snapshot)) return;
     const from = previous === undefined ? null : stateValueToString(previous);

@@ -11,7 +11,12 @@ import { drainBeforeDemotion, drainBeforePromotion, withdrawPrimaryChecks } from
 import { keepLogicalSlotCopies } from './logical-slot-copies';
 import { NodeActors } from './node-actors';
 import { publishFailsafe } from './failsafe/failsafe-rounds';
-import { demoteStopDeadlineMs, primaryStopTimeoutMs } from './postgres-deadlines';
+import {
+  demoteStopDeadlineMs,
+  primaryStopTimeoutMs,
+  procedureDeadlineMs,
+  promoteTimeoutMs,
+} from './postgres-deadlines';
 import {
   bootstrapStandbyLeader,
   cloneFrom,
@@ -21,7 +26,8 @@ import {
   startAsReplica,
   stopServer,
 } from './postgres-procedures';
-import { pgCtlTimeoutOf, settingsFor, startRequest } from './postgres-settings';
+import { pgCtlTimeoutOf, settingsFor, startRequest, startTimeoutOf } from './postgres-settings';
+import { ProcedureWork } from './task.machine';
 import { configWithoutDcs } from './dynamic-config-apply';
 import { watchdogBeforePromotion } from './watchdog-checks';
 
@@ -30,8 +36,11 @@ const KILL_EXIT_WAIT_MS = 5_000;
 /** The cycle reads PostgreSQL milliseconds before it keeps the slots; an older reading is not trusted for them. */
 const SLOTS_READING_MAX_AGE_MS = 1_000;
 
-/** Runs a multi-step procedure in the background; the loop reports it as in progress. */
-export type TaskRunner = (name: string, work: () => Promise<void>) => void;
+/**
+ * Runs a multi-step procedure in the background (the task machine's invoked `procedure`); the loop reports
+ * it as in progress. With a deadline (procedureDeadlineMs) it is given up then, its `signal` aborted.
+ */
+export type TaskRunner = (name: string, work: ProcedureWork, deadlineMs?: number | null) => void;
 
 /** Carries out one action decide() returned: a machine event, a DCS write, or a background task. */
 export async function executeAction(
@@ -83,7 +92,11 @@ export async function executeAction(
       node.postgres.send({ type: 'START', start: startRequest(node, settingsFor(node, 'primary', null)) });
       return;
     case 'startReplica':
-      return runTask('start', () => startAsReplica(node, action.upstream));
+      return runTask(
+        'start',
+        (signal) => startAsReplica(node, action.upstream, signal),
+        procedureDeadlineMs({ kind: 'start', startMs: startTimeoutOf(node, 'primary') }, node.dynamic.ttl),
+      );
     case 'rejoin':
       return runTask('rejoin', () => rejoin(node, action.upstream, action.useRewind));
     case 'promote':
@@ -91,11 +104,22 @@ export async function executeAction(
         logger.info('Postponing promotion because synchronous replication state was updated by somebody else');
         return;
       }
-      return runTask('promote', async () => {
-        if (action.drainMs > 0 && !(await drainBeforePromotion(node, action.drainMs))) return;
-        await watchdogBeforePromotion(node);
-        await promote(node);
-      });
+      return runTask(
+        'promote',
+        async (signal) => {
+          if (action.drainMs > 0 && !(await drainBeforePromotion(node, action.drainMs))) return;
+          await watchdogBeforePromotion(node);
+          await promote(node, signal);
+        },
+        procedureDeadlineMs(
+          {
+            kind: 'promote',
+            drainMs: Math.max(0, action.drainMs),
+            promoteMs: promoteTimeoutMs(node.dynamic.loop_wait, pgCtlTimeoutOf(node)),
+          },
+          node.dynamic.ttl,
+        ),
+      );
     case 'follow':
       node.setUpstream(action.upstream.name);
       node.postgres.send({ type: 'RECONFIGURE', settings: settingsFor(node, 'replica', action.upstream) });
@@ -106,17 +130,31 @@ export async function executeAction(
       if ((!snapshot.cluster || snapshot.lockResult === 'dcs_unreachable') && node.lock.held) {
         node.lock.lost(`DCS is not accessible: ${snapshot.dcsError ?? 'the leader lock refresh got no answer'}`);
       }
-      return runTask('demote', async () => {
-        withdrawPrimaryChecks(node, 'demoting: stops taking writes now');
-        // A fast shutdown waits for WAL senders, which hang when the replicas are cut off: past half a ttl it
-        // escalates to an immediate shutdown, then SIGKILL (the adapter), well before another node may be promoted.
-        // With synchronous replication on, `primary_stop_timeout` may shorten that.
-        node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: demoteStopDeadlineMs(node.dynamic) });
-        await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
-        if (!action.restart) return;
-        if (action.upstream) await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
-        else await startAsReplica(node, null);
-      });
+      return runTask(
+        'demote',
+        async (signal) => {
+          withdrawPrimaryChecks(node, 'demoting: stops taking writes now');
+          // A fast shutdown waits for WAL senders, which hang when the replicas are cut off: past half a ttl it
+          // escalates to an immediate shutdown, then SIGKILL (the adapter), well before another node may be promoted.
+          // With synchronous replication on, `primary_stop_timeout` may shorten that.
+          node.postgres.send({ type: 'STOP', mode: action.mode, timeoutMs: demoteStopDeadlineMs(node.dynamic) });
+          await node.waitForPostgres((state) => !['running', 'stopping'].includes(state), undefined, signal);
+          if (!action.restart) return;
+          if (action.upstream) await rejoin(node, action.upstream, node.dynamic.use_pg_rewind);
+          else await startAsReplica(node, null, signal);
+        },
+        // A demotion that rejoins may rewind or clone: that runs as long as the copy takes (no deadline).
+        action.restart && action.upstream
+          ? null
+          : procedureDeadlineMs(
+              {
+                kind: action.restart ? 'restart' : 'stop',
+                stopMs: demoteStopDeadlineMs(node.dynamic),
+                startMs: startTimeoutOf(node, 'primary'),
+              },
+              node.dynamic.ttl,
+            ),
+      );
     case 'demoteToArchive':
       return runTask('demote', () => demoteToArchive(node, action.remote));
     case 'rewindReplica':
@@ -218,18 +256,29 @@ export async function executeAction(
     case 'demoteGraceful': {
       const request = snapshot.cluster?.failover?.value;
       if (request?.scheduled_at) node.events.recordCluster('switchover.executed', node.events.verdict, { ...request });
-      return runTask('switchover', async () => {
-        await drainBeforeDemotion(node);
-        withdrawPrimaryChecks(node, 'switchover: demoting after the drain');
-        // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
-        await query.checkpoint().catch(() => undefined);
-        // As the reference's switchover: with synchronous replication on, `primary_stop_timeout` bounds the stop
-        // (a WAL sender waiting for a standby that does not answer holds a fast shutdown), then it escalates.
-        await stopServer(node, 'fast', primaryStopTimeoutMs(node.dynamic) ?? pgCtlTimeoutOf(node));
-        await node.lock.release('switchover: demoting myself');
-        // Paused, no HA cycle starts PostgreSQL again: as the reference, the demotion itself follows the new leader.
-        if (node.dynamic.pause) await followAfterDemotion(node);
-      });
+      const stopMs = primaryStopTimeoutMs(node.dynamic) ?? pgCtlTimeoutOf(node);
+      return runTask(
+        'switchover',
+        async (signal) => {
+          await drainBeforeDemotion(node);
+          withdrawPrimaryChecks(node, 'switchover: demoting after the drain');
+          // A checkpoint first makes the shutdown checkpoint, and so the stop, short.
+          await query.checkpoint().catch(() => undefined);
+          // As the reference's switchover: with synchronous replication on, `primary_stop_timeout` bounds the stop
+          // (a WAL sender waiting for a standby that does not answer holds a fast shutdown), then it escalates.
+          await stopServer(node, 'fast', stopMs, signal);
+          await node.lock.release('switchover: demoting myself');
+          // Paused, no HA cycle starts PostgreSQL again: as the reference, the demotion itself follows the new leader.
+          if (node.dynamic.pause) await followAfterDemotion(node);
+        },
+        // Paused, the demotion follows the new leader, which may rewind or clone: no deadline then.
+        node.dynamic.pause
+          ? null
+          : procedureDeadlineMs(
+              { kind: 'switchover', drainMs: node.dynamic.load_balancer_drain_ms, stopMs },
+              node.dynamic.ttl,
+            ),
+      );
     }
     case 'wakeAt':
       node.scheduler.wakeAt(action.at);

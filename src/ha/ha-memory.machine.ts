@@ -39,6 +39,21 @@ export interface HaMemory {
   dynamicDigest: string | null;
   /** The digest of the parameters and files PostgreSQL was last given: a change of their inputs makes a reload. */
   settingsDigest: string | null;
+  /** The restart scheduled on this node (POST /restart with `schedule`), kept by the `restartScheduler` actor. */
+  scheduledRestart: ScheduledRestart | null;
+}
+
+/** A restart waiting for its time, with the filters it must still satisfy then. */
+export interface ScheduledRestart {
+  /** Epoch ms and the timestamp as the client wrote it. */
+  at: number;
+  schedule: string;
+  role?: string;
+  postgres_version?: string;
+  restart_pending?: boolean;
+  timeout?: number;
+  /** The postmaster it was scheduled for: a restart in between cancels it. */
+  postmasterStartTime: string | null;
 }
 
 export type HaMemoryEvent =
@@ -65,7 +80,11 @@ export type HaMemoryEvent =
   /** The effective dynamic configuration applied; `dynamic` is absent from the log. */
   | { type: 'DYNAMIC_CONFIG_APPLIED'; dynamic?: EffectiveDynamicConfig; digest: string; changedKeys: string[] }
   /** PostgreSQL was given settings (a start, a reconfiguration) whose parameters and files have this digest. */
-  | { type: 'SETTINGS_CONFIGURED'; digest: string };
+  | { type: 'SETTINGS_CONFIGURED'; digest: string }
+  /** A restart was scheduled (or taken back from the log after an agent restart). */
+  | { type: 'RESTART_SCHEDULED'; restart: ScheduledRestart }
+  /** The scheduled restart is gone: run, skipped, cancelled or stale (the cluster event says which). */
+  | { type: 'RESTART_UNSCHEDULED'; outcome: 'executed' | 'skipped' | 'cancelled' | 'expired' };
 
 export const HA_MEMORY_EVENT_TYPES: ReadonlySet<string> = new Set([
   'BOOTSTRAP_STARTED',
@@ -83,6 +102,8 @@ export const HA_MEMORY_EVENT_TYPES: ReadonlySet<string> = new Set([
   'CONFIG_RELOADED',
   'DYNAMIC_CONFIG_APPLIED',
   'SETTINGS_CONFIGURED',
+  'RESTART_SCHEDULED',
+  'RESTART_UNSCHEDULED',
 ]);
 
 export const INITIAL_HA_MEMORY: HaMemory = {
@@ -100,6 +121,7 @@ export const INITIAL_HA_MEMORY: HaMemory = {
   dynamic: null,
   dynamicDigest: null,
   settingsDigest: null,
+  scheduledRestart: null,
 };
 
 export const haMemoryMachine = setup({
@@ -137,6 +159,8 @@ export const haMemoryMachine = setup({
           }),
         },
         SETTINGS_CONFIGURED: { actions: assign({ settingsDigest: ({ event }) => event.digest }) },
+        RESTART_SCHEDULED: { actions: assign({ scheduledRestart: ({ event }) => event.restart }) },
+        RESTART_UNSCHEDULED: { actions: assign({ scheduledRestart: null }) },
       },
     },
   },
@@ -193,5 +217,9 @@ export function changesMemory(memory: HaMemory, event: HaMemoryEvent): boolean {
       return memory.dynamicDigest !== event.digest;
     case 'SETTINGS_CONFIGURED':
       return memory.settingsDigest !== event.digest;
+    case 'RESTART_SCHEDULED':
+      return JSON.stringify(memory.scheduledRestart) !== JSON.stringify(event.restart);
+    case 'RESTART_UNSCHEDULED':
+      return memory.scheduledRestart !== null;
   }
 }

@@ -1,5 +1,5 @@
 import { Subscription } from 'rxjs';
-import { Actor, waitFor } from 'xstate';
+import { ActorRefFrom, waitFor } from 'xstate';
 import { wallTimeOf } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { DcsBudget, outsideDcsBudget, withinDcsBudget } from '../dcs/dcs-budget';
@@ -14,13 +14,15 @@ import { executeAction } from './ha-actions';
 import { leadershipMachine } from './leadership.machine';
 import { HaNodeDeps } from './ha-node-deps';
 import { NodeActors } from './node-actors';
+import { NodeSystem } from './node-system';
 import { NodeView, ScheduledRestart } from './node-view';
 import { nodeViewOf } from './node-view-of';
 import { fulfilNeed } from './fulfil-need';
 import { applyChangedParameters, DynamicConfigApplier } from './dynamic-config-apply';
 import { OperationAnswer } from './operation-types';
 import { PeerProbe } from './peer-probe';
-import { shutdownStopDeadlineMs } from './postgres-deadlines';
+import { procedureDeadlineMs, shutdownStopDeadlineMs } from './postgres-deadlines';
+import { ProcedureWork } from './task.machine';
 import { publishShutdownPosition, reinitialize, restart } from './postgres-procedures';
 import { roleMachine } from './role.machine';
 import { snapshotOf } from './snapshot-of';
@@ -78,16 +80,21 @@ export class HaNode {
     this.dynamicConfig = new DynamicConfigApplier(deps.dcs, deps.logger);
   }
 
-  get postgres(): Actor<typeof postgresMachine> {
+  get postgres(): ActorRefFrom<typeof postgresMachine> {
     return this.node.postgres;
   }
 
-  get role(): Actor<typeof roleMachine> {
+  get role(): ActorRefFrom<typeof roleMachine> {
     return this.node.role;
   }
 
-  get leadership(): Actor<typeof leadershipMachine> {
+  get leadership(): ActorRefFrom<typeof leadershipMachine> {
     return this.node.leadership;
+  }
+
+  /** The node's actor system: `system.get('sampler' | 'restartScheduler' | 'recorder' | 'memory' | ...)` (node-system.ts). */
+  get actorSystem(): NodeSystem['system'] {
+    return this.node.root.system;
   }
 
   get probePeer(): PeerProbe {
@@ -97,10 +104,7 @@ export class HaNode {
   /** Detects what is on disk, adopts a running postmaster, then starts the HA loop. */
   async start(): Promise<void> {
     const node = this.node;
-    node.postgres.start();
-    node.role.start();
-    node.leadership.start();
-    node.task.start();
+    node.startCycling();
     const { pg, dcs, logger } = this.deps;
     this.subscriptions.push(
       followPostgres(node, () => this.wake()),
@@ -125,7 +129,7 @@ export class HaNode {
         timeoutMs: startTimeoutOf(node, dataDir.standbySignal ? 'replica' : 'primary'),
       });
     }
-    node.sampler.start();
+    node.startSampling();
     this.loopDone = this.loop();
     const eventLog = this.deps.eventLog;
     void eventLog?.whenLoaded().then(() => this.stopped || node.scheduler.restore(eventLog));
@@ -141,8 +145,7 @@ export class HaNode {
     this.stopped = true;
     this.wake();
     await this.loopDone;
-    node.sampler.stop();
-    node.scheduler.stop();
+    node.stopCycling();
     for (const subscription of this.subscriptions) subscription.unsubscribe();
     if (stopPostgres && node.isPostmasterUp()) {
       await whileNotSyncStandby(node, async () => {
@@ -161,10 +164,7 @@ export class HaNode {
     // Paused, as the reference: PostgreSQL is left running and nothing ends its term (maintenance is the
     // operator's). A crashed agent, which says nothing, still leaves the fence to stop it at the lease's end.
     if (!stopPostgres && node.dynamic.pause) node.deps.pg.disarmFence();
-    node.postgres.stop();
-    node.role.stop();
-    node.leadership.stop();
-    node.task.stop();
+    node.stopActors();
     return { keepMemberKey };
   }
 
@@ -195,9 +195,17 @@ export class HaNode {
   /** Restarts PostgreSQL now (POST /restart); resolves with the outcome once it runs again or failed. */
   async restartNow(timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
     let outcome: 'restarted' | 'failed' = 'failed';
-    await this.runTaskAndWait('restart', async () => {
-      outcome = await whileNotSyncStandby(this.node, () => restart(this.node, timeoutSeconds));
-    });
+    const node = this.node;
+    // The restart's stop and its start each have the start's timeout (postgres-actors.ts).
+    const startMs = timeoutSeconds ? timeoutSeconds * 1000 : startTimeoutOf(node, 'primary');
+    const deadlineMs = procedureDeadlineMs({ kind: 'restart', stopMs: startMs, startMs }, node.dynamic.ttl);
+    await this.runTaskAndWait(
+      'restart',
+      async (signal) => {
+        outcome = await whileNotSyncStandby(node, () => restart(node, timeoutSeconds, signal));
+      },
+      deadlineMs,
+    );
     return outcome;
   }
 
@@ -325,7 +333,7 @@ export class HaNode {
       (this.deps.verdictLogger ?? logger).info((node.dynamic.pause ? 'PAUSE: ' : '') + decision.verdict);
       node.events.recordVerdict(decision.verdict);
       for (const action of decision.actions)
-        await executeAction(node, action, snapshot, (name, work) => this.runTask(name, work));
+        await executeAction(node, action, snapshot, (name, work, deadlineMs) => this.runTask(name, work, deadlineMs));
       // After the actions, and only when the postgres machine is idle: sent first, a reload would race a `follow`
       // action's own reconfiguration (the machine starts the second while the first still writes its files, and the
       // file without an upstream could be the one PostgreSQL reads: seen after an agent restart beside its replica).
@@ -351,26 +359,32 @@ export class HaNode {
   }
 
   /** Runs a multi-step PostgreSQL action in the background; the loop reports it as in progress. */
-  private runTask(name: string, work: () => Promise<void>): void {
-    void this.runTaskAndWait(name, work);
+  private runTask(name: string, work: ProcedureWork, deadlineMs: number | null = null): void {
+    void this.runTaskAndWait(name, work, deadlineMs);
   }
 
   /** A task may outlive the cycle that starts it (a scheduled restart too): its DCS calls have their own retry_timeout each. */
-  private runTaskAndWait(name: string, work: () => Promise<void>): Promise<void> {
-    return outsideDcsBudget(() => this.performTask(name, work));
+  private runTaskAndWait(name: string, work: ProcedureWork, deadlineMs: number | null = null): Promise<void> {
+    return outsideDcsBudget(() => this.performTask(name, work, deadlineMs));
   }
 
-  private async performTask(name: string, work: () => Promise<void>): Promise<void> {
-    const { task } = this.node;
-    task.send({ type: 'TASK_STARTED', task: name });
-    try {
-      await work();
-      task.send({ type: 'TASK_ENDED', task: name, at: this.deps.clock.monotonic() });
-    } catch (error) {
-      this.deps.logger.error(`${name} failed: ${errorText(error)}`);
-      task.send({ type: 'TASK_ENDED', task: name, error: errorText(error), at: this.deps.clock.monotonic() });
-    } finally {
-      this.wake();
-    }
+  /**
+   * The task machine invokes the work as its `procedure` actor (task-procedure.ts), which records how it
+   * ended; at its deadline the machine gives it up. Resolves once the work settled, and wakes the cycle.
+   */
+  private performTask(name: string, work: ProcedureWork, deadlineMs: number | null): Promise<void> {
+    return new Promise((resolve) => {
+      this.node.task.send({
+        type: 'TASK_STARTED',
+        task: name,
+        at: this.deps.clock.monotonic(),
+        deadlineMs,
+        run: work,
+        settled: () => {
+          this.wake();
+          resolve();
+        },
+      });
+    });
   }
 }

@@ -1,4 +1,4 @@
-import { Actor } from 'xstate';
+import { ActorRefFrom } from 'xstate';
 import { errorText } from '../common/error-text';
 import { TimerClock } from '../common/clock';
 import { Logger } from '../common/logger';
@@ -18,7 +18,7 @@ export interface LeaderLockDeps {
   clock: TimerClock;
   dcs: Dcs;
   pg: PostgresProcess;
-  leadership: Actor<typeof leadershipMachine>;
+  leadership: ActorRefFrom<typeof leadershipMachine>;
   events: NodeEvents;
   logger: Logger;
   ttlSeconds: () => number;

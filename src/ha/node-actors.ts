@@ -1,6 +1,6 @@
-import { Actor, createActor, StateValue, waitFor } from 'xstate';
+import { ActorRefFrom, StateValue, waitFor } from 'xstate';
 import { effectiveDynamicConfig } from '../config/dynamic-config';
-import { topLevelState, transitionRecorder } from '../events/transition-recorder';
+import { EventSink, topLevelState } from '../events/transition-recorder';
 import { LONG_ACTION_STATES, PostgresStateName } from '../postgresql/postgres-states';
 import { postgresActors } from '../postgresql/postgres-actors';
 import { postgresMachine } from '../postgresql/postgres.machine';
@@ -13,8 +13,10 @@ import { LeaderLock } from './leader-lock';
 import { leadershipMachine } from './leadership.machine';
 import { MemberAgents } from './member-agents';
 import { MemberSightings } from './member-sightings';
+import { haMemoryMachine } from './ha-memory.machine';
 import { NodeEvents } from './node-events';
 import { NodeMemory } from './node-memory';
+import { NodeSystem, recorderOf, startNodeSystem } from './node-system';
 import { createPeerProbe, PeerProbe } from './peer-probe';
 import { RestartScheduler } from './restart-scheduler';
 import { RoleEvent, roleMachine, RoleName } from './role.machine';
@@ -22,6 +24,7 @@ import { Sampler } from './sampler';
 import { remotePrimary } from './standby-cluster';
 import { SyncReplication } from './sync/sync-replication';
 import { tagConflicts } from './tags';
+import { nodeTaskMachine } from './task-procedure';
 import { taskMachine } from './task.machine';
 import { WatchdogGuard } from './watchdog-guard';
 
@@ -37,18 +40,22 @@ export interface NodeHooks {
 }
 
 /**
- * One node's actors, wired once and never replaced: the postgres, role, leadership and task machines, the
- * sampler, the scheduler, the lock, the sync keeper; what the HA cycle keeps between cycles is the memory
- * machine (NodeMemory). The HA cycle (`HaNode`) owns it; the procedures it runs (`postgres-procedures.ts`),
- * the settings PostgreSQL is given (`postgres-settings.ts`) and the member key (`node-member-key.ts`) are
+ * One node's actors, wired once and never replaced: one XState actor system per node (node-system.ts)
+ * whose root invokes the memory, postgres, role, leadership and task machines, the recorder, the
+ * restart scheduler and the sampler, each registered by its systemId; beside them the lock and the sync
+ * keeper. The HA cycle (`HaNode`) owns it; the procedures it runs (`postgres-procedures.ts`), the
+ * settings PostgreSQL is given (`postgres-settings.ts`) and the member key (`node-member-key.ts`) are
  * functions over it. Its accessors only read or drive its actors.
  */
 export class NodeActors extends NodeMemory {
-  readonly postgres: Actor<typeof postgresMachine>;
-  readonly role: Actor<typeof roleMachine>;
-  readonly leadership: Actor<typeof leadershipMachine>;
-  /** The background procedure running, as a recorded machine (see `busy`). */
-  readonly task: Actor<typeof taskMachine>;
+  /** The root of the node's actor system: `root.system.get('sampler')` and the like find its actors. */
+  readonly root: NodeSystem;
+  readonly memory: ActorRefFrom<typeof haMemoryMachine>;
+  readonly postgres: ActorRefFrom<typeof postgresMachine>;
+  readonly role: ActorRefFrom<typeof roleMachine>;
+  readonly leadership: ActorRefFrom<typeof leadershipMachine>;
+  /** The background procedure running, as a recorded machine invoking it (see `busy`). */
+  readonly task: ActorRefFrom<typeof taskMachine>;
   readonly events: NodeEvents;
   readonly sampler: Sampler;
   readonly lock: LeaderLock;
@@ -76,24 +83,12 @@ export class NodeActors extends NodeMemory {
     readonly deps: HaNodeDeps,
     hooks: NodeHooks,
   ) {
-    super(deps.config.name, deps.events, deps.clock);
+    super(deps.config.name);
     const { config, clock, events, logger } = deps;
     this.agentStartedAt = clock.monotonic();
-    this.applyLocalConfig(config);
-    for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
-    this.applyDynamic(effectiveDynamicConfig(null, config.bootstrap.dcs).config);
-    this.configCache = new DynamicConfigCache(deps.pg, logger);
-    this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi, config.ctl);
-    this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi, config.ctl);
-    this.postgres = createActor(postgresMachine.provide({ actors: postgresActors(deps.pg) }), {
-      inspect: transitionRecorder('postgres', this.name, events, clock),
-    });
-    this.role = createActor(roleMachine, { inspect: transitionRecorder('role', this.name, events, clock) });
-    this.leadership = createActor(leadershipMachine, {
-      inspect: transitionRecorder('leadership', this.name, events, clock),
-    });
-    this.task = createActor(taskMachine, { inspect: transitionRecorder('task', this.name, events, clock) });
-    this.events = new NodeEvents(this.name, events, clock, () => this.sampler.sample?.timeline ?? null);
+    // Every event of the node goes through the system's `recorder` actor, in order.
+    const recorder: EventSink = { record: (event) => recorderOf(this.root).send({ type: 'RECORD', event }) };
+    this.events = new NodeEvents(this.name, recorder, clock, () => this.sampler.sample?.timeline ?? null);
     this.sampler = new Sampler(
       deps.query,
       clock,
@@ -103,6 +98,37 @@ export class NodeActors extends NodeMemory {
       () =>
         this.dynamic.postgres_unresponsive_timeout > 0 ? this.dynamic.postgres_unresponsive_timeout * 500 : Infinity,
     );
+    this.scheduler = new RestartScheduler({
+      name: this.name,
+      clock,
+      logger,
+      events: this.events,
+      wake: hooks.wake,
+      restartNow: hooks.restartNow,
+      scheduled: () => this.scheduledRestart,
+      remember: (event) => this.remember(event),
+    });
+    this.root = startNodeSystem(
+      this.name,
+      {
+        postgres: postgresMachine.provide({ actors: postgresActors(deps.pg) }),
+        task: nodeTaskMachine({ clock, logger, events: this.events }),
+      },
+      { sink: events, sampler: this.sampler, scheduler: this.scheduler },
+      clock,
+    );
+    const actor = <T>(systemId: string) => this.root.system.get(systemId) as T;
+    this.memory = actor('memory');
+    this.postgres = actor('postgres');
+    this.role = actor('role');
+    this.leadership = actor('leadership');
+    this.task = actor('task');
+    this.applyLocalConfig(config);
+    for (const conflict of tagConflicts(config.tags)) logger.warning(conflict);
+    this.applyDynamic(effectiveDynamicConfig(null, config.bootstrap.dcs).config);
+    this.configCache = new DynamicConfigCache(deps.pg, logger);
+    this.probePeer = deps.probePeer ?? createPeerProbe(config.restapi, config.ctl);
+    this.callFailsafe = deps.callFailsafe ?? createFailsafeCaller(config.restapi, config.ctl);
     this.watchdog = new WatchdogGuard(
       () => this.config.watchdog,
       logger,
@@ -134,14 +160,6 @@ export class NodeActors extends NodeMemory {
           !this.dynamic.pause && remotePrimary(this.dynamic.standby_cluster) === null,
         ),
     });
-    this.scheduler = new RestartScheduler({
-      name: this.name,
-      clock,
-      logger,
-      events: this.events,
-      wake: hooks.wake,
-      restartNow: hooks.restartNow,
-    });
     this.leaderDuties = new LeaderDuties(
       this.name,
       deps.dcs,
@@ -166,6 +184,26 @@ export class NodeActors extends NodeMemory {
       },
       reconfigure: hooks.reconfigure,
     });
+  }
+
+  /** The HA cycle starts: the restart scheduler's actor with it. */
+  startCycling(): void {
+    this.root.send({ type: 'START' });
+  }
+
+  /** PostgreSQL was adopted or found down: the sampler's actor starts reading it. */
+  startSampling(): void {
+    this.root.send({ type: 'SAMPLING_STARTED' });
+  }
+
+  /** The HA cycle ended: the sampler and the restart scheduler stop; the machines stay for the shutdown. */
+  stopCycling(): void {
+    this.root.send({ type: 'STOPPING' });
+  }
+
+  /** The agent stops: the postgres, role, leadership and task machines stop (the memory and the recorder stay). */
+  stopActors(): void {
+    this.root.send({ type: 'STOPPED' });
   }
 
   /** The multi-step procedure running in the background (`clone`, `switchover`...), null when none. */
@@ -198,18 +236,25 @@ export class NodeActors extends NodeMemory {
     );
   }
 
+  /** Until `done`; a procedure's `signal` (its deadline passed) ends the wait too, with an error. */
   async waitForPostgres(
     done: (state: PostgresStateName, value: StateValue) => boolean,
     timeoutMs = 30 * 60_000,
+    signal?: AbortSignal,
   ): Promise<void> {
     await waitFor(this.postgres, (s) => done(topLevelState(s.value) as PostgresStateName, s.value), {
       timeout: timeoutMs,
+      ...(signal ? { signal } : {}),
     });
   }
 
   /** Until the postgres machine rests in `stopped` with no action (rewind, removal) running. */
-  async waitForIdleStop(): Promise<void> {
-    await this.waitForPostgres((state, value) => state === 'stopped' && activeSubstate(value) === null);
+  async waitForIdleStop(signal?: AbortSignal): Promise<void> {
+    await this.waitForPostgres(
+      (state, value) => state === 'stopped' && activeSubstate(value) === null,
+      undefined,
+      signal,
+    );
   }
 
   /** A new upstream gets a fresh chance to stream before the node counts as stuck. */

@@ -1,46 +1,26 @@
-import { Actor, createActor } from 'xstate';
-import { Clock } from '../common/clock';
+import { ActorRefFrom } from 'xstate';
 import { EffectiveDynamicConfig, StatorConfig } from '../config/config.types';
 import { ClusterView } from '../dcs/dcs.port';
-import { EventSink, transitionRecorder } from '../events/transition-recorder';
 import { DataDirInfo } from '../postgresql/postgres.port';
 import { changedKeys, configDigest } from './config-digest';
-import {
-  changesMemory,
-  HA_MEMORY_EVENT_TYPES,
-  HaMemory,
-  HaMemoryEvent,
-  haMemoryMachine,
-  recordedMemoryEvent,
-} from './ha-memory.machine';
+import { changesMemory, HaMemory, HaMemoryEvent, haMemoryMachine, ScheduledRestart } from './ha-memory.machine';
 import { effectiveTags } from './tags';
 
 /**
  * A node's memory between HA cycles, read through typed accessors and changed only by the memory
- * machine's recorded events (ha-memory.machine.ts), beside the cycle's last DCS reading, which is an
- * observation and is not recorded. NodeActors, the node's wiring of actors, builds on it.
+ * machine's recorded events (ha-memory.machine.ts; the `memory` actor of the node's system), beside
+ * the cycle's last DCS reading, which is an observation and is not recorded. NodeActors, the node's
+ * wiring of actors, builds on it.
  */
-export class NodeMemory {
-  /** What the HA cycle remembers between cycles, as a recorded machine. */
-  readonly memory: Actor<typeof haMemoryMachine>;
+export abstract class NodeMemory {
+  /** What the HA cycle remembers between cycles: the `memory` actor of the node's system (node-system.ts). */
+  abstract readonly memory: ActorRefFrom<typeof haMemoryMachine>;
   /** The cluster as the DCS last showed it: an input of each cycle's decision, not memory (not recorded). */
   private observedCluster: ClusterView | null = null;
   /** When the DCS last answered a read, on the monotonic clock (0: never). */
   private observedDcsAt = 0;
 
-  constructor(
-    readonly name: string,
-    events: EventSink,
-    clock: Clock,
-  ) {
-    this.memory = createActor(haMemoryMachine, {
-      inspect: transitionRecorder('memory', name, events, clock, {
-        contextEvents: HA_MEMORY_EVENT_TYPES,
-        recordedEvent: recordedMemoryEvent,
-      }),
-    });
-    this.memory.start();
-  }
+  constructor(readonly name: string) {}
 
   private get remembered(): HaMemory {
     return this.memory.getSnapshot().context;
@@ -93,6 +73,10 @@ export class NodeMemory {
 
   get settingsDigest(): string | null {
     return this.remembered.settingsDigest;
+  }
+
+  get scheduledRestart(): ScheduledRestart | null {
+    return this.remembered.scheduledRestart;
   }
 
   get cluster(): ClusterView | null {

@@ -1,4 +1,6 @@
-import { ReplayableHaMemory } from './ha-memory.machine';
+import { ReplayableHaMemory, ScheduledRestart } from './ha-memory.machine';
+
+export type { ScheduledRestart } from './ha-memory.machine';
 import { EffectiveDynamicConfig } from '../config/config.types';
 import { ClusterView } from '../dcs/dcs.port';
 import { PostgresStateName } from '../postgresql/postgres-states';
@@ -37,17 +39,4 @@ export interface NodeView {
   memory?: ReplayableHaMemory;
   /** The node's `site` setting, when it has one (`site` in the status document, as Patroni's branch). */
   site?: string;
-}
-
-/** A restart waiting for its time, with the filters it must still satisfy then. */
-export interface ScheduledRestart {
-  /** Epoch ms and the timestamp as the client wrote it. */
-  at: number;
-  schedule: string;
-  role?: string;
-  postgres_version?: string;
-  restart_pending?: boolean;
-  timeout?: number;
-  /** The postmaster it was scheduled for: a restart in between cancels it. */
-  postmasterStartTime: string | null;
 }

@@ -54,3 +54,45 @@ export function shutdownStopDeadlineMs(isPrimary: boolean, dynamic: DeadlineSett
   const primary = isPrimary ? primaryStopTimeoutMs(dynamic) : null;
   return primary ?? pgCtlMs;
 }
+
+/**
+ * The slack a procedure's deadline adds to the bounds of its own steps: a ttl, for its DCS writes and
+ * readings. The task deadline only catches a step that outlives its own bound; it never cuts one short.
+ */
+export function procedureSlackMs(ttlSeconds: number): number {
+  return ttlSeconds * 1000;
+}
+
+/** The reference's `promote` wait is bounded in Stator by the postgres machine's promotion, at most 120 s of waiting. */
+const PROMOTE_WAIT_MS = 120_000;
+/** A reconfiguration before the promotion (synchronous_standby_names) waits at most this. */
+const RECONFIGURE_WAIT_MS = 30_000;
+
+/**
+ * The deadline of each background procedure of the HA cycle (the `task` machine's `busy`), in ms; null for
+ * the procedures that copy data (clone, rejoin, reinitialize, a standby leader's bootstrap) or run the
+ * operator's scripts (post_bootstrap): as the reference, they run as long as the copy or script takes.
+ */
+export function procedureDeadlineMs(
+  procedure:
+    | { kind: 'start'; startMs: number }
+    | { kind: 'restart'; stopMs: number; startMs: number }
+    | { kind: 'promote'; drainMs: number; promoteMs: number }
+    | { kind: 'stop'; stopMs: number }
+    | { kind: 'switchover'; drainMs: number; stopMs: number },
+  ttlSeconds: number,
+): number {
+  const slack = procedureSlackMs(ttlSeconds);
+  switch (procedure.kind) {
+    case 'start':
+      return procedure.startMs + slack;
+    case 'restart':
+      return procedure.stopMs + procedure.startMs + slack;
+    case 'promote':
+      return procedure.drainMs + RECONFIGURE_WAIT_MS + Math.max(procedure.promoteMs, PROMOTE_WAIT_MS) + slack;
+    case 'stop':
+      return procedure.stopMs + slack;
+    case 'switchover':
+      return procedure.drainMs + procedure.stopMs + slack;
+  }
+}

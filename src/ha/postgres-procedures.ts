@@ -74,12 +74,17 @@ export async function cloneFrom(
   return false;
 }
 
-export async function startAsReplica(node: NodeActors, upstream: UpstreamNode | null): Promise<void> {
+/** Starts as a replica of `upstream`; `signal` (the task's deadline) ends the wait for the start. */
+export async function startAsReplica(
+  node: NodeActors,
+  upstream: UpstreamNode | null,
+  signal?: AbortSignal,
+): Promise<void> {
   const role = node.roleName();
   if (role === 'primary' || role === 'promoted') node.sendRole({ type: 'DEMOTED' });
   node.setUpstream(upstream?.name ?? null);
   node.postgres.send({ type: 'START', start: startRequest(node, settingsFor(node, 'replica', upstream)) });
-  await node.waitForPostgres((state) => state !== 'starting');
+  await node.waitForPostgres((state) => state !== 'starting', undefined, signal);
   if (node.pgState() !== 'running') return;
   if (node.roleName() === 'demoted') node.sendRole({ type: 'FOLLOWING' });
   // A first reading at once: health checks answer from it, and a replica is in the read pool as soon as it runs.
@@ -91,9 +96,10 @@ export async function stopServer(
   node: NodeActors,
   mode: 'fast' | 'immediate',
   timeoutMs = pgCtlTimeoutOf(node),
+  signal?: AbortSignal,
 ): Promise<void> {
   node.postgres.send({ type: 'STOP', mode, timeoutMs });
-  await node.waitForPostgres((state) => !['running', 'stopping'].includes(state));
+  await node.waitForPostgres((state) => !['running', 'stopping'].includes(state), undefined, signal);
 }
 
 /**
@@ -207,7 +213,8 @@ export async function reinitialize(node: NodeActors, source: UpstreamNode): Prom
   if (await cloneFrom(node, source)) await startAsReplica(node, source);
 }
 
-export async function promote(node: NodeActors): Promise<void> {
+/** Promotes the running replica; `signal` (the task's deadline) ends its waits. */
+export async function promote(node: NodeActors, signal?: AbortSignal): Promise<void> {
   const { dcs, logger, query, clock } = node.deps;
   // pg_control keeps the old timeline until the first checkpoint after promotion, and pg_rewind
   // on a former primary reads it: from now until that checkpoint the member key says so. Peers wait
@@ -217,7 +224,10 @@ export async function promote(node: NodeActors): Promise<void> {
   // synchronous_standby_names as decided before the promotion is in the file the promoted server reads.
   if (parametersChanged(node)) {
     node.postgres.send({ type: 'RECONFIGURE', settings: currentSettings(node) });
-    await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'reconfiguring', { timeout: 30_000 });
+    await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'reconfiguring', {
+      timeout: 30_000,
+      ...(signal ? { signal } : {}),
+    });
   }
   node.postgres.send({ type: 'PROMOTE', timeoutMs: promoteTimeoutMs(node.dynamic.loop_wait, pgCtlTimeoutOf(node)) });
   // While PostgreSQL promotes (the write gap waits on nothing else): slots for the other members, the
@@ -233,7 +243,10 @@ export async function promote(node: NodeActors): Promise<void> {
           .catch((e) => logger.warning(`creating member slots failed: ${errorText(e)}`))
       : Promise.resolve();
   const memberWritten = dcs.touchMember(memberKeyOf(node)).catch(() => undefined);
-  await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'promoting', { timeout: 120_000 });
+  await waitFor(node.postgres, (s) => activeSubstate(s.value) !== 'promoting', {
+    timeout: 120_000,
+    ...(signal ? { signal } : {}),
+  });
   const { lastOutcome, lastError } = node.postgres.getSnapshot().context;
   if (lastOutcome !== 'promoted') {
     logger.error(`promote failed: ${lastError}`);
@@ -253,15 +266,19 @@ export async function promote(node: NodeActors): Promise<void> {
 }
 
 /** Restarts PostgreSQL now (POST /restart): fast stop, same settings, start; a stopped server is started, as the reference does. */
-export async function restart(node: NodeActors, timeoutSeconds?: number): Promise<'restarted' | 'failed'> {
+export async function restart(
+  node: NodeActors,
+  timeoutSeconds?: number,
+  signal?: AbortSignal,
+): Promise<'restarted' | 'failed'> {
   const start = startRequest(node, currentSettings(node));
   if (timeoutSeconds) start.timeoutMs = timeoutSeconds * 1000;
   if (node.pgState() === 'running') {
     node.postgres.send({ type: 'RESTART', start, mode: 'fast' });
-    await node.waitForPostgres((state) => state !== 'restarting');
+    await node.waitForPostgres((state) => state !== 'restarting', undefined, signal);
   } else {
     node.postgres.send({ type: 'START', start });
-    await node.waitForPostgres((state) => state !== 'starting');
+    await node.waitForPostgres((state) => state !== 'starting', undefined, signal);
   }
   if (node.pgState() !== 'running') return 'failed';
   // The answer and the status document agree: the reading of the server from before the restart is replaced now.

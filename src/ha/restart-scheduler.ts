@@ -2,6 +2,7 @@ import { TimerClock } from '../common/clock';
 import { Logger } from '../common/logger';
 import { EventLog } from '../events/event-log';
 import { pendingRestart } from '../projections/schedule';
+import { HaMemoryEvent } from './ha-memory.machine';
 import { NodeEvents } from './node-events';
 import { NodeView, ScheduledRestart } from './node-view';
 import { publishedRestart, restartDue, restartFilterMismatch } from './scheduled-restart';
@@ -15,26 +16,29 @@ export interface RestartSchedulerDeps {
   wake: () => void;
   /** Restarts PostgreSQL now, with the restart's own timeout. */
   restartNow: (timeoutSeconds?: number) => Promise<unknown>;
+  /** The scheduled restart as the node's memory holds it, and how it is changed there (a recorded transition). */
+  scheduled: () => ScheduledRestart | null;
+  remember: (event: Extract<HaMemoryEvent, { type: 'RESTART_SCHEDULED' | 'RESTART_UNSCHEDULED' }>) => void;
 }
 
 /**
- * The `scheduler` actor of the design: the node's one scheduled restart and the timer that wakes
- * the HA cycle at a scheduled operation's time. Every change is a recorded cluster fact, which is
- * also how a schedule survives an agent restart (`restore`).
+ * What the `restartScheduler` actor of the node's system runs (node-system.ts): the node's one scheduled
+ * restart and the timer that wakes the HA cycle at a scheduled operation's time. The restart itself is
+ * in the node's memory (a recorded transition, so a replay rebuilds it); every change is also a recorded
+ * cluster fact, which is how a schedule survives an agent restart (`restore`).
  */
 export class RestartScheduler {
-  private scheduled: ScheduledRestart | null = null;
   private cancelWake: (() => void) | null = null;
 
   constructor(private readonly deps: RestartSchedulerDeps) {}
 
   get current(): ScheduledRestart | null {
-    return this.scheduled;
+    return this.deps.scheduled();
   }
 
   schedule(restart: ScheduledRestart): boolean {
-    if (this.scheduled) return false;
-    this.scheduled = restart;
+    if (this.current) return false;
+    this.deps.remember({ type: 'RESTART_SCHEDULED', restart });
     this.deps.events.recordCluster(
       'restart.scheduled',
       `restart of ${this.deps.name} scheduled at ${restart.schedule}`,
@@ -49,21 +53,22 @@ export class RestartScheduler {
   }
 
   cancel(reason = 'scheduled restart deleted'): boolean {
-    if (!this.scheduled) return false;
+    const restart = this.current;
+    if (!restart) return false;
     this.deps.events.recordCluster('restart.cancelled', reason, {
       node: this.deps.name,
-      schedule: this.scheduled.schedule,
+      schedule: restart.schedule,
     });
-    this.scheduled = null;
+    this.deps.remember({ type: 'RESTART_UNSCHEDULED', outcome: 'cancelled' });
     return true;
   }
 
   /** A restart scheduled before this agent (re)started is taken back from the event log. */
   restore(eventLog: EventLog): void {
     const pending = pendingRestart(eventLog.projections().schedule, this.deps.name);
-    if (!pending || this.scheduled) return;
+    if (!pending || this.current) return;
     const filters = pending.filters ?? {};
-    this.scheduled = {
+    const restart: ScheduledRestart = {
       at: Date.parse(pending.at),
       schedule: pending.at,
       role: filters.role as string | undefined,
@@ -72,19 +77,20 @@ export class RestartScheduler {
       timeout: filters.timeout as number | undefined,
       postmasterStartTime: (filters.postmaster_start_time as string | undefined) ?? null,
     };
+    this.deps.remember({ type: 'RESTART_SCHEDULED', restart });
     this.deps.logger.info(`restored the restart scheduled at ${pending.at} from the event log`);
-    this.wakeAt(this.scheduled.at);
+    this.wakeAt(restart.at);
   }
 
   /** Runs a due restart (reference 3.7): cancelled when stale or overtaken, skipped when its filters no longer hold. */
   evaluate(view: NodeView, loopWaitSeconds: number, wallJumpMs = 0): void {
-    const restart = this.scheduled;
+    const restart = this.current;
     if (!restart) return;
     const { name, events, logger } = this.deps;
     const due = restartDue(restart, this.deps.clock.now(), loopWaitSeconds, wallJumpMs);
     if (due === 'wait') return;
     if (due === 'stale') {
-      this.scheduled = null;
+      this.deps.remember({ type: 'RESTART_UNSCHEDULED', outcome: 'expired' });
       events.recordCluster('restart.expired', `scheduled restart at ${restart.schedule} is stale, removed`, {
         node: name,
         schedule: restart.schedule,
@@ -96,7 +102,7 @@ export class RestartScheduler {
       return;
     }
     const mismatch = restartFilterMismatch(restart, view);
-    this.scheduled = null;
+    this.deps.remember({ type: 'RESTART_UNSCHEDULED', outcome: mismatch ? 'skipped' : 'executed' });
     if (mismatch) {
       logger.info(`not proceeding with the restart: ${mismatch}`);
       events.recordCluster('restart.skipped', mismatch, { node: name, schedule: restart.schedule });

@@ -25,6 +25,8 @@ describe('task machine', () => {
       lastTask: 'clone',
       lastEndedAt: null,
       failuresInRow: 1,
+      startedAt: null,
+      deadlineMs: null,
     });
     expect(recorded.map((e) => [e.from, e.to, (e.data?.event as { task?: string }).task ?? null])).toEqual([
       [null, 'idle', null],
