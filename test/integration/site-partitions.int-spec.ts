@@ -1,15 +1,12 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'pg';
-import { splitBrainIntervals } from '../../scripts/lib/chaos/checker';
-import { Acknowledgement, ReadWriteClient } from '../../scripts/lib/chaos/writer';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { SitesLab } from '../../scripts/lib/sites-lab';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
-import { RecordedEvent } from '../../src/events/event';
 import { killLeaderAndWait } from '../helpers/kill-leader';
-import { readSyncKey } from '../helpers/sync-key';
+import { eventsOf, switchoverTo, tasksSince } from '../helpers/site-scenarios';
 import { waitFor } from '../helpers/wait-for';
+import { WriteCheck } from '../helpers/write-check';
 
 /**
  * A cut-off site (issue 36, part 3), in the network-namespace bed of the partition scenarios: two data centres, dc1
@@ -31,95 +28,17 @@ const LATENCY_MS = 20;
 let sites: SitesLab;
 let cluster: LocalCluster;
 let baseDir: string;
-const acknowledged: Acknowledgement[] = [];
-let writers: ReadWriteClient[] = [];
-const started = performance.now();
-let key = 0;
+const writes = new WriteCheck();
 /** Figures printed at the end, for docs/sites.md. */
 const figures: string[] = [];
 
-const now = () => performance.now() - started;
+const now = () => writes.now();
 const siteOf = (node: LocalNode) => sites.siteOf(node.index);
-
-async function storedOn(node: LocalNode): Promise<Set<number>> {
-  const client = new Client({ connectionString: node.connectionString(), connectionTimeoutMillis: 2000 });
-  await client.connect();
-  try {
-    return new Set(((await client.query('SELECT n FROM chaos')).rows as { n: string }[]).map((row) => Number(row.n)));
-  } finally {
-    await client.end();
-  }
-}
 
 /** Synchronous mode: every write acknowledged so far is on `leader`, none forgiven; never two writers at once. */
 async function expectNoLostWrite(leader: LocalNode): Promise<void> {
-  const before = [...acknowledged];
-  const stored = await storedOn(leader);
-  expect(
-    before.filter((ack) => !stored.has(ack.n)).map((ack) => `${ack.n}@${ack.node} at ${Math.round(ack.at)}`),
-  ).toEqual([]);
-  expect(splitBrainIntervals(acknowledged)).toEqual([]);
-}
-
-/** The node's events on `stream` since `since` (epoch ms), oldest first. */
-async function eventsOf(node: LocalNode, stream: string, since: number): Promise<RecordedEvent[]> {
-  const query = new URLSearchParams({ stream, since: new Date(since).toISOString(), limit: '1000' });
-  const response = await fetch(`${node.apiUrl}/events?${query.toString()}`, { signal: AbortSignal.timeout(5000) });
-  return (await response.json()) as RecordedEvent[];
-}
-
-/** When (ms since the run began) `probe` first holds, polled every 100 ms for `timeoutMs`. */
-async function firstTime(probe: () => Promise<boolean>, timeoutMs: number, description: string): Promise<number> {
-  await waitFor(probe, { timeoutMs, intervalMs: 100, description });
-  return now();
-}
-
-/** The longest stretch without an acknowledged write between `from` and `to`. */
-function longestGap(from: number, to: number): number {
-  const points = [
-    from,
-    ...acknowledged
-      .filter((ack) => ack.at > from && ack.at < to)
-      .map((ack) => ack.at)
-      .sort((a, b) => a - b),
-    to,
-  ];
-  return Math.max(...points.slice(1).map((at, i) => at - points[i]));
-}
-
-/** A switchover to `site`, retried until the leader takes it (it refuses while /sync names nobody there yet). */
-async function switchoverTo(site: string): Promise<LocalNode> {
-  const leader = await cluster.waitForHealthy(60_000);
-  if (siteOf(leader) === site) return leader;
-  await waitFor(
-    async () => {
-      const response = await fetch(`${leader.apiUrl}/switchover`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ leader: leader.name, site }),
-      });
-      return response.status === 200;
-    },
-    { timeoutMs: 30_000, intervalMs: 1000, description: `a switchover from ${leader.name} to ${site}` },
-  );
-  const after = await cluster.waitForHealthy(60_000);
-  expect(siteOf(after)).toBe(site);
-  await waitForBothStandbysSynchronous(after);
-  return after;
-}
-
-/**
- * Until `/sync` names both standbys for `leader`: right after a promotion it names none (the new leader's commits are
- * asynchronous until its standbys confirm), and a site cut off then leaves nobody who may take over.
- */
-async function waitForBothStandbysSynchronous(leader: LocalNode): Promise<void> {
-  await waitFor(
-    async () => {
-      const sync = await readSyncKey(cluster);
-      return sync?.leader === leader.name && sync.sync_standby?.split(',').length === 2;
-    },
-    { timeoutMs: 30_000, description: `/sync naming both standbys of ${leader.name}` },
-  );
+  expect(await writes.missingOn(leader)).toEqual([]);
+  expect(writes.twoWriterIntervals()).toEqual([]);
 }
 
 describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms between them; synchronous_site_count 1)', () => {
@@ -148,29 +67,22 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
     await cluster.waitForHealthy(90_000);
     // After the clones: see delayBetweenSites.
     await sites.delayBetweenSites(LATENCY_MS);
-    const leader = await cluster.waitForHealthy(30_000);
-    const client = new Client({ connectionString: leader.connectionString() });
-    await client.connect();
-    await client.query('CREATE TABLE chaos (n bigint PRIMARY KEY, node text NOT NULL)');
-    await client.end();
-    writers = [0, 1].map(() => new ReadWriteClient(cluster, { next: () => ++key }, acknowledged, started));
-    writers.forEach((writer) => writer.start());
+    await writes.start(cluster, await cluster.waitForHealthy(30_000));
   });
 
   afterAll(async () => {
-    await Promise.all(writers.map((writer) => writer.stop()));
+    await writes.stop();
     await cluster?.stop();
     sites?.destroy();
     if (figures.length)
       console.log(
-        `site partitions, ${acknowledged.length} acknowledged writes in ${Math.round(now() / 1000)} s:\n${figures.join('\n')}`,
+        `site partitions, ${writes.acknowledged.length} acknowledged writes in ${Math.round(now() / 1000)} s:\n${figures.join('\n')}`,
       );
     if (baseDir && !process.env.STATOR_KEEP_TEST_DIRS) removeDir(baseDir);
   });
 
   it("(e) kill -9 of the dc1 leader's agent and postmaster: the new leader is the other dc1 node, no acknowledged write lost", async () => {
-    const leader = await switchoverTo('dc1');
-    await waitForBothStandbysSynchronous(leader);
+    const leader = await switchoverTo(cluster, sites, 'dc1');
     const killedAt = now();
     const { newLeader } = await killLeaderAndWait(cluster, leader, { timeoutMs: 60_000 });
     const ledAt = now();
@@ -184,7 +96,7 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
   });
 
   it('(b, c) dc1 cut off while it holds the leader and 2 of 3 etcd members, for 2 × ttl: the leader keeps its lock and its writes, node3 in dc2 (no etcd majority) never promotes', async () => {
-    const leader = await switchoverTo('dc1');
+    const leader = await switchoverTo(cluster, sites, 'dc1');
     const node3 = cluster.node('node3');
     const cutAt = now();
     const cutWallClock = Date.now();
@@ -203,8 +115,8 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
     } finally {
       sites.reconnect('dc1');
     }
-    const during = acknowledged.filter((ack) => ack.at > cutAt && ack.at < now());
-    const gap = longestGap(cutAt, now());
+    const during = writes.between(cutAt, now());
+    const gap = writes.longestGap(cutAt, now());
     figures.push(
       `(b, c) dc1 cut off for ${2 * TTL} s: ${during.length} writes acknowledged by ${[...new Set(during.map((ack) => ack.node))].join(', ')}, longest gap ${Math.round(gap)} ms; node3 never primary`,
     );
@@ -216,9 +128,9 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
   });
 
   it('(a, d) dc2 cut off while it holds the leader but 1 of 3 etcd members: node3 stops acknowledging writes, dc1 promotes within ttl + loop_wait, 0 writes lost; the heal rejoins node3 without a reclone', async () => {
-    const oldLeader = await switchoverTo('dc2');
+    const oldLeader = await switchoverTo(cluster, sites, 'dc2');
     const pgVersionInode = statSync(join(oldLeader.dataDir, 'PG_VERSION')).ino;
-    await waitFor(() => acknowledged.some((ack) => ack.node === oldLeader.name), {
+    await waitFor(() => writes.acknowledged.some((ack) => ack.node === oldLeader.name), {
       timeoutMs: 10_000,
       description: `writes on ${oldLeader.name}`,
     });
@@ -228,23 +140,20 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
     let newLeader: LocalNode;
     try {
       const dc1 = cluster.nodes.filter((node) => siteOf(node) === 'dc1');
-      const stoppedAt = firstTime(
+      const stoppedAt = writes.firstTime(
         async () => (await oldLeader.healthCode('/primary')) !== 200,
         2 * TTL * 1000,
         `${oldLeader.name} no longer primary`,
       );
-      const promotedAt = firstTime(
+      const promotedAt = writes.firstTime(
         async () => (await Promise.all(dc1.map((node) => node.healthCode('/primary')))).includes(200),
         2 * TTL * 1000,
         'a dc1 node primary',
       );
       const [stopped, promoted] = await Promise.all([stoppedAt, promotedAt]);
       newLeader = await cluster.waitForLeader(10_000, [oldLeader.name]);
-      const afterCut = acknowledged.filter((ack) => ack.node === oldLeader.name && ack.at > cutAt);
-      const firstNew = Math.min(
-        ...acknowledged.filter((ack) => ack.node === newLeader.name && ack.at > cutAt).map((ack) => ack.at),
-        Infinity,
-      );
+      const afterCut = writes.between(cutAt, Infinity, oldLeader.name);
+      const firstNew = Math.min(...writes.between(cutAt, Infinity, newLeader.name).map((ack) => ack.at), Infinity);
       figures.push(
         `(a) dc2 cut off with the leader: ${oldLeader.name} acknowledged ${afterCut.length} writes after the cut and left primary at ${Math.round(stopped - cutAt)} ms; ` +
           `${newLeader.name} (dc1) primary at ${Math.round(promoted - cutAt)} ms`,
@@ -264,9 +173,7 @@ describe('a cut-off site (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms betwe
     figures.push(
       `(d) after the heal, ${oldLeader.name} streamed from ${newLeader!.name} ${Math.round(now() - healedAt)} ms later`,
     );
-    const tasks = (await eventsOf(oldLeader, `node/${oldLeader.name}/task`, cutWallClock))
-      .filter((event) => event.cause === 'TASK_STARTED')
-      .map((event) => (event.data?.event as { task?: string }).task);
+    const tasks = await tasksSince(oldLeader, cutWallClock);
     figures.push(`(d) ${oldLeader.name}'s tasks since the cut: ${tasks.join(', ')}`);
     expect(tasks.filter((task) => task === 'clone' || task === 'reinitialize')).toEqual([]);
     // A clone writes a new data directory; pg_rewind rewrites files in place.

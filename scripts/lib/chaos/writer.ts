@@ -1,5 +1,10 @@
 import { Client, QueryConfig } from 'pg';
-import { LocalCluster, LocalNode } from '../local-cluster';
+
+/** A node a client can write to: LocalCluster's nodes, or the Patroni nodes of a side-by-side run. */
+export interface WritableNode {
+  name: string;
+  connectionString(): string;
+}
 
 /** One write a client saw acknowledged: the row's key, the node that acknowledged it, and when (ms since the run began). */
 export interface Acknowledgement {
@@ -18,10 +23,11 @@ export class ReadWriteClient {
   private running = false;
   private loop: Promise<void> | null = null;
   private client: Client | null = null;
-  private clientNode: LocalNode | null = null;
+  private clientNode: WritableNode | null = null;
 
   constructor(
-    private readonly cluster: LocalCluster,
+    /** The hosts, tried in this order. */
+    private readonly cluster: { readonly nodes: readonly WritableNode[] },
     private readonly keys: { next: () => number },
     private readonly acknowledged: Acknowledgement[],
     private readonly started: number,
