@@ -66,14 +66,7 @@ export class LeaderDuties {
         await this.readTimelineHistory(sample.timeline, history ?? [], dynamic.max_timelines_history),
       );
     }
-    if (dynamic.use_slots)
-      await keepSlots(
-        { query: this.query, events: this.events, logger: this.logger },
-        plan,
-        dynamic,
-        reading,
-        !sample.inRecovery,
-      );
+    await this.keepPhysicalSlots(plan, dynamic, reading, sample);
   }
 
   /**
@@ -89,14 +82,18 @@ export class LeaderDuties {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
     const plan = this.plan(cluster, dynamic, departed);
     if (plan.logical.length > 0 && !sample.inRecovery) await this.keepLogicalSlots(plan.logical);
-    if (dynamic.use_slots)
-      await keepSlots(
-        { query: this.query, events: this.events, logger: this.logger },
-        plan,
-        dynamic,
-        reading,
-        !sample.inRecovery,
-      );
+    await this.keepPhysicalSlots(plan, dynamic, reading, sample);
+  }
+
+  private async keepPhysicalSlots(
+    plan: SlotPlan,
+    dynamic: EffectiveDynamicConfig,
+    reading: SlotReading,
+    sample: PostgresSample,
+  ): Promise<void> {
+    if (!dynamic.use_slots) return;
+    const ports = { query: this.query, events: this.events, logger: this.logger };
+    await keepSlots(ports, plan, dynamic, reading, !sample.inRecovery);
   }
 
   /**
