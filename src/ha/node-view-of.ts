@@ -1,24 +1,28 @@
-import { TimerClock, wallTimeOf } from '../common/clock';
+import { TimerClock } from '../common/clock';
 import { replayableMemory } from './ha-memory.machine';
 import type { NodeActors } from './node-actors';
 import { NodeView } from './node-view';
 
 /** What the API serves of a node, read from its actors (`lastCycleAt`: the last HA cycle, monotonic ms). */
 export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: number): NodeView {
+  // Read per health check: the two clocks once (as wallTimeOf reads them), the memory's copy only when asked for.
+  const monotonicToWall = clock.now() - clock.monotonic();
+  const wallTimeOf = (monotonicAt: number) => (monotonicAt === 0 ? 0 : monotonicAt + monotonicToWall);
+  const memory = node.memory;
   return {
     name: node.name,
     pgState: node.pgState(),
     role: node.roleName(),
     leadership: node.leadership.getSnapshot().value as 'leader' | 'follower',
-    lockValidUntil: wallTimeOf(clock, node.lock.lockValidUntil),
+    lockValidUntil: wallTimeOf(node.lock.lockValidUntil),
     sample: node.sampler.sample,
     // Kept on the monotonic clock; the API compares them with the wall clock.
-    sampleAt: wallTimeOf(clock, node.sampler.sampleAt),
-    pgAnsweredAt: wallTimeOf(clock, node.sampler.answeredAt),
+    sampleAt: wallTimeOf(node.sampler.sampleAt),
+    pgAnsweredAt: wallTimeOf(node.sampler.answeredAt),
     cluster: node.cluster,
-    dcsLastSeen: wallTimeOf(clock, node.dcsLastSeen),
+    dcsLastSeen: wallTimeOf(node.dcsLastSeen),
     config: node.dynamic,
-    lastCycleAt: wallTimeOf(clock, lastCycleAt),
+    lastCycleAt: wallTimeOf(lastCycleAt),
     verdict: node.events.verdict,
     dataDir: node.dataDir,
     tags: node.tags,
@@ -26,7 +30,9 @@ export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: num
     scheduledRestart: node.scheduler.current,
     failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(clock.monotonic(), node.dynamic.ttl),
     watchdogFailed: node.watchdogFailure !== null,
-    memory: replayableMemory(node.memory.getSnapshot().context),
+    get memory() {
+      return replayableMemory(memory.getSnapshot().context);
+    },
     ...(node.config.site ? { site: node.config.site } : {}),
   };
 }
