@@ -5,10 +5,10 @@ import { NodeView } from './node-view';
 
 /** What the API serves of a node, read from its actors (`lastCycleAt`: the last HA cycle, monotonic ms). */
 export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: number): NodeView {
-  // Read per health check: the two clocks once (as wallTimeOf reads them), the memory's copy only when asked for.
+  // Read per health check: the two clocks once, not twice per time shown. (`memory` stays a plain property: a getter
+  // here made every view an object with accessors, and the leader's RSS under wrk 20-30 MiB larger.)
   const monotonicToWall = clock.now() - clock.monotonic();
   const wallTimeOf = (monotonicAt: number) => (monotonicAt === 0 ? 0 : monotonicAt + monotonicToWall);
-  const memory = node.memory;
   return {
     name: node.name,
     pgState: node.pgState(),
@@ -30,9 +30,7 @@ export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: num
     scheduledRestart: node.scheduler.current,
     failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(clock.monotonic(), node.dynamic.ttl),
     watchdogFailed: node.watchdogFailure !== null,
-    get memory() {
-      return replayableMemory(memory.getSnapshot().context);
-    },
+    memory: replayableMemory(node.memory.getSnapshot().context),
     ...(node.config.site ? { site: node.config.site } : {}),
   };
 }
