@@ -6,6 +6,10 @@ import { cleanupAll, track } from './lib/cleanup';
 import { waitHealthy } from './lib/health';
 import { runWrk } from './lib/wrk';
 import { log, sleep } from './lib/util';
+import { currentVariant, parseVariants, writeLauncher } from './lib/agent-variant';
+import { findRepoRoot } from './lib/preflight';
+
+const REPO_ROOT = findRepoRoot(__dirname);
 
 /**
  * `node dist/bench/profile.js [path|idle] [seconds]` (after `npm run build`): where a Stator agent's
@@ -35,35 +39,34 @@ async function main(): Promise<void> {
   chmodSync(baseDir, 0o755);
   const profDir = join(baseDir, 'profiles');
   mkdirSync(profDir);
-  // --cpu-prof is refused in NODE_OPTIONS, and the cluster launcher spawns `process.execPath`:
-  // point that at a wrapper that adds the flag, for the agents' start only.
-  const wrapper = join(baseDir, 'node-cpu-prof');
-  writeFileSync(
-    wrapper,
-    `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --cpu-prof --cpu-prof-dir=${JSON.stringify(profDir)} "$@"\n`,
-    { mode: 0o755 },
+  // The agents start through a launcher (bench/lib/agent-variant.ts) that adds --cpu-prof to the variant's flags:
+  // this checkout as launched, or BENCH_PROFILE_AGENT (one BENCH_HEALTH_VARIANTS entry: another commit, flags, env).
+  const chosen = process.env.BENCH_PROFILE_AGENT
+    ? parseVariants(process.env.BENCH_PROFILE_AGENT, REPO_ROOT, join(tmpdir(), 'stator-bench-builds'))[0]
+    : currentVariant(REPO_ROOT);
+  const variant = { ...chosen, nodeFlags: [...chosen.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${profDir}`] };
+  const agentProgram = writeLauncher(variant, baseDir);
+  log(`profiling ${variant.label}: ${variant.checkout}, node ${variant.nodeFlags.join(' ')}`);
+  const cluster = await StatorBenchCluster.start(
+    join(baseDir, 'stator'),
+    { ttl: 10, loopWait: 2, retryTimeout: 3 },
+    'profile',
+    {
+      label: variant.label,
+      agentProgram,
+    },
   );
-  const realNode = process.execPath;
-  process.execPath = wrapper;
-  let cluster: StatorBenchCluster;
-  try {
-    cluster = await StatorBenchCluster.start(
-      join(baseDir, 'stator'),
-      { ttl: 10, loopWait: 2, retryTimeout: 3 },
-      'profile',
-    );
-  } finally {
-    process.execPath = realNode;
-  }
   track(cluster);
   try {
     const { leader } = await waitHealthy(cluster, 120_000);
     const leaderPid = leader.agentPid();
+    let requests = 0;
     if (path === 'idle') {
       log(`idle for ${seconds} s`);
       await sleep(seconds * 1000);
     } else {
       const result = await runWrk(`${leader.apiUrl}${path}`, seconds);
+      requests = result.requests;
       log(`wrk ${path}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms`);
     }
     await cleanupAll();
@@ -73,7 +76,7 @@ async function main(): Promise<void> {
     const profile = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as CpuProfile;
     const kept = join(tmpdir(), `stator-leader-${path.replace(/\W/g, '') || 'root'}.cpuprofile`);
     writeFileSync(kept, JSON.stringify(profile));
-    process.stdout.write(summarize(profile) + `\nprofile kept in ${kept}\n`);
+    process.stdout.write(summarize(profile, requests, path === 'idle' ? 0 : seconds) + `\nprofile kept in ${kept}\n`);
     rmSync(baseDir, { recursive: true, force: true });
   } finally {
     await cleanupAll();
@@ -81,10 +84,13 @@ async function main(): Promise<void> {
 }
 
 /** Self time by function and by package (node_modules/<pkg>, node: internals, Stator's own dist/). */
-export function summarize(profile: CpuProfile): string {
+export function summarize(profile: CpuProfile, requests = 0, windowSeconds = 0): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const idleIds = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  const [from, to] =
+    windowSeconds > 0 ? busiestWindow(profile, idleIds, windowSeconds * 1e6) : [0, profile.samples.length];
   const selfUs = new Map<number, number>();
-  for (let i = 0; i < profile.samples.length; i++) {
+  for (let i = from; i < to; i++) {
     const id = profile.samples[i];
     selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
   }
@@ -114,8 +120,14 @@ export function summarize(profile: CpuProfile): string {
       .slice(0, n)
       .map(([k, us]) => `| ${k} | ${(us / 1000).toFixed(0)} | ${((100 * us) / total).toFixed(1)} % |`)
       .join('\n');
+  const busy = [...selfUs.entries()].filter(([id]) => !idleIds.has(id)).reduce((a, [, us]) => a + us, 0);
   return [
-    `profiled ${(total / 1e6).toFixed(1)} s of the leader agent's main thread`,
+    windowSeconds > 0
+      ? `the busiest ${windowSeconds} s of the leader agent's main thread (the load's window): ${(busy / 1e6).toFixed(2)} s busy` +
+        (requests > 0
+          ? `, ${requests} requests: ${(busy / requests).toFixed(1)} µs of the main thread per request`
+          : '')
+      : `profiled ${(total / 1e6).toFixed(1)} s of the leader agent's main thread`,
     '',
     '| package | self ms | share |',
     '| --- | --- | --- |',
@@ -125,6 +137,32 @@ export function summarize(profile: CpuProfile): string {
     '| --- | --- | --- |',
     rows(fn, 25),
   ].join('\n');
+}
+
+/**
+ * The samples [from, to) of the `windowUs`-long stretch with the least idle time: the load's window,
+ * without the agent's start and stop, which the profile also holds.
+ */
+function busiestWindow(profile: CpuProfile, idleIds: Set<number>, windowUs: number): [number, number] {
+  const at: number[] = [];
+  let t = 0;
+  for (const delta of profile.timeDeltas) at.push((t += delta));
+  let best: [number, number] = [0, 0];
+  let bestBusy = -1;
+  let busy = 0;
+  let from = 0;
+  for (let to = 0; to < at.length; to++) {
+    if (!idleIds.has(profile.samples[to])) busy += profile.timeDeltas[to];
+    while (at[to] - at[from] > windowUs) {
+      if (!idleIds.has(profile.samples[from])) busy -= profile.timeDeltas[from];
+      from++;
+    }
+    if (busy > bestBusy) {
+      bestBusy = busy;
+      best = [from, to + 1];
+    }
+  }
+  return best;
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const)

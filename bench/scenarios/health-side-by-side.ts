@@ -1,7 +1,7 @@
 import { BenchCluster } from '../lib/cluster';
 import { httpCode } from '../lib/http';
 import { waitHealthy } from '../lib/health';
-import { memory } from '../lib/proc';
+import { cpuSeconds, memory } from '../lib/proc';
 import { runWrk, WrkResult } from '../lib/wrk';
 import { fmt, ratio, spreadText, table } from '../lib/report';
 import { loadAverage, log, sleep, spread } from '../lib/util';
@@ -16,6 +16,11 @@ export interface SideBySideRun {
   result: WrkResult;
   /** The leader agent's RSS right after the run, KiB. */
   leaderRssKiB: number | null;
+  /**
+   * The leader agent's CPU time (user + system, every thread) during the run per request answered, µs: what a request
+   * costs, less sensitive than requests/s to the machine's other load (which takes the CPU away, not adds to it).
+   */
+  leaderCpuUsPerRequest: number | null;
 }
 
 /**
@@ -36,13 +41,27 @@ export async function healthSideBySide(
       const code = await httpCode(url);
       await sleep(1000); // let the health poll's connections settle
       const loadBefore = loadAverage();
-      const result = await runWrk(url, seconds);
       const pid = leader.agentPid();
+      const cpuBefore = pid ? cpuSeconds(pid) : null;
+      const result = await runWrk(url, seconds);
+      const cpuAfter = pid ? cpuSeconds(pid) : null;
       const leaderRssKiB = pid ? (memory(pid)?.rss ?? null) : null;
+      const leaderCpuUsPerRequest =
+        cpuBefore !== null && cpuAfter !== null && result.requests > 0
+          ? ((cpuAfter - cpuBefore) * 1e6) / result.requests
+          : null;
       log(
-        `${variant} /primary (pair ${pair + 1}): ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, leader RSS ${((leaderRssKiB ?? NaN) / 1024).toFixed(1)} MiB (HTTP ${code}; load ${loadBefore})`,
+        `${variant} /primary (pair ${pair + 1}): ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, leader RSS ${((leaderRssKiB ?? NaN) / 1024).toFixed(1)} MiB, leader CPU ${(leaderCpuUsPerRequest ?? NaN).toFixed(1)} µs/request (HTTP ${code}; load ${loadBefore})`,
       );
-      runs.push({ variant, pair, code, loadBefore, result: { ...result, raw: '' }, leaderRssKiB });
+      runs.push({
+        variant,
+        pair,
+        code,
+        loadBefore,
+        result: { ...result, raw: '' },
+        leaderRssKiB,
+        leaderCpuUsPerRequest,
+      });
     }
   }
   return runs;
@@ -70,6 +89,10 @@ export function renderSideBySide(runs: SideBySideRun[], seconds: number): string
         2,
       ),
       text(
+        mine.map((r) => r.leaderCpuUsPerRequest ?? NaN),
+        1,
+      ),
+      text(
         mine.map((r) => (r.leaderRssKiB ?? NaN) / 1024),
         1,
       ),
@@ -78,12 +101,24 @@ export function renderSideBySide(runs: SideBySideRun[], seconds: number): string
   const detail = runs.map(
     (r) =>
       `- pair ${r.pair + 1}, ${r.variant}: ${fmt(r.result.requestsPerSecond)} req/s, p99 ${fmt(r.result.p99Ms, 2)} ms, leader RSS ${fmt((r.leaderRssKiB ?? NaN) / 1024, 1)} MiB, ` +
+      `leader CPU ${fmt(r.leaderCpuUsPerRequest ?? NaN, 1)} µs/request, ` +
       `HTTP ${r.code}, non-2xx ${r.result.non2xx}, socket errors: ${r.result.socketErrors}; load before ${r.loadBefore}`,
   );
   return [
     `\`wrk -t2 -c16 -d${seconds}s\` on the leader's \`/primary\`, the variants in turn, the order alternating from pair to pair. min / **median** / max over the pairs; ratio of the medians to \`${first}\`.`,
     '',
-    table(['agent', 'requests/s', 'ratio', 'p50 ms', 'p99 ms', 'leader RSS after its run, MiB'], rows),
+    table(
+      [
+        'agent',
+        'requests/s',
+        'ratio',
+        'p50 ms',
+        'p99 ms',
+        'leader CPU µs per request',
+        'leader RSS after its run, MiB',
+      ],
+      rows,
+    ),
     '',
     ...detail,
   ].join('\n');

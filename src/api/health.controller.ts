@@ -7,6 +7,9 @@ import { NodeStateService } from './node-state.service';
 /** Probes answered with the status line alone, GET included. */
 export const STATUS_LINE_ONLY: ReadonlySet<string> = new Set(['/liveness', '/readiness']);
 
+/** The Content-Type Fastify gives a JSON document, for the bytes served in its place. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 type Query = Record<string, string | string[] | undefined>;
 
 /**
@@ -34,9 +37,10 @@ export class HealthRoutes implements OnModuleInit {
 
   private answer(path: string, query: Query, reply: FastifyReply, withBody: boolean): void {
     const view = this.state.view();
+    const now = this.state.now();
     let code: number;
     try {
-      code = healthStatus(path, firstValues(query), view, this.state.now());
+      code = healthStatus(path, firstValues(query), view, now);
     } catch (error) {
       if (!(error instanceof BadHealthQuery)) throw error;
       void reply.code(400).send({ error: 'Bad Request', message: error.message, statusCode: 400 });
@@ -46,7 +50,7 @@ export class HealthRoutes implements OnModuleInit {
       void reply.code(code).send();
       return;
     }
-    void reply.code(code).send(this.state.statusDocument(view));
+    void reply.code(code).type(JSON_TYPE).send(this.state.statusBody(view, now));
   }
 }
 

@@ -1,24 +1,28 @@
-import { TimerClock, wallTimeOf } from '../common/clock';
+import { TimerClock } from '../common/clock';
 import { replayableMemory } from './ha-memory.machine';
 import type { NodeActors } from './node-actors';
 import { NodeView } from './node-view';
 
 /** What the API serves of a node, read from its actors (`lastCycleAt`: the last HA cycle, monotonic ms). */
 export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: number): NodeView {
+  // Read per health check: the two clocks once, not twice per time shown. (`memory` stays a plain property: a getter
+  // here made every view an object with accessors, and the leader's RSS under wrk 20-30 MiB larger.)
+  const monotonicToWall = clock.now() - clock.monotonic();
+  const wallTimeOf = (monotonicAt: number) => (monotonicAt === 0 ? 0 : monotonicAt + monotonicToWall);
   return {
     name: node.name,
     pgState: node.pgState(),
     role: node.roleName(),
     leadership: node.leadership.getSnapshot().value as 'leader' | 'follower',
-    lockValidUntil: wallTimeOf(clock, node.lock.lockValidUntil),
+    lockValidUntil: wallTimeOf(node.lock.lockValidUntil),
     sample: node.sampler.sample,
     // Kept on the monotonic clock; the API compares them with the wall clock.
-    sampleAt: wallTimeOf(clock, node.sampler.sampleAt),
-    pgAnsweredAt: wallTimeOf(clock, node.sampler.answeredAt),
+    sampleAt: wallTimeOf(node.sampler.sampleAt),
+    pgAnsweredAt: wallTimeOf(node.sampler.answeredAt),
     cluster: node.cluster,
-    dcsLastSeen: wallTimeOf(clock, node.dcsLastSeen),
+    dcsLastSeen: wallTimeOf(node.dcsLastSeen),
     config: node.dynamic,
-    lastCycleAt: wallTimeOf(clock, lastCycleAt),
+    lastCycleAt: wallTimeOf(lastCycleAt),
     verdict: node.events.verdict,
     dataDir: node.dataDir,
     tags: node.tags,

@@ -36,4 +36,26 @@ describe('DcsBudget: the DCS time of one HA cycle', () => {
     expect(seenInTask).toBeUndefined();
     expect(currentDcsBudget()).toBeUndefined();
   });
+
+  it('keeps its budget for a call started in the cycle and still running after it, and applies again to the next cycle', async () => {
+    const first = new DcsBudget(1000);
+    let callStarted: Promise<DcsBudget | undefined> = Promise.resolve(undefined);
+    await withinDcsBudget(first, async () => {
+      // As EtcdDcs's calls do: the budget is read when the call starts, then the call waits.
+      callStarted = (async () => {
+        const taken = currentDcsBudget();
+        await sleep(5);
+        return taken;
+      })();
+    });
+    expect(currentDcsBudget()).toBeUndefined();
+    expect(await callStarted).toBe(first);
+    const second = new DcsBudget(2000);
+    const seen = await withinDcsBudget(second, async () => {
+      await sleep(1);
+      return currentDcsBudget();
+    });
+    expect(seen).toBe(second);
+    expect(currentDcsBudget()).toBeUndefined();
+  });
 });
