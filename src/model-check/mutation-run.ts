@@ -169,14 +169,13 @@ export const SCENARIOS: {
     operations: 2,
     states: 3_000,
   },
-  // Members in two sites with synchronous_site_count 1 (n1 and n2 in dc1, n3 in dc2): the planners' site rule (invariant 8).
-  // Not in strict mode: there invariant 7 takes the placeholder that holds commits for a missing site for a standby
-  // that does not stream, and flags the real code.
+  // Members in two sites with synchronous_site_count 1 (n1 and n2 in dc1, n3 in dc2): the planners' site rule (invariant 8),
+  // and in strict mode the placeholder that holds commits while dc2 has no standby (invariant 7).
   {
     name: 'members in two sites',
     kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
     siteRule: 1,
-    modes: ['on', 'quorum'],
+    modes: ['on', 'strict', 'quorum'],
   },
   // Quorum mode's vote count: the leader's agent frozen after a write one standby holds, the other tagged nofailover.
   {
