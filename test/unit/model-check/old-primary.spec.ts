@@ -1,4 +1,6 @@
 import { boundsFor } from '../../../src/model-check/bounds';
+import { loadDecisionCode } from '../../../src/model-check/mutant-loader';
+import { decisionMutants } from '../../../src/model-check/mutants';
 import { Bounds, DecisionMutation } from '../../../src/model-check/model-types';
 import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { SCENARIOS } from '../../../src/model-check/mutation-scenarios';
@@ -74,7 +76,18 @@ describe('invariant 11b: while paused, the running primary takes the free leader
 });
 
 describe('invariant 3 in quorum mode: a former leader ahead is not a vote for a member that lacks a commit', () => {
+  const name = 'a nofailover leader ahead, cut off and back';
+
   it('the real code: n2 does not win without n3 or n1 (nofailover), nothing acknowledged is lost', () => {
-    expect(judge('a nofailover leader ahead, cut off and back', 'quorum')).toBeNull();
+    expect(judge(name, 'quorum')).toBeNull();
+  });
+
+  it("the mutant that counts a peer ahead as a vote (the mutation run's survivor) is caught: n2 wins without the commit", () => {
+    const m = decisionMutants().find(
+      (x) => x.id === 'ha/sync/sync-eligibility.ts quorumVerdict: skip if (wal > ownWal)',
+    )!;
+    const v = judge(name, 'quorum', { name: m.id, code: loadDecisionCode(new Map([[m.file, m.source]])) });
+    expect(v?.invariant).toBe('sync');
+    expect(v!.message).toBe('n2 promoted in synchronous mode without the acknowledged commit at 1/1');
   });
 });
