@@ -139,6 +139,17 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
               message: taken.violation.message,
               steps: taken.path.length,
             });
+          // Where the schedule ends is judged for settling too (invariants 4, 6, 7): the search may find too few new states.
+          const settledThere = checkProgress(taken.c, bounds, mutation);
+          if (settledThere)
+            return result({
+              caught: true,
+              mode,
+              scenario: scenario.name,
+              invariant: settledThere.invariant,
+              message: settledThere.message,
+              steps: taken.path.length,
+            });
           start = { c: taken.c, path: taken.path };
         }
         const search = breadthFirst({

@@ -188,6 +188,18 @@ export const SCENARIOS: MutationScenario[] = [
     modes: ['quorum'],
     schedule: `noFailover n1, loop_wait, write n1, ship n3, loop_wait, agentCrash n3, dcsCut n1, ${FOUR_LOOP_WAITS}, dcsHeal n1`,
   },
+  // Strict mode turned off (synchronous_standby_names emptied) and on again while no standby streams: the leader must
+  // write the placeholder that holds commits rather than keep the empty setting (invariant 7).
+  {
+    name: 'strict mode back on without a standby',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 2,
+    operations: 2,
+    writes: 0,
+    states: 200,
+    modes: ['strict'],
+    schedule: `syncMode, loop_wait, loop_wait, agentFreeze n2, agentFreeze n3, ${FOUR_LOOP_WAITS}, syncMode`,
+  },
   // A stale read decided on once the lease ran out, without writes: 10 steps deep, within 2,000 states.
   {
     name: 'a stale read past the lease, no writes',

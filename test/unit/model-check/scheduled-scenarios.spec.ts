@@ -6,9 +6,11 @@ import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { SCENARIOS } from '../../../src/model-check/mutation-scenarios';
 import { parseSchedule, runSchedule } from '../../../src/model-check/schedule';
 import { breadthFirst } from '../../../src/model-check/search';
+import { checkProgress } from '../../../src/model-check/invariants';
+import { REAL_DECISION_CODE } from '../../../src/model-check/decision-code';
 
 /** The mutation run's scenario of that name, its bounds and schedule (mutation-run.ts). */
-function scenario(name: string, mode: 'off' | 'quorum') {
+function scenario(name: string, mode: 'off' | 'quorum' | 'strict') {
   const s = SCENARIOS.find((x) => x.name === name)!;
   const bounds: Bounds = {
     ...boundsFor(mode, s.faults ?? 1, s.operations ?? 0, s.writes ?? 1, 0, true),
@@ -18,11 +20,13 @@ function scenario(name: string, mode: 'off' | 'quorum') {
 }
 
 /** The schedule, then a breadth-first search from where it ends: the first violation, or null. */
-function judge(name: string, mode: 'off' | 'quorum', mutation?: DecisionMutation) {
+function judge(name: string, mode: 'off' | 'quorum' | 'strict', mutation?: DecisionMutation) {
   const { bounds, schedule } = scenario(name, mode);
   const taken = runSchedule(schedule, mode, bounds, mutation);
   if (taken.kind === 'off course') throw new Error(`off course at ${taken.at}`);
   if (taken.kind === 'violation') return { ...taken.violation, path: taken.path.map((a) => a.label) };
+  const settled = checkProgress(taken.c, bounds, mutation);
+  if (settled) return { ...settled, path: taken.path.map((a) => a.label) };
   const search = breadthFirst({
     mode,
     bounds,
@@ -89,5 +93,29 @@ describe('invariant 3 in quorum mode: a former leader ahead is not a vote for a 
     const v = judge(name, 'quorum', { name: m.id, code: loadDecisionCode(new Map([[m.file, m.source]])) });
     expect(v?.invariant).toBe('sync');
     expect(v!.message).toBe('n2 promoted in synchronous mode without the acknowledged commit at 1/1');
+  });
+});
+
+describe('invariant 7 where strict mode comes back on without a standby', () => {
+  const name = 'strict mode back on without a standby';
+
+  it('the real code: n1 holds commits with the placeholder', () => {
+    expect(judge(name, 'strict')).toBeNull();
+  });
+
+  it('a planner that leaves the emptied setting alone is flagged: commits go through in strict mode', () => {
+    const keepsEmpty: DecisionMutation = {
+      name: 'no strict hold',
+      code: {
+        ...REAL_DECISION_CODE,
+        planPriority: (input) =>
+          input.strict && input.active.length === 0 ? [] : REAL_DECISION_CODE.planPriority(input),
+      },
+    };
+    const v = judge(name, 'strict', keepsEmpty);
+    expect(v?.invariant).toBe('sync-settled');
+    expect(v!.message).toMatch(
+      /^strict mode without a synchronous standby lets commits through: synchronous_standby_names ''/,
+    );
   });
 });
