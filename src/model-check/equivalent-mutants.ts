@@ -62,15 +62,12 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   'ha/leader-race.ts healthiest: invert if (peerWal > 0 && peerWal < ownWal)': outside(
     "`behind` is read only by siteChoice, and only when a site is preferred (a switchover's site or /status current_site), which the mutation run never sets (as for `'defer' in sites`)",
   ),
-  'ha/leader-race.ts healthiest: skip if (peer.isPrimary)': outside(
-    "a peer that answers the probe and runs as a primary while the leader key is free: in the model the leader key and the member key are written in the same one-step HA cycle with the same ttl, so a primary that stops refreshing loses both at once (and is not probed), a released key goes with a stopped or demoting PostgreSQL, and while paused the race stops at `if (config.pause)` before this loop. The check guards a real cluster's window (the old primary's member key written, its leader key not yet, within one cycle; or on another lease), which the model's atomic cycle does not have: an exhaustive search over freezes, restarts, DCS cuts and pause (3,098 states) finds no such state",
-  ),
   'ha/leader-race.ts publishedAhead: skip if (!member || isNoFailover(member.data.tags ?? {}))': outside(
     'only failover time: `!member` never holds (peers are probed from the members list), and a nofailover member that does not answer but whose key shows more WAL then bars the race only until its key expires (at most ttl) or it answers again (the loop then passes over a nofailover peer); the outcome afterwards is the same, and the model has no bound on failover time',
   ),
   'ha/sync/sync-eligibility.ts quorumVerdict: skip if (!peer.reachable || peer.isPrimary || peer.name === s.local.name)':
     outside(
-      "an unreachable peer has no walPosition (readingFromStatus answers `{ name, reachable: false }`), so it counts neither ahead nor as a vote; s.peers never holds this node (fulfil-need.ts); and a peer that answers as a primary while the key is free is the window the model's one-step cycle does not have (see `healthiest: skip if (peer.isPrimary)`)",
+      "an unreachable peer has no walPosition (readingFromStatus answers `{ name, reachable: false }`), so it counts neither ahead nor as a vote; s.peers never holds this node (fulfil-need.ts); and a peer that answers as a primary while the key is free: outside failsafe mode the model's one-step HA cycle writes the leader key and the member key together (a primary that stops refreshing loses both at once), so there is no such window; in failsafe mode (where `healthiest: skip if (peer.isPrimary)` is caught) the failsafe scenarios, which run in quorum mode too, do not catch this one",
     ),
   // The synchronous planners (issue 34, part 3), one by one.
   'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)': outside(
@@ -97,6 +94,9 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   ),
   'ha/sync/quorum-plan.ts planQuorum: invert if (value !== currentValue)': outside(
     "quorum mode with synchronous_mode_strict: the model's quorum mode is not strict (snapshot.ts configOf), so planQuorum's strict branches (a site missing, no standby streaming) are never taken",
+  ),
+  'ha/sync/sync-candidates.ts streamingPositions: invert if (lsn !== null)': outside(
+    "readiness remembered across cycles: with no standby counted, quorum mode's bound on what was acknowledged is 0, which changes only whether a ready standby behind that bound counts as confirmed (pickSynchronous: `isReady && candidate.lsn >= acknowledgedUpTo`); the model builds SyncReadiness afresh in every cycle (sync-duties.ts observes with the leader's WAL), so a ready standby holds the leader's WAL, which is at or past every standby's, and the check never fails; in the agent a standby that became ready earlier and fell behind does (test/unit/ha/sync/quorum-acknowledged.spec.ts)",
   ),
   'ha/sync/readiness.ts observe: invert if (!listed.has(name))': outside(
     'the model builds SyncReadiness afresh in every cycle (sync-duties.ts), so the set of ready standbys is empty when observe() prunes it; what the agent remembers across cycles is not modelled',

@@ -24,7 +24,8 @@ export type InvariantId =
   | 'watchdog'
   | 'request'
   | 'pause'
-  | 'quorum-resolver';
+  | 'quorum-resolver'
+  | 'timeline';
 
 export interface Violation {
   invariant: InvariantId;

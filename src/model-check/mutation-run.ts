@@ -1,13 +1,14 @@
-import { ActionKind, Bounds, DecisionMutation } from './model-types';
+import { Action, Bounds, DecisionMutation } from './model-types';
 import { boundsFor } from './bounds';
-import { FAULT_SCENARIOS } from './fault-scenarios';
-import { ReplicationMode } from './model';
+import { ClusterModel, ReplicationMode } from './model';
 import { loadDecisionCode } from './mutant-loader';
 import { Mutant } from './mutants';
 import { checkProgress } from './invariants';
 import { breadthFirst, randomWalks, steadyStart } from './search';
 import { shrink } from './shrink';
 import { checkQuorumResolver } from './quorum-resolver-check';
+import { parseSchedule, runSchedule } from './schedule';
+import { SCENARIOS } from './mutation-scenarios';
 
 /**
  * The mutation run (issue 34, part 3): each mutant of the decision code in turn, loaded in place of
@@ -39,178 +40,6 @@ export const FULL_BUDGET: MutationBudget = { states: 1_000, scenarioStates: 2_50
  * each after every running agent cycled), which uniform walks among 20 kinds of step rarely reach.
  */
 export const MUTANT_WALK_WEIGHTS = { tick: 8, cycle: 4, complete: 3, ship: 2, write: 2 } as const;
-
-/**
- * Small searches that reach deep: each takes a few kinds of step only, so that breadth-first search
- * gets 8 to 16 steps down (a leader lost, its lease run out, the race run) where the search over
- * every kind stops at 3 or 4. One write, one fault (two agent freezes), one operator action, one
- * stale read at most; the targeted ones after them give what a single rule needs (issue 34): two
- * writes for a lag past maximum_lag_on_failover, a stale read decided on after the lease ran out, an
- * operator's request together with a fault, a primary that answers while its key is gone.
- */
-export const SCENARIOS: {
-  name: string;
-  kinds: ActionKind[];
-  faults?: number;
-  operations?: number;
-  staleReads?: number;
-  writes?: number;
-  states?: number;
-  failsafe?: boolean;
-  watchdog?: boolean;
-  /** `synchronous_site_count`, with the members placed in sites (site-rule.ts). */
-  siteRule?: number;
-  /** The modes it runs in (all when absent). */
-  modes?: ReplicationMode[];
-}[] = [
-  { name: 'two agents frozen', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2 },
-  { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
-  { name: 'a stale read', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'dcsCut'], staleReads: 1 },
-  { name: 'PostgreSQL crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash'] },
-  { name: 'agent crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'agentRestart'] },
-  {
-    name: 'operator',
-    kinds: [
-      'cycle',
-      'tick',
-      'complete',
-      'write',
-      'ship',
-      'agentFreeze',
-      'switchover',
-      'switchoverAny',
-      'failover',
-      'noFailover',
-      'failoverPriority',
-      'pause',
-    ],
-    operations: 1,
-  },
-  // The lag shows 12 steps down (two writes, one shipped, both other agents frozen, their keys run out): 30,000 states reach it.
-  {
-    name: 'two writes of lag',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
-    faults: 2,
-    writes: 2,
-    states: 30_000,
-  },
-  {
-    name: 'a stale read past the lease',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'agentFreeze', 'agentRestart'],
-    staleReads: 1,
-  },
-  {
-    name: 'a request and a crash',
-    kinds: [
-      'cycle',
-      'tick',
-      'complete',
-      'write',
-      'ship',
-      'agentCrash',
-      'agentRestart',
-      'pgCrash',
-      'switchover',
-      'switchoverAny',
-      'failover',
-    ],
-    operations: 1,
-  },
-  {
-    name: 'a request and a freeze',
-    kinds: [
-      'cycle',
-      'tick',
-      'complete',
-      'ship',
-      'agentFreeze',
-      'agentRestart',
-      'switchover',
-      'switchoverAny',
-      'failover',
-      'noFailover',
-    ],
-    operations: 2,
-    writes: 0,
-  },
-  {
-    name: 'a primary without its key',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut', 'dcsHeal', 'pause', 'resume'],
-    operations: 2,
-  },
-  ...FAULT_SCENARIOS,
-  // Issue 34, part 3: the race among equals and the answers to requests, each given what its rule needs.
-  // Both replicas hold the write and one is tagged failover_priority 2 when the leader's agent dies (invariant 2c).
-  {
-    name: 'failover_priority among equals',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'failoverPriority'],
-    operations: 1,
-    states: 30_000,
-  },
-  // A switchover or failover asked for while the candidates lag two writes behind (invariant 10).
-  {
-    name: 'a request with lag',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchover', 'switchoverAny', 'failover'],
-    operations: 1,
-    writes: 2,
-  },
-  // A manual failover or switchover to a member while paused: the candidate takes over nonetheless (invariant 6b).
-  {
-    name: 'a request while paused',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pause', 'switchover', 'failover'],
-    operations: 2,
-    states: 1_000,
-  },
-  // A switchover away from a leader tagged failover_priority 2: the race passes over the leader that stepped
-  // down, whose equal WAL and higher priority would otherwise bar everybody (invariant 6b, 9 steps).
-  {
-    name: 'a switchover from a preferred leader',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchoverAny', 'failoverPriority'],
-    operations: 2,
-    states: 3_000,
-  },
-  // Members in two sites with synchronous_site_count 1 (n1 and n2 in dc1, n3 in dc2): the planners' site rule (invariant 8).
-  // Not in strict mode: there invariant 7 takes the placeholder that holds commits for a missing site for a standby
-  // that does not stream, and flags the real code.
-  {
-    name: 'members in two sites',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
-    siteRule: 1,
-    modes: ['on', 'quorum'],
-  },
-  // Quorum mode's vote count: the leader's agent frozen after a write one standby holds, the other tagged nofailover.
-  {
-    name: 'a frozen leader, a member nofailover',
-    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze', 'noFailover'],
-    operations: 1,
-  },
-  // A stale read decided on once the lease ran out, without writes: 10 steps deep, within 2,000 states.
-  {
-    name: 'a stale read past the lease, no writes',
-    kinds: ['cycle', 'tick', 'complete', 'read', 'agentFreeze', 'agentRestart'],
-    staleReads: 1,
-    writes: 0,
-    states: 2_000,
-  },
-  // A promotion interrupted: a replica takes the key, its agent dies before it promotes, and it comes back
-  // paused (invariant 11; 12 steps, within 5,000 states) or tagged nofailover (it must hand the key on; 13 steps).
-  {
-    name: 'an interrupted promotion, paused',
-    kinds: ['cycle', 'tick', 'complete', 'pause', 'pgCrash', 'agentCrash', 'agentRestart'],
-    faults: 2,
-    operations: 1,
-    writes: 0,
-    states: 5_000,
-  },
-  {
-    name: 'an interrupted promotion, nofailover',
-    kinds: ['cycle', 'tick', 'complete', 'noFailover', 'agentCrash', 'agentRestart'],
-    faults: 2,
-    operations: 1,
-    writes: 0,
-    states: 3_000,
-  },
-];
 
 export interface MutantResult {
   mutant: Mutant;
@@ -297,9 +126,36 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
           ...(scenario.watchdog ? { watchdog: true } : {}),
           ...(scenario.siteRule ? { siteRule: scenario.siteRule } : {}),
         };
+        let start: { c: ClusterModel; path: Action[] } | undefined;
+        if (scenario.schedule) {
+          const taken = runSchedule(parseSchedule(scenario.schedule), mode, bounds, mutation);
+          if (taken.kind === 'off course') continue;
+          if (taken.kind === 'violation')
+            return result({
+              caught: true,
+              mode,
+              scenario: scenario.name,
+              invariant: taken.violation.invariant,
+              message: taken.violation.message,
+              steps: taken.path.length,
+            });
+          // Where the schedule ends is judged for settling too (invariants 4, 6, 7): the search may find too few new states.
+          const settledThere = checkProgress(taken.c, bounds, mutation);
+          if (settledThere)
+            return result({
+              caught: true,
+              mode,
+              scenario: scenario.name,
+              invariant: settledThere.invariant,
+              message: settledThere.message,
+              steps: taken.path.length,
+            });
+          start = { c: taken.c, path: taken.path };
+        }
         const search = breadthFirst({
           mode,
           bounds,
+          start,
           maxDepth: 16,
           maxStates: scenario.states ?? budget.scenarioStates,
           progressEvery: SCENARIO_PROGRESS_EVERY,

@@ -76,6 +76,11 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
     name: 'a quorum resolver that changes nothing',
     code: { ...REAL_DECISION_CODE, quorumTransitions: () => [] },
   },
+  /** The race reads no `/history`: a running primary behind the cluster's timeline counts as the healthiest node. */
+  timeline: {
+    name: 'racing a primary without the cluster timeline',
+    snapshot: (s) => (s.cluster ? { ...s, cluster: { ...s.cluster, history: null } } : s),
+  },
   /** Nobody ever takes the free leader key: a cluster that lost its leader settles without one. */
   availability: {
     name: 'never racing for the leader key',

@@ -23,3 +23,28 @@ export function checkPausedKeyHolder(before: ClusterModel, after: ClusterModel, 
     message: `${NODE_NAMES[i]} keeps the leader key while paused although its PostgreSQL is ${n.pg === 'running' ? 'in recovery' : n.pg}`,
   };
 }
+
+/**
+ * 11b. Maintenance mode leaves the leader key with the running primary (Patroni 4.1's `is_healthiest_node`: "in
+ * pause leader is the healthiest", whatever its timeline): a paused cluster's running primary whose agent reaches
+ * the DCS and finds the key free takes it in that cycle. Else `/leader` stays empty (patronictl list shows no
+ * leader, the REST API's /primary answers 503) while PostgreSQL takes writes, until the operator resumes. Judged on
+ * the cycle's step, on what the node read; not with a manual failover pending (the operator's request decides).
+ */
+export function checkPausedPrimaryTakesKey(
+  before: ClusterModel,
+  after: ClusterModel,
+  action: Action,
+): Violation | null {
+  if (action.kind !== 'cycle') return null;
+  const i = action.node;
+  const n = before.nodes[i];
+  const read = n.view ? (JSON.parse(n.view) as DcsRead) : before;
+  if (!read.pause || read.failover || read.leaderKey !== -1 || before.leaderKey !== -1 || !before.quorum || n.dcsCut)
+    return null;
+  if (n.op !== 'none' || n.pg !== 'running' || !n.primary || after.leaderKey === i) return null;
+  return {
+    invariant: 'pause',
+    message: `${NODE_NAMES[i]} runs as a primary while paused and finds the leader key free, yet does not take it`,
+  };
+}

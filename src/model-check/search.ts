@@ -20,6 +20,8 @@ export interface SearchOptions {
   onLevel?(depth: number, states: number, transitions: number, elapsedMs: number): void;
   /** Count states that differ only by the nodes' names as one (symmetry.ts); default on. */
   symmetry?: boolean;
+  /** Where the search starts, and the steps that led there from the steady start (a scenario's schedule); the steady start when absent. */
+  start?: { c: ClusterModel; path: Action[] };
 }
 
 export interface FoundViolation extends Violation {
@@ -66,7 +68,8 @@ const emptyCoverage = () => Object.fromEntries(ACTION_KINDS.map((k) => [k, 0])) 
 export function breadthFirst(options: SearchOptions): SearchReport {
   const started = Date.now();
   const { bounds, mutation } = options;
-  const start = steadyStart(options.mode, bounds, mutation);
+  const start = options.start?.c ?? steadyStart(options.mode, bounds, mutation);
+  const prefix = options.start?.path ?? [];
   const keyOf = options.symmetry === false ? stateKey : canonicalKey;
   const seen = new StateStore();
   seen.add(keyOf(start));
@@ -94,7 +97,7 @@ export function breadthFirst(options: SearchOptions): SearchReport {
   const pathTo = (id: number, last?: Action): Action[] => {
     const path: Action[] = last ? [last] : [];
     for (let at = id; at > 0; at = parent[at]) path.unshift(via[at]!);
-    return path;
+    return [...prefix, ...path];
   };
   let newInLevel = 1;
   while (frontier.length > 0 && depth < options.maxDepth) {

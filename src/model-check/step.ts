@@ -5,7 +5,8 @@ import { ClusterModel } from './model';
 import { checkQuorumGap } from './quorum-gap';
 import { checkRacePriority } from './race-priority';
 import { checkRequestAnswer, checkRequestWinner } from './request-rules';
-import { checkPausedKeyHolder } from './pause-rules';
+import { checkPausedKeyHolder, checkPausedPrimaryTakesKey } from './pause-rules';
+import { checkTimelineTakeover } from './timeline-rule';
 import { checkSiteRule } from './site-rule';
 import { checkWatchdogPromotion } from './watchdog-rule';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
@@ -40,6 +41,8 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
     checkSiteRule(next) ??
     checkQuorumGap(next) ??
     checkRequestAnswer(c, next, action) ??
-    checkPausedKeyHolder(c, next, action);
+    checkPausedKeyHolder(c, next, action) ??
+    checkPausedPrimaryTakesKey(c, next, action) ??
+    checkTimelineTakeover(c, next, action);
   return { next, events, violation };
 }

@@ -1,6 +1,7 @@
-import { parseStandbyNames, StandbyNames } from '../postgresql/standby-names';
+import { parseStandbyNames, StandbyNames, STRICT_PLACEHOLDER } from '../postgresql/standby-names';
 import { hasLeader } from './availability';
 import { ClusterModel, NODE_NAMES } from './model';
+import { MODEL_SITES } from './site-rule';
 import { streamingFrom } from './snapshot';
 
 /**
@@ -14,7 +15,10 @@ import { streamingFrom } from './snapshot';
  *   ones, which only fill up to the count (as the reference's quorum mode);
  * - none: asynchronous mode's fallback empties synchronous_standby_names (commits must not hang
  *   waiting for nobody), strict mode keeps waiting for one.
- * With `synchronous_site_count` quorum mode's count rises for the sites (site-rule-settled.ts judges it).
+ * With `synchronous_site_count` quorum mode's count rises for the sites (site-rule-settled.ts judges it); in
+ * strict mode, while the streaming standbys miss a site the rule requires, the setting must hold commits: it
+ * lists the placeholder for the missing site and waits for every name it lists (`FIRST n` over n names), the
+ * placeholder among them, which never confirms (the reference's strict placeholder, docs/sites.md).
  * Judged on settled states only: on the way there a planner may take a transition at a time.
  */
 export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; message: string } | null {
@@ -38,28 +42,39 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
     return null;
   }
   const syncNamed = c.sync && c.sync.leader === leader ? c.sync.standbys : [];
+  const holdForSite = strict && sitesMissing(c, leader, candidates) > 0;
+  const standbys = holdForSite ? listed.members.filter((m) => m !== STRICT_PLACEHOLDER) : listed.members;
   const problem =
-    listed.count < 1 || listed.members.length === 0
+    listed.count < 1 || standbys.length === 0
       ? 'waits for no standby'
-      : listed.members.some((m) => !names.has(m))
-        ? 'lists a standby that does not stream from the leader'
-        : syncNamed.length === 0
-          ? '/sync names no synchronous standby'
-          : syncNamed.some((j) => !listed.members.includes(NODE_NAMES[j]))
-            ? '/sync names a standby synchronous_standby_names does not list'
-            : c.mode !== 'quorum' && listed.count !== 1
-              ? 'waits for a number of standbys other than synchronous_node_count (1)'
-              : c.mode === 'quorum' &&
-                  (candidates.some(
-                    (j) =>
-                      !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j)),
-                  ) ||
-                    (listed.count !== 1 && !c.siteRule))
-                ? 'quorum mode does not list and name every streaming standby that may fail over, with ANY 1'
-                : null;
+      : holdForSite && (!listed.members.includes(STRICT_PLACEHOLDER) || listed.count !== listed.members.length)
+        ? `lets commits through without a standby in each of the ${c.siteRule} other site(s) synchronous_site_count requires (strict mode)`
+        : standbys.some((m) => !names.has(m))
+          ? 'lists a standby that does not stream from the leader'
+          : syncNamed.length === 0
+            ? '/sync names no synchronous standby'
+            : syncNamed.some((j) => !listed.members.includes(NODE_NAMES[j]))
+              ? '/sync names a standby synchronous_standby_names does not list'
+              : c.mode !== 'quorum' && !holdForSite && listed.count !== 1
+                ? 'waits for a number of standbys other than synchronous_node_count (1)'
+                : c.mode === 'quorum' &&
+                    (candidates.some(
+                      (j) =>
+                        !c.nodes[j].noFailover && (!listed.members.includes(NODE_NAMES[j]) || !syncNamed.includes(j)),
+                    ) ||
+                      (listed.count !== 1 && !c.siteRule))
+                  ? 'quorum mode does not list and name every streaming standby that may fail over, with ANY 1'
+                  : null;
   return problem
     ? fail(`settled with ${[...names].join(', ')} streaming from ${NODE_NAMES[leader]}, but ${shown} ${problem}`)
     : null;
+}
+
+/** Sites other than the leader's that `synchronous_site_count` requires and no streaming candidate stands in. */
+function sitesMissing(c: ClusterModel, leader: number, candidates: number[]): number {
+  if (!c.siteRule) return 0;
+  const others = new Set(candidates.map((j) => MODEL_SITES[j]).filter((site) => site !== MODEL_SITES[leader]));
+  return Math.max(0, c.siteRule - others.size);
 }
 
 const fail = (message: string) => ({ invariant: 'sync-settled' as const, message });

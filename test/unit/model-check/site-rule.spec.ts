@@ -5,6 +5,11 @@ import { NODE_NAMES } from '../../../src/model-check/model';
 import { checkSiteRule } from '../../../src/model-check/site-rule';
 import { checkSiteRuleSettled } from '../../../src/model-check/site-rule-settled';
 import { IGNORING_SITES } from '../../../src/model-check/site-rule-variant';
+import { checkProgress, fairRound, SETTLE_ROUNDS } from '../../../src/model-check/invariants';
+import { ClusterModel } from '../../../src/model-check/model';
+import { checkedStep } from '../../../src/model-check/step';
+import { checkSyncSettled } from '../../../src/model-check/sync-settled';
+import { STRICT_PLACEHOLDER } from '../../../src/postgresql/standby-names';
 
 /** Strict synchronous mode with synchronous_site_count 1: n1 and n2 in dc1, n3 in dc2. */
 function bounds(kinds: ActionKind[], faults: number, writes: number, operations = 0): Bounds {
@@ -126,4 +131,46 @@ describe('invariant 8 in quorum mode and in `on` mode: settled, a commit waits f
       expect(report.states).toBeGreaterThan(1_000);
     },
   );
+});
+
+describe('invariant 7 in strict mode with sites: the placeholder for a missing site holds commits', () => {
+  const strictBounds = (kinds: ActionKind[], faults: number): Bounds => ({
+    faults,
+    operations: 0,
+    writes: 0,
+    staleReads: 0,
+    kinds: new Set(kinds),
+    modes: ['strict', 'off'],
+    siteRule: 1,
+  });
+  const frozen = strictBounds(['cycle', 'tick', 'complete', 'agentFreeze'], 1);
+
+  /** n3, the only member of dc2, has its agent frozen; the cluster then settles (invariant 4 finds the fixed point). */
+  const n3Frozen = () =>
+    checkedStep(steadyStart('strict', frozen), { kind: 'agentFreeze', node: 2, label: 'agentFreeze n3' }, frozen).next;
+  function settledWithoutDc2(): ClusterModel {
+    let c = n3Frozen();
+    for (let round = 0; round < SETTLE_ROUNDS; round++) c = fairRound(c, frozen);
+    return c;
+  }
+
+  it('settled without a standby in dc2, n1 waits for n2 and the placeholder: not a standby that does not stream', () => {
+    const c = settledWithoutDc2();
+    expect(c.nodes[0].standbyNames).toBe(`2 (${STRICT_PLACEHOLDER},n2)`);
+    expect(checkSyncSettled(c)).toBeNull();
+    // Invariant 4 judges the same settled state (it flagged it before invariant 7 knew the placeholder).
+    expect(checkProgress(n3Frozen(), frozen)).toBeNull();
+  });
+
+  it('the same cluster letting commits through on n2 alone is flagged', () => {
+    const c = settledWithoutDc2();
+    const on = (standbyNames: string) => ({
+      ...c,
+      nodes: c.nodes.map((n, i) => (i === 0 ? { ...n, standbyNames } : n)),
+    });
+    for (const weaker of ['n2', `1 (${STRICT_PLACEHOLDER},n2)`])
+      expect(checkSyncSettled(on(weaker))?.message).toMatch(
+        /lets commits through without a standby in each of the 1 other site\(s\) synchronous_site_count requires \(strict mode\)$/,
+      );
+  });
 });

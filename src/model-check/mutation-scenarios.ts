@@ -1,0 +1,229 @@
+import { ActionKind } from './model-types';
+import { FAULT_SCENARIOS } from './fault-scenarios';
+import { ReplicationMode } from './model';
+
+/** n1's key runs out and n2 wins and promotes (the schedule of `a frozen leader through a failover`). */
+const FOUR_LOOP_WAITS = 'loop_wait, loop_wait, loop_wait, loop_wait';
+
+/**
+ * Small searches that reach deep: each takes a few kinds of step only, so that breadth-first search
+ * gets 8 to 16 steps down (a leader lost, its lease run out, the race run) where the search over
+ * every kind stops at 3 or 4. One write, one fault (two agent freezes), one operator action, one
+ * stale read at most; the targeted ones after them give what a single rule needs (issue 34): two
+ * writes for a lag past maximum_lag_on_failover, a stale read decided on after the lease ran out, an
+ * operator's request together with a fault, a primary that answers while its key is gone; and those
+ * that start with a fixed schedule (schedule.ts) that sets a scene deeper than any search reaches.
+ */
+export interface MutationScenario {
+  name: string;
+  kinds: ActionKind[];
+  faults?: number;
+  operations?: number;
+  staleReads?: number;
+  writes?: number;
+  states?: number;
+  failsafe?: boolean;
+  watchdog?: boolean;
+  /** `synchronous_site_count`, with the members placed in sites (site-rule.ts). */
+  siteRule?: number;
+  /** The modes it runs in (all when absent). */
+  modes?: ReplicationMode[];
+  /** A fixed schedule taken first (schedule.ts); the search starts where it ends. Skipped when the mutant's decisions leave it. */
+  schedule?: string;
+}
+
+export const SCENARIOS: MutationScenario[] = [
+  { name: 'two agents frozen', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'], faults: 2 },
+  { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
+  { name: 'a stale read', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'dcsCut'], staleReads: 1 },
+  { name: 'PostgreSQL crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash'] },
+  { name: 'agent crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'agentRestart'] },
+  {
+    name: 'operator',
+    kinds: [
+      'cycle',
+      'tick',
+      'complete',
+      'write',
+      'ship',
+      'agentFreeze',
+      'switchover',
+      'switchoverAny',
+      'failover',
+      'noFailover',
+      'failoverPriority',
+      'pause',
+    ],
+    operations: 1,
+  },
+  // The lag shows 12 steps down (two writes, one shipped, both other agents frozen, their keys run out): 30,000 states reach it.
+  {
+    name: 'two writes of lag',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
+    faults: 2,
+    writes: 2,
+    states: 30_000,
+  },
+  {
+    name: 'a stale read past the lease',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'agentFreeze', 'agentRestart'],
+    staleReads: 1,
+  },
+  {
+    name: 'a request and a crash',
+    kinds: [
+      'cycle',
+      'tick',
+      'complete',
+      'write',
+      'ship',
+      'agentCrash',
+      'agentRestart',
+      'pgCrash',
+      'switchover',
+      'switchoverAny',
+      'failover',
+    ],
+    operations: 1,
+  },
+  {
+    name: 'a request and a freeze',
+    kinds: [
+      'cycle',
+      'tick',
+      'complete',
+      'ship',
+      'agentFreeze',
+      'agentRestart',
+      'switchover',
+      'switchoverAny',
+      'failover',
+      'noFailover',
+    ],
+    operations: 2,
+    writes: 0,
+  },
+  {
+    name: 'a primary without its key',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut', 'dcsHeal', 'pause', 'resume'],
+    operations: 2,
+  },
+  ...FAULT_SCENARIOS,
+  // Issue 34, part 3: the race among equals and the answers to requests, each given what its rule needs.
+  // Both replicas hold the write and one is tagged failover_priority 2 when the leader's agent dies (invariant 2c).
+  {
+    name: 'failover_priority among equals',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'failoverPriority'],
+    operations: 1,
+    states: 30_000,
+  },
+  // A switchover or failover asked for while the candidates lag two writes behind (invariant 10).
+  {
+    name: 'a request with lag',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchover', 'switchoverAny', 'failover'],
+    operations: 1,
+    writes: 2,
+  },
+  // A manual failover or switchover to a member while paused: the candidate takes over nonetheless (invariant 6b).
+  {
+    name: 'a request while paused',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pause', 'switchover', 'failover'],
+    operations: 2,
+    states: 1_000,
+  },
+  // A switchover away from a leader tagged failover_priority 2: the race passes over the leader that stepped
+  // down, whose equal WAL and higher priority would otherwise bar everybody (invariant 6b, 9 steps).
+  {
+    name: 'a switchover from a preferred leader',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'switchoverAny', 'failoverPriority'],
+    operations: 2,
+    states: 3_000,
+  },
+  // Members in two sites with synchronous_site_count 1 (n1 and n2 in dc1, n3 in dc2): the planners' site rule (invariant 8),
+  // and in strict mode the placeholder that holds commits while dc2 has no standby (invariant 7).
+  {
+    name: 'members in two sites',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
+    siteRule: 1,
+    modes: ['on', 'strict', 'quorum'],
+  },
+  // Quorum mode's vote count: the leader's agent frozen after a write one standby holds, the other tagged nofailover.
+  {
+    name: 'a frozen leader, a member nofailover',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze', 'noFailover'],
+    operations: 1,
+  },
+  // The old primary's race (issue 34, part 3): n1's agent frozen through a failover to n2 (PostgreSQL still a primary on
+  // timeline 1), then n2's agent lost in turn; n1's agent is back while the key is free (invariant 13, invariant 1).
+  {
+    name: 'a frozen leader through a failover',
+    kinds: ['cycle', 'tick', 'complete', 'agentRestart'],
+    faults: 2,
+    writes: 0,
+    states: 1_000,
+    modes: ['off', 'on'],
+    schedule: `agentFreeze n1, ${FOUR_LOOP_WAITS}, agentCrash n2`,
+  },
+  // The same, paused once n2 promoted: n1's running primary takes the free key whatever its timeline (invariant 11b).
+  {
+    name: 'a frozen leader through a failover, then paused',
+    kinds: ['cycle', 'tick', 'complete', 'agentRestart'],
+    faults: 2,
+    operations: 1,
+    writes: 0,
+    states: 1_000,
+    modes: ['off'],
+    schedule: `agentFreeze n1, ${FOUR_LOOP_WAITS}, pause, agentCrash n2`,
+  },
+  // Quorum mode's vote of a member ahead: n1, tagged nofailover, writes a commit only n3 acknowledges; n3's agent dies
+  // and n1 is cut from the DCS (it demotes) then healed: n1, the former /sync leader, answers n2's race from ahead and
+  // must not count as a vote for n2, which lacks the commit (invariant 3).
+  {
+    name: 'a nofailover leader ahead, cut off and back',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 2,
+    operations: 1,
+    writes: 1,
+    states: 1_000,
+    modes: ['quorum'],
+    schedule: `noFailover n1, loop_wait, write n1, ship n3, loop_wait, agentCrash n3, dcsCut n1, ${FOUR_LOOP_WAITS}, dcsHeal n1`,
+  },
+  // Strict mode turned off (synchronous_standby_names emptied) and on again while no standby streams: the leader must
+  // write the placeholder that holds commits rather than keep the empty setting (invariant 7).
+  {
+    name: 'strict mode back on without a standby',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 2,
+    operations: 2,
+    writes: 0,
+    states: 200,
+    modes: ['strict'],
+    schedule: `syncMode, loop_wait, loop_wait, agentFreeze n2, agentFreeze n3, ${FOUR_LOOP_WAITS}, syncMode`,
+  },
+  // A stale read decided on once the lease ran out, without writes: 10 steps deep, within 2,000 states.
+  {
+    name: 'a stale read past the lease, no writes',
+    kinds: ['cycle', 'tick', 'complete', 'read', 'agentFreeze', 'agentRestart'],
+    staleReads: 1,
+    writes: 0,
+    states: 2_000,
+  },
+  // A promotion interrupted: a replica takes the key, its agent dies before it promotes, and it comes back
+  // paused (invariant 11; 12 steps, within 5,000 states) or tagged nofailover (it must hand the key on; 13 steps).
+  {
+    name: 'an interrupted promotion, paused',
+    kinds: ['cycle', 'tick', 'complete', 'pause', 'pgCrash', 'agentCrash', 'agentRestart'],
+    faults: 2,
+    operations: 1,
+    writes: 0,
+    states: 5_000,
+  },
+  {
+    name: 'an interrupted promotion, nofailover',
+    kinds: ['cycle', 'tick', 'complete', 'noFailover', 'agentCrash', 'agentRestart'],
+    faults: 2,
+    operations: 1,
+    writes: 0,
+    states: 3_000,
+  },
+];
