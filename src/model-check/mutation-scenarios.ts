@@ -154,7 +154,7 @@ export const SCENARIOS: MutationScenario[] = [
     operations: 1,
   },
   // The old primary's race (issue 34, part 3): n1's agent frozen through a failover to n2 (PostgreSQL still a primary on
-  // timeline 1), then n2's agent lost in turn; n1's agent is back while the key is free (invariant 13, invariant 1).
+  // timeline 1), then n2's agent lost in turn; n1's agent is back while the key is free (invariant 14, invariant 1).
   {
     name: 'a frozen leader through a failover',
     kinds: ['cycle', 'tick', 'complete', 'agentRestart'],

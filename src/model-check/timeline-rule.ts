@@ -8,7 +8,7 @@ export function clusterTimeline(c: ClusterModel): number {
 }
 
 /**
- * 13. No promotion is discarded by an old primary (Patroni 4.1's `is_healthiest_node`: "My timeline %s is behind
+ * 14. No promotion is discarded by an old primary (Patroni 4.1's `is_healthiest_node`: "My timeline %s is behind
  * last known cluster timeline %s"): a running primary whose agent comes back to a free leader key after another
  * member promoted past its timeline must not take the key, else the cluster goes back to the old timeline and every
  * commit of the newer one is gone for its clients (the members on it must be rewound). Judged on the HA cycle in

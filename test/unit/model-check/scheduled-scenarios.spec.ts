@@ -39,7 +39,7 @@ function judge(name: string, mode: 'off' | 'quorum' | 'strict', mutation?: Decis
   return search.violation && { ...search.violation, path: search.violation.path.map((a) => a.label) };
 }
 
-describe('invariant 13: an old primary does not discard a promotion past its timeline (a frozen leader through a failover)', () => {
+describe('invariant 14: an old primary does not discard a promotion past its timeline (a frozen leader through a failover)', () => {
   const name = 'a frozen leader through a failover';
 
   it('the real code: n1, back while the key is free, demotes; n3 takes over on timeline 2', () => {
