@@ -54,14 +54,19 @@ function scripts(repoRoot: string): [string, string][] {
        app.listen({ port: +process.argv[2], host: '127.0.0.1' });`,
     ],
     ['Nest on Fastify (one controller)', nestServer(mod, '')],
-    [
-      STACK_FLOOR_SERVER,
-      nestServer(
-        mod,
-        `require(${JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'))}); require(${mod('pg')}); require(${mod('xstate')});`,
-      ),
-    ],
+    [STACK_FLOOR_SERVER, stackFloorScript(repoRoot)],
   ];
+}
+
+/**
+ * The floor server's program: Nest on Fastify with one controller, pg and xstate loaded as the agent loads them;
+ * `packages`: more of the required stack loaded beside them (bench/memory-share.ts: class-validator).
+ */
+export function stackFloorScript(repoRoot: string, packages: string[] = []): string {
+  const mod = (name: string) => JSON.stringify(join(repoRoot, 'node_modules', name));
+  const lightly = JSON.stringify(join(repoRoot, 'dist', 'src', 'cli', 'load-dependencies-lightly.js'));
+  const more = packages.map((name) => ` require(${mod(name)});`).join('');
+  return nestServer(mod, `require(${lightly}); require(${mod('pg')}); require(${mod('xstate')});${more}`);
 }
 
 function nestServer(mod: (name: string) => string, preload: string): string {
