@@ -1,6 +1,6 @@
 /**
- * The checks of an operation body's keys, in plain code (class-validator and its 321 modules are not loaded by the
- * agent: 3.3 MiB of heap for the five checks used here). A key's checks run in their order and the first refusal is its
+ * The checks of an operation body's keys, in plain code (class-validator and its 320 modules are not loaded by the
+ * agent: 3 MiB of heap for the five checks used here). A key's checks run in their order and the first refusal is its
  * answer; a key the body does not have is never checked.
  */
 

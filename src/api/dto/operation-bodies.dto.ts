@@ -7,12 +7,12 @@ export const MAX_NAME_LENGTH = 256;
 
 /**
  * Each body's keys are declared twice, side by side: as properties for the OpenAPI document (@nestjs/swagger) and in
- * its `rules` for the checks (body-rules.ts); test/unit/api/openapi.spec.ts fails when the two differ.
+ * its `rules` for the checks (body-rules.ts); test/unit/api/operation-bodies.spec.ts fails when the two differ.
  */
 const mustBeString = (field: string) => isString(`${field}: must be a string`);
 const atMost = (field: string) =>
   atMostLength(MAX_NAME_LENGTH, `${field}: must be at most ${MAX_NAME_LENGTH} characters`);
-/** A name: `null` passes unchecked, since the mapping reads '' and null as "not given". */
+/** A name or text: `null` counts as absent, as before the mapping reads it ('' and null mean "not given"). */
 const name = (field: string) => ({ checks: [mustBeString(field), atMost(field)], nullIsAbsent: true });
 
 /** POST /switchover and POST /failover (reference 1.7): who hands over to whom, and when. */
