@@ -46,7 +46,7 @@ beforeAll(async () => {
     retryTimeoutMs: 4000,
     clock: systemClock,
   });
-  // The first operation body an agent checks compiles its code paths (once per process).
+  // The first operation body an agent checks reads class-validator's metadata (once per process).
   // ANSWER_WITHIN_MS bounds every answer after that one.
   const first = await send({
     method: 'POST',

@@ -1,9 +1,8 @@
 import { PipeTransform } from '@nestjs/common';
+import { getMetadataStorage, validateSync } from 'class-validator';
 import { OperationRefused } from '../../ha/operation-types';
-import { BodyRules, keyProblems } from './body-rules';
 
-/** A body's class (its properties document it in the OpenAPI document) and its keys' checks. */
-type DtoClass<T> = (new () => T) & { rules: BodyRules };
+type DtoClass<T> = new () => T;
 
 /**
  * How a body's unknown keys are answered: after the typed checks (the mapping decides), each in body order, or all at
@@ -30,7 +29,7 @@ export interface ValidatedBody<T> {
 }
 
 /**
- * Validates an operation's JSON body against its DTO's rules and answers the first problem in
+ * Validates an operation's JSON body against a class-validator DTO and answers the first problem in
  * body order, as a plain-text 400 in the reference's words (OperationRefused; see OperationRefusedFilter).
  *
  * Only the keys the DTO declares are copied onto it, as own properties of a fresh instance, so a key
@@ -38,8 +37,8 @@ export interface ValidatedBody<T> {
  * No body (or an empty one) is an empty DTO; the endpoint decides whether it needed one.
  */
 export class OperationBodyPipe<T extends object> implements PipeTransform<unknown, ValidatedBody<T>> {
-  /** The DTO's keys in declaration order. */
-  private readonly declaredKeys: ReadonlySet<string>;
+  /** The DTO's keys in declaration order, read from class-validator's metadata on the first body. */
+  private declaredKeys: ReadonlySet<string> | null = null;
   private readonly unknownKeys: UnknownKeyPolicy;
 
   constructor(
@@ -47,11 +46,15 @@ export class OperationBodyPipe<T extends object> implements PipeTransform<unknow
     private readonly options: BodyOptions,
   ) {
     this.unknownKeys = options.unknownKeys;
-    this.declaredKeys = new Set(Object.keys(dto.rules));
   }
 
   transform(raw: unknown): ValidatedBody<T> {
     const body = objectBody(raw, !this.options.required);
+    this.declaredKeys ??= new Set(
+      getMetadataStorage()
+        .getTargetValidationMetadatas(this.dto, '', true, false)
+        .map((m) => m.propertyName),
+    );
     const declared = this.declaredKeys;
     const acceptedKeys = [...declared].filter((key) => !this.options.aliases?.includes(key));
     const keys = Object.keys(body);
@@ -61,7 +64,11 @@ export class OperationBodyPipe<T extends object> implements PipeTransform<unknow
 
     const fields = new this.dto() as Record<string, unknown>;
     for (const key of keys) if (declared.has(key)) fields[key] = body[key];
-    const problems = keyProblems(fields, this.dto.rules);
+    const problems = new Map<string, string>();
+    for (const error of validateSync(fields, { forbidUnknownValues: false, stopAtFirstError: true })) {
+      const message = Object.values(error.constraints ?? {})[0];
+      if (message) problems.set(error.property, message);
+    }
     for (const key of keys) {
       if (problems.has(key)) throw new OperationRefused(400, problems.get(key)!);
       if (this.unknownKeys.kind === 'in-body-order' && !declared.has(key))

@@ -62,8 +62,8 @@ describe('request values are read in time linear in their length', () => {
   it('answers every parser on adversarial inputs up to 1 MiB within 50 ms of CPU (a backtracking matcher needs minutes)', () => {
     const rows: string[] = [];
     for (const [parser, parse] of Object.entries(PARSERS)) {
-      // Once on a short input first: what a parser compiles or loads on its first use is not what is
-      // measured here.
+      // Once on a short input first: what a parser loads on its first use (class-validator for the
+      // operation bodies) is not what is measured here.
       parse('1');
       for (const [shape, build] of Object.entries(ADVERSARIAL)) {
         const input = build(MIB);

@@ -60,7 +60,7 @@ import { restartDue, restartFilterMismatch, versionNumber } from '../../../src/h
 
 const now = Date.parse('2026-06-01T12:00:00Z');
 
-// What the endpoints do: the body pipe (the DTO's rules), then the mapping to the typed request.
+// What the endpoints do: the body pipe (class-validator DTO), then the mapping to the typed request.
 const parseSwitchover = (kind: 'switchover' | 'failover', body: unknown, paused: boolean, at: number) =>
   switchoverFrom(kind, switchoverBody.transform(body), paused, at);
 const parseRestart = (body: unknown, paused: boolean, at: number) =>
