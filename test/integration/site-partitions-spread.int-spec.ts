@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { SitesLab } from '../../scripts/lib/sites-lab';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
-import { eventsOf, switchoverTo, tasksSince } from '../helpers/site-scenarios';
+import { etcdAfterCut, etcdLeadership, eventsOf, switchoverTo, tasksSince } from '../helpers/site-scenarios';
 import { waitFor } from '../helpers/wait-for';
 import { WriteCheck } from '../helpers/write-check';
 
@@ -123,6 +123,9 @@ describe('a cut-off site, etcd spread across three sites (dc1: node1, node2, e1;
       timeoutMs: 10_000,
       description: `writes on ${oldLeader.name}`,
     });
+    // etcd's members e1 (dc1), e2 (dc2), e3 (dc3): where etcd's leader stands decides how long the old key lives on.
+    const etcdHosts = sites.network().etcdHosts;
+    const etcdAtCut = await etcdLeadership(etcdHosts);
     const cutAt = now();
     const cutWallClock = Date.now();
     sites.cutOff('dc1');
@@ -142,7 +145,19 @@ describe('a cut-off site, etcd spread across three sites (dc1: node1, node2, e1;
         2 * TTL * 1000,
         'node3 primary',
       );
-      const [stopped, promoted] = await Promise.all([stoppedAt, promotedAt]);
+      const etcdAt = etcdAfterCut(writes, {
+        ids: etcdAtCut.ids,
+        cutMembers: [1],
+        majorityHost: etcdHosts[1],
+        scope: cluster.scope,
+        oldLeader: oldLeader.name,
+        timeoutMs: 2 * TTL * 1000,
+      });
+      const [stopped, promoted, { leaderOutsideAt: etcdLeaderOutside, keyGoneAt: keyGone }] = await Promise.all([
+        stoppedAt,
+        promotedAt,
+        etcdAt,
+      ]);
       // node3 leads alone until the heal: its commits go on once it stops waiting for the standbys it cannot reach.
       const node3Wrote = await waitFor(() => writes.between(cutAt, Infinity, node3.name).length > 0, {
         timeoutMs: 20_000,
@@ -153,6 +168,11 @@ describe('a cut-off site, etcd spread across three sites (dc1: node1, node2, e1;
       figures.push(
         `(a) dc1 cut off with the leader: ${oldLeader.name} acknowledged ${afterCut.length} writes after the cut and left primary at ${Math.round(stopped - cutAt)} ms; ` +
           `node3 (dc2) primary at ${Math.round(promoted - cutAt)} ms, its first write acknowledged at ${node3Wrote ? `${Math.round(firstNew - cutAt)} ms` : 'none within 20 s'}`,
+      );
+      figures.push(
+        `(a) etcd's leader at the cut: e${etcdAtCut.leader} (${etcdAtCut.leader === 1 ? 'dc1, cut off' : 'outside dc1'}); ` +
+          `an etcd leader outside dc1 at ${Math.round(etcdLeaderOutside - cutAt)} ms; ${oldLeader.name}'s leader key gone at ${Math.round(keyGone - cutAt)} ms; ` +
+          `node3 primary ${Math.round(promoted - keyGone)} ms after that`,
       );
       expect(stopped).toBeLessThan(promoted);
       // Within ttl + loop_wait, plus what etcd adds when its leader was e1 (in dc1): e2 and e3 elect a new leader
