@@ -120,6 +120,20 @@ export async function etcdAfterCut(
   return { leaderOutsideAt, keyGoneAt };
 }
 
+/** etcd's `--election-timeout` in the network-namespace bed (scripts/lib/netns-lab.ts). */
+export const ETCD_ELECTION_TIMEOUT_MS = 1000;
+
+/**
+ * Until when (ms after the cut) the old leader's key may live on in etcd: a ttl after its last renewal, which came before
+ * the cut; or, when etcd's leader was in the cut site, a ttl plus an election timeout after the majority side's new
+ * etcd leader took over (`leaderOutsideAt`, ms after the cut), since it renews every lease then. Plus 1.5 s: etcd looks
+ * for expired leases every 500 ms, and the reading is polled.
+ */
+export function oldKeyLifetimeBound(ttlSeconds: number, etcdLeaderWasCut: boolean, leaderOutsideAt: number): number {
+  const from = etcdLeaderWasCut ? leaderOutsideAt + ETCD_ELECTION_TIMEOUT_MS : 0;
+  return from + ttlSeconds * 1000 + 1500;
+}
+
 /** The member id of etcd's leader as the member at `host` knows it; null when it knows none. */
 async function etcdLeaderId(host: string): Promise<string | null> {
   const status = await etcdGateway<{ leader?: string }>(host, 'maintenance/status', {});
