@@ -195,6 +195,7 @@ describe('Patroni 3.0.2 in the sites bed (dc1: node1, node2, e1, e2; dc2: node3,
   });
 
   afterAll(async () => {
+    await dc2Cut.watch?.stop(); // already stopped by (d), unless (a) failed first
     await writes.stop();
     await cluster?.stop();
     sites?.destroy();
