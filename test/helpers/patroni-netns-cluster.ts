@@ -108,6 +108,18 @@ export class PatroniNetnsCluster {
     return leader;
   }
 
+  /** Who holds the leader key (`/service/<scope>/leader` in etcd, read through its JSON gateway): null when none. */
+  async leaderKey(): Promise<string | null> {
+    const key = Buffer.from(`/service/${this.scope}/leader`).toString('base64');
+    const response = await fetch(`http://${this.etcd.endpoint}/v3/kv/range`, {
+      method: 'POST',
+      body: JSON.stringify({ key }),
+      signal: AbortSignal.timeout(2000),
+    });
+    const value = ((await response.json()) as { kvs?: { value: string }[] }).kvs?.[0]?.value;
+    return value ? Buffer.from(value, 'base64').toString() : null;
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((node) => node.stop()));
   }

@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from 'pg';
 import { SitesLab } from '../../scripts/lib/sites-lab';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { PatroniNetnsCluster, PatroniNetnsNode } from '../helpers/patroni-netns-cluster';
@@ -12,8 +14,9 @@ import { WriteCheck } from '../helpers/write-check';
  * `synchronous_mode: true`, `synchronous_node_count: 2` (each commit waits for both standbys, as Stator's scenarios
  * with `synchronous_site_count: 1` do), wal_sender_timeout and wal_receiver_timeout 5 s; the same write checker.
  * Patroni has no `site`: the failover goes to whichever synchronous standby wins the race for the leader key.
- * The tests' names say what Patroni was expected to do (reasoned from its code); the figures printed at the end are
- * what it did. Run apart: `npm run partitions:patroni` (root; network namespaces, so under the cluster lock).
+ * Patroni is the reference here: the tests assert only what it did in every run (read from its logs), and the figures
+ * printed at the end record the rest, for docs/sites.md's side by side (the heal, (d), differs from run to run).
+ * Run apart: `npm run partitions:patroni` (root; network namespaces, so under the cluster lock).
  */
 jest.setTimeout(600_000);
 
@@ -22,12 +25,23 @@ const LOOP_WAIT = 2;
 const LATENCY_MS = 20;
 /** How many times the dc1 leader is killed, to see where Patroni's new leader lands. */
 const FAILOVER_ROUNDS = Number(process.env.STATOR_PATRONI_FAILOVER_ROUNDS ?? 4);
+/** How long (d) waits after the heal for one leader with every other node streaming from it. */
+const HEAL_OBSERVATION_MS = 60_000;
 
 let sites: SitesLab;
 let cluster: PatroniNetnsCluster;
 let baseDir: string;
 const writes = new WriteCheck();
 const figures: string[] = [];
+/** What (a) leaves for (d): the cut of dc2 and what it led to. */
+const dc2Cut = {
+  cutAt: 0,
+  healedAt: 0,
+  inode: 0,
+  logOffsets: new Map<string, number>(),
+  watch: null as ClusterWatch | null,
+  newLeader: null as PatroniNetnsNode | null,
+};
 
 const now = () => writes.now();
 const siteOf = (node: PatroniNetnsNode) => sites.siteOf(node.index);
@@ -79,9 +93,81 @@ async function switchoverTo(site: string): Promise<PatroniNetnsNode> {
 function howItCameBack(node: PatroniNetnsNode, offset: number): string[] {
   const lines = node
     .logSince(offset)
-    .filter((line) => /demot|not accessible|rewind|basebackup|bootstrap|remov|reinit|clone/i.test(line))
+    .filter((line) =>
+      /demot|not accessible|rewind|basebackup|bootstrap|remov|reinit|clone|promot|leader lock|prev-link/i.test(line),
+    )
     .map((line) => line.replace(/^\S+ \S+ /, ''));
   return [...new Set(lines)];
+}
+
+/** Whether `node`'s PostgreSQL runs as a primary (`pg_is_in_recovery()` false), whatever its agent says. */
+async function postgresIsPrimary(node: PatroniNetnsNode): Promise<boolean> {
+  const client = new Client({ connectionString: node.connectionString(), connectionTimeoutMillis: 1000 });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ recovery: boolean }>('SELECT pg_is_in_recovery() AS recovery');
+    return rows[0].recovery === false;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * Who answered 200 on `/primary` (what a load balancer follows), whose PostgreSQL ran as a primary, and who held the
+ * leader key, polled every 200 ms; each change kept.
+ */
+class ClusterWatch {
+  readonly changes: { at: number; primaries: string[]; postgresPrimaries: string[]; leaderKey: string | null }[] = [];
+  private running = true;
+  private readonly done: Promise<void>;
+
+  constructor(
+    private readonly watched: PatroniNetnsCluster,
+    private readonly clock: () => number,
+  ) {
+    this.done = this.poll();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.done;
+  }
+
+  /** Stretches in which two nodes answered (`api`) or ran (`postgres`) as primary at once. */
+  twoPrimaries(by: 'api' | 'postgres'): { nodes: string[]; from: number; to: number }[] {
+    const found: { nodes: string[]; from: number; to: number }[] = [];
+    this.changes.forEach((change, i) => {
+      const primaries = by === 'api' ? change.primaries : change.postgresPrimaries;
+      if (primaries.length < 2) return;
+      const to = this.changes[i + 1]?.at ?? this.clock();
+      const last = found.at(-1);
+      if (last && last.to === change.at && last.nodes.join() === primaries.join()) last.to = to;
+      else found.push({ nodes: primaries, from: change.at, to });
+    });
+    return found;
+  }
+
+  private async poll(): Promise<void> {
+    while (this.running) {
+      const [primaries, postgres, leaderKey] = await Promise.all([
+        this.watched.primaries(),
+        Promise.all(this.watched.nodes.map(postgresIsPrimary)),
+        this.watched.leaderKey().catch(() => '(etcd not answering)'),
+      ]);
+      const postgresPrimaries = this.watched.nodes.filter((_, i) => postgres[i]).map((node) => node.name);
+      const last = this.changes.at(-1);
+      if (
+        !last ||
+        last.leaderKey !== leaderKey ||
+        last.primaries.join() !== primaries.join() ||
+        last.postgresPrimaries.join() !== postgresPrimaries.join()
+      )
+        this.changes.push({ at: this.clock(), primaries, postgresPrimaries, leaderKey });
+      await sleep(200);
+    }
+  }
 }
 
 describe('Patroni 3.0.2 in the sites bed (dc1: node1, node2, e1, e2; dc2: node3, e3; 20 ms between them; synchronous_mode, synchronous_node_count 2)', () => {
@@ -109,6 +195,7 @@ describe('Patroni 3.0.2 in the sites bed (dc1: node1, node2, e1, e2; dc2: node3,
   });
 
   afterAll(async () => {
+    await dc2Cut.watch?.stop(); // already stopped by (d), unless (a) failed first
     await writes.stop();
     await cluster?.stop();
     sites?.destroy();
@@ -178,17 +265,17 @@ describe('Patroni 3.0.2 in the sites bed (dc1: node1, node2, e1, e2; dc2: node3,
     await expectNoLostWrite(leader);
   });
 
-  it('(a, d) dc2 cut off while it holds the leader but 1 of 3 etcd members: node3 stops acknowledging writes (its commits wait for both standbys), demotes after retry_timeout, dc1 promotes after ttl, 0 writes lost; the heal: node3 rewinds', async () => {
+  it("(a) dc2 cut off while it holds the leader but 1 of 3 etcd members: node3 stops answering 200 on /primary (what a load balancer follows) before a dc1 node takes the key and promotes (ttl); no write of node3 after the new leader's first until the heal", async () => {
     const oldLeader = await switchoverTo('dc2');
-    const inode = oldLeader.pgVersionInode();
+    dc2Cut.inode = oldLeader.pgVersionInode();
     await waitFor(() => writes.acknowledged.some((ack) => ack.node === oldLeader.name), {
       timeoutMs: 10_000,
       description: `writes on ${oldLeader.name}`,
     });
-    const offset = oldLeader.logSize();
-    const cutAt = now();
+    dc2Cut.logOffsets = new Map(cluster.nodes.map((node) => [node.name, node.logSize()]));
+    dc2Cut.cutAt = now();
+    dc2Cut.watch = new ClusterWatch(cluster, now);
     sites.cutOff('dc2');
-    let newLeader: PatroniNetnsNode;
     try {
       const dc1 = cluster.nodes.filter((node) => siteOf(node) === 'dc1');
       const stoppedAt = writes.firstTime(
@@ -202,7 +289,9 @@ describe('Patroni 3.0.2 in the sites bed (dc1: node1, node2, e1, e2; dc2: node3,
         'a dc1 node primary',
       );
       const [stopped, promoted] = await Promise.all([stoppedAt, promotedAt]);
-      newLeader = await cluster.waitForLeader(10_000, [oldLeader.name]);
+      const newLeader = await cluster.waitForLeader(10_000, [oldLeader.name]);
+      dc2Cut.newLeader = newLeader;
+      const cutAt = dc2Cut.cutAt;
       const afterCut = writes.between(cutAt, Infinity, oldLeader.name);
       const lastOld = Math.max(...afterCut.map((ack) => ack.at), cutAt);
       const firstNew = Math.min(...writes.between(cutAt, Infinity, newLeader.name).map((ack) => ack.at), Infinity);
@@ -216,17 +305,89 @@ describe('Patroni 3.0.2 in the sites bed (dc1: node1, node2, e1, e2; dc2: node3,
       // node3 rewinds from the new leader across the sites: more than the delayer can carry (see delayBetweenSites).
       sites.stopDelaying();
       sites.reconnect('dc2');
+      dc2Cut.healedAt = now();
     }
-    const healedAt = now();
+  });
 
-    // (d) How node3 comes back: pg_rewind (the same data directory) or a new clone.
-    expect((await cluster.waitForHealthy(120_000)).name).toBe(newLeader!.name);
-    const sameDirectory = oldLeader.pgVersionInode() === inode;
+  /*
+   * What Patroni 3.0.2 did here (runs of 2026-11-28, its logs read). In each run node3 took the leader key back at the
+   * heal: its cycle still worked from the cluster it last read, in which it holds the key, and "updated" the lock once
+   * etcd answered again. 3.0.2's etcd3 `_update_leader` grants a new lease and puts the leader key without comparing who
+   * holds it (a plain put; 3.0.3 compares: patroni/patroni d98d6d0b and 1c7bf2f5), so it overwrote the new dc1 leader's
+   * key; the dc1 leader demoted (`Demoting self (immediate-nolock)`) and was rewound onto node3, or could not follow at
+   * all. Two ways in: node3's demotion ('offline') still running in the background at the heal (`updated leader lock
+   * during demoting self because DCS is not accessible and I was a leader`, then `promoted self to leader because I had
+   * the session lock`, both promotions on the same timeline number, the dc1 node stuck on `record with incorrect
+   * prev-link`); or node3's cycle blocked past retry_timeout on etcd retries, so it never demoted (its PostgreSQL a
+   * primary all along, `/primary` not answering) and went on as leader at the heal (`no action. I am (node3), the
+   * leader with the lock`), the writes the dc1 leader had acknowledged in between lost. Since which way it goes depends
+   * on timing, this test records the heal as figures (docs/sites.md) and asserts only what held in every run: it ends
+   * with one leader key holder answering as primary.
+   */
+  it('(d) the heal after (a): who leads, how node3 and the dc1 leader come back, which acknowledged writes the final leader lacks, any time with two primaries (recorded as figures)', async () => {
+    const { watch, newLeader, cutAt, healedAt, logOffsets } = dc2Cut;
+    if (!watch || !newLeader) throw new Error('(a) did not run to its promotion');
+    const oldLeader = cluster.node('node3');
+    const healthy = await cluster.waitForHealthy(HEAL_OBSERVATION_MS).catch(() => null);
+    const observedFor = now() - healedAt;
+    await watch.stop();
+    const at = (ms: number) => `${((ms - cutAt) / 1000).toFixed(1)} s`;
     figures.push(
-      `(d) after the heal, ${oldLeader.name} streamed from ${newLeader!.name} ${Math.round(now() - healedAt)} ms later; ` +
-        `${sameDirectory ? 'same' : 'a new'} data directory; since the cut it logged: ${howItCameBack(oldLeader, offset).join(' | ')}`,
+      `(a, d) since the cut (the heal at ${at(healedAt)}): ${watch.changes
+        .map(
+          (c) =>
+            `${at(c.at)} /primary ${c.primaries.join('+') || 'none'}, PostgreSQL primary ${c.postgresPrimaries.join('+') || 'none'}, key ${c.leaderKey ?? 'none'}`,
+        )
+        .join('; ')}`,
     );
-    expect(sameDirectory).toBe(true);
-    await expectNoLostWrite(newLeader!);
+    const node3Stopped = watch.changes.find((c) => !c.postgresPrimaries.includes(oldLeader.name));
+    figures.push(
+      `(a) ${oldLeader.name}'s PostgreSQL ${node3Stopped ? `stopped running as a primary at ${at(node3Stopped.at)}` : 'ran as a primary all through the cut and the heal'}`,
+    );
+    for (const by of ['api', 'postgres'] as const)
+      for (const interval of watch.twoPrimaries(by))
+        figures.push(
+          `(a, d) two nodes ${by === 'api' ? 'answered 200 on /primary' : 'ran PostgreSQL as a primary'}: ${interval.nodes.join(' and ')} from ${at(interval.from)} to ${at(interval.to)}`,
+        );
+    figures.push(
+      healthy
+        ? `(d) healthy again ${Math.round(observedFor)} ms after the heal: ${healthy.name} leads, every other node streams from it`
+        : `(d) not healthy ${Math.round(observedFor)} ms after the heal: ${(await nodeStates()).join('; ')}`,
+    );
+    for (const node of [oldLeader, newLeader])
+      figures.push(
+        `(d) ${node.name} since the cut: ${howItCameBack(node, logOffsets.get(node.name) ?? 0).join(' | ') || 'nothing of note'}`,
+      );
+    figures.push(
+      `(d) ${oldLeader.name}'s data directory: ${oldLeader.pgVersionInode() === dc2Cut.inode ? 'the same' : 'a new one'}`,
+    );
+
+    const finalLeader = healthy ?? (await cluster.waitForLeader(10_000).catch(() => null));
+    if (finalLeader) {
+      const lost = await writes.missingOn(finalLeader);
+      figures.push(
+        `(d) ${lost.length} of ${writes.acknowledged.length} acknowledged writes missing on the final leader ${finalLeader.name}${lost.length ? `: ${lost.slice(0, 10).join(', ')}${lost.length > 10 ? ', ...' : ''}` : ''}`,
+      );
+    } else figures.push('(d) no single primary at the end: lost writes not checked');
+    const twoWriters = writes.twoWriterIntervals();
+    figures.push(
+      `(d) intervals with two nodes acknowledging writes: ${twoWriters.map((i) => `${i.nodes.join(' and ')} ${at(i.fromMs)} to ${at(i.toMs)}`).join(', ') || 'none'}`,
+    );
+    // Established in every run: the heal ends with one leader key holder that answers as primary.
+    const holder = await cluster.leaderKey();
+    expect(holder).not.toBeNull();
+    expect(await cluster.node(holder!).healthCode('/primary')).toBe(200);
   });
 });
+
+/** Each node's role, state and timeline as its `/patroni` says. */
+async function nodeStates(): Promise<string[]> {
+  return Promise.all(
+    cluster.nodes.map(async (node) => {
+      const status = await node.status();
+      return status
+        ? `${node.name} ${String(status.role)} ${String(status.state)} timeline ${String(status.timeline)}`
+        : `${node.name} not answering`;
+    }),
+  );
+}
