@@ -16,8 +16,10 @@ function bounds(kinds: ActionKind[], faults: number, writes: number, operations 
   return { faults, operations, writes, staleReads: 0, kinds: new Set(kinds), modes: ['strict', 'off'], siteRule: 1 };
 }
 
+// 20,000 states (every state within 8 or 9 steps) take every kind of step the 80,000 did, and catch the broken variant
+// at its 18th to 24th state, in a seventh of the time.
 const search = (b: Bounds, mutation = undefined as typeof IGNORING_SITES | undefined) =>
-  breadthFirst({ mode: 'strict', bounds: b, maxDepth: 14, maxStates: 80_000, progressEvery: 0, mutation });
+  breadthFirst({ mode: 'strict', bounds: b, maxDepth: 14, maxStates: 20_000, progressEvery: 0, mutation });
 
 describe('invariant 8: an acknowledged commit is on a member of another site (synchronous_site_count)', () => {
   it('the settled cluster lists n3, of dc2, as its synchronous standby', () => {
