@@ -32,7 +32,8 @@ export interface FleetRun {
 }
 
 /** A run whose settled window was measured. */
-export type WindowedFleetRun = FleetRun & Required<Pick<FleetRun, 'load' | 'writesPerMinuteByRole' | 'usage' | 'perAgentPerMinute'>>;
+export type WindowedFleetRun = FleetRun &
+  Required<Pick<FleetRun, 'load' | 'writesPerMinuteByRole' | 'usage' | 'perAgentPerMinute'>>;
 
 export function windowedRuns(runs: FleetRun[]): WindowedFleetRun[] {
   return runs.filter((run): run is WindowedFleetRun => run.load !== undefined && run.usage !== undefined);

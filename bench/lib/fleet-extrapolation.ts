@@ -92,7 +92,11 @@ export interface Extrapolation {
   hoursToRetention: number;
 }
 
-export function extrapolate(runs: WindowedFleetRun[], kind: Kind, clusters = EXTRAPOLATED_CLUSTERS): Extrapolation | null {
+export function extrapolate(
+  runs: WindowedFleetRun[],
+  kind: Kind,
+  clusters = EXTRAPOLATED_CLUSTERS,
+): Extrapolation | null {
   const mine = runs.filter((run) => run.kind === kind);
   if (mine.length === 0) return null;
   const byMetric: Extrapolation['byMetric'] = {};

@@ -93,7 +93,9 @@ export function parseFleetOptions(argv: string[]): FleetOptions {
         options.startBatch = integer(flag, value(), 1, 20);
         break;
       case '--scenarios': {
-        const named = value().split(',').map((name) => name.trim());
+        const named = value()
+          .split(',')
+          .map((name) => name.trim());
         const unknown = named.filter((name) => !(FLEET_SCENARIOS as readonly string[]).includes(name));
         if (unknown.length)
           throw new FleetOptionError(`--scenarios: ${unknown.join(', ')} is not one of ${FLEET_SCENARIOS.join(', ')}`);
