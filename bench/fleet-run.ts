@@ -144,6 +144,8 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       loadBefore,
     };
   } finally {
+    // Kept runs keep etcd's keys too (the event logs among them): the timeline of a scenario is there.
+    if (options.keep) dumpEtcd(etcd.endpoints[0], join(baseDir, 'etcd-keys.json'));
     if (fleet) {
       await stopFleet(fleet);
       fleet.clusters.forEach(untrack);
@@ -190,6 +192,21 @@ async function measureWindow(
       bytesOut: perMinute(load.bytesOutPerSecond),
     },
   };
+}
+
+/** Every key and value in etcd, as `etcdctl get --prefix / -w json` prints them (base64), into `file`; a failure is logged. */
+function dumpEtcd(endpoint: string, file: string): void {
+  try {
+    const dump = execFileSync('etcdctl', ['--endpoints', endpoint, 'get', '--prefix', '/', '-w', 'json'], {
+      env: { ...process.env, ETCDCTL_API: '3' },
+      maxBuffer: 512 * 1024 * 1024,
+      timeout: 30_000,
+    });
+    writeFileSync(file, dump);
+    log(`etcd's keys written to ${file}`);
+  } catch (error) {
+    log(`etcd's keys not kept: ${(error as Error).message}`);
+  }
 }
 
 /** The leader (the one node answering 200 on /primary, '' when not exactly one) of every cluster from `from` on. */
