@@ -1,4 +1,4 @@
-import type { FleetResults, FleetRun } from './fleet-types';
+import { FleetResults, FleetRun, windowedRuns } from './fleet-types';
 import { REQUEST_KINDS } from './lib/etcd-metrics';
 import { fmt, table } from './lib/report';
 import { renderFleetScenarios } from './lib/fleet-scenarios-render';
@@ -10,20 +10,24 @@ export function renderFleetReport(results: FleetResults): string {
   const t = o.timing.values;
   const runs = [...results.runs].sort((a, b) => a.clusters - b.clusters || a.kind.localeCompare(b.kind));
   const label = (run: FleetRun) => [String(run.clusters), run.kind, String(run.agents)];
-  const called = (kind: string) => runs.some((run) => (run.load.requestsPerSecond[kind] ?? 0) > 0);
-  const others = [...new Set(runs.flatMap((run) => Object.keys(run.load.requestsPerSecond)))].filter(
+  // Runs left without their settled window (`--scenarios` without `window`) are in the failover and scenario tables only.
+  const windowed = windowedRuns(runs);
+  const called = (kind: string) => windowed.some((run) => (run.load.requestsPerSecond[kind] ?? 0) > 0);
+  const others = [...new Set(windowed.flatMap((run) => Object.keys(run.load.requestsPerSecond)))].filter(
     (kind) => !(REQUEST_KINDS as readonly string[]).includes(kind),
   );
   const kinds = [...REQUEST_KINDS, ...others.sort()].filter(called);
   // Runs of older results have no writes by role.
-  const roles = [...new Set(runs.flatMap((run) => Object.keys(run.writesPerMinuteByRole ?? {})))].sort();
+  const roles = [...new Set(windowed.flatMap((run) => Object.keys(run.writesPerMinuteByRole ?? {})))].sort();
   const MiB = 1024 * 1024;
   const lines = [
     `# A fleet on one etcd, ${results.date}`,
     '',
     `Fleets of ${o.counts.join(', ')} clusters of 3 nodes (${o.products.join(' and ')}), each on a fresh 3-member etcd cluster ` +
       `(etcd's own heartbeat and election timeouts), ttl ${t.ttl} / loop_wait ${t.loopWait} / retry_timeout ${t.retryTimeout}; ` +
-      `measured over ${o.windowSeconds} s after every cluster was healthy and ${o.settleSeconds} s more. ` +
+      (windowed.length
+        ? `measured over ${o.windowSeconds} s after every cluster was healthy and ${o.settleSeconds} s more. `
+        : `${o.settleSeconds} s after every cluster was healthy, no settled window: ${(o.scenarios ?? []).join(', ')} only. `) +
       `Run took ${(results.durationS / 60).toFixed(1)} min.`,
     '',
     ...Object.entries(results.environment).map(([key, value]) => `- ${key}: ${value}`),
@@ -34,7 +38,7 @@ export function renderFleetReport(results: FleetResults): string {
     '',
     table(
       ['clusters', 'product', 'agents', ...kinds, 'all', 'watch events', 'per agent per minute'],
-      runs.map((run) => [
+      windowed.map((run) => [
         ...label(run),
         ...kinds.map((kind) => fmt(run.load.requestsPerSecond[kind] ?? 0, 2)),
         fmt(run.load.allRequestsPerSecond, 1),
@@ -47,7 +51,7 @@ export function renderFleetReport(results: FleetResults): string {
     '',
     table(
       ['clusters', 'product', 'agents', ...roles, 'all'],
-      runs.map((run) => [
+      windowed.map((run) => [
         ...label(run),
         ...roles.map((role) => fmt(run.writesPerMinuteByRole?.[role] ?? 0, 1)),
         fmt(
@@ -82,7 +86,7 @@ export function renderFleetReport(results: FleetResults): string {
         'WAL fsync p99 ms',
         'commit p99 ms',
       ],
-      runs.map((run) => [
+      windowed.map((run) => [
         ...label(run),
         fmt(run.load.bytesInPerSecond / 1024, 2),
         fmt(run.load.bytesOutPerSecond / 1024, 2),
@@ -122,15 +126,22 @@ export function renderFleetReport(results: FleetResults): string {
       runs.map((run) => [
         ...label(run),
         fmt(run.startMs / 1000),
-        `${fmt(run.usage.agentCpuPerMinute.median, 2)} (${fmt(run.usage.agentCpuPerMinute.max, 2)})`,
-        `${fmt(run.usage.agentRssMiB.median, 1)} (${fmt(run.usage.agentRssMiB.max, 1)})`,
-        run.failover ? fmt(run.failover.newPrimaryMs) : 'failed',
+        run.usage ? `${fmt(run.usage.agentCpuPerMinute.median, 2)} (${fmt(run.usage.agentCpuPerMinute.max, 2)})` : '—',
+        run.usage ? `${fmt(run.usage.agentRssMiB.median, 1)} (${fmt(run.usage.agentRssMiB.max, 1)})` : '—',
+        run.failover ? fmt(run.failover.newPrimaryMs) : run.failoverError ? 'failed' : 'not run',
         run.failover ? fmt(run.failover.writes.gapMs) : '—',
         run.failover ? fmt(run.failover.rejoinMs) : '—',
         String(run.otherLeadersMoved),
       ]),
     ),
   ];
+  // Without a settled window its three tables would be empty: they go.
+  if (windowed.length === 0)
+    lines.splice(
+      lines.indexOf('## etcd requests per second, by kind'),
+      lines.indexOf("## Agents at idle, and one cluster's failover while the others run") -
+        lines.indexOf('## etcd requests per second, by kind'),
+    );
   const plot =
     results.plot &&
     ('file' in results.plot
@@ -141,7 +152,7 @@ export function renderFleetReport(results: FleetResults): string {
     ...renderFleetScenarios(runs),
     '',
     ...(plot ? ['## Plot', '', plot, ''] : []),
-    ...renderExtrapolation(runs),
+    ...renderExtrapolation(windowed),
   );
   if (results.errors.length)
     lines.push('', '## Errors', '', ...results.errors.map((error) => `- ${error.split('\n')[0]}`));

@@ -3,13 +3,13 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ETCD_BINARY } from '../scripts/lib/etcd';
-import { startEtcdCluster } from '../scripts/lib/etcd-cluster';
+import { EtcdCluster, startEtcdCluster } from '../scripts/lib/etcd-cluster';
 import { Kind, PG_BIN_DIR, primaries } from './lib/cluster';
 import { cleanupAll, killEverythingNow, track, untrack } from './lib/cleanup';
 import { etcdLoad, scrapeEtcd } from './lib/etcd-metrics';
 import { snapshotKeys, writesByRole } from './lib/etcd-key-writes';
 import { Fleet, startFleet, startProcessUsage, stopFleet } from './lib/fleet';
-import { FleetOptionError, FleetOptions, FLEET_USAGE, isDefaultRun, parseFleetOptions } from './lib/fleet-options';
+import { fleetResultName, FleetOptionError, FleetOptions, FLEET_USAGE, parseFleetOptions } from './lib/fleet-options';
 import { waitHealthy } from './lib/health';
 import { PATRONI_BINARY } from './lib/patroni-cluster';
 import { loadAverage, log, now, sleep } from './lib/util';
@@ -53,7 +53,8 @@ async function main(): Promise<void> {
   const baseDir = mkdtempSync(join(tmpdir(), 'stator-fleet-bench-'));
   chmodSync(baseDir, 0o755); // PostgreSQL runs as the postgres OS user and must reach its directories
   log(
-    `node directories under ${baseDir}; fleets of ${options.counts.join(', ')} clusters, ${options.windowSeconds} s windows`,
+    `node directories under ${baseDir}; fleets of ${options.counts.join(', ')} clusters, ${options.windowSeconds} s windows; ` +
+      options.scenarios.join(', '),
   );
   log(estimateFleetRun(options).text);
   try {
@@ -80,14 +81,14 @@ async function main(): Promise<void> {
   results.durationS = (now() - started) / 1000;
   const dir = join(REPO_ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const name = `fleet-${results.date}${isDefaultRun(options) ? '' : `-n${options.counts.join('-')}-w${options.windowSeconds}`}`;
+  const name = fleetResultName(results.date, options);
   results.plot = await writeFleetPlot(results, join(dir, `${name}.png`));
   const report = renderFleetReport(results);
   writeFileSync(join(dir, `${name}.md`), report);
   writeFileSync(join(dir, `${name}.json`), JSON.stringify(results, null, 1) + '\n');
   process.stdout.write(`\n${report}\n`);
   log(`results written to bench/results/${name}.md (${(results.durationS / 60).toFixed(1)} min)`);
-  if (results.errors.length) log(`node directories and logs kept in ${baseDir}`);
+  if (results.errors.length || options.keep) log(`node directories and logs kept in ${baseDir}`);
   else rmSync(baseDir, { recursive: true, force: true });
   process.exitCode = results.errors.length ? 1 : 0;
 }
@@ -114,51 +115,27 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
     await sleep(options.settleSeconds * 1000);
 
     const loadBefore = loadAverage();
-    // The keys are read outside the window: the bench's own range counts in none of its figures.
-    const keysBefore = await snapshotKeys(etcd.endpoints[0]);
-    const usage = startProcessUsage(fleet);
-    const before = await scrapeEtcd(etcd.endpoints);
-    await sleep(options.windowSeconds * 1000);
-    const after = await scrapeEtcd(etcd.endpoints);
-    const keysAfter = await snapshotKeys(etcd.endpoints[0]);
-    const windowMinutes = (after.at - before.at) / 60_000;
-    const writesPerMinuteByRole = Object.fromEntries(
-      Object.entries(writesByRole(keysBefore, keysAfter)).map(([role, count]) => [role, count / windowMinutes]),
-    );
-    const processes = usage.finish();
-    const load = etcdLoad(before, after);
-    const agents = processes.agents;
-    const perMinute = (perSecond: number) => (perSecond * 60) / agents;
-    log(
-      `${kind}, ${count} clusters: ${load.allRequestsPerSecond.toFixed(1)} requests/s (${perMinute(load.allRequestsPerSecond).toFixed(1)} per agent per minute), ` +
-        `${(load.bytesInPerSecond / 1024).toFixed(1)} KiB/s in, ${(load.bytesOutPerSecond / 1024).toFixed(1)} KiB/s out, ${load.watchers} watchers, ` +
-        `etcd ${processes.etcdCpuPerMinute.toFixed(2)} CPU s/min and ${processes.etcdRssMiB.toFixed(0)} MiB`,
-    );
+    const window = options.scenarios.includes('window') ? await measureWindow(kind, count, fleet, etcd, options) : {};
 
     const othersBefore = await leaderNames(fleet, 1);
     let failoverRun: FailoverRun | null = null;
     let failoverError: string | undefined;
-    try {
-      failoverRun = await failover(first, 'agent+postmaster');
-    } catch (error) {
-      failoverError = `failover of ${first.scope}: ${(error as Error).message}`;
-      log(`${kind}, ${count} clusters: ${failoverError}`);
+    if (options.scenarios.includes('failover')) {
+      try {
+        failoverRun = await failover(first, 'agent+postmaster');
+      } catch (error) {
+        failoverError = `failover of ${first.scope}: ${(error as Error).message}`;
+        log(`${kind}, ${count} clusters: ${failoverError}`);
+      }
     }
     const othersAfter = await leaderNames(fleet, 1);
-    const scenarios = await runFleetScenarios(fleet, etcd);
+    const scenarios = await runFleetScenarios(fleet, etcd, options.scenarios);
     return {
       kind,
       clusters: count,
-      agents,
+      agents: count * 3,
       startMs: fleet.startMs,
-      load,
-      writesPerMinuteByRole,
-      usage: processes,
-      perAgentPerMinute: {
-        requests: perMinute(load.allRequestsPerSecond),
-        bytesIn: perMinute(load.bytesInPerSecond),
-        bytesOut: perMinute(load.bytesOutPerSecond),
-      },
+      ...window,
       failover: failoverRun,
       ...(failoverError && { failoverError }),
       otherLeadersMoved: othersBefore.filter((name, i) => othersAfter[i] !== name).length,
@@ -167,12 +144,68 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       loadBefore,
     };
   } finally {
+    // Kept runs keep etcd's keys too (the event logs among them): the timeline of a scenario is there.
+    if (options.keep) dumpEtcd(etcd.endpoints[0], join(baseDir, 'etcd-keys.json'));
     if (fleet) {
       await stopFleet(fleet);
       fleet.clusters.forEach(untrack);
     }
     await etcd.stop();
     untrack(etcdStoppable);
+  }
+}
+
+/** The settled window: what the fleet costs etcd, and the agents' idle CPU and RSS. */
+async function measureWindow(
+  kind: Kind,
+  count: number,
+  fleet: Fleet,
+  etcd: EtcdCluster,
+  options: FleetOptions,
+): Promise<Pick<FleetRun, 'load' | 'writesPerMinuteByRole' | 'usage' | 'perAgentPerMinute'>> {
+  // The keys are read outside the window: the bench's own range counts in none of its figures.
+  const keysBefore = await snapshotKeys(etcd.endpoints[0]);
+  const usage = startProcessUsage(fleet);
+  const before = await scrapeEtcd(etcd.endpoints);
+  await sleep(options.windowSeconds * 1000);
+  const after = await scrapeEtcd(etcd.endpoints);
+  const keysAfter = await snapshotKeys(etcd.endpoints[0]);
+  const windowMinutes = (after.at - before.at) / 60_000;
+  const writesPerMinuteByRole = Object.fromEntries(
+    Object.entries(writesByRole(keysBefore, keysAfter)).map(([role, count]) => [role, count / windowMinutes]),
+  );
+  const processes = usage.finish();
+  const load = etcdLoad(before, after);
+  const perMinute = (perSecond: number) => (perSecond * 60) / processes.agents;
+  log(
+    `${kind}, ${count} clusters: ${load.allRequestsPerSecond.toFixed(1)} requests/s (${perMinute(load.allRequestsPerSecond).toFixed(1)} per agent per minute), ` +
+      `${(load.bytesInPerSecond / 1024).toFixed(1)} KiB/s in, ${(load.bytesOutPerSecond / 1024).toFixed(1)} KiB/s out, ${load.watchers} watchers, ` +
+      `etcd ${processes.etcdCpuPerMinute.toFixed(2)} CPU s/min and ${processes.etcdRssMiB.toFixed(0)} MiB`,
+  );
+  return {
+    load,
+    writesPerMinuteByRole,
+    usage: processes,
+    perAgentPerMinute: {
+      requests: perMinute(load.allRequestsPerSecond),
+      bytesIn: perMinute(load.bytesInPerSecond),
+      bytesOut: perMinute(load.bytesOutPerSecond),
+    },
+  };
+}
+
+/** Every key and value in etcd, as `etcdctl get --prefix / -w json` prints them (base64), into `file`; a failure is logged. */
+function dumpEtcd(endpoint: string, file: string): void {
+  try {
+    const dump = execFileSync('etcdctl', ['--endpoints', endpoint, 'get', '--prefix', '/', '-w', 'json'], {
+      env: { ...process.env, ETCDCTL_API: '3' },
+      maxBuffer: 512 * 1024 * 1024,
+      timeout: 30_000,
+    });
+    writeFileSync(file, dump);
+    log(`etcd's keys written to ${file}`);
+  } catch (error) {
+    log(`etcd's keys not kept: ${(error as Error).message}`);
   }
 }
 

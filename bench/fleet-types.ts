@@ -12,12 +12,13 @@ export interface FleetRun {
   agents: number;
   /** From the first cluster's start until every cluster was healthy, ms. */
   startMs: number;
-  load: EtcdLoad;
+  /** The settled window's figures: absent when the run left the window out (`--scenarios` without `window`). */
+  load?: EtcdLoad;
   /** Keys written in the window by role (`members/*`, `leader`, `status`, `events`...), per minute for the fleet. */
-  writesPerMinuteByRole: Record<string, number>;
-  usage: ProcessUsage;
+  writesPerMinuteByRole?: Record<string, number>;
+  usage?: ProcessUsage;
   /** etcd's load divided among the agents, per minute. */
-  perAgentPerMinute: { requests: number; bytesIn: number; bytesOut: number };
+  perAgentPerMinute?: { requests: number; bytesIn: number; bytesOut: number };
   /** kill -9 of fleet-1's leader agent and postmaster while the others run (null: it failed, see failoverError). */
   failover: FailoverRun | null;
   failoverError?: string;
@@ -28,6 +29,14 @@ export interface FleetRun {
   /** From the etcd cluster's start until the last scenario ended, s; the stop is a few more (absent in older results). */
   totalSeconds?: number;
   loadBefore: string;
+}
+
+/** A run whose settled window was measured. */
+export type WindowedFleetRun = FleetRun &
+  Required<Pick<FleetRun, 'load' | 'writesPerMinuteByRole' | 'usage' | 'perAgentPerMinute'>>;
+
+export function windowedRuns(runs: FleetRun[]): WindowedFleetRun[] {
+  return runs.filter((run): run is WindowedFleetRun => run.load !== undefined && run.usage !== undefined);
 }
 
 export interface FleetResults {

@@ -24,7 +24,8 @@ export function estimateFleetRun(options: FleetOptions): FleetRunEstimate {
   for (const count of options.counts) {
     for (const kind of options.products) {
       const cost = FLEET_RUN_SECONDS[kind];
-      seconds += cost.fixed + cost.perCluster * count + options.settleSeconds + options.windowSeconds;
+      const window = options.scenarios.includes('window') ? options.windowSeconds : 0;
+      seconds += cost.fixed + cost.perCluster * count + options.settleSeconds + window;
     }
   }
   const fleets = options.counts.length * options.products.length;

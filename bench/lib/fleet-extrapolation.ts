@@ -1,5 +1,5 @@
 import { DEFAULT_EVENT_LOG } from '../../src/config/event-log-config';
-import type { FleetRun } from '../fleet-types';
+import type { WindowedFleetRun } from '../fleet-types';
 import { Kind } from './cluster';
 import { fmt, table } from './report';
 
@@ -61,7 +61,7 @@ interface Metric {
   name: string;
   unit: string;
   digits: number;
-  value: (run: FleetRun) => number;
+  value: (run: WindowedFleetRun) => number;
 }
 
 export const EXTRAPOLATED_METRICS: Metric[] = [
@@ -92,7 +92,11 @@ export interface Extrapolation {
   hoursToRetention: number;
 }
 
-export function extrapolate(runs: FleetRun[], kind: Kind, clusters = EXTRAPOLATED_CLUSTERS): Extrapolation | null {
+export function extrapolate(
+  runs: WindowedFleetRun[],
+  kind: Kind,
+  clusters = EXTRAPOLATED_CLUSTERS,
+): Extrapolation | null {
   const mine = runs.filter((run) => run.kind === kind);
   if (mine.length === 0) return null;
   const byMetric: Extrapolation['byMetric'] = {};
@@ -127,7 +131,7 @@ export function etcdSizeFor(dimension: 'clients' | 'requestsPerSecond' | 'dataBy
 }
 
 /** The report's section: the fits, the projection at 500 clusters, and where it falls among etcd's figures. */
-export function renderExtrapolation(runs: FleetRun[], clusters = EXTRAPOLATED_CLUSTERS): string[] {
+export function renderExtrapolation(runs: WindowedFleetRun[], clusters = EXTRAPOLATED_CLUSTERS): string[] {
   const kinds = (['stator', 'patroni'] as Kind[]).filter((kind) => runs.some((run) => run.kind === kind));
   const projections = kinds.map((kind) => extrapolate(runs, kind, clusters)!);
   if (projections.length === 0) return [];

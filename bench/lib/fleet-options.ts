@@ -11,7 +11,15 @@ export interface FleetOptions {
   timing: { name: 'patroni' | 'fast'; values: Timing };
   /** Clusters started at once. */
   startBatch: number;
+  /** What is measured on each fleet, in this order (all of them by default). */
+  scenarios: FleetScenario[];
+  /** Keep the nodes' directories (agents' logs, event logs, PostgreSQL logs) even when the run succeeded. */
+  keep: boolean;
 }
+
+/** The parts of a fleet's run, in the order they run: the settled window, then the faults and the storm. */
+export const FLEET_SCENARIOS = ['window', 'failover', 'agent-failover', 'storm', 'etcd-leader-kill'] as const;
+export type FleetScenario = (typeof FLEET_SCENARIOS)[number];
 
 /** Patroni's defaults (what a fleet runs), and the bench's fast timing (`npm run bench`'s first series). */
 export const FLEET_TIMINGS: Record<'patroni' | 'fast', Timing> = {
@@ -26,15 +34,21 @@ export const DEFAULT_FLEET_OPTIONS: FleetOptions = {
   products: ['stator', 'patroni'],
   timing: { name: 'patroni', values: FLEET_TIMINGS.patroni },
   startBatch: 4,
+  scenarios: [...FLEET_SCENARIOS],
+  keep: false,
 };
 
-export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--window 300] [--settle 60] [--products stator,patroni] [--timing patroni|fast] [--start-batch 4]
+export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--window 300] [--settle 60] [--products stator,patroni] [--timing patroni|fast] [--start-batch 4] [--scenarios window,failover,agent-failover,storm,etcd-leader-kill] [--keep]
   --n            fleet sizes to measure, in clusters of 3 nodes (1 to 100 each)
   --window       seconds of settled load measured for each fleet (10 to 3600)
   --settle       seconds waited once every cluster is healthy, before the window (0 to 3600)
   --products     stator, patroni or both
   --timing       patroni: ttl 30 / loop_wait 10 / retry_timeout 10 (Patroni's defaults); fast: ttl 10 / loop_wait 2 / retry_timeout 3
-  --start-batch  clusters started at once (1 to 20)`;
+  --start-batch  clusters started at once (1 to 20)
+  --scenarios    what each fleet runs (default all): window (the settled load window), failover (agent and postmaster
+                 of fleet-1 killed), agent-failover (fleet-2's agent alone), storm (every cluster switched over at once),
+                 etcd-leader-kill
+  --keep         keep the nodes' directories and logs (printed at the end) even when nothing failed`;
 
 export class FleetOptionError extends Error {}
 
@@ -78,6 +92,20 @@ export function parseFleetOptions(argv: string[]): FleetOptions {
       case '--start-batch':
         options.startBatch = integer(flag, value(), 1, 20);
         break;
+      case '--scenarios': {
+        const named = value()
+          .split(',')
+          .map((name) => name.trim());
+        const unknown = named.filter((name) => !(FLEET_SCENARIOS as readonly string[]).includes(name));
+        if (unknown.length)
+          throw new FleetOptionError(`--scenarios: ${unknown.join(', ')} is not one of ${FLEET_SCENARIOS.join(', ')}`);
+        options.scenarios = FLEET_SCENARIOS.filter((name) => named.includes(name));
+        break;
+      }
+      case '--keep':
+        if (inline !== undefined) throw new FleetOptionError('--keep: takes no value');
+        options.keep = true;
+        break;
       default:
         throw new FleetOptionError(`${arg}: not an option`);
     }
@@ -104,6 +132,15 @@ export function isDefaultRun(options: FleetOptions): boolean {
     options.windowSeconds === d.windowSeconds &&
     options.settleSeconds === d.settleSeconds &&
     options.products.join() === d.products.join() &&
-    options.timing.name === d.timing.name
+    options.timing.name === d.timing.name &&
+    options.scenarios.join() === d.scenarios.join()
   );
+}
+
+/** The results' file name (without extension): `fleet-<date>` for the default run, the sizes, window and scenarios otherwise. */
+export function fleetResultName(date: string, options: FleetOptions): string {
+  if (isDefaultRun(options)) return `fleet-${date}`;
+  const measuresWindow = options.scenarios.includes('window');
+  const scenarios = options.scenarios.join() === FLEET_SCENARIOS.join() ? '' : `-${options.scenarios.join('-')}`;
+  return `fleet-${date}-n${options.counts.join('-')}${measuresWindow ? `-w${options.windowSeconds}` : ''}${scenarios}`;
 }

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { chromiumAvailable, launchChromium } from '../../src/statecharts/chromium';
-import type { FleetResults, FleetRun } from '../fleet-types';
+import { FleetResults, WindowedFleetRun, windowedRuns } from '../fleet-types';
 import { Kind } from './cluster';
 
 /** One line of a panel: a product's figure per fleet size (NaN: not measured, left out). */
@@ -24,9 +24,9 @@ const PANEL_H = 300;
 const MARGIN = { left: 64, right: 24, top: 36, bottom: 44 };
 
 /** The four panels the issue asks for: etcd requests/s, etcd CPU, db growth, failover time, per N and product. */
-export function fleetPanels(runs: FleetRun[]): Panel[] {
+export function fleetPanels(runs: WindowedFleetRun[]): Panel[] {
   const kinds = (['stator', 'patroni'] as Kind[]).filter((kind) => runs.some((run) => run.kind === kind));
-  const series = (label: string, pick: (run: FleetRun) => number, dashed = false) =>
+  const series = (label: string, pick: (run: WindowedFleetRun) => number, dashed = false) =>
     kinds.map((kind) => ({
       label: `${kind}${label}`,
       color: COLORS[kind],
@@ -223,9 +223,10 @@ export async function writeFleetPlot(
   results: FleetResults,
   pngPath: string,
 ): Promise<{ file: string } | { error: string }> {
-  if (results.runs.length === 0) return { error: 'no fleet was measured' };
+  const runs = windowedRuns(results.runs);
+  if (runs.length === 0) return { error: 'no settled window was measured' };
   const svg = fleetPlotSvg(
-    fleetPanels(results.runs),
+    fleetPanels(runs),
     `A fleet on one etcd, ${results.date}: ttl ${results.options.timing.values.ttl}, ${results.options.windowSeconds} s windows`,
   );
   writeFileSync(pngPath.replace(/\.png$/, '.svg'), svg);

@@ -33,7 +33,7 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
         const f = run.scenarios!.agentFailover;
         return [
           ...label(run),
-          f ? fmt(f.newPrimaryMs) : 'failed',
+          f ? fmt(f.newPrimaryMs) : run.scenarios!.agentFailoverError ? 'failed' : 'not run',
           f ? fmt(f.writes.gapMs) : '—',
           f ? fmt(f.twoWritersMs) : '—',
           f ? `+${fmt(f.oldLastAckMs)}` : '—',

@@ -7,6 +7,7 @@ import { waitHealthy } from './health';
 import { createWriteTable } from './write-probe';
 import { Fleet } from './fleet';
 import { log, now } from './util';
+import { FLEET_SCENARIOS, FleetScenario } from './fleet-options';
 
 /**
  * What the fleet bench does to a running fleet after its measured window and the first failover (issue 35): the
@@ -27,7 +28,11 @@ export interface FleetScenarioResults {
   seconds: { agentFailover: number; storm: number; etcdLeaderKill: number };
 }
 
-export async function runFleetScenarios(fleet: Fleet, etcd: EtcdCluster): Promise<FleetScenarioResults> {
+export async function runFleetScenarios(
+  fleet: Fleet,
+  etcd: EtcdCluster,
+  selected: readonly FleetScenario[] = FLEET_SCENARIOS,
+): Promise<FleetScenarioResults> {
   const { ttl } = fleet.clusters[0].timing;
   const target = fleet.clusters[1] ?? fleet.clusters[0];
   const others = fleet.clusters.filter((cluster) => cluster !== target);
@@ -54,25 +59,32 @@ export async function runFleetScenarios(fleet: Fleet, etcd: EtcdCluster): Promis
     }
   };
 
-  const before = await leaderNames(others);
-  const agent = await timed('agentFailover', async () => {
-    // The bench's table exists on fleet-1 only so far: the write client needs it on the target too.
-    await createWriteTable((await waitHealthy(target, 180_000)).leader.pgPort);
-    return failover(target, 'agent');
-  });
-  results.agentFailover = agent.value;
-  if (agent.error) results.agentFailoverError = `failover (agent alone) of ${target.scope}: ${agent.error}`;
-  const after = await leaderNames(others);
-  results.agentFailoverOtherLeadersMoved = before.filter((name, i) => after[i] !== name).length;
+  // A scenario left out of the run stays null without an error: the report says "not run".
+  if (selected.includes('agent-failover')) {
+    const before = await leaderNames(others);
+    const agent = await timed('agentFailover', async () => {
+      // The bench's table exists on fleet-1 only so far: the write client needs it on the target too.
+      await createWriteTable((await waitHealthy(target, 180_000)).leader.pgPort);
+      return failover(target, 'agent');
+    });
+    results.agentFailover = agent.value;
+    if (agent.error) results.agentFailoverError = `failover (agent alone) of ${target.scope}: ${agent.error}`;
+    const after = await leaderNames(others);
+    results.agentFailoverOtherLeadersMoved = before.filter((name, i) => after[i] !== name).length;
+  }
 
-  const storm = await timed('storm', () => switchoverStorm(fleet.clusters));
-  results.storm = storm.value;
-  if (storm.error) results.stormError = `switchover storm: ${storm.error}`;
+  if (selected.includes('storm')) {
+    const storm = await timed('storm', () => switchoverStorm(fleet.clusters));
+    results.storm = storm.value;
+    if (storm.error) results.stormError = `switchover storm: ${storm.error}`;
+  }
 
-  // Watched for a ttl: a primary that could not renew its leader key through a dead etcd leader would be gone by then.
-  const kill = await timed('etcdLeaderKill', () => etcdLeaderKill(fleet.clusters, etcd, ttl * 1000));
-  results.etcdLeaderKill = kill.value;
-  if (kill.error) results.etcdLeaderKillError = `etcd leader killed: ${kill.error}`;
+  if (selected.includes('etcd-leader-kill')) {
+    // Watched for a ttl: a primary that could not renew its leader key through a dead etcd leader would be gone by then.
+    const kill = await timed('etcdLeaderKill', () => etcdLeaderKill(fleet.clusters, etcd, ttl * 1000));
+    results.etcdLeaderKill = kill.value;
+    if (kill.error) results.etcdLeaderKillError = `etcd leader killed: ${kill.error}`;
+  }
   return results;
 }
 

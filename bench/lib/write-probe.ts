@@ -61,6 +61,24 @@ export class WriteProbe {
     return this.failures.find((f) => f.at >= from)?.at ?? null;
   }
 
+  /**
+   * What the client saw between `from` and `until`: runs of consecutive failed attempts with the same error (numbers
+   * masked), relative to `from`, ms. Tells a write gap's parts apart (primary stopping, no writable node, timeouts).
+   */
+  failureSpans(from: number, until = Infinity): { fromMs: number; toMs: number; count: number; error: string }[] {
+    const spans: { fromMs: number; toMs: number; count: number; error: string }[] = [];
+    for (const failure of this.failures) {
+      if (failure.at < from || failure.at > until) continue;
+      const error = failure.error.replace(/\d+/g, 'N').slice(0, 200);
+      const last = spans[spans.length - 1];
+      if (last && last.error === error) {
+        last.toMs = failure.at - from;
+        last.count++;
+      } else spans.push({ fromMs: failure.at - from, toMs: failure.at - from, count: 1, error });
+    }
+    return spans;
+  }
+
   /** The write-unavailability window around an event at `from`: the longest gap between acks that ends after it. */
   gapAround(from: number, until = Infinity): GapReport {
     let previous = [...this.acks].reverse().find((t) => t <= from) ?? from;

@@ -14,6 +14,11 @@ export interface StormClusterRun {
   postBody: string;
   /** Longest interval without an acknowledged write from the POSTs on, ms. */
   gapMs: number;
+  /** When that gap began and the POST's answer came, from the POSTs, ms. */
+  gapStartMs?: number;
+  postAnsweredMs?: number;
+  /** What the write client saw meanwhile: runs of the same error, from the POSTs, ms (for taking a slow one apart). */
+  failureSpans?: { fromMs: number; toMs: number; count: number; error: string }[];
   /** Acknowledged writes the new primary does not hold. */
   lostWrites: number;
   /** Why the switchover counts as failed: not answered 200, or the candidate not the healthy leader in time. */
@@ -97,6 +102,7 @@ async function switchOne(
     { leader: leader.name, candidate: candidate.name },
     POST_TIMEOUT_MS,
   );
+  const postAnsweredMs = now() - t0;
   let failure: string | undefined =
     answer.status === 200
       ? undefined
@@ -129,6 +135,9 @@ async function switchOne(
     postStatus: answer.status,
     postBody: answer.text.slice(0, 120),
     gapMs: writes.gapMs,
+    gapStartMs: writes.gapStartMs,
+    postAnsweredMs,
+    failureSpans: probe.failureSpans(t0, settled),
     lostWrites: lost,
     ...(failure && { failure }),
   };

@@ -67,6 +67,12 @@ export class EtcdDcs implements Dcs {
   private lastMemberWrite: { value: string; leaseId: string } | null = null;
   /** The leader key as the last read found it, until the next refresh consumes it (see refreshLeader). */
   private leaderSeen: { value: string; lease: string; at: number } | null = null;
+  /**
+   * Set by a release until this node takes the key again: no sighting stands for the key then. The watch's cache
+   * (and a read racing the delete) can still show our name after the release; a refresh trusting it would say the
+   * lock is still held by the node that just gave it up.
+   */
+  private released = false;
   /** `retry_timeout` in ms: from the configuration file at start, then from `/config` (setRetryTimeout). */
   private retryTimeoutMs: number;
   private closed = false;
@@ -143,7 +149,9 @@ export class EtcdDcs implements Dcs {
       );
       const holder = result.responses[0]?.kvs[0];
       const ours = result.succeeded || (holder?.value === this.options.name && holder.lease === lease.id);
-      return ours ? this.lease.lockLease(lease) : null;
+      if (!ours) return null;
+      this.released = false;
+      return this.lease.lockLease(lease);
     });
   }
 
@@ -162,7 +170,7 @@ export class EtcdDcs implements Dcs {
   async refreshLeader(): Promise<LockLease | null> {
     const recent =
       this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.lease.ttlSeconds * 1000) / 3;
-    const seen = recent ? this.leaderSeen : null;
+    const seen = recent && !this.released ? this.leaderSeen : null;
     this.leaderSeen = null;
     return this.withRetry('refresh leader lock', async (remaining) => {
       const lease = await this.lease.keepAlive(remaining);
@@ -189,6 +197,8 @@ export class EtcdDcs implements Dcs {
 
   /** `txn(VALUE(leader)==name → delete)`. */
   async releaseLeader(): Promise<boolean> {
+    this.released = true;
+    this.leaderSeen = null;
     return this.withRetry('release leader lock', async (remaining) => {
       const result = await this.client.txn(
         { compare: [this.leaderHolds()], success: [{ deleteRange: { key: this.leaderKey } }] },
@@ -202,6 +212,7 @@ export class EtcdDcs implements Dcs {
     return this.withRetry('write leader key', async (remaining) => {
       const lease = await this.lease.keepAlive(remaining);
       await this.client.put(this.leaderKey, this.options.name, { lease: lease.id }, remaining());
+      this.released = false;
       return this.lease.lockLease(lease);
     });
   }

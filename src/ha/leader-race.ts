@@ -24,7 +24,11 @@ export function unhealthyCluster(s: HaSnapshot, pgIsPrimary: boolean): Decision 
   }
   const backoff = primaryRaceBackoff(s, s.raceBackoff);
   if (backoff) return backoff;
-  if (!s.peers && !config.pause && !pgIsPrimary) return { need: 'probePeers' };
+  // The member a switchover or failover names races without asking the others, as the reference's
+  // manual_failover_process_no_leader: their answers decide nothing for it, and a busy old leader may take the
+  // probe's whole timeout to give one.
+  const namedCandidate = pendingFailover(s)?.member === local.name;
+  if (!s.peers && !config.pause && !pgIsPrimary && !namedCandidate) return { need: 'probePeers' };
   const health = healthiest(s, pgIsPrimary);
   if (health.ok) {
     if (!s.lockResult) return { need: 'acquireLock' };

@@ -133,6 +133,21 @@ export function describeDcsContract(
         expect((await node2.read()).leader).toBeNull();
       });
 
+      it('after a release, a refresh does not hold the key again on the strength of a read before it', async () => {
+        const node1 = node('node1');
+        await node1.acquireLeader();
+        // The HA cycle's read (or the watch's cache) still showed our name when the switchover released the key.
+        await node1.read();
+        await node1.readCached();
+        expect(await node1.releaseLeader()).toBe(true);
+        expect(await node1.refreshLeader()).toBeNull();
+        expect((await node('node2').read()).leader).toBeNull();
+        // Taken again, the key is refreshed as before.
+        expect(await node1.acquireLeader()).not.toBeNull();
+        await node1.read();
+        expect(await node1.refreshLeader()).not.toBeNull();
+      });
+
       it('release deletes the key only for the holder; then another node can take it', async () => {
         const node1 = node('node1');
         const node2 = node('node2');

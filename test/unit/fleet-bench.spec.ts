@@ -2,6 +2,7 @@ import { EtcdScrape, etcdLoad, histogramQuantile, parseMetrics } from '../../ben
 import { keyRole, KeySnapshot, writesByRole } from '../../bench/lib/etcd-key-writes';
 import {
   DEFAULT_FLEET_OPTIONS,
+  fleetResultName,
   FleetOptionError,
   isDefaultRun,
   parseFleetOptions,
@@ -16,6 +17,22 @@ function member(lines: string[]): string {
 const scrape = (at: number, members: string[]): EtcdScrape => ({ at, members: members.map(parseMetrics) });
 
 describe('fleet-bench options', () => {
+  it('runs one scenario alone at one size, keeps the logs, and names its results after it', () => {
+    const options = parseFleetOptions(['--n', '10', '--scenarios', 'storm', '--products', 'stator', '--keep']);
+    expect(options.scenarios).toEqual(['storm']);
+    expect(options.keep).toBe(true);
+    expect(isDefaultRun(options)).toBe(false);
+    expect(fleetResultName('2026-11-28', options)).toBe('fleet-2026-11-28-n10-storm');
+    // Given in any order, the scenarios run in the bench's order.
+    const two = parseFleetOptions(['--scenarios', 'storm,window', '--window', '20']);
+    expect(two.scenarios).toEqual(['window', 'storm']);
+    expect(fleetResultName('2026-11-28', two)).toBe('fleet-2026-11-28-n1-5-10-20-w20-window-storm');
+    expect(fleetResultName('2026-11-28', DEFAULT_FLEET_OPTIONS)).toBe('fleet-2026-11-28');
+    expect(fleetResultName('2026-11-28', parseFleetOptions(['--n', '1,2', '--window', '20']))).toBe(
+      'fleet-2026-11-28-n1-2-w20',
+    );
+  });
+
   it("defaults to fleets of 1, 5, 10 and 20 clusters, 5-minute windows, both products at Patroni's timing", () => {
     const options = parseFleetOptions([]);
     expect(options).toEqual(DEFAULT_FLEET_OPTIONS);
@@ -55,6 +72,11 @@ describe('fleet-bench options', () => {
     [['--products', 'stator,pgpool'], '--products: pgpool is not stator or patroni'],
     [['--timing', 'slow'], '--timing: slow is not patroni or fast'],
     [['--clusters', '5'], '--clusters: not an option'],
+    [
+      ['--scenarios', 'storm,chaos'],
+      '--scenarios: chaos is not one of window, failover, agent-failover, storm, etcd-leader-kill',
+    ],
+    [['--keep=yes'], '--keep: takes no value'],
   ])('refuses %j naming the option and its rule', (argv, message) => {
     expect(() => parseFleetOptions(argv)).toThrow(new FleetOptionError(message));
   });

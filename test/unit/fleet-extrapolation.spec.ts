@@ -1,4 +1,4 @@
-import type { FleetRun } from '../../bench/fleet-types';
+import type { FleetRun, WindowedFleetRun } from '../../bench/fleet-types';
 import { estimateFleetRun } from '../../bench/lib/fleet-estimate';
 import { etcdSizeFor, extrapolate, linearFit, renderExtrapolation } from '../../bench/lib/fleet-extrapolation';
 import { DEFAULT_FLEET_OPTIONS, parseFleetOptions } from '../../bench/lib/fleet-options';
@@ -14,7 +14,7 @@ function run(
   clusters: number,
   perCluster: { requests: number; inUseMiB: number; growthMiBh: number },
   newPrimaryMs = 300,
-): FleetRun {
+): WindowedFleetRun {
   return {
     kind,
     clusters,

@@ -1036,6 +1036,41 @@ describe('decide() on a cluster snapshot', () => {
       { need: 'acquireLock' },
     ],
     [
+      // As the reference's manual_failover_process_no_leader: no call to the others, which a busy machine may not answer
+      // within the probe's 2 s (the switchover storm at N = 10, issue 35).
+      'the named candidate races for the lock without probing its peers first',
+      {
+        cluster: cluster({ failover: { value: { leader: 'n3', member: 'n1' }, modRevision: '9' } }),
+      },
+      { need: 'acquireLock' },
+    ],
+    [
+      '... and so after a failover naming it, with no leader named',
+      {
+        cluster: cluster({ failover: { value: { member: 'n1' }, modRevision: '9' } }),
+      },
+      { need: 'acquireLock' },
+    ],
+    [
+      '... not when the failover names another member: the others are asked',
+      {
+        cluster: cluster({ failover: { value: { leader: 'n3', member: 'n2' }, modRevision: '9' } }),
+      },
+      { need: 'probePeers' },
+    ],
+    [
+      '... nor a scheduled one still ahead',
+      {
+        cluster: cluster({
+          failover: {
+            value: { leader: 'n3', member: 'n1', scheduled_at: '2999-01-01T00:00:00+00:00' },
+            modRevision: '9',
+          },
+        }),
+      },
+      { need: 'probePeers' },
+    ],
+    [
       'a named candidate tagged nofailover after the request never takes the lock (model check)',
       {
         local: { tags: { nofailover: true } },
