@@ -22,7 +22,12 @@ module.exports = {
   // Longest spec files first (test/durations.json), so that no long one starts last on a clean clone (no Jest cache).
   testSequencer: '<rootDir>/test/sequencer.js',
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      setupFiles: ['<rootDir>/test/helpers/openapi-decorators-live.ts'],
+      testMatch: ['<rootDir>/test/unit/**/*.spec.ts'],
+    },
     {
       ...common,
       displayName: 'integration',

@@ -27,14 +27,15 @@ import { FAST } from './run';
 /**
  * `node dist/bench/memory-share.js` (after `npm run build`; under the cluster lock): Stator's own RSS share above
  * the stack's floor (issue 33: at most 15 MiB). Each round starts the floor servers (no Stator code) and a 3-node
- * cluster per agent variant side by side, in a rotated order, waits BENCH_SHARE_SETTLE_S (45) after the last is up,
+ * cluster per agent variant side by side, in a rotated order, waits BENCH_SHARE_SETTLE_S (120) after the last is up
+ * (an agent holds its start-up garbage, about 24 MiB, until V8 shrinks its heap 50-70 s after it started),
  * then reads the RSS of each floor and of each cluster's leader and one replica from /proc, and asks each process
  * (a `--require`d probe, SIGUSR2) for where its memory is: V8's heap spaces, code and bytecode, the modules loaded.
  * BENCH_SHARE_ROUNDS rounds (3); BENCH_SHARE_VARIANTS as BENCH_HEALTH_VARIANTS (bench/lib/agent-variant.ts).
  */
 const REPO_ROOT = findRepoRoot(__dirname);
 const ROUNDS = Number(process.env.BENCH_SHARE_ROUNDS ?? 3);
-const SETTLE_MS = Number(process.env.BENCH_SHARE_SETTLE_S ?? 45) * 1000;
+const SETTLE_MS = Number(process.env.BENCH_SHARE_SETTLE_S ?? 120) * 1000;
 const VARIANTS = process.env.BENCH_SHARE_VARIANTS ?? 'this-checkout';
 /** A directory: the last round's processes write heap snapshots, copied there as `<process label>.heapsnapshot`. */
 const SNAPSHOTS_TO = process.env.BENCH_SHARE_SNAPSHOTS;

@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
@@ -99,6 +100,29 @@ describe('GET /openapi.json', () => {
     const answer = await call(leader, 'GET', '/openapi.json');
     expect(answer.status).toBe(200);
     document = JSON.parse(answer.body);
+  });
+
+  /** src/api/openapi/openapi-decorators.ts: the agent serves the file `npm run build` generated. */
+  it('is the generated file, and the agent never loads @nestjs/swagger, lodash or js-yaml', () => {
+    const dist = resolve(__dirname, '..', '..', 'dist', 'src');
+    expect(JSON.parse(readFileSync(join(dist, 'api', 'openapi', 'openapi-stator.json'), 'utf8'))).toEqual(document);
+    const { STATOR_OPENAPI_DECORATORS: _live, ...agentEnv } = process.env;
+    const load = [join(dist, 'cli', 'main.js'), join(dist, 'app.module.js')].map(
+      (file) => `require(${JSON.stringify(file)});`,
+    );
+    const loaded: string[] = JSON.parse(
+      execFileSync(
+        process.execPath,
+        ['-e', `${load.join('')} console.log(JSON.stringify(Object.keys(require.cache)))`],
+        {
+          env: agentEnv,
+          encoding: 'utf8',
+          timeout: 30_000,
+        },
+      ),
+    );
+    expect(loaded.some((file) => file.endsWith(join('api', 'openapi', 'openapi.controller.js')))).toBe(true);
+    expect(loaded.filter((file) => /node_modules\/(@nestjs\/swagger|lodash|js-yaml)\//.test(file))).toEqual([]);
   });
 
   it('is a valid OpenAPI 3.1 document, the same on every node', async () => {

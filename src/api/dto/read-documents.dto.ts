@@ -1,4 +1,5 @@
-import { ApiProperty, ApiPropertyOptional, type SchemaObject } from '@nestjs/swagger';
+import type { SchemaObject } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '../openapi/openapi-decorators';
 import { POSTGRES_STATES } from '../../postgresql/postgres-states';
 
 /**

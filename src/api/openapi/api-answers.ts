@@ -1,5 +1,6 @@
 import { applyDecorators, Type } from '@nestjs/common';
-import { ApiExtraModels, ApiResponse, getSchemaPath, type ReferenceObject, type SchemaObject } from '@nestjs/swagger';
+import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
+import { ApiExtraModels, ApiResponse, getSchemaPath } from './openapi-decorators';
 import { ErrorBodyDto } from '../dto/read-documents.dto';
 
 /**

@@ -38,7 +38,7 @@ describe('invariant 8: an acknowledged commit is on a member of another site (sy
 
   it.each([
     [
-      'writes while n3 crashes and comes back',
+      "writes while any node's PostgreSQL crashes and is started again, and its agent restarts",
       ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash', 'agentRestart'] as ActionKind[],
       2,
       2,
