@@ -95,17 +95,30 @@ export function guardConnections(server: Server, options: ConnectionGuardOptions
     const idle = [...open].find((other) => other !== socket && !serving.has(other));
     (idle ?? socket).destroy();
   });
+  // Per request: no new closure or state object (every health check pays for what is allocated here).
+  // A response emits 'close' once, so a plain listener does (`once` would wrap it in a new function).
+  function onResponseClose(this: ServerResponse): void {
+    const request = this.req;
+    const socket = request.socket;
+    const left = (serving.get(socket) ?? 1) - 1;
+    if (left > 0) serving.set(socket, left);
+    else serving.delete(socket);
+    if (socket.destroyed) return;
+    const state = receiving.get(socket);
+    if (state?.request !== request) return;
+    state.idleBytes = socket.bytesRead;
+    state.since = null;
+    state.request = null;
+  }
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket;
     serving.set(socket, (serving.get(socket) ?? 0) + 1);
-    const current = receiving.get(socket);
     // Headers read before any check saw their bytes (or a pipelined request's): the clock starts now.
-    receiving.set(socket, { idleBytes: current?.idleBytes ?? 0, since: current?.since ?? performance.now(), request });
-    response.once('close', () => {
-      const left = (serving.get(socket) ?? 1) - 1;
-      if (left > 0) serving.set(socket, left);
-      else serving.delete(socket);
-      if (!socket.destroyed && receiving.get(socket)?.request === request) awaitNextRequest(socket);
-    });
+    const current = receiving.get(socket);
+    if (current) {
+      current.since ??= performance.now();
+      current.request = request;
+    } else receiving.set(socket, { idleBytes: 0, since: performance.now(), request });
+    response.on('close', onResponseClose);
   });
 }

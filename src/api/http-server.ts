@@ -149,8 +149,9 @@ export function acceptJsonBodies(fastify: FastifyInstance): void {
 function limitConfigBodies(fastify: FastifyInstance): void {
   // A callback hook, not an async one: every request (health checks too) would pay for a promise.
   fastify.addHook('onRequest', (request, _reply, done) => {
+    // The length first: Fastify builds a new object for every read of routeOptions, and health checks send no body.
     done(
-      isConfigRoute(request) && Number(request.headers['content-length'] ?? 0) > CONFIG_BODY_LIMIT_BYTES
+      Number(request.headers['content-length'] ?? 0) > CONFIG_BODY_LIMIT_BYTES && isConfigRoute(request)
         ? configBodyTooLarge()
         : undefined,
     );

@@ -1,7 +1,19 @@
 import { TimerClock } from '../common/clock';
-import { replayableMemory } from './ha-memory.machine';
+import { HaMemory, ReplayableHaMemory, replayableMemory } from './ha-memory.machine';
 import type { NodeActors } from './node-actors';
 import { NodeView } from './node-view';
+
+/**
+ * The memory as the view shows it, once per memory: the machine replaces (never edits) its context, and the
+ * rest-copy cost every health check a fresh object (the view is read per request; only diagnostics show it).
+ */
+const shownMemory = new WeakMap<HaMemory, ReplayableHaMemory>();
+
+function memoryOf(memory: HaMemory): ReplayableHaMemory {
+  let shown = shownMemory.get(memory);
+  if (!shown) shownMemory.set(memory, (shown = replayableMemory(memory)));
+  return shown;
+}
 
 /** What the API serves of a node, read from its actors (`lastCycleAt`: the last HA cycle, monotonic ms). */
 export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: number): NodeView {
@@ -30,7 +42,7 @@ export function nodeViewOf(node: NodeActors, clock: TimerClock, lastCycleAt: num
     scheduledRestart: node.scheduler.current,
     failsafeActive: node.dynamic.failsafe_mode && node.failsafe.isActive(clock.monotonic(), node.dynamic.ttl),
     watchdogFailed: node.watchdogFailure !== null,
-    memory: replayableMemory(node.memory.getSnapshot().context),
+    memory: memoryOf(node.memory.getSnapshot().context),
     ...(node.config.site ? { site: node.config.site } : {}),
   };
 }
