@@ -25,6 +25,8 @@ export interface RangeOptions {
   countOnly?: boolean;
   /** Exclusive end key for a key range, instead of `prefix`. */
   rangeEnd?: string;
+  /** Only keys last modified at this revision or later. */
+  minModRevision?: string;
 }
 
 export interface RangeResult {
