@@ -107,7 +107,7 @@ export class EtcdDcs implements Dcs {
    * less than CACHE_CONFIRM_TTLS ttls ago (`cacheConfirmTtls`). Otherwise, or while nobody watches, a
    * read. An idle cycle then sends no read, as the reference's does (its etcd3 reads the cluster from
    * its watch cache alone); the confirmation bounds how long a watch that died unnoticed can hide a
-   * change: two count-only ranges when the watch is live (ClusterWatch.confirmUnchanged), a read when
+   * change: two small ranges when the watch is live (ClusterWatch.confirmUnchanged), a read when
    * they find a difference. The leader key found there stands for a read's in refreshLeader: a delete
    * of it reaches a live watch.
    */

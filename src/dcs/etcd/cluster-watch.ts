@@ -86,8 +86,9 @@ export class ClusterWatch {
 
   /**
    * Confirms a live cache without reading its values (issue 35: the full read every CACHE_CONFIRM_TTLS ttls was a
-   * fifth of an idle agent's bytes from etcd): two count-only ranges of the prefix, one of the keys modified after
-   * the cache's revision R, one of all keys. None modified after R and as many keys as the cache holds mean the
+   * fifth of an idle agent's bytes from etcd): two small ranges of the prefix, the keys (without values) modified
+   * after the cache's revision R, and the count of all keys (etcd's count ignores min_mod_revision, so the first
+   * is keys-only, not count-only). None modified after R and as many keys as the cache holds mean the
    * prefix holds exactly the cache's keys at their revisions (a key deleted and made again has a newer revision; a
    * delete lowers the count). False, with nothing confirmed, when the watch is not live or anything differs: the
    * caller reads.
@@ -95,12 +96,15 @@ export class ClusterWatch {
   async confirmUnchanged(timeoutMs: () => number): Promise<boolean> {
     const held = this.cache.state();
     if (!this.live || !held) return false;
-    const prefix = { prefix: true, countOnly: true };
     const [changed, all] = await Promise.all([
-      this.client.range(this.prefix, { ...prefix, minModRevision: nextRevision(held.revision) }, timeoutMs()),
-      this.client.range(this.prefix, prefix, timeoutMs()),
+      this.client.range(
+        this.prefix,
+        { prefix: true, keysOnly: true, minModRevision: nextRevision(held.revision) },
+        timeoutMs(),
+      ),
+      this.client.range(this.prefix, { prefix: true, countOnly: true }, timeoutMs()),
     ]);
-    if (changed.count !== 0 || all.count !== held.keys || !this.live) return false;
+    if (changed.kvs.length !== 0 || all.count !== held.keys || !this.live) return false;
     this.confirmedAt = this.clock.monotonic();
     return true;
   }

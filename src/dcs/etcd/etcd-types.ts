@@ -25,7 +25,9 @@ export interface RangeOptions {
   countOnly?: boolean;
   /** Exclusive end key for a key range, instead of `prefix`. */
   rangeEnd?: string;
-  /** Only keys last modified at this revision or later. */
+  /** Keys without their values. */
+  keysOnly?: boolean;
+  /** Only keys last modified at this revision or later (etcd filters the kvs, not the count). */
   minModRevision?: string;
 }
 
