@@ -108,7 +108,7 @@ export function renderFleetReport(results: FleetResults): string {
     '',
     "## Agents at idle, and one cluster's failover while the others run",
     '',
-    "Per agent (Stator's with its fence): CPU seconds per minute of the window and RSS at its end, median (max). Failover: `kill -9` of fleet-1's leader agent and postmaster, until another node answers 200 on `/primary`; the write gap of a client writing through it; whether any other cluster's leader changed meanwhile.",
+    "Per agent (Stator's with its fence): CPU seconds per minute of the window and RSS at its end, median (max). Failover: `kill -9` of fleet-1's leader agent and postmaster, until another node answers 200 on `/primary` (with `--failover-samples K`: K such failovers on fleet-1, fleet-2..., each healthy before its kill, as median (min-max, K); write gap and rejoin are the first sample's); the write gap of a client writing through it; whether any other cluster's leader changed meanwhile.",
     '',
     table(
       [
@@ -128,7 +128,7 @@ export function renderFleetReport(results: FleetResults): string {
         fmt(run.startMs / 1000),
         run.usage ? `${fmt(run.usage.agentCpuPerMinute.median, 2)} (${fmt(run.usage.agentCpuPerMinute.max, 2)})` : '—',
         run.usage ? `${fmt(run.usage.agentRssMiB.median, 1)} (${fmt(run.usage.agentRssMiB.max, 1)})` : '—',
-        run.failover ? fmt(run.failover.newPrimaryMs) : run.failoverError ? 'failed' : 'not run',
+        failoverCell(run),
         run.failover ? fmt(run.failover.writes.gapMs) : '—',
         run.failover ? fmt(run.failover.rejoinMs) : '—',
         String(run.otherLeadersMoved),
@@ -157,4 +157,15 @@ export function renderFleetReport(results: FleetResults): string {
   if (results.errors.length)
     lines.push('', '## Errors', '', ...results.errors.map((error) => `- ${error.split('\n')[0]}`));
   return lines.join('\n') + '\n';
+}
+
+/** One failover's time, or the samples' median (min-max, count) with `--failover-samples`. */
+function failoverCell(run: FleetRun): string {
+  const samples = (run.failovers ?? (run.failover ? [run.failover] : [])).map((f) => f.newPrimaryMs);
+  if (samples.length === 0) return run.failoverError ? 'failed' : 'not run';
+  if (samples.length === 1) return fmt(samples[0]) + (run.failoverError ? ' (others failed)' : '');
+  const sorted = [...samples].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  const median = sorted.length % 2 ? sorted[Math.floor(middle)] : (sorted[middle - 1] + sorted[middle]) / 2;
+  return `${fmt(median)} (${fmt(sorted[0])}-${fmt(sorted.at(-1) as number)}, ${samples.length})`;
 }

@@ -117,18 +117,29 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
     const loadBefore = loadAverage();
     const window = options.scenarios.includes('window') ? await measureWindow(kind, count, fleet, etcd, options) : {};
 
-    const othersBefore = await leaderNames(fleet, 1);
+    // The clusters no failover sample touches: whether their leaders stayed put.
+    const sampled = Math.max(1, Math.min(options.failoverSamples, count));
+    const othersBefore = await leaderNames(fleet, sampled);
     let failoverRun: FailoverRun | null = null;
     let failoverError: string | undefined;
+    const failovers: FailoverRun[] = [];
     if (options.scenarios.includes('failover')) {
-      try {
-        failoverRun = await failover(first, 'agent+postmaster');
-      } catch (error) {
-        failoverError = `failover of ${first.scope}: ${(error as Error).message}`;
-        log(`${kind}, ${count} clusters: ${failoverError}`);
+      // Each sample on the next cluster (the first again when there are fewer); failover() waits until it is healthy.
+      for (let i = 0; i < options.failoverSamples; i++) {
+        const target = fleet.clusters[i % count];
+        try {
+          if (i > 0 && i < count) await createWriteTable((await waitHealthy(target, 60_000)).leader.pgPort);
+          const run = await failover(target, 'agent+postmaster');
+          failovers.push(run);
+          log(`${kind}, ${count} clusters: failover ${i + 1} of ${target.scope}: ${run.newPrimaryMs.toFixed(0)} ms`);
+        } catch (error) {
+          failoverError = `failover of ${target.scope}: ${(error as Error).message}`;
+          log(`${kind}, ${count} clusters: ${failoverError}`);
+        }
       }
+      failoverRun = failovers[0] ?? null;
     }
-    const othersAfter = await leaderNames(fleet, 1);
+    const othersAfter = await leaderNames(fleet, sampled);
     const scenarios = await runFleetScenarios(fleet, etcd, options.scenarios);
     return {
       kind,
@@ -137,6 +148,7 @@ async function measureFleet(kind: Kind, count: number, baseDir: string, options:
       startMs: fleet.startMs,
       ...window,
       failover: failoverRun,
+      ...(failovers.length > 1 && { failovers }),
       ...(failoverError && { failoverError }),
       otherLeadersMoved: othersBefore.filter((name, i) => othersAfter[i] !== name).length,
       scenarios,

@@ -22,6 +22,8 @@ export interface FleetRun {
   /** kill -9 of fleet-1's leader agent and postmaster while the others run (null: it failed, see failoverError). */
   failover: FailoverRun | null;
   failoverError?: string;
+  /** Every failover sample (`--failover-samples`), the first one being `failover`; absent in older results. */
+  failovers?: FailoverRun[];
   /** Clusters other than fleet-1 whose leader was not the same after its failover. */
   otherLeadersMoved: number;
   /** The agent alone killed, the switchover storm, the etcd leader killed (absent in older results). */

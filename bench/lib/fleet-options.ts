@@ -15,6 +15,8 @@ export interface FleetOptions {
   scenarios: FleetScenario[];
   /** Keep the nodes' directories (agents' logs, event logs, PostgreSQL logs) even when the run succeeded. */
   keep: boolean;
+  /** Failovers measured per fleet, each on another cluster (fleet-1, fleet-2...; the same one again when N is smaller), settled between. */
+  failoverSamples: number;
 }
 
 /** The parts of a fleet's run, in the order they run: the settled window, then the faults and the storm. */
@@ -36,9 +38,10 @@ export const DEFAULT_FLEET_OPTIONS: FleetOptions = {
   startBatch: 4,
   scenarios: [...FLEET_SCENARIOS],
   keep: false,
+  failoverSamples: 1,
 };
 
-export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--window 300] [--settle 60] [--products stator,patroni] [--timing patroni|fast] [--start-batch 4] [--scenarios window,failover,agent-failover,storm,etcd-leader-kill] [--keep]
+export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--window 300] [--settle 60] [--products stator,patroni] [--timing patroni|fast] [--start-batch 4] [--scenarios window,failover,agent-failover,storm,etcd-leader-kill] [--failover-samples 1] [--keep]
   --n            fleet sizes to measure, in clusters of 3 nodes (1 to 100 each)
   --window       seconds of settled load measured for each fleet (10 to 3600)
   --settle       seconds waited once every cluster is healthy, before the window (0 to 3600)
@@ -48,6 +51,8 @@ export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--win
   --scenarios    what each fleet runs (default all): window (the settled load window), failover (agent and postmaster
                  of fleet-1 killed), agent-failover (fleet-2's agent alone), storm (every cluster switched over at once),
                  etcd-leader-kill
+  --failover-samples  failovers measured per fleet (1 to 20), each on another cluster, healthy again between them;
+                 the report gives their median and range
   --keep         keep the nodes' directories and logs (printed at the end) even when nothing failed`;
 
 export class FleetOptionError extends Error {}
@@ -102,6 +107,9 @@ export function parseFleetOptions(argv: string[]): FleetOptions {
         options.scenarios = FLEET_SCENARIOS.filter((name) => named.includes(name));
         break;
       }
+      case '--failover-samples':
+        options.failoverSamples = integer(flag, value(), 1, 20);
+        break;
       case '--keep':
         if (inline !== undefined) throw new FleetOptionError('--keep: takes no value');
         options.keep = true;
@@ -133,7 +141,8 @@ export function isDefaultRun(options: FleetOptions): boolean {
     options.settleSeconds === d.settleSeconds &&
     options.products.join() === d.products.join() &&
     options.timing.name === d.timing.name &&
-    options.scenarios.join() === d.scenarios.join()
+    options.scenarios.join() === d.scenarios.join() &&
+    options.failoverSamples === d.failoverSamples
   );
 }
 
@@ -142,5 +151,6 @@ export function fleetResultName(date: string, options: FleetOptions): string {
   if (isDefaultRun(options)) return `fleet-${date}`;
   const measuresWindow = options.scenarios.includes('window');
   const scenarios = options.scenarios.join() === FLEET_SCENARIOS.join() ? '' : `-${options.scenarios.join('-')}`;
-  return `fleet-${date}-n${options.counts.join('-')}${measuresWindow ? `-w${options.windowSeconds}` : ''}${scenarios}`;
+  const samples = options.failoverSamples > 1 ? `-f${options.failoverSamples}` : '';
+  return `fleet-${date}-n${options.counts.join('-')}${measuresWindow ? `-w${options.windowSeconds}` : ''}${scenarios}${samples}`;
 }

@@ -106,14 +106,16 @@ export class EtcdDcs implements Dcs {
    * The watch's cache while it can stand in for a read (ClusterWatch): live, and confirmed by a read
    * less than CACHE_CONFIRM_TTLS ttls ago (`cacheConfirmTtls`). Otherwise, or while nobody watches, a
    * read. An idle cycle then sends no read, as the reference's does (its etcd3 reads the cluster from
-   * its watch cache alone); the confirming read bounds how long a watch that died unnoticed can hide a
-   * change. The leader key found there stands for a read's in refreshLeader: a delete of it reaches a
-   * live watch.
+   * its watch cache alone); the confirmation bounds how long a watch that died unnoticed can hide a
+   * change: two small ranges when the watch is live (ClusterWatch.confirmUnchanged), a read when
+   * they find a difference. The leader key found there stands for a read's in refreshLeader: a delete
+   * of it reaches a live watch.
    */
   async readCached(): Promise<ClusterView> {
-    const trusted = this.watch.trustedView(
-      (this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.lease.ttlSeconds * 1000,
-    );
+    const maxAgeMs = (this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.lease.ttlSeconds * 1000;
+    let trusted = this.watch.trustedView(maxAgeMs);
+    if (!trusted && (await this.withRetry('confirm cluster cache', (left) => this.watch.confirmUnchanged(left))))
+      trusted = this.watch.trustedView(maxAgeMs);
     if (!trusted) return this.read();
     const { leader } = trusted;
     this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.monotonic() } : null;

@@ -244,6 +244,41 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       expect(sent).toEqual({ LeaseKeepAlive: cycles });
     });
 
+    it('confirms an aged, unchanged cache with two small ranges (keys-only since its revision, count-only of all), fewer bytes than a read', async () => {
+      const node1 = node('node1');
+      await node1.touchMember(member('node1'));
+      expect(await node1.acquireLeader()).not.toBeNull();
+      // 0.02 ttls of 30 s: the cache needs confirming 600 ms after its last confirmation.
+      const node2 = newNode(scope, 'node2', { cacheConfirmTtls: 0.02 });
+      opened.push(node2);
+      await recordChanges(node2);
+      await node2.read();
+      const sentDuring = async (work: () => Promise<void>) => {
+        const agedAt = performance.now() + 700;
+        await waitFor(() => performance.now() > agedAt, { description: 'the confirmation to age' });
+        const before = await scrapeEtcd([etcd.endpoint]);
+        await work();
+        const load = etcdLoad(before, await scrapeEtcd([etcd.endpoint]));
+        const sent: Record<string, number> = {};
+        for (const [kind, perSecond] of Object.entries(load.requestsPerSecond)) {
+          const count = Math.round(perSecond * load.seconds);
+          if (count > 0) sent[kind] = count;
+        }
+        return { sent, bytesOut: load.bytesOutPerSecond * load.seconds };
+      };
+      const unchanged = await sentDuring(async () => {
+        expect((await node2.readCached()).leader?.value).toBe('node1');
+        // Confirmed: the next call within the bound asks etcd nothing.
+        expect((await node2.readCached()).members.map((m) => m.name)).toEqual(['node1']);
+      });
+      expect(unchanged.sent).toEqual({ Range: 2 });
+      const full = await sentDuring(async () => {
+        expect((await node2.read()).leader?.value).toBe('node1');
+      });
+      expect(full.sent).toEqual({ Range: 1 });
+      expect(unchanged.bytesOut).toBeLessThan(full.bytesOut);
+    });
+
     it('gives up a write within the retry_timeout set last (the dynamic configuration changed it), not the one it started with', async () => {
       const node1 = node('node1');
       node1.setRetryTimeout(500);
@@ -265,7 +300,8 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       await sleep(SHORT_TTL_SECONDS * 1000 + 100);
       await etcd.pause();
       try {
-        await expect(node2.readCached()).rejects.toThrow(/read cluster/);
+        // A live watch's cache is confirmed by two small ranges (ClusterWatch.confirmUnchanged) rather than a read.
+        await expect(node2.readCached()).rejects.toThrow(/confirm cluster cache/);
       } finally {
         etcd.resume();
       }

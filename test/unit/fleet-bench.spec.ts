@@ -54,6 +54,8 @@ describe('fleet-bench options', () => {
       '--timing',
       'fast',
       '--start-batch=2',
+      '--failover-samples',
+      '5',
     ]);
     expect(options.counts).toEqual([1, 3]);
     expect(options.windowSeconds).toBe(60);
@@ -61,7 +63,10 @@ describe('fleet-bench options', () => {
     expect(options.products).toEqual(['stator']);
     expect(options.timing.values).toEqual({ ttl: 10, loopWait: 2, retryTimeout: 3 });
     expect(options.startBatch).toBe(2);
+    expect(options.failoverSamples).toBe(5);
     expect(isDefaultRun(options)).toBe(false);
+    expect(fleetResultName('2026-11-28', options)).toBe('fleet-2026-11-28-n1-3-w60-f5');
+    expect(isDefaultRun({ ...DEFAULT_FLEET_OPTIONS, failoverSamples: 3 })).toBe(false);
   });
 
   it.each([
@@ -77,6 +82,7 @@ describe('fleet-bench options', () => {
       '--scenarios: chaos is not one of window, failover, agent-failover, storm, etcd-leader-kill',
     ],
     [['--keep=yes'], '--keep: takes no value'],
+    [['--failover-samples', '0'], '--failover-samples: 0 is not a whole number from 1 to 20'],
   ])('refuses %j naming the option and its rule', (argv, message) => {
     expect(() => parseFleetOptions(argv)).toThrow(new FleetOptionError(message));
   });

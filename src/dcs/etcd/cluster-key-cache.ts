@@ -42,6 +42,11 @@ export class ClusterKeyCache {
     }
   }
 
+  /** The revision of the state held and how many keys it has, or null before the first read. */
+  state(): { revision: string; keys: number } | null {
+    return this.revision === null ? null : { revision: this.revision, keys: this.kvs.size };
+  }
+
   /** One key as held, by its name relative to the prefix (`leader`), or null. */
   get(relativeKey: string): KeyValue | null {
     return this.kvs.get(this.prefix + relativeKey) ?? null;

@@ -76,6 +76,7 @@ export const ETCD_GRPC_SCHEMA: Parameters<typeof fromJSON>[0] = {
             serializable: field('bool', 7),
             keys_only: field('bool', 8),
             count_only: field('bool', 9),
+            min_mod_revision: field('int64', 10),
           },
           nested: {
             SortOrder: { values: { NONE: 0, ASCEND: 1, DESCEND: 2 } },

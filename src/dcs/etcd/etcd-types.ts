@@ -25,6 +25,10 @@ export interface RangeOptions {
   countOnly?: boolean;
   /** Exclusive end key for a key range, instead of `prefix`. */
   rangeEnd?: string;
+  /** Keys without their values. */
+  keysOnly?: boolean;
+  /** Only keys last modified at this revision or later (etcd filters the kvs, not the count). */
+  minModRevision?: string;
 }
 
 export interface RangeResult {

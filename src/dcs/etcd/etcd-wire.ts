@@ -84,6 +84,8 @@ export function rangeRequestBody(key: string, options: RangeOptions) {
   return {
     ...rangeBounds(key, options.prefix, options.rangeEnd),
     ...(options.countOnly ? { count_only: true } : {}),
+    ...(options.keysOnly ? { keys_only: true } : {}),
+    ...(options.minModRevision !== undefined ? { min_mod_revision: options.minModRevision } : {}),
   };
 }
 

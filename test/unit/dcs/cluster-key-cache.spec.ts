@@ -23,6 +23,15 @@ describe('ClusterKeyCache', () => {
     expect(cache.view()).toBeNull();
   });
 
+  it('tells the revision and key count a count-only confirmation compares with etcd', () => {
+    const cache = new ClusterKeyCache(PREFIX);
+    expect(cache.state()).toBeNull();
+    cache.replace([kv('leader', 'node1', 9), kv('config', '{"ttl":30}', 4)], '10');
+    expect(cache.state()).toEqual({ revision: '10', keys: 2 });
+    cache.apply([del('leader', 12)]);
+    expect(cache.state()).toEqual({ revision: '12', keys: 1 });
+  });
+
   it.each([
     ['a newer put replaces the value', [put('leader', 'node2', 11)], 'node2', '11'],
     ['a newer delete removes the key', [del('leader', 11)], undefined, '11'],
