@@ -59,7 +59,10 @@ const PARSERS: Record<string, (input: string) => unknown> = {
 };
 
 describe('request values are read in time linear in their length', () => {
-  it('answers every parser on adversarial inputs up to 1 MiB within 50 ms of CPU (a backtracking matcher needs minutes)', () => {
+  // The bound tells linear from backtracking (minutes, or a quadratic scan's 10^12 steps), not fast from slow: the
+  // process's CPU counts V8's GC and compiler threads too, and a clean-clone CI saw one 1 MiB parse take 50 ms
+  // (20-40 ms for several parsers on an idle machine).
+  it('answers every parser on adversarial inputs up to 1 MiB within 1 s of CPU (a backtracking matcher needs minutes)', () => {
     const rows: string[] = [];
     for (const [parser, parse] of Object.entries(PARSERS)) {
       // Once on a short input first: what a parser loads on its first use (class-validator for the
@@ -73,7 +76,7 @@ describe('request values are read in time linear in their length', () => {
         const used = process.cpuUsage(started);
         const ms = (used.user + used.system) / 1000;
         rows.push(`| ${parser} | ${shape} | ${ms.toFixed(3)} |`);
-        expect({ parser, shape, fast: ms < 50 }).toEqual({ parser, shape, fast: true });
+        expect({ parser, shape, fast: ms < 1_000 }).toEqual({ parser, shape, fast: true });
       }
     }
     mkdirSync('test-artifacts', { recursive: true });
