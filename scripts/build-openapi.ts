@@ -6,7 +6,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 /**
  * Part of `npm run build`: the OpenAPI document each product's agent serves at `GET /openapi.json`, generated from
  * the controllers' and DTOs' decorators with @nestjs/swagger, which the agent itself never loads
- * (src/api/openapi/openapi-decorators.ts). It writes beside the compiled controller one file per product key, as
+ * (src/api/openapi-decorators.ts). It writes beside the compiled controller one file per product key, as
  * the agent composes its API: the same controllers (ApiModule, OperationsController) over no running node, since
  * only their routes and decorators are read. test/integration/openapi-diagnostics.int-spec.ts checks a running
  * agent's document against its routes and against one built here from the code.

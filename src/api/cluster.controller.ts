@@ -1,7 +1,7 @@
 import { Controller, Get, HttpException, HttpStatus, Inject, Optional, Options, Req, Res } from '@nestjs/common';
 import { EVENT_LOG } from '../common/tokens';
 import { EventLog } from '../events/event-log';
-import { ApiOperation, ApiTags } from './openapi/openapi-decorators';
+import { ApiOperation, ApiTags } from './openapi-decorators';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClusterView } from '../dcs/dcs.port';
 import { buildClusterDocument } from './cluster-document';

@@ -11,7 +11,7 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from './openapi/openapi-decorators';
+import { ApiOperation, ApiQuery, ApiResponse, ApiTags } from './openapi-decorators';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Subscription } from 'rxjs';
 import { readIsoTimestamp } from '../common/iso-timestamp';

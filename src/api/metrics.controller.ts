@@ -1,5 +1,5 @@
 import { Controller, Get, Options, Res } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from './openapi/openapi-decorators';
+import { ApiOperation, ApiResponse, ApiTags } from './openapi-decorators';
 import type { FastifyReply } from 'fastify';
 import { buildMetrics, METRICS_CONTENT_TYPE } from './metrics';
 import { NodeStateService } from './node-state.service';

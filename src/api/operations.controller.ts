@@ -12,7 +12,7 @@ import {
   Res,
   UseFilters,
 } from '@nestjs/common';
-import { ApiBody, ApiOperation, ApiTags } from './openapi/openapi-decorators';
+import { ApiBody, ApiOperation, ApiTags } from './openapi-decorators';
 import type { FastifyReply } from 'fastify';
 import { NodeOperations } from '../ha/node-operations';
 import { ConfigAnswer, ConfigWrite, OperationAnswer, OperationRefused } from '../ha/operation-types';

@@ -1,5 +1,5 @@
 import { Controller, Get, Inject, Options, Res } from '@nestjs/common';
-import { ApiOperation, ApiTags } from './openapi/openapi-decorators';
+import { ApiOperation, ApiTags } from './openapi-decorators';
 import type { FastifyReply } from 'fastify';
 import { StatusDocumentDto } from './dto/read-documents.dto';
 import { NodeStateService } from './node-state.service';

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Controller, Get, HttpException, HttpStatus, Param, Res } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from './openapi/openapi-decorators';
+import { ApiOperation, ApiResponse, ApiTags } from './openapi-decorators';
 import type { FastifyReply } from 'fastify';
 import { MACHINES } from '../statecharts/machines';
 import { errorBody } from './http-exception.filter';

@@ -102,7 +102,7 @@ describe('GET /openapi.json', () => {
     document = JSON.parse(answer.body);
   });
 
-  /** src/api/openapi/openapi-decorators.ts: the agent serves the file `npm run build` generated. */
+  /** src/api/openapi-decorators.ts: the agent serves the file `npm run build` generated. */
   it('is the generated file, and the agent never loads @nestjs/swagger, lodash or js-yaml', () => {
     const dist = resolve(__dirname, '..', '..', 'dist', 'src');
     expect(JSON.parse(readFileSync(join(dist, 'api', 'openapi', 'openapi-stator.json'), 'utf8'))).toEqual(document);

@@ -1,6 +1,6 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { LazyModuleLoader } from '@nestjs/core';
-import { ApiOperation, ApiTags } from '../openapi/openapi-decorators';
+import { ApiOperation, ApiTags } from '../openapi-decorators';
 import type { HealthCheckResult } from '@nestjs/terminus';
 import { DiagnosticsDto } from '../dto/diagnostics.dto';
 import { NODE_DIAGNOSTICS, NodeDiagnosticsSource } from '../../ha/node-diagnostics';

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '../openapi/openapi-decorators';
+import { ApiProperty, ApiPropertyOptional } from '../openapi-decorators';
 
 /**
  * `GET /stator/diagnostics` for the OpenAPI document: terminus's `{status, info, error, details}`,

@@ -10,7 +10,7 @@ import {
   ValidateIf,
   type ValidationArguments,
 } from 'class-validator';
-import { ApiPropertyOptional } from '../openapi/openapi-decorators';
+import { ApiPropertyOptional } from '../openapi-decorators';
 import { readTimeoutSeconds } from '../request-values';
 
 /** Names and texts are at most this long; longer ones are refused before anything reads them. */

@@ -1,5 +1,5 @@
 import type { SchemaObject } from '@nestjs/swagger';
-import { ApiProperty, ApiPropertyOptional } from '../openapi/openapi-decorators';
+import { ApiProperty, ApiPropertyOptional } from '../openapi-decorators';
 import { POSTGRES_STATES } from '../../postgresql/postgres-states';
 
 /**

@@ -1,6 +1,6 @@
 import { applyDecorators, Type } from '@nestjs/common';
 import type { ReferenceObject, SchemaObject } from '@nestjs/swagger';
-import { ApiExtraModels, ApiResponse, getSchemaPath } from './openapi-decorators';
+import { ApiExtraModels, ApiResponse, getSchemaPath } from '../openapi-decorators';
 import { ErrorBodyDto } from '../dto/read-documents.dto';
 
 /**

@@ -7,7 +7,7 @@ import { errorBody } from '../http-exception.filter';
 import { API_IDENTITY } from '../node-state.service';
 import { ApiIdentity } from '../status-document';
 import { EmptyAnswer, JsonAnswer } from './api-answers';
-import { ApiOperation, ApiTags, OPENAPI_DECORATORS_LIVE } from './openapi-decorators';
+import { ApiOperation, ApiTags, OPENAPI_DECORATORS_LIVE } from '../openapi-decorators';
 import type * as OpenApiDocumentBuilder from './openapi-document';
 
 /** Where `npm run build` (scripts/build-openapi.ts) writes the document a product's agent serves. */
