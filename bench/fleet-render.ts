@@ -1,6 +1,7 @@
 import { FleetResults, FleetRun, windowedRuns } from './fleet-types';
 import { REQUEST_KINDS } from './lib/etcd-metrics';
 import { fmt, table } from './lib/report';
+import { median } from './lib/util';
 import { renderFleetScenarios } from './lib/fleet-scenarios-render';
 import { renderExtrapolation } from './lib/fleet-extrapolation';
 
@@ -164,8 +165,5 @@ function failoverCell(run: FleetRun): string {
   const samples = (run.failovers ?? (run.failover ? [run.failover] : [])).map((f) => f.newPrimaryMs);
   if (samples.length === 0) return run.failoverError ? 'failed' : 'not run';
   if (samples.length === 1) return fmt(samples[0]) + (run.failoverError ? ' (others failed)' : '');
-  const sorted = [...samples].sort((a, b) => a - b);
-  const middle = sorted.length / 2;
-  const median = sorted.length % 2 ? sorted[Math.floor(middle)] : (sorted[middle - 1] + sorted[middle]) / 2;
-  return `${fmt(median)} (${fmt(sorted[0])}-${fmt(sorted.at(-1) as number)}, ${samples.length})`;
+  return `${fmt(median(samples))} (${fmt(Math.min(...samples))}-${fmt(Math.max(...samples))}, ${samples.length})`;
 }

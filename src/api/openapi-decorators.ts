@@ -4,7 +4,7 @@ import type * as Swagger from '@nestjs/swagger';
 /**
  * The @nestjs/swagger decorators the controllers and DTOs carry. They only feed the OpenAPI document, which
  * `npm run build` generates once (scripts/build-openapi.ts) and the agent serves as a file: loading @nestjs/swagger
- * (with lodash and js-yaml) costs a process about 7 MiB of RSS (docs/benchmarks.md, "Stator's own share"), so the
+ * (with lodash and js-yaml) costs a process about 7 MiB of RSS (docs/benchmarks.md, "Stator's RSS share above the floor"), so the
  * agent never loads it and its decorators record nothing there. They are @nestjs/swagger's own wherever
  * `STATOR_OPENAPI_DECORATORS=1` is set before the first API file loads: the generator and the test suites
  * (jest.config.js), which compare the generated file with the document built from the code
