@@ -103,6 +103,8 @@ export interface EtcdLoad {
   bytesOutPerSecond: number;
   /** Raft proposals committed per second: etcd's writes. */
   proposalsPerSecond: number;
+  /** Elections etcd held in the window (`etcd_server_leader_changes_seen_total`): each ends its members' watches. */
+  leaderChanges: number;
   /** Open at the end of the window (`etcd_debugging_mvcc_watcher_total`, `..._watch_stream_total`). */
   watchers: number;
   watchStreams: number;
@@ -150,6 +152,9 @@ export function etcdLoad(before: EtcdScrape, after: EtcdScrape): EtcdLoad {
       (largestOverMembers(after, 'etcd_server_proposals_committed_total') -
         largestOverMembers(before, 'etcd_server_proposals_committed_total')) /
       seconds,
+    leaderChanges:
+      largestOverMembers(after, 'etcd_server_leader_changes_seen_total') -
+      largestOverMembers(before, 'etcd_server_leader_changes_seen_total'),
     watchers: summedOverMembers(after, 'etcd_debugging_mvcc_watcher_total'),
     watchStreams: summedOverMembers(after, 'etcd_debugging_mvcc_watch_stream_total'),
     dbSizeBytes: largestOverMembers(after, 'etcd_mvcc_db_total_size_in_bytes'),

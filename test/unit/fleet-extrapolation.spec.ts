@@ -28,6 +28,7 @@ function run(
       bytesInPerSecond: 100 * clusters,
       bytesOutPerSecond: 300 * clusters,
       proposalsPerSecond: 0.1 * clusters,
+      leaderChanges: 0,
       watchers: 2 * 3 * clusters,
       watchStreams: 3 * clusters,
       dbSizeBytes: 0,
