@@ -46,6 +46,12 @@ export class LeaderDuties {
     const departed = this.sightings.departedWithin(cluster, dynamic.member_slots_ttl, this.clock.now());
     const plan = this.plan(cluster, dynamic, departed);
     if (plan.logical.length > 0 && !sample.inRecovery) await this.keepLogicalSlots(plan.logical);
+    // The slots first, so that a member's new slot is in this cycle's `/status`, not a loop_wait later; their failure
+    // is this cycle's, after the optime and the history are published.
+    const slotFailure = await this.keepPhysicalSlots(plan, dynamic, reading, sample).then(
+      () => null,
+      (error: unknown) => ({ error }),
+    );
     // The slots' positions go with the optime, so that every replica keeps its copies in step; a
     // failed reading never holds the optime back. A logical slot's position is where its consumer confirmed.
     const status: LeaderStatus = { optime: sample.walPosition };
@@ -66,7 +72,7 @@ export class LeaderDuties {
         await this.readTimelineHistory(sample.timeline, history ?? [], dynamic.max_timelines_history),
       );
     }
-    await this.keepPhysicalSlots(plan, dynamic, reading, sample);
+    if (slotFailure) throw slotFailure.error;
   }
 
   /**

@@ -145,6 +145,21 @@ export class SimulatedCluster {
     return value ? JSON.parse(value) : null;
   }
 
+  /** The `/status` key as the leader wrote it, or null. */
+  statusKey(): { optime: number; slots?: Record<string, number> } | null {
+    const value = this.backend.get(`/service/${SCOPE}/status`)?.value;
+    return value ? JSON.parse(value) : null;
+  }
+
+  /** A new node joins the running cluster, with the first node's dynamic settings. */
+  async join(name: string): Promise<SimulatedNode> {
+    const [first] = this.nodes;
+    this.add(name, this.dcsConfigs.get(first.name)!);
+    const node = this.node(name);
+    await node.ha.start();
+    return node;
+  }
+
   /** Changes `/config` as PATCH /config would (keys set to null are removed). */
   patchConfig(patch: Record<string, unknown>): void {
     const key = `/service/${SCOPE}/config`;
