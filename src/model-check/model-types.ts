@@ -25,6 +25,7 @@ export type InvariantId =
   | 'request'
   | 'pause'
   | 'quorum-resolver'
+  | 'quorum-reference'
   | 'timeline';
 
 export interface Violation {

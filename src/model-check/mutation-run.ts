@@ -7,6 +7,7 @@ import { checkProgress } from './invariants';
 import { breadthFirst, randomWalks, steadyStart } from './search';
 import { shrink } from './shrink';
 import { checkQuorumResolver } from './quorum-resolver-check';
+import { checkAgainstReference } from './quorum-reference';
 import { parseSchedule, runSchedule } from './schedule';
 import { SCENARIOS } from './mutation-scenarios';
 
@@ -100,7 +101,9 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
         });
       // The resolver's phases a three-node cluster never reaches: judged on the resolver from every small state.
       if (m.file === 'ha/sync/quorum-resolver.ts') {
-        const resolver = checkQuorumResolver(mutation.code!.quorumTransitions);
+        const resolver =
+          checkQuorumResolver(mutation.code!.quorumTransitions) ??
+          checkAgainstReference(mutation.code!.quorumTransitions);
         if (resolver)
           return result({
             caught: true,

@@ -76,6 +76,21 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
     name: 'a quorum resolver that changes nothing',
     code: { ...REAL_DECISION_CODE, quorumTransitions: () => [] },
   },
+  /**
+   * The quorum resolver makes its first two writes (synchronous_standby_names, `/sync`) in the opposite order: where
+   * it lands is the same, the way there (what the two show in between) is not the reference's.
+   */
+  'quorum-reference': {
+    name: 'a quorum resolver that makes its first two writes in the opposite order',
+    code: {
+      ...REAL_DECISION_CODE,
+      quorumTransitions: (state) => {
+        const [first, second, ...rest] = REAL_DECISION_CODE.quorumTransitions(state);
+        if (!second || second.kind === 'restart') return REAL_DECISION_CODE.quorumTransitions(state);
+        return [second, first, ...rest];
+      },
+    },
+  },
   /** The race reads no `/history`: a running primary behind the cluster's timeline counts as the healthiest node. */
   timeline: {
     name: 'racing a primary without the cluster timeline',

@@ -3,6 +3,7 @@ import { loadDecisionCode } from '../../../src/model-check/mutant-loader';
 import { decisionMutants } from '../../../src/model-check/mutants';
 import { BROKEN_VARIANTS } from '../../../src/model-check/mutations';
 import { checkQuorumResolver, resolveFrom } from '../../../src/model-check/quorum-resolver-check';
+import { checkAgainstReference, referenceAnswered } from '../../../src/model-check/quorum-reference';
 
 /** Invariant 12 (the quorum resolver from every small state), within the CI bound: no takeovers, synchronous_node_count 1 and 2. */
 const domain = { takeovers: false, maxSyncWanted: 2 };
@@ -31,6 +32,19 @@ describe('invariant 12: the quorum resolver from every small state', () => {
     const code = loadDecisionCode(new Map([[m.file, m.source]]));
     expect(checkQuorumResolver(code.quorumTransitions, domain)?.message).toMatch(
       /^from \/sync n1 quorum 0 of \(\), ANY 1 \(n2\)/,
+    );
+  });
+});
+
+describe("invariant 12b: the quorum resolver answers as the reference's wherever the reference answers", () => {
+  it('the real resolver gives the recorded answer of Patroni 4.1.4 on all 74,964 states the reference answers', () => {
+    expect(referenceAnswered()).toBe(74_964);
+    expect(checkAgainstReference(quorumTransitions)).toBeNull();
+  });
+
+  it('a resolver that makes its first two writes in the opposite order is caught', () => {
+    expect(checkAgainstReference(BROKEN_VARIANTS['quorum-reference'].code!.quorumTransitions)?.message).toBe(
+      'from /sync n1 quorum 0 of (-), ANY 1 (n2), confirmed 1, streaming (n3), synchronous_node_count 1: the reference answers "sync 1 n3; quorum n1 0 n3", the resolver "quorum n1 0 n3; sync 1 n3"',
     );
   });
 });
