@@ -116,7 +116,7 @@ describe('invariant 8 in quorum mode and in `on` mode: settled, a commit waits f
   );
 
   it.each(['quorum', 'on'] as const)(
-    '%s mode: the real planners keep it as n3 crashes and comes back, and across a failover',
+    '%s mode: the real planners keep it through up to two faults: a PostgreSQL or agent crash, an agent restart',
     (mode) => {
       const kinds: ActionKind[] = [
         'cycle',
