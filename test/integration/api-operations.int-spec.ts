@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { lstatSync, readlinkSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
@@ -83,9 +83,21 @@ async function postmasterStart(node: LocalNode): Promise<string> {
   return (await node.status())?.postmaster_start_time as string;
 }
 
+/** Where node `index`'s clones put their WAL (pg_wal is then a link to it). */
+const walVolumeOf = (index: number) => join(baseDir, `node${index}`, 'wal-volume');
+
 beforeAll(async () => {
   baseDir = tmpDir('stator-operations-');
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4, compat: 'patroni' });
+  cluster = await LocalCluster.start({
+    nodes: 3,
+    baseDir,
+    ttl: 10,
+    loopWait: 2,
+    retryTimeout: 4,
+    compat: 'patroni',
+    // Each clone keeps its WAL outside its data directory (a WAL volume), as pg_basebackup's --waldir sets it up.
+    postgresql: (index) => ({ basebackup: ['no-sync', { waldir: walVolumeOf(index) }] }),
+  });
   const current = await leader();
   await cluster.waitForStreaming(
     cluster.nodes.filter((n) => n !== current).map((n) => n.name),
@@ -261,7 +273,8 @@ describe('POST /reload and /reinitialize', () => {
       status: 503,
       text: 'I am the leader, can not reinitialize',
     });
-    const [replica] = await replicas();
+    // A clone (the node that ran initdb keeps its WAL in its data directory).
+    const replica = (await replicas()).find((node) => lstatSync(join(node.dataDir, 'pg_wal')).isSymbolicLink())!;
     await sql(current, 'CREATE TABLE IF NOT EXISTS reinit_probe(v text)');
     await sql(current, "INSERT INTO reinit_probe VALUES ('before reinit')");
     const before = await postmasterStart(replica);
@@ -277,6 +290,8 @@ describe('POST /reload and /reinitialize', () => {
     await cluster.waitForStreaming([replica.name], 60_000);
     const rows = await sql<{ v: string }>(replica, 'SELECT v FROM reinit_probe');
     expect(rows.map((r) => r.v)).toContain('before reinit');
+    // The old WAL went with the old data directory, so the new clone could put its own in the same place.
+    expect(readlinkSync(join(replica.dataDir, 'pg_wal'))).toBe(walVolumeOf(replica.index));
   });
 });
 

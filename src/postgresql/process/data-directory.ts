@@ -9,6 +9,7 @@ import { DataDirInfo, PostgresCommandError, UpstreamNode } from '../postgres.por
 import { CommandRunner, tail } from './commands';
 import { formatConninfo } from './configuration-files';
 import { LocalPostgres } from './local-postgres';
+import { removeLinkedDirectories } from './linked-directories';
 import { livePostmasterFromPidFile, sleep } from './os-process';
 import { passwordEnvironment, writePassfile } from './passfile';
 import { errorText } from '../../common/error-text';
@@ -274,10 +275,11 @@ export class DataDirectory {
     }
   }
 
-  /** Deletes the data directory. Refused while a postmaster runs on it (`trackedPostmaster`, or one named by postmaster.pid). */
+  /** Deletes the data directory, and what its WAL directory and tablespaces link to. Refused while a postmaster runs on it (`trackedPostmaster`, or one named by postmaster.pid). */
   async remove(trackedPostmaster: number | null): Promise<void> {
     const running = trackedPostmaster ?? (await livePostmasterFromPidFile(this.path));
     if (running) throw new Error(`cannot remove ${this.path}: postmaster ${running} is running`);
+    await removeLinkedDirectories(this.path);
     await rm(this.path, { recursive: true, force: true });
   }
 
@@ -298,8 +300,9 @@ export class DataDirectory {
     await chmod(this.path, 0o700);
   }
 
-  /** Removes everything inside the data directory, keeping the directory. */
+  /** Removes everything inside the data directory (and what its WAL directory and tablespaces link to), keeping the directory. */
   async empty(): Promise<void> {
+    await removeLinkedDirectories(this.path);
     const entries = await readdir(this.path).catch(() => [] as string[]);
     await Promise.all(entries.map((entry) => rm(join(this.path, entry), { recursive: true, force: true })));
   }
