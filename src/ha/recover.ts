@@ -59,7 +59,7 @@ export function recover(s: HaSnapshot): Decision {
 
   const leaderMember = cluster!.members.find((m) => m.name === leaderName);
   const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
-  const diverged = divergence(s, failure);
+  const diverged = divergence(s, failure, wasPrimary);
   if (upstream && diverged) {
     if (leaderMember?.data.checkpoint_after_promote === false) {
       return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
@@ -111,12 +111,19 @@ export function rejoinBackoff(s: HaSnapshot, upstream: string): Decision | null 
  * Why this stopped node holds WAL the leader's timeline does not contain, or null: a start cannot
  * fix that, a rewind (or a reclone) can.
  */
-function divergence(s: HaSnapshot, failure: StartFailureKind | null): string | null {
+function divergence(s: HaSnapshot, failure: StartFailureKind | null, wasPrimary: boolean): string | null {
   const { local, cluster } = s;
   if (failure !== null && needsRejoin(failure))
     return `PostgreSQL cannot start as a replica (${failure}): ${startFailureSummary(local.lastError)}`;
   if (divergedFromHistory(local.dataDir, cluster!.history?.value)) {
     return `my timeline ${local.dataDir.timeline} goes on past the point where the cluster's history ends it`;
+  }
+  // A rejoin that failed (pg_rewind out of space, its source gone) left the data directory as it was: past the fork,
+  // which pg_control may not show (its checkpoint comes before the fork after a crash). Started as a standby, it
+  // replays its own WAL past the fork and waits for the leader's forever, never accepting a connection. (A former
+  // primary rejoins anyway; this is for one that had started as a secondary before its WAL showed the fork.)
+  if (!wasPrimary && local.lastTask?.name === 'rejoin' && local.lastTask.error !== null) {
+    return `the last rejoin failed, so the data directory still needs one (${local.lastTask.error})`;
   }
   return null;
 }

@@ -311,6 +311,36 @@ describe('decide() on a former primary whose disk is full', () => {
       actions: [{ type: 'rejoin', useRewind: true }],
     });
   });
+
+  it('rejoins again after the backoff, not started as a standby, when the node had started as a secondary before the rewind failed', () => {
+    // The disk-full chaos round: the old leader started as a secondary, found its WAL past the fork, and pg_rewind
+    // ran out of space; its pg_control's checkpoint lies before the fork, so only the failed rejoin tells.
+    const rewindFailed = (endedAgoMs: number) =>
+      ({
+        pgState: 'stopped',
+        sample: null,
+        role: 'replica',
+        dataDir: primaryDir,
+        lastTask: {
+          name: 'rejoin',
+          error: 'pg_rewind from n2 failed for want of space; keeping the data directory',
+          endedAt: NOW - endedAgoMs,
+          failuresInRow: 1,
+        },
+      }) as const;
+    const leaderElsewhere = cluster({ leader: leaderKey('n2') });
+    expect(
+      decide(snapshot({ now: NOW, config: { loop_wait: 2 }, cluster: leaderElsewhere, local: rewindFailed(1000) })),
+    ).toMatchObject({
+      verdict: expect.stringMatching(
+        /^waiting \d+ s before rejoining n2 again: pg_rewind from n2 failed for want of space/,
+      ),
+      actions: [{ type: 'wakeAt' }],
+    });
+    expect(
+      decide(snapshot({ now: NOW, config: { loop_wait: 2 }, cluster: leaderElsewhere, local: rewindFailed(60_000) })),
+    ).toMatchObject({ actions: [{ type: 'rejoin', useRewind: true }] });
+  });
 });
 
 describe('decide() after failed clones', () => {
