@@ -47,6 +47,8 @@ export interface LocalClusterOptions {
    * arms the machine's real /dev/watchdog (a fence killed by a test would reset the machine).
    */
   watchdog?: (index: number) => Record<string, unknown>;
+  /** Each node's WAL directory outside its data directory, by node index (from 1): initdb's and pg_basebackup's `waldir`. */
+  walDir?: (index: number) => string;
   /** Sections of every node's file, replacing the defaults (e.g. `log`). */
   sections?: Record<string, unknown>;
   /** Runs once etcd serves and before any agent starts (users, roles, auth). */

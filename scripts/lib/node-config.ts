@@ -17,6 +17,9 @@ export interface ConfiguredNode {
 export function nodeConfig(node: ConfiguredNode, o: LocalClusterOptions): Record<string, unknown> {
   const listenHost = o.network ? '0.0.0.0' : '127.0.0.1';
   const connectHost = o.network?.clusterAddress(node.index) ?? '127.0.0.1';
+  const waldir = o.walDir ? [{ waldir: o.walDir(node.index) }] : [];
+  const initdb = [...(added.initdb ?? []), ...waldir];
+  const basebackup = [...(added.basebackup ?? []), ...waldir];
   return {
     scope: node.scope,
     namespace: o.namespace ?? '/service',
@@ -36,7 +39,7 @@ export function nodeConfig(node: ConfiguredNode, o: LocalClusterOptions): Record
         ...o.dcs,
         postgresql: withDefaultPostgresql(o.dcs?.postgresql),
       },
-      ...(added.initdb && { initdb: added.initdb }),
+      ...(initdb.length > 0 && { initdb }),
       ...o.bootstrap,
     },
     postgresql: {
@@ -48,7 +51,7 @@ export function nodeConfig(node: ConfiguredNode, o: LocalClusterOptions): Record
         replication: { username: 'replicator', password: 'replicator-secret' },
       },
       parameters: { unix_socket_directories: node.dir },
-      ...(added.basebackup && { basebackup: added.basebackup }),
+      ...(basebackup.length > 0 && { basebackup }),
       ...o.postgresql?.(node.index),
     },
     tags: o.tags?.[node.index] ?? {},

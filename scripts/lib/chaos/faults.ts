@@ -1,5 +1,6 @@
 import { descendantsOf } from '../../../src/common/process-tree';
 import { LocalCluster, LocalNode } from '../local-cluster';
+import { fillWalVolume, freeWalVolume, writeUntilPanic } from './wal-volumes';
 import { setWallClockOffset } from './wall-clock';
 
 /**
@@ -11,6 +12,8 @@ export interface Fault {
   name: string;
   /** The agents must run under libfaketime (wall-clock.ts) for this fault. */
   needsFakeTime?: boolean;
+  /** Every node's WAL must be on a volume of its own (wal-volumes.ts; root only). */
+  needsWalVolumes?: boolean;
   /** Left out of a schedule unless named with `--faults`: a fault whose outcome is a documented exception. */
   optIn?: boolean;
   inject(cluster: LocalCluster, leader: LocalNode, ttlSeconds: number): Promise<void>;
@@ -99,6 +102,24 @@ export const FAULTS: Fault[] = [
       setWallClockOffset(leader.dir, 600);
       await sleep(10_000);
       setWallClockOffset(leader.dir, 0);
+    },
+  },
+  {
+    // Expected: the leader PANICs, its term ends and a replica leads within ttl; nothing acknowledged is lost in
+    // synchronous mode; the old leader tries to start again only after growing pauses (no crash loop) and keeps its
+    // data; once the space is freed it is rewound and streams (docs/chaos-and-safety.md).
+    name: "the leader's WAL volume full, freed 10 s after a replica took over",
+    needsWalVolumes: true,
+    async inject(cluster, leader, ttlSeconds) {
+      const ballast = fillWalVolume(leader);
+      try {
+        if (!(await writeUntilPanic(leader, 60_000)))
+          throw new Error(`${leader.name} still runs with its WAL volume full`);
+        await cluster.waitForLeader((ttlSeconds + 10) * 1000, [leader.name]).catch(() => undefined);
+        await sleep(10_000);
+      } finally {
+        freeWalVolume(ballast);
+      }
     },
   },
   {

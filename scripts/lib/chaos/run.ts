@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { LocalCluster } from '../local-cluster';
 import { splitBrainIntervals, lostWrites, SplitBrainInterval } from './checker';
 import { Fault, FAULTS } from './faults';
+import { mountWalVolumes, walVolumeOf } from './wal-volumes';
 import { compareWithReplay, MemoryPoller, RoundMemory } from './memory-replay';
 import { RoundWrites, writesByRound } from './per-round';
 import { EtcdEventStore } from '../../../src/events/etcd-event-store';
@@ -72,9 +73,11 @@ function random(seed: number): () => number {
   };
 }
 
-/** The faults named, in the table's order; without names, every fault but the opt-in ones. */
+/** The faults named, in the table's order; without names, every fault but the opt-in ones (and, unless root, those that mount). */
 export function faultsNamed(names?: string[]): Fault[] {
-  return names ? FAULTS.filter((fault) => names.includes(fault.name)) : FAULTS.filter((fault) => !fault.optIn);
+  if (names) return FAULTS.filter((fault) => names.includes(fault.name));
+  const root = process.getuid?.() === 0;
+  return FAULTS.filter((fault) => !fault.optIn && (root || !fault.needsWalVolumes));
 }
 
 /**
@@ -153,6 +156,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const agentEnvFor = plan.some((fault) => fault.needsFakeTime)
     ? (index: number) => wallClockEnvironment(join(options.baseDir, `node${index}`))
     : undefined;
+  // Each node's WAL on a small volume of its own only when the schedule fills one: mounting needs root.
+  const walVolumes = plan.some((fault) => fault.needsWalVolumes);
+  const unmountWalVolumes = walVolumes ? mountWalVolumes(options.baseDir, 3) : () => undefined;
   const cluster = await LocalCluster.start({
     nodes: 3,
     baseDir: options.baseDir,
@@ -161,6 +167,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     retryTimeout: 4,
     dcs: MODE_SETTINGS[options.mode ?? 'async'],
     agentEnvFor,
+    ...(walVolumes && {
+      walDir: (index: number) => join(walVolumeOf(options.baseDir, index), 'pg_wal'),
+    }),
+  }).catch((error: unknown) => {
+    unmountWalVolumes();
+    throw error;
   });
   const acknowledged: Acknowledgement[] = [];
   const rounds: RoundResult[] = [];
@@ -251,6 +263,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
   } finally {
     await cluster.stop();
+    unmountWalVolumes();
   }
 }
 
