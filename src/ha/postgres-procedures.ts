@@ -256,11 +256,13 @@ export async function promote(node: NodeActors, signal?: AbortSignal): Promise<v
   }
   node.setUpstream(null);
   await node.sampler.take();
-  await Promise.all([slotsReady, memberWritten]);
+  // The role (and `/primary`) follows the server at once: the slots and the member key write started above need
+  // not land first (a crowded machine held /primary 15 s after PostgreSQL took writes, waiting on them).
   node.sendRole({ type: 'PROMOTE_COMPLETED' });
   node.events.recordCluster('leader.promoted', 'promoted self to leader', {
     timeline: node.sampler.sample?.timeline ?? null,
   });
+  await Promise.all([slotsReady, memberWritten]);
   await query.checkpoint().catch((e) => logger.warning(`checkpoint after promote failed: ${errorText(e)}`));
   node.remember({ type: 'CHECKPOINT_AFTER_PROMOTE_DONE' });
 }
