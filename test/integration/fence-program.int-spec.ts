@@ -167,7 +167,8 @@ describe('the fence program', () => {
   });
 
   it('starts already armed with the deadline its agent armed last', async () => {
-    const fence = startFence({ deadline: Date.now() + 300 });
+    // Far enough ahead to connect first: a 300 ms deadline fired before a loaded clean-clone CI connected.
+    const fence = startFence({ deadline: Date.now() + 3000 });
     const { connection, exit } = await connect(fence);
     expect(connection.hello.deadline).toBeGreaterThan(Date.now() - 1000);
     expect(await exit).toMatchObject({ fenced: true, signal: null, code: 0 });

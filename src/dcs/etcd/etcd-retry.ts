@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
 import { DcsError } from '../dcs.port';
 import { EtcdRequestError } from './etcd-client';
-import { isTransient } from './etcd-types';
+import { EtcdNoAnswerError, isTransient } from './etcd-types';
 import { Backoff } from '../../common/backoff';
 
 /** The time left of the current call's deadline, in ms (at least 1). */
@@ -30,6 +30,9 @@ export async function retryTransient<T>(
   const deadline = performance.now() + timeoutMs;
   const remaining = () => Math.max(1, Math.round(deadline - performance.now()));
   const backoff = new Backoff();
+  // The last failure that says why (a refusal, an unreachable host): the last try, given what was left of the
+  // deadline, often ends only in "no answer within 19 ms", which would hide it.
+  let telling: Error | null = null;
   for (;;) {
     try {
       return await attempt(remaining);
@@ -37,11 +40,13 @@ export async function retryTransient<T>(
       if (error instanceof EtcdRequestError && error.isLeaseNotFound) hooks.leaseLost();
       else if (!isTransient(error) || hooks.closed())
         throw new DcsError(`${operation}: ${(error as Error).message}`, { cause: error });
+      if (!(error instanceof EtcdNoAnswerError)) telling = error as Error;
       const pause = Math.min(backoff.next(), deadline - performance.now() - MIN_ATTEMPT_MS);
-      if (pause < 0)
-        throw new DcsError(`${operation}: failed within ${timeoutMs} ms: ${(error as Error).message}`, {
-          cause: error,
-        });
+      if (pause < 0) {
+        const last = (error as Error).message;
+        const why = telling && telling !== error ? `${telling.message} (the last try: ${last})` : last;
+        throw new DcsError(`${operation}: failed within ${timeoutMs} ms: ${why}`, { cause: error });
+      }
       await sleep(pause);
     }
   }

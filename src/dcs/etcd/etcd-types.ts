@@ -89,6 +89,11 @@ export class EtcdUnavailableError extends EtcdError {
   override readonly name: string = 'EtcdUnavailableError';
 }
 
+/** A request's deadline passed without an answer: says less than a refusal does (see retryTransient). */
+export class EtcdNoAnswerError extends EtcdUnavailableError {
+  override readonly name: string = 'EtcdNoAnswerError';
+}
+
 /** The server answered with an error (gRPC status code from the gateway, when it gave one). */
 export class EtcdRequestError extends EtcdError {
   override readonly name: string = 'EtcdRequestError';

@@ -2,6 +2,7 @@ import { errorText } from '../../common/error-text';
 import type { EtcdAnswer } from './etcd-answer';
 import {
   EtcdError,
+  EtcdNoAnswerError,
   EtcdRequestError,
   EtcdUnavailableError,
   KeyValue,
@@ -169,7 +170,7 @@ export function gatewayError(error: RawError, httpStatus: number | null): EtcdRe
 export function abortError(reason: unknown, path: string, timeoutMs: number): EtcdError {
   if (reason instanceof EtcdError) return reason;
   if (reason instanceof DOMException && reason.name === 'TimeoutError') {
-    return new EtcdUnavailableError(`etcd ${path}: no answer within ${timeoutMs} ms`);
+    return new EtcdNoAnswerError(`etcd ${path}: no answer within ${timeoutMs} ms`);
   }
   return new EtcdUnavailableError(`etcd ${path}: aborted (${errorText(reason)})`);
 }
