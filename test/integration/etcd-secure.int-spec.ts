@@ -103,7 +103,7 @@ describe('etcd over TLS with client certificates', () => {
 
   it('cannot connect without a client certificate, or with one from another CA, and says why', async () => {
     // Each try is refused, and the retries go on until the deadline; the last try, given what is left of it, may end
-    // only in "no answer within 19 ms" (it did in two clean-clone CIs): the message still names the refusal.
+    // only in "no answer within 19 ms" (it did in three clean-clone CIs): the message still names the refusal.
     const withoutCertificate = open({ protocol: 'https', cacert: certificates.ca });
     await expect(withoutCertificate.read()).rejects.toThrow(/no etcd host reachable \(https:\/\/127\.0\.0\.1:\d+\)/);
     const stranger = open({

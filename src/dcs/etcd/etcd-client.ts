@@ -3,6 +3,7 @@ import { isSuccess, type EtcdAnswer } from './etcd-answer';
 import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport } from './etcd-transport';
 import {
   compareRevisions,
+  EtcdNoAnswerError,
   EtcdRequestError,
   EtcdUnavailableError,
   GRPC_NOT_FOUND,
@@ -286,7 +287,7 @@ export class EtcdClient {
     const request = new AbortController();
     this.inFlight.add(request);
     const deadline = setTimeout(
-      () => request.abort(new EtcdUnavailableError(`etcd ${path}: no answer within ${timeoutMs} ms`)),
+      () => request.abort(new EtcdNoAnswerError(`etcd ${path}: no answer within ${timeoutMs} ms`)),
       timeoutMs,
     );
     const signal = request.signal;

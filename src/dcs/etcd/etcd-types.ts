@@ -182,7 +182,7 @@ export function nextRevision(revision: string): string {
 export function withinDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new EtcdUnavailableError(`etcd ${what}: no answer within ${timeoutMs} ms`)),
+      () => reject(new EtcdNoAnswerError(`etcd ${what}: no answer within ${timeoutMs} ms`)),
       timeoutMs,
     );
     promise.then(
