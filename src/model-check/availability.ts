@@ -36,7 +36,7 @@ export function hasLeader(c: ClusterModel): boolean {
 }
 
 /** A running primary leads by failsafe mode: the DCS does not answer it, and every member accepted it. */
-const leadsByFailsafe = (c: ClusterModel) =>
+export const leadsByFailsafe = (c: ClusterModel) =>
   c.failsafe && c.nodes.some((n) => n.leader && n.lease > 0 && runsPrimary(n));
 
 /** Judged on a settled state only (see checkProgress): a member must have won, and none did. */
@@ -55,13 +55,20 @@ export function checkAvailability(settled: ClusterModel): { invariant: 'availabi
 const answers = (n: NodeModel) => n.agent === 'up' && n.member !== null;
 const runsReplica = (n: NodeModel) => n.pg === 'running' && !n.primary && n.op === 'none';
 
+/**
+ * Watchdog mode `required` without a usable one; cut off from its peers; failsafe mode: `/failsafe` does not name
+ * it, or it accepted a failsafe leader less than a ttl ago (Patroni's rules).
+ */
+export function barredFromRace(c: ClusterModel, i: number): boolean {
+  const n = c.nodes[i];
+  if (n.watchdogFailed || n.peerCut || n.acceptedLeft > 0) return true;
+  return c.failsafe && c.failsafeKey !== 0 && !(c.failsafeKey & (1 << i));
+}
+
 function mayWin(c: ClusterModel, i: number): boolean {
   const n = c.nodes[i];
   if (!answers(n) || n.waking || n.dcsCut || !runsReplica(n) || n.noFailover) return false;
-  // Watchdog mode `required` without a usable one; cut off from its peers; failsafe mode: `/failsafe` does not name it, or
-  // it accepted a failsafe leader less than a ttl ago (Patroni's rules).
-  if (n.watchdogFailed || n.peerCut || n.acceptedLeft > 0) return false;
-  if (c.failsafe && c.failsafeKey && !(c.failsafeKey & (1 << i))) return false;
+  if (barredFromRace(c, i)) return false;
   if (c.optime - n.wal > MAXIMUM_LAG_ON_FAILOVER) return false;
   for (let j = 0; j < c.nodes.length; j++) {
     const peer = c.nodes[j];

@@ -1,13 +1,13 @@
-import { hasLeader } from './availability';
+import { barredFromRace, hasLeader, leadsByFailsafe } from './availability';
 import { Action, Promotion, Violation } from './model-types';
-import { ClusterModel, DcsRead, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel } from './model';
+import { ClusterModel, DcsRead, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, reaches } from './model';
 import { asRead, postgresStateName } from './snapshot';
 
 /**
  * 10. The leader's answer to a switchover or manual failover (issue 34, part 3; Patroni 4.1's documented
  * behaviour: "the leader checks that a healthy candidate exists before it steps down; otherwise the
  * switchover fails"): a leader that has a due request in front of it
- * - steps down for it (a graceful demotion) only if some member could take over: its agent answers,
+ * - steps down for it (a graceful demotion) only if some member could take over: its agent answers the leader,
  *   its member key lives, PostgreSQL runs as a replica, it is not `nofailover`, it is within
  *   `maximum_lag_on_failover` of the leader, it is the member the request names (when it names one),
  *   and in `on` and `strict` mode `/sync` names it (unless the request is a manual failover, which names
@@ -35,7 +35,8 @@ export function checkRequestAnswer(before: ClusterModel, after: ClusterModel, ac
   if (!(node.pg === 'running' && node.primary && node.op === 'none')) return null;
   const kind = request.leader >= 0 ? 'switchover' : 'manual failover';
   // The members the leader's probe asks: those its read shows (failsafe/probe-targets.ts), a stale read's too.
-  const probed = view.nodes.map((m) => m.member);
+  // The members the probe reaches now: neither side cut off from its peers (failsafe searches).
+  const probed = view.nodes.map((m, j) => (reaches(before, i, j) ? m.member : null));
   const to = request.member >= 0 ? ` to ${NODE_NAMES[request.member]}` : '';
   // Quorum mode without a named candidate: enough members must be left to take over for the quorum.
   const needed = view.mode === 'quorum' && view.sync && request.member < 0 ? 1 + view.sync.quorum : 1;
@@ -82,7 +83,9 @@ function mayTakeOver(
   const sync = view.mode === 'on' || view.mode === 'strict' ? view.sync : null;
   if (leaderNamed && sync && sync.leader !== j && !sync.standbys.includes(j)) return false;
   if (!plainly) return leader.wal - n.wal <= MAXIMUM_LAG_ON_FAILOVER;
+  // A candidate whose watchdog failed is no candidate in watchdog mode `required` (goodCandidates).
   return (
+    !n.watchdogFailed &&
     !n.waking &&
     n.op === 'none' &&
     n.timeline === leader.timeline &&
@@ -95,8 +98,9 @@ function mayTakeOver(
  * 6b. Availability with a request pending (invariant 6 leaves such states out): a settled cluster whose due
  * switchover or manual failover names a member that plainly may take over (its agent runs past its first
  * cycle, its member key lives, it reaches the DCS, PostgreSQL runs as a replica with nothing in flight, not
- * `nofailover`, and in `on` and `strict` mode `/sync` names it unless the request names no leader) has a
- * leader: the race lets the named candidate win whatever its lag (the reference's "I am the failover
+ * `nofailover`, not barred from the race as invariant 6 bars a member (a failed watchdog, cut off from its
+ * peers, failsafe mode's rules), and in `on` and `strict` mode `/sync` names it unless the request names no
+ * leader) has a leader (a failsafe leader counts): the race lets the named candidate win whatever its lag (the reference's "I am the failover
  * candidate"). A switchover that names no member, outside quorum mode: the same for some member other than
  * the leader that stepped down, when no other member that answers holds more WAL (the race passes over the
  * leader that stepped down) and none runs as a primary, as the race among the rest then lets it win.
@@ -105,13 +109,14 @@ function mayTakeOver(
 export function checkRequestSettled(c: ClusterModel): Violation | null {
   const request = c.failover;
   // Paused, the named candidate still takes over (an operator's manual failover); an unnamed one does not.
-  if (!request || !c.quorum || (c.pause && request.member < 0) || hasLeader(c)) return null;
+  if (!request || !c.quorum || (c.pause && request.member < 0) || hasLeader(c) || leadsByFailsafe(c)) return null;
   if (request.dueIn !== null && request.dueIn > 0) return null;
   const answers = (n: NodeModel) => n.agent === 'up' && !n.waking && n.member !== null;
   const sync = c.mode === 'on' || c.mode === 'strict' ? c.sync : null;
   const plain = (j: number) => {
     const n = c.nodes[j];
     if (!answers(n) || n.dcsCut || n.noFailover || n.pg !== 'running' || n.primary || n.op !== 'none') return false;
+    if (barredFromRace(c, j)) return false;
     return !(request.leader >= 0 && sync && sync.leader !== j && !sync.standbys.includes(j));
   };
   let candidate = -1;
@@ -152,8 +157,8 @@ export function checkRequestWinner(before: ClusterModel, p: Promotion): Violatio
   const request = view.failover;
   if (!request || (request.dueIn !== null && request.dueIn > 0)) return null;
   const kind = request.leader >= 0 ? 'switchover' : 'manual failover';
-  // As the race's probe: the members the winner's read shows (failsafe/probe-targets.ts).
-  const probed = view.nodes.map((n) => n.member);
+  // As the race's probe: the members the winner's read shows (failsafe/probe-targets.ts) that it reaches now.
+  const probed = view.nodes.map((n, j) => (reaches(before, p.node, j) ? n.member : null));
   const m = request.member;
   if (m >= 0 && m !== p.node) {
     const candidate = before.nodes[m];
