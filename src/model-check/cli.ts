@@ -10,7 +10,7 @@ import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--failsafe] [--watchdog] [--site-rule N] [--no-symmetry] [--out counter-example.jsonl]
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--failsafe] [--watchdog] [--site-rule N] [--no-symmetry] [--compact] [--out counter-example.jsonl]
        model-check --mutants [--mutant REGEX] [--states N] [--walks N] [--walk-steps N]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
@@ -80,6 +80,7 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
         watchdog: { type: 'boolean' },
         'site-rule': { type: 'string' },
         'no-symmetry': { type: 'boolean' },
+        compact: { type: 'boolean' },
         mutants: { type: 'boolean' },
         mutant: { type: 'string' },
       },
@@ -151,6 +152,8 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       maxStates: settings.states,
       progressEvery: settings.progressEvery,
       symmetry: !values['no-symmetry'],
+      // Millions of states: fingerprints of the keys and each level on disk (state-store.ts, levels.ts).
+      compact: values.compact ?? false,
       onLevel: (depth, states, transitions, ms) =>
         io.stderr(
           `[${mode}] every state within ${depth} steps: ${states} states, ${transitions} transitions, ${(ms / 1000).toFixed(1)} s\n`,

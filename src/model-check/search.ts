@@ -3,7 +3,8 @@ import { Action, ACTION_KINDS, ActionKind, Bounds, DecisionMutation, Violation }
 import { checkProgress, exemptWriters, fairRound } from './invariants';
 import { bootstrappedCluster, ClusterModel, ReplicationMode, stateKey } from './model';
 import { checkedStep } from './step';
-import { StateStore } from './state-store';
+import { DiskLevel, Level, MemoryLevel } from './levels';
+import { FingerprintSet, KeySet } from './state-store';
 import { canonicalKey } from './symmetry';
 
 export interface SearchOptions {
@@ -22,6 +23,8 @@ export interface SearchOptions {
   symmetry?: boolean;
   /** Where the search starts, and the steps that led there from the steady start (a scenario's schedule); the steady start when absent. */
   start?: { c: ClusterModel; path: Action[] };
+  /** For millions of states: fingerprints instead of keys (state-store.ts) and each level on disk (levels.ts). */
+  compact?: boolean;
 }
 
 export interface FoundViolation extends Violation {
@@ -71,12 +74,15 @@ export function breadthFirst(options: SearchOptions): SearchReport {
   const start = options.start?.c ?? steadyStart(options.mode, bounds, mutation);
   const prefix = options.start?.path ?? [];
   const keyOf = options.symmetry === false ? stateKey : canonicalKey;
-  const seen = new StateStore();
+  const seen = options.compact ? new FingerprintSet() : new KeySet();
   seen.add(keyOf(start));
+  const newLevel = (): Level => (options.compact ? new DiskLevel() : new MemoryLevel());
   const parent: number[] = [-1];
   const via: (Action | null)[] = [null];
   const coverage = emptyCoverage();
-  let frontier: { c: ClusterModel; id: number }[] = [{ c: start, id: 0 }];
+  // The level being expanded and the one being filled, each discarded (its file removed) however the search ends.
+  const levels: { frontier: Level; next: Level | null } = { frontier: newLevel(), next: null };
+  levels.frontier.push(start, 0);
   let transitions = 0;
   let depth = 0;
   let progressChecks = 0;
@@ -99,37 +105,44 @@ export function breadthFirst(options: SearchOptions): SearchReport {
     for (let at = id; at > 0; at = parent[at]) path.unshift(via[at]!);
     return [...prefix, ...path];
   };
-  let newInLevel = 1;
-  while (frontier.length > 0 && depth < options.maxDepth) {
-    const next: typeof frontier = [];
-    newInLevel = 0;
-    for (const { c, id } of frontier) {
-      for (const action of enabledActions(c, bounds)) {
-        const step = checkedStep(c, action, bounds, mutation);
-        transitions++;
-        coverage[action.kind]++;
-        if (step.violation) return report({ ...step.violation, path: pathTo(id, action) }, false);
-        if (!seen.add(keyOf(step.next))) continue;
-        const nextId = seen.size - 1;
-        newInLevel++;
-        parent.push(id);
-        via.push(action);
-        // The last level's states are judged (above) but never expanded: no need to keep them.
-        if (depth + 1 < options.maxDepth) next.push({ c: step.next, id: nextId });
-        if (exemptWriters(step.next) > 0) exempt++;
-        if (options.progressEvery > 0 && nextId % options.progressEvery === 0) {
-          progressChecks++;
-          const stuck = checkProgress(step.next, bounds, mutation);
-          if (stuck) return report({ ...stuck, path: pathTo(nextId) }, false);
+  try {
+    let newInLevel = 1;
+    while (levels.frontier.length > 0 && depth < options.maxDepth) {
+      const level = (levels.next = newLevel());
+      newInLevel = 0;
+      for (const { c, id } of levels.frontier.entries()) {
+        for (const action of enabledActions(c, bounds)) {
+          const step = checkedStep(c, action, bounds, mutation);
+          transitions++;
+          coverage[action.kind]++;
+          if (step.violation) return report({ ...step.violation, path: pathTo(id, action) }, false);
+          if (!seen.add(keyOf(step.next))) continue;
+          const nextId = seen.size - 1;
+          newInLevel++;
+          parent.push(id);
+          via.push(action);
+          // The last level's states are judged (above) but never expanded: no need to keep them.
+          if (depth + 1 < options.maxDepth) level.push(step.next, nextId);
+          if (exemptWriters(step.next) > 0) exempt++;
+          if (options.progressEvery > 0 && nextId % options.progressEvery === 0) {
+            progressChecks++;
+            const stuck = checkProgress(step.next, bounds, mutation);
+            if (stuck) return report({ ...stuck, path: pathTo(nextId) }, false);
+          }
+          if (seen.size >= options.maxStates) return report(null, false, true);
         }
-        if (seen.size >= options.maxStates) return report(null, false, true);
       }
+      levels.frontier.discard();
+      levels.frontier = level;
+      levels.next = null;
+      depth++;
+      options.onLevel?.(depth, seen.size, transitions, Date.now() - started);
     }
-    frontier = next;
-    depth++;
-    options.onLevel?.(depth, seen.size, transitions, Date.now() - started);
+    return report(null, newInLevel === 0);
+  } finally {
+    levels.frontier.discard();
+    levels.next?.discard();
   }
-  return report(null, newInLevel === 0);
 }
 
 /** A small seeded generator (mulberry32): the same seed walks the same way. */

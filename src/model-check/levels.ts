@@ -1,0 +1,117 @@
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deserialize, serialize } from 'node:v8';
+import { ClusterModel } from './model';
+
+/** One level of the breadth-first search: the states found at one depth, to expand in the next. */
+export interface Level {
+  readonly length: number;
+  push(c: ClusterModel, id: number): void;
+  entries(): Iterable<{ c: ClusterModel; id: number }>;
+  /** Frees what it holds (its file); once is enough, twice does no harm. */
+  discard(): void;
+}
+
+export class MemoryLevel implements Level {
+  private readonly states: { c: ClusterModel; id: number }[] = [];
+
+  get length(): number {
+    return this.states.length;
+  }
+
+  push(c: ClusterModel, id: number): void {
+    this.states.push({ c, id });
+  }
+
+  entries(): Iterable<{ c: ClusterModel; id: number }> {
+    return this.states;
+  }
+
+  discard(): void {
+    this.states.length = 0;
+  }
+}
+
+const CHUNK = 8 * 1024 * 1024;
+
+/**
+ * A level kept on disk (`--compact`): each state serialised (node:v8) behind its id and length, written in
+ * 8 MiB chunks and read back in order. A level of millions of states would otherwise hold gigabytes of
+ * heap: about 1.5 KB a state on disk against some 3 KB as objects.
+ */
+export class DiskLevel implements Level {
+  private readonly dir = mkdtempSync(join(tmpdir(), 'stator-model-check-'));
+  private readonly file = join(this.dir, 'level');
+  private readonly fd = openSync(this.file, 'w+');
+  private buffer = Buffer.alloc(CHUNK);
+  private used = 0;
+  private written = 0;
+  private count = 0;
+  private discarded = false;
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(c: ClusterModel, id: number): void {
+    const bytes = serialize(c);
+    const need = 8 + bytes.length;
+    if (this.used + need > this.buffer.length) this.flush();
+    if (need > this.buffer.length) this.buffer = Buffer.alloc(need);
+    this.buffer.writeUInt32LE(id, this.used);
+    this.buffer.writeUInt32LE(bytes.length, this.used + 4);
+    bytes.copy(this.buffer, this.used + 8);
+    this.used += need;
+    this.count++;
+  }
+
+  *entries(): Iterable<{ c: ClusterModel; id: number }> {
+    this.flush();
+    let chunk = Buffer.alloc(CHUNK);
+    let filled = 0;
+    let position = 0;
+    let at = 0;
+    for (;;) {
+      // Keep what is left of the last record and read on behind it.
+      if (at > 0) {
+        chunk.copy(chunk, 0, at, filled);
+        filled -= at;
+        at = 0;
+      }
+      const read = readSync(this.fd, chunk, filled, chunk.length - filled, position);
+      position += read;
+      filled += read;
+      while (filled - at >= 8) {
+        const length = chunk.readUInt32LE(at + 4);
+        if (filled - at < 8 + length) break;
+        const id = chunk.readUInt32LE(at);
+        const c = deserialize(chunk.subarray(at + 8, at + 8 + length)) as ClusterModel;
+        at += 8 + length;
+        yield { c, id };
+      }
+      if (read === 0) return;
+      if (8 + chunk.readUInt32LE(at + 4) > chunk.length && filled - at >= 8) {
+        const bigger = Buffer.alloc(8 + chunk.readUInt32LE(at + 4));
+        chunk.copy(bigger, 0, at, filled);
+        filled -= at;
+        at = 0;
+        chunk = bigger;
+      }
+    }
+  }
+
+  discard(): void {
+    if (this.discarded) return;
+    this.discarded = true;
+    closeSync(this.fd);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private flush(): void {
+    if (this.used === 0) return;
+    writeSync(this.fd, this.buffer, 0, this.used, this.written);
+    this.written += this.used;
+    this.used = 0;
+  }
+}
