@@ -26,9 +26,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'fast', restart: true, upstream: remote }": outside(
     'standby clusters are not modelled',
   ),
-  "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'crashed' }": outside(
-    'primary_start_timeout 0: the model runs with the default, 300',
-  ),
   "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside(
     'start failures are not modelled',
   ),
@@ -36,9 +33,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
     outside(
       "a member /failsafe leaves out (its key had run out when the leader last wrote it) racing while the failsafe leader it cannot reach still runs: three faults (its key lost, the leader cut from the DCS, the two cut from each other) and about 25 steps, past the mutation run's scenarios; while it reaches the leader, the race's probe of /failsafe's members bars it anyway",
     ),
-  'ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)': outside(
-    'check_timeline: the model runs with the default, off',
-  ),
   'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside(
     'a switchover the leader hands to a member whose watchdog failed, when no other member can take over: that member never wins (the race bars it) and the leader, seeing a candidate, does not take the key back; the model has the watchdog (--watchdog) but its scenarios never combine it with a switchover and a second member unable to lead, and invariant 6 does not judge a cluster with a request pending',
   ),
@@ -48,9 +42,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   ),
   'ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site': outside(
     "a switchover or failover to a site is not modelled (the model's requests name a member or none): `site` is always undefined, so the condition always holds",
-  ),
-  'ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline': outside(
-    'check_timeline: the model runs with the default, off',
   ),
   // The race (issue 34, part 3): survivors no scenario can catch, each with the reason.
   'ha/leader-race.ts goodCandidates: drop peer.name !== local.name': equivalent(
@@ -70,12 +61,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
       "an unreachable peer has no walPosition (readingFromStatus answers `{ name, reachable: false }`), so it counts neither ahead nor as a vote; s.peers never holds this node (fulfil-need.ts); and a peer that answers as a primary while the key is free: outside failsafe mode the model's one-step HA cycle writes the leader key and the member key together (a primary that stops refreshing loses both at once), so there is no such window; in failsafe mode (where `healthiest: skip if (peer.isPrimary)` is caught) the failsafe scenarios, which run in quorum mode too, do not catch this one",
     ),
   // The synchronous planners (issue 34, part 3), one by one.
-  'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)': outside(
-    'the nosync and sync_priority tags are not modelled: with neither tag, both the original and the mutant answer false',
-  ),
-  'ha/sync/sync-candidates.ts isNoSync: invert if (tags.nosync !== undefined)': outside(
-    'the nosync and sync_priority tags are not modelled: with neither tag, isTruthyTag(undefined) and the sync_priority check both answer false',
-  ),
   "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_apply')": outside(
     'synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal',
   ),

@@ -1,6 +1,6 @@
 import { ActionKind } from './model-types';
 import { FAULT_SCENARIOS } from './fault-scenarios';
-import { ReplicationMode } from './model';
+import { ModelSettings, ReplicationMode } from './model';
 
 /** n1's key runs out and n2 wins and promotes (the schedule of `a frozen leader through a failover`). */
 const FOUR_LOOP_WAITS = 'loop_wait, loop_wait, loop_wait, loop_wait';
@@ -30,6 +30,8 @@ export interface MutationScenario {
   modes?: ReplicationMode[];
   /** A fixed schedule taken first (schedule.ts); the search starts where it ends. Skipped when the mutant's decisions leave it. */
   schedule?: string;
+  /** Settings fixed for the search (check_timeline, primary_start_timeout, a member tagged nosync): settings-rules.ts. */
+  settings?: ModelSettings;
 }
 
 export const SCENARIOS: MutationScenario[] = [
@@ -225,5 +227,49 @@ export const SCENARIOS: MutationScenario[] = [
     operations: 1,
     writes: 0,
     states: 3_000,
+  },
+  // Issue 34, part 3: the settings the rules read, each turned on by a scenario of its own (settings-rules.ts).
+  // check_timeline: n2 promoted (timeline 2) while n1's agent was frozen, and n3, which shipped nothing since, is still on
+  // timeline 1; n2's agent dies: n3 must not win the race from the old timeline (invariant 14b).
+  {
+    name: 'check_timeline, the new leader lost',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 2,
+    writes: 0,
+    states: 500,
+    modes: ['off'],
+    schedule: `agentFreeze n1, ${FOUR_LOOP_WAITS}, agentCrash n2`,
+    settings: { checkTimeline: true },
+  },
+  // The same scene, n2 running: a switchover to n3, still on timeline 1; n2 must not hand it the cluster (invariant 14b).
+  {
+    name: 'check_timeline, a switchover to the old timeline',
+    kinds: ['cycle', 'tick', 'complete', 'switchover'],
+    faults: 1,
+    operations: 1,
+    writes: 0,
+    states: 500,
+    modes: ['off'],
+    schedule: `agentFreeze n1, ${FOUR_LOOP_WAITS}`,
+    settings: { checkTimeline: true },
+  },
+  // primary_start_timeout 0: the leader's PostgreSQL crashes; it must hand the key on rather than hold it and wait
+  // for a start it never tries: where the schedule ends is judged for settling (invariant 6).
+  {
+    name: 'primary_start_timeout 0, the primary crashed',
+    kinds: ['cycle', 'tick', 'complete'],
+    writes: 0,
+    states: 200,
+    schedule: 'pgCrash n1',
+    settings: { primaryStartTimeout: 0 },
+  },
+  // n3 tagged nosync: never listed in /sync nor in synchronous_standby_names (invariant 8b).
+  {
+    name: 'a member tagged nosync',
+    kinds: ['cycle', 'tick', 'complete', 'ship', 'agentFreeze'],
+    writes: 0,
+    states: 500,
+    modes: ['on', 'strict', 'quorum'],
+    settings: { noSync: 2 },
   },
 ];

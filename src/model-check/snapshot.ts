@@ -30,7 +30,7 @@ const configs = new Map<string, EffectiveDynamicConfig>();
 
 /** The dynamic configuration as the agent derives it from `/config` (the real function, cached). */
 export function configOf(c: ClusterModel): EffectiveDynamicConfig {
-  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe}`;
+  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe},${c.settings?.checkTimeline ?? ''},${c.settings?.primaryStartTimeout ?? ''}`;
   let config = configs.get(key);
   if (!config) {
     const document = {
@@ -43,6 +43,10 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       synchronous_mode_strict: c.mode === 'strict',
       ...(c.siteRule ? { synchronous_site_count: c.siteRule } : {}),
       ...(c.failsafe ? { failsafe_mode: true } : {}),
+      ...(c.settings?.checkTimeline ? { check_timeline: true } : {}),
+      ...(c.settings?.primaryStartTimeout !== undefined
+        ? { primary_start_timeout: c.settings.primaryStartTimeout }
+        : {}),
       postgresql: { use_pg_rewind: true, use_slots: false },
     };
     const result = effectiveDynamicConfig(document, {});
@@ -60,6 +64,7 @@ const name = (i: number) => NODE_NAMES[i];
 export function tagsOf(n: NodeModel): Record<string, unknown> {
   return {
     ...(n.noFailover ? { nofailover: true } : {}),
+    ...(n.noSync ? { nosync: true } : {}),
     ...(n.priority !== 1 ? { failover_priority: n.priority } : {}),
   };
 }

@@ -7,7 +7,7 @@ import { streamingFrom } from './snapshot';
 /**
  * 7. Synchronous replication as the setting says (issue 34): once the cluster settled with a leader
  * in a synchronous mode, what a user reads matches `synchronous_node_count` (1 in the model):
- * - some standby streams from the leader and may be synchronous (agent running, member key live):
+ * - some standby streams from the leader and may be synchronous (agent running, member key live, not tagged nosync):
  *   synchronous_standby_names waits for one standby (no fewer: commits unprotected; no more: commits
  *   wait for more standbys than asked), lists only such standbys, and `/sync`
  *   names at least one of them, each of which PostgreSQL lists (a commit waits for it); in quorum
@@ -31,7 +31,9 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
   } catch {
     return fail(`${NODE_NAMES[leader]}'s synchronous_standby_names '${n.standbyNames}' does not parse`);
   }
-  const candidates = streamingFrom(c, leader).filter((j) => c.nodes[j].member?.running && c.nodes[j].agent === 'up');
+  const candidates = streamingFrom(c, leader).filter(
+    (j) => c.nodes[j].member?.running && c.nodes[j].agent === 'up' && !c.nodes[j].noSync,
+  );
   const names = new Set<string>(candidates.map((j) => NODE_NAMES[j]));
   const strict = c.mode === 'strict';
   const shown = `synchronous_standby_names '${n.standbyNames}', /sync ${c.sync ? `${NODE_NAMES[c.sync.leader]}: ${c.sync.standbys.map((j) => NODE_NAMES[j]).join(',') || 'none'}` : 'absent'}`;

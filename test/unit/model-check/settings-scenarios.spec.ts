@@ -1,0 +1,106 @@
+import { boundsFor } from '../../../src/model-check/bounds';
+import { loadDecisionCode } from '../../../src/model-check/mutant-loader';
+import { decisionMutants } from '../../../src/model-check/mutants';
+import { Bounds, DecisionMutation } from '../../../src/model-check/model-types';
+import { ReplicationMode } from '../../../src/model-check/model';
+import { SCENARIOS } from '../../../src/model-check/mutation-scenarios';
+import { parseSchedule, runSchedule } from '../../../src/model-check/schedule';
+import { breadthFirst, steadyStart } from '../../../src/model-check/search';
+import { checkProgress } from '../../../src/model-check/invariants';
+
+/**
+ * The mutation run's scenarios that turn a setting on (settings-rules.ts): check_timeline, primary_start_timeout 0,
+ * a member tagged nosync. The real code passes each; the mutant each was written for is caught there.
+ */
+function judge(name: string, mode: ReplicationMode, mutation?: DecisionMutation) {
+  const s = SCENARIOS.find((x) => x.name === name)!;
+  const bounds: Bounds = {
+    ...boundsFor(mode, s.faults ?? 1, s.operations ?? 0, s.writes ?? 1, 0, true),
+    kinds: new Set(s.kinds),
+    settings: s.settings,
+  };
+  let start;
+  if (s.schedule) {
+    const taken = runSchedule(parseSchedule(s.schedule), mode, bounds, mutation);
+    if (taken.kind === 'off course') throw new Error(`off course at ${taken.at}`);
+    if (taken.kind === 'violation') return { ...taken.violation, path: taken.path.map((a) => a.label) };
+    const settled = checkProgress(taken.c, bounds, mutation);
+    if (settled) return { ...settled, path: taken.path.map((a) => a.label) };
+    start = taken;
+  }
+  const search = breadthFirst({ mode, bounds, start, maxDepth: 16, maxStates: 1_000, progressEvery: 16, mutation });
+  return search.violation && { ...search.violation, path: search.violation.path.map((a) => a.label) };
+}
+
+function mutant(id: string): DecisionMutation {
+  const m = decisionMutants().find((x) => x.id === id);
+  if (!m) throw new Error(`no mutant ${id}`);
+  return { name: m.id, code: loadDecisionCode(new Map([[m.file, m.source]])) };
+}
+
+describe('check_timeline: a member behind the cluster timeline is no candidate (invariant 14b)', () => {
+  it('the setting reaches the snapshot: n3 is left on timeline 1 while n2 leads on timeline 2', () => {
+    const s = SCENARIOS.find((x) => x.name === 'check_timeline, the new leader lost')!;
+    const bounds: Bounds = { ...boundsFor('off', 2, 0, 0, 0, true), settings: s.settings };
+    expect(steadyStart('off', bounds).settings).toEqual({ checkTimeline: true });
+    const taken = runSchedule(parseSchedule(s.schedule!), 'off', bounds);
+    expect(taken.kind).toBe('reached');
+    if (taken.kind !== 'reached') return;
+    expect(taken.c.nodes.map((n) => n.timeline)).toEqual([1, 2, 1]);
+  });
+
+  it.each(['check_timeline, the new leader lost', 'check_timeline, a switchover to the old timeline'])(
+    'the real code: %s',
+    (name) => expect(judge(name, 'off')).toBeNull(),
+  );
+
+  it('the race without the check lets n3 promote from timeline 1 once n2 is lost', () => {
+    const v = judge(
+      'check_timeline, the new leader lost',
+      'off',
+      mutant('ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)'),
+    );
+    expect(v?.invariant).toBe('timeline');
+    expect(v!.message).toBe(
+      'n3 promoted from timeline 1 although the cluster is on timeline 2 and check_timeline is on',
+    );
+  });
+
+  it("a switchover's candidate check without it hands the cluster to n3 on timeline 1", () => {
+    const v = judge(
+      'check_timeline, a switchover to the old timeline',
+      'off',
+      mutant('ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline'),
+    );
+    expect(v?.invariant).toBe('timeline');
+    expect(v!.path).toContain('switchover n3');
+  });
+});
+
+describe('primary_start_timeout 0: a lock holder whose primary crashed hands the key on (invariant 6)', () => {
+  const name = 'primary_start_timeout 0, the primary crashed';
+
+  it('the real code: n2 takes over', () => expect(judge(name, 'off')).toBeNull());
+
+  it('without the release the cluster settles with the key on a crashed primary', () => {
+    const v = judge(name, 'off', mutant("ha/recover.ts recover: remove { type: 'releaseLock', demote: 'crashed' }"));
+    expect(v?.invariant).toBe('availability');
+  });
+});
+
+describe('nosync: a member tagged nosync is never a synchronous standby (invariant 8b)', () => {
+  const name = 'a member tagged nosync';
+
+  it.each(['on', 'strict', 'quorum'] as const)('the real code in %s mode', (mode) =>
+    expect(judge(name, mode)).toBeNull(),
+  );
+
+  it.each([
+    'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)',
+    'ha/sync/sync-candidates.ts isNoSync: invert if (tags.nosync !== undefined)',
+  ])('%s lists n3 once n2 is lost', (id) => {
+    const v = judge(name, 'on', mutant(id));
+    expect(v?.invariant).toBe('sync');
+    expect(v!.message).toMatch(/n3.*nosync/);
+  });
+});
