@@ -3,7 +3,7 @@ import { probeTargets, weighedReadings } from '../ha/failsafe/probe-targets';
 import { Decision, HaAction } from '../ha/decision';
 import { formatStandbyNames } from '../postgresql/standby-names';
 import { REAL_DECISION_CODE } from './decision-code';
-import { promotionHoldForSites } from './site-rule';
+import { modelSiteOf, promotionHoldForSites } from './site-rule';
 import { manageSync } from './sync-duties';
 import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES } from './model';
 import { Fact } from './recording';
@@ -248,6 +248,9 @@ function carryOut(
       c.failsafeKey = c.failsafe ? failsafeMaskOf(s, i) : 0;
       if (n.pg !== 'running' || !n.primary) return;
       c.optime = n.wal;
+      // LeaderDuties: `/status` carries this node's `site` as current_site while it leads.
+      const site = modelSiteOf(c, i);
+      if (site) c.currentSite = site;
       if (!syncMoved) manageSync(c, i, s.cluster!, code);
       return;
     case 'demoteGraceful':

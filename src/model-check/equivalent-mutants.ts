@@ -36,22 +36,19 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside(
     'a switchover the leader hands to a member whose watchdog failed, when no other member can take over: that member never wins (the race bars it) and the leader, seeing a candidate, does not take the key back; the model has the watchdog (--watchdog) but its scenarios never combine it with a switchover and a second member unable to lead, and invariant 6 does not judge a cluster with a request pending',
   ),
-  // Site awareness (issue 36) in the race: the mutation run places no member in a site and writes no current_site.
-  "ha/leader-race.ts healthiest: skip if ('defer' in sites)": outside(
-    'site awareness is not modelled in the mutation run (no member has a site, /status has no current_site, no request names a site): siteChoice then has no preferred site and never defers, so the check never holds',
-  ),
+  // Site awareness (issue 36) in the race: members in sites and /status current_site are modelled (site-rule.ts), requests to a site are not.
   'ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site': outside(
-    "a switchover or failover to a site is not modelled (the model's requests name a member or none): `site` is always undefined, so the condition always holds",
+    "a switchover or failover to a site is not modelled (the model's requests name a member or none; members in sites and /status current_site are): `site` is always undefined, so the condition always holds",
   ),
   // The race (issue 34, part 3): survivors no scenario can catch, each with the reason.
   'ha/leader-race.ts goodCandidates: drop peer.name !== local.name': equivalent(
     "s.peers never holds this node: the agent's probe asks the other members only (fulfil-need.ts: `m.name !== node.name`), as the model's does (snapshot.ts peerReadings: `j !== i`)",
   ),
   'ha/leader-race.ts healthiest: skip if (peerWal > 0 && peerWal < ownWal)': outside(
-    "`behind` is read only by siteChoice, and only when a site is preferred (a switchover's site or /status current_site), which the mutation run never sets (as for `'defer' in sites`)",
+    'only failover time: `behind` is read only by siteChoice while the readings may trail (the leader key went away less than loop_wait ago: `readingsMayTrail`, from the race backoff, which the model does not give, its readings being taken at once), and there it only makes a node of another site wait for the next reading, at most loop_wait, before it races across sites; the model has no bound on failover time',
   ),
   'ha/leader-race.ts healthiest: invert if (peerWal > 0 && peerWal < ownWal)': outside(
-    "`behind` is read only by siteChoice, and only when a site is preferred (a switchover's site or /status current_site), which the mutation run never sets (as for `'defer' in sites`)",
+    'only failover time: `behind` is read only by siteChoice while the readings may trail (the leader key went away less than loop_wait ago: `readingsMayTrail`, from the race backoff, which the model does not give, its readings being taken at once), and there it only makes a node of another site wait for the next reading, at most loop_wait, before it races across sites; the model has no bound on failover time',
   ),
   'ha/leader-race.ts publishedAhead: skip if (!member || isNoFailover(member.data.tags ?? {}))': outside(
     'only failover time: `!member` never holds (peers are probed from the members list), and a nofailover member that does not answer but whose key shows more WAL then bars the race only until its key expires (at most ttl) or it answers again (the loop then passes over a nofailover peer); the outcome afterwards is the same, and the model has no bound on failover time',

@@ -94,7 +94,7 @@ export type MemberKey = { running: boolean; primary: boolean; wal: number; timel
 /** What a node reads from the DCS: decided on later, the read is stale. */
 export type DcsRead = Pick<
   ClusterModel,
-  'leaderKey' | 'sync' | 'failover' | 'optime' | 'history' | 'pause' | 'mode' | 'ttl' | 'failsafeKey'
+  'leaderKey' | 'sync' | 'failover' | 'optime' | 'currentSite' | 'history' | 'pause' | 'mode' | 'ttl' | 'failsafeKey'
 > & {
   members: (MemberKey | null)[];
 };
@@ -117,6 +117,8 @@ export interface ClusterModel {
   sync: { leader: number; standbys: number[]; quorum: number } | null;
   failover: FailoverModel | null;
   optime: number;
+  /** `/status` `current_site`: the site of the leader that last wrote `/status` (members have sites only with siteRule). */
+  currentSite?: string;
   /** `/history`: [timeline, switch position]. */
   history: [number, number][];
   pause: boolean;
@@ -268,6 +270,7 @@ export function stateKey(c: ClusterModel): string {
     sync,
     failover,
     c.optime,
+    c.currentSite ?? '',
     history,
     c.pause ? 1 : 0,
     c.mode,

@@ -272,4 +272,16 @@ export const SCENARIOS: MutationScenario[] = [
     modes: ['on', 'strict', 'quorum'],
     settings: { noSync: 2 },
   },
+  // Sites in the race (issue 36): n1 and n2 in dc1, n3 in dc2, `/status` current_site dc1; n1's agent dies after a write
+  // both replicas hold: n3 must defer to n2, as far along in the current site (invariant 2d; asynchronous mode).
+  {
+    name: 'a leader lost, members in two sites',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 1,
+    writes: 1,
+    states: 1_000,
+    siteRule: 1,
+    modes: ['off'],
+    schedule: 'write n1, ship n2, ship n3, agentCrash n1',
+  },
 ];

@@ -124,7 +124,10 @@ export function clusterViewOf(c: ClusterModel): ClusterView {
     sync: c.sync
       ? { value: syncKeyValue(name(c.sync.leader), c.sync.standbys.map(name), c.sync.quorum), modRevision: '1' }
       : null,
-    status: { value: { optime: c.optime }, modRevision: '1' },
+    status: {
+      value: { optime: c.optime, ...(c.currentSite ? { current_site: c.currentSite } : {}) },
+      modRevision: '1',
+    },
     failsafe: c.failsafeKey ? { value: failsafeMembersOf(c.failsafeKey)!, modRevision: '1' } : null,
     revision: '1',
   };
@@ -211,6 +214,8 @@ function localOf(c: ClusterModel, i: number): LocalView {
   return {
     name: name(i),
     tags: tagsOf(n),
+    // The node's own `site` setting, with the members placed in sites.
+    ...(modelSiteOf(c, i) ? { site: modelSiteOf(c, i) } : {}),
     pgState: postgresStateName(n),
     busy,
     role: n.role,
@@ -265,6 +270,8 @@ export function peerReadings(
         role: n.role,
         timeline: n.timeline,
         tags: tagsOf(n),
+        // As the status document: the member's `site` (status-document.ts), with the members placed in sites.
+        ...(modelSiteOf(c, j) ? { site: modelSiteOf(c, j) } : {}),
         xlog,
         ...(n.watchdogFailed ? { watchdog_failed: true } : {}),
       });
@@ -273,12 +280,13 @@ export function peerReadings(
 
 /** What node reads from the DCS now. */
 export function dcsRead(c: ClusterModel): DcsRead {
-  const { leaderKey, sync, failover, optime, history, pause, mode, ttl, failsafeKey } = c;
+  const { leaderKey, sync, failover, optime, currentSite, history, pause, mode, ttl, failsafeKey } = c;
   return {
     leaderKey,
     sync,
     failover,
     optime,
+    currentSite,
     history,
     pause,
     mode,

@@ -10,7 +10,8 @@ import { checkProgress } from '../../../src/model-check/invariants';
 
 /**
  * The mutation run's scenarios that turn a setting on (settings-rules.ts): check_timeline, primary_start_timeout 0,
- * a member tagged nosync. The real code passes each; the mutant each was written for is caught there.
+ * a member tagged nosync; and members in two sites with `/status` current_site in the race. The real code passes
+ * each; the mutant each was written for is caught there.
  */
 function judge(name: string, mode: ReplicationMode, mutation?: DecisionMutation) {
   const s = SCENARIOS.find((x) => x.name === name)!;
@@ -18,6 +19,7 @@ function judge(name: string, mode: ReplicationMode, mutation?: DecisionMutation)
     ...boundsFor(mode, s.faults ?? 1, s.operations ?? 0, s.writes ?? 1, 0, true),
     kinds: new Set(s.kinds),
     settings: s.settings,
+    ...(s.siteRule ? { siteRule: s.siteRule } : {}),
   };
   let start;
   if (s.schedule) {
@@ -102,5 +104,38 @@ describe('nosync: a member tagged nosync is never a synchronous standby (invaria
     const v = judge(name, 'on', mutant(id));
     expect(v?.invariant).toBe('sync');
     expect(v!.message).toMatch(/n3.*nosync/);
+  });
+});
+
+describe('sites in the race: a member of the current site as far along goes first (invariant 2d)', () => {
+  const name = 'a leader lost, members in two sites';
+
+  it('the real code: n2 (dc1, the current site) takes over, n3 (dc2) defers', () =>
+    expect(judge(name, 'off')).toBeNull());
+
+  it('the race without its site deferral cannot go on: it reads the rivals of a deferral, which has none', () => {
+    const m = mutant("ha/leader-race.ts healthiest: skip if ('defer' in sites)");
+    expect(() => judge(name, 'off', m)).toThrow(/not iterable/);
+  });
+
+  it('a race that reads no current_site lets n3 win across sites', () => {
+    const ignoresSites: DecisionMutation = {
+      name: 'no current_site in the race',
+      snapshot: (s) =>
+        s.cluster?.status
+          ? {
+              ...s,
+              cluster: {
+                ...s.cluster,
+                status: { ...s.cluster.status, value: { optime: s.cluster.status.value.optime } },
+              },
+            }
+          : s,
+    };
+    const v = judge(name, 'off', ignoresSites);
+    expect(v?.invariant).toBe('priority');
+    expect(v!.message).toBe(
+      'n3 (site dc2) won the leader race at 1/1 although n2, reachable at the same position, is in the current site dc1',
+    );
   });
 });
