@@ -33,9 +33,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
     outside(
       "a member /failsafe leaves out (its key had run out when the leader last wrote it) racing while the failsafe leader it cannot reach still runs: three faults (its key lost, the leader cut from the DCS, the two cut from each other) and about 25 steps, past the mutation run's scenarios; while it reaches the leader, the race's probe of /failsafe's members bars it anyway",
     ),
-  'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside(
-    'a switchover the leader hands to a member whose watchdog failed, when no other member can take over: that member never wins (the race bars it) and the leader, seeing a candidate, does not take the key back; the model has the watchdog (--watchdog) but its scenarios never combine it with a switchover and a second member unable to lead, and invariant 6 does not judge a cluster with a request pending',
-  ),
   // Site awareness (issue 36) in the race: members in sites and /status current_site are modelled (site-rule.ts), requests to a site are not.
   'ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site': outside(
     "a switchover or failover to a site is not modelled (the model's requests name a member or none; members in sites and /status current_site are): `site` is always undefined, so the condition always holds",

@@ -284,4 +284,15 @@ export const SCENARIOS: MutationScenario[] = [
     modes: ['off'],
     schedule: 'write n1, ship n2, ship n3, agentCrash n1',
   },
+  // A switchover to n2, whose watchdog (mode required) cannot be activated: the leader must refuse it rather than step
+  // down for a candidate the race bars (invariant 10, which counts such a member as no candidate, as invariant 13).
+  {
+    name: 'a switchover to a member whose watchdog failed',
+    kinds: ['cycle', 'tick', 'complete', 'watchdogFail', 'switchover', 'switchoverAny'],
+    operations: 1,
+    writes: 0,
+    states: 1_000,
+    watchdog: true,
+    modes: ['off'],
+  },
 ];

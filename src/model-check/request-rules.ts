@@ -8,7 +8,8 @@ import { asRead, postgresStateName } from './snapshot';
  * behaviour: "the leader checks that a healthy candidate exists before it steps down; otherwise the
  * switchover fails"): a leader that has a due request in front of it
  * - steps down for it (a graceful demotion) only if some member could take over: its agent answers,
- *   its member key lives, PostgreSQL runs as a replica, it is not `nofailover`, it is within
+ *   its member key lives, PostgreSQL runs as a replica, it is not `nofailover` and its watchdog (when `required`)
+ *   can be activated, it is within
  *   `maximum_lag_on_failover` of the leader, it is the member the request names (when it names one),
  *   and in `on` and `strict` mode `/sync` names it (unless the request is a manual failover, which names
  *   no leader). Otherwise the cluster loses the primary it had for a candidate that cannot take over;
@@ -77,7 +78,8 @@ function mayTakeOver(
   // The node's own part of `view` is as it is now (asRead): the probe asks the members as they are now.
   const n: NodeModel = view.nodes[j];
   const leader = view.nodes[i];
-  if (n.agent !== 'up' || !probed[j] || n.noFailover) return false;
+  // Watchdog mode `required` without a usable one: no candidate (its status document says so; invariant 13).
+  if (n.agent !== 'up' || !probed[j] || n.noFailover || n.watchdogFailed) return false;
   if (postgresStateName(n) !== 'running' || n.primary) return false;
   const sync = view.mode === 'on' || view.mode === 'strict' ? view.sync : null;
   if (leaderNamed && sync && sync.leader !== j && !sync.standbys.includes(j)) return false;
@@ -95,7 +97,7 @@ function mayTakeOver(
  * 6b. Availability with a request pending (invariant 6 leaves such states out): a settled cluster whose due
  * switchover or manual failover names a member that plainly may take over (its agent runs past its first
  * cycle, its member key lives, it reaches the DCS, PostgreSQL runs as a replica with nothing in flight, not
- * `nofailover`, and in `on` and `strict` mode `/sync` names it unless the request names no leader) has a
+ * `nofailover` nor with a watchdog that cannot be activated, and in `on` and `strict` mode `/sync` names it unless the request names no leader) has a
  * leader: the race lets the named candidate win whatever its lag (the reference's "I am the failover
  * candidate"). A switchover that names no member, outside quorum mode: the same for some member other than
  * the leader that stepped down, when no other member that answers holds more WAL (the race passes over the
@@ -111,7 +113,8 @@ export function checkRequestSettled(c: ClusterModel): Violation | null {
   const sync = c.mode === 'on' || c.mode === 'strict' ? c.sync : null;
   const plain = (j: number) => {
     const n = c.nodes[j];
-    if (!answers(n) || n.dcsCut || n.noFailover || n.pg !== 'running' || n.primary || n.op !== 'none') return false;
+    if (!answers(n) || n.dcsCut || n.noFailover || n.watchdogFailed) return false;
+    if (n.pg !== 'running' || n.primary || n.op !== 'none') return false;
     return !(request.leader >= 0 && sync && sync.leader !== j && !sync.standbys.includes(j));
   };
   let candidate = -1;

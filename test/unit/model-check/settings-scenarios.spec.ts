@@ -20,6 +20,7 @@ function judge(name: string, mode: ReplicationMode, mutation?: DecisionMutation)
     kinds: new Set(s.kinds),
     settings: s.settings,
     ...(s.siteRule ? { siteRule: s.siteRule } : {}),
+    ...(s.watchdog ? { watchdog: true } : {}),
   };
   let start;
   if (s.schedule) {
@@ -137,5 +138,18 @@ describe('sites in the race: a member of the current site as far along goes firs
     expect(v!.message).toBe(
       'n3 (site dc2) won the leader race at 1/1 although n2, reachable at the same position, is in the current site dc1',
     );
+  });
+});
+
+describe('a switchover to a member whose watchdog cannot be activated (invariant 10)', () => {
+  const name = 'a switchover to a member whose watchdog failed';
+
+  it('the real code refuses it, and hands a switchover to nobody in particular to n3', () =>
+    expect(judge(name, 'off')).toBeNull());
+
+  it('goodCandidates without its watchdog check steps down for n2, which the race bars', () => {
+    const v = judge(name, 'off', mutant('ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed'));
+    expect(v?.invariant).toBe('request');
+    expect(v!.message).toBe('n1 stepped down for a switchover to n2 although no member could take over');
   });
 });
