@@ -249,8 +249,7 @@ function carryOut(
       if (n.pg !== 'running' || !n.primary) return;
       c.optime = n.wal;
       // LeaderDuties: `/status` carries this node's `site` as current_site while it leads.
-      const site = modelSiteOf(c, i);
-      if (site) c.currentSite = site;
+      if (modelSiteOf(c, i)) c.currentSite = modelSiteOf(c, i);
       if (!syncMoved) manageSync(c, i, s.cluster!, code);
       return;
     case 'demoteGraceful':
