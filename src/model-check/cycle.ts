@@ -5,7 +5,7 @@ import { formatStandbyNames } from '../postgresql/standby-names';
 import { REAL_DECISION_CODE } from './decision-code';
 import { modelSiteOf, promotionHoldForSites } from './site-rule';
 import { manageSync } from './sync-duties';
-import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES } from './model';
+import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES, strictMode } from './model';
 import { Fact } from './recording';
 import { DecisionMutation, Promotion } from './model-types';
 import { failsafeMaskOf, failsafeRound, runsAsPrimary } from './failsafe';
@@ -178,7 +178,10 @@ function carryOut(
         // SyncReplication.beforePromote in quorum mode: no `/sync` write; ANY k of the others, k keeping the quorum's overlap.
         const members = c.sync ? [c.sync.leader, ...c.sync.standbys] : [];
         const others = members.filter((j) => j !== i);
-        const count = Math.max(members.length - (c.sync?.quorum ?? 0) - 1 + (members.includes(i) ? 0 : 1), 0);
+        const count = Math.max(
+          members.length - (c.sync?.quorum ?? 0) - 1 + (members.includes(i) ? 0 : 1),
+          strictMode(c) ? 1 : 0,
+        );
         const held = promotionHoldForSites(c, i, others, count, true);
         n.standbyNames = formatStandbyNames(held.names, held.count, true);
       } else if (c.mode !== 'off' && reachable) {

@@ -68,12 +68,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   'ha/sync/priority-plan.ts planPriority: invert if (awaited.length > 0 && !sameNames(confirmed, awaited))': outside(
     'it adds or leaves out a `recheck` step, which only brings the next cycle forward (time within a loop_wait is not modelled); no setting or /sync write changes',
   ),
-  'ha/sync/quorum-plan.ts planQuorum: invert if (held !== currentValue)': outside(
-    "quorum mode with synchronous_mode_strict: the model's quorum mode is not strict (snapshot.ts configOf), so planQuorum's strict branches (a site missing, no standby streaming) are never taken",
-  ),
-  'ha/sync/quorum-plan.ts planQuorum: invert if (value !== currentValue)': outside(
-    "quorum mode with synchronous_mode_strict: the model's quorum mode is not strict (snapshot.ts configOf), so planQuorum's strict branches (a site missing, no standby streaming) are never taken",
-  ),
   'ha/sync/sync-candidates.ts streamingPositions: invert if (lsn !== null)': outside(
     "readiness remembered across cycles: with no standby counted, quorum mode's bound on what was acknowledged is 0, which changes only whether a ready standby behind that bound counts as confirmed (pickSynchronous: `isReady && candidate.lsn >= acknowledgedUpTo`); the model builds SyncReadiness afresh in every cycle (sync-duties.ts observes with the leader's WAL), so a ready standby holds the leader's WAL, which is at or past every standby's, and the check never fails; in the agent a standby that became ready earlier and fell behind does (test/unit/ha/sync/quorum-acknowledged.spec.ts)",
   ),

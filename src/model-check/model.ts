@@ -29,6 +29,13 @@ export interface ModelSettings {
   primaryStartTimeout?: number;
   /** The node tagged `nosync` (absent: none). */
   noSync?: number;
+  /** `synchronous_mode_strict: true` in quorum mode too (mode `strict` is priority mode's). */
+  strictQuorum?: boolean;
+}
+
+/** `synchronous_mode_strict` in force: mode `strict`, or quorum mode with the setting's strictQuorum. */
+export function strictMode(c: Pick<ClusterModel, 'mode' | 'settings'>): boolean {
+  return c.mode === 'strict' || (c.mode === 'quorum' && c.settings?.strictQuorum === true);
 }
 
 export interface NodeModel {

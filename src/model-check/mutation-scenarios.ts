@@ -295,4 +295,27 @@ export const SCENARIOS: MutationScenario[] = [
     watchdog: true,
     modes: ['off'],
   },
+  // Quorum mode with synchronous_mode_strict (strictQuorum): turned off and on again while no standby streams, the
+  // leader must hold commits (`ANY 1` over the placeholder) rather than keep the emptied setting (invariant 7)...
+  {
+    name: 'strict quorum mode back on without a standby',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 2,
+    operations: 2,
+    writes: 0,
+    states: 200,
+    modes: ['quorum'],
+    schedule: `syncMode, loop_wait, loop_wait, agentFreeze n2, agentFreeze n3, ${FOUR_LOOP_WAITS}, syncMode`,
+    settings: { strictQuorum: true },
+  },
+  // ...and with members in two sites, synchronous_site_count 1: while dc2 has no standby, every commit waits for the
+  // placeholder too (invariant 8, strict).
+  {
+    name: 'members in two sites, strict quorum',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
+    states: 1_000,
+    siteRule: 1,
+    modes: ['quorum'],
+    settings: { strictQuorum: true },
+  },
 ];

@@ -17,6 +17,7 @@ import {
   NodeModel,
   reaches,
   RETRY_TIMEOUT_S,
+  strictMode,
   SYSTEM_ID,
 } from './model';
 
@@ -30,7 +31,7 @@ const configs = new Map<string, EffectiveDynamicConfig>();
 
 /** The dynamic configuration as the agent derives it from `/config` (the real function, cached). */
 export function configOf(c: ClusterModel): EffectiveDynamicConfig {
-  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe},${c.settings?.checkTimeline ?? ''},${c.settings?.primaryStartTimeout ?? ''}`;
+  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe},${c.settings?.checkTimeline ?? ''},${c.settings?.primaryStartTimeout ?? ''},${c.settings?.strictQuorum ?? ''}`;
   let config = configs.get(key);
   if (!config) {
     const document = {
@@ -40,7 +41,7 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       maximum_lag_on_failover: MAXIMUM_LAG_ON_FAILOVER,
       pause: c.pause,
       synchronous_mode: c.mode === 'quorum' ? 'quorum' : c.mode !== 'off',
-      synchronous_mode_strict: c.mode === 'strict',
+      synchronous_mode_strict: strictMode(c),
       ...(c.siteRule ? { synchronous_site_count: c.siteRule } : {}),
       ...(c.failsafe ? { failsafe_mode: true } : {}),
       ...(c.settings?.checkTimeline ? { check_timeline: true } : {}),

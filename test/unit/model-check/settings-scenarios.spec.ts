@@ -153,3 +153,23 @@ describe('a switchover to a member whose watchdog cannot be activated (invariant
     expect(v!.message).toBe('n1 stepped down for a switchover to n2 although no member could take over');
   });
 });
+
+describe('quorum mode with synchronous_mode_strict (invariants 7 and 8)', () => {
+  it.each(['strict quorum mode back on without a standby', 'members in two sites, strict quorum'])(
+    'the real code: %s',
+    (name) => expect(judge(name, 'quorum')).toBeNull(),
+  );
+
+  it("planQuorum's hold without a standby, its write inverted, keeps the emptied setting: commits go through", () => {
+    const m = mutant('ha/sync/quorum-plan.ts planQuorum: invert if (value !== currentValue)');
+    const v = judge('strict quorum mode back on without a standby', 'quorum', m);
+    expect(v?.invariant).toBe('sync-settled');
+    expect(v!.message).toMatch(/^strict mode without a synchronous standby lets commits through/);
+  });
+
+  it("planQuorum's hold for a missing site, its write inverted, lets a commit through on dc1 alone", () => {
+    const m = mutant('ha/sync/quorum-plan.ts planQuorum: invert if (held !== currentValue)');
+    const v = judge('members in two sites, strict quorum', 'quorum', m);
+    expect(['site', 'sync-settled']).toContain(v?.invariant);
+  });
+});
