@@ -1,4 +1,5 @@
 import { ClusterModel, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, reaches } from './model';
+import { barredByTimeline } from './settings-rules';
 
 /**
  * 6. Availability (issue 34): a settled cluster (the fault-free schedule leaves it unchanged: every
@@ -13,7 +14,8 @@ import { ClusterModel, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, reaches }
  *   or while a `/failover` request is pending (its candidate rules are invariant 2's);
  * - a member may win only if its agent runs, its member key lives (so it reaches the DCS),
  *   PostgreSQL runs as a replica with no action in flight, and it is not tagged `nofailover`;
- * - within `maximum_lag_on_failover` of the cluster's last known position (`/status` optime);
+ * - within `maximum_lag_on_failover` of the cluster's last known position (`/status` optime), and with
+ *   `check_timeline` on, not behind the cluster's timeline;
  * - no member whose agent answers holds more WAL or runs as a primary (the race's WAL comparison;
  *   the former `/sync` leader's lead is not waived here, which is only more conservative);
  * - `on` and `strict` with `/sync` written: only the members `/sync` names (its leader included);
@@ -70,6 +72,8 @@ function mayWin(c: ClusterModel, i: number): boolean {
   if (!answers(n) || n.waking || n.dcsCut || !runsReplica(n) || n.noFailover) return false;
   if (barredFromRace(c, i)) return false;
   if (c.optime - n.wal > MAXIMUM_LAG_ON_FAILOVER) return false;
+  // check_timeline on (a search's setting): a member behind the cluster's timeline.
+  if (barredByTimeline(c, i)) return false;
   for (let j = 0; j < c.nodes.length; j++) {
     const peer = c.nodes[j];
     if (j === i || !answers(peer) || peer.pg !== 'running') continue;

@@ -3,9 +3,9 @@ import { probeTargets, weighedReadings } from '../ha/failsafe/probe-targets';
 import { Decision, HaAction } from '../ha/decision';
 import { formatStandbyNames } from '../postgresql/standby-names';
 import { REAL_DECISION_CODE } from './decision-code';
-import { promotionHoldForSites } from './site-rule';
+import { modelSiteOf, promotionHoldForSites } from './site-rule';
 import { manageSync } from './sync-duties';
-import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES } from './model';
+import { ClusterModel, DcsRead, LOOP_WAIT_S, NODE_NAMES, strictMode } from './model';
 import { Fact } from './recording';
 import { DecisionMutation, Promotion } from './model-types';
 import { failsafeMaskOf, failsafeRound, runsAsPrimary } from './failsafe';
@@ -178,7 +178,10 @@ function carryOut(
         // SyncReplication.beforePromote in quorum mode: no `/sync` write; ANY k of the others, k keeping the quorum's overlap.
         const members = c.sync ? [c.sync.leader, ...c.sync.standbys] : [];
         const others = members.filter((j) => j !== i);
-        const count = Math.max(members.length - (c.sync?.quorum ?? 0) - 1 + (members.includes(i) ? 0 : 1), 0);
+        const count = Math.max(
+          members.length - (c.sync?.quorum ?? 0) - 1 + (members.includes(i) ? 0 : 1),
+          strictMode(c) ? 1 : 0,
+        );
         const held = promotionHoldForSites(c, i, others, count, true);
         n.standbyNames = formatStandbyNames(held.names, held.count, true);
       } else if (c.mode !== 'off' && reachable) {
@@ -248,6 +251,8 @@ function carryOut(
       c.failsafeKey = c.failsafe ? failsafeMaskOf(s, i) : 0;
       if (n.pg !== 'running' || !n.primary) return;
       c.optime = n.wal;
+      // LeaderDuties: `/status` carries this node's `site` as current_site while it leads.
+      if (modelSiteOf(c, i)) c.currentSite = modelSiteOf(c, i);
       if (!syncMoved) manageSync(c, i, s.cluster!, code);
       return;
     case 'demoteGraceful':

@@ -27,9 +27,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'fast', restart: true, upstream: remote }": outside(
     'standby clusters are not modelled',
   ),
-  "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'crashed' }": outside(
-    'primary_start_timeout 0: the model runs with the default, 300',
-  ),
   "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside(
     'start failures are not modelled',
   ),
@@ -37,31 +34,19 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
     outside(
       "a member /failsafe leaves out (its key had run out when the leader last wrote it) racing while the failsafe leader it cannot reach still runs: three faults (its key lost, the leader cut from the DCS, the two cut from each other) and about 25 steps, past the mutation run's scenarios; while it reaches the leader, the race's probe of /failsafe's members bars it anyway",
     ),
-  'ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)': outside(
-    'check_timeline: the model runs with the default, off',
-  ),
-  'ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed': outside(
-    'a switchover the leader hands to a member whose watchdog failed, when no other member can take over: that member never wins (the race bars it) and the leader, seeing a candidate, does not take the key back; the model has the watchdog (--watchdog) but its scenarios never combine it with a switchover and a second member unable to lead, and invariant 6 does not judge a cluster with a request pending',
-  ),
-  // Site awareness (issue 36) in the race: the mutation run places no member in a site and writes no current_site.
-  "ha/leader-race.ts healthiest: skip if ('defer' in sites)": outside(
-    'site awareness is not modelled in the mutation run (no member has a site, /status has no current_site, no request names a site): siteChoice then has no preferred site and never defers, so the check never holds',
-  ),
+  // Site awareness (issue 36) in the race: members in sites and /status current_site are modelled (site-rule.ts), requests to a site are not.
   'ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site': outside(
-    "a switchover or failover to a site is not modelled (the model's requests name a member or none): `site` is always undefined, so the condition always holds",
-  ),
-  'ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline': outside(
-    'check_timeline: the model runs with the default, off',
+    "a switchover or failover to a site is not modelled (the model's requests name a member or none; members in sites and /status current_site are): `site` is always undefined, so the condition always holds",
   ),
   // The race (issue 34, part 3): survivors no scenario can catch, each with the reason.
   'ha/leader-race.ts goodCandidates: drop peer.name !== local.name': equivalent(
     "s.peers never holds this node: the agent's probe asks the other members only (fulfil-need.ts: `m.name !== node.name`), as the model's does (snapshot.ts peerReadings: `j !== i`)",
   ),
   'ha/leader-race.ts healthiest: skip if (peerWal > 0 && peerWal < ownWal)': outside(
-    "`behind` is read only by siteChoice, and only when a site is preferred (a switchover's site or /status current_site), which the mutation run never sets (as for `'defer' in sites`)",
+    'only failover time: `behind` is read only by siteChoice while the readings may trail (the leader key went away less than loop_wait ago: `readingsMayTrail`, from the race backoff, which the model does not give, its readings being taken at once), and there it only makes a node of another site wait for the next reading, at most loop_wait, before it races across sites; the model has no bound on failover time',
   ),
   'ha/leader-race.ts healthiest: invert if (peerWal > 0 && peerWal < ownWal)': outside(
-    "`behind` is read only by siteChoice, and only when a site is preferred (a switchover's site or /status current_site), which the mutation run never sets (as for `'defer' in sites`)",
+    'only failover time: `behind` is read only by siteChoice while the readings may trail (the leader key went away less than loop_wait ago: `readingsMayTrail`, from the race backoff, which the model does not give, its readings being taken at once), and there it only makes a node of another site wait for the next reading, at most loop_wait, before it races across sites; the model has no bound on failover time',
   ),
   'ha/leader-race.ts publishedAhead: skip if (!member || isNoFailover(member.data.tags ?? {}))': outside(
     'only failover time: `!member` never holds (peers are probed from the members list), and a nofailover member that does not answer but whose key shows more WAL then bars the race only until its key expires (at most ttl) or it answers again (the loop then passes over a nofailover peer); the outcome afterwards is the same, and the model has no bound on failover time',
@@ -71,12 +56,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
       "an unreachable peer has no walPosition (readingFromStatus answers `{ name, reachable: false }`), so it counts neither ahead nor as a vote; s.peers never holds this node (fulfil-need.ts); and a peer that answers as a primary while the key is free: outside failsafe mode the model's one-step HA cycle writes the leader key and the member key together (a primary that stops refreshing loses both at once), so there is no such window; in failsafe mode (where `healthiest: skip if (peer.isPrimary)` is caught) the failsafe scenarios, which run in quorum mode too, do not catch this one",
     ),
   // The synchronous planners (issue 34, part 3), one by one.
-  'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)': outside(
-    'the nosync and sync_priority tags are not modelled: with neither tag, both the original and the mutant answer false',
-  ),
-  'ha/sync/sync-candidates.ts isNoSync: invert if (tags.nosync !== undefined)': outside(
-    'the nosync and sync_priority tags are not modelled: with neither tag, isTruthyTag(undefined) and the sync_priority check both answer false',
-  ),
   "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_apply')": outside(
     'synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal',
   ),
@@ -93,12 +72,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
     ),
   'ha/sync/priority-plan.ts planPriority: invert if (awaited.length > 0 && !sameNames(confirmed, awaited))': outside(
     'it adds or leaves out a `recheck` step, which only brings the next cycle forward (time within a loop_wait is not modelled); no setting or /sync write changes',
-  ),
-  'ha/sync/quorum-plan.ts planQuorum: invert if (held !== currentValue)': outside(
-    "quorum mode with synchronous_mode_strict: the model's quorum mode is not strict (snapshot.ts configOf), so planQuorum's strict branches (a site missing, no standby streaming) are never taken",
-  ),
-  'ha/sync/quorum-plan.ts planQuorum: invert if (value !== currentValue)': outside(
-    "quorum mode with synchronous_mode_strict: the model's quorum mode is not strict (snapshot.ts configOf), so planQuorum's strict branches (a site missing, no standby streaming) are never taken",
   ),
   'ha/sync/sync-candidates.ts streamingPositions: invert if (lsn !== null)': outside(
     "readiness remembered across cycles: with no standby counted, quorum mode's bound on what was acknowledged is 0, which changes only whether a ready standby behind that bound counts as confirmed (pickSynchronous: `isReady && candidate.lsn >= acknowledgedUpTo`); the model builds SyncReadiness afresh in every cycle (sync-duties.ts observes with the leader's WAL), so a ready standby holds the leader's WAL, which is at or past every standby's, and the check never fails; in the agent a standby that became ready earlier and fell behind does (test/unit/ha/sync/quorum-acknowledged.spec.ts)",

@@ -6,7 +6,7 @@
 import { HaSnapshot } from '../ha/cluster-snapshot';
 import { Decision } from '../ha/decision';
 import { DecisionCode } from './decision-code';
-import { ReplicationMode } from './model';
+import { ModelSettings, ReplicationMode } from './model';
 
 /** The invariants of issue 19, each with the number the issue gives it, and issue 34's race (2b). */
 export type InvariantId =
@@ -91,6 +91,8 @@ export interface Bounds {
   watchdog?: boolean;
   /** `synchronous_site_count` of the search, members placed in sites (site-rule.ts); absent: none. */
   siteRule?: number;
+  /** Settings fixed for the search: check_timeline, primary_start_timeout, a member tagged nosync (model.ts). */
+  settings?: ModelSettings;
 }
 
 /**

@@ -18,6 +18,26 @@ export type PgOp = 'none' | 'promote' | 'demote' | 'start' | 'switchover';
 export type ModelRole = 'replica' | 'primary' | 'demoted';
 export type ReplicationMode = 'off' | 'on' | 'strict' | 'quorum';
 
+/**
+ * Settings fixed for a whole search (settings-rules.ts), each as the agent's default when absent: what the
+ * mutation run's scenarios turn on one at a time, so that the rules that read them are judged.
+ */
+export interface ModelSettings {
+  /** `check_timeline: true` in `/config`. */
+  checkTimeline?: boolean;
+  /** `primary_start_timeout` in `/config` (absent: the default, 300). */
+  primaryStartTimeout?: number;
+  /** The node tagged `nosync` (absent: none). */
+  noSync?: number;
+  /** `synchronous_mode_strict: true` in quorum mode too (mode `strict` is priority mode's). */
+  strictQuorum?: boolean;
+}
+
+/** `synchronous_mode_strict` in force: mode `strict`, or quorum mode with the setting's strictQuorum. */
+export function strictMode(c: Pick<ClusterModel, 'mode' | 'settings'>): boolean {
+  return c.mode === 'strict' || (c.mode === 'quorum' && c.settings?.strictQuorum === true);
+}
+
 export interface NodeModel {
   agent: AgentState;
   /** Ran its HA cycle since loop_wait last passed: a running agent cycles every loop_wait. */
@@ -63,6 +83,8 @@ export interface NodeModel {
   acceptedLeader: number;
   acceptedLeft: number;
   noFailover: boolean;
+  /** The `nosync` tag: never a synchronous standby (ModelSettings.noSync). */
+  noSync: boolean;
   /** The `failover_priority` tag (1, the default, or 2). */
   priority: number;
   /** synchronous_standby_names in force. */
@@ -79,7 +101,7 @@ export type MemberKey = { running: boolean; primary: boolean; wal: number; timel
 /** What a node reads from the DCS: decided on later, the read is stale. */
 export type DcsRead = Pick<
   ClusterModel,
-  'leaderKey' | 'sync' | 'failover' | 'optime' | 'history' | 'pause' | 'mode' | 'ttl' | 'failsafeKey'
+  'leaderKey' | 'sync' | 'failover' | 'optime' | 'currentSite' | 'history' | 'pause' | 'mode' | 'ttl' | 'failsafeKey'
 > & {
   members: (MemberKey | null)[];
 };
@@ -102,6 +124,8 @@ export interface ClusterModel {
   sync: { leader: number; standbys: number[]; quorum: number } | null;
   failover: FailoverModel | null;
   optime: number;
+  /** `/status` `current_site`: the site of the leader that last wrote `/status` (members have sites only with siteRule). */
+  currentSite?: string;
   /** `/history`: [timeline, switch position]. */
   history: [number, number][];
   pause: boolean;
@@ -117,6 +141,8 @@ export interface ClusterModel {
   acked: { timeline: number; wal: number; sync: boolean } | null;
   /** `synchronous_site_count` (site-rule.ts), with the members placed in sites; absent: 0, no sites. The same in every state of a search. */
   siteRule?: number;
+  /** Settings fixed for the search (absent: every default). */
+  settings?: ModelSettings;
   /** Budgets spent, part of the state so that bounded searches stay sound. */
   faults: number;
   operations: number;
@@ -152,6 +178,7 @@ export function initialNode(index: number): NodeModel {
     acceptedLeader: -1,
     acceptedLeft: 0,
     noFailover: false,
+    noSync: false,
     priority: 1,
     standbyNames: '',
     member: { running: true, primary, wal: 0, timeline: 1 },
@@ -218,6 +245,7 @@ function nodeKey(n: NodeModel): string {
       (n.leader ? 1 : 0) +
       (n.dcsCut ? 1 : 0) +
       (n.noFailover ? 1 : 0) +
+      (n.noSync ? 'N' : '') +
       n.priority +
       (n.fenceDead ? 'k' : '') +
       (n.fenceLate ? 'l' : '') +
@@ -249,6 +277,7 @@ export function stateKey(c: ClusterModel): string {
     sync,
     failover,
     c.optime,
+    c.currentSite ?? '',
     history,
     c.pause ? 1 : 0,
     c.mode,

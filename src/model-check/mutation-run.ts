@@ -128,6 +128,7 @@ export function runMutant(m: Mutant, budget: MutationBudget, modes: ReplicationM
           ...(scenario.failsafe ? { failsafe: true } : {}),
           ...(scenario.watchdog ? { watchdog: true } : {}),
           ...(scenario.siteRule ? { siteRule: scenario.siteRule } : {}),
+          ...(scenario.settings ? { settings: scenario.settings } : {}),
         };
         let start: { c: ClusterModel; path: Action[] } | undefined;
         if (scenario.schedule) {

@@ -1,6 +1,6 @@
 import { ActionKind } from './model-types';
 import { FAULT_SCENARIOS } from './fault-scenarios';
-import { ReplicationMode } from './model';
+import { ModelSettings, ReplicationMode } from './model';
 
 /** n1's key runs out and n2 wins and promotes (the schedule of `a frozen leader through a failover`). */
 const FOUR_LOOP_WAITS = 'loop_wait, loop_wait, loop_wait, loop_wait';
@@ -30,6 +30,8 @@ export interface MutationScenario {
   modes?: ReplicationMode[];
   /** A fixed schedule taken first (schedule.ts); the search starts where it ends. Skipped when the mutant's decisions leave it. */
   schedule?: string;
+  /** Settings fixed for the search (check_timeline, primary_start_timeout, a member tagged nosync): settings-rules.ts. */
+  settings?: ModelSettings;
 }
 
 export const SCENARIOS: MutationScenario[] = [
@@ -225,5 +227,95 @@ export const SCENARIOS: MutationScenario[] = [
     operations: 1,
     writes: 0,
     states: 3_000,
+  },
+  // Issue 34, part 3: the settings the rules read, each turned on by a scenario of its own (settings-rules.ts).
+  // check_timeline: n2 promoted (timeline 2) while n1's agent was frozen, and n3, which shipped nothing since, is still on
+  // timeline 1; n2's agent dies: n3 must not win the race from the old timeline (invariant 14b).
+  {
+    name: 'check_timeline, the new leader lost',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 2,
+    writes: 0,
+    states: 500,
+    modes: ['off'],
+    schedule: `agentFreeze n1, ${FOUR_LOOP_WAITS}, agentCrash n2`,
+    settings: { checkTimeline: true },
+  },
+  // The same scene, n2 running: a switchover to n3, still on timeline 1; n2 must not hand it the cluster (invariant 14b).
+  {
+    name: 'check_timeline, a switchover to the old timeline',
+    kinds: ['cycle', 'tick', 'complete', 'switchover'],
+    faults: 1,
+    operations: 1,
+    writes: 0,
+    states: 500,
+    modes: ['off'],
+    schedule: `agentFreeze n1, ${FOUR_LOOP_WAITS}`,
+    settings: { checkTimeline: true },
+  },
+  // primary_start_timeout 0: the leader's PostgreSQL crashes; it must hand the key on rather than hold it and wait
+  // for a start it never tries: where the schedule ends is judged for settling (invariant 6).
+  {
+    name: 'primary_start_timeout 0, the primary crashed',
+    kinds: ['cycle', 'tick', 'complete'],
+    writes: 0,
+    states: 200,
+    schedule: 'pgCrash n1',
+    settings: { primaryStartTimeout: 0 },
+  },
+  // n3 tagged nosync: never listed in /sync nor in synchronous_standby_names (invariant 8b).
+  {
+    name: 'a member tagged nosync',
+    kinds: ['cycle', 'tick', 'complete', 'ship', 'agentFreeze'],
+    writes: 0,
+    states: 500,
+    modes: ['on', 'strict', 'quorum'],
+    settings: { noSync: 2 },
+  },
+  // Sites in the race (issue 36): n1 and n2 in dc1, n3 in dc2, `/status` current_site dc1; n1's agent dies after a write
+  // both replicas hold: n3 must defer to n2, as far along in the current site (invariant 2d; asynchronous mode).
+  {
+    name: 'a leader lost, members in two sites',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 1,
+    writes: 1,
+    states: 1_000,
+    siteRule: 1,
+    modes: ['off'],
+    schedule: 'write n1, ship n2, ship n3, agentCrash n1',
+  },
+  // A switchover to n2, whose watchdog (mode required) cannot be activated: the leader must refuse it rather than step
+  // down for a candidate the race bars (invariant 10, which counts such a member as no candidate, as invariant 13).
+  {
+    name: 'a switchover to a member whose watchdog failed',
+    kinds: ['cycle', 'tick', 'complete', 'watchdogFail', 'switchover', 'switchoverAny'],
+    operations: 1,
+    writes: 0,
+    states: 1_000,
+    watchdog: true,
+    modes: ['off'],
+  },
+  // Quorum mode with synchronous_mode_strict (strictQuorum): turned off and on again while no standby streams, the
+  // leader must hold commits (`ANY 1` over the placeholder) rather than keep the emptied setting (invariant 7)...
+  {
+    name: 'strict quorum mode back on without a standby',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 2,
+    operations: 2,
+    writes: 0,
+    states: 200,
+    modes: ['quorum'],
+    schedule: `syncMode, loop_wait, loop_wait, agentFreeze n2, agentFreeze n3, ${FOUR_LOOP_WAITS}, syncMode`,
+    settings: { strictQuorum: true },
+  },
+  // ...and with members in two sites, synchronous_site_count 1: while dc2 has no standby, every commit waits for the
+  // placeholder too (invariant 8, strict).
+  {
+    name: 'members in two sites, strict quorum',
+    kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentFreeze'],
+    states: 1_000,
+    siteRule: 1,
+    modes: ['quorum'],
+    settings: { strictQuorum: true },
   },
 ];

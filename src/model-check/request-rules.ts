@@ -8,7 +8,8 @@ import { asRead, postgresStateName } from './snapshot';
  * behaviour: "the leader checks that a healthy candidate exists before it steps down; otherwise the
  * switchover fails"): a leader that has a due request in front of it
  * - steps down for it (a graceful demotion) only if some member could take over: its agent answers the leader,
- *   its member key lives, PostgreSQL runs as a replica, it is not `nofailover`, it is within
+ *   its member key lives, PostgreSQL runs as a replica, it is not `nofailover` and its watchdog (when `required`)
+ *   can be activated, it is within
  *   `maximum_lag_on_failover` of the leader, it is the member the request names (when it names one),
  *   and in `on` and `strict` mode `/sync` names it (unless the request is a manual failover, which names
  *   no leader). Otherwise the cluster loses the primary it had for a candidate that cannot take over;
@@ -78,14 +79,13 @@ function mayTakeOver(
   // The node's own part of `view` is as it is now (asRead): the probe asks the members as they are now.
   const n: NodeModel = view.nodes[j];
   const leader = view.nodes[i];
-  if (n.agent !== 'up' || !probed[j] || n.noFailover) return false;
+  // Watchdog mode `required` without a usable one: no candidate (its status document says so; invariant 13).
+  if (n.agent !== 'up' || !probed[j] || n.noFailover || n.watchdogFailed) return false;
   if (postgresStateName(n) !== 'running' || n.primary) return false;
   const sync = view.mode === 'on' || view.mode === 'strict' ? view.sync : null;
   if (leaderNamed && sync && sync.leader !== j && !sync.standbys.includes(j)) return false;
   if (!plainly) return leader.wal - n.wal <= MAXIMUM_LAG_ON_FAILOVER;
-  // A candidate whose watchdog failed is no candidate in watchdog mode `required` (goodCandidates).
   return (
-    !n.watchdogFailed &&
     !n.waking &&
     n.op === 'none' &&
     n.timeline === leader.timeline &&

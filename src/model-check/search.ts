@@ -55,6 +55,10 @@ export function steadyStart(mode: ReplicationMode, bounds: Bounds, mutation?: De
   let c = bootstrappedCluster(mode, !bounds.fenceless);
   if (bounds.siteRule) c.siteRule = bounds.siteRule;
   if (bounds.failsafe) c.failsafe = true;
+  if (bounds.settings) {
+    c.settings = bounds.settings;
+    if (bounds.settings.noSync !== undefined) c.nodes[bounds.settings.noSync].noSync = true;
+  }
   let key = stateKey(c);
   for (let round = 0; round < 24; round++) {
     c = fairRound(c, bounds, mutation);

@@ -24,7 +24,9 @@ export function checkSiteRuleSettled(c: ClusterModel): Violation | null {
     return null; // invariant 7 reports it
   }
   const leaderSite = MODEL_SITES[leader];
-  const candidates = streamingFrom(c, leader).filter((j) => c.nodes[j].member?.running && c.nodes[j].agent === 'up');
+  const candidates = streamingFrom(c, leader).filter(
+    (j) => c.nodes[j].member?.running && c.nodes[j].agent === 'up' && !c.nodes[j].noSync,
+  );
   const reachable = new Set(candidates.map((j) => MODEL_SITES[j]).filter((site) => site !== leaderSite));
   const wanted = Math.min(c.siteRule, reachable.size);
   if (wanted === 0) return null;

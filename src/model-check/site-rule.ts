@@ -1,7 +1,7 @@
 import { holdForSites } from '../ha/sync/site-placement';
 import { STRICT_PLACEHOLDER } from '../postgresql/standby-names';
 import { Violation } from './model-types';
-import { ClusterModel, holdsCommit, NODE_NAMES } from './model';
+import { ClusterModel, holdsCommit, NODE_NAMES, strictMode } from './model';
 
 /**
  * `synchronous_site_count` in the model (issue 36): n1 and n2 stand in dc1, n3 in dc2, once a search
@@ -28,7 +28,7 @@ export function promotionHoldForSites(
     names,
     count,
     quorum,
-    c.mode === 'strict',
+    strictMode(c),
     siteOf,
     modelSiteOf(c, i),
     c.siteRule ?? 0,
@@ -43,7 +43,7 @@ export function promotionHoldForSites(
  */
 export function checkSiteRule(c: ClusterModel): Violation | null {
   const acked = c.acked;
-  if (!c.siteRule || c.mode !== 'strict' || !acked?.sync) return null;
+  if (!c.siteRule || !strictMode(c) || !acked?.sync) return null;
   const holders = c.nodes.map((_, i) => i).filter((i) => holdsCommit(c, c.nodes[i], acked));
   const sites = new Set(holders.map((i) => MODEL_SITES[i]));
   if (sites.size > c.siteRule) return null;

@@ -17,6 +17,7 @@ import {
   NodeModel,
   reaches,
   RETRY_TIMEOUT_S,
+  strictMode,
   SYSTEM_ID,
 } from './model';
 
@@ -30,7 +31,7 @@ const configs = new Map<string, EffectiveDynamicConfig>();
 
 /** The dynamic configuration as the agent derives it from `/config` (the real function, cached). */
 export function configOf(c: ClusterModel): EffectiveDynamicConfig {
-  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe}`;
+  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe},${c.settings?.checkTimeline ?? ''},${c.settings?.primaryStartTimeout ?? ''},${c.settings?.strictQuorum ?? ''}`;
   let config = configs.get(key);
   if (!config) {
     const document = {
@@ -40,9 +41,13 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       maximum_lag_on_failover: MAXIMUM_LAG_ON_FAILOVER,
       pause: c.pause,
       synchronous_mode: c.mode === 'quorum' ? 'quorum' : c.mode !== 'off',
-      synchronous_mode_strict: c.mode === 'strict',
+      synchronous_mode_strict: strictMode(c),
       ...(c.siteRule ? { synchronous_site_count: c.siteRule } : {}),
       ...(c.failsafe ? { failsafe_mode: true } : {}),
+      ...(c.settings?.checkTimeline ? { check_timeline: true } : {}),
+      ...(c.settings?.primaryStartTimeout !== undefined
+        ? { primary_start_timeout: c.settings.primaryStartTimeout }
+        : {}),
       postgresql: { use_pg_rewind: true, use_slots: false },
     };
     const result = effectiveDynamicConfig(document, {});
@@ -60,6 +65,7 @@ const name = (i: number) => NODE_NAMES[i];
 export function tagsOf(n: NodeModel): Record<string, unknown> {
   return {
     ...(n.noFailover ? { nofailover: true } : {}),
+    ...(n.noSync ? { nosync: true } : {}),
     ...(n.priority !== 1 ? { failover_priority: n.priority } : {}),
   };
 }
@@ -119,7 +125,10 @@ export function clusterViewOf(c: ClusterModel): ClusterView {
     sync: c.sync
       ? { value: syncKeyValue(name(c.sync.leader), c.sync.standbys.map(name), c.sync.quorum), modRevision: '1' }
       : null,
-    status: { value: { optime: c.optime }, modRevision: '1' },
+    status: {
+      value: { optime: c.optime, ...(c.currentSite ? { current_site: c.currentSite } : {}) },
+      modRevision: '1',
+    },
     failsafe: c.failsafeKey ? { value: failsafeMembersOf(c.failsafeKey)!, modRevision: '1' } : null,
     revision: '1',
   };
@@ -206,6 +215,8 @@ function localOf(c: ClusterModel, i: number): LocalView {
   return {
     name: name(i),
     tags: tagsOf(n),
+    // The node's own `site` setting, with the members placed in sites.
+    ...(modelSiteOf(c, i) ? { site: modelSiteOf(c, i) } : {}),
     pgState: postgresStateName(n),
     busy,
     role: n.role,
@@ -260,6 +271,8 @@ export function peerReadings(
         role: n.role,
         timeline: n.timeline,
         tags: tagsOf(n),
+        // As the status document: the member's `site` (status-document.ts), with the members placed in sites.
+        ...(modelSiteOf(c, j) ? { site: modelSiteOf(c, j) } : {}),
         xlog,
         ...(n.watchdogFailed ? { watchdog_failed: true } : {}),
       });
@@ -268,12 +281,13 @@ export function peerReadings(
 
 /** What node reads from the DCS now. */
 export function dcsRead(c: ClusterModel): DcsRead {
-  const { leaderKey, sync, failover, optime, history, pause, mode, ttl, failsafeKey } = c;
+  const { leaderKey, sync, failover, optime, currentSite, history, pause, mode, ttl, failsafeKey } = c;
   return {
     leaderKey,
     sync,
     failover,
     optime,
+    currentSite,
     history,
     pause,
     mode,

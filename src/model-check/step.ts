@@ -9,6 +9,7 @@ import { checkPausedKeyHolder, checkPausedPrimaryTakesKey } from './pause-rules'
 import { checkTimelineTakeover } from './timeline-rule';
 import { checkSiteRule } from './site-rule';
 import { checkWatchdogPromotion } from './watchdog-rule';
+import { checkNoSync, checkTimelineSetting } from './settings-rules';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
 
 export interface CheckedStep {
@@ -26,6 +27,7 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
       checkRace(c, cycle.promotion) ??
       checkRacePriority(c, cycle.promotion) ??
       checkWatchdogPromotion(c, cycle.promotion) ??
+      checkTimelineSetting(c, cycle.promotion) ??
       checkRequestWinner(c, cycle.promotion))
     : null;
   const mismatch = replayMismatch(c, next, events);
@@ -39,6 +41,7 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
       : null) ??
     checkState(next) ??
     checkSiteRule(next) ??
+    checkNoSync(next) ??
     checkQuorumGap(next) ??
     checkRequestAnswer(c, next, action) ??
     checkPausedKeyHolder(c, next, action) ??

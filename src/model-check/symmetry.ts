@@ -118,7 +118,7 @@ function signature(c: ClusterModel, i: number): string {
     ? `${n.member.running ? 1 : 0}${n.member.primary ? 1 : 0}.${n.member.wal}.${n.member.timeline}.${n.memberLease}`
     : 'x';
   const roles = `${c.leaderKey === i ? 'K' : ''}${c.sync?.leader === i ? 'L' : ''}${c.sync?.standbys.includes(i) ? 'S' : ''}${c.failover?.leader === i ? 'F' : ''}${c.failover?.member === i ? 'M' : ''}`;
-  const flags = `${n.waking ? 'w' : ''}${n.cycled ? 'c' : ''}${n.primary ? 'p' : ''}${n.opAsPrimary ? 'a' : ''}${n.opRestart ? 'r' : ''}${n.leader ? 'l' : ''}${n.dcsCut ? 'x' : ''}${n.noFailover ? 'n' : ''}${n.fenceDead ? 'k' : ''}${n.fenceLate ? 'z' : ''}${n.upstream < 0 ? '-' : '+'}${n.view ? 'v' : ''}${n.peerCut ? 'y' : ''}${n.watchdogFailed ? 'W' : ''}`;
+  const flags = `${n.waking ? 'w' : ''}${n.cycled ? 'c' : ''}${n.primary ? 'p' : ''}${n.opAsPrimary ? 'a' : ''}${n.opRestart ? 'r' : ''}${n.leader ? 'l' : ''}${n.dcsCut ? 'x' : ''}${n.noFailover ? 'n' : ''}${n.fenceDead ? 'k' : ''}${n.fenceLate ? 'z' : ''}${n.upstream < 0 ? '-' : '+'}${n.view ? 'v' : ''}${n.peerCut ? 'y' : ''}${n.watchdogFailed ? 'W' : ''}${n.noSync ? 'N' : ''}`;
   const failsafe = `${(c.failsafeKey >> i) & 1}${n.knownFailsafe ? bitCount(n.knownFailsafe) : ''}${n.acceptedLeft ? `A${n.acceptedLeft}${n.acceptedLeader === i ? 's' : ''}` : ''}`;
   return `${c.siteRule ? MODEL_SITES[i] : ''},${n.agent},${n.pg},${n.op},${n.role},${flags},${n.priority},${n.wal},${n.timeline},${n.lease},${n.fence},${m},${roles},${failsafe}`;
 }

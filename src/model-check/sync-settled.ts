@@ -1,13 +1,13 @@
 import { parseStandbyNames, StandbyNames, STRICT_PLACEHOLDER } from '../postgresql/standby-names';
 import { hasLeader } from './availability';
-import { ClusterModel, NODE_NAMES } from './model';
+import { ClusterModel, NODE_NAMES, strictMode } from './model';
 import { MODEL_SITES } from './site-rule';
 import { streamingFrom } from './snapshot';
 
 /**
  * 7. Synchronous replication as the setting says (issue 34): once the cluster settled with a leader
  * in a synchronous mode, what a user reads matches `synchronous_node_count` (1 in the model):
- * - some standby streams from the leader and may be synchronous (agent running, member key live):
+ * - some standby streams from the leader and may be synchronous (agent running, member key live, not tagged nosync):
  *   synchronous_standby_names waits for one standby (no fewer: commits unprotected; no more: commits
  *   wait for more standbys than asked), lists only such standbys, and `/sync`
  *   names at least one of them, each of which PostgreSQL lists (a commit waits for it); in quorum
@@ -18,7 +18,8 @@ import { streamingFrom } from './snapshot';
  * With `synchronous_site_count` quorum mode's count rises for the sites (site-rule-settled.ts judges it); in
  * strict mode, while the streaming standbys miss a site the rule requires, the setting must hold commits: it
  * lists the placeholder for the missing site and waits for every name it lists (`FIRST n` over n names), the
- * placeholder among them, which never confirms (the reference's strict placeholder, docs/sites.md).
+ * placeholder among them, which never confirms (the reference's strict placeholder, docs/sites.md); quorum mode's
+ * hold (synchronous_mode_strict in quorum mode) may keep listing standbys that no longer stream.
  * Judged on settled states only: on the way there a planner may take a transition at a time.
  */
 export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; message: string } | null {
@@ -31,9 +32,11 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
   } catch {
     return fail(`${NODE_NAMES[leader]}'s synchronous_standby_names '${n.standbyNames}' does not parse`);
   }
-  const candidates = streamingFrom(c, leader).filter((j) => c.nodes[j].member?.running && c.nodes[j].agent === 'up');
+  const candidates = streamingFrom(c, leader).filter(
+    (j) => c.nodes[j].member?.running && c.nodes[j].agent === 'up' && !c.nodes[j].noSync,
+  );
   const names = new Set<string>(candidates.map((j) => NODE_NAMES[j]));
-  const strict = c.mode === 'strict';
+  const strict = strictMode(c);
   const shown = `synchronous_standby_names '${n.standbyNames}', /sync ${c.sync ? `${NODE_NAMES[c.sync.leader]}: ${c.sync.standbys.map((j) => NODE_NAMES[j]).join(',') || 'none'}` : 'absent'}`;
   if (candidates.length === 0) {
     if (!strict && listed.count > 0) return fail(`no standby can be synchronous, yet ${shown} makes commits wait`);
@@ -49,7 +52,9 @@ export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; 
       ? 'waits for no standby'
       : holdForSite && (!listed.members.includes(STRICT_PLACEHOLDER) || listed.count !== listed.members.length)
         ? `lets commits through without a standby in each of the ${c.siteRule} other site(s) synchronous_site_count requires (strict mode)`
-        : standbys.some((m) => !names.has(m))
+        : // Quorum mode's hold keeps the standbys listed before (no weaker quorum; planQuorum): behind the placeholder,
+          // which every commit waits for, a listed standby that does not stream holds nothing back that is not held.
+          !(holdForSite && c.mode === 'quorum') && standbys.some((m) => !names.has(m))
           ? 'lists a standby that does not stream from the leader'
           : syncNamed.length === 0
             ? '/sync names no synchronous standby'

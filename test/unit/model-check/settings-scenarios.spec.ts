@@ -1,0 +1,175 @@
+import { boundsFor } from '../../../src/model-check/bounds';
+import { loadDecisionCode } from '../../../src/model-check/mutant-loader';
+import { decisionMutants } from '../../../src/model-check/mutants';
+import { Bounds, DecisionMutation } from '../../../src/model-check/model-types';
+import { ReplicationMode } from '../../../src/model-check/model';
+import { SCENARIOS } from '../../../src/model-check/mutation-scenarios';
+import { parseSchedule, runSchedule } from '../../../src/model-check/schedule';
+import { breadthFirst, steadyStart } from '../../../src/model-check/search';
+import { checkProgress } from '../../../src/model-check/invariants';
+
+/**
+ * The mutation run's scenarios that turn a setting on (settings-rules.ts): check_timeline, primary_start_timeout 0,
+ * a member tagged nosync; and members in two sites with `/status` current_site in the race. The real code passes
+ * each; the mutant each was written for is caught there.
+ */
+function judge(name: string, mode: ReplicationMode, mutation?: DecisionMutation) {
+  const s = SCENARIOS.find((x) => x.name === name)!;
+  const bounds: Bounds = {
+    ...boundsFor(mode, s.faults ?? 1, s.operations ?? 0, s.writes ?? 1, 0, true),
+    kinds: new Set(s.kinds),
+    settings: s.settings,
+    ...(s.siteRule ? { siteRule: s.siteRule } : {}),
+    ...(s.watchdog ? { watchdog: true } : {}),
+  };
+  let start;
+  if (s.schedule) {
+    const taken = runSchedule(parseSchedule(s.schedule), mode, bounds, mutation);
+    if (taken.kind === 'off course') throw new Error(`off course at ${taken.at}`);
+    if (taken.kind === 'violation') return { ...taken.violation, path: taken.path.map((a) => a.label) };
+    const settled = checkProgress(taken.c, bounds, mutation);
+    if (settled) return { ...settled, path: taken.path.map((a) => a.label) };
+    start = taken;
+  }
+  const search = breadthFirst({ mode, bounds, start, maxDepth: 16, maxStates: 1_000, progressEvery: 16, mutation });
+  return search.violation && { ...search.violation, path: search.violation.path.map((a) => a.label) };
+}
+
+function mutant(id: string): DecisionMutation {
+  const m = decisionMutants().find((x) => x.id === id);
+  if (!m) throw new Error(`no mutant ${id}`);
+  return { name: m.id, code: loadDecisionCode(new Map([[m.file, m.source]])) };
+}
+
+describe('check_timeline: a member behind the cluster timeline is no candidate (invariant 14b)', () => {
+  it('the setting reaches the snapshot: n3 is left on timeline 1 while n2 leads on timeline 2', () => {
+    const s = SCENARIOS.find((x) => x.name === 'check_timeline, the new leader lost')!;
+    const bounds: Bounds = { ...boundsFor('off', 2, 0, 0, 0, true), settings: s.settings };
+    expect(steadyStart('off', bounds).settings).toEqual({ checkTimeline: true });
+    const taken = runSchedule(parseSchedule(s.schedule!), 'off', bounds);
+    expect(taken.kind).toBe('reached');
+    if (taken.kind !== 'reached') return;
+    expect(taken.c.nodes.map((n) => n.timeline)).toEqual([1, 2, 1]);
+  });
+
+  it.each(['check_timeline, the new leader lost', 'check_timeline, a switchover to the old timeline'])(
+    'the real code: %s',
+    (name) => expect(judge(name, 'off')).toBeNull(),
+  );
+
+  it('the race without the check lets n3 promote from timeline 1 once n2 is lost', () => {
+    const v = judge(
+      'check_timeline, the new leader lost',
+      'off',
+      mutant('ha/leader-race.ts healthiest: skip if (config.check_timeline && ownTimeline < timeline)'),
+    );
+    expect(v?.invariant).toBe('timeline');
+    expect(v!.message).toBe(
+      'n3 promoted from timeline 1 although the cluster is on timeline 2 and check_timeline is on',
+    );
+  });
+
+  it("a switchover's candidate check without it hands the cluster to n3 on timeline 1", () => {
+    const v = judge(
+      'check_timeline, a switchover to the old timeline',
+      'off',
+      mutant('ha/leader-race.ts goodCandidates: drop !config.check_timeline || (peer.timeline ?? 0) >= ownTimeline'),
+    );
+    expect(v?.invariant).toBe('timeline');
+    expect(v!.path).toContain('switchover n3');
+  });
+});
+
+describe('primary_start_timeout 0: a lock holder whose primary crashed hands the key on (invariant 6)', () => {
+  const name = 'primary_start_timeout 0, the primary crashed';
+
+  it('the real code: n2 takes over', () => expect(judge(name, 'off')).toBeNull());
+
+  it('without the release the cluster settles with the key on a crashed primary', () => {
+    const v = judge(name, 'off', mutant("ha/recover.ts recover: remove { type: 'releaseLock', demote: 'crashed' }"));
+    expect(v?.invariant).toBe('availability');
+  });
+});
+
+describe('nosync: a member tagged nosync is never a synchronous standby (invariant 8b)', () => {
+  const name = 'a member tagged nosync';
+
+  it.each(['on', 'strict', 'quorum'] as const)('the real code in %s mode', (mode) =>
+    expect(judge(name, mode)).toBeNull(),
+  );
+
+  it.each([
+    'ha/sync/sync-candidates.ts isNoSync: invert if (!tags)',
+    'ha/sync/sync-candidates.ts isNoSync: invert if (tags.nosync !== undefined)',
+  ])('%s lists n3 once n2 is lost', (id) => {
+    const v = judge(name, 'on', mutant(id));
+    expect(v?.invariant).toBe('sync');
+    expect(v!.message).toMatch(/n3.*nosync/);
+  });
+});
+
+describe('sites in the race: a member of the current site as far along goes first (invariant 2d)', () => {
+  const name = 'a leader lost, members in two sites';
+
+  it('the real code: n2 (dc1, the current site) takes over, n3 (dc2) defers', () =>
+    expect(judge(name, 'off')).toBeNull());
+
+  it('the race without its site deferral cannot go on: it reads the rivals of a deferral, which has none', () => {
+    const m = mutant("ha/leader-race.ts healthiest: skip if ('defer' in sites)");
+    expect(() => judge(name, 'off', m)).toThrow(/not iterable/);
+  });
+
+  it('a race that reads no current_site lets n3 win across sites', () => {
+    const ignoresSites: DecisionMutation = {
+      name: 'no current_site in the race',
+      snapshot: (s) =>
+        s.cluster?.status
+          ? {
+              ...s,
+              cluster: {
+                ...s.cluster,
+                status: { ...s.cluster.status, value: { optime: s.cluster.status.value.optime } },
+              },
+            }
+          : s,
+    };
+    const v = judge(name, 'off', ignoresSites);
+    expect(v?.invariant).toBe('priority');
+    expect(v!.message).toBe(
+      'n3 (site dc2) won the leader race at 1/1 although n2, reachable at the same position, is in the current site dc1',
+    );
+  });
+});
+
+describe('a switchover to a member whose watchdog cannot be activated (invariant 10)', () => {
+  const name = 'a switchover to a member whose watchdog failed';
+
+  it('the real code refuses it, and hands a switchover to nobody in particular to n3', () =>
+    expect(judge(name, 'off')).toBeNull());
+
+  it('goodCandidates without its watchdog check steps down for n2, which the race bars', () => {
+    const v = judge(name, 'off', mutant('ha/leader-race.ts goodCandidates: drop !peer.watchdogFailed'));
+    expect(v?.invariant).toBe('request');
+    expect(v!.message).toBe('n1 stepped down for a switchover to n2 although no member could take over');
+  });
+});
+
+describe('quorum mode with synchronous_mode_strict (invariants 7 and 8)', () => {
+  it.each(['strict quorum mode back on without a standby', 'members in two sites, strict quorum'])(
+    'the real code: %s',
+    (name) => expect(judge(name, 'quorum')).toBeNull(),
+  );
+
+  it("planQuorum's hold without a standby, its write inverted, keeps the emptied setting: commits go through", () => {
+    const m = mutant('ha/sync/quorum-plan.ts planQuorum: invert if (value !== currentValue)');
+    const v = judge('strict quorum mode back on without a standby', 'quorum', m);
+    expect(v?.invariant).toBe('sync-settled');
+    expect(v!.message).toMatch(/^strict mode without a synchronous standby lets commits through/);
+  });
+
+  it("planQuorum's hold for a missing site, its write inverted, lets a commit through on dc1 alone", () => {
+    const m = mutant('ha/sync/quorum-plan.ts planQuorum: invert if (held !== currentValue)');
+    const v = judge('members in two sites, strict quorum', 'quorum', m);
+    expect(['site', 'sync-settled']).toContain(v?.invariant);
+  });
+});
