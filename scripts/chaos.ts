@@ -15,10 +15,11 @@ import { removeDir, tmpDir } from './lib/tmp';
 /**
  * `npm run chaos -- [--seeds 1,2] [--rounds 12] [--mode async|sync|quorum] [--bed loopback|netns] [--faults 'name,name']`:
  * a seeded fault schedule over a 3-node cluster per seed (on loopback, or with `--bed netns` each node and each of 3
- * etcd members in a network namespace of its own, root only: the network faults run there, and a named one picks it), in the given replication mode, two read-write clients writing every
- * 50 ms, and a checker; during each round every node's served memory (GET /stator/memory) is compared with the
- * replay of its event log at the same instants (memory-replay.ts). Prints a table and writes it to
- * `chaos/results/<date>.md`. Takes about a minute per round.
+ * etcd members in a network namespace of its own, root only: the network faults run there, and a named one picks
+ * it), in the given replication mode, two read-write clients writing every 50 ms, and a checker; during each round
+ * every node's served memory (GET /stator/memory) is compared with the replay of its event log at the same instants
+ * (memory-replay.ts). Prints a table and writes it to `chaos/results/<date>-<mode>[-netns].md`. Takes about a
+ * minute per round.
  */
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -72,7 +73,7 @@ async function main(): Promise<void> {
   const suffix = bed === 'netns' ? `${mode}-netns` : mode;
   const file = join(dir, `${new Date().toISOString().slice(0, 16).replace(':', '')}-${suffix}.md`);
   const command = `npm run chaos -- --seeds ${seeds.join(',')} --rounds ${rounds} --mode ${mode} --bed ${bed}`;
-  writeFileSync(file, `# ${command}${faults ? ` --faults '${faults.join(',')}'` : ''}\n\n${table}\n`);
+  writeFileSync(file, `# ${command}${faults ? ` --faults "${faults.join(',')}"` : ''}\n\n${table}\n`);
   process.stdout.write(`\n${table}\n\nwritten to ${file}\n`);
   const failed = reports.some(
     (r) => r.lost.length > 0 || r.splitBrain.length > 0 || r.diverging.length > 0 || r.rounds.some(roundFailed),
