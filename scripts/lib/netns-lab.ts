@@ -39,6 +39,8 @@ export function delayerReady(delayer: ChildProcess): Promise<void> {
  * module (sch_netem) this machine's kernel lacks: instead iptables hands the namespace's packets to
  * a netfilter queue, and `nfqueue-delay.py` releases each one a fixed time later.
  */
+const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
 export class NetnsLab {
   /** Namespaces, interfaces and processes are named after this, so a lab never touches another's. */
   private readonly id: string;
@@ -234,8 +236,7 @@ export class NetnsLab {
       { length: members },
       (_, i) => `e${i + 1}=http://${NetnsLab.etcdAddress(i + 1)}:2380`,
     ).join(',');
-    for (let member = 1; member <= members; member++) {
-      const namespace = this.host(`e${member}`, NetnsLab.etcdAddress(member));
+    const spawnMember = (member: number): ChildProcess => {
       const address = NetnsLab.etcdAddress(member);
       const log = openSync(join(this.dir, `etcd${member}.log`), 'a');
       const child = spawn(
@@ -243,7 +244,7 @@ export class NetnsLab {
         [
           'netns',
           'exec',
-          namespace,
+          this.namespaceOf(`e${member}`),
           process.env.ETCD_BINARY ?? '/usr/bin/etcd',
           `--name=e${member}`,
           `--data-dir=${join(this.dir, `etcd${member}`)}`,
@@ -251,6 +252,7 @@ export class NetnsLab {
           `--advertise-client-urls=http://${address}:2379`,
           `--listen-peer-urls=http://${address}:2380`,
           `--initial-advertise-peer-urls=http://${address}:2380`,
+          // Read only while the data directory is empty: a member started again on its data rejoins as it was.
           `--initial-cluster=${peers}`,
           '--initial-cluster-state=new',
           '--heartbeat-interval=100',
@@ -262,16 +264,20 @@ export class NetnsLab {
         { stdio: ['ignore', log, log] },
       );
       closeSync(log);
-      this.etcdChildren.push(child);
-    }
+      return child;
+    };
+    for (let member = 1; member <= members; member++) this.host(`e${member}`, NetnsLab.etcdAddress(member));
+    for (let member = 1; member <= members; member++) this.etcdChildren.push(spawnMember(member));
     const endpoint = `${NetnsLab.etcdAddress(1)}:2379`;
-    await waitFor(() => this.etcdServes(endpoint), {
-      timeoutMs: 20_000,
-      description: `etcd cluster serving on ${endpoint}`,
-    });
+    const serving = () =>
+      waitFor(() => this.etcdServes(endpoint), {
+        timeoutMs: 20_000,
+        description: `etcd cluster serving on ${endpoint}`,
+      });
+    await serving();
     const children = this.etcdChildren;
     const signalAll = (signal: NodeJS.Signals) =>
-      children.forEach((child) => child.pid && process.kill(child.pid, signal));
+      children.forEach((child) => child.pid && running(child) && process.kill(child.pid, signal));
     return {
       endpoint,
       clientPort: 2379,
@@ -283,8 +289,17 @@ export class NetnsLab {
       stop: async () => signalAll('SIGKILL'),
       pause: async () => void (await Promise.all(children.map((child) => freezeProcess(child.pid!)))),
       resume: () => signalAll('SIGCONT'),
-      restart: async () => {
-        throw new Error('restart of the namespace etcd cluster is not supported');
+      // A power cut of every member (SIGKILL), then each one started again on its data (chaos' whole-cluster power cut).
+      restart: async (options) => {
+        if (options?.empty) throw new Error('an empty restart of the namespace etcd cluster is not supported');
+        const exited = children.map(
+          (child) => new Promise((resolve) => (running(child) ? child.once('exit', resolve) : resolve(null))),
+        );
+        signalAll('SIGCONT');
+        signalAll('SIGKILL');
+        await Promise.all(exited);
+        children.splice(0, children.length, ...Array.from({ length: members }, (_, i) => spawnMember(i + 1)));
+        await serving();
       },
     };
   }

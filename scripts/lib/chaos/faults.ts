@@ -1,5 +1,7 @@
 import { descendantsOf } from '../../../src/common/process-tree';
 import { LocalCluster, LocalNode } from '../local-cluster';
+import type { NetnsLab } from '../netns-lab';
+import { NETWORK_FAULTS } from './network-faults';
 import { fillWalVolume, freeWalVolume, writeUntilPanic } from './wal-volumes';
 import { setWallClockOffset } from './wall-clock';
 
@@ -14,9 +16,17 @@ export interface Fault {
   needsFakeTime?: boolean;
   /** Every node's WAL must be on a volume of its own (wal-volumes.ts; root only). */
   needsWalVolumes?: boolean;
+  /** A network fault: runs only in the network-namespace bed (netns-lab.ts; root only). */
+  needsNetns?: boolean;
   /** Left out of a schedule unless named with `--faults`: a fault whose outcome is a documented exception. */
   optIn?: boolean;
-  inject(cluster: LocalCluster, leader: LocalNode, ttlSeconds: number): Promise<void>;
+  inject(cluster: LocalCluster, leader: LocalNode, ttlSeconds: number, bed: FaultBed): Promise<void>;
+}
+
+/** Where the cluster runs: loopback (`lab` null) or the network-namespace lab; and the run's timings a fault may need. */
+export interface FaultBed {
+  lab: NetnsLab | null;
+  retryTimeoutSeconds: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -195,4 +205,6 @@ export const FAULTS: Fault[] = [
       await cluster.restartAll();
     },
   },
+  // Latency and packet loss on a node's cluster link (network-faults.ts), in the network-namespace bed only.
+  ...NETWORK_FAULTS,
 ];

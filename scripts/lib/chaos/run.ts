@@ -1,7 +1,8 @@
 import { join } from 'node:path';
-import { LocalCluster } from '../local-cluster';
+import { LocalCluster, LocalClusterOptions } from '../local-cluster';
 import { splitBrainIntervals, lostWrites, SplitBrainInterval } from './checker';
 import { Fault, FAULTS } from './faults';
+import { NetnsLab } from '../netns-lab';
 import { mountWalVolumes, walVolumeOf } from './wal-volumes';
 import { compareWithReplay, MemoryPoller, RoundMemory } from './memory-replay';
 import { RoundWrites, writesByRound } from './per-round';
@@ -20,10 +21,28 @@ export interface ChaosOptions {
   ttl?: number;
   /** Replication mode: `/config`'s synchronous_mode off (default), on, or quorum. */
   mode?: ReplicationMode;
+  /** Where the cluster runs (chooseBed): loopback unless asked, or unless a network fault is named. */
+  bed?: ChaosBed;
   log?: (line: string) => void;
 }
 
 export type ReplicationMode = 'async' | 'sync' | 'quorum';
+
+/**
+ * `loopback`: every process on 127.0.0.1, one etcd. `netns`: each node and each of 3 etcd members in a network
+ * namespace of its own (netns-lab.ts, root only), the clients reaching the nodes over their client links; the
+ * network faults need it.
+ */
+export type ChaosBed = 'loopback' | 'netns';
+
+/** The bed asked for; without one, `netns` when a named fault needs it, else `loopback`. */
+export function chooseBed(asked: ChaosBed | undefined, names?: string[]): ChaosBed {
+  const needsNetns = FAULTS.some((fault) => fault.needsNetns && names?.includes(fault.name));
+  const bed = asked ?? (needsNetns ? 'netns' : 'loopback');
+  if (bed === 'loopback' && needsNetns) throw new Error('network faults run only in the netns bed (--bed netns)');
+  if (bed === 'netns' && !NetnsLab.available()) throw new Error('the netns bed needs root and `ip netns` (iproute2)');
+  return bed;
+}
 
 /** `bootstrap.dcs` keys of each mode. */
 const MODE_SETTINGS: Record<ReplicationMode, Record<string, unknown>> = {
@@ -60,6 +79,8 @@ export interface ChaosReport {
 }
 
 const HEAL_WITHIN_MS = 90_000;
+/** The run's retry_timeout (s); ttl 10 and loop_wait 2 beside it keep loop_wait + 2 × retry_timeout <= ttl. */
+const RETRY_TIMEOUT = 4;
 
 /** mulberry32: a small seeded PRNG, so a seed names one schedule. */
 function random(seed: number): () => number {
@@ -73,11 +94,16 @@ function random(seed: number): () => number {
   };
 }
 
-/** The faults named, in the table's order; without names, every fault but the opt-in ones (and, unless root, those that mount). */
-export function faultsNamed(names?: string[]): Fault[] {
+/**
+ * The faults named, in the table's order; without names, every fault but the opt-in ones (and, unless root, those
+ * that mount; outside the netns bed, the network faults).
+ */
+export function faultsNamed(names?: string[], bed: ChaosBed = 'loopback'): Fault[] {
   if (names) return FAULTS.filter((fault) => names.includes(fault.name));
   const root = process.getuid?.() === 0;
-  return FAULTS.filter((fault) => !fault.optIn && (root || !fault.needsWalVolumes));
+  return FAULTS.filter(
+    (fault) => !fault.optIn && (root || !fault.needsWalVolumes) && (bed === 'netns' || !fault.needsNetns),
+  );
 }
 
 /**
@@ -151,7 +177,8 @@ async function count(connectionString: string): Promise<Set<number>> {
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const ttl = options.ttl ?? 10;
   const log = options.log ?? (() => undefined);
-  const plan = schedule(options.seed, options.rounds, faultsNamed(options.faults));
+  const bed = chooseBed(options.bed, options.faults);
+  const plan = schedule(options.seed, options.rounds, faultsNamed(options.faults, bed));
   // libfaketime only when a fault of the schedule moves a clock: it costs every clock call a file read.
   const agentEnvFor = plan.some((fault) => fault.needsFakeTime)
     ? (index: number) => wallClockEnvironment(join(options.baseDir, `node${index}`))
@@ -159,19 +186,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // Each node's WAL on a small volume of its own only when the schedule fills one: mounting needs root.
   const walVolumes = plan.some((fault) => fault.needsWalVolumes);
   const unmountWalVolumes = walVolumes ? mountWalVolumes(options.baseDir, 3) : () => undefined;
-  const cluster = await LocalCluster.start({
+  const lab = bed === 'netns' ? NetnsLab.create(join(options.baseDir, 'netns')) : null;
+  const cleanUp = () => {
+    lab?.destroy();
+    unmountWalVolumes();
+  };
+  const cluster = await startCluster(lab, {
     nodes: 3,
     baseDir: options.baseDir,
     ttl,
     loopWait: 2,
-    retryTimeout: 4,
+    retryTimeout: RETRY_TIMEOUT,
     dcs: MODE_SETTINGS[options.mode ?? 'async'],
     agentEnvFor,
     ...(walVolumes && {
       walDir: (index: number) => join(walVolumeOf(options.baseDir, index), 'pg_wal'),
     }),
   }).catch((error: unknown) => {
-    unmountWalVolumes();
+    cleanUp();
     throw error;
   });
   const acknowledged: Acknowledgement[] = [];
@@ -210,7 +242,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       await new Promise((resolve) => setTimeout(resolve, 2000)); // writes flow before the fault
       const at = performance.now();
       log(`round ${index + 1}: ${fault.name} (leader ${leader.name})`);
-      await fault.inject(cluster, leader, ttl);
+      await fault.inject(cluster, leader, ttl, { lab, retryTimeoutSeconds: RETRY_TIMEOUT });
       const after = await cluster.waitForHealthy(HEAL_WITHIN_MS).catch(() => null);
       const recoveryMs = after ? Math.round(performance.now() - at) : null;
       const writeGapMs = after
@@ -263,8 +295,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
   } finally {
     await cluster.stop();
-    unmountWalVolumes();
+    cleanUp();
   }
+}
+
+/** LocalCluster.start, in the netns lab when there is one (its 3-member etcd started first). */
+async function startCluster(lab: NetnsLab | null, options: LocalClusterOptions): Promise<LocalCluster> {
+  if (!lab) return LocalCluster.start(options);
+  const etcd = await lab.startEtcd();
+  return LocalCluster.start({ ...options, network: lab.network(etcd, options.nodes) });
 }
 
 /**
