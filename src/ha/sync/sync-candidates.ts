@@ -167,7 +167,12 @@ export function pickSynchronous(
   for (const candidate of ordered) {
     const isReady = ready.has(candidate.name.toLowerCase());
     if (quorum) {
-      if (candidate.noFailover && active.length >= config.synchronous_node_count) continue;
+      // A nofailover standby only fills up the count, unless it is the one to reach a site the rule still needs.
+      const reachesNeededSite =
+        requiredSites > 0 &&
+        otherSiteCount(listed, leaderSite) < requiredSites &&
+        otherSiteCount([...listed, candidate], leaderSite) > otherSiteCount(listed, leaderSite);
+      if (candidate.noFailover && active.length >= config.synchronous_node_count && !reachesNeededSite) continue;
       active.push(candidate.name);
       listed.push(candidate);
       // ANY n: a listed standby need not have acknowledged the latest commits; it counts once it holds them.

@@ -125,6 +125,29 @@ describe('synchronous_site_count: which standbys are listed (pickSynchronous)', 
     },
   );
 
+  it.each([
+    // node count, standbys (`!`: nofailover) -> listed, ANY n
+    ['the other site has only a nofailover standby: it is listed, ANY 2', 1, ['b@dc1', 'c@dc2!'], ['b', 'c'], 2],
+    ['it comes first: listed as before, ANY 2', 1, ['c@dc2!', 'b@dc1'], ['c', 'b'], 2],
+    ['the other site is reached already: the nofailover one only fills up', 1, ['b@dc2', 'c@dc2!'], ['b'], 1],
+    ['rule off: the nofailover one only fills up', 1, ['b@dc1', 'c@dc2!'], ['b'], 1],
+  ] as [string, number, string[], string[], number][])(
+    'quorum with a nofailover standby: %s',
+    (what, nodeCount, specs, listed, wanted) => {
+      const candidates = standbys(...specs.map((spec) => spec.replace('!', '')));
+      specs.forEach((spec, i) => (candidates[i].noFailover = spec.endsWith('!')));
+      const config = {
+        synchronous_mode: 'quorum' as const,
+        synchronous_node_count: nodeCount,
+        maximum_lag_on_syncnode: -1,
+        synchronous_site_count: what.startsWith('rule off') ? 0 : 1,
+        synchronous_mode_strict: false,
+      };
+      const picked = pickSynchronous(candidates, new Set(), 1000, config, 0, 'dc1');
+      expect([picked.active, picked.syncWanted, picked.sitesMissing]).toEqual([listed, wanted, 0]);
+    },
+  );
+
   it('any ANY k quorumCountForSites gives reaches the required sites, and k - 1 need not', () => {
     const sites = ['dc1', 'dc2', 'dc3', undefined];
     // Every list of up to 5 standbys over these sites (leader in dc1), for 1 and 2 required sites.
