@@ -44,11 +44,16 @@ export class DiskLevel implements Level {
   private readonly dir = mkdtempSync(join(tmpdir(), 'stator-model-check-'));
   private readonly file = join(this.dir, 'level');
   private readonly fd = openSync(this.file, 'w+');
-  private buffer = Buffer.alloc(CHUNK);
+  private buffer: Buffer;
   private used = 0;
   private written = 0;
   private count = 0;
   private discarded = false;
+
+  /** `chunkBytes`: how much is written or read at a time. */
+  constructor(private readonly chunkBytes = CHUNK) {
+    this.buffer = Buffer.alloc(chunkBytes);
+  }
 
   get length(): number {
     return this.count;
@@ -68,36 +73,31 @@ export class DiskLevel implements Level {
 
   *entries(): Iterable<{ c: ClusterModel; id: number }> {
     this.flush();
-    let chunk = Buffer.alloc(CHUNK);
+    let chunk = Buffer.alloc(this.chunkBytes);
     let filled = 0;
     let position = 0;
-    let at = 0;
     for (;;) {
-      // Keep what is left of the last record and read on behind it.
-      if (at > 0) {
-        chunk.copy(chunk, 0, at, filled);
-        filled -= at;
-        at = 0;
+      // A full buffer holds the start of one record longer than it: make room for the whole record.
+      if (filled === chunk.length) {
+        const bigger = Buffer.alloc(Math.max(2 * chunk.length, 8 + chunk.readUInt32LE(4)));
+        chunk.copy(bigger, 0, 0, filled);
+        chunk = bigger;
       }
       const read = readSync(this.fd, chunk, filled, chunk.length - filled, position);
       position += read;
       filled += read;
-      while (filled - at >= 8) {
-        const length = chunk.readUInt32LE(at + 4);
-        if (filled - at < 8 + length) break;
+      let at = 0;
+      while (filled - at >= 8 && filled - at >= 8 + chunk.readUInt32LE(at + 4)) {
         const id = chunk.readUInt32LE(at);
+        const length = chunk.readUInt32LE(at + 4);
         const c = deserialize(chunk.subarray(at + 8, at + 8 + length)) as ClusterModel;
         at += 8 + length;
         yield { c, id };
       }
       if (read === 0) return;
-      if (8 + chunk.readUInt32LE(at + 4) > chunk.length && filled - at >= 8) {
-        const bigger = Buffer.alloc(8 + chunk.readUInt32LE(at + 4));
-        chunk.copy(bigger, 0, at, filled);
-        filled -= at;
-        at = 0;
-        chunk = bigger;
-      }
+      // What is left of the last record moves to the front; the next read goes behind it.
+      chunk.copy(chunk, 0, at, filled);
+      filled -= at;
     }
   }
 

@@ -15,14 +15,18 @@ describe('the compact search (fingerprints, levels on disk)', () => {
     expect(whole).toMatchObject({ states: 2_500, depth: 2, partialLevel: true });
   });
 
-  it('a level on disk gives back every state in order, across its 8 MiB chunks', () => {
-    const level = new DiskLevel();
+  it.each([
+    ['its 8 MiB chunks', undefined, 7_000, 997],
+    // Small chunks: records cut at every offset, the length itself cut, records longer than a chunk.
+    ['4 KiB chunks', 4096, 3_000, 6_007],
+  ] as const)('a level on disk gives back every state in order, across %s', (_what, chunkBytes, count, spread) => {
+    const level = new DiskLevel(chunkBytes);
     const states: ClusterModel[] = [];
     try {
-      for (let i = 0; i < 7_000; i++) {
+      for (let i = 0; i < count; i++) {
         const c = bootstrappedCluster('on', true);
         c.optime = i;
-        c.nodes[1].view = 'x'.repeat(i % 997);
+        c.nodes[1].view = 'x'.repeat((i * 7919) % spread);
         states.push(c);
         level.push(c, i * 3);
       }
