@@ -1,6 +1,6 @@
 import type { LocalCluster, LocalNode } from '../local-cluster';
 import type { NetnsLab } from '../netns-lab';
-import type { Fault, FaultBed } from './faults';
+import type { Fault, FaultBed } from './fault';
 
 /**
  * Latency and packet loss on one node's cluster link (to etcd and its peers; its clients' link is left alone), in the

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { LocalCluster, LocalClusterOptions } from '../local-cluster';
 import { splitBrainIntervals, lostWrites, SplitBrainInterval } from './checker';
-import { Fault, FAULTS } from './faults';
+import type { Fault } from './fault';
+import { FAULTS } from './faults';
 import { NetnsLab } from '../netns-lab';
 import { mountWalVolumes, walVolumeOf } from './wal-volumes';
 import { compareWithReplay, MemoryPoller, RoundMemory } from './memory-replay';
