@@ -84,6 +84,7 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
     if (!postmaster || !agent) throw new Error(`${cluster.label}: ${leader.name} has no agent or postmaster PID`);
     const watcher = new LeaseWatcher(cluster.etcdEndpoint, cluster.scope, key.lease, leader.name);
     const loadBefore = loadAverage();
+    const killedAt = new Date().toISOString();
     const t0 = now();
     if (fault === 'frozen') {
       frozen = true;
@@ -159,7 +160,7 @@ export async function failover(cluster: BenchCluster, fault: LeaderFault = 'agen
       loadBefore,
     };
     log(
-      `${cluster.kind} failover ttl ${ttl} (${fault}): ${run.killed} (jitter ${jitterMs.toFixed(0)} ms), ${run.newLeader} answers /primary after ${run.newPrimaryMs.toFixed(0)} ms, ` +
+      `${cluster.kind} failover ttl ${ttl} (${fault}): ${run.killed} at ${killedAt} (jitter ${jitterMs.toFixed(0)} ms), ${run.newLeader} answers /primary after ${run.newPrimaryMs.toFixed(0)} ms, ` +
         `write gap ${writes.gapMs.toFixed(0)} ms; lease expired at +${run.lease.expiryMs.toFixed(0)}±${run.lease.expiryUncertaintyMs.toFixed(0)} ms, ` +
         `key gone +${run.lease.keyGoneHighMs.toFixed(0)} ms, lock taken +${run.acquiredMs.toFixed(0)} ms (${record.source}): ` +
         `${run.acquiredAfterExpiryMs.toFixed(0)} ms after expiry; old leader's last write +${run.oldLastAckMs.toFixed(0)} ms ` +

@@ -53,9 +53,12 @@ export class PgQuery implements PostgresQuery {
     return new PgQuery(localConnection(config), options);
   }
 
-  /** One reading of the server in one round trip. */
+  /**
+   * One reading of the server in one round trip, as a prepared statement: planning the statement (pg_settings,
+   * pg_stat_replication, pg_replication_slots and the WAL receiver's views) was 7 of its 8 ms.
+   */
   async sample(): Promise<PostgresSample> {
-    return sampleOf(lastRows<SampleRow>(await this.sampling.run(SAMPLE_SQL))[0]);
+    return sampleOf(lastRows<SampleRow>(await this.sampling.run(SAMPLE_SQL, undefined, undefined, 'stator_sample'))[0]);
   }
 
   /** CHECKPOINT, with its own (longer) timeout: a checkpoint writes every dirty buffer. */

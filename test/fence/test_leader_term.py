@@ -3,6 +3,9 @@ stand-in for etcd's JSON gateway. Asserted: the journal the next agent records, 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import sys
 import threading
 import time
 import unittest
@@ -10,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fence_support import FenceRun, ScratchTestCase
 
+import fence_revoke
 import fence_term
 
 
@@ -132,6 +136,36 @@ class GracePeriod(ScratchTestCase):
         finally:
             fence_term.REVOKE_BUDGET_MS = budget
             run.close()
+
+
+class RevokeAnswers(unittest.TestCase):
+    def test_an_endpoint_that_answers_no_http_is_reported_and_the_next_one_revokes(self) -> None:
+        listener = socket.create_server(('127.0.0.1', 0))
+        etcd = FakeEtcdGateway()
+
+        def answer_garbage() -> None:
+            connection, _ = listener.accept()
+            connection.recv(4096)
+            connection.sendall(b'SSH-2.0-OpenSSH\r\n')
+            connection.close()
+
+        threading.Thread(target=answer_garbage, daemon=True).start()
+        garbage = 'http://127.0.0.1:%d' % listener.getsockname()[1]
+        try:
+            release = {'endpoints': [garbage, etcd.endpoint], 'leaseId': '7587'}
+            revoked, detail = fence_revoke.revoke_lease(release, 2000)  # type: ignore[arg-type]
+            self.assertTrue(revoked, detail)
+            self.assertEqual(detail, 'lease 7587 revoked through %s' % etcd.endpoint)
+            self.assertEqual(etcd.revoked, ['7587'])
+        finally:
+            listener.close()
+            etcd.close()
+
+    def test_the_revoke_code_is_loaded_when_a_term_is_armed_not_when_it_ends(self) -> None:
+        sys.modules.pop('fence_revoke', None)
+        guard = fence_term.LeaderTermGuard(None, os.devnull, lambda _: None, lambda _: None)  # type: ignore[arg-type]
+        guard.hold(fence_term.parse_term(term(['http://a:2379'])))
+        self.assertIn('fence_revoke', sys.modules)
 
 
 class ParseTerm(unittest.TestCase):

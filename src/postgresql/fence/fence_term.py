@@ -70,6 +70,9 @@ class LeaderTermGuard:
         self._term = term
         if term is None:
             self._cancel_grace()
+        else:
+            # Loaded now, on a leader's fence only, so that ending the term does not wait for an import.
+            import fence_revoke  # noqa: F401
 
     def agent_connected(self) -> None:
         if not self._agent_lost or self._ending_term:
