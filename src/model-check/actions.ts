@@ -5,6 +5,7 @@ import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, timelineStart } fr
 import { canStream, dcsRead, streamingFrom } from './snapshot';
 import { Fact } from './recording';
 import { complete, tick } from './time-and-postgres';
+import { columnsApart, columnsTogether, committedColumn, shipStaged } from './commit-columns';
 
 const FAULTS: ReadonlySet<ActionKind> = new Set([
   'agentCrash',
@@ -57,7 +58,8 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
     if (n.agent === 'up' && n.op !== 'none' && on('complete')) actions.push(act('complete', i));
     if (n.pg === 'running' && !n.primary && n.op === 'none' && n.upstream >= 0 && on('ship')) {
       const up = c.nodes[n.upstream];
-      if (canStream(c, n, up) && (up.wal > n.wal || up.timeline > n.timeline)) actions.push(act('ship', i));
+      if (canStream(c, n, up) && (up.wal > n.wal || up.timeline > n.timeline || columnsApart(n)))
+        actions.push(act('ship', i));
     }
     if (acceptsWrites(c, i) && c.writes < bounds.writes && on('write')) actions.push(act('write', i));
     if (faultsLeft && n.agent === 'up' && on('agentCrash')) actions.push(act('agentCrash', i));
@@ -135,7 +137,7 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       break;
     case 'ship': {
       const up = n!.upstream >= 0 ? next.nodes[n!.upstream] : null;
-      if (up && canStream(next, n!, up)) {
+      if (up && canStream(next, n!, up) && !shipStaged(next, n!, up)) {
         n!.wal = up.wal;
         n!.timeline = up.timeline;
       }
@@ -169,6 +171,7 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       n!.pg = 'crashed';
       n!.primary = false;
       if (n!.op !== 'switchover') n!.op = 'none';
+      columnsTogether(n!);
       break;
     case 'fenceKill':
       // kill -9 of the fence alone: the postmaster, its child, is reparented and runs on.
@@ -304,7 +307,7 @@ export function settleAcks(c: ClusterModel): void {
       const names = new Set(listed.members);
       const positions = streamingFrom(c, i)
         .filter((j) => names.has(NODE_NAMES[j]) && c.nodes[j].timeline === n.timeline)
-        .map((j) => c.nodes[j].wal)
+        .map((j) => committedColumn(c, c.nodes[j]))
         .sort((a, b) => b - a);
       upTo = positions.length >= listed.count ? Math.min(n.wal, positions[listed.count - 1]) : -1;
     }

@@ -56,12 +56,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
       "an unreachable peer has no walPosition (readingFromStatus answers `{ name, reachable: false }`), so it counts neither ahead nor as a vote; s.peers never holds this node (fulfil-need.ts); and a peer that answers as a primary while the key is free: outside failsafe mode the model's one-step HA cycle writes the leader key and the member key together (a primary that stops refreshing loses both at once), so there is no such window; in failsafe mode (where `healthiest: skip if (peer.isPrimary)` is caught) the failsafe scenarios, which run in quorum mode too, do not catch this one",
     ),
   // The synchronous planners (issue 34, part 3), one by one.
-  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_apply')": outside(
-    'synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal',
-  ),
-  "ha/sync/sync-candidates.ts committedPosition: invert if (synchronousCommit === 'remote_write')": outside(
-    'synchronous_commit is on in the model and a standby writes, flushes and replays at once: write_lsn, flush_lsn and replay_lsn are equal',
-  ),
   "ha/sync/priority-plan.ts planPriority: invert if (standbyNames.kind !== 'priority' && active.length > 0)":
     equivalent(
       'only the spelling of synchronous_standby_names changes: the branch is reached when the listed standbys are the active ones and the count equals their number, and then ANY n and FIRST n over those n names both make a commit wait for every one of them',

@@ -31,6 +31,8 @@ export interface ModelSettings {
   noSync?: number;
   /** `synchronous_mode_strict: true` in quorum mode too (mode `strict` is priority mode's). */
   strictQuorum?: boolean;
+  /** synchronous_commit on the primaries (absent: `on`, a standby's write, flush and replay positions one): given, a standby takes WAL in three steps (commit-columns.ts). */
+  synchronousCommit?: 'on' | 'remote_write' | 'remote_apply';
 }
 
 /** `synchronous_mode_strict` in force: mode `strict`, or quorum mode with the setting's strictQuorum. */
@@ -57,6 +59,9 @@ export interface NodeModel {
   /** The leadership machine says leader. */
   leader: boolean;
   wal: number;
+  /** A standby's WAL written and not yet flushed (write_lsn past `wal`), and flushed and not yet replayed (replay_lsn behind it): 0 unless ModelSettings.synchronousCommit is given (commit-columns.ts). */
+  writeAhead: number;
+  replayBehind: number;
   timeline: number;
   /** The member this replica streams from, -1 for none. */
   upstream: number;
@@ -165,6 +170,8 @@ export function initialNode(index: number): NodeModel {
     role: primary ? 'primary' : 'replica',
     leader: primary,
     wal: 0,
+    writeAhead: 0,
+    replayBehind: 0,
     timeline: 1,
     upstream: primary ? -1 : 0,
     lease: primary ? 30_000 : 0,
@@ -261,6 +268,7 @@ function nodeKey(n: NodeModel): string {
     m,
     n.view ?? '',
     n.knownFailsafe || n.acceptedLeft ? `${n.knownFailsafe}.${n.acceptedLeader}.${n.acceptedLeft}` : '',
+    ...(n.writeAhead || n.replayBehind ? [`${n.writeAhead}.${n.replayBehind}`] : []),
   ].join(',');
 }
 

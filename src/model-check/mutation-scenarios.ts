@@ -318,4 +318,28 @@ export const SCENARIOS: MutationScenario[] = [
     modes: ['quorum'],
     settings: { strictQuorum: true },
   },
+  // synchronous_commit's columns (commit-columns.ts): a standby writes, flushes and replays in steps. n1 commits a write
+  // n2 (in /sync) acknowledges; n3 has only written it (`on`) or not yet replayed it (`remote_apply`) when n2's agent
+  // stalls and its key runs out: n3 may take n2's place in /sync only once it holds the commit in the column the
+  // setting waits for (invariant 3 for `on`, 3c for `remote_apply`).
+  {
+    name: 'synchronous_commit on, a standby written ahead of its flush',
+    kinds: ['cycle', 'tick', 'complete', 'ship'],
+    faults: 1,
+    writes: 1,
+    states: 3_000,
+    modes: ['on', 'strict'],
+    schedule: 'write n1, ship n2, ship n2, ship n3, agentFreeze n2',
+    settings: { synchronousCommit: 'on' },
+  },
+  {
+    name: 'synchronous_commit remote_apply, a standby flushed ahead of its replay',
+    kinds: ['cycle', 'tick', 'complete', 'ship'],
+    faults: 1,
+    writes: 1,
+    states: 3_000,
+    modes: ['on', 'strict'],
+    schedule: 'write n1, ship n2, ship n2, ship n2, ship n3, ship n3, agentFreeze n2',
+    settings: { synchronousCommit: 'remote_apply' },
+  },
 ];

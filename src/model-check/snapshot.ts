@@ -8,6 +8,7 @@ import { PostgresSample, ReplicationConnection } from '../postgresql/postgres.po
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { syncKeyValue } from '../ha/sync/sync-key';
 import { modelSiteOf } from './site-rule';
+import { replayLsn, writeLsn } from './commit-columns';
 import {
   ClusterModel,
   DcsRead,
@@ -168,9 +169,9 @@ function sampleOf(c: ClusterModel, i: number): PostgresSample | null {
         state: 'streaming',
         sync_state: listed.includes(name(j)) ? listedState : 'async',
         sync_priority: listed.includes(name(j)) ? 1 : 0,
-        write_lsn: c.nodes[j].wal,
+        write_lsn: writeLsn(c.nodes[j]),
         flush_lsn: c.nodes[j].wal,
-        replay_lsn: c.nodes[j].wal,
+        replay_lsn: replayLsn(c.nodes[j]),
       }))
     : [];
   return {
@@ -187,7 +188,7 @@ function sampleOf(c: ClusterModel, i: number): PostgresSample | null {
     latestEndLsn: null,
     replication,
     synchronousStandbyNames: n.standbyNames,
-    synchronousCommit: 'on',
+    synchronousCommit: c.settings?.synchronousCommit ?? 'on',
     systemIdentifier: SYSTEM_ID,
     pendingRestart: {},
   };

@@ -10,6 +10,7 @@ import { checkTimelineTakeover } from './timeline-rule';
 import { checkSiteRule } from './site-rule';
 import { checkWatchdogPromotion } from './watchdog-rule';
 import { checkNoSync, checkTimelineSetting } from './settings-rules';
+import { checkCommitColumn } from './commit-columns';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
 
 export interface CheckedStep {
@@ -42,6 +43,7 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
     checkState(next) ??
     checkSiteRule(next) ??
     checkNoSync(next) ??
+    checkCommitColumn(next) ??
     checkQuorumGap(next) ??
     checkRequestAnswer(c, next, action) ??
     checkPausedKeyHolder(c, next, action) ??

@@ -2,6 +2,7 @@ import { ClusterView } from '../dcs/dcs.port';
 import { parseStandbyNames } from '../postgresql/standby-names';
 import { leaderSiteOf, streamingPositions } from '../ha/sync/sync-candidates';
 import { DecisionCode } from './decision-code';
+import { replayLsn, writeLsn } from './commit-columns';
 import { ClusterModel, NODE_NAMES } from './model';
 import { configOf, safeMembers, standbyKind, streamingFrom } from './snapshot';
 
@@ -39,7 +40,7 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
   const sample = {
     walPosition: n.wal,
     synchronousStandbyNames: n.standbyNames,
-    synchronousCommit: 'on',
+    synchronousCommit: c.settings?.synchronousCommit ?? 'on',
     replication: streamingFrom(c, i).map((j) => ({
       usename: 'replicator',
       application_name: NODE_NAMES[j],
@@ -51,9 +52,9 @@ export function manageSync(c: ClusterModel, i: number, view: ClusterView, code: 
           : 'sync'
         : 'async',
       sync_priority: 1,
-      write_lsn: c.nodes[j].wal,
+      write_lsn: writeLsn(c.nodes[j]),
       flush_lsn: c.nodes[j].wal,
-      replay_lsn: c.nodes[j].wal,
+      replay_lsn: replayLsn(c.nodes[j]),
     })),
   };
   const sync = c.sync;

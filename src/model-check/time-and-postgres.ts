@@ -4,6 +4,7 @@ import { DecisionMutation } from './model-types';
 import { ClusterModel, LOOP_WAIT_S } from './model';
 import { Fact } from './recording';
 import { canStream } from './snapshot';
+import { columnsTogether } from './commit-columns';
 
 const LW = LOOP_WAIT_S * 1000;
 
@@ -44,6 +45,8 @@ export function complete(c: ClusterModel, i: number, facts: Fact[], mutation?: D
   const n = c.nodes[i];
   const op = n.op;
   n.op = 'none';
+  // Promoted, stopped or started again, the node no longer streams: its columns are one (commit-columns.ts).
+  if (op !== 'none') columnsTogether(n);
   if (op === 'promote') {
     if (n.pg !== 'running') return;
     c.history.push([n.timeline, n.wal]);
