@@ -34,10 +34,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
     outside(
       "a member /failsafe leaves out (its key had run out when the leader last wrote it) racing while the failsafe leader it cannot reach still runs: three faults (its key lost, the leader cut from the DCS, the two cut from each other) and about 25 steps, past the mutation run's scenarios; while it reaches the leader, the race's probe of /failsafe's members bars it anyway",
     ),
-  // Site awareness (issue 36) in the race: members in sites and /status current_site are modelled (site-rule.ts), requests to a site are not.
-  'ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site': outside(
-    "a switchover or failover to a site is not modelled (the model's requests name a member or none; members in sites and /status current_site are): `site` is always undefined, so the condition always holds",
-  ),
   // The race (issue 34, part 3): survivors no scenario can catch, each with the reason.
   'ha/leader-race.ts goodCandidates: drop peer.name !== local.name': equivalent(
     "s.peers never holds this node: the agent's probe asks the other members only (fulfil-need.ts: `m.name !== node.name`), as the model's does (snapshot.ts peerReadings: `j !== i`)",

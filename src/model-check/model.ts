@@ -33,6 +33,8 @@ export interface ModelSettings {
   strictQuorum?: boolean;
   /** synchronous_commit on the primaries (absent: `on`, a standby's write, flush and replay positions one): given, a standby takes WAL in three steps (commit-columns.ts). */
   synchronousCommit?: 'on' | 'remote_write' | 'remote_apply';
+  /** A switchover that names no member names this site (`/failover` `site`; members placed in sites: Bounds.siteRule). */
+  switchoverSite?: string;
 }
 
 /** `synchronous_mode_strict` in force: mode `strict`, or quorum mode with the setting's strictQuorum. */

@@ -342,4 +342,16 @@ export const SCENARIOS: MutationScenario[] = [
     schedule: 'write n1, ship n2, ship n2, ship n2, ship n3, ship n3, agentFreeze n2',
     settings: { synchronousCommit: 'remote_apply' },
   },
+  // A switchover to a site (members in two sites: n1 and n2 in dc1, n3 in dc2): a switchover to dc2 while n3 cannot
+  // take over (its agent stalled) must be refused, not answered by stepping down for n2 (invariant 10).
+  {
+    name: 'a switchover to a site none of whose members can take over',
+    kinds: ['cycle', 'tick', 'complete', 'ship', 'agentFreeze', 'switchoverAny'],
+    operations: 1,
+    writes: 0,
+    states: 3_000,
+    siteRule: 1,
+    modes: ['off', 'on'],
+    settings: { switchoverSite: 'dc2' },
+  },
 ];

@@ -2,6 +2,7 @@ import { barredFromRace, hasLeader, leadsByFailsafe } from './availability';
 import { Action, Promotion, Violation } from './model-types';
 import { ClusterModel, DcsRead, MAXIMUM_LAG_ON_FAILOVER, NODE_NAMES, NodeModel, reaches } from './model';
 import { asRead, postgresStateName } from './snapshot';
+import { modelSiteOf } from './site-rule';
 
 /**
  * 10. The leader's answer to a switchover or manual failover (issue 34, part 3; Patroni 4.1's documented
@@ -10,7 +11,8 @@ import { asRead, postgresStateName } from './snapshot';
  * - steps down for it (a graceful demotion) only if some member could take over: its agent answers the leader,
  *   its member key lives, PostgreSQL runs as a replica, it is not `nofailover` and its watchdog (when `required`)
  *   can be activated, it is within
- *   `maximum_lag_on_failover` of the leader, it is the member the request names (when it names one),
+ *   `maximum_lag_on_failover` of the leader, it is the member the request names (when it names one) or of the
+ *   site a switchover names (model.ts switchoverSite: a switchover to a site moves the leader there or not at all),
  *   and in `on` and `strict` mode `/sync` names it (unless the request is a manual failover, which names
  *   no leader). Otherwise the cluster loses the primary it had for a candidate that cannot take over;
  * - refuses it (clears it and stays) only if no member plainly could: a member counts here only when
@@ -38,11 +40,15 @@ export function checkRequestAnswer(before: ClusterModel, after: ClusterModel, ac
   // The members the leader's probe asks: those its read shows (failsafe/probe-targets.ts), a stale read's too.
   // The members the probe reaches now: neither side cut off from its peers (failsafe searches).
   const probed = view.nodes.map((m, j) => (reaches(before, i, j) ? m.member : null));
-  const to = request.member >= 0 ? ` to ${NODE_NAMES[request.member]}` : '';
+  // A switchover to a site (model.ts switchoverSite): only a member of that site counts.
+  const site = request.leader >= 0 && request.member < 0 ? view.settings?.switchoverSite : undefined;
   // Quorum mode without a named candidate: enough members must be left to take over for the quorum.
   const needed = view.mode === 'quorum' && view.sync && request.member < 0 ? 1 + view.sync.quorum : 1;
+  const to = request.member >= 0 ? ` to ${NODE_NAMES[request.member]}` : site ? ` to site ${site}` : '';
   const steppedDown = after.nodes[i].op === 'switchover';
-  const others = view.nodes.map((_, j) => j).filter((j) => j !== i && (request.member < 0 || j === request.member));
+  const others = view.nodes
+    .map((_, j) => j)
+    .filter((j) => j !== i && (request.member < 0 || j === request.member) && (!site || modelSiteOf(view, j) === site));
   const possible = others.filter((j) => mayTakeOver(view, probed, i, j, request.leader >= 0, false));
   if (steppedDown && possible.length < needed) {
     return {

@@ -114,6 +114,8 @@ export function clusterViewOf(c: ClusterModel): ClusterView {
         ...(f.leader >= 0 ? { leader: name(f.leader) } : {}),
         ...(f.member >= 0 ? { member: name(f.member) } : {}),
         ...(f.dueIn !== null ? { scheduled_at: new Date(EPOCH + f.dueIn).toISOString() } : {}),
+        // A switchover to a site (the search's setting): the request names a leader and no member.
+        ...(f.leader >= 0 && f.member < 0 && c.settings?.switchoverSite ? { site: c.settings.switchoverSite } : {}),
       }
     : null;
   return {

@@ -173,3 +173,19 @@ describe('quorum mode with synchronous_mode_strict (invariants 7 and 8)', () => 
     expect(['site', 'sync-settled']).toContain(v?.invariant);
   });
 });
+
+describe('a switchover to a site: the leader steps down only if a member of that site can take over (invariant 10)', () => {
+  const name = 'a switchover to a site none of whose members can take over';
+
+  it.each(['off', 'on'] as const)('the real code in %s mode', (mode) => expect(judge(name, mode)).toBeNull());
+
+  it("goodCandidates without its site filter steps down for n2 (dc1) on a switchover to dc2, whose n3 can't take over", () => {
+    const v = judge(
+      name,
+      'off',
+      mutant('ha/leader-race.ts goodCandidates: drop site === undefined || peer.site === site'),
+    );
+    expect(v?.invariant).toBe('request');
+    expect(v!.message).toBe('n1 stepped down for a switchover to site dc2 although no member could take over');
+  });
+});
