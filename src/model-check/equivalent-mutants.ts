@@ -30,10 +30,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside(
     'start failures are not modelled',
   ),
-  'ha/leader-race.ts healthiest: skip if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name))':
-    outside(
-      "a member /failsafe leaves out (its key had run out when the leader last wrote it) racing while the failsafe leader it cannot reach still runs: three faults (its key lost, the leader cut from the DCS, the two cut from each other) and about 25 steps, past the mutation run's scenarios; while it reaches the leader, the race's probe of /failsafe's members bars it anyway",
-    ),
   // The race (issue 34, part 3): survivors no scenario can catch, each with the reason.
   'ha/leader-race.ts goodCandidates: drop peer.name !== local.name': equivalent(
     "s.peers never holds this node: the agent's probe asks the other members only (fulfil-need.ts: `m.name !== node.name`), as the model's does (snapshot.ts peerReadings: `j !== i`)",

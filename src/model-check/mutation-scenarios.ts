@@ -354,4 +354,17 @@ export const SCENARIOS: MutationScenario[] = [
     modes: ['off', 'on'],
     settings: { switchoverSite: 'dc2' },
   },
+  // Failsafe mode, a member /failsafe leaves out: n3's agent dies and its key runs out, so n1's /failsafe names n1 and
+  // n2 only; n3 is back and reads it, then n1 is cut from the DCS (it holds as failsafe leader, n2 accepting its calls)
+  // and n3 from its peers: n3, which n1 never asks, must not race beside the primary it cannot reach (invariant 1).
+  {
+    name: 'failsafe, a member /failsafe leaves out cut off from the leader',
+    kinds: ['cycle', 'tick', 'complete'],
+    faults: 3,
+    writes: 0,
+    states: 1_000,
+    failsafe: true,
+    modes: ['off', 'quorum'],
+    schedule: `agentCrash n3, ${FOUR_LOOP_WAITS}, agentRestart n3, loop_wait, dcsCut n1, peerCut n3`,
+  },
 ];

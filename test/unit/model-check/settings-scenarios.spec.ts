@@ -21,6 +21,7 @@ function judge(name: string, mode: ReplicationMode, mutation?: DecisionMutation)
     settings: s.settings,
     ...(s.siteRule ? { siteRule: s.siteRule } : {}),
     ...(s.watchdog ? { watchdog: true } : {}),
+    ...(s.failsafe ? { failsafe: true } : {}),
   };
   let start;
   if (s.schedule) {
@@ -187,5 +188,36 @@ describe('a switchover to a site: the leader steps down only if a member of that
     );
     expect(v?.invariant).toBe('request');
     expect(v!.message).toBe('n1 stepped down for a switchover to site dc2 although no member could take over');
+  });
+});
+
+describe('failsafe mode: a member /failsafe leaves out does not race (invariant 1)', () => {
+  const name = 'failsafe, a member /failsafe leaves out cut off from the leader';
+
+  it('the scene: n1 holds as failsafe leader, n3 read a /failsafe without itself and reaches nobody', () => {
+    const s = SCENARIOS.find((x) => x.name === name)!;
+    const bounds: Bounds = { ...boundsFor('off', 3, 0, 0, 0, true), failsafe: true };
+    const taken = runSchedule(parseSchedule(s.schedule!), 'off', bounds);
+    expect(taken.kind).toBe('reached');
+    if (taken.kind !== 'reached') return;
+    expect(taken.c.failsafeKey).toBe(0b011);
+    expect(taken.c.nodes[2]).toMatchObject({ knownFailsafe: 0b011, peerCut: true, agent: 'up' });
+    expect(taken.c.nodes[0]).toMatchObject({ dcsCut: true, primary: true });
+  });
+
+  it.each(['off', 'quorum'] as const)('the real code in %s mode: n3 stays out of the race', (mode) =>
+    expect(judge(name, mode)).toBeNull(),
+  );
+
+  it('a race that skips the /failsafe check lets n3 promote beside the failsafe leader', () => {
+    const v = judge(
+      name,
+      'off',
+      mutant(
+        'ha/leader-race.ts healthiest: skip if (Object.keys(failsafe).length > 0 && !Object.hasOwn(failsafe, local.name))',
+      ),
+    );
+    expect(v?.invariant).toBe('lease');
+    expect(v!.message).toBe('n1 and n3 accept writes at once');
   });
 });
