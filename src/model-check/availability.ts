@@ -31,10 +31,10 @@ export function mustHaveLeader(c: ClusterModel): number | null {
 
 const runsPrimary = (n: NodeModel) => n.pg === 'running' && n.primary && n.op === 'none';
 
-/** A running primary holds the leader key. */
+/** A running primary holds the leader key (in a standby cluster, a running replica: the standby leader). */
 export function hasLeader(c: ClusterModel): boolean {
   const i = c.leaderKey;
-  return i >= 0 && runsPrimary(c.nodes[i]);
+  return i >= 0 && (runsPrimary(c.nodes[i]) || (c.settings?.standbyCluster === true && runsReplica(c.nodes[i])));
 }
 
 /** A running primary leads by failsafe mode: the DCS does not answer it, and every member accepted it. */

@@ -265,7 +265,9 @@ function carryOut(
         armFence(c, i, mutation);
       }
       return;
+    // becomeStandbyLeader (standby clusters, a search's setting): the model's node stays a replica whose upstream is no member.
     case 'wakeAt':
+    case 'becomeStandbyLeader':
     case 'serveDownstreams':
     case 'keepSlotsInFailsafe':
     case 'writeInitialize':

@@ -24,9 +24,6 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/decide.ts unresponsive: remove { type: 'releaseLock' }": outside(
     'hung (unresponsive) PostgreSQL is not modelled',
   ),
-  "ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'fast', restart: true, upstream: remote }": outside(
-    'standby clusters are not modelled',
-  ),
   "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside(
     'start failures are not modelled',
   ),

@@ -35,6 +35,8 @@ export interface ModelSettings {
   synchronousCommit?: 'on' | 'remote_write' | 'remote_apply';
   /** A switchover that names no member names this site (`/failover` `site`; members placed in sites: Bounds.siteRule). */
   switchoverSite?: string;
+  /** `standby_cluster` in `/config` (a remote primary at `remote:5432`): the whole cluster replicates from it. */
+  standbyCluster?: boolean;
 }
 
 /** `synchronous_mode_strict` in force: mode `strict`, or quorum mode with the setting's strictQuorum. */

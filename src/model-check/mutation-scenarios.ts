@@ -367,4 +367,15 @@ export const SCENARIOS: MutationScenario[] = [
     modes: ['off', 'quorum'],
     schedule: `agentCrash n3, ${FOUR_LOOP_WAITS}, agentRestart n3, loop_wait, dcsCut n1, peerCut n3`,
   },
+  // A standby cluster (standby_cluster names a remote primary): the leader, a primary when the setting comes, must turn
+  // into the standby leader; no member may run as a primary (invariant 15), through a crash and a restart.
+  {
+    name: 'a standby cluster',
+    kinds: ['cycle', 'tick', 'complete', 'ship', 'agentCrash', 'agentRestart', 'pgCrash'],
+    faults: 1,
+    writes: 0,
+    states: 3_000,
+    modes: ['off'],
+    settings: { standbyCluster: true },
+  },
 ];

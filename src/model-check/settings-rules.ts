@@ -49,3 +49,19 @@ export function checkNoSync(c: ClusterModel): Violation | null {
   }
   return null;
 }
+
+/**
+ * 15. `standby_cluster`: the whole cluster replicates from the remote primary, so no member accepts writes (a
+ * primary here would fork its own history beside the remote's: a second primary for the clients that reach it).
+ * Its leader is a standby leader, a replica that holds the key (availability.ts counts it as the leader).
+ */
+export function checkStandbyCluster(c: ClusterModel): Violation | null {
+  if (!c.settings?.standbyCluster) return null;
+  // As actions.ts acceptsWrites: running out of recovery and not shutting down.
+  const i = c.nodes.findIndex((n) => n.pg === 'running' && n.primary && (n.op === 'none' || n.op === 'switchover'));
+  if (i < 0) return null;
+  return {
+    invariant: 'lease',
+    message: `${NODE_NAMES[i]} runs as a primary in a standby cluster (standby_cluster names the remote primary)`,
+  };
+}

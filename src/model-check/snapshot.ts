@@ -32,7 +32,7 @@ const configs = new Map<string, EffectiveDynamicConfig>();
 
 /** The dynamic configuration as the agent derives it from `/config` (the real function, cached). */
 export function configOf(c: ClusterModel): EffectiveDynamicConfig {
-  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe},${c.settings?.checkTimeline ?? ''},${c.settings?.primaryStartTimeout ?? ''},${c.settings?.strictQuorum ?? ''}`;
+  const key = `${c.ttl},${c.mode},${c.pause},${c.siteRule ?? 0},${c.failsafe},${c.settings?.checkTimeline ?? ''},${c.settings?.primaryStartTimeout ?? ''},${c.settings?.strictQuorum ?? ''},${c.settings?.standbyCluster ?? ''}`;
   let config = configs.get(key);
   if (!config) {
     const document = {
@@ -49,6 +49,7 @@ export function configOf(c: ClusterModel): EffectiveDynamicConfig {
       ...(c.settings?.primaryStartTimeout !== undefined
         ? { primary_start_timeout: c.settings.primaryStartTimeout }
         : {}),
+      ...(c.settings?.standbyCluster ? { standby_cluster: { host: 'remote', port: 5432 } } : {}),
       postgresql: { use_pg_rewind: true, use_slots: false },
     };
     const result = effectiveDynamicConfig(document, {});

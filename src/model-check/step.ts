@@ -9,7 +9,7 @@ import { checkPausedKeyHolder, checkPausedPrimaryTakesKey } from './pause-rules'
 import { checkTimelineTakeover } from './timeline-rule';
 import { checkSiteRule } from './site-rule';
 import { checkWatchdogPromotion } from './watchdog-rule';
-import { checkNoSync, checkTimelineSetting } from './settings-rules';
+import { checkNoSync, checkStandbyCluster, checkTimelineSetting } from './settings-rules';
 import { checkCommitColumn } from './commit-columns';
 import { factEvents, ModelEvent, replayMismatch, transitionEvents } from './recording';
 
@@ -44,6 +44,7 @@ export function checkedStep(c: ClusterModel, action: Action, bounds: Bounds, mut
     checkSiteRule(next) ??
     checkNoSync(next) ??
     checkCommitColumn(next) ??
+    checkStandbyCluster(next) ??
     checkQuorumGap(next) ??
     checkRequestAnswer(c, next, action) ??
     checkPausedKeyHolder(c, next, action) ??

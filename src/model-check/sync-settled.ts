@@ -23,7 +23,9 @@ import { streamingFrom } from './snapshot';
  * Judged on settled states only: on the way there a planner may take a transition at a time.
  */
 export function checkSyncSettled(c: ClusterModel): { invariant: 'sync-settled'; message: string } | null {
-  if (c.mode === 'off' || !c.quorum || c.pause || c.failover || !hasLeader(c)) return null;
+  // A standby cluster (a search's setting) commits nothing of its own: its standby leader is a replica, nothing to wait for.
+  if (c.mode === 'off' || !c.quorum || c.pause || c.failover || !hasLeader(c) || c.settings?.standbyCluster)
+    return null;
   const leader = c.leaderKey;
   const n = c.nodes[leader];
   let listed: StandbyNames;

@@ -221,3 +221,30 @@ describe('failsafe mode: a member /failsafe leaves out does not race (invariant 
     expect(v!.message).toBe('n1 and n3 accept writes at once');
   });
 });
+
+describe('a standby cluster: no member runs as a primary (invariant 15)', () => {
+  const name = 'a standby cluster';
+
+  it('the steady start: n1 holds the key as standby leader of the remote, n2 and n3 follow it', () => {
+    const s = SCENARIOS.find((x) => x.name === name)!;
+    const c = steadyStart('off', { ...boundsFor('off', 1, 0, 0, 0, true), settings: s.settings });
+    expect(c.leaderKey).toBe(0);
+    expect(c.nodes.map((n) => [n.pg, n.primary, n.upstream])).toEqual([
+      ['running', false, -1],
+      ['running', false, 0],
+      ['running', false, 0],
+    ]);
+  });
+
+  it('the real code: through a crash and a restart', () => expect(judge(name, 'off')).toBeNull());
+
+  it('the leader that keeps running as a primary when standby_cluster comes is caught at once', () => {
+    const v = judge(
+      name,
+      'off',
+      mutant("ha/decide.ts leaderCycle: remove { type: 'demote', mode: 'fast', restart: true, upstream: remote }"),
+    );
+    expect(v?.invariant).toBe('lease');
+    expect(v!.message).toBe('n1 runs as a primary in a standby cluster (standby_cluster names the remote primary)');
+  });
+});
