@@ -19,7 +19,7 @@ describe('checkpoints of the exhaustive search', () => {
   const options: SearchOptions = {
     mode: 'on',
     bounds: boundsFor('on', 2, 1, 3, 1, false),
-    maxDepth: 4,
+    maxDepth: 3,
     maxStates: 1_000_000,
     progressEvery: 16,
   };
@@ -34,8 +34,10 @@ describe('checkpoints of the exhaustive search', () => {
     violation: r.violation,
   });
 
-  it.each([1, 2, 3])('a search interrupted after level %i and resumed counts what an uninterrupted one does', (k) => {
-    const whole = breadthFirst(options);
+  let whole: ReturnType<typeof breadthFirst>;
+  beforeAll(() => (whole = breadthFirst(options)));
+
+  it.each([1, 2])('a search interrupted after level %i and resumed counts what an uninterrupted one does', (k) => {
     const killed = () =>
       breadthFirst({
         ...options,
@@ -48,12 +50,12 @@ describe('checkpoints of the exhaustive search', () => {
     expect(readdirSync(dir).sort()).toEqual([`current.json`, `depth-${k}`, 'levels']);
     const levels: number[] = [];
     const resumed = breadthFirst({ ...options, checkpoint: dir, onLevel: (depth) => levels.push(depth) });
-    expect(levels).toEqual([1, 2, 3, 4].filter((d) => d > k));
+    expect(levels).toEqual([1, 2, 3].filter((d) => d > k));
     expect(counts(resumed)).toEqual(counts(whole));
   });
 
   it('refuses the checkpoint of another search', () => {
-    breadthFirst({ ...options, maxDepth: 2, checkpoint: dir });
+    breadthFirst({ ...options, maxDepth: 1, checkpoint: dir });
     expect(() => breadthFirst({ ...options, checkpoint: dir })).toThrow(/of another search/);
   });
 
@@ -70,7 +72,7 @@ describe('checkpoints of the exhaustive search', () => {
           .replace(/in [\d.]+ s/g, 'T'),
       };
     };
-    const argv = ['--modes', 'async,sync', '--depth', '3', '--walks', '2', '--walk-steps', '20'];
+    const argv = ['--modes', 'async,sync', '--depth', '2', '--walks', '2', '--walk-steps', '20'];
     const plain = out(argv);
     const first = out([...argv, '--checkpoint', dir]);
     expect(first).toEqual(plain);
