@@ -1,8 +1,7 @@
-import { parseStandbyNames } from '../postgresql/standby-names';
 import { CycleOutcome, runCycle } from './cycle';
 import { Action, ActionKind, Bounds, DecisionMutation } from './model-types';
 import { ClusterModel, cloneCluster, LOOP_WAIT_S, NODE_NAMES, timelineStart } from './model';
-import { canStream, dcsRead, streamingFrom } from './snapshot';
+import { canStream, dcsRead, parsedStandbyNames, streamingFrom } from './snapshot';
 import { Fact } from './recording';
 import { complete, tick } from './time-and-postgres';
 import { columnsApart, columnsTogether, committedColumn, shipStaged } from './commit-columns';
@@ -296,12 +295,8 @@ export function settleAcks(c: ClusterModel): void {
   c.nodes.forEach((n, i) => {
     if (n.pg !== 'running' || !n.primary) return;
     let upTo = n.wal;
-    let listed;
-    try {
-      listed = parseStandbyNames(n.standbyNames);
-    } catch {
-      return;
-    }
+    const listed = parsedStandbyNames(n.standbyNames);
+    if (!listed) return;
     // The strict placeholder alone lists no member, yet PostgreSQL waits for a standby of that name: nothing is acknowledged.
     if (listed.kind !== 'off') {
       const names = new Set(listed.members);

@@ -6,11 +6,13 @@ import { FULL_BUDGET } from './mutation-run';
 import { ReplicationMode } from './model';
 import { breadthFirst, FoundViolation, randomWalks, SearchReport, steadyStart, WalkReport } from './search';
 import { shrink } from './shrink';
+import { checkpointedSearch, resumedArgv, startCheckpoints } from './checkpoint-run';
 import { counterExampleEvents, writeCounterExample } from './trace';
 
 /** `npm run model-check`: exhaustive search per mode, then seeded random walks; exit 1 on a violation. */
 export const MODEL_CHECK_USAGE = `usage: model-check [--states N] [--depth N] [--faults N] [--operations N] [--writes N]
-                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--failsafe] [--watchdog] [--site-rule N] [--no-symmetry] [--compact] [--out counter-example.jsonl]
+                   [--walks N] [--walk-steps N] [--seed N] [--progress-every N] [--modes async,sync,strict,quorum] [--fenceless] [--failsafe] [--watchdog] [--site-rule N] [--no-symmetry] [--compact] [--checkpoint DIR] [--out counter-example.jsonl]
+       model-check --resume DIR     (goes on from the last level checkpointed in DIR, with the options DIR was made with)
        model-check --mutants [--mutant REGEX] [--states N] [--walks N] [--walk-steps N]`;
 
 const MODES: Record<string, ReplicationMode> = { async: 'off', sync: 'on', strict: 'strict', quorum: 'quorum' };
@@ -57,7 +59,8 @@ export function describeViolation(v: FoundViolation): string {
   ].join('\n');
 }
 
-export function runModelCheck(argv: string[], io: ModelCheckIo): number {
+/** `resuming`: argv is a checkpoint's (--resume), whose directory holds the run already. */
+export function runModelCheck(argv: string[], io: ModelCheckIo, resuming = false): number {
   let values;
   try {
     values = parseArgs({
@@ -81,6 +84,8 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
         'site-rule': { type: 'string' },
         'no-symmetry': { type: 'boolean' },
         compact: { type: 'boolean' },
+        checkpoint: { type: 'string' },
+        resume: { type: 'string' },
         mutants: { type: 'boolean' },
         mutant: { type: 'string' },
       },
@@ -88,6 +93,25 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
   } catch (error) {
     io.stderr(`model-check: ${(error as Error).message}\n${MODEL_CHECK_USAGE}\n`);
     return 2;
+  }
+  if (values.resume !== undefined) {
+    if (argv.length !== 2) {
+      io.stderr(`model-check: --resume DIR takes no other option (it runs with DIR's)\n${MODEL_CHECK_USAGE}\n`);
+      return 2;
+    }
+    const saved = resumedArgv(values.resume);
+    if (typeof saved === 'string') {
+      io.stderr(`model-check: --resume: ${saved}\n`);
+      return 2;
+    }
+    return runModelCheck(saved, io, true);
+  }
+  if (values.checkpoint !== undefined && !resuming) {
+    const refused = startCheckpoints(values.checkpoint, argv);
+    if (refused) {
+      io.stderr(`model-check: --checkpoint: ${refused}\n`);
+      return 2;
+    }
   }
   let settings;
   try {
@@ -145,7 +169,8 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       ...settingsOfSearch,
     };
     const walkBounds = { ...boundsFor(mode, 8, 4, 12, 6, settings.fenceless), ...settingsOfSearch };
-    const search = breadthFirst({
+    const checkpoint = values.checkpoint;
+    const options = {
       mode,
       bounds,
       maxDepth: settings.depth,
@@ -154,11 +179,14 @@ export function runModelCheck(argv: string[], io: ModelCheckIo): number {
       symmetry: !values['no-symmetry'],
       // Millions of states: fingerprints of the keys and each level on disk (state-store.ts, levels.ts).
       compact: values.compact ?? false,
-      onLevel: (depth, states, transitions, ms) =>
+      onLevel: (depth: number, states: number, transitions: number, ms: number) =>
         io.stderr(
-          `[${mode}] every state within ${depth} steps: ${states} states, ${transitions} transitions, ${(ms / 1000).toFixed(1)} s\n`,
+          `[${mode}] every state within ${depth} steps: ${states} states, ${transitions} transitions, ${(ms / 1000).toFixed(1)} s${checkpoint ? `, checkpoint in ${checkpoint}` : ''}\n`,
         ),
-    });
+    };
+    const search = checkpoint
+      ? checkpointedSearch(checkpoint, mode, (dir) => breadthFirst({ ...options, checkpoint: dir }))
+      : breadthFirst(options);
     total += search.states;
     io.stdout(`${describeSearch(search)}\n`);
     const violation = search.violation;

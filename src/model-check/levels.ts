@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
@@ -34,25 +34,58 @@ export class MemoryLevel implements Level {
 }
 
 const CHUNK = 8 * 1024 * 1024;
+let levelsMade = 0;
 
 /**
  * A level kept on disk (`--compact`): each state serialised (node:v8) behind its id and length, written in
  * 8 MiB chunks and read back in order. A level of millions of states would otherwise hold gigabytes of
  * heap: about 1.5 KB a state on disk against some 3 KB as objects.
+ *
+ * Without `dir` the file has no name: it is removed as soon as it is opened, so the kernel frees it when the
+ * process ends, however it ends (SIGINT, SIGTERM, SIGKILL, out of memory): a killed run leaves nothing in the
+ * temporary directory. With `dir` (`--checkpoint`) it is a named file there, which a checkpoint links to.
  */
 export class DiskLevel implements Level {
-  private readonly dir = mkdtempSync(join(tmpdir(), 'stator-model-check-'));
-  private readonly file = join(this.dir, 'level');
-  private readonly fd = openSync(this.file, 'w+');
+  /** The file's name while it has one (`dir` given, or opened from a checkpoint). */
+  readonly file: string | null;
+  private readonly fd: number;
   private buffer: Buffer;
   private used = 0;
   private written = 0;
   private count = 0;
   private discarded = false;
 
-  /** `chunkBytes`: how much is written or read at a time. */
-  constructor(private readonly chunkBytes = CHUNK) {
-    this.buffer = Buffer.alloc(chunkBytes);
+  /** `chunkBytes`: how much is written or read at a time; `existing`: a level written before (see open). */
+  constructor(
+    private readonly chunkBytes = CHUNK,
+    dir?: string,
+    existing?: { file: string; count: number },
+  ) {
+    this.buffer = Buffer.alloc(existing ? 0 : chunkBytes);
+    if (existing) {
+      this.file = existing.file;
+      this.fd = openSync(existing.file, 'r');
+      this.count = existing.count;
+    } else if (dir) {
+      this.file = join(dir, `level-${process.pid}-${levelsMade++}`);
+      this.fd = openSync(this.file, 'w+');
+    } else {
+      const temporary = mkdtempSync(join(tmpdir(), 'stator-model-check-'));
+      this.fd = openSync(join(temporary, 'level'), 'w+');
+      rmSync(temporary, { recursive: true, force: true });
+      this.file = null;
+    }
+  }
+
+  /** A level written before (a checkpoint's), with `count` states, to read: discard() removes `file`. */
+  static open(file: string, count: number, chunkBytes = CHUNK): DiskLevel {
+    return new DiskLevel(chunkBytes, undefined, { file, count });
+  }
+
+  /** Every state written out and on disk (fsync): what a checkpoint needs before it links the file. */
+  seal(): void {
+    this.flush();
+    fsyncSync(this.fd);
   }
 
   get length(): number {
@@ -105,7 +138,7 @@ export class DiskLevel implements Level {
     if (this.discarded) return;
     this.discarded = true;
     closeSync(this.fd);
-    rmSync(this.dir, { recursive: true, force: true });
+    if (this.file) rmSync(this.file, { force: true });
   }
 
   private flush(): void {

@@ -73,50 +73,67 @@ export function factEvents(facts: Fact[]): ModelEvent[] {
   }));
 }
 
-/** What the projections must say about a state: the fields the model knows. */
-export function expectedProjection(c: ClusterModel) {
-  return {
-    timeline: Math.max(1, ...c.history.map((h) => h[0] + 1)),
-    paused: c.pause,
-    members: c.nodes.map((n) => ({ state: pgName(n), role: n.role, leadership: leadership(n) })),
-  };
+/** The timeline the projections must show for a state: one past the last the history ended. */
+function timelineOf(c: ClusterModel): number {
+  let timeline = 1;
+  for (const h of c.history) if (h[0] + 1 > timeline) timeline = h[0] + 1;
+  return timeline;
 }
 
 export function projectionOf(c: ClusterModel): ServedProjections {
   const members: ServedProjections['cluster']['members'] = {};
+  let leader: string | null = null;
   c.nodes.forEach((n, i) => {
     members[NODE_NAMES[i]] = { state: pgName(n), role: n.role, leadership: leadership(n) };
+    if (n.leader && leader === null) leader = NODE_NAMES[i];
   });
-  const expected = expectedProjection(c);
-  const leaders = c.nodes.map((n, i) => (n.leader ? NODE_NAMES[i] : null)).filter((x) => x !== null);
-  return {
-    cluster: { leader: leaders[0] ?? null, timeline: expected.timeline, paused: c.pause, members },
-    history: [],
-    schedule: [],
-  };
+  return { cluster: { leader, timeline: timelineOf(c), paused: c.pause, members }, history: [], schedule: [] };
 }
+
+const AT = '2026-01-01T00:00:00.000Z';
 
 /** Folds the step's events into the projections of the state before; null when they agree with the state after, else what differs. */
 export function replayMismatch(before: ClusterModel, after: ClusterModel, events: ModelEvent[]): string | null {
   let projections = projectionOf(before);
-  for (const event of events)
-    projections = evolveAll(projections, { ...event, seq: 1, at: '2026-01-01T00:00:00.000Z' });
-  const want = expectedProjection(after);
+  // Each field named (a spread of events of two shapes was a tenth of the search's time).
+  for (const e of events) {
+    const recorded = {
+      stream: e.stream,
+      seq: 1,
+      type: e.type,
+      at: AT,
+      node: e.node,
+      from: e.from,
+      to: e.to,
+      cause: e.cause,
+      data: e.data,
+    };
+    projections = evolveAll(projections, recorded);
+  }
   const got = projections.cluster;
-  if (got.timeline !== want.timeline) return `replayed timeline ${got.timeline}, state timeline ${want.timeline}`;
-  if (got.paused !== want.paused) return `replayed paused ${got.paused}, state paused ${want.paused}`;
-  for (let i = 0; i < want.members.length; i++) {
+  const timeline = timelineOf(after);
+  if (got.timeline !== timeline) return `replayed timeline ${got.timeline}, state timeline ${timeline}`;
+  if (got.paused !== after.pause) return `replayed paused ${got.paused}, state paused ${after.pause}`;
+  let believersBefore = 0;
+  let believersAfter = 0;
+  let leaderName: string | undefined;
+  for (let i = 0; i < after.nodes.length; i++) {
+    const n = after.nodes[i];
     const member = got.members[NODE_NAMES[i]] ?? {};
-    const expected = want.members[i];
-    for (const field of ['state', 'role', 'leadership'] as const) {
-      if (member[field] !== expected[field])
-        return `${NODE_NAMES[i]}: replayed ${field} ${member[field]}, state ${expected[field]}`;
+    const expected = { state: pgName(n), role: n.role, leadership: leadership(n) };
+    if (member.state !== expected.state)
+      return `${NODE_NAMES[i]}: replayed state ${member.state}, state ${expected.state}`;
+    if (member.role !== expected.role) return `${NODE_NAMES[i]}: replayed role ${member.role}, state ${expected.role}`;
+    if (member.leadership !== expected.leadership)
+      return `${NODE_NAMES[i]}: replayed leadership ${member.leadership}, state ${expected.leadership}`;
+    if (n.leader) {
+      believersAfter++;
+      leaderName ??= NODE_NAMES[i];
     }
+    if (before.nodes[i].leader) believersBefore++;
   }
   // With two nodes believing they lead (one stale), which one the log names depends on history before this step.
-  const believers = (c: ClusterModel) => c.nodes.filter((n) => n.leader).length;
-  const leaderName = NODE_NAMES[after.nodes.findIndex((n) => n.leader)];
-  if (believers(before) <= 1 && believers(after) === 1 && got.leader !== leaderName)
+  if (believersBefore <= 1 && believersAfter === 1 && got.leader !== leaderName)
     return `replayed leader ${got.leader}, state leader ${leaderName}`;
   return null;
 }

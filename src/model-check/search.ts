@@ -4,8 +4,10 @@ import { checkProgress, exemptWriters, fairRound } from './invariants';
 import { bootstrappedCluster, ClusterModel, ReplicationMode, stateKey } from './model';
 import { checkedStep } from './step';
 import { DiskLevel, Level, MemoryLevel } from './levels';
-import { FingerprintSet, KeySet } from './state-store';
+import { FingerprintSet, KeySet, StateStore } from './state-store';
+import { Checkpoints } from './checkpoint';
 import { canonicalKey } from './symmetry';
+import { actionCode, PathTable } from './path-table';
 
 export interface SearchOptions {
   mode: ReplicationMode;
@@ -25,6 +27,8 @@ export interface SearchOptions {
   start?: { c: ClusterModel; path: Action[] };
   /** For millions of states: fingerprints instead of keys (state-store.ts) and each level on disk (levels.ts). */
   compact?: boolean;
+  /** A directory to keep a checkpoint in after each level (checkpoint.ts), and to resume from if it holds one; implies compact. */
+  checkpoint?: string;
 }
 
 export interface FoundViolation extends Violation {
@@ -69,28 +73,45 @@ export function steadyStart(mode: ReplicationMode, bounds: Bounds, mutation?: De
   return c;
 }
 
+/** What a checkpoint must have been made by: the options that shape the search, and where it starts. */
+function searchIdentity(options: SearchOptions, start: ClusterModel): string {
+  const { mode, bounds, maxDepth, maxStates, progressEvery, symmetry } = options;
+  const sets = (_: string, value: unknown) => (value instanceof Set ? [...(value as Set<string>)].sort() : value);
+  return JSON.stringify({ mode, bounds, maxDepth, maxStates, progressEvery, symmetry, start: stateKey(start) }, sets);
+}
+
 const emptyCoverage = () => Object.fromEntries(ACTION_KINDS.map((k) => [k, 0])) as Record<ActionKind, number>;
 
 /** Breadth-first search with state hashing: the first violation found has a shortest path. */
 export function breadthFirst(options: SearchOptions): SearchReport {
-  const started = Date.now();
+  let started = Date.now();
   const { bounds, mutation } = options;
   const start = options.start?.c ?? steadyStart(options.mode, bounds, mutation);
   const prefix = options.start?.path ?? [];
   const keyOf = options.symmetry === false ? stateKey : canonicalKey;
-  const seen = options.compact ? new FingerprintSet() : new KeySet();
+  if (options.checkpoint && mutation) throw new Error('a search with a mutation keeps no checkpoint');
+  const checkpoints = options.checkpoint ? new Checkpoints(options.checkpoint, searchIdentity(options, start)) : null;
+  const compact = options.compact || checkpoints !== null;
+  let seen: StateStore = compact ? new FingerprintSet() : new KeySet();
   seen.add(keyOf(start));
-  const newLevel = (): Level => (options.compact ? new DiskLevel() : new MemoryLevel());
-  const parent: number[] = [-1];
-  const via: (Action | null)[] = [null];
-  const coverage = emptyCoverage();
+  const newLevel = (): Level => (compact ? new DiskLevel(undefined, checkpoints?.levelDir) : new MemoryLevel());
+  let paths = new PathTable();
+  paths.push(-1, 0);
+  let coverage = emptyCoverage();
   // The level being expanded and the one being filled, each discarded (its file removed) however the search ends.
-  const levels: { frontier: Level; next: Level | null } = { frontier: newLevel(), next: null };
-  levels.frontier.push(start, 0);
+  const resumed = checkpoints?.resume();
+  const levels: { frontier: Level; next: Level | null } = { frontier: resumed?.frontier ?? newLevel(), next: null };
+  if (!resumed) levels.frontier.push(start, 0);
   let transitions = 0;
   let depth = 0;
   let progressChecks = 0;
   let exempt = 0;
+  let newInLevel = 1;
+  if (resumed) {
+    ({ seen, paths } = resumed);
+    ({ depth, transitions, progressChecks, exempt, coverage, newInLevel } = resumed.progress);
+    started -= resumed.progress.elapsedMs;
+  }
   const report = (violation: FoundViolation | null, exhausted: boolean, partialLevel = false): SearchReport => ({
     mode: options.mode,
     states: seen.size,
@@ -104,13 +125,8 @@ export function breadthFirst(options: SearchOptions): SearchReport {
     exempt,
     violation,
   });
-  const pathTo = (id: number, last?: Action): Action[] => {
-    const path: Action[] = last ? [last] : [];
-    for (let at = id; at > 0; at = parent[at]) path.unshift(via[at]!);
-    return [...prefix, ...path];
-  };
+  const pathTo = (id: number, last?: Action): Action[] => [...prefix, ...paths.pathTo(id), ...(last ? [last] : [])];
   try {
-    let newInLevel = 1;
     while (levels.frontier.length > 0 && depth < options.maxDepth) {
       const level = (levels.next = newLevel());
       newInLevel = 0;
@@ -123,8 +139,7 @@ export function breadthFirst(options: SearchOptions): SearchReport {
           if (!seen.add(keyOf(step.next))) continue;
           const nextId = seen.size - 1;
           newInLevel++;
-          parent.push(id);
-          via.push(action);
+          paths.push(id, actionCode(action));
           // The last level's states are judged (above) but never expanded: no need to keep them.
           if (depth + 1 < options.maxDepth) level.push(step.next, nextId);
           if (exemptWriters(step.next) > 0) exempt++;
@@ -140,7 +155,12 @@ export function breadthFirst(options: SearchOptions): SearchReport {
       levels.frontier = level;
       levels.next = null;
       depth++;
-      options.onLevel?.(depth, seen.size, transitions, Date.now() - started);
+      const elapsedMs = Date.now() - started;
+      if (checkpoints) {
+        const progress = { depth, transitions, progressChecks, exempt, coverage, elapsedMs, newInLevel };
+        checkpoints.save(progress, seen as FingerprintSet, paths, level as DiskLevel);
+      }
+      options.onLevel?.(depth, seen.size, transitions, elapsedMs);
     }
     return report(null, newInLevel === 0);
   } finally {

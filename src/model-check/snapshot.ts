@@ -3,7 +3,7 @@ import { effectiveDynamicConfig } from '../config/dynamic-config';
 import { ClusterView, Member } from '../dcs/dcs.port';
 import { HaSnapshot, LocalView, PeerReading } from '../ha/cluster-snapshot';
 import { readingFromStatus } from '../ha/peer-probe';
-import { parseStandbyNames } from '../postgresql/standby-names';
+import { parseStandbyNames, StandbyNames } from '../postgresql/standby-names';
 import { PostgresSample, ReplicationConnection } from '../postgresql/postgres.port';
 import { PostgresStateName } from '../postgresql/postgres-states';
 import { syncKeyValue } from '../ha/sync/sync-key';
@@ -197,20 +197,30 @@ function sampleOf(c: ClusterModel, i: number): PostgresSample | null {
   };
 }
 
-export function standbyKind(standbyNames: string): string {
-  try {
-    return parseStandbyNames(standbyNames).kind;
-  } catch {
-    return 'off';
+/** synchronous_standby_names parsed by the real parser, once per distinct text (frozen: shared by every caller); null when it does not parse. */
+const parsedNames = new Map<string, StandbyNames | null>();
+
+export function parsedStandbyNames(standbyNames: string): StandbyNames | null {
+  let parsed = parsedNames.get(standbyNames);
+  if (parsed === undefined) {
+    try {
+      const names = parseStandbyNames(standbyNames);
+      parsed = Object.freeze({ ...names, members: Object.freeze([...names.members]) as string[] });
+    } catch {
+      parsed = null;
+    }
+    if (parsedNames.size > 10_000) parsedNames.clear();
+    parsedNames.set(standbyNames, parsed);
   }
+  return parsed;
+}
+
+export function standbyKind(standbyNames: string): string {
+  return parsedStandbyNames(standbyNames)?.kind ?? 'off';
 }
 
 export function safeMembers(standbyNames: string): string[] {
-  try {
-    return parseStandbyNames(standbyNames).members;
-  } catch {
-    return [];
-  }
+  return parsedStandbyNames(standbyNames)?.members ?? [];
 }
 
 function localOf(c: ClusterModel, i: number): LocalView {

@@ -6,7 +6,7 @@
  * the node), so a search with sites permutes only nodes of the same site. Why it is sound, and where
  * the decision code breaks ties by name: docs/chaos-and-safety.md, "Symmetry reduction".
  */
-import { ClusterModel, DcsRead, NODE_NAMES, NodeModel, stateKey } from './model';
+import { ClusterModel, cloneNode, DcsRead, NODE_NAMES, NodeModel, stateKey } from './model';
 import { MODEL_SITES } from './site-rule';
 
 type Permutation = readonly number[];
@@ -32,6 +32,7 @@ function renameMask(p: Permutation, mask: number): number {
 
 /** Member names written in a setting (`synchronous_standby_names`) follow their nodes; the order written stays. */
 function renameNames(p: Permutation, text: string): string {
+  if (text === '') return text;
   return text.replace(/\bn([1-9])\b/g, (_, d: string) => NODE_NAMES[p[Number(d) - 1]]);
 }
 
@@ -80,15 +81,16 @@ function renameViewOnce(p: Permutation, view: string): string {
 
 /** The same cluster with node i called NODE_NAMES[p[i]]: every index and name in the state follows. */
 export function renameNodes(c: ClusterModel, p: Permutation): ClusterModel {
-  const node = (n: NodeModel): NodeModel => ({
-    ...n,
-    upstream: renameIndex(p, n.upstream),
-    opUpstream: renameIndex(p, n.opUpstream),
-    standbyNames: renameNames(p, n.standbyNames),
-    view: n.view && renameView(p, n.view),
-    knownFailsafe: renameMask(p, n.knownFailsafe),
-    acceptedLeader: renameIndex(p, n.acceptedLeader),
-  });
+  const node = (n: NodeModel): NodeModel => {
+    const renamed = cloneNode(n);
+    renamed.upstream = renameIndex(p, n.upstream);
+    renamed.opUpstream = renameIndex(p, n.opUpstream);
+    renamed.standbyNames = renameNames(p, n.standbyNames);
+    renamed.view = n.view && renameView(p, n.view);
+    renamed.knownFailsafe = renameMask(p, n.knownFailsafe);
+    renamed.acceptedLeader = renameIndex(p, n.acceptedLeader);
+    return renamed;
+  };
   return {
     ...c,
     nodes: reorder(p, c.nodes.map(node)),
@@ -135,9 +137,8 @@ export function canonicalKey(c: ClusterModel): string {
   const [a, b, d] = signatures;
   // All different (the common case): the one renaming that sorts them.
   if (a !== b && b !== d && a !== d) {
-    const order = [0, 1, 2].sort((x, y) => (signatures[x] < signatures[y] ? -1 : 1));
-    const p: number[] = [];
-    order.forEach((from, to) => (p[from] = to));
+    // Each node's place in the order of the signatures (all different): the renaming that sorts them.
+    const p = [(a > b ? 1 : 0) + (a > d ? 1 : 0), (b > a ? 1 : 0) + (b > d ? 1 : 0), (d > a ? 1 : 0) + (d > b ? 1 : 0)];
     return p[0] === 0 && p[1] === 1 ? stateKey(c) : stateKey(renameNodes(c, p));
   }
   let least: string | null = null;
