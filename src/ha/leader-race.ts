@@ -138,8 +138,10 @@ function healthiest(s: HaSnapshot, pgIsPrimary: boolean): { ok: boolean; reason:
       }
       continue;
     }
-    if (isNoFailover(peer.tags) || peer.watchdogFailed) continue;
+    // A primary bars the race whatever its tags: a failsafe leader tagged nofailover after it took the lock still
+    // writes (the model checker found two primaries when the tag was tested first).
     if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };
+    if (isNoFailover(peer.tags) || peer.watchdogFailed) continue;
     const peerWal = peer.walPosition ?? 0;
     // In synchronous mode the former leader may still answer and be ahead of every standby: it does not bar the race.
     if (ownWal < peerWal && !isFormerSyncLeader(s, peer.name))

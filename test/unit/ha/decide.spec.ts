@@ -494,6 +494,16 @@ describe('decide() on a cluster snapshot', () => {
       { peers: [{ name: 'n2', reachable: true, isPrimary: true, walPosition: 1 }] },
       { verdict: 'following a different leader because i am not the healthiest node', actions: [] },
     ],
+    [
+      'a replica does not race while a primary tagged nofailover is alive (a failsafe leader tagged after it led)',
+      { peers: [{ name: 'n2', reachable: true, isPrimary: true, walPosition: 1, tags: { nofailover: true } }] },
+      { verdict: 'following a different leader because i am not the healthiest node', actions: [] },
+    ],
+    [
+      'nor while a primary whose watchdog failed is alive',
+      { peers: [{ name: 'n2', reachable: true, isPrimary: true, walPosition: 1, watchdogFailed: true }] },
+      { verdict: 'following a different leader because i am not the healthiest node', actions: [] },
+    ],
     ['an unreachable peer does not count', { peers: [{ name: 'n2', reachable: false }] }, { need: 'acquireLock' }],
     // after a whole-cluster restart the member that published the most WAL leads, or its key expires first
     [

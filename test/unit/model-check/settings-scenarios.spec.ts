@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { boundsFor } from '../../../src/model-check/bounds';
 import { loadDecisionCode } from '../../../src/model-check/mutant-loader';
 import { decisionMutants } from '../../../src/model-check/mutants';
@@ -246,5 +248,37 @@ describe('a standby cluster: no member runs as a primary (invariant 15)', () => 
     );
     expect(v?.invariant).toBe('lease');
     expect(v!.message).toBe('n1 runs as a primary in a standby cluster (standby_cluster names the remote primary)');
+  });
+});
+
+describe('failsafe mode: a primary tagged nofailover bars the race (invariant 1, with fences)', () => {
+  // The model checker's counter-example against the race that skipped nofailover peers before asking whether they
+  // are primaries: n1, failsafe leader cut from the DCS, gets tagged nofailover; n3 forgets accepting it and races.
+  const schedule =
+    'dcsCut n1, cycle n1, noFailover n1, cycle n2, cycle n3, tick, cycle n1, cycle n2, agentCrash n3, tick, agentRestart n3, cycle n3, complete n3';
+  const bounds: Bounds = { ...boundsFor('off', 2, 1, 0, 0), failsafe: true };
+
+  it('the real code: n3 finds n1 primary and stays out of the race', () => {
+    const beforeTheLastStep = runSchedule(parseSchedule(schedule.replace(', complete n3', '')), 'off', bounds);
+    expect(beforeTheLastStep.kind).toBe('reached');
+    if (beforeTheLastStep.kind === 'reached') expect(beforeTheLastStep.c.nodes[2].primary).toBe(false);
+    // n3 started no promotion: the counter-example's last step cannot be taken.
+    expect(runSchedule(parseSchedule(schedule), 'off', bounds)).toMatchObject({
+      kind: 'off course',
+      at: 'complete n3',
+    });
+  });
+
+  it('a race that tests the tag first promotes n3 beside the failsafe leader', () => {
+    const code = readFileSync(join(__dirname, '../../../src/ha/leader-race.ts'), 'utf8');
+    const primaryCheck =
+      '    if (peer.isPrimary) return { ok: false, reason: `Primary (${peer.name}) is still alive` };\n';
+    const tagCheck = '    if (isNoFailover(peer.tags) || peer.watchdogFailed) continue;\n';
+    expect(code).toContain(primaryCheck + tagCheck);
+    const tagFirst = code.replace(primaryCheck + tagCheck, tagCheck + primaryCheck);
+    const before = { name: 'the tag tested first', code: loadDecisionCode(new Map([['ha/leader-race.ts', tagFirst]])) };
+    const outcome = runSchedule(parseSchedule(schedule), 'off', bounds, before);
+    expect(outcome.kind).toBe('violation');
+    if (outcome.kind === 'violation') expect(outcome.violation.message).toBe('n1 and n3 accept writes at once');
   });
 });
