@@ -2,8 +2,9 @@
 
 Imported once a term is armed (a leader's fence only, fence_term.py), and written on a plain socket:
 `http.client` took 40-60 ms to import (its e-mail parser) at the moment a replica waits for the lease to go;
-TLS's module is imported only for an https endpoint. Revoking deletes the leader key and the member key attached to it, so every
-replica's watch fires at once. A lease that is already gone counts as revoked: the term ended either way.
+TLS's module is imported only for an https endpoint. Revoking deletes the leader key and the member key
+attached to it, so every replica's watch fires at once. A lease that is already gone counts as revoked: the term
+ended either way.
 """
 from __future__ import annotations
 
