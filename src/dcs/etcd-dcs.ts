@@ -74,7 +74,7 @@ export class EtcdDcs implements Dcs {
    */
   private released = false;
   /** `retry_timeout` in ms: from the configuration file at start, then from `/config` (setRetryTimeout). */
-  private retryTimeoutMs: number;
+  private retryTimeoutMs!: number;
   private closed = false;
   private readonly closing = new Subject<void>();
   private readonly watch: ClusterWatch;
@@ -85,7 +85,7 @@ export class EtcdDcs implements Dcs {
     this.leaderKey = this.prefix + ClusterKeys.leader;
     this.memberKey = this.prefix + ClusterKeys.member(options.name);
     this.lease = new OwnLeaseKeeper(this.client, options.clock, options.ttlSeconds);
-    this.retryTimeoutMs = options.retryTimeoutMs;
+    this.setRetryTimeout(options.retryTimeoutMs);
     // Closing ends every subscription, and with them the watch.
     this.watch = new ClusterWatch(this.client, this.prefix, options.retryTimeoutMs, options.clock, this.closing);
   }
@@ -299,6 +299,8 @@ export class EtcdDcs implements Dcs {
   /** The deadline of every later call, e.g. after `retry_timeout` changed in `/config`. */
   setRetryTimeout(retryTimeoutMs: number): void {
     this.retryTimeoutMs = retryTimeoutMs;
+    // A cycle's first call may wait the whole retry_timeout: one given less than half of it was cut short by its cycle.
+    this.client.noAnswerCountsFromMs = retryTimeoutMs / 2;
   }
 
   /**

@@ -220,6 +220,24 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       });
     });
 
+    it("keeps answering readCached from the watch when a request was cut short by its cycle's budget: a slow etcd is not a lost one", async () => {
+      const node2 = node('node2');
+      await recordChanges(node2);
+      expect((await node2.readCached()).leader).toBeNull();
+      await etcd.pause();
+      try {
+        // What a cycle has left after its earlier calls: a tenth of retry_timeout, too short to count as etcd gone.
+        await withinDcsBudget(new DcsBudget(RETRY_TIMEOUT_MS / 10), async () => {
+          await expect(node2.touchMember(member('node2'))).rejects.toThrow(/write member key/);
+        });
+        const startedAt = performance.now();
+        expect((await node2.readCached()).leader).toBeNull();
+        expect(performance.now() - startedAt).toBeLessThan(RETRY_TIMEOUT_MS / 2); // from the cache, not from etcd
+      } finally {
+        etcd.resume();
+      }
+    });
+
     it("an idle leader's cycle on the watch's cache costs etcd one keepalive: no range, no compare, no write of an unchanged member key", async () => {
       const node1 = node('node1');
       await node1.touchMember(member('node1'));

@@ -67,6 +67,12 @@ export class EtcdClient {
   private readonly openWatches = new Set<AbortController>();
   private readonly failureListeners = new Set<() => void>();
   private closed = false;
+  /**
+   * A request that got no answer says etcd is unreachable only if it waited at least this long. One cut short by
+   * what its HA cycle had left of retry_timeout says nothing of etcd: ending every watch for it would make the next
+   * cycles read the whole cluster from etcd, more load exactly while etcd is slow. 0: every no-answer counts.
+   */
+  noAnswerCountsFromMs = 0;
 
   constructor(connection: EtcdConnection) {
     this.transport = new EtcdTransport(connection);
@@ -303,7 +309,8 @@ export class EtcdClient {
       return parsed;
     } catch (error) {
       const failure = signal.aborted ? abortError(signal.reason, path, timeoutMs) : error;
-      if (isTransient(failure) && !this.closed) this.requestFailed(path);
+      const cutShort = failure instanceof EtcdNoAnswerError && timeoutMs < this.noAnswerCountsFromMs;
+      if (isTransient(failure) && !this.closed && !cutShort) this.requestFailed(path);
       throw failure;
     } finally {
       clearTimeout(deadline);
