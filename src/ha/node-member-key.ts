@@ -7,7 +7,12 @@ export interface ShutdownFacts {
   clusterState: string | undefined;
   checkpointLsn: number | undefined;
   timeline: number | undefined;
-  serverRunning: boolean;
+  /**
+   * The server runs and the sampler has read it: its own WAL position replaces the checkpoint. One that runs but was
+   * not read yet (the cycle that started it touches the key before the next cycle samples) still shows the checkpoint,
+   * or the key would show no position at all and a member behind it could win the race in that moment.
+   */
+  serverRead: boolean;
   /** The agent is stopping. */
   leaving: boolean;
   /** ms since this agent started, and the ttl in ms. */
@@ -22,7 +27,7 @@ export interface ShutdownFacts {
  * it wins a race it cannot answer meanwhile (decide.ts), and the wait never outlasts a ttl.
  */
 export function shutdownCheckpoint(facts: ShutdownFacts): { lsn: number; timeline?: number } | null {
-  if (facts.serverRunning || facts.clusterState !== 'shut down' || facts.checkpointLsn === undefined) return null;
+  if (facts.serverRead || facts.clusterState !== 'shut down' || facts.checkpointLsn === undefined) return null;
   if (!facts.leaving && facts.sinceStartMs > facts.ttlMs) return null;
   return { lsn: facts.checkpointLsn, timeline: facts.timeline };
 }
@@ -45,7 +50,7 @@ export function memberKeyOf(node: NodeActors): MemberData {
       clusterState: dataDir?.clusterState,
       checkpointLsn: dataDir?.checkpointLsn,
       timeline: dataDir?.timeline,
-      serverRunning: node.pgState() === 'running',
+      serverRead: node.pgState() === 'running' && node.sampler.sample !== null,
       leaving: node.leaving,
       sinceStartMs: node.deps.clock.monotonic() - node.agentStartedAt,
       ttlMs: node.dynamic.ttl * 1000,

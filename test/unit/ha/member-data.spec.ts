@@ -1,5 +1,6 @@
 import { loadConfig } from '../../../src/config/load-config';
 import { memberData, MemberFacts } from '../../../src/ha/member-data';
+import { shutdownCheckpoint, ShutdownFacts } from '../../../src/ha/node-member-key';
 import { sample } from './snapshot-factory';
 
 /** The member key as the other members' leader race reads it. */
@@ -48,6 +49,14 @@ describe('memberData', () => {
       }),
     );
     expect(data).toMatchObject({ state: 'stopped', xlog_location: 83_886_121, timeline: 3 });
+  });
+
+  it('a server that started but was not read yet still shows the shutdown checkpoint, not an empty position', () => {
+    // The key is touched at the end of the cycle that started the server; its first reading comes a cycle later.
+    const data = memberData(
+      facts({ pgState: 'running', sample: null, shutdownCheckpoint: { lsn: 83_886_120, timeline: 3 } }),
+    );
+    expect(data).toMatchObject({ state: 'running', xlog_location: 83_886_121, timeline: 3 });
   });
 
   describe('version, as Patroni peers read it', () => {
@@ -102,5 +111,36 @@ describe('memberData', () => {
         false,
       );
     });
+  });
+});
+
+/** When a primary stopped cleanly publishes where its WAL ends (a whole-cluster restart's race depends on it). */
+describe('shutdownCheckpoint', () => {
+  const stoppedLeader: ShutdownFacts = {
+    clusterState: 'shut down',
+    checkpointLsn: 83_886_120,
+    timeline: 3,
+    serverRead: false,
+    leaving: false,
+    sinceStartMs: 3_000,
+    ttlMs: 10_000,
+  };
+
+  it('is shown while the agent stops, and for the first ttl after it starts again', () => {
+    expect(shutdownCheckpoint({ ...stoppedLeader, leaving: true, sinceStartMs: 60_000 })).toEqual({
+      lsn: 83_886_120,
+      timeline: 3,
+    });
+    expect(shutdownCheckpoint(stoppedLeader)).toEqual({ lsn: 83_886_120, timeline: 3 });
+    expect(shutdownCheckpoint({ ...stoppedLeader, sinceStartMs: 10_001 })).toBeNull();
+  });
+
+  it('gives way to the reading of the running server, and only to a reading', () => {
+    expect(shutdownCheckpoint({ ...stoppedLeader, serverRead: true })).toBeNull();
+  });
+
+  it('is not shown by a server that crashed or was in recovery', () => {
+    expect(shutdownCheckpoint({ ...stoppedLeader, clusterState: 'in production' })).toBeNull();
+    expect(shutdownCheckpoint({ ...stoppedLeader, clusterState: 'shut down in recovery' })).toBeNull();
   });
 });
