@@ -41,8 +41,11 @@ export interface Dcs {
    */
   termRelease(): TermRelease | null;
 
-  /** Writes `members/<name>` on own lease. Skips the write when the value did not change. */
-  touchMember(data: MemberData): Promise<void>;
+  /**
+   * Writes `members/<name>` on own lease. Skips the write when the value did not change. `renewLease`: keep the lease
+   * alive now whatever its age, so that the key outlives this call by a whole ttl (a stopped leader's last write).
+   */
+  touchMember(data: MemberData, options?: { renewLease?: boolean }): Promise<void>;
 
   /** `create`: create-only write of `initialize` (the bootstrap race), false if it exists. Otherwise plain put. */
   initialize(value: string, create: boolean): Promise<boolean>;

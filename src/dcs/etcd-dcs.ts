@@ -221,15 +221,17 @@ export class EtcdDcs implements Dcs {
 
   /**
    * Writes the member key on the own lease. Sends a keepalive first when the last one is older
-   * than ttl/3 (the lease must outlive the HA loop's period), and skips the write when the value
-   * and lease equal the last successful write.
+   * than ttl/3 (the lease must outlive the HA loop's period) or `renewLease` asks for one, and skips
+   * the write when the value and lease equal the last successful write.
    */
-  async touchMember(data: MemberData): Promise<void> {
+  async touchMember(data: MemberData, options: { renewLease?: boolean } = {}): Promise<void> {
     const value = JSON.stringify(data);
     await this.withRetry('write member key', async (remaining) => {
       const held = this.lease.current;
       const lease =
-        held && this.options.clock.monotonic() - held.refreshSentAt < (this.lease.ttlSeconds * 1000) / 3
+        held &&
+        !options.renewLease &&
+        this.options.clock.monotonic() - held.refreshSentAt < (this.lease.ttlSeconds * 1000) / 3
           ? held
           : await this.lease.keepAlive(remaining);
       if (this.lastMemberWrite?.value === value && this.lastMemberWrite.leaseId === lease.id) return;

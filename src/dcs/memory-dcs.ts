@@ -223,11 +223,12 @@ export class MemoryDcs implements Dcs {
     return null;
   }
 
-  /** Keepalive when the last one is older than ttl/3 (as EtcdDcs); skips an identical write on the same lease. */
-  async touchMember(data: MemberData): Promise<void> {
+  /** Keepalive when the last one is older than ttl/3 or renewLease (as EtcdDcs); skips an identical write on the same lease. */
+  async touchMember(data: MemberData, options: { renewLease?: boolean } = {}): Promise<void> {
     this.ready('write member key');
     const value = JSON.stringify(data);
     const fresh =
+      !options.renewLease &&
       this.lease !== null &&
       this.backend.hasLease(this.lease.id) &&
       this.backend.clock.monotonic() - this.lease.refreshedAt < (this.ttlSeconds * 1000) / 3;

@@ -302,7 +302,8 @@ export async function publishShutdownPosition(node: NodeActors): Promise<boolean
   try {
     // The site stays in /status: the members racing next prefer the stopped leader's site (docs/sites.md).
     await dcs.setStatus({ optime: checkpoint, ...(node.config.site ? { current_site: node.config.site } : {}) });
-    await dcs.touchMember(memberKeyOf(node));
+    // A fresh keepalive: the key outlives the agent by a whole ttl, not by what was left of the last one.
+    await dcs.touchMember(memberKeyOf(node), { renewLease: true });
     logger.info(`published the shutdown checkpoint at ${checkpoint} on timeline ${node.dataDir!.timeline}`);
     return true;
   } catch (error) {

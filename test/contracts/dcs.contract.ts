@@ -242,6 +242,19 @@ export function describeDcsContract(
         expect((await node2.read()).members.map((m) => [m.name, m.data.state])).toEqual([['node1', 'stopped']]);
         await fixture.passTimeUntil(async () => (await node2.read()).members.length === 0, 'the member key to expire');
       });
+
+      it("renewed by a stopping leader's last touch, whatever its age: its member key lives a whole ttl after it", async () => {
+        const ttlMs = fixture.shortTtlSeconds * 1000;
+        const node1 = node('node1', fixture.shortTtlSeconds);
+        const node2 = node('node2');
+        await node1.touchMember(member('running'));
+        await fixture.passTime(ttlMs / 4); // too young for a plain touch to send a keepalive
+        const renewedAt = fixture.clock.monotonic();
+        await node1.touchMember(member('stopped'), { renewLease: true });
+        await node1.close({ keepLease: true });
+        await fixture.passTimeUntil(async () => (await node2.read()).members.length === 0, 'the member key to expire');
+        expect(fixture.clock.monotonic()).toBeGreaterThanOrEqual(renewedAt + ttlMs);
+      });
     });
 
     describe('member keys', () => {
