@@ -48,13 +48,15 @@ async function commitRow(): Promise<void> {
   await sql(leader, 'INSERT INTO acknowledged VALUES ($1)', [committed + 1]);
   committed++;
   for (const node of cluster.nodes.filter((node) => node !== leader)) {
-    await waitFor(
-      async () =>
-        (await sql(node, 'SELECT 1 FROM acknowledged WHERE n = $1', [committed]).catch(() => [])).length === 1,
-      {
-        timeoutMs: 10_000,
-        description: `${node.name} replaying row ${committed}`,
-      },
+    await withServerFacts(
+      waitFor(
+        async () =>
+          (await sql(node, 'SELECT 1 FROM acknowledged WHERE n = $1', [committed]).catch(() => [])).length === 1,
+        {
+          timeoutMs: 10_000,
+          description: `${node.name} replaying row ${committed}`,
+        },
+      ),
     );
   }
 }
@@ -78,8 +80,8 @@ async function expectHealthyWithEveryRow(): Promise<number> {
   const healthyMs = performance.now() - started;
   await commitRow(); // the leader accepts writes again
   for (const node of cluster.nodes) {
-    try {
-      await waitFor(
+    await withServerFacts(
+      waitFor(
         async () =>
           Number((await sql<{ rows: string }>(node, 'SELECT count(*) AS rows FROM acknowledged'))[0].rows) ===
           committed,
@@ -87,16 +89,22 @@ async function expectHealthyWithEveryRow(): Promise<number> {
           timeoutMs: 10_000,
           description: `${node.name} holds all ${committed} acknowledged rows`,
         },
-      );
-    } catch (error) {
-      // What each server holds and where it streams from, so a failure in CI can be understood without its files.
-      throw new Error(
-        `${(error as Error).message}\n${(await Promise.all(cluster.nodes.map(describeServer))).join('\n')}`,
-        { cause: error },
-      );
-    }
+      ),
+    );
   }
   return healthyMs;
+}
+
+/** A failed wait, told with what each server holds and where it streams from: a CI failure understood without its files. */
+async function withServerFacts<T>(wait: Promise<T>): Promise<T> {
+  try {
+    return await wait;
+  } catch (error) {
+    throw new Error(
+      `${(error as Error).message}\n${(await Promise.all(cluster.nodes.map(describeServer))).join('\n')}`,
+      { cause: error },
+    );
+  }
 }
 
 async function describeServer(node: LocalNode): Promise<string> {
@@ -107,7 +115,14 @@ async function describeServer(node: LocalNode): Promise<string> {
             (SELECT status || ' from port ' || sender_port || ' tl ' || received_tli FROM pg_stat_wal_receiver) AS receiver,
             pg_last_wal_replay_lsn()::text AS replayed, CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() END AS replay_paused`,
   ).catch((error: Error) => [{ error: error.message }]);
-  return `--- ${node.name} (pg ${node.pgPort}): ${JSON.stringify(facts[0])} ${JSON.stringify(node.lastVerdicts(8))}`;
+  return `--- ${node.name} (pg ${node.pgPort}): ${JSON.stringify(facts[0])} ${JSON.stringify(node.lastVerdicts(16))}`;
+}
+
+/** How many times the node's agent published its shutdown checkpoint: its log says so once its member key shows it. */
+function shutdownsPublished(node: LocalNode): number {
+  return existsSync(node.logPath)
+    ? readFileSync(node.logPath, 'utf8').split('published the shutdown checkpoint').length - 1
+    : 0;
 }
 
 /** Asks the leader for a switchover to another node; `answer` settles when the leader replies (or dies). */
@@ -128,17 +143,33 @@ async function startSwitchover(): Promise<{ from: LocalNode; to: LocalNode; answ
 it('comes back after a clean stop of every agent: the leader, stopped last and started last, leads again', async () => {
   await commitRow();
   const leader = await cluster.waitForLeader(30_000);
+  const replicas = cluster.nodes.filter((node) => node !== leader);
   // The replicas stop first, so the leader's shutdown checkpoint is WAL that only it has.
-  await Promise.all(cluster.nodes.filter((node) => node !== leader).map((node) => node.stop()));
-  await leader.stop();
-  for (const node of cluster.nodes) if (node !== leader) node.start();
-  // Less than a ttl later: its member key, which shows that checkpoint, still lives.
-  await new Promise((resolve) => setTimeout(resolve, 3000));
+  await Promise.all(replicas.map((node) => node.stop()));
+  const published = shutdownsPublished(leader);
+  const leaderStopped = leader.stop();
+  // The replicas start once the leader's member key shows that checkpoint, for a ttl from then: not when its agent
+  // has exited, which on a crowded machine (CI) came late enough for the key to expire before the replicas' race.
+  await waitFor(() => shutdownsPublished(leader) > published, {
+    timeoutMs: 30_000,
+    description: `${leader.name} publishing its shutdown checkpoint`,
+  });
+  for (const node of replicas) node.start();
+  const replicasStartedAt = performance.now();
+  await leaderStopped;
+  const exitMs = performance.now() - replicasStartedAt;
+  // The leader starts last, 2 s after the replicas (or once its agent exited, if later): less than a ttl after it
+  // published, so its member key, which shows that checkpoint, still lives until the new agent writes it again.
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, replicasStartedAt + 2000 - performance.now())));
   leader.start();
   const healthyMs = await expectHealthyWithEveryRow();
-  expect((await cluster.waitForLeader(10_000)).name).toBe(leader.name);
+  const leaderNow = (await cluster.waitForLeader(10_000)).name;
+  if (leaderNow !== leader.name)
+    await withServerFacts(Promise.reject(new Error(`${leaderNow} leads, not ${leader.name}`)));
   expect(leader.lastVerdicts(200).filter((line) => /pg_rewind|rewind/.test(line))).toEqual([]);
-  console.log(`clean stop: healthy ${Math.round(healthyMs)} ms after the restart`);
+  console.log(
+    `clean stop: healthy ${Math.round(healthyMs)} ms after the restart; the leader's agent exited ${Math.round(exitMs)} ms after it published`,
+  );
 });
 
 it('comes back after a switchover and then a power cut of every process, etcd keeping its data', async () => {
