@@ -22,7 +22,9 @@ let committed = 0;
 
 beforeAll(async () => {
   baseDir = tmpDir('stator-restart-');
-  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 10, loopWait: 2, retryTimeout: 4 });
+  // ttl 20: a stopped leader's member key must outlive the start of three agents, which took 9 to 11 s each beside
+  // fleet.int-spec's nine (CI runs them side by side), and with ttl 10 the key expired before the leader was back.
+  cluster = await LocalCluster.start({ nodes: 3, baseDir, ttl: 20, loopWait: 2, retryTimeout: 4 });
   const leader = await cluster.waitForLeader(60_000);
   await cluster.waitForStreaming(others(leader), 60_000);
   await sql(leader, 'CREATE TABLE acknowledged (n int PRIMARY KEY)');
