@@ -372,6 +372,15 @@ export class EtcdDcs implements Dcs {
         `${operation}: not sent, this HA cycle already waited its retry_timeout (${budget.limitMs} ms) for the DCS`,
       );
     }
+    // What is left of a cycle that already waited on etcd, shorter than etcd's last answer took: the request would be
+    // aborted unanswered, and with it the connection the next cycle's keepalive needs (EtcdClient.lastAnswerMs). A
+    // cycle's first call always goes, so the estimate follows etcd back once it is fast again.
+    const lastAnswerMs = this.client.lastAnswerMs;
+    if (allowedMs < this.retryTimeoutMs && allowedMs < lastAnswerMs) {
+      throw new DcsError(
+        `${operation}: not sent, ${Math.round(allowedMs)} ms left of this HA cycle's retry_timeout and etcd's last answer took ${Math.round(lastAnswerMs)} ms`,
+      );
+    }
     return budget.charge(() => retryTransient(allowedMs, operation, attempt, this.retryHooks));
   }
 }

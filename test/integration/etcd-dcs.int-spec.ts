@@ -8,6 +8,7 @@ import { EtcdClient, WatchBrokenError } from '../../src/dcs/etcd/etcd-client';
 import { DcsBudget, withinDcsBudget } from '../../src/dcs/dcs-budget';
 import { EtcdDcs } from '../../src/dcs/etcd-dcs';
 import { DcsContractFixture, describeDcsContract } from '../contracts/dcs.contract';
+import { startDelayProxy } from '../helpers/delay-proxy';
 import { EtcdHandle, startEtcd } from '../helpers/etcd';
 import { freePort } from '../helpers/ports';
 import { waitFor } from '../helpers/wait-for';
@@ -235,6 +236,29 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
         expect(performance.now() - startedAt).toBeLessThan(RETRY_TIMEOUT_MS / 2); // from the cache, not from etcd
       } finally {
         etcd.resume();
+      }
+    });
+
+    it("refuses at once what is left of a cycle too short for etcd's last answer, rather than sending it to be aborted", async () => {
+      const proxy = await startDelayProxy(etcd.endpoint);
+      try {
+        const node1 = node('node1', { hosts: [proxy.endpoint] });
+        await node1.read(); // connected before the link slows down (gRPC's handshake alone takes two round trips)
+        proxy.delayMs = 0.3 * RETRY_TIMEOUT_MS; // each way: every answer takes 60% of a retry_timeout or more
+        await withinDcsBudget(new DcsBudget(RETRY_TIMEOUT_MS), async () => {
+          await node1.read(); // the cycle's first call goes, and leaves less than half its budget
+          const refusedAt = performance.now();
+          await expect(node1.touchMember(member('node1'))).rejects.toThrow(
+            /write member key: not sent, \d+ ms left of this HA cycle's retry_timeout and etcd's last answer took \d+ ms/,
+          );
+          expect(performance.now() - refusedAt).toBeLessThan(RETRY_TIMEOUT_MS / 10);
+        });
+        // The link is fast again: the next cycle's first call goes whatever the estimate says, and is answered.
+        proxy.delayMs = 0;
+        await withinDcsBudget(new DcsBudget(RETRY_TIMEOUT_MS), () => node1.touchMember(member('node1')));
+        expect((await node1.read()).members.map((m) => m.name)).toEqual(['node1']);
+      } finally {
+        await proxy.close();
       }
     });
 

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { Observable } from 'rxjs';
 import { isSuccess, type EtcdAnswer } from './etcd-answer';
 import { EtcdAuthenticationError, EtcdConnection, EtcdHostsUnreachable, EtcdTransport } from './etcd-transport';
@@ -73,9 +74,21 @@ export class EtcdClient {
    * cycles read the whole cluster from etcd, more load exactly while etcd is slow. 0: every no-answer counts.
    */
   noAnswerCountsFromMs = 0;
+  private lastAnswerTookMs = 0;
 
   constructor(connection: EtcdConnection) {
     this.transport = new EtcdTransport(connection);
+  }
+
+  /**
+   * How long etcd took to answer the last answered request, in ms (0 before the first). On a slow link a request given
+   * less time than that will most likely be aborted unanswered, and an aborted request costs its connection: the next
+   * one opens a new connection, a round trip more. The last answer, not an average: a link that just slowed down must
+   * count at once (measured with a 1 s one-way delay: the cycle's second request, sent on the strength of the earlier
+   * fast answers, was aborted, and the next cycle's keepalive paid for a new connection and lost the leader key).
+   */
+  get lastAnswerMs(): number {
+    return this.lastAnswerTookMs;
   }
 
   /** The highest store revision seen in any response header, or null before the first response. */
@@ -297,6 +310,7 @@ export class EtcdClient {
       timeoutMs,
     );
     const signal = request.signal;
+    const sentAt = performance.now();
     try {
       const response = await this.send(path, body, signal);
       if (!isSuccess(response)) throw await responseError(response);
@@ -306,6 +320,7 @@ export class EtcdClient {
         response.status,
       );
       this.noteRevision(parsed.header?.revision);
+      this.lastAnswerTookMs = performance.now() - sentAt;
       return parsed;
     } catch (error) {
       const failure = signal.aborted ? abortError(signal.reason, path, timeoutMs) : error;
