@@ -16,12 +16,12 @@ import {
   Revision,
   SyncState,
 } from './dcs.port';
-import { EtcdClient, TxnCompare } from './etcd/etcd-client';
+import { EtcdClient, revisionIs, TxnCompare } from './etcd/etcd-client';
 import { EtcdConnection, usesGrpc } from './etcd/etcd-transport';
 import { ClusterWatch } from './etcd/cluster-watch';
 import { currentDcsBudget } from './dcs-budget';
 import { OwnLeaseKeeper } from './etcd/own-lease';
-import { MIN_ATTEMPT_MS, RemainingMs, retryTransient } from './etcd/etcd-retry';
+import { cycleAllowanceMs, RemainingMs, retryTransient } from './etcd/etcd-retry';
 
 /** etcd's endpoints, TLS and user (`hosts` are `host:port`), then the cluster's keys and timing. */
 export interface EtcdDcsOptions extends EtcdConnection {
@@ -46,6 +46,9 @@ export interface EtcdDcsOptions extends EtcdConnection {
  * backstop is rare: every 5 minutes at ttl 30.
  */
 export const CACHE_CONFIRM_TTLS = 10;
+
+/** A call the HA cycle cannot do without (the read, the leader lock, the lease): tried with whatever time is left. */
+const ESSENTIAL = { essential: true };
 
 /**
  * The Dcs port on etcd v3 (through the gRPC-JSON gateway), in Patroni's key layout and lease
@@ -92,8 +95,10 @@ export class EtcdDcs implements Dcs {
 
   /** One linearizable range over the cluster prefix. */
   async read(): Promise<ClusterView> {
-    const result = await this.withRetry('read cluster', (remaining) =>
-      this.client.range(this.prefix, { prefix: true }, remaining()),
+    const result = await this.withRetry(
+      'read cluster',
+      (remaining) => this.client.range(this.prefix, { prefix: true }, remaining()),
+      ESSENTIAL,
     );
     const leader = result.kvs.find((kv) => kv.key === this.leaderKey);
     this.leaderSeen = leader ? { value: leader.value, lease: leader.lease, at: this.options.clock.monotonic() } : null;
@@ -114,7 +119,10 @@ export class EtcdDcs implements Dcs {
   async readCached(): Promise<ClusterView> {
     const maxAgeMs = (this.options.cacheConfirmTtls ?? CACHE_CONFIRM_TTLS) * this.lease.ttlSeconds * 1000;
     let trusted = this.watch.trustedView(maxAgeMs);
-    if (!trusted && (await this.withRetry('confirm cluster cache', (left) => this.watch.confirmUnchanged(left))))
+    if (
+      !trusted &&
+      (await this.withRetry('confirm cluster cache', (left) => this.watch.confirmUnchanged(left), ESSENTIAL))
+    )
       trusted = this.watch.trustedView(maxAgeMs);
     if (!trusted) return this.read();
     const { leader } = trusted;
@@ -139,22 +147,26 @@ export class EtcdDcs implements Dcs {
    * its own earlier success (same name, same lease).
    */
   async acquireLeader(): Promise<LockLease | null> {
-    return this.withRetry('acquire leader lock', async (remaining) => {
-      const lease = await this.lease.keepAlive(remaining);
-      const result = await this.client.txn(
-        {
-          compare: [{ key: this.leaderKey, target: 'CREATE', createRevision: '0' }],
-          success: [{ put: { key: this.leaderKey, value: this.options.name, lease: lease.id } }],
-          failure: [{ range: { key: this.leaderKey } }],
-        },
-        remaining(),
-      );
-      const holder = result.responses[0]?.kvs[0];
-      const ours = result.succeeded || (holder?.value === this.options.name && holder.lease === lease.id);
-      if (!ours) return null;
-      this.released = false;
-      return this.lease.lockLease(lease);
-    });
+    return this.withRetry(
+      'acquire leader lock',
+      async (remaining) => {
+        const lease = await this.lease.keepAlive(remaining);
+        const result = await this.client.txn(
+          {
+            compare: [{ key: this.leaderKey, target: 'CREATE', createRevision: '0' }],
+            success: [{ put: { key: this.leaderKey, value: this.options.name, lease: lease.id } }],
+            failure: [{ range: { key: this.leaderKey } }],
+          },
+          remaining(),
+        );
+        const holder = result.responses[0]?.kvs[0];
+        const ours = result.succeeded || (holder?.value === this.options.name && holder.lease === lease.id);
+        if (!ours) return null;
+        this.released = false;
+        return this.lease.lockLease(lease);
+      },
+      ESSENTIAL,
+    );
   }
 
   /**
@@ -174,49 +186,61 @@ export class EtcdDcs implements Dcs {
       this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.lease.ttlSeconds * 1000) / 3;
     const seen = recent && !this.released ? this.leaderSeen : null;
     this.leaderSeen = null;
-    return this.withRetry('refresh leader lock', async (remaining) => {
-      const lease = await this.lease.keepAlive(remaining);
-      if (seen?.value === this.options.name && seen.lease === lease.id) return this.lease.lockLease(lease);
-      const ownsKey = await this.client.txn(
-        {
-          compare: [this.leaderHolds(), { key: this.leaderKey, target: 'LEASE', lease: lease.id }],
-          failure: [{ range: { key: this.leaderKey } }],
-        },
-        remaining(),
-      );
-      if (ownsKey.succeeded) return this.lease.lockLease(lease);
-      if (ownsKey.responses[0]?.kvs[0]?.value !== this.options.name) return null;
-      const moved = await this.client.txn(
-        {
-          compare: [this.leaderHolds()],
-          success: [{ put: { key: this.leaderKey, value: this.options.name, lease: lease.id } }],
-        },
-        remaining(),
-      );
-      return moved.succeeded ? this.lease.lockLease(lease) : null;
-    });
+    return this.withRetry(
+      'refresh leader lock',
+      async (remaining) => {
+        const lease = await this.lease.keepAlive(remaining);
+        if (seen?.value === this.options.name && seen.lease === lease.id) return this.lease.lockLease(lease);
+        const ownsKey = await this.client.txn(
+          {
+            compare: [this.leaderHolds(), { key: this.leaderKey, target: 'LEASE', lease: lease.id }],
+            failure: [{ range: { key: this.leaderKey } }],
+          },
+          remaining(),
+        );
+        if (ownsKey.succeeded) return this.lease.lockLease(lease);
+        if (ownsKey.responses[0]?.kvs[0]?.value !== this.options.name) return null;
+        const moved = await this.client.txn(
+          {
+            compare: [this.leaderHolds()],
+            success: [{ put: { key: this.leaderKey, value: this.options.name, lease: lease.id } }],
+          },
+          remaining(),
+        );
+        return moved.succeeded ? this.lease.lockLease(lease) : null;
+      },
+      ESSENTIAL,
+    );
   }
 
   /** `txn(VALUE(leader)==name → delete)`. */
   async releaseLeader(): Promise<boolean> {
     this.released = true;
     this.leaderSeen = null;
-    return this.withRetry('release leader lock', async (remaining) => {
-      const result = await this.client.txn(
-        { compare: [this.leaderHolds()], success: [{ deleteRange: { key: this.leaderKey } }] },
-        remaining(),
-      );
-      return result.succeeded;
-    });
+    return this.withRetry(
+      'release leader lock',
+      async (remaining) => {
+        const result = await this.client.txn(
+          { compare: [this.leaderHolds()], success: [{ deleteRange: { key: this.leaderKey } }] },
+          remaining(),
+        );
+        return result.succeeded;
+      },
+      ESSENTIAL,
+    );
   }
 
   async forceLeader(): Promise<LockLease> {
-    return this.withRetry('write leader key', async (remaining) => {
-      const lease = await this.lease.keepAlive(remaining);
-      await this.client.put(this.leaderKey, this.options.name, { lease: lease.id }, remaining());
-      this.released = false;
-      return this.lease.lockLease(lease);
-    });
+    return this.withRetry(
+      'write leader key',
+      async (remaining) => {
+        const lease = await this.lease.keepAlive(remaining);
+        await this.client.put(this.leaderKey, this.options.name, { lease: lease.id }, remaining());
+        this.released = false;
+        return this.lease.lockLease(lease);
+      },
+      ESSENTIAL,
+    );
   }
 
   /**
@@ -295,7 +319,7 @@ export class EtcdDcs implements Dcs {
    */
   async setTtl(ttlSeconds: number): Promise<void> {
     if (!this.lease.changeTtl(ttlSeconds)) return;
-    await this.withRetry('grant lease', (remaining) => this.lease.grant(remaining()));
+    await this.withRetry('grant lease', (remaining) => this.lease.grant(remaining()), ESSENTIAL);
   }
 
   /** The deadline of every later call, e.g. after `retry_timeout` changed in `/config`. */
@@ -362,32 +386,15 @@ export class EtcdDcs implements Dcs {
    * an HA cycle the deadline is also bounded by what the cycle's DcsBudget has left: the cycle's
    * calls share one retry_timeout, and a call is not sent at all once that is spent.
    */
-  private async withRetry<T>(operation: string, attempt: (remaining: RemainingMs) => Promise<T>): Promise<T> {
+  private async withRetry<T>(
+    operation: string,
+    attempt: (remaining: RemainingMs) => Promise<T>,
+    { essential }: { essential?: boolean } = {},
+  ): Promise<T> {
     if (this.closed) throw new DcsError(`${operation}: the DCS client is closed`);
     const budget = currentDcsBudget();
     if (!budget) return retryTransient(this.retryTimeoutMs, operation, attempt, this.retryHooks);
-    const allowedMs = Math.min(this.retryTimeoutMs, budget.remainingMs());
-    if (allowedMs < MIN_ATTEMPT_MS) {
-      throw new DcsError(
-        `${operation}: not sent, this HA cycle already waited its retry_timeout (${budget.limitMs} ms) for the DCS`,
-      );
-    }
-    // What is left of a cycle that already waited on etcd, shorter than etcd's last answer took: the request would be
-    // aborted unanswered, and with it the connection the next cycle's keepalive needs (EtcdClient.lastAnswerMs). A
-    // cycle's first call always goes, so the estimate follows etcd back once it is fast again.
-    const lastAnswerMs = this.client.lastAnswerMs;
-    if (allowedMs < this.retryTimeoutMs && allowedMs < lastAnswerMs) {
-      throw new DcsError(
-        `${operation}: not sent, ${Math.round(allowedMs)} ms left of this HA cycle's retry_timeout and etcd's last answer took ${Math.round(lastAnswerMs)} ms`,
-      );
-    }
+    const allowedMs = cycleAllowanceMs(operation, budget, this.retryTimeoutMs, this.client.lastAnswerMs, essential);
     return budget.charge(() => retryTransient(allowedMs, operation, attempt, this.retryHooks));
   }
-}
-
-/** The compare of a compare-and-set: `'absent'` means the key must not exist. */
-function revisionIs(key: string, expected: Revision): TxnCompare {
-  return expected === 'absent'
-    ? { key, target: 'CREATE', createRevision: '0' }
-    : { key, target: 'MOD', modRevision: expected };
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { performance } from 'node:perf_hooks';
+import { DcsBudget } from '../dcs-budget';
 import { DcsError } from '../dcs.port';
 import { EtcdRequestError } from './etcd-client';
 import { EtcdNoAnswerError, isTransient } from './etcd-types';
@@ -45,9 +46,37 @@ export async function retryTransient<T>(
       if (pause < 0) {
         const last = (error as Error).message;
         const why = telling && telling !== error ? `${telling.message} (the last try: ${last})` : last;
-        throw new DcsError(`${operation}: failed within ${timeoutMs} ms: ${why}`, { cause: error });
+        throw new DcsError(`${operation}: failed within ${Math.round(timeoutMs)} ms: ${why}`, { cause: error });
       }
       await sleep(pause);
     }
   }
+}
+
+/**
+ * How long a call within an HA cycle may take: what the cycle's budget has left, at most retry_timeout. Throws, sending
+ * nothing, once the budget is spent; and when what is left is shorter than etcd's last answer took (`lastAnswerMs`,
+ * EtcdClient): the request would be aborted unanswered, and with it the connection the next cycle's keepalive needs.
+ * Not for an `essential` call (the read, the lock, the lease), which the cycle cannot do without: it tries whatever is
+ * left. A cycle's first call always goes, so the estimate follows etcd back once it is fast again.
+ */
+export function cycleAllowanceMs(
+  operation: string,
+  budget: DcsBudget,
+  retryTimeoutMs: number,
+  lastAnswerMs: number,
+  essential = false,
+): number {
+  const allowedMs = Math.min(retryTimeoutMs, budget.remainingMs());
+  if (allowedMs < MIN_ATTEMPT_MS) {
+    throw new DcsError(
+      `${operation}: not sent, this HA cycle already waited its retry_timeout (${budget.limitMs} ms) for the DCS`,
+    );
+  }
+  if (!essential && allowedMs < retryTimeoutMs && allowedMs < lastAnswerMs) {
+    throw new DcsError(
+      `${operation}: not sent, ${Math.round(allowedMs)} ms left of this HA cycle's retry_timeout and etcd's last answer took ${Math.round(lastAnswerMs)} ms`,
+    );
+  }
+  return allowedMs;
 }

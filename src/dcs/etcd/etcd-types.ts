@@ -45,6 +45,13 @@ export type TxnCompare = { key: string; result?: 'EQUAL' | 'GREATER' | 'LESS' | 
   | { target: 'LEASE'; lease: string }
 );
 
+/** The compare of a compare-and-set: a revision, or `'absent'` when the key must not exist. */
+export function revisionIs(key: string, expected: string | 'absent'): TxnCompare {
+  return expected === 'absent'
+    ? { key, target: 'CREATE', createRevision: '0' }
+    : { key, target: 'MOD', modRevision: expected };
+}
+
 export type TxnOperation =
   | { put: { key: string; value: string; lease?: string } }
   | { deleteRange: { key: string; prefix?: boolean } }
