@@ -8,6 +8,7 @@ import { waitFor } from '../../scripts/lib/wait-for';
 import { killLeaderAndWait } from '../helpers/kill-leader';
 import { descendantsOf } from '../../src/common/process-tree';
 import { sql } from '../helpers/sql';
+import { leaderLeaseTtl } from '../helpers/leader-lease';
 import { readSyncKey, SyncKey } from '../helpers/sync-key';
 
 /**
@@ -229,6 +230,10 @@ it('an agent restarted beside its running primary never relaxes synchronous_stan
   });
   const before = await standbyNames(leader);
   expect(before).not.toBe('');
+  // The new agent must refresh the lock before the lease ends, or the fence ends the term: beside other cluster specs
+  // (CI) a restart took 9 to 11 s to come up, past ttl 10. Its subject is the restarted agent, not the lease: ttl 30.
+  await patchConfig(leader, { ttl: 30 });
+  await waitFor(async () => (await leaderLeaseTtl(cluster)) === 30, { description: 'the leader key on a 30 s lease' });
   // Each reading names the server's role with the value: a replica's value commits nothing.
   const seen: string[] = [];
   const startedAt = Date.now();
@@ -250,6 +255,8 @@ it('an agent restarted beside its running primary never relaxes synchronous_stan
   await new Promise((resolve) => setTimeout(resolve, 3000));
   watching = false;
   await watcher;
+  await patchConfig(leader, { ttl: 10 });
+  await waitFor(async () => (await leaderLeaseTtl(cluster)) === 10, { description: 'the leader key on a 10 s lease' });
   // The placeholder alone (no standby can confirm: commits wait) is stricter, not relaxed: a restarted agent writes
   // it when it must write the configuration before its first reading of the running primary, on a loaded machine.
   const values = [
