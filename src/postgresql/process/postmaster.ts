@@ -14,6 +14,7 @@ import { fenceCommand, FenceProgram } from './fence-program';
 import { AdapterLog, LocalPostgres } from './local-postgres';
 import { isProcessAlive, livePostmasterFromPidFile, signalQuietly, sleep, waitUntil } from './os-process';
 import { postmasterLogTail, readExitRecord, startFailure } from './postmaster-log';
+import { nextReadyProbeMs, READY_PROBE_FIRST_MS } from './ready-probe';
 
 /** After the escalation to an immediate shutdown, how long before SIGKILL. */
 const IMMEDIATE_GRACE_MS = 2000;
@@ -235,12 +236,15 @@ export class Postmaster {
   ): Promise<void> {
     const { paths } = this.options;
     const connectionInfo = this.local.localConnection();
+    let probeMs = READY_PROBE_FIRST_MS;
     while (performance.now() < deadline) {
+      const probedAt = performance.now();
       const ready = await Promise.race([
-        serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(1000, deadline - performance.now()))),
+        serverAcceptsConnections(connectionInfo, Math.max(100, Math.min(probeMs, deadline - probedAt))),
         exited,
       ]);
       if (ready === true) return;
+      probeMs = nextReadyProbeMs(probeMs, performance.now() - probedAt);
       if (typeof ready === 'object') throw startFailure(ready, paths.postmasterLog);
       const exit = await Promise.race([sleep(READY_POLL_MS), exited]);
       if (exit) throw startFailure(exit, paths.postmasterLog);
