@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { Observable, Subject } from 'rxjs';
@@ -34,12 +33,6 @@ export interface EventQueueState {
 }
 
 const MAX_BATCH = 50;
-/**
- * An append that took this long means etcd is busy: the next one waits as long as it took, so that the log takes at
- * most half of the store's time from the HA writes that share it. In a switchover storm of 20 clusters, 70% of what
- * etcd applied was the event log (docs/benchmarks.md); a fast store (a few ms an append) is never paced.
- */
-const PACE_FROM_MS = 200;
 /** How far back a possibly-applied cluster append is looked for, beyond our own events (other nodes append too). */
 const CLUSTER_TAIL_MARGIN = 100;
 
@@ -52,8 +45,7 @@ const CLUSTER_TAIL_MARGIN = 100;
  * handed to the queue storage, which makes it durable in the background together with whatever is
  * recorded meanwhile (group commit, see FileQueueStorage). A background flusher sends the queue to
  * the store in recording order, one batch per run of same-stream events, retrying with a backoff of
- * up to 1 s while the store is down, pacing itself while the store is slow (PACE_FROM_MS), and tells
- * the storage how far the store has them.
+ * up to 1 s while the store is down, and tells the storage how far the store has them.
  *
  * Own streams are appended at their recorded position (expectedVersion = seq - 1). When that
  * position is taken, the stored events are compared with the queued ones: identical events
@@ -214,12 +206,8 @@ export class EventRecorder {
     const backoff = new Backoff();
     while (this.queue.length > 0 && !this.stopped) {
       try {
-        const startedAt = performance.now();
         await this.flushNext();
         backoff.reset();
-        const tookMs = performance.now() - startedAt;
-        if (tookMs >= PACE_FROM_MS && this.queue.length > 0)
-          await sleep(tookMs, undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
         if (this.storeDownSince !== null) {
           const downForMs = this.options.clock.now() - this.storeDownSince;
           this.logger.log(

@@ -14,14 +14,9 @@ import { waitFor } from '../helpers/wait-for';
 class UnreliableStore implements EventStore {
   down = false;
   loseNextAppendAnswer = false;
-  /** How long each append takes, and when each began (performance.now()). */
-  appendDelayMs = 0;
-  readonly appendStarts: number[] = [];
   constructor(readonly inner = new MemoryEventStore()) {}
 
   async append(stream: string, events: NewEvent[], expected: ExpectedVersion): Promise<RecordedEvent[]> {
-    this.appendStarts.push(performance.now());
-    if (this.appendDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.appendDelayMs));
     this.failIfDown();
     const stored = await this.inner.append(stream, events, expected);
     if (this.loseNextAppendAnswer) {
@@ -132,31 +127,6 @@ describe(EventRecorder.name, () => {
     ]);
     expect(recorder.pending()).toBe(0);
     expect(await queueFileLines()).toEqual([]);
-  });
-
-  it('paces its appends while the store is slow: each waits as long as the one before took; a fast store is not paced', async () => {
-    const recorder = newRecorder();
-    await recorder.start();
-    const runsOfThreeStreams = () => {
-      for (const machine of ['postgres', 'role', 'postgres']) recorder.record(event(machine, 'running'));
-    };
-    runsOfThreeStreams(); // three appends: one per run of same-stream events
-    await recorder.whenFlushed();
-    const fast = store.appendStarts.splice(0);
-    expect(fast.at(-1)! - fast[0]).toBeLessThan(100);
-
-    store.appendDelayMs = 250;
-    runsOfThreeStreams();
-    await recorder.whenFlushed();
-    const slow = store.appendStarts.splice(0);
-    expect(slow).toHaveLength(3);
-    // 250 ms for the append, as long again of pause before the next: the store has half its time for everyone else.
-    for (let i = 1; i < slow.length; i++) expect(slow[i] - slow[i - 1]).toBeGreaterThanOrEqual(490);
-    expect(summary(await store.read()).slice(-3)).toEqual([
-      'node/node1/postgres#3:running',
-      'node/node1/role#2:running',
-      'node/node1/postgres#4:running',
-    ]);
   });
 
   it('emits every recorded event on recorded$ at once, before it reaches the store', () => {
