@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
-import { sql } from '../helpers/sql';
+import { isPrimaryServer, sql } from '../helpers/sql';
 import { readSyncKey } from '../helpers/sync-key';
 
 /**
@@ -99,6 +99,9 @@ beforeAll(async () => {
     leader = await cluster.waitForHealthy(60_000);
   }
   beside = leader.name === 'node1' ? 'node2' : 'node1';
+  // A new lock holder answers /primary while it drains before promoting (docs/load-balancers.md): wait for writes.
+  const writer = leader;
+  await waitFor(() => isPrimaryServer(writer), { timeoutMs: 30_000, description: `${writer.name} taking writes` });
   await sql(leader, 'CREATE TABLE site_rows (id int)');
 });
 
