@@ -1,14 +1,6 @@
 import { Observable } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  compareRevisions,
-  EtcdClient,
-  KeyValue,
-  nextRevision,
-  TxnCompare,
-  watchUntilBroken,
-  WatchBrokenError,
-} from '../dcs/etcd/etcd-client';
+import { EtcdClient, nextRevision, TxnCompare, watchUntilBroken, WatchBrokenError } from '../dcs/etcd/etcd-client';
 import { EtcdConnection } from '../dcs/etcd/etcd-transport';
 import { NewEvent, RecordedEvent } from './event';
 import {
@@ -17,9 +9,10 @@ import {
   EventStore,
   ExpectedVersion,
   ExpectedVersionConflict,
+  MAX_STREAMS_PER_APPEND,
   StreamRange,
 } from './event-store.port';
-import { chainEvents } from './hash-chain';
+import { chainStreams } from './hash-chain';
 import { CheckpointConflict, LogCheckpoint } from './log-checkpoint';
 import { Backoff } from '../common/backoff';
 import { EtcdQuotaGuard, EtcdQuotaLimit } from './etcd-quota-guard';
@@ -28,6 +21,9 @@ import {
   CHECKPOINT,
   HEADS,
   parseCheckpoint,
+  firstConflict,
+  IN_TXN,
+  inStoreOrder,
   parseEvent,
   parseHead,
   StoredHead,
@@ -57,7 +53,7 @@ export function eventLogPrefix(namespace: string, scope: string): string {
   return `/stator-events-ns/${encodeURIComponent(namespace)}/${scope}/`;
 }
 
-/** etcd's default `--max-txn-ops` is 128: one put per event plus the head. */
+/** etcd's default `--max-txn-ops` is 128: one put per event plus one per stream's head. */
 const MAX_EVENTS_PER_APPEND = 100;
 /** Attempts of one append when the head moved under it ('any', or a stale cached head). */
 const APPEND_ATTEMPTS = 5;
@@ -111,21 +107,47 @@ export class EtcdEventStore implements EventStore {
    */
   async append(stream: string, events: NewEvent[], expectedVersion: ExpectedVersion): Promise<RecordedEvent[]> {
     assertStreamName(stream);
-    if (events.length > MAX_EVENTS_PER_APPEND) {
-      throw new Error(`append to ${stream}: ${events.length} events exceed ${MAX_EVENTS_PER_APPEND} per append`);
+    return this.appendStreams(
+      events.map((event) => ({ ...event, stream })),
+      new Map([[stream, expectedVersion]]),
+    );
+  }
+
+  /** append() for several streams in one txn, each stream's head compared; events keep the order given (IN_TXN). */
+  async appendStreams(events: NewEvent[], expected: ReadonlyMap<string, ExpectedVersion>): Promise<RecordedEvent[]> {
+    const streams = [...expected.keys()];
+    streams.forEach(assertStreamName);
+    const unexpected = events.find((event) => !expected.has(event.stream));
+    if (unexpected) throw new Error(`append: no expected version for ${unexpected.stream}`);
+    if (events.length > MAX_EVENTS_PER_APPEND || streams.length > MAX_STREAMS_PER_APPEND) {
+      throw new Error(
+        `append of ${events.length} events to ${streams.length} streams exceeds ` +
+          `${MAX_EVENTS_PER_APPEND} events or ${MAX_STREAMS_PER_APPEND} streams per append`,
+      );
     }
     await this.quotaGuard?.check();
-    const known = this.knownHeads.get(stream);
-    let head =
-      known && (expectedVersion === 'any' || known.seq === expectedVersion) ? known : await this.readHead(stream);
+    let heads = new Map(
+      await Promise.all(
+        streams.map(async (stream): Promise<[string, StoredHead]> => {
+          const known = this.knownHeads.get(stream);
+          const expectedVersion = expected.get(stream);
+          const usable = known && (expectedVersion === 'any' || known.seq === expectedVersion);
+          return [stream, usable ? known : await this.readHead(stream)];
+        }),
+      ),
+    );
     for (let attempt = 1; ; attempt++) {
-      if (expectedVersion !== 'any' && head.seq !== expectedVersion) {
-        throw new ExpectedVersionConflict(stream, expectedVersion, head.seq);
-      }
-      const outcome = await this.appendAfter(stream, events, head);
+      const conflict = firstConflict(expected, heads);
+      if (conflict) throw conflict;
+      const outcome = await this.appendAfter(events, heads);
       if ('stored' in outcome) return outcome.stored;
-      head = outcome.currentHead;
-      if (attempt >= APPEND_ATTEMPTS) throw new ExpectedVersionConflict(stream, expectedVersion, head.seq);
+      heads = outcome.currentHeads;
+      if (attempt >= APPEND_ATTEMPTS) {
+        const [stream, expectedVersion] = [...expected][0];
+        throw (
+          firstConflict(expected, heads) ?? new ExpectedVersionConflict(stream, expectedVersion, heads.get(stream)!.seq)
+        );
+      }
     }
   }
 
@@ -133,12 +155,7 @@ export class EtcdEventStore implements EventStore {
   async read(filter: EventFilter = {}): Promise<RecordedEvent[]> {
     if (filter.stream === undefined) {
       const all = await this.client.range(this.prefix, { prefix: true }, this.options.requestTimeoutMs);
-      return all.kvs
-        .filter((kv) => this.isEventKey(kv.key))
-        .map((kv) => ({ kv, event: parseEvent(kv.value) }))
-        .filter((entry): entry is { kv: KeyValue; event: RecordedEvent } => entry.event !== null)
-        .sort((a, b) => compareRevisions(a.kv.modRevision, b.kv.modRevision) || a.event.seq - b.event.seq)
-        .map((entry) => entry.event);
+      return inStoreOrder(all.kvs.filter((kv) => this.isEventKey(kv.key)).map((kv) => ({ kv, stream: null })));
     }
     assertStreamName(filter.stream);
     // Keys of this stream continue with digits; ':' sorts right after '9', which leaves out
@@ -167,14 +184,10 @@ export class EtcdEventStore implements EventStore {
         ),
       ),
     );
-    return results
-      .flatMap((result, index) =>
-        result.kvs
-          .map((kv) => ({ kv, event: parseEvent(kv.value) }))
-          .filter((entry) => entry.event?.stream === nonEmpty[index].stream),
-      )
-      .sort((a, b) => compareRevisions(a.kv.modRevision, b.kv.modRevision) || a.event!.seq - b.event!.seq)
-      .map((entry) => entry.event!);
+    // A range's keys may run into a nested stream's (`<stream>/postgres/...`): those are left out.
+    return inStoreOrder(
+      results.flatMap((result, index) => result.kvs.map((kv) => ({ kv, stream: nonEmpty[index].stream }))),
+    );
   }
 
   async streamHeads(): Promise<{ stream: string; seq: number }[]> {
@@ -300,41 +313,54 @@ export class EtcdEventStore implements EventStore {
     return head;
   }
 
-  /** One txn, conditional on the head being `head`: the stored events, or the head found instead. */
+  /** One txn, conditional on every stream's head being the one in `heads`: the stored events, or the heads found instead. */
   private async appendAfter(
-    stream: string,
     events: NewEvent[],
-    head: StoredHead,
-  ): Promise<{ stored: RecordedEvent[] } | { currentHead: StoredHead }> {
-    const stored = chainEvents(stream, events, head);
+    heads: ReadonlyMap<string, StoredHead>,
+  ): Promise<{ stored: RecordedEvent[] } | { currentHeads: Map<string, StoredHead> }> {
+    const stored = chainStreams(events, heads);
     if (stored.length === 0) return { stored };
-    const { seq, hash } = stored[stored.length - 1];
-    const newHeadValue = JSON.stringify({ seq, hash });
-    const headKey = this.headKey(stream);
-    const compare: TxnCompare[] = [
-      head.value === null
-        ? { key: headKey, target: 'CREATE', createRevision: '0' }
-        : { key: headKey, target: 'VALUE', value: head.value },
-      // Guards the events even if a head was lost: an existing event is never overwritten.
-      { key: this.eventKey(stream, head.seq + 1), target: 'CREATE', createRevision: '0' },
-    ];
+    const written = [...new Set(stored.map((event) => event.stream))];
+    const newHeads = new Map<string, StoredHead>();
+    for (const { stream, seq, hash } of stored)
+      newHeads.set(stream, { seq, hash, value: JSON.stringify({ seq, hash }) });
+    const compare: TxnCompare[] = written.flatMap((stream): TxnCompare[] => {
+      const head = heads.get(stream)!;
+      return [
+        head.value === null
+          ? { key: this.headKey(stream), target: 'CREATE', createRevision: '0' }
+          : { key: this.headKey(stream), target: 'VALUE', value: head.value },
+        // Guards the events even if a head was lost: an existing event is never overwritten.
+        { key: this.eventKey(stream, head.seq + 1), target: 'CREATE', createRevision: '0' },
+      ];
+    });
+    const ordered = written.length > 1;
     const result = await this.client.txn(
       {
         compare,
         success: [
-          ...stored.map((event) => ({ put: { key: this.eventKey(stream, event.seq), value: JSON.stringify(event) } })),
-          { put: { key: headKey, value: newHeadValue } },
+          ...stored.map((event, index) => ({
+            put: {
+              key: this.eventKey(event.stream, event.seq),
+              value: JSON.stringify(ordered ? { ...event, [IN_TXN]: index } : event),
+            },
+          })),
+          ...written.map((stream) => ({ put: { key: this.headKey(stream), value: newHeads.get(stream)!.value! } })),
         ],
-        failure: [{ range: { key: headKey } }],
+        failure: written.map((stream) => ({ range: { key: this.headKey(stream) } })),
       },
       this.options.requestTimeoutMs,
     );
     if (!result.succeeded) {
-      const currentHead = parseHead(result.responses[0]?.kvs[0]?.value);
-      this.knownHeads.set(stream, currentHead);
-      return { currentHead };
+      const currentHeads = new Map(heads);
+      written.forEach((stream, index) => {
+        const head = parseHead(result.responses[index]?.kvs[0]?.value);
+        currentHeads.set(stream, head);
+        this.knownHeads.set(stream, head);
+      });
+      return { currentHeads };
     }
-    this.knownHeads.set(stream, { seq, hash, value: newHeadValue });
+    for (const [stream, head] of newHeads) this.knownHeads.set(stream, head);
     return { stored };
   }
 

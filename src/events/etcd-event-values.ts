@@ -1,4 +1,6 @@
+import { compareRevisions, KeyValue } from '../dcs/etcd/etcd-client';
 import { LogCheckpoint } from './log-checkpoint';
+import { ExpectedVersion, ExpectedVersionConflict } from './event-store.port';
 import { RecordedEvent } from './event';
 import { ChainHead } from './hash-chain';
 
@@ -44,12 +46,62 @@ export function parseCheckpoint(value: string): LogCheckpoint {
   return parsed;
 }
 
+/**
+ * The field a txn that writes several streams adds to each of its events' values: the event's place
+ * in the txn, since all of them share one mod revision and only the order within a stream shows in the seqs.
+ */
+export const IN_TXN = 'inTxn';
+
+/** An event as read from its key: its place within its txn (0 when the txn wrote one stream). */
+export interface StoredEvent {
+  event: RecordedEvent;
+  inTxn: number;
+}
+
 /** Values that are not events (written by someone else) are skipped rather than thrown. */
-export function parseEvent(value: string): RecordedEvent | null {
+export function parseStoredEvent(value: string): StoredEvent | null {
   try {
-    const event = JSON.parse(value) as RecordedEvent;
-    return typeof event?.stream === 'string' && typeof event.seq === 'number' ? event : null;
+    const { [IN_TXN]: inTxn, ...event } = JSON.parse(value) as RecordedEvent & { [IN_TXN]?: unknown };
+    if (typeof event?.stream !== 'string' || typeof event.seq !== 'number') return null;
+    return { event, inTxn: typeof inTxn === 'number' ? inTxn : 0 };
   } catch {
     return null;
   }
+}
+
+export function parseEvent(value: string): RecordedEvent | null {
+  return parseStoredEvent(value)?.event ?? null;
+}
+
+/** The first stream whose numeric expectation its head does not meet. */
+export function firstConflict(
+  expected: ReadonlyMap<string, ExpectedVersion>,
+  heads: ReadonlyMap<string, StoredHead>,
+): ExpectedVersionConflict | null {
+  for (const [stream, expectedVersion] of expected) {
+    const seq = heads.get(stream)!.seq;
+    if (expectedVersion !== 'any' && seq !== expectedVersion)
+      return new ExpectedVersionConflict(stream, expectedVersion, seq);
+  }
+  return null;
+}
+
+/**
+ * The events of `keys` whose values parse (and belong to `stream` where one is given), in store
+ * order: by mod revision, then by place in their txn, then by seq.
+ */
+export function inStoreOrder(keys: { kv: KeyValue; stream: string | null }[]): RecordedEvent[] {
+  return keys
+    .map(({ kv, stream }) => {
+      const stored = parseStoredEvent(kv.value);
+      return { kv, stored: stream === null || stored?.event.stream === stream ? stored : null };
+    })
+    .filter((entry): entry is { kv: KeyValue; stored: StoredEvent } => entry.stored !== null)
+    .sort(
+      (a, b) =>
+        compareRevisions(a.kv.modRevision, b.kv.modRevision) ||
+        a.stored.inTxn - b.stored.inTxn ||
+        a.stored.event.seq - b.stored.event.seq,
+    )
+    .map((entry) => entry.stored.event);
 }

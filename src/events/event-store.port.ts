@@ -23,6 +23,9 @@ export interface StreamRange {
   toSeq: number;
 }
 
+/** The most streams one appendStreams call may write (each costs its head's compare and put in etcd's txn). */
+export const MAX_STREAMS_PER_APPEND = 20;
+
 /** The most events one readRanges call may ask for, over all its ranges. */
 export const MAX_RANGED_READ_EVENTS = 20_000;
 
@@ -43,6 +46,14 @@ export interface EventStore {
    * the next free positions. Resolves with the events as stored.
    */
   append(stream: string, events: NewEvent[], expectedVersion: ExpectedVersion): Promise<RecordedEvent[]>;
+  /**
+   * Appends events of several streams in one atomic write, stored in the order given (each event
+   * names its stream; every stream is a key of `expected`). Either all are stored or none: a stream
+   * whose numeric expectation fails rejects the whole write with ExpectedVersionConflict (the first
+   * such stream in `expected`'s order); 'any' streams take their next free positions. One revision
+   * for a flush of a node's streams, where one append per stream made one each (issue 35).
+   */
+  appendStreams(events: NewEvent[], expected: ReadonlyMap<string, ExpectedVersion>): Promise<RecordedEvent[]>;
   read(filter?: EventFilter): Promise<RecordedEvent[]>;
   /**
    * The stored events of each range, all ranges together in store order: a bounded read of part of

@@ -95,6 +95,19 @@ export function chainEvents(stream: string, events: NewEvent[], head: ChainHead)
 }
 
 /**
+ * chainEvents over events of several streams, in the order given: each is numbered on from its
+ * stream's head in `heads` (an empty head when absent) and chained to the event before it in its stream.
+ */
+export function chainStreams(events: NewEvent[], heads: ReadonlyMap<string, ChainHead>): ChainedEvent[] {
+  const current = new Map(heads);
+  return events.map((event) => {
+    const [chained] = chainEvents(event.stream, [event], current.get(event.stream) ?? { seq: 0, hash: '' });
+    current.set(event.stream, { seq: chained.seq, hash: chained.hash });
+    return chained;
+  });
+}
+
+/**
  * Checks every stream's chain in `events` (any mix of streams, in the order given, e.g. store
  * order or an export's lines):
  * - reordered: an event comes after a later seq of its stream;

@@ -8,7 +8,7 @@ import {
   ExpectedVersionConflict,
   StreamRange,
 } from './event-store.port';
-import { ChainHead, chainEvents } from './hash-chain';
+import { ChainHead, chainEvents, chainStreams } from './hash-chain';
 import { CheckpointConflict, coveredByCheckpoint, LogCheckpoint } from './log-checkpoint';
 
 /**
@@ -31,6 +31,21 @@ export class MemoryEventStore implements EventStore {
     this.events.push(...stored);
     const last = stored[stored.length - 1];
     this.heads.set(stream, { seq: last.seq, hash: last.hash });
+    for (const event of stored) this.appended.next(event);
+    return stored.map((event) => ({ ...event }));
+  }
+
+  async appendStreams(events: NewEvent[], expected: ReadonlyMap<string, ExpectedVersion>): Promise<RecordedEvent[]> {
+    for (const [stream, expectedVersion] of expected) {
+      const seq = this.heads.get(stream)?.seq ?? 0;
+      if (expectedVersion !== 'any' && expectedVersion !== seq)
+        throw new ExpectedVersionConflict(stream, expectedVersion, seq);
+    }
+    const unexpected = events.find((event) => !expected.has(event.stream));
+    if (unexpected) throw new Error(`appendStreams: no expected version for ${unexpected.stream}`);
+    const stored = chainStreams(events, this.heads);
+    this.events.push(...stored);
+    for (const event of stored) this.heads.set(event.stream, { seq: event.seq, hash: event.hash });
     for (const event of stored) this.appended.next(event);
     return stored.map((event) => ({ ...event }));
   }

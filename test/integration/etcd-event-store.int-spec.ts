@@ -8,7 +8,7 @@ import { systemClock } from '../../src/common/clock';
 import { EtcdClient } from '../../src/dcs/etcd/etcd-client';
 import { NewEvent, RecordedEvent } from '../../src/events/event';
 import { EventRecorder, QUEUE_FILE } from '../../src/events/event-recorder';
-import { ExpectedVersionConflict } from '../../src/events/event-store.port';
+import { ExpectedVersion, ExpectedVersionConflict } from '../../src/events/event-store.port';
 import { EtcdEventStore } from '../../src/events/etcd-event-store';
 import { verifyChain } from '../../src/events/hash-chain';
 import { MAX_EVENT_DATA_BYTES } from '../../src/events/event-bounds';
@@ -220,6 +220,71 @@ describe(`${EtcdEventStore.name} against etcd`, () => {
     await expect(store.append('cluster', [event('cluster', 'c')], 1)).rejects.toMatchObject({ expected: 1, actual: 2 });
     await expect(store.append('cluster', [event('cluster', 'c')], 5)).rejects.toMatchObject({ expected: 5, actual: 2 });
     expect(summary(await store.read({ stream: 'cluster' }))).toEqual(['cluster#1:a', 'cluster#2:b']);
+  });
+
+  it('appends several streams in one txn: one revision, read, ranged and watched in the order given; a stale head stores none', async () => {
+    const store = newStore();
+    const [pg, role] = ['node/node1/postgres', 'node/node1/role'];
+    await store.append(role, [event(role, 'r1')], 0);
+    await store.append('cluster', [event('cluster', 'c1')], 'any');
+    const received: RecordedEvent[] = [];
+    subscriptions.push(store.subscribe().subscribe((e) => received.push(e)));
+    // Another writer moves the cluster stream's head past the one this store knows: 'any' follows it.
+    await newStore().append('cluster', [event('cluster', 'c2', 'node2')], 'any');
+
+    // Neither seq nor stream name gives this order: only the place in the txn does.
+    const given = [event(role, 'r2'), event(pg, 'p1'), event('cluster', 'c3'), event(role, 'r3'), event(pg, 'p2')];
+    const stored = await store.appendStreams(
+      given,
+      new Map<string, ExpectedVersion>([
+        [pg, 0],
+        [role, 1],
+        ['cluster', 'any'],
+      ]),
+    );
+    const inOrder = [
+      'node/node1/role#2:r2',
+      'node/node1/postgres#1:p1',
+      'cluster#3:c3',
+      'node/node1/role#3:r3',
+      'node/node1/postgres#2:p2',
+    ];
+    expect(summary(stored)).toEqual(inOrder);
+    expect(summary(await store.read()).slice(-5)).toEqual(inOrder);
+    expect(
+      summary(
+        await newStore().readRanges([
+          { stream: pg, fromSeq: 1, toSeq: 2 },
+          { stream: role, fromSeq: 2, toSeq: 3 },
+          { stream: 'cluster', fromSeq: 3, toSeq: 3 },
+        ]),
+      ),
+    ).toEqual(inOrder);
+    await waitFor(() => received.length === 6, { description: "the other writer's event and the five appended" });
+    expect(summary(received).slice(1)).toEqual(inOrder);
+    const raw = new EtcdClient({ hosts: [etcd.endpoint] });
+    try {
+      const keys = await raw.range(`/stator-events/${scope}/node/`, { prefix: true }, 1000);
+      const revisions = new Set(keys.kvs.filter((kv) => !kv.key.endsWith('r1')).map((kv) => kv.modRevision));
+      expect(keys.kvs).toHaveLength(5);
+      expect(revisions.size).toBe(2); // r1's append, and the txn of the five (cluster's key is not under node/)
+    } finally {
+      raw.close();
+    }
+    expect(verifyChain(await store.read())).toEqual([]);
+
+    // The postgres stream's head is 2, not 1: nothing is stored, the role stream's event neither.
+    await expect(
+      store.appendStreams(
+        [event(role, 'r4'), event(pg, 'p3')],
+        new Map([
+          [role, 3],
+          [pg, 1],
+        ]),
+      ),
+    ).rejects.toEqual(new ExpectedVersionConflict(pg, 1, 2));
+    expect(await store.lastSeq(role)).toBe(3);
+    expect(await store.lastSeq(pg)).toBe(2);
   });
 
   it("gives racing 'any' appends distinct consecutive seqs", async () => {

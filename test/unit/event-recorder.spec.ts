@@ -14,11 +14,23 @@ import { waitFor } from '../helpers/wait-for';
 class UnreliableStore implements EventStore {
   down = false;
   loseNextAppendAnswer = false;
+  /** Appends applied: one etcd revision each in the etcd store. */
+  appliedAppends = 0;
   constructor(readonly inner = new MemoryEventStore()) {}
 
   async append(stream: string, events: NewEvent[], expected: ExpectedVersion): Promise<RecordedEvent[]> {
     this.failIfDown();
     const stored = await this.inner.append(stream, events, expected);
+    if (this.loseNextAppendAnswer) {
+      this.loseNextAppendAnswer = false;
+      throw new Error('connection reset after the append was applied');
+    }
+    return stored;
+  }
+  async appendStreams(events: NewEvent[], expected: ReadonlyMap<string, ExpectedVersion>): Promise<RecordedEvent[]> {
+    this.failIfDown();
+    const stored = await this.inner.appendStreams(events, expected);
+    this.appliedAppends++;
     if (this.loseNextAppendAnswer) {
       this.loseNextAppendAnswer = false;
       throw new Error('connection reset after the append was applied');
@@ -214,6 +226,42 @@ describe(EventRecorder.name, () => {
     await recorder.whenFlushed();
     expect(summary(await store.read())).toEqual(['node/node1/postgres#1:starting', 'cluster#1:node1']);
     expect(warnings.filter((w) => w.includes('re-based'))).toEqual([]);
+  });
+
+  it('stores what one transition records on several streams in one append, in recording order', async () => {
+    const recorder = newRecorder();
+    await recorder.start();
+    recorder.record(event('role', 'demoting'));
+    recorder.record(event('postgres', 'stopping'));
+    recorder.record(event('cluster', 'node1'));
+    recorder.record(event('role', 'demoted'));
+    recorder.record(event('postgres', 'stopped'));
+    await recorder.whenFlushed();
+    expect(store.appliedAppends).toBe(1);
+    expect(summary(await store.read())).toEqual([
+      'node/node1/role#1:demoting',
+      'node/node1/postgres#1:stopping',
+      'cluster#1:node1',
+      'node/node1/role#2:demoted',
+      'node/node1/postgres#2:stopped',
+    ]);
+  });
+
+  it('does not store a cluster event twice when the lost answer was that of an append of several streams', async () => {
+    await store.inner.append('cluster', [event('cluster', 'node2', 'node2')], 'any');
+    const recorder = newRecorder();
+    await recorder.start();
+    store.loseNextAppendAnswer = true;
+    recorder.record(event('postgres', 'starting'));
+    recorder.record(event('cluster', 'node1'));
+    recorder.record(event('role', 'replica'));
+    await recorder.whenFlushed();
+    expect(summary(await store.read())).toEqual([
+      'cluster#1:node2',
+      'node/node1/postgres#1:starting',
+      'cluster#2:node1',
+      'node/node1/role#1:replica',
+    ]);
   });
 
   it('re-bases queued seqs after events an earlier incarnation stored, and logs it', async () => {

@@ -5,6 +5,8 @@ import { Ctl, OperationFailed, readCluster } from '../context';
 
 /** How long `--wait` waits for every member to report the new mode. */
 const WAIT_LIMIT_MS = 60_000;
+/** Then for the fact the change recorded, which may reach the event stream after the members took it up. */
+const FACT_WAIT_MS = 3_000;
 
 /**
  * `pause` / `resume`: PATCH /config `{pause: true}` / `{pause: null}`, as patronictl. With `--wait`,
@@ -45,6 +47,8 @@ export async function pauseOrResume(ctl: Ctl, pause: boolean): Promise<number> {
         progress.line(`not recognized within ${WAIT_LIMIT_MS / 1000} s by ${[...pending].join(', ')}`);
         return 1;
       }
+      const fact = pause ? 'cluster.paused' : 'cluster.resumed';
+      await progress.waitFor((event) => event.type === fact, FACT_WAIT_MS);
     }
   } finally {
     progress?.stop();
