@@ -40,6 +40,8 @@ export interface SwitchoverStorm {
 
 const POST_TIMEOUT_MS = 60_000;
 const HEALTHY_TIMEOUT_MS = 120_000;
+/** Before the POSTs: right after a fleet of 20 came up, a backend took seconds to fork, and 10 s were too few. */
+const FIRST_WRITE_TIMEOUT_MS = 30_000;
 
 /**
  * The storm: each cluster's leader is asked to hand over to its first replica, every cluster at the same moment,
@@ -57,7 +59,7 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
   );
   for (const plan of plans) plan.probe.start(POST_TIMEOUT_MS + HEALTHY_TIMEOUT_MS + 30_000);
   try {
-    const ready = await Promise.all(plans.map((plan) => plan.probe.waitForAckAfter(now(), 10_000)));
+    const ready = await Promise.all(plans.map((plan) => plan.probe.waitForAckAfter(now(), FIRST_WRITE_TIMEOUT_MS)));
     const mute = plans.filter((_plan, i) => ready[i] === null).map((plan) => plan.cluster.scope);
     if (mute.length) throw new Error(`the write client cannot write to ${mute.join(', ')}`);
     const t0 = now();

@@ -26,6 +26,10 @@ export function recover(s: HaSnapshot): Decision {
   }
   const wasPrimary = local.role === 'primary' || local.role === 'promoted' || local.role === 'demoted';
   const failure = local.failedStarts > 0 ? classifyStartFailure(local.lastError) : null;
+  if (local.pgState === 'start_failed' && failure === 'still_starting') {
+    const stillStarting = whileStillStarting(s, leaderName);
+    if (stillStarting) return stillStarting;
+  }
 
   if (leaderName === local.name) {
     if (!s.lockResult) return { need: 'refreshLock' };
@@ -95,6 +99,49 @@ export function recover(s: HaSnapshot): Decision {
     };
   }
   return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream }] };
+}
+
+/**
+ * The last start ran out of its deadline and its postmaster still runs (reference 3.10
+ * `handle_starting_instance`): the lock holder stops it when another node can take over (and lets
+ * the lock go on the next cycle, the server down), else waits on; a server starting as a primary
+ * without the lock is stopped; a replica goes on waiting for it. Null: the lock refresh is still to come.
+ */
+function whileStillStarting(s: HaSnapshot, leaderName: string | null): Decision | null {
+  if (leaderName === s.local.name) {
+    if (!s.lockResult) return null;
+    if (s.lockResult === 'refreshed') return lockHolderStillStarting(s);
+  }
+  return stillStartingWithoutLock(s, leaderName);
+}
+
+function lockHolderStillStarting(s: HaSnapshot): Decision {
+  if (failoverPossible(s)) {
+    return {
+      verdict: 'stopped PostgreSQL because of startup timeout',
+      actions: [{ type: 'demote', mode: 'immediate', restart: false, upstream: null }],
+    };
+  }
+  return {
+    verdict: 'primary start has timed out, but continuing to wait because failover is not possible',
+    actions: [
+      s.local.dataDir.standbySignal
+        ? { type: 'startReplica', upstream: remotePrimary(s.config.standby_cluster) }
+        : { type: 'startPrimary' },
+    ],
+  };
+}
+
+function stillStartingWithoutLock(s: HaSnapshot, leaderName: string | null): Decision {
+  if (!s.local.dataDir.standbySignal) {
+    return {
+      verdict: 'stopped PostgreSQL while starting up because leader key was lost',
+      actions: [{ type: 'demote', mode: 'immediate', restart: false, upstream: null }],
+    };
+  }
+  const leaderMember = s.cluster!.members.find((m) => m.name === leaderName);
+  const upstream = leaderName && leaderName !== s.local.name ? upstreamOf(leaderMember) : null;
+  return { verdict: 'still starting up as a standby', actions: [{ type: 'startReplica', upstream }] };
 }
 
 /** A rejoin that could not run (its source did not answer) is tried again after a backoff, not on the next cycle. */

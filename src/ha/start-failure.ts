@@ -14,13 +14,18 @@ import type { EndedTask } from './cluster-snapshot';
  * - `disk_full`: a write failed for want of space (most often pg_wal's filesystem): a start, a crash
  *   recovery and a rewind all need to write, so each fails until space is freed; retried slowly, and
  *   never a reason to remove the data directory (see mayRemoveDataAfterFailedRewind).
+ * - `still_starting`: the start ran out of its deadline while the postmaster went on running (a long
+ *   crash recovery, or a host too loaded to answer its probes): it is still starting, as the reference
+ *   says; nothing may rewind, clone or remove beside it, and a lock holder stops it before it lets go.
  * - `port_in_use`, `bad_setting`: an operator must act; retrying slowly keeps the node visible.
  * - `unknown`: anything else, retried slowly.
  */
 export type StartFailureKind =
-  'diverged' | 'wal_missing' | 'disk_full' | 'in_use' | 'port_in_use' | 'bad_setting' | 'unknown';
+  'still_starting' | 'diverged' | 'wal_missing' | 'disk_full' | 'in_use' | 'port_in_use' | 'bad_setting' | 'unknown';
 
 const PATTERNS: [StartFailureKind, RegExp][] = [
+  // First: the log tail that follows may hold any of the others, from an earlier attempt.
+  ['still_starting', /^postgres \(pid \d+\) did not accept connections within \d+ ms; it keeps running/],
   // First: a full disk also makes recovery stop short, which could read as the WAL it needs missing.
   ['disk_full', /No space left on device|Disk quota exceeded|could not extend file/],
   [

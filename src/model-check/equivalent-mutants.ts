@@ -27,6 +27,10 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside(
     'start failures are not modelled',
   ),
+  "ha/recover.ts lockHolderStillStarting: remove { type: 'demote', mode: 'immediate', restart: false, upstream: null }":
+    outside('a start that outlives its deadline is not modelled (its servers start at once)'),
+  "ha/recover.ts stillStartingWithoutLock: remove { type: 'demote', mode: 'immediate', restart: false, upstream: null }":
+    outside('a start that outlives its deadline is not modelled (its servers start at once)'),
   // The race (issue 34, part 3): survivors no scenario can catch, each with the reason.
   'ha/leader-race.ts goodCandidates: drop peer.name !== local.name': equivalent(
     "s.peers never holds this node: the agent's probe asks the other members only (fulfil-need.ts: `m.name !== node.name`), as the model's does (snapshot.ts peerReadings: `j !== i`)",

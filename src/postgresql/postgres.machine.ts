@@ -25,6 +25,15 @@ const AFTER_POSTMASTER_DOWN = {
   STOP: { target: 'stopped' },
 } as const;
 
+/**
+ * A start that ran out of its deadline leaves its postmaster running (it may still come up), so a
+ * STOP stops whatever runs there; with nothing running the stop ends at once.
+ */
+const AFTER_FAILED_START = {
+  ...AFTER_POSTMASTER_DOWN,
+  STOP: { target: 'stopping' },
+} as const;
+
 export const postgresMachine = setup({
   types: {
     context: {} as PostgresContext,
@@ -220,7 +229,7 @@ export const postgresMachine = setup({
     },
     start_failed: {
       entry: ['forgetPid', 'countFailedStart'],
-      on: AFTER_POSTMASTER_DOWN,
+      on: AFTER_FAILED_START,
     },
     running: {
       entry: 'resetFailedStarts',
@@ -274,7 +283,7 @@ export const postgresMachine = setup({
     },
     restart_failed: {
       entry: ['forgetPid', 'countFailedStart'],
-      on: AFTER_POSTMASTER_DOWN,
+      on: AFTER_FAILED_START,
     },
     stopping: {
       entry: assign({ lastStopEscalation: null }),

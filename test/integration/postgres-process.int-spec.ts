@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { firstValueFrom, timeout } from 'rxjs';
+import { classifyStartFailure } from '../../src/ha/start-failure';
 import { PgQuery } from '../../src/postgresql/pg-query';
 import { PostgresCommandError, PostmasterExit } from '../../src/postgresql/postgres.port';
 import { defaultFenceProgram } from '../../src/postgresql/process/fence-program';
@@ -168,6 +169,22 @@ describe('RealPostgresProcess and PgQuery against PostgreSQL 15', () => {
       expect(failure).toBeInstanceOf(PostgresCommandError);
       expect(String((failure as Error).message)).toMatch(/shared_buffers/);
       expect(Date.now() - began).toBeLessThan(5000);
+      await pg.configure({ role: 'primary', parameters: {} });
+    }, 30_000);
+
+    it('leaves a start that outlives its deadline running, says so (still starting), and a stop ends it', async () => {
+      // A standby with hot_standby off never accepts connections: to the agent, a start longer than any deadline.
+      await pg.configure({ role: 'replica', upstream: null, parameters: { hot_standby: 'off' } });
+      const failure = await pg.start(2000).catch((error: unknown) => error as Error);
+      expect(failure).toBeInstanceOf(Error);
+      expect(classifyStartFailure(failure instanceof Error ? failure.message : null)).toBe('still_starting');
+      const pid = pg.postmasterPid();
+      expect(pid).not.toBeNull();
+      expect(processAlive(pid!)).toBe(true);
+      // What the postgres machine does with a STOP in start_failed.
+      await pg.stop('immediate', 5000);
+      expect(processAlive(pid!)).toBe(false);
+      expect(pg.postmasterPid()).toBeNull();
       await pg.configure({ role: 'primary', parameters: {} });
     }, 30_000);
 

@@ -35,6 +35,10 @@ describe('why PostgreSQL failed to start, read from its log', () => {
     ['FATAL:  unrecognized configuration parameter "wal_keep_segments"', 'bad_setting'],
     ['PANIC:  could not write to file "pg_wal/xlogtemp.812": No space left on device', 'disk_full'],
     ['FATAL:  could not extend file "base/5/16384": wrote only 4096 of 8192 bytes at block 12', 'disk_full'],
+    [
+      'postgres (pid 9) did not accept connections within 60000 ms; it keeps running. Log: FATAL:  could not bind',
+      'still_starting',
+    ],
     ['postmaster exited while starting', 'unknown'],
     [null, 'unknown'],
   ])('%s -> %s', (lastError, kind) => {
@@ -252,6 +256,71 @@ describe('decide() after PostgreSQL failed to start', () => {
     ).toMatchObject({
       verdict: 'starting as readonly because i had the session lock',
     });
+  });
+});
+
+describe('decide() when the start ran out of its deadline and the postmaster still runs (reference handle_starting_instance)', () => {
+  const STILL_STARTING =
+    'postgres (pid 9) did not accept connections within 60000 ms; it keeps running. Log: LOG:  redo starts at 0/3000028';
+  const stillStarting = (dataDir: { state: 'initialized'; standbySignal: boolean }, role: 'primary' | 'demoted') =>
+    ({
+      pgState: 'start_failed',
+      sample: null,
+      failedStarts: 2,
+      lastError: STILL_STARTING,
+      lastStartAt: NOW - 100,
+      role,
+      dataDir,
+    }) as const;
+  const asPrimary = { state: 'initialized', standbySignal: false } as const;
+  const asStandby = { state: 'initialized', standbySignal: true } as const;
+  const withReplica = [member('n1', { state: 'starting' }), member('n2', { state: 'running', role: 'replica' })];
+  const alone = [member('n1', { state: 'starting' }), member('n2', { state: 'stopped', role: 'replica' })];
+  const stop = { type: 'demote', mode: 'immediate', restart: false, upstream: null };
+
+  it.each([
+    [
+      'the lock holder, another member able to take over: stopped, not left running after the lock goes',
+      'n1',
+      withReplica,
+      asPrimary,
+      'stopped PostgreSQL because of startup timeout',
+      [stop],
+    ],
+    [
+      'the lock holder, nobody to take over: waits on for the same postmaster (no backoff)',
+      'n1',
+      alone,
+      asPrimary,
+      'primary start has timed out, but continuing to wait because failover is not possible',
+      [{ type: 'startPrimary' }],
+    ],
+    [
+      'starting as a primary without the lock: stopped',
+      'n2',
+      withReplica,
+      asPrimary,
+      'stopped PostgreSQL while starting up because leader key was lost',
+      [stop],
+    ],
+    [
+      'a former primary starting as a replica: waits on, no pg_rewind or clone beside a running postmaster',
+      'n2',
+      withReplica,
+      asStandby,
+      'still starting up as a standby',
+      [{ type: 'startReplica', upstream: { name: 'n2' } }],
+    ],
+  ])('%s', (_description, leader, members, dataDir, verdict, actions) => {
+    const decision = decide(
+      snapshot({
+        now: NOW,
+        lockResult: leader === 'n1' ? 'refreshed' : undefined,
+        cluster: cluster({ leader: leaderKey(leader), members }),
+        local: stillStarting(dataDir, leader === 'n1' ? 'primary' : 'demoted'),
+      }),
+    );
+    expect(decision).toMatchObject({ verdict, actions });
   });
 });
 

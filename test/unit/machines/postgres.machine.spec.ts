@@ -109,6 +109,14 @@ describe('postgres machine', () => {
     expect(topLevelState(paused.actor.getSnapshot().value)).toBe('stopped');
   });
 
+  it('a STOP after a failed start stops what may still run there, the log showing the stop', async () => {
+    const { actor, recorded } = run(['startPostgres']);
+    await settle(actor, { type: 'START', start });
+    expect(actor.getSnapshot().value).toBe('start_failed');
+    await settle(actor, { type: 'STOP', mode: 'immediate', timeoutMs: 1000 });
+    expect(recorded.map((e) => e.to)).toEqual(['stopped.idle', 'starting', 'start_failed', 'stopping', 'stopped.idle']);
+  });
+
   it('records the cause of a crash with the exit details for replay', async () => {
     const { actor, recorded } = run();
     await settle(actor, { type: 'START', start });
