@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { Clock } from '../common/clock';
+import { TimerClock } from '../common/clock';
 import { COMPONENT_LOGGERS, componentLogger, Logger } from '../common/logger';
 import { CLOCK, DCS, LOGGER } from '../common/tokens';
 import { Dcs } from '../dcs/dcs.port';
@@ -14,7 +14,7 @@ import { OperationsController } from './operations.controller';
     {
       provide: NodeOperations,
       inject: [HaNode, DCS, CLOCK, LOGGER],
-      useFactory: (node: HaNode, dcs: Dcs, clock: Clock, logger: Logger) =>
+      useFactory: (node: HaNode, dcs: Dcs, clock: TimerClock, logger: Logger) =>
         new NodeOperations(node, dcs, clock, componentLogger(logger, COMPONENT_LOGGERS.api).warning),
     },
   ],

@@ -1,4 +1,4 @@
-import { Clock } from '../common/clock';
+import { TimerClock } from '../common/clock';
 import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../config/dynamic-config';
 import { ClusterView, Dcs, DynamicConfig, FailoverRequest, Member } from '../dcs/dcs.port';
 import { cloneMember } from './clone-source';
@@ -27,7 +27,7 @@ export class NodeOperations {
   constructor(
     private readonly node: HaNode,
     private readonly dcs: Dcs,
-    private readonly clock: Clock,
+    private readonly clock: TimerClock,
     private readonly warn: (message: string) => void = () => undefined,
   ) {}
 
@@ -240,59 +240,66 @@ export class NodeOperations {
   }
 
   /**
-   * Answers as soon as the DCS shows the outcome: a new leader (200), the request dropped (503),
-   * or nothing within 2·max(10, loop_wait) seconds. Woken by the watch, with a 1 s re-read as backstop.
+   * Answers as soon as the DCS shows the outcome: a new leader (200), the request dropped (503), or
+   * nothing after 2·max(10, loop_wait) rounds of "wait 1 s, read the DCS" (reference 1.7: rounds, not
+   * seconds, so an etcd slow to answer, as in a fleet's switchover storm, lengthens the wait as it does
+   * the reference's). The watch answers early.
    */
-  private awaitNewLeader(
+  private async awaitNewLeader(
     request: SwitchoverRequest,
     oldLeader: string | null,
     loopWait: number,
   ): Promise<OperationAnswer> {
-    const limitSeconds = 2 * Math.max(10, loopWait);
+    const rounds = 2 * Math.max(10, loopWait);
     const [verb, past] = request.kind === 'failover' ? ['Failover', 'failed over'] : ['Switchover', 'switched over'];
-    return new Promise((resolve) => {
-      let done = false;
-      const finish = (answer: OperationAnswer) => {
-        if (done) return;
-        done = true;
-        subscription.unsubscribe();
-        clearInterval(backstop);
-        clearTimeout(limit);
-        resolve(answer);
-      };
-      const check = async () => {
-        const cluster = await this.dcs.read().catch(() => null);
-        if (!cluster || done) return;
-        const leader = cluster.leader?.value;
-        if (leader && leader !== oldLeader) {
-          const asked = request.candidate;
-          finish({
-            status: 200,
-            text:
-              !asked || asked === leader
-                ? `Successfully ${past} to "${leader}"`
-                : `${capitalize(past)} to "${leader}" instead of "${asked}"`,
-          });
-        } else if (
-          !cluster.failover ||
-          (!cluster.failover.value.leader && !cluster.failover.value.member && !cluster.failover.value.site)
-        ) {
-          finish({ status: 503, text: `${verb} failed` });
-        }
-      };
-      const subscription = this.dcs.changes().subscribe((change) => {
-        if (change.key === null || change.key === 'leader' || change.key === 'failover') void check();
-      });
-      const backstop = setInterval(() => void check(), 1000);
-      const limit = setTimeout(
-        () =>
-          finish({
-            status: 503,
-            text: `${verb} status unknown after ${limitSeconds} seconds; operation may still be in progress`,
-          }),
-        limitSeconds * 1000,
-      );
+    const outcome = (cluster: ClusterView | null): OperationAnswer | null => {
+      const leader = cluster?.leader?.value;
+      if (!cluster) return null;
+      if (leader && leader !== oldLeader) {
+        const asked = request.candidate;
+        return {
+          status: 200,
+          text:
+            !asked || asked === leader
+              ? `Successfully ${past} to "${leader}"`
+              : `${capitalize(past)} to "${leader}" instead of "${asked}"`,
+        };
+      }
+      const failover = cluster.failover?.value;
+      if (!failover || (!failover.leader && !failover.member && !failover.site))
+        return { status: 503, text: `${verb} failed` };
+      return null;
+    };
+    let answered: ((answer: OperationAnswer) => void) | null = null;
+    const early = new Promise<OperationAnswer>((resolve) => (answered = resolve));
+    const subscription = this.dcs.changes().subscribe((change) => {
+      if (change.key !== null && change.key !== 'leader' && change.key !== 'failover') return;
+      void this.dcs
+        .read()
+        .catch(() => null)
+        .then((cluster) => {
+          const answer = outcome(cluster);
+          if (answer) answered?.(answer);
+        });
     });
+    let done = false;
+    const polled = (async (): Promise<OperationAnswer> => {
+      for (let round = 0; round < rounds && !done; round++) {
+        await new Promise<void>((resolve) => this.clock.setTimer(resolve, 1000));
+        const answer = outcome(done ? null : await this.dcs.read().catch(() => null));
+        if (answer) return answer;
+      }
+      return {
+        status: 503,
+        text: `${verb} status unknown after ${rounds} seconds; operation may still be in progress`,
+      };
+    })();
+    try {
+      return await Promise.race([polled, early]);
+    } finally {
+      done = true;
+      subscription.unsubscribe();
+    }
   }
 }
 
