@@ -75,8 +75,18 @@ export function describeEvent(event: RecordedEvent): string | null {
 }
 
 /** Progress lines of an operation, read from `/events/stream` of the node statorctl talks to. */
+/**
+ * How long a shown event waits for others that happened before it. Events of several nodes reach the
+ * stream in store order, which is not the order they happened in: a leader's `leader.released` can be
+ * stored after the candidate's `leader.acquired` when its append waited behind one in flight.
+ */
+export const REORDER_WINDOW_MS = 500;
+
 export class Progress {
   private readonly seen: RecordedEvent[] = [];
+  /** Events to show, held for REORDER_WINDOW_MS after the first of them and then shown in the order of `at`. */
+  private held: RecordedEvent[] = [];
+  private showTimer: NodeJS.Timeout | null = null;
   private readonly waiters: Array<{
     test: (event: RecordedEvent) => boolean;
     resolve: (event: RecordedEvent | null) => void;
@@ -112,9 +122,10 @@ export class Progress {
     return progress;
   }
 
-  /** A line of the operation's own (request sent, answer), on the same clock. */
+  /** A line of the operation's own (request sent, answer), on the same clock, after the events held so far. */
   line(text: string): void {
-    this.write(`${elapsed(this.startMs, this.now())} ${text}\n`);
+    this.showHeld();
+    this.print(text);
   }
 
   /** Resolves with the first event (already seen or to come) that passes `test`, or null after `timeoutMs`. */
@@ -145,6 +156,7 @@ export class Progress {
   }
 
   stop(): void {
+    this.showHeld();
     this.abort.abort();
     for (const waiter of this.waiters.splice(0)) waiter.resolve(null);
   }
@@ -158,14 +170,31 @@ export class Progress {
     }
     if (this.nodes.length > 0 && !this.concerns(event)) return;
     this.seen.push(event);
-    const text = describeEvent(event);
-    if (text) this.line(text);
+    if (describeEvent(event)) this.hold(event);
     for (const waiter of [...this.waiters]) {
       if (waiter.test(event)) {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
         waiter.resolve(event);
       }
     }
+  }
+
+  private print(text: string): void {
+    this.write(`${elapsed(this.startMs, this.now())} ${text}\n`);
+  }
+
+  private hold(event: RecordedEvent): void {
+    this.held.push(event);
+    this.showTimer ??= setTimeout(() => this.showHeld(), REORDER_WINDOW_MS);
+  }
+
+  /** Shows the held events in the order they happened (stable for equal times), and clears them. */
+  private showHeld(): void {
+    if (this.showTimer) clearTimeout(this.showTimer);
+    this.showTimer = null;
+    const events = this.held.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+    this.held = [];
+    for (const event of events) this.print(describeEvent(event)!);
   }
 
   private concerns(event: RecordedEvent): boolean {

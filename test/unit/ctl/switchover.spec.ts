@@ -52,8 +52,10 @@ describe('statorctl switchover and failover against a node API', () => {
     const to = body.candidate ?? 'node2';
     node.emit(event('node2', 'switchover.requested', { data: { leader: 'node1', member: body.candidate } }));
     node.emit({ ...role('node1', 'primary', 'demoted'), stream: 'node/node1/role' });
-    node.emit(event('node1', 'leader.released'));
-    node.emit(event(to, 'leader.acquired'));
+    // Stored (and streamed) in the other order than they happened, as two nodes' appends can be.
+    const released = event('node1', 'leader.released');
+    node.emit({ ...event(to, 'leader.acquired'), at: new Date(Date.parse(released.at) + 5).toISOString() });
+    node.emit(released);
     node.emit({
       stream: 'node/node1/ha',
       seq: 9,
