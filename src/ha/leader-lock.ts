@@ -119,11 +119,13 @@ export class LeaderLock {
 
   async release(reason: string): Promise<void> {
     this.releasing = true;
+    // The release is dated when it was sent: a candidate may take the lock (and record it) before the answer comes back.
+    const sentAt = this.deps.clock.now();
     const released = await this.deps.dcs.releaseLeader().catch(() => false);
     this.releasing = false;
     if (this.held) {
       this.deps.leadership.send({ type: 'LOCK_RELEASED', reason });
-      this.deps.events.recordCluster('leader.released', reason, { deleted: released });
+      this.deps.events.recordCluster('leader.released', reason, { deleted: released }, sentAt);
     }
     if (!this.deps.serverIsPrimary()) this.deps.pg.disarmFence();
   }

@@ -52,9 +52,9 @@ export class NodeEvents {
     this.recordFact(`node/${this.node}/watchdog`, type, cause, data);
   }
 
-  /** Appends a cluster fact (switchover requested, config changed...) to the event log. */
-  recordCluster(type: string, cause: string, data: Record<string, unknown> = {}): void {
-    this.recordFact('cluster', type, cause, { ...data, timeline: data.timeline ?? this.timeline() });
+  /** Appends a cluster fact (switchover requested, config changed...) to the event log; `at` when it happened, if not now. */
+  recordCluster(type: string, cause: string, data: Record<string, unknown> = {}, at?: number): void {
+    this.recordFact('cluster', type, cause, { ...data, timeline: data.timeline ?? this.timeline() }, at);
   }
 
   /** A fact, not a machine transition: no from and to. Its time in UTC, as every transition's (one format in every event table). */
