@@ -253,8 +253,8 @@ export class NodeOperations {
     const rounds = 2 * Math.max(10, loopWait);
     const [verb, past] = request.kind === 'failover' ? ['Failover', 'failed over'] : ['Switchover', 'switched over'];
     const outcome = (cluster: ClusterView | null): OperationAnswer | null => {
-      const leader = cluster?.leader?.value;
       if (!cluster) return null;
+      const leader = cluster.leader?.value;
       if (leader && leader !== oldLeader) {
         const asked = request.candidate;
         return {
