@@ -3,12 +3,16 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { loadConfig } from '../../src/config/load-config';
 import { problemsIfAny } from '../helpers/config-problems';
-import { tmpDir } from '../helpers/tmp';
+import { removeDir, tmpDir } from '../helpers/tmp';
 
 /** The `ctl` section in the agent's file: read (its certificate is what the agent shows other members), each bad value named. */
 describe("the agent's ctl section", () => {
+  const dirs: string[] = [];
+  afterAll(() => dirs.forEach(removeDir));
   const write = (ctl: unknown): string => {
-    const path = join(tmpDir('stator-ctl-config-'), 'stator.yml');
+    const dir = tmpDir('stator-ctl-config-');
+    dirs.push(dir);
+    const path = join(dir, 'stator.yml');
     const base = {
       scope: 'demo',
       name: 'node1',

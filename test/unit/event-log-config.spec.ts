@@ -3,11 +3,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load-config';
 import { DEFAULT_EVENT_LOG } from '../../src/config/event-log-config';
-import { tmpDir } from '../helpers/tmp';
+import { removeDir, tmpDir } from '../helpers/tmp';
 import { problemsIfAny } from '../helpers/config-problems';
 
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+
 function load(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
-  const path = join(tmpDir('stator-event-log-config-'), 'stator.yml');
+  const dir = tmpDir('stator-event-log-config-');
+  dirs.push(dir);
+  const path = join(dir, 'stator.yml');
   const base = {
     scope: 'demo',
     name: 'node1',

@@ -4,12 +4,17 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load-config';
 import { toSeconds } from '../../src/config/config-values';
 import { effectiveDynamicConfig, validateDynamicConfigKeys } from '../../src/config/dynamic-config';
-import { tmpDir } from '../helpers/tmp';
+import { removeDir, tmpDir } from '../helpers/tmp';
 import { problemsIfAny } from '../helpers/config-problems';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
 
 /** A minimal valid file plus `extra`. */
 function load(extra: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) {
-  const path = join(tmpDir('stator-fence-config-'), 'stator.yml');
+  const dir = tmpDir('stator-fence-config-');
+  dirs.push(dir);
+  const path = join(dir, 'stator.yml');
   const base = {
     scope: 'demo',
     name: 'node1',

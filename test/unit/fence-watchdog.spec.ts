@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tmpDir } from '../helpers/tmp';
+import { removeDir, tmpDir } from '../helpers/tmp';
 
 /**
  * The fence's Linux watchdog driver (`fence_watchdog.py`) against a stand-in device: a regular file receives
@@ -51,6 +51,15 @@ print(json.dumps({'calls': calls, 'logs': logs, 'reports': reports}))
 const WDIOF_SETTIMEOUT = 0x80;
 const WDIOF_MAGICCLOSE = 0x100;
 
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+
+function watchdogDir(): string {
+  const dir = tmpDir('stator-watchdog-');
+  dirs.push(dir);
+  return dir;
+}
+
 interface Outcome {
   calls: string[];
   logs: string[];
@@ -62,7 +71,7 @@ function run(
   scenario: { options: number; steps: unknown[]; initialTimeout?: number; refuseTimeout?: boolean },
   devicePath?: string,
 ): Outcome {
-  const device = devicePath ?? join(tmpDir('stator-watchdog-'), 'watchdog');
+  const device = devicePath ?? join(watchdogDir(), 'watchdog');
   if (!devicePath) writeFileSync(device, '');
   const result = spawnSync('python3', ['-S', '-B', '-c', HARNESS, FENCE_DIR, JSON.stringify({ ...scenario, device })], {
     encoding: 'utf8',
@@ -153,7 +162,7 @@ describe("the fence's Linux watchdog driver", () => {
   });
 
   it('reports a device that cannot be opened', () => {
-    const missing = join(tmpDir('stator-watchdog-'), 'no-such-watchdog');
+    const missing = join(watchdogDir(), 'no-such-watchdog');
     const outcome = run({ options: 0, steps: [wanted(25)] }, missing);
     expect(outcome.calls).toEqual([]);
     expect(outcome.reports[0]).toMatchObject({

@@ -7,11 +7,16 @@ import { DEFAULT_WATCHDOG, WatchdogSettings, watchdogTimeoutSeconds } from '../.
 import { readingFromStatus } from '../../src/ha/peer-probe';
 import { WatchdogGuard } from '../../src/ha/watchdog-guard';
 import { writableDevice } from '../../src/postgresql/fence/watchdog-device';
-import { tmpDir } from '../helpers/tmp';
+import { removeDir, tmpDir } from '../helpers/tmp';
 import { problemsIfAny } from '../helpers/config-problems';
 
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+
 function writeConfig(watchdogYaml: string): string {
-  const path = join(tmpDir('stator-watchdog-config-'), 'stator.yml');
+  const dir = tmpDir('stator-watchdog-config-');
+  dirs.push(dir);
+  const path = join(dir, 'stator.yml');
   const base = {
     scope: 'demo',
     name: 'node1',
@@ -297,6 +302,7 @@ describe('the watchdog as the HA loop applies it', () => {
 
   it('checks the device with access(2), as the reference, without opening it', () => {
     const dir = tmpDir('stator-watchdog-device-');
+    dirs.push(dir);
     const file = join(dir, 'watchdog');
     writeFileSync(file, '');
     expect(writableDevice(file)).toBeNull();

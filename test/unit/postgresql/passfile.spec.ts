@@ -1,15 +1,17 @@
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { PostgresqlConfig } from '../../../src/config/config.types';
 import { CommandRunner } from '../../../src/postgresql/process/commands';
 import { ConfigurationFiles } from '../../../src/postgresql/process/configuration-files';
 import { LocalPostgres } from '../../../src/postgresql/process/local-postgres';
 import { passwordEnvironment, writePassfile } from '../../../src/postgresql/process/passfile';
+import { removeDir, tmpDir } from '../../helpers/tmp';
 
 /** `postgresql.pgpass`, as Patroni uses it: the one file every PostgreSQL tool of the agent reads its password from. */
 describe('postgresql.pgpass', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'stator-passfile-spec-'));
+  const dir = tmpDir('stator-passfile-spec-');
+  const dirs = [dir];
+  afterAll(() => dirs.forEach(removeDir));
   const postgresql = (pgpass?: string): PostgresqlConfig =>
     ({
       listen: '127.0.0.1:5432',
@@ -50,6 +52,8 @@ describe('postgresql.pgpass', () => {
 
   it('without it, a script gets a private temporary file with its one login', async () => {
     const passfile = await writePassfile(local(), commands(), 'postgres', 'su:pw');
+    // The private stator-pgpass-* directory writePassfile made: the agent keeps it, the test removes it.
+    if (basename(dirname(passfile)).startsWith('stator-pgpass-')) dirs.push(dirname(passfile));
     expect(passfile).not.toBe(join(dir, 'pgpass'));
     expect(readFileSync(passfile, 'utf8')).toBe('*:*:*:postgres:su\\:pw\n');
   });
