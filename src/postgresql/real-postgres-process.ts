@@ -25,6 +25,7 @@ import { archiveWalFile } from './process/archive-command';
 import { CommandDeadline, CommandRunner } from './process/commands';
 import { ConfigurationFiles } from './process/configuration-files';
 import { CustomMethods } from './process/custom-methods';
+import { ControlDataReader } from './process/control-data';
 import { DataDirectory } from './process/data-directory';
 import { InitdbOptions } from './process/tool-arguments';
 import { FenceLink } from './process/fence-link';
@@ -92,9 +93,17 @@ export class RealPostgresProcess implements PostgresProcess {
     this.local = new LocalPostgres(options);
     const commands = new CommandRunner(options.config, options.commandDeadlinesMs);
     this.commands = commands;
-    this.dataDirectory = new DataDirectory(this.local, commands, options.initdbOptions, options.postBootstrapCommand);
+    // One reader, so that a pg_controldata run for the configuration serves the next inspection too.
+    const controlData = new ControlDataReader(this.local, commands);
+    this.dataDirectory = new DataDirectory(
+      this.local,
+      commands,
+      options.initdbOptions,
+      options.postBootstrapCommand,
+      controlData,
+    );
     this.customMethods = new CustomMethods(this.local, commands, this.dataDirectory, options.scope ?? '');
-    this.configurationFiles = new ConfigurationFiles(this.local, commands, options.log);
+    this.configurationFiles = new ConfigurationFiles(this.local, commands, options.log, controlData);
     this.fenceLink = new FenceLink(paths, options.log);
     this.postmaster = new Postmaster(this.local, commands, this.fenceLink, {
       stateDir,

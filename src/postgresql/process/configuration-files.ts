@@ -8,6 +8,7 @@ import { PostgresSettings } from '../postgres.port';
 import { withoutRecoveryParameters } from './auto-conf';
 import { controlDataMinimums, raisedSettingLine, raiseToControlData } from '../hot-standby-minimums';
 import { CommandRunner } from './commands';
+import { ControlDataReader } from './control-data';
 import { AdapterLog, LocalPostgres } from './local-postgres';
 import { writePassfile } from './passfile';
 
@@ -52,6 +53,7 @@ export class ConfigurationFiles {
     private readonly local: LocalPostgres,
     private readonly commands: CommandRunner,
     private readonly log?: AdapterLog,
+    private readonly controlData = new ControlDataReader(local, commands),
   ) {}
 
   /**
@@ -148,10 +150,7 @@ export class ConfigurationFiles {
   private async controlDataMinimums(): Promise<Record<string, number>> {
     if (!existsSync(join(this.local.dataDir, 'global', 'pg_control'))) return {};
     try {
-      const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.local.dataDir], {
-        env: { LC_ALL: 'C' },
-      });
-      return controlDataMinimums(stdout);
+      return controlDataMinimums(await this.controlData.read());
     } catch (error) {
       // The configured values are written; if they are too low, PostgreSQL's own start error says which.
       this.log?.(

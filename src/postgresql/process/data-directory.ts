@@ -7,6 +7,7 @@ import { toClientConfig } from '../local-connection';
 import { splitCommandLine } from '../../common/command-line';
 import { DataDirInfo, PostgresCommandError, UpstreamNode } from '../postgres.port';
 import { CommandRunner, tail } from './commands';
+import { ControlDataReader } from './control-data';
 import { formatConninfo } from './configuration-files';
 import { LocalPostgres } from './local-postgres';
 import { removeLinkedDirectories } from './linked-directories';
@@ -26,6 +27,7 @@ export class DataDirectory {
     private readonly commands: CommandRunner,
     private readonly initdbOptions: InitdbOptions = [],
     private readonly postBootstrapCommand?: string,
+    private readonly controlData = new ControlDataReader(local, commands),
   ) {}
 
   private get path(): string {
@@ -52,10 +54,7 @@ export class DataDirectory {
     if (!entries.includes('PG_VERSION') || !existsSync(join(this.path, 'global', 'pg_control'))) {
       return { state: 'initialized', standbySignal };
     }
-    const { stdout } = await this.commands.run(this.local.binary('pg_controldata'), ['-D', this.path], {
-      env: { LC_ALL: 'C' },
-    });
-    return { state: 'initialized', standbySignal, ...parseControlData(stdout) };
+    return { state: 'initialized', standbySignal, ...parseControlData(await this.controlData.read()) };
   }
 
   /**
