@@ -4,16 +4,19 @@ import { join } from 'node:path';
 import { StatorBenchCluster } from './lib/cluster';
 import { cleanupAll, track } from './lib/cleanup';
 import { waitHealthy } from './lib/health';
+import { httpPost } from './lib/http';
 import { runWrk } from './lib/wrk';
 import { log, sleep } from './lib/util';
 import { currentVariant, parseVariants, writeLauncher } from './lib/agent-variant';
 import { findRepoRoot } from './lib/preflight';
+import { cpuSeconds } from './lib/proc';
 
 const REPO_ROOT = findRepoRoot(__dirname);
 
 /**
- * `node dist/bench/profile.js [path|idle] [seconds]` (after `npm run build`): where a Stator agent's
- * CPU time goes under the health-check load (or, with `idle`, while nothing happens). Starts a 3-node Stator cluster whose agents run with
+ * `node dist/bench/profile.js [path|idle|switchover] [seconds|count]` (after `npm run build`): where a Stator agent's
+ * CPU time goes under the health-check load (or, with `idle`, while nothing happens; with `switchover`, over
+ * `count` switchovers one after the other, all three agents' samples of that window only). Starts a 3-node Stator cluster whose agents run with
  * `--cpu-prof`, puts `wrk -t2 -c16` on the leader's `path` (default /primary), stops the cluster
  * (the profiles are written at exit) and prints the leader's self time by function and by package.
  * The raw .cpuprofile (open it in Chrome DevTools) is kept in the OS temp directory.
@@ -44,7 +47,10 @@ async function main(): Promise<void> {
   const chosen = process.env.BENCH_PROFILE_AGENT
     ? parseVariants(process.env.BENCH_PROFILE_AGENT, REPO_ROOT, join(tmpdir(), 'stator-bench-builds'))[0]
     : currentVariant(REPO_ROOT);
-  const variant = { ...chosen, nodeFlags: [...chosen.nodeFlags, '--cpu-prof', `--cpu-prof-dir=${profDir}`] };
+  // BENCH_PROFILE_CPU_ONLY=1: no profiler (it costs CPU of its own), only the agents' CPU time from /proc.
+  const cpuOnly = process.env.BENCH_PROFILE_CPU_ONLY === '1';
+  const profilerFlags = cpuOnly ? [] : ['--cpu-prof', `--cpu-prof-dir=${profDir}`];
+  const variant = { ...chosen, nodeFlags: [...chosen.nodeFlags, ...profilerFlags] };
   const agentProgram = writeLauncher(variant, baseDir);
   log(`profiling ${variant.label}: ${variant.checkout}, node ${variant.nodeFlags.join(' ')}`);
   const cluster = await StatorBenchCluster.start(
@@ -61,7 +67,10 @@ async function main(): Promise<void> {
     const { leader } = await waitHealthy(cluster, 120_000);
     const leaderPid = leader.agentPid();
     let requests = 0;
-    if (path === 'idle') {
+    let switchovers: { fromUs: number; toUs: number; count: number } | null = null;
+    if (path === 'switchover') {
+      switchovers = await switchOverAndOver(cluster, seconds);
+    } else if (path === 'idle') {
       log(`idle for ${seconds} s`);
       await sleep(seconds * 1000);
     } else {
@@ -69,7 +78,17 @@ async function main(): Promise<void> {
       requests = result.requests;
       log(`wrk ${path}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms`);
     }
+    const agentPids = cluster.nodes.map((node) => node.agentPid());
     await cleanupAll();
+    if (switchovers) {
+      if (cpuOnly) return;
+      const profiles = readdirSync(profDir)
+        .filter((f) => agentPids.some((pid) => f.includes(`.${pid}.`)) && f.endsWith('.cpuprofile'))
+        .map((f) => JSON.parse(readFileSync(join(profDir, f), 'utf8')) as CpuProfile);
+      writeFileSync(join(profDir, 'window.json'), JSON.stringify(switchovers));
+      process.stdout.write(summarizeWindow(profiles, switchovers) + `\nprofiles and window.json kept in ${profDir}\n`);
+      return;
+    }
     const file = readdirSync(profDir).find((f) => f.includes(`.${leaderPid}.`) && f.endsWith('.cpuprofile'));
     if (!file)
       throw new Error(`no profile of the leader (pid ${leaderPid}) in ${profDir}: ${readdirSync(profDir).join(', ')}`);
@@ -81,6 +100,56 @@ async function main(): Promise<void> {
   } finally {
     await cleanupAll();
   }
+}
+
+/** `count` switchovers, each to the first replica and waited for; the window in the clock V8's profiles use. */
+async function switchOverAndOver(
+  cluster: StatorBenchCluster,
+  count: number,
+): Promise<{ fromUs: number; toUs: number; count: number }> {
+  // V8 stamps samples with CLOCK_MONOTONIC in µs, the clock process.hrtime reads.
+  const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+  await sleep(5000);
+  const fromUs = monotonicUs();
+  const agentCpu = () => cluster.nodes.map((node) => cpuSeconds(node.agentPid() ?? 0) ?? NaN);
+  const cpuBefore = agentCpu();
+  for (let i = 0; i < count; i++) {
+    const { leader } = await waitHealthy(cluster, 60_000);
+    const candidate = cluster.nodes.find((node) => node !== leader)!;
+    const started = Date.now();
+    const answer = await httpPost(`${leader.apiUrl}/switchover`, { leader: leader.name, candidate: candidate.name }, 60_000);
+    await waitHealthy(cluster, 60_000, candidate);
+    log(`switchover ${i + 1}: ${leader.name} -> ${candidate.name}, ${answer.status}, healthy after ${Date.now() - started} ms`);
+  }
+  await sleep(5000);
+  const cpuUsed = agentCpu().map((seconds, i) => seconds - cpuBefore[i]);
+  log(
+    `agents' CPU over the window (/proc): ${cpuUsed.map((s) => s.toFixed(2)).join(' + ')} = ` +
+      `${cpuUsed.reduce((a, b) => a + b, 0).toFixed(2)} s, ${(cpuUsed.reduce((a, b) => a + b, 0) / count).toFixed(2)} s per switchover`,
+  );
+  return { fromUs, toUs: monotonicUs(), count };
+}
+
+/** Self time by function and by package of several profiles' samples inside [fromUs, toUs). */
+function summarizeWindow(profiles: CpuProfile[], window: { fromUs: number; toUs: number; count: number }): string {
+  const merged: CpuProfile = { nodes: [], samples: [], timeDeltas: [], startTime: 0, endTime: 0 };
+  let offset = 0;
+  for (const profile of profiles) {
+    let at = profile.startTime;
+    profile.samples.forEach((id, i) => {
+      at += profile.timeDeltas[i] ?? 0;
+      if (at < window.fromUs || at >= window.toUs) return;
+      merged.samples.push(id + offset);
+      merged.timeDeltas.push(profile.timeDeltas[i] ?? 0);
+    });
+    for (const node of profile.nodes) merged.nodes.push({ ...node, id: node.id + offset });
+    offset += Math.max(...profile.nodes.map((node) => node.id)) + 1;
+  }
+  const seconds = (window.toUs - window.fromUs) / 1e6;
+  return [
+    `${profiles.length} agents over ${seconds.toFixed(1)} s holding ${window.count} switchovers (5 s quiet either side)`,
+    summarize(merged),
+  ].join('\n');
 }
 
 /** Self time by function and by package (node_modules/<pkg>, node: internals, Stator's own dist/). */
@@ -127,7 +196,7 @@ export function summarize(profile: CpuProfile, requests = 0, windowSeconds = 0):
         (requests > 0
           ? `, ${requests} requests: ${(busy / requests).toFixed(1)} µs of the main thread per request`
           : '')
-      : `profiled ${(total / 1e6).toFixed(1)} s of the leader agent's main thread`,
+      : `profiled ${(total / 1e6).toFixed(1)} s of main thread, ${(busy / 1e6).toFixed(2)} s busy`,
     '',
     '| package | self ms | share |',
     '| --- | --- | --- |',

@@ -40,6 +40,13 @@ export interface SwitchoverStorm {
 
 const POST_TIMEOUT_MS = 60_000;
 const HEALTHY_TIMEOUT_MS = 120_000;
+/**
+ * How often each cluster is checked for health during the storm. Every check is six HTTP requests and a new
+ * PostgreSQL connection (scram: a backend forked, PBKDF2 on both sides); at the default 100 ms, twenty clusters
+ * polled at once took the 2-core machine: the bench's own connections timed out for minutes while every agent
+ * said its cluster was healthy again (2026-11-29).
+ */
+const HEALTH_POLL_MS = 1000;
 /** Before the POSTs: right after a fleet of 20 came up, a backend took seconds to fork, and 10 s were too few. */
 const FIRST_WRITE_TIMEOUT_MS = 30_000;
 
@@ -51,7 +58,7 @@ const FIRST_WRITE_TIMEOUT_MS = 30_000;
 export async function switchoverStorm(clusters: BenchCluster[]): Promise<SwitchoverStorm> {
   const plans = await Promise.all(
     clusters.map(async (cluster) => {
-      const { leader } = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS);
+      const { leader } = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, undefined, HEALTH_POLL_MS);
       await createWriteTable(leader.pgPort);
       const candidate = cluster.nodes.find((node) => node !== leader)!;
       return { cluster, leader, candidate, probe: new WriteProbe(cluster.nodes.map((node) => node.pgPort)) };
@@ -112,10 +119,12 @@ async function switchOne(
   // Whatever the answer, the cluster must be healthy again before the next scenario: under the candidate, or any leader.
   let newLeader: BenchNode | null;
   try {
-    newLeader = (await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, failure ? undefined : candidate)).leader;
-  } catch {
-    failure ??= `${candidate.name} not the healthy leader within ${HEALTHY_TIMEOUT_MS / 1000} s`;
-    newLeader = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS).then(
+    newLeader = (await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, failure ? undefined : candidate, HEALTH_POLL_MS))
+      .leader;
+  } catch (error) {
+    const why = /\(last: (.*)\)$/.exec((error as Error).message)?.[1];
+    failure ??= `${candidate.name} not the healthy leader within ${HEALTHY_TIMEOUT_MS / 1000} s${why ? ` (${why})` : ''}`;
+    newLeader = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, undefined, HEALTH_POLL_MS).then(
       (h) => h.leader,
       () => null,
     );
