@@ -17,7 +17,7 @@ import {
   SyncState,
 } from './dcs.port';
 import { EtcdClient, revisionIs, TxnCompare } from './etcd/etcd-client';
-import { EtcdConnection, usesGrpc } from './etcd/etcd-transport';
+import { EtcdConnection, leaseReleaseThroughGateway } from './etcd/etcd-transport';
 import { ClusterWatch } from './etcd/cluster-watch';
 import { currentDcsBudget } from './dcs-budget';
 import { OwnLeaseKeeper } from './etcd/own-lease';
@@ -181,7 +181,13 @@ export class EtcdDcs implements Dcs {
    * skipped, as the reference does; an idle leader sends one request a cycle, its keepalive. A
    * sighting older than a third of the TTL is not trusted.
    */
+  startLeaderRefresh(): void {
+    const cycle = currentDcsBudget();
+    if (cycle && !this.closed) this.lease.keepAliveEarly(cycle, Math.min(this.retryTimeoutMs, cycle.remainingMs()));
+  }
+
   async refreshLeader(): Promise<LockLease | null> {
+    const cycle = currentDcsBudget();
     const recent =
       this.leaderSeen && this.options.clock.monotonic() - this.leaderSeen.at < (this.lease.ttlSeconds * 1000) / 3;
     const seen = recent && !this.released ? this.leaderSeen : null;
@@ -189,7 +195,7 @@ export class EtcdDcs implements Dcs {
     return this.withRetry(
       'refresh leader lock',
       async (remaining) => {
-        const lease = await this.lease.keepAlive(remaining);
+        const lease = (await this.lease.takeEarly(cycle)) ?? (await this.lease.keepAlive(remaining));
         if (seen?.value === this.options.name && seen.lease === lease.id) return this.lease.lockLease(lease);
         const ownsKey = await this.client.txn(
           {
@@ -347,16 +353,8 @@ export class EtcdDcs implements Dcs {
   }
 
   termRelease(): TermRelease | null {
-    const { hosts, protocol, cacert, cert, key, username, password } = this.options;
     const lease = this.lease.current;
-    if (!lease || usesGrpc(this.options)) return null;
-    const scheme = protocol ?? 'http';
-    return {
-      endpoints: hosts.map((host) => `${scheme}://${host.replace(/^https?:\/\//, '').replace(/\/+$/, '')}`),
-      leaseId: lease.id,
-      tls: scheme === 'https' ? { cacert, cert, key: key ?? cert } : undefined,
-      auth: username ? { username, password: password ?? '' } : undefined,
-    };
+    return lease ? leaseReleaseThroughGateway(this.options, lease.id) : null;
   }
 
   /** Create-only (`'absent'`), compare-and-set on mod revision, or plain put (no expectation). */

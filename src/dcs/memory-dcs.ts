@@ -196,6 +196,9 @@ export class MemoryDcs implements Dcs {
     return holder.value === this.options.name && holder.lease === leaseId ? { validUntil } : null;
   }
 
+  /** Nothing to start ahead: the in-memory store answers at once. */
+  startLeaderRefresh(): void {}
+
   async refreshLeader(): Promise<LockLease | null> {
     this.ready('refresh leader lock');
     const { leaseId, validUntil } = this.keepLeaseAlive();

@@ -298,6 +298,8 @@ export class HaNode {
     const node = this.node;
     try {
       this.lastCycleAt = clock.monotonic();
+      // Before the sample and the read, which a crowded machine or a slow etcd can make long: the lock's keepalive.
+      if (node.lock.held) dcs.startLeaderRefresh();
       if (this.reloadRequested) {
         this.reloadRequested = false;
         reloadLocalConfig(node);

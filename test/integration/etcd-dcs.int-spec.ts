@@ -266,6 +266,35 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       }
     });
 
+    it("a lock holder's keepalive started with its cycle goes out beside the cycle's read: the lock counts from the cycle's start, and the refresh ends one etcd answer sooner", async () => {
+      const proxy = await startDelayProxy(etcd.endpoint);
+      try {
+        const node1 = node('node1', { hosts: [proxy.endpoint] });
+        await node1.touchMember(member('node1'));
+        expect(await node1.acquireLeader()).not.toBeNull();
+        proxy.delayMs = 0.2 * RETRY_TIMEOUT_MS; // each way: every answer takes 40% of a retry_timeout
+        const answerMs = 2 * proxy.delayMs;
+        const cycle = (startEarly: boolean) =>
+          withinDcsBudget(new DcsBudget(RETRY_TIMEOUT_MS), async () => {
+            const startedAt = systemClock.monotonic();
+            if (startEarly) node1.startLeaderRefresh();
+            await node1.read();
+            const lock = await node1.refreshLeader();
+            return {
+              lockCountsFromMs: lock!.validUntil - 30_000 - startedAt,
+              tookMs: systemClock.monotonic() - startedAt,
+            };
+          });
+        const sentAfterTheRead = await cycle(false);
+        expect(sentAfterTheRead.lockCountsFromMs).toBeGreaterThanOrEqual(answerMs);
+        const sentWithTheRead = await cycle(true);
+        expect(sentWithTheRead.lockCountsFromMs).toBeLessThan(answerMs / 4);
+        expect(sentWithTheRead.tookMs).toBeLessThan(sentAfterTheRead.tookMs - answerMs / 2);
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("an idle leader's cycle on the watch's cache costs etcd one keepalive: no range, no compare, no write of an unchanged member key", async () => {
       const node1 = node('node1');
       await node1.touchMember(member('node1'));

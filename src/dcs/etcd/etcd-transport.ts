@@ -2,6 +2,7 @@ import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Backoff } from '../../common/backoff';
 import type { Logger } from '../../common/logger';
+import type { TermRelease } from '../../common/term-release';
 import { isSuccess, type EtcdAnswer } from './etcd-answer';
 import type { EtcdCarrier, EtcdTls } from './etcd-carrier';
 import { GatewayCarrier } from './gateway-carrier';
@@ -217,6 +218,22 @@ export function explainPlainAnswer(text: string, path: string): string {
 export function usesGrpc(connection: EtcdConnection): boolean {
   if (connection.transport) return connection.transport === 'grpc';
   return connection.protocol === 'https' && Boolean(connection.cert) && Boolean(connection.username);
+}
+
+/**
+ * What the fence needs to revoke `leaseId` itself (it speaks the JSON gateway only): none for an agent on gRPC,
+ * whose configuration the gateway cannot carry.
+ */
+export function leaseReleaseThroughGateway(connection: EtcdConnection, leaseId: string): TermRelease | null {
+  const { hosts, protocol, cacert, cert, key, username, password } = connection;
+  if (usesGrpc(connection)) return null;
+  const scheme = protocol ?? 'http';
+  return {
+    endpoints: hosts.map((host) => `${scheme}://${host.replace(/^https?:\/\//, '').replace(/\/+$/, '')}`),
+    leaseId,
+    tls: scheme === 'https' ? { cacert, cert, key: key ?? cert } : undefined,
+    auth: username ? { username, password: password ?? '' } : undefined,
+  };
 }
 
 /**

@@ -19,6 +19,8 @@ export class OwnLeaseKeeper {
   private lease: OwnLease | null = null;
   /** A grant in flight, shared so that concurrent calls do not create two leases. */
   private pendingGrant: { ttlSeconds: number; lease: Promise<OwnLease> } | null = null;
+  /** A keepalive sent ahead of the refresh that will use it, and the HA cycle it was sent for (keepAliveEarly). */
+  private early: { forCycle: object; lease: Promise<OwnLease | null> } | null = null;
 
   constructor(
     private readonly client: EtcdClient,
@@ -73,6 +75,23 @@ export class OwnLeaseKeeper {
     const refreshed = { id: lease.id, refreshSentAt };
     if (this.lease?.id === lease.id) this.lease = refreshed;
     return refreshed;
+  }
+
+  /**
+   * Sends the keepalive of a refresh that `forCycle` will make later, now: the refresh then waits only for what is
+   * left of its answer (takeEarly). Nothing is sent without a lease: the refresh grants one itself.
+   */
+  keepAliveEarly(forCycle: object, timeoutMs: number): void {
+    if (!this.lease) return;
+    this.early = { forCycle, lease: this.keepAlive(() => timeoutMs).catch(() => null) };
+  }
+
+  /** The answer of the keepalive sent early for `cycle`, once; null when none was sent for it or it failed. */
+  async takeEarly(cycle: object | undefined): Promise<OwnLease | null> {
+    const early = this.early;
+    if (!early || !cycle || early.forCycle !== cycle) return null;
+    this.early = null;
+    return early.lease;
   }
 
   /**
