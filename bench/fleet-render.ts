@@ -25,7 +25,9 @@ export function renderFleetReport(results: FleetResults): string {
     `# A fleet on one etcd, ${results.date}`,
     '',
     `Fleets of ${o.counts.join(', ')} clusters of 3 nodes (${o.products.join(' and ')}), each on a fresh 3-member etcd cluster ` +
-      `(etcd's own heartbeat and election timeouts), ttl ${t.ttl} / loop_wait ${t.loopWait} / retry_timeout ${t.retryTimeout}; ` +
+      `(etcd's own heartbeat and election timeouts${
+        o.etcdNiceness === null || o.etcdNiceness === undefined ? '' : `; its members at niceness ${o.etcdNiceness}`
+      }), ttl ${t.ttl} / loop_wait ${t.loopWait} / retry_timeout ${t.retryTimeout}; ` +
       (windowed.length
         ? `measured over ${o.windowSeconds} s after every cluster was healthy and ${o.settleSeconds} s more. `
         : `${o.settleSeconds} s after every cluster was healthy, no settled window: ${(o.scenarios ?? []).join(', ')} only. `) +

@@ -97,7 +97,11 @@ async function main(): Promise<void> {
 async function measureFleet(kind: Kind, count: number, baseDir: string, options: FleetOptions): Promise<FleetRun> {
   log(`${kind}: ${count} clusters of 3 nodes on a fresh 3-member etcd`);
   const started = now();
-  const etcd = await startEtcdCluster({ members: 3, productionTimeouts: true });
+  const etcd = await startEtcdCluster({
+    members: 3,
+    productionTimeouts: true,
+    ...(options.etcdNiceness !== null && { niceness: options.etcdNiceness }),
+  });
   const etcdStoppable = {
     label: `etcd of the ${kind} fleet`,
     stop: () => etcd.stop(),

@@ -17,6 +17,8 @@ export interface FleetOptions {
   keep: boolean;
   /** Failovers measured per fleet, each on another cluster (fleet-1, fleet-2...; the same one again when N is smaller), settled between. */
   failoverSamples: number;
+  /** The etcd members' niceness (null: the machine's default, as every other process): see `--etcd-priority`. */
+  etcdNiceness: number | null;
 }
 
 /** The parts of a fleet's run, in the order they run: the settled window, then the faults and the storm. */
@@ -39,9 +41,10 @@ export const DEFAULT_FLEET_OPTIONS: FleetOptions = {
   scenarios: [...FLEET_SCENARIOS],
   keep: false,
   failoverSamples: 1,
+  etcdNiceness: null,
 };
 
-export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--window 300] [--settle 60] [--products stator,patroni] [--timing patroni|fast] [--start-batch 4] [--scenarios window,failover,agent-failover,storm,etcd-leader-kill] [--failover-samples 1] [--keep]
+export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--window 300] [--settle 60] [--products stator,patroni] [--timing patroni|fast] [--start-batch 4] [--scenarios window,failover,agent-failover,storm,etcd-leader-kill] [--failover-samples 1] [--etcd-priority -10] [--keep]
   --n            fleet sizes to measure, in clusters of 3 nodes (1 to 100 each)
   --window       seconds of settled load measured for each fleet (10 to 3600)
   --settle       seconds waited once every cluster is healthy, before the window (0 to 3600)
@@ -53,6 +56,8 @@ export const FLEET_USAGE = `usage: npm run fleet-bench -- [--n 1,5,10,20] [--win
                  etcd-leader-kill
   --failover-samples  failovers measured per fleet (1 to 20), each on another cluster, healthy again between them;
                  the report gives their median and range
+  --etcd-priority  the etcd members' niceness (-20 to 19, root for below 0; default: as every other process): an etcd
+                 that stands in for one on its own hosts, which a fleet sharing the machine's cores cannot starve
   --keep         keep the nodes' directories and logs (printed at the end) even when nothing failed`;
 
 export class FleetOptionError extends Error {}
@@ -110,6 +115,14 @@ export function parseFleetOptions(argv: string[]): FleetOptions {
       case '--failover-samples':
         options.failoverSamples = integer(flag, value(), 1, 20);
         break;
+      case '--etcd-priority': {
+        const text = value();
+        const niceness = Number(text);
+        if (!/^-?\d+$/.test(text) || niceness < -20 || niceness > 19)
+          throw new FleetOptionError(`--etcd-priority: ${text} is not a whole number from -20 to 19`);
+        options.etcdNiceness = niceness;
+        break;
+      }
       case '--keep':
         if (inline !== undefined) throw new FleetOptionError('--keep: takes no value');
         options.keep = true;
@@ -142,7 +155,8 @@ export function isDefaultRun(options: FleetOptions): boolean {
     options.products.join() === d.products.join() &&
     options.timing.name === d.timing.name &&
     options.scenarios.join() === d.scenarios.join() &&
-    options.failoverSamples === d.failoverSamples
+    options.failoverSamples === d.failoverSamples &&
+    options.etcdNiceness === d.etcdNiceness
   );
 }
 
@@ -152,5 +166,6 @@ export function fleetResultName(date: string, options: FleetOptions): string {
   const measuresWindow = options.scenarios.includes('window');
   const scenarios = options.scenarios.join() === FLEET_SCENARIOS.join() ? '' : `-${options.scenarios.join('-')}`;
   const samples = options.failoverSamples > 1 ? `-f${options.failoverSamples}` : '';
-  return `fleet-${date}-n${options.counts.join('-')}${measuresWindow ? `-w${options.windowSeconds}` : ''}${scenarios}${samples}`;
+  const etcdPriority = options.etcdNiceness === null ? '' : `-etcd-nice${options.etcdNiceness}`;
+  return `fleet-${date}-n${options.counts.join('-')}${measuresWindow ? `-w${options.windowSeconds}` : ''}${scenarios}${samples}${etcdPriority}`;
 }

@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { join } from 'node:path';
 import { ETCD_BINARY, EtcdHandle, freezeProcess, readinessProbe } from './etcd';
 import { freePort } from './ports';
@@ -17,6 +18,11 @@ export interface EtcdClusterOptions {
    * measures what etcd costs. Default: the tests' short ones (50 ms / 500 ms), for a quick start.
    */
   productionTimeouts?: boolean;
+  /**
+   * The members' niceness (-20 to 19; below 0 needs root), as `setpriority` sets it: the fleet bench's
+   * `--etcd-priority`, an etcd that stands in for one on hosts of its own while a whole fleet shares its 2 cores.
+   */
+  niceness?: number;
 }
 
 export interface EtcdMember {
@@ -84,6 +90,7 @@ export async function startEtcdCluster(options: EtcdClusterOptions = {}): Promis
       { stdio: ['ignore', log, log] },
     );
     closeSync(log);
+    if (options.niceness !== undefined && child.pid) setPriority(child.pid, options.niceness);
     running.add(child);
     children[i] = child;
     child.once('exit', () => running.delete(child));

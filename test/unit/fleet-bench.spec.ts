@@ -56,6 +56,7 @@ describe('fleet-bench options', () => {
       '--start-batch=2',
       '--failover-samples',
       '5',
+      '--etcd-priority=-10',
     ]);
     expect(options.counts).toEqual([1, 3]);
     expect(options.windowSeconds).toBe(60);
@@ -64,8 +65,9 @@ describe('fleet-bench options', () => {
     expect(options.timing.values).toEqual({ ttl: 10, loopWait: 2, retryTimeout: 3 });
     expect(options.startBatch).toBe(2);
     expect(options.failoverSamples).toBe(5);
+    expect(options.etcdNiceness).toBe(-10);
     expect(isDefaultRun(options)).toBe(false);
-    expect(fleetResultName('2026-11-28', options)).toBe('fleet-2026-11-28-n1-3-w60-f5');
+    expect(fleetResultName('2026-11-28', options)).toBe('fleet-2026-11-28-n1-3-w60-f5-etcd-nice-10');
     expect(isDefaultRun({ ...DEFAULT_FLEET_OPTIONS, failoverSamples: 3 })).toBe(false);
   });
 
@@ -83,6 +85,8 @@ describe('fleet-bench options', () => {
     ],
     [['--keep=yes'], '--keep: takes no value'],
     [['--failover-samples', '0'], '--failover-samples: 0 is not a whole number from 1 to 20'],
+    [['--etcd-priority', '-21'], '--etcd-priority: -21 is not a whole number from -20 to 19'],
+    [['--etcd-priority', 'high'], '--etcd-priority: high is not a whole number from -20 to 19'],
   ])('refuses %j naming the option and its rule', (argv, message) => {
     expect(() => parseFleetOptions(argv)).toThrow(new FleetOptionError(message));
   });
