@@ -117,9 +117,15 @@ async function switchOverAndOver(
     const { leader } = await waitHealthy(cluster, 60_000);
     const candidate = cluster.nodes.find((node) => node !== leader)!;
     const started = Date.now();
-    const answer = await httpPost(`${leader.apiUrl}/switchover`, { leader: leader.name, candidate: candidate.name }, 60_000);
+    const answer = await httpPost(
+      `${leader.apiUrl}/switchover`,
+      { leader: leader.name, candidate: candidate.name },
+      60_000,
+    );
     await waitHealthy(cluster, 60_000, candidate);
-    log(`switchover ${i + 1}: ${leader.name} -> ${candidate.name}, ${answer.status}, healthy after ${Date.now() - started} ms`);
+    log(
+      `switchover ${i + 1}: ${leader.name} -> ${candidate.name}, ${answer.status}, healthy after ${Date.now() - started} ms`,
+    );
   }
   await sleep(5000);
   const cpuUsed = agentCpu().map((seconds, i) => seconds - cpuBefore[i]);
