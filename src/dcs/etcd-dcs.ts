@@ -169,6 +169,12 @@ export class EtcdDcs implements Dcs {
     );
   }
 
+  /** The keepalive of this cycle's refresh, sent now; refreshLeader takes its answer (Dcs.startLeaderRefresh). */
+  startLeaderRefresh(): void {
+    const cycle = currentDcsBudget();
+    if (cycle && !this.closed) this.lease.keepAliveEarly(cycle, Math.min(this.retryTimeoutMs, cycle.remainingMs()));
+  }
+
   /**
    * A forced keepalive; when `leader` already holds our name on our lease that is all. When it
    * holds our name on another lease (the lease was re-granted), `txn(VALUE==name → put with lease)`
@@ -181,11 +187,6 @@ export class EtcdDcs implements Dcs {
    * skipped, as the reference does; an idle leader sends one request a cycle, its keepalive. A
    * sighting older than a third of the TTL is not trusted.
    */
-  startLeaderRefresh(): void {
-    const cycle = currentDcsBudget();
-    if (cycle && !this.closed) this.lease.keepAliveEarly(cycle, Math.min(this.retryTimeoutMs, cycle.remainingMs()));
-  }
-
   async refreshLeader(): Promise<LockLease | null> {
     const cycle = currentDcsBudget();
     const recent =
