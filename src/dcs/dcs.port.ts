@@ -32,8 +32,8 @@ export interface Dcs {
   /** Refreshes the lease and re-asserts `leader` = own name. Null when the lock is held by someone else or gone. */
   refreshLeader(): Promise<LockLease | null>;
   /**
-   * The lock holder's refresh of this HA cycle, begun at the cycle's start: the lease keepalive goes out beside the
-   * cycle's first reads, and refreshLeader later in the same cycle waits only for what is left of its answer. With
+   * The lock holder's refresh of this HA cycle, begun with the cycle's read: the lease keepalive goes out beside it,
+   * and refreshLeader later in the same cycle waits only for what is left of its answer. With
    * etcd slow to answer, a refresh sent after the read came one answer later, and a new leader's fence ran out
    * while its promotion was under way (issue 35's switchover storm). The lock's end still counts from the send.
    */

@@ -298,8 +298,6 @@ export class HaNode {
     const node = this.node;
     try {
       this.lastCycleAt = clock.monotonic();
-      // Before the sample and the read, which a crowded machine or a slow etcd can make long: the lock's keepalive.
-      if (node.lock.held) dcs.startLeaderRefresh();
       if (this.reloadRequested) {
         this.reloadRequested = false;
         reloadLocalConfig(node);
@@ -310,6 +308,9 @@ export class HaNode {
       if (!node.isPostmasterUp())
         node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await this.deps.pg.inspectDataDir() });
 
+      // Beside the read, which a slow etcd makes long: the lock's keepalive. Not before the PostgreSQL sample: the lock
+      // counts from the keepalive's send, and a sample stuck on statement_timeout would eat into it.
+      if (node.lock.held) dcs.startLeaderRefresh();
       const { cluster, dcsError } = await readCluster(node, this.dynamicConfig);
 
       trackReadPool(node, clock.now());

@@ -266,7 +266,7 @@ describe.each(['gateway', 'grpc'] as const)(`${EtcdDcs.name} against etcd throug
       }
     });
 
-    it("a lock holder's keepalive started with its cycle goes out beside the cycle's read: the lock counts from the cycle's start, and the refresh ends one etcd answer sooner", async () => {
+    it("a lock holder's keepalive started with its cycle goes out beside the cycle's read: the lock counts from before the read, and the refresh ends one etcd answer sooner", async () => {
       const proxy = await startDelayProxy(etcd.endpoint);
       try {
         const node1 = node('node1', { hosts: [proxy.endpoint] });
