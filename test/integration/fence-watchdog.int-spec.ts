@@ -97,6 +97,13 @@ function fenceLog(fence: Started): string {
   return readFileSync(join(fence.stateDir, 'fence.log'), 'utf8');
 }
 
+/** The fence logs a step after it has taken it (the device closed, the report sent): a reader of the log waits for it. */
+async function fenceLogged(fence: Started, line: string | RegExp): Promise<string> {
+  const logged = (log: string) => (typeof line === 'string' ? log.includes(line) : line.test(log));
+  await waitFor(() => logged(fenceLog(fence)), { description: `the fence's log to say ${String(line)}` });
+  return fenceLog(fence);
+}
+
 describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
   it('sets ttl - safety_margin, pets it on every arm, follows a new timeout, and closes it with the magic V when an arm no longer asks for it', async () => {
     const fence = await startFence();
@@ -134,7 +141,8 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
     await waitFor(() => fence.fifo.count('magic_close') === 1 && fence.fifo.count('closed') === 1, {
       description: 'the magic close',
     });
-    expect(fenceLog(fence)).toMatch(
+    await fenceLogged(
+      fence,
       /Watchdog test harness at .*watchdog\.fifo closed with the magic close \(no longer asked for\)/,
     );
 
@@ -176,11 +184,10 @@ describe('the fence holding a watchdog (testing driver: a FIFO)', () => {
     expect(closed - lastPing).toBeGreaterThan(2000);
     expect(fence.fifo.count('magic_close')).toBe(0);
     expect(fence.fifo.count('ping')).toBe(1);
-    const log = fenceLog(fence);
+    const log = await fenceLogged(fence, 'closed without the magic close after its timeout elapsed');
     expect(log.indexOf("left armed: the term ended on the fence's deadline")).toBeGreaterThan(
       log.indexOf('exited (code'),
     );
-    expect(log).toContain('closed without the magic close after its timeout elapsed');
   });
 
   it('closes it when the postmaster is stopped on request (the agent shuts down)', async () => {
@@ -218,9 +225,7 @@ describe('the fence holding a watchdog (Linux driver)', () => {
       error: `WDIOC_GETSUPPORT on ${fence.fifo.path} failed: Inappropriate ioctl for device`,
       required: true,
     });
-    expect(fenceLog(fence)).toContain(
-      `error: could not activate Linux watchdog device at ${fence.fifo.path}: WDIOC_GETSUPPORT`,
-    );
+    await fenceLogged(fence, `error: could not activate Linux watchdog device at ${fence.fifo.path}: WDIOC_GETSUPPORT`);
     expect(fence.fifo.count('ping')).toBe(0);
     // The same request is not retried on the next arm (as the reference, until the configuration changes); another is.
     fence.connection.send({
@@ -244,6 +249,6 @@ describe('the fence holding a watchdog (Linux driver)', () => {
     await waitFor(() => fence.states.length === 1, { description: "the fence's report" });
     expect(fence.states[0].error).toBe(`can't open watchdog device ${missing}: No such file or directory`);
     // Mode automatic: most machines have no device, as routine as in the reference (which logs it at debug).
-    expect(fenceLog(fence)).toContain(`info: could not activate Linux watchdog device at ${missing}`);
+    await fenceLogged(fence, `info: could not activate Linux watchdog device at ${missing}`);
   });
 });
