@@ -110,7 +110,23 @@ it('hands over within ttl when the leader runs out of WAL space, loses no acknow
     // machine may reach the second try later: the disk stays full until it does (at most 30 s more).
     const tried = /INFO: (starting primary after failure|running pg_rewind from)/;
     await new Promise((resolve) => setTimeout(resolve, FULL_FOR_MS));
-    await waitFor(() => count(logSince(), tried) >= 2, { timeoutMs: 30_000, description: 'a second try' });
+    await waitFor(() => count(logSince(), tried) >= 2, { timeoutMs: 30_000, description: 'a second try' }).catch(
+      (error: Error) => {
+        // A CI failure understood without its files: what each agent decided since the fill.
+        const tail = (text: string) =>
+          text
+            .trimEnd()
+            .split('\n')
+            .filter((line) => !line.includes('no action'))
+            .slice(-40)
+            .join('\n');
+        const newLeaderLog = tail(readFileSync(newLeader.logPath, 'utf8'));
+        throw new Error(
+          `${error.message}\n--- ${oldLeader.name} since the fill:\n${tail(logSince())}\n--- ${newLeader.name}:\n${newLeaderLog}`,
+          { cause: error },
+        );
+      },
+    );
     const whileFull = logSince();
     expect(whileFull).toMatch(
       /removed leader key after trying and failing to start postgres \(disk_full\): .*No space left on device/,

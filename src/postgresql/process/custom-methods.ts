@@ -7,7 +7,7 @@ import { PostgresCommandError, ReplicaMethod, UpstreamNode } from '../postgres.p
 import { CommandRunner, tail } from './commands';
 import { formatConninfo } from './configuration-files';
 import { DataDirectory } from './data-directory';
-import { writePassfile } from './passfile';
+import { withPassfile } from './passfile';
 import { LocalPostgres } from './local-postgres';
 
 /** Keys of a replica method that only steer Stator, dropped from the arguments with `no_params` (as the reference). */
@@ -47,22 +47,25 @@ export class CustomMethods {
     // unless keep_data leaves it as it is.
     if (keepData) await this.dataDirectory.ensureExists();
     else await this.removeDataDirectory();
-    let env: Record<string, string> = {};
-    let connstring = '';
-    if (source) {
-      const user = this.local.replicationUser;
-      connstring = formatConninfo({
-        host: source.host,
-        port: source.port,
-        user,
-        dbname: 'postgres',
-        ...this.local.replicationLibpq,
-      });
-      env = { PGPASSFILE: await writePassfile(this.local, this.commands, user, this.local.replicationPassword) };
-    }
+    const user = this.local.replicationUser;
+    const connstring = source
+      ? formatConninfo({
+          host: source.host,
+          port: source.port,
+          user,
+          dbname: 'postgres',
+          ...this.local.replicationLibpq,
+        })
+      : '';
     const args = replicaMethodArguments(method, { scope: this.scope, datadir: this.local.dataDir, connstring });
+    const runMethod = (env: Record<string, string>) => this.run(`replica method ${method.name}`, method, args, env);
     try {
-      await this.run(`replica method ${method.name}`, method, args, env);
+      if (source) {
+        const login = { user, password: this.local.replicationPassword };
+        await withPassfile(this.local, this.commands, login, (passfile) => runMethod({ PGPASSFILE: passfile }));
+      } else {
+        await runMethod({});
+      }
       await this.expectCluster(`replica method ${method.name}`);
     } catch (error) {
       if (!keepData) await this.removeDataDirectory();

@@ -12,7 +12,7 @@ import { formatConninfo } from './configuration-files';
 import { LocalPostgres } from './local-postgres';
 import { removeLinkedDirectories } from './linked-directories';
 import { livePostmasterFromPidFile, sleep } from './os-process';
-import { passwordEnvironment, writePassfile } from './passfile';
+import { passwordEnvironment, withPassfile } from './passfile';
 import { errorText } from '../../common/error-text';
 import { basebackupOptions, formatInitdbOptions, InitdbOptions, parseControlData } from './tool-arguments';
 
@@ -142,12 +142,14 @@ export class DataDirectory {
       port: connection.port,
       ...(connection.host.startsWith('/') ? {} : connection.libpq),
     });
-    const passfile = await writePassfile(this.local, this.commands, connection.user, connection.password);
     const [file, ...args] = words;
-    await this.commands.run(file, [...args, conninfo], {
-      env: { PGPASSFILE: passfile, PGOPTIONS: '-c synchronous_commit=local -c statement_timeout=0' },
-      timeoutMs: this.commands.deadline('dataCopy'),
-    });
+    const login = { user: connection.user, password: connection.password };
+    await withPassfile(this.local, this.commands, login, (passfile) =>
+      this.commands.run(file, [...args, conninfo], {
+        env: { PGPASSFILE: passfile, PGOPTIONS: '-c synchronous_commit=local -c statement_timeout=0' },
+        timeoutMs: this.commands.deadline('dataCopy'),
+      }),
+    );
   }
 
   /**

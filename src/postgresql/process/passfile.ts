@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CommandRunner } from './commands';
@@ -8,8 +8,8 @@ import { LocalPostgres } from './local-postgres';
  * The password file PostgreSQL's tools read (PGPASSFILE). With `postgresql.pgpass` (as in almost every
  * Patroni configuration) it is that file, holding a line for every login the agent uses, so that one file
  * serves primary_conninfo (`passfile=`), pg_basebackup, pg_rewind and the bootstrap and replica scripts at
- * once, with no password in postgresql.conf or a process environment. Without it, a private temporary file
- * holds the one login a script needs. Passwords never go on a command line.
+ * once, with no password in postgresql.conf or a process environment. Without it, a script gets a private
+ * temporary file with its one login (withPassfile). Passwords never go on a command line.
  */
 export async function writePassfile(
   local: LocalPostgres,
@@ -22,9 +22,29 @@ export async function writePassfile(
     await commands.writeOwnedFile(configured, passfileContent(agentLogins(local, { user, password })));
     return configured;
   }
-  const passfile = join(await privateDirectory(local, commands), 'pgpass');
-  await commands.writeOwnedFile(passfile, passfileContent([{ user, password }]));
-  return passfile;
+  throw new Error('postgresql.pgpass is not set: a command gets a private password file from withPassfile');
+}
+
+/**
+ * Runs a command with `login`'s password file: `postgresql.pgpass` when configured (kept, as Patroni keeps it),
+ * else a private file made for this one command and removed once it ends, so that no password outlives it.
+ */
+export async function withPassfile<T>(
+  local: LocalPostgres,
+  commands: CommandRunner,
+  login: Login,
+  run: (passfile: string) => Promise<T>,
+): Promise<T> {
+  if (local.config.pgpass) return run(await writePassfile(local, commands, login.user, login.password));
+  const dir = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
+  try {
+    await commands.chownToOsUser(dir);
+    const passfile = join(dir, 'pgpass');
+    await commands.writeOwnedFile(passfile, passfileContent([login]));
+    return await run(passfile);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -67,21 +87,4 @@ export function passfileContent(logins: Login[]): string {
 
 function pgpassField(value: string): string {
   return value.replace(/[\\:]/g, (character) => `\\${character}`);
-}
-
-/** One private directory per agent, rewritten for each command: not one more per clone or rewind. */
-const passfileDirectories = new WeakMap<LocalPostgres, Promise<string>>();
-
-function privateDirectory(local: LocalPostgres, commands: CommandRunner): Promise<string> {
-  let dir = passfileDirectories.get(local);
-  if (!dir) {
-    dir = (async () => {
-      const made = await mkdtemp(join(tmpdir(), 'stator-pgpass-'));
-      await commands.chownToOsUser(made);
-      return made;
-    })();
-    passfileDirectories.set(local, dir);
-    dir.catch(() => passfileDirectories.delete(local)); // a failed attempt is not remembered
-  }
-  return dir;
 }

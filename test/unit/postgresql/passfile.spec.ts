@@ -1,17 +1,16 @@
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { PostgresqlConfig } from '../../../src/config/config.types';
 import { CommandRunner } from '../../../src/postgresql/process/commands';
 import { ConfigurationFiles } from '../../../src/postgresql/process/configuration-files';
 import { LocalPostgres } from '../../../src/postgresql/process/local-postgres';
-import { passwordEnvironment, writePassfile } from '../../../src/postgresql/process/passfile';
+import { passwordEnvironment, withPassfile, writePassfile } from '../../../src/postgresql/process/passfile';
 import { removeDir, tmpDir } from '../../helpers/tmp';
 
 /** `postgresql.pgpass`, as Patroni uses it: the one file every PostgreSQL tool of the agent reads its password from. */
 describe('postgresql.pgpass', () => {
   const dir = tmpDir('stator-passfile-spec-');
-  const dirs = [dir];
-  afterAll(() => dirs.forEach(removeDir));
+  afterAll(() => removeDir(dir));
   const postgresql = (pgpass?: string): PostgresqlConfig =>
     ({
       listen: '127.0.0.1:5432',
@@ -50,12 +49,39 @@ describe('postgresql.pgpass', () => {
     expect(await passwordEnvironment(local(), commands(), 'rewind_user', 'rw')).toEqual({ PGPASSWORD: 'rw' });
   });
 
-  it('without it, a script gets a private temporary file with its one login', async () => {
-    const passfile = await writePassfile(local(), commands(), 'postgres', 'su:pw');
-    // The private stator-pgpass-* directory writePassfile made: the agent keeps it, the test removes it.
-    if (basename(dirname(passfile)).startsWith('stator-pgpass-')) dirs.push(dirname(passfile));
-    expect(passfile).not.toBe(join(dir, 'pgpass'));
-    expect(readFileSync(passfile, 'utf8')).toBe('*:*:*:postgres:su\\:pw\n');
+  it('without it, a script gets a private temporary file with its one login, removed once the script ends', async () => {
+    let seen = '';
+    const content = await withPassfile(
+      local(),
+      commands(),
+      { user: 'postgres', password: 'su:pw' },
+      async (passfile) => {
+        seen = passfile;
+        return readFileSync(passfile, 'utf8');
+      },
+    );
+    expect(content).toBe('*:*:*:postgres:su\\:pw\n');
+    expect(basename(dirname(seen))).toMatch(/^stator-pgpass-/);
+    expect(existsSync(dirname(seen))).toBe(false);
+    await expect(
+      withPassfile(local(), commands(), { user: 'postgres', password: 'x' }, async (passfile) => {
+        seen = passfile;
+        throw new Error('script failed');
+      }),
+    ).rejects.toThrow('script failed');
+    expect(existsSync(dirname(seen))).toBe(false);
+  });
+
+  it('with it, a script reads that file, which stays', async () => {
+    const pgpass = join(dir, 'pgpass-script');
+    const used = await withPassfile(
+      local(pgpass),
+      commands(pgpass),
+      { user: 'postgres', password: 'pw' },
+      async (p) => p,
+    );
+    expect(used).toBe(pgpass);
+    expect(readFileSync(pgpass, 'utf8')).toContain('*:*:*:postgres:pw\n');
   });
 
   it('primary_conninfo names the passfile (as Patroni writes it) instead of carrying the password', async () => {
