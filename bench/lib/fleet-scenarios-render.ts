@@ -49,7 +49,9 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
     'Every cluster at once: `POST /switchover` (leader and its first replica) on each leader in parallel, a client ' +
       'writing to each cluster through its three nodes. Write gap: the longest interval without an acknowledged write ' +
       'from the POSTs on, over the clusters whose switchover succeeded; failed: the POST did not answer 200 or the ' +
-      'candidate was not the healthy leader within 2 minutes; lost: acknowledged writes the new primary does not hold.',
+      'candidate was not the healthy leader within 2 minutes; lost: acknowledged writes the new primary does not hold. ' +
+      'The write clients reconnect after a failure with a backoff (50 ms doubling to 400 ms); their connections from ' +
+      "the POSTs until all were healthy are the bench's own load.",
     '',
     table(
       [
@@ -62,10 +64,11 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
         'slowest',
         'lost writes',
         'all healthy after ms',
+        'write client connections',
       ],
       withScenarios.map((run) => {
         const s = run.scenarios!.storm;
-        if (!s) return [...label(run), 'not run', '—', '—', '—', '—', '—'];
+        if (!s) return [...label(run), 'not run', '—', '—', '—', '—', '—', '—'];
         return [
           ...label(run),
           String(s.failed),
@@ -74,6 +77,7 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
           s.slowest?.scope ?? '—',
           fmt(s.lostWrites),
           fmt(s.allHealthyMs),
+          s.writeClientConnections === undefined ? '—' : fmt(s.writeClientConnections),
         ];
       }),
     ),

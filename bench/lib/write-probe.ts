@@ -31,8 +31,18 @@ export class WriteProbe {
   private stopped = false;
   private loop: Promise<void> | null = null;
   private preferred = 0;
+  /** PostgreSQL connections opened (a backend forked and a scram exchange each): the client's own load on the machine. */
+  readonly opened = { connections: 0 };
 
-  constructor(private readonly ports: number[]) {}
+  /**
+   * `maxReconnectDelayMs`: after failed connection rounds, wait 50 ms, then twice as long each time up to this, as
+   * a client's pool would; 0 (the default) tries again at every 50 ms tick. Without it, a cluster whose primary is
+   * gone opens up to 60 connections a second (three nodes, 20 rounds).
+   */
+  constructor(
+    private readonly ports: number[],
+    private readonly maxReconnectDelayMs = 0,
+  ) {}
 
   start(maxMs: number): void {
     this.loop = this.run(maxMs);
@@ -106,22 +116,28 @@ export class WriteProbe {
   private async run(maxMs: number): Promise<void> {
     const started = now();
     let tick = 0;
+    let failedRounds = 0;
+    let reconnectAt = 0;
     while (!this.stopped && now() - started < maxMs) {
-      const due = started + tick * WRITE_INTERVAL_MS;
+      const due = Math.max(started + tick * WRITE_INTERVAL_MS, this.client ? 0 : reconnectAt);
       const wait = due - now();
       if (wait > 0) await sleep(wait);
       tick = Math.max(tick + 1, Math.ceil((now() - started) / WRITE_INTERVAL_MS));
       if (this.stopped) break;
       try {
         if (!this.client) {
-          const { client, index } = await connectReadWrite(this.ports, this.preferred);
+          const { client, index } = await connectReadWrite(this.ports, this.preferred, this.opened);
           this.client = client;
           this.preferred = index;
         }
         const inserted = await this.client.query('INSERT INTO bench_writes DEFAULT VALUES RETURNING id');
         this.acks.push(now());
         this.ackedIds.push(Number((inserted.rows[0] as { id: string }).id));
+        failedRounds = 0;
       } catch (error) {
+        failedRounds++;
+        const backoff = Math.min(this.maxReconnectDelayMs, WRITE_INTERVAL_MS * 2 ** (failedRounds - 1));
+        reconnectAt = now() + backoff;
         this.failures.push({ at: now(), error: (error as Error).message || String(error) });
         const broken = this.client;
         this.client = null;
@@ -135,11 +151,16 @@ export class WriteProbe {
  * libpq's read-write host selection: the first node, from the last good one (`preferred`), whose session
  * is writable; with the index of the node it connected to.
  */
-export async function connectReadWrite(ports: number[], preferred: number): Promise<{ client: Client; index: number }> {
+export async function connectReadWrite(
+  ports: number[],
+  preferred: number,
+  opened = { connections: 0 },
+): Promise<{ client: Client; index: number }> {
   const errors: string[] = [];
   for (let i = 0; i < ports.length; i++) {
     const index = (preferred + i) % ports.length;
     const client = pgClient(ports[index], 1000);
+    opened.connections++;
     try {
       await client.connect();
       const rows = (await client.query('SHOW transaction_read_only')).rows as { transaction_read_only: string }[];

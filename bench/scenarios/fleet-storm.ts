@@ -35,6 +35,8 @@ export interface SwitchoverStorm {
   lostWrites: number;
   /** From the POSTs until every cluster was healthy again (the failed ones under any leader), ms. */
   allHealthyMs: number;
+  /** PostgreSQL connections the write clients opened meanwhile: the bench's own load on the machine. */
+  writeClientConnections?: number;
   runs: StormClusterRun[];
 }
 
@@ -47,6 +49,12 @@ const HEALTHY_TIMEOUT_MS = 120_000;
  * said its cluster was healthy again (2026-11-29).
  */
 const HEALTH_POLL_MS = 1000;
+/**
+ * The write clients' reconnection backoff (50 ms doubling up to this). Trying three nodes every 50 ms, twenty clients
+ * whose primaries were all switching opened up to 1,200 scram connections a second on the 2-core machine
+ * (2026-11-29): the storm measured the bench's own load more than the products'.
+ */
+const STORM_RECONNECT_MAX_MS = 400;
 /** Before the POSTs: right after a fleet of 20 came up, a backend took seconds to fork, and 10 s were too few. */
 const FIRST_WRITE_TIMEOUT_MS = 30_000;
 
@@ -61,7 +69,15 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
       const { leader } = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, undefined, HEALTH_POLL_MS);
       await createWriteTable(leader.pgPort);
       const candidate = cluster.nodes.find((node) => node !== leader)!;
-      return { cluster, leader, candidate, probe: new WriteProbe(cluster.nodes.map((node) => node.pgPort)) };
+      return {
+        cluster,
+        leader,
+        candidate,
+        probe: new WriteProbe(
+          cluster.nodes.map((node) => node.pgPort),
+          STORM_RECONNECT_MAX_MS,
+        ),
+      };
     }),
   );
   for (const plan of plans) plan.probe.start(POST_TIMEOUT_MS + HEALTHY_TIMEOUT_MS + 30_000);
@@ -69,6 +85,8 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
     const ready = await Promise.all(plans.map((plan) => plan.probe.waitForAckAfter(now(), FIRST_WRITE_TIMEOUT_MS)));
     const mute = plans.filter((_plan, i) => ready[i] === null).map((plan) => plan.cluster.scope);
     if (mute.length) throw new Error(`the write client cannot write to ${mute.join(', ')}`);
+    const connections = () => plans.reduce((total, plan) => total + plan.probe.opened.connections, 0);
+    const connectionsBefore = connections();
     const t0 = now();
     const runs = await Promise.all(
       plans.map((plan) => switchOne(plan.cluster, plan.leader, plan.candidate, plan.probe, t0)),
@@ -86,11 +104,13 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
       slowest: slowest && { scope: slowest.scope, gapMs: slowest.gapMs },
       lostWrites: runs.reduce((total, run) => total + run.lostWrites, 0),
       allHealthyMs,
+      writeClientConnections: connections() - connectionsBefore,
       runs,
     };
     log(
       `${clusters[0]?.kind} switchover storm of ${clusters.length} clusters: ${storm.failed} failed; write gap median ${storm.gapMs.median.toFixed(0)} ms, ` +
-        `max ${storm.gapMs.max.toFixed(0)} ms (${storm.slowest?.scope ?? '—'}); ${storm.lostWrites} acknowledged writes lost; all healthy after ${allHealthyMs.toFixed(0)} ms`,
+        `max ${storm.gapMs.max.toFixed(0)} ms (${storm.slowest?.scope ?? '—'}); ${storm.lostWrites} acknowledged writes lost; all healthy after ${allHealthyMs.toFixed(0)} ms; ` +
+        `the write clients opened ${storm.writeClientConnections} connections`,
     );
     for (const run of runs.filter((r) => r.failure)) log(`  ${run.scope}: switchover failed: ${run.failure}`);
     return storm;

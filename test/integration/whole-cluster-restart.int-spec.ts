@@ -117,7 +117,18 @@ async function describeServer(node: LocalNode): Promise<string> {
             (SELECT status || ' from port ' || sender_port || ' tl ' || received_tli FROM pg_stat_wal_receiver) AS receiver,
             pg_last_wal_replay_lsn()::text AS replayed, CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() END AS replay_paused`,
   ).catch((error: Error) => [{ error: error.message }]);
-  return `--- ${node.name} (pg ${node.pgPort}): ${JSON.stringify(facts[0])} ${JSON.stringify(node.lastVerdicts(16))}`;
+  return `--- ${node.name} (pg ${node.pgPort}): ${JSON.stringify(facts[0])} ${JSON.stringify(node.lastVerdicts(16))}\n${timelineLines(node)}`;
+}
+
+/** What the server's own log says about its timelines: which it chose on promotion, and why streaming failed. */
+function timelineLines(node: LocalNode): string {
+  const path = join(node.stateDir, 'postgresql.log');
+  if (!existsSync(path)) return '';
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => /timeline|promot|requested starting point|redo done|consistent recovery state/i.test(line))
+    .slice(-12)
+    .join('\n');
 }
 
 /** How many times the node's agent published its shutdown checkpoint: its log says so once its member key shows it. */
