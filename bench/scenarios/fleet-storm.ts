@@ -2,7 +2,7 @@ import { BenchCluster, BenchNode } from '../lib/cluster';
 import { waitHealthy } from '../lib/health';
 import { httpPost } from '../lib/http';
 import { createWriteTable, missingIds, WriteProbe } from '../lib/write-probe';
-import { log, now, sleep, spread, Spread } from '../lib/util';
+import { log, now, pollUntil, sleep, spread, Spread } from '../lib/util';
 
 /** One cluster's part of the storm. */
 export interface StormClusterRun {
@@ -153,12 +153,11 @@ async function switchOne(
   await probe.waitForAckAfter(settled, 5000);
   await sleep(200);
   const writes = probe.gapAround(t0);
-  const lost = newLeader
-    ? await missingIds(newLeader.pgPort, [...probe.ackedIds]).then(
-        (ids) => ids.length,
-        () => NaN,
-      )
-    : NaN;
+  // Read again for up to 30 s: on the crowded machine a single read's connection timed out (lost writes unknown).
+  const missing = newLeader
+    ? await pollUntil(() => missingIds(newLeader.pgPort, [...probe.ackedIds]), 30_000, 1000)
+    : null;
+  const lost = missing ? missing.length : NaN;
   return {
     scope: cluster.scope,
     from: leader.name,
