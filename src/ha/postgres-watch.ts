@@ -18,6 +18,7 @@ export function followPostgres(node: NodeActors, wake: () => void): Subscription
     );
     node.postgres.send({
       type: 'POSTMASTER_EXITED',
+      pid: exit.pid,
       code: exit.code,
       signal: exit.signal,
       fenced: exit.fenced,

@@ -39,7 +39,15 @@ export type PostgresEvent =
   | { type: 'RECONFIGURE'; settings: PostgresSettings }
   | { type: 'REWIND'; source: UpstreamNode; crashRecovery: boolean }
   | { type: 'REMOVE_DATA' }
-  | { type: 'POSTMASTER_EXITED'; code: number | null; signal: string | null; fenced: boolean; lastLog?: string }
+  /** `pid`: which postmaster exited (absent in events recorded before it was carried). */
+  | {
+      type: 'POSTMASTER_EXITED';
+      pid?: number;
+      code: number | null;
+      signal: string | null;
+      fenced: boolean;
+      lastLog?: string;
+    }
   | { type: 'SET_PAUSE'; paused: boolean };
 
 export interface PostgresContext {
@@ -51,6 +59,8 @@ export interface PostgresContext {
   /** Outcome of the last finished action, e.g. `rewound`, `not_needed`, `promoted`. */
   lastOutcome: string | null;
   pid: number | null;
+  /** The pid of the last postmaster this machine ran, kept after it stopped: its exit reported late is not news. */
+  lastPid?: number | null;
   /** The start that follows a custom bootstrap. */
   bootstrapStart: StartRequest | null;
   /** Starts and restarts that failed in a row; back to 0 once PostgreSQL runs. */

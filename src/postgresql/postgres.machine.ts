@@ -61,6 +61,15 @@ export const postgresMachine = setup({
   },
   guards: {
     isPaused: ({ context }) => context.paused,
+    /**
+     * The exit of a postmaster other than the one this state is about: running, not the running one's; starting,
+     * the one that ran before (a fence killed with it reports its exit late, after the start began). Such an exit
+     * crashed or failed a server that went on running unseen.
+     */
+    isOtherPostmasterExit: ({ context, event }) =>
+      event.type === 'POSTMASTER_EXITED' &&
+      event.pid !== undefined &&
+      (context.pid !== null ? event.pid !== context.pid : event.pid === context.lastPid),
   },
   actions: {
     clearOutcome: assign({ lastError: null, lastExitCode: null, lastOutcome: null }),
@@ -68,7 +77,10 @@ export const postgresMachine = setup({
       lastError: ({ event }) => errorText((event as { error?: unknown }).error),
       lastExitCode: ({ event }) => exitCodeOf((event as { error?: unknown }).error),
     }),
-    rememberPid: assign({ pid: ({ event }) => (event as { output?: { pid: number } }).output?.pid ?? null }),
+    rememberPid: assign(({ event }) => {
+      const pid = (event as { output?: { pid: number } }).output?.pid ?? null;
+      return { pid, lastPid: pid };
+    }),
     forgetPid: assign({ pid: null }),
     rememberBootstrapStart: assign({
       bootstrapStart: ({ event }) => (event.type === 'CUSTOM_BOOTSTRAP' ? event.start : null),
@@ -97,6 +109,7 @@ export const postgresMachine = setup({
     lastExitCode: null,
     lastOutcome: null,
     pid: null,
+    lastPid: null,
     bootstrapStart: null,
     failedStarts: 0,
     lastStartAt: null,
@@ -191,7 +204,10 @@ export const postgresMachine = setup({
         onError: { target: 'start_failed', actions: 'rememberError' },
       },
       on: {
-        POSTMASTER_EXITED: { target: 'start_failed', actions: 'rememberExitWhileStarting' },
+        POSTMASTER_EXITED: [
+          { guard: 'isOtherPostmasterExit' },
+          { target: 'start_failed', actions: 'rememberExitWhileStarting' },
+        ],
       },
     },
     creating_replica: {
@@ -223,7 +239,10 @@ export const postgresMachine = setup({
         onError: { target: 'start_failed', actions: 'rememberError' },
       },
       on: {
-        POSTMASTER_EXITED: { target: 'start_failed', actions: 'rememberExitWhileStarting' },
+        POSTMASTER_EXITED: [
+          { guard: 'isOtherPostmasterExit' },
+          { target: 'start_failed', actions: 'rememberExitWhileStarting' },
+        ],
         STOP: { target: 'stopping', actions: 'clearOutcome' },
       },
     },
@@ -264,6 +283,7 @@ export const postgresMachine = setup({
         STOP: { target: 'stopping', actions: 'clearOutcome' },
         RESTART: { target: 'restarting', actions: ['clearOutcome', 'rememberStartRequest'] },
         POSTMASTER_EXITED: [
+          { guard: 'isOtherPostmasterExit' },
           { guard: 'isPaused', target: 'stopped' },
           { target: 'crashed', actions: assign({ lastError: ({ event }) => describeExit(event) }) },
         ],

@@ -176,6 +176,29 @@ export class FenceLink {
     this.exitSubject.next(exit);
   }
 
+  /**
+   * Keeps every exit emitted from now on, for a postmaster whose pid is known only later: `of(pid)` resolves with
+   * that pid's exit, emitted before the call or after. An exit of an earlier postmaster reported late (its fence
+   * lost) is not the new one's: taken for it, it ended a start whose server went on running unseen.
+   */
+  recordExits(): { of(pid: number): Promise<PostmasterExit>; cancel(): void } {
+    const seen: PostmasterExit[] = [];
+    const waiting: { pid: number; resolve: (exit: PostmasterExit) => void }[] = [];
+    const subscription = this.exitSubject.subscribe((exit) => {
+      seen.push(exit);
+      for (const waiter of waiting) if (waiter.pid === exit.pid) waiter.resolve(exit);
+    });
+    return {
+      of: (pid) =>
+        new Promise<PostmasterExit>((resolve) => {
+          const known = seen.find((exit) => exit.pid === pid);
+          if (known) resolve(known);
+          else waiting.push({ pid, resolve });
+        }),
+      cancel: () => subscription.unsubscribe(),
+    };
+  }
+
   /** Resolves with the exit of `pid` (any pid when null) as emitted on exits(); `cancel` drops the subscription. */
   watchExit(pid: number | null): { exited: Promise<PostmasterExit>; cancel(): void } {
     let subscription: { unsubscribe(): void } | null = null;

@@ -86,8 +86,8 @@ export class Postmaster {
     const orphan = await livePostmasterFromPidFile(dataDir);
     if (orphan) throw new Error(`a postmaster (pid ${orphan}) already runs on ${dataDir} without a fence`);
 
-    // Watch before spawning: the first exit from here on is this postmaster's, even one that arrives with the hello.
-    const exitWatch = this.fenceLink.watchExit(null);
+    // Recorded from before spawning: this postmaster's exit may arrive with the hello, before its pid is known here.
+    const exits = this.fenceLink.recordExits();
     try {
       const connection = await this.spawnFence({}, deadline, timeoutMs, (fence) => {
         // The postmaster died before we could connect (the fence exits with it): report what the fence recorded.
@@ -96,10 +96,10 @@ export class Postmaster {
         throw new Error(`the fence exited without starting postgres (see ${fence})`);
       });
       const pid = connection.hello.pid;
-      await this.waitUntilAccepting(pid, deadline, timeoutMs, exitWatch.exited);
+      await this.waitUntilAccepting(pid, deadline, timeoutMs, exits.of(pid));
       return { pid };
     } finally {
-      exitWatch.cancel();
+      exits.cancel();
     }
   }
 

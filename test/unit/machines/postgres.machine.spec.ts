@@ -3,7 +3,7 @@ import { ManualClock } from '../../../src/common/clock';
 import { RecordedEvent } from '../../../src/events/event';
 import { topLevelState, transitionRecorder } from '../../../src/events/transition-recorder';
 import { postgresMachine } from '../../../src/postgresql/postgres.machine';
-import { PostgresEvent, StopRequest } from '../../../src/postgresql/postgres-machine-types';
+import { PostgresEvent, StartRequest, StopRequest } from '../../../src/postgresql/postgres-machine-types';
 import { fakePostgresActors } from '../../helpers/fake-postgres-actors';
 import { POSTGRES_STATE_NAMES, POSTGRES_STATES } from '../../../src/postgresql/postgres-states';
 
@@ -107,6 +107,33 @@ describe('postgres machine', () => {
     await settle(paused.actor, { type: 'START', start });
     await settle(paused.actor, exited);
     expect(topLevelState(paused.actor.getSnapshot().value)).toBe('stopped');
+  });
+
+  it('an exit reported late for an earlier postmaster neither crashes the running one nor fails the next start', async () => {
+    // Seen in the N = 20 storm: a fence killed its postmaster at the lock's deadline and the exit reached the agent
+    // after it had begun the next start; that start was failed while its new server went on running unseen.
+    let finishStart: (pid: number) => void = () => undefined;
+    let starts = 0;
+    const startPostgres = fromPromise<{ pid: number }, StartRequest>(() =>
+      ++starts === 1
+        ? Promise.resolve({ pid: 4242 })
+        : new Promise((resolve) => (finishStart = (pid) => resolve({ pid }))),
+    );
+    const actor = createActor(postgresMachine.provide({ actors: { ...fakePostgresActors(), startPostgres } }));
+    actor.start();
+    await settle(actor, { type: 'START', start });
+    await settle(actor, { ...exited, pid: 4100 });
+    expect(actor.getSnapshot().value).toEqual({ running: 'idle' });
+
+    await settle(actor, { type: 'STOP', mode: 'immediate', timeoutMs: 1000 });
+    await settle(actor, { type: 'START', start });
+    await settle(actor, { ...exited, pid: 4242 });
+    expect(actor.getSnapshot().value).toBe('starting');
+    finishStart(4300);
+    await waitFor(actor, (snapshot) => topLevelState(snapshot.value) === 'running', { timeout: 1000 });
+
+    await settle(actor, { ...exited, pid: 4300 });
+    expect(actor.getSnapshot().value).toBe('crashed');
   });
 
   it('a STOP after a failed start stops what may still run there, the log showing the stop', async () => {
