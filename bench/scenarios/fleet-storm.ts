@@ -50,9 +50,9 @@ const HEALTHY_TIMEOUT_MS = 120_000;
  */
 const HEALTH_POLL_MS = 1000;
 /**
- * The write clients' reconnection backoff (50 ms doubling up to this). Trying three nodes every 50 ms, twenty clients
- * whose primaries were all switching opened up to 1,200 scram connections a second on the 2-core machine
- * (2026-11-29): the storm measured the bench's own load more than the products'.
+ * The write clients' reconnection backoff (50 ms doubling up to this), as a client's pool waits between attempts.
+ * Without it a client tried three nodes at every 50 ms tick; counted, twenty of them opened 1,700 connections over a
+ * 304 s storm (2026-11-29): not what loaded the machine, but the bench's load now stays bounded by design.
  */
 const STORM_RECONNECT_MAX_MS = 400;
 /** Before the POSTs: right after a fleet of 20 came up, a backend took seconds to fork, and 10 s were too few. */
