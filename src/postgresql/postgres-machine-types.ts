@@ -60,7 +60,7 @@ export interface PostgresContext {
   lastOutcome: string | null;
   pid: number | null;
   /** The pid of the last postmaster this machine ran, kept after it stopped: its exit reported late is not news. */
-  lastPid?: number | null;
+  lastPid: number | null;
   /** The start that follows a custom bootstrap. */
   bootstrapStart: StartRequest | null;
   /** Starts and restarts that failed in a row; back to 0 once PostgreSQL runs. */

@@ -177,8 +177,8 @@ export class FenceLink {
   }
 
   /**
-   * Keeps every exit emitted from now on, for a postmaster whose pid is known only later: `of(pid)` resolves with
-   * that pid's exit, emitted before the call or after. An exit of an earlier postmaster reported late (its fence
+   * Keeps every exit emitted from now on (`cancel` stops): `of(pid)` resolves with that pid's exit, emitted before
+   * the call or after, so a postmaster whose pid is known only later is watched from before it was started. An exit of an earlier postmaster reported late (its fence
    * lost) is not the new one's: taken for it, it ended a start whose server went on running unseen.
    */
   recordExits(): { of(pid: number): Promise<PostmasterExit>; cancel(): void } {
@@ -197,17 +197,6 @@ export class FenceLink {
         }),
       cancel: () => subscription.unsubscribe(),
     };
-  }
-
-  /** Resolves with the exit of `pid` (any pid when null) as emitted on exits(); `cancel` drops the subscription. */
-  watchExit(pid: number | null): { exited: Promise<PostmasterExit>; cancel(): void } {
-    let subscription: { unsubscribe(): void } | null = null;
-    const exited = new Promise<PostmasterExit>((resolveExit) => {
-      subscription = this.exitSubject.subscribe((exit) => {
-        if (pid === null || exit.pid === pid) resolveExit(exit);
-      });
-    });
-    return { exited, cancel: () => subscription?.unsubscribe() };
   }
 
   private onWatchdog(connection: FenceConnection, state: FenceWatchdogState): void {

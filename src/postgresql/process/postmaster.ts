@@ -68,12 +68,12 @@ export class Postmaster {
     const dataDir = this.local.dataDir;
     const leftRunning = this.fenceLink.fence?.connected ? this.fenceLink.postmasterPid : null;
     if (leftRunning !== null) {
-      const exitWatch = this.fenceLink.watchExit(leftRunning);
+      const exits = this.fenceLink.recordExits();
       try {
-        await this.waitUntilAccepting(leftRunning, deadline, timeoutMs, exitWatch.exited);
+        await this.waitUntilAccepting(leftRunning, deadline, timeoutMs, exits.of(leftRunning));
         return { pid: leftRunning };
       } finally {
-        exitWatch.cancel();
+        exits.cancel();
       }
     }
     if (this.fenceLink.fence?.connected)
@@ -281,9 +281,10 @@ export class Postmaster {
     if (!pid) return;
     const fencePid = fence?.hello.fencePid ?? null;
     const unfencedButTracked = !fence && this.fenceLink.postmasterPid === pid;
-    const exitWatch = this.fenceLink.watchExit(pid);
+    const exits = this.fenceLink.recordExits();
+    const exited = exits.of(pid);
     let reported = false;
-    void exitWatch.exited.then(() => (reported = true));
+    void exited.then(() => (reported = true));
     const ask = (stopMode: StopMode) => {
       if (fence?.connected) fence.send({ op: 'stop', mode: stopMode });
       else signalQuietly(pid, STOP_SIGNALS[stopMode]);
@@ -311,15 +312,12 @@ export class Postmaster {
     try {
       ask(mode);
       // The fence's exit event normally ends this; the liveness check covers a postmaster without a fence.
-      while (
-        !(await Promise.race([exitWatch.exited, sleep(fence ? 250 : 50).then(() => null)])) &&
-        isProcessAlive(pid)
-      ) {
+      while (!(await Promise.race([exited, sleep(fence ? 250 : 50).then(() => null)])) && isProcessAlive(pid)) {
         /* wait */
       }
     } finally {
       timers.forEach(clearTimeout);
-      exitWatch.cancel();
+      exits.cancel();
     }
     this.fenceLink.forgetPostmaster(pid);
     // Nobody else will report the exit of a postmaster that had lost its fence.
