@@ -105,7 +105,11 @@ export class LocalCluster {
           const primaries = await this.primaries();
           if (primaries.length !== 1) return false;
           const candidate = this.node(primaries[0]);
-          const timeline = (await candidate.status())?.timeline;
+          // A lock holder answers 200 on /primary as soon as it holds the lock (as the reference's does), before its
+          // server has promoted (a load balancer drain comes first): healthy only once the server says so itself.
+          const leaderStatus = await candidate.status();
+          if (leaderStatus?.role !== 'primary' && leaderStatus?.role !== 'standby_leader') return false;
+          const timeline = leaderStatus.timeline;
           const followers = this.nodes.filter((node) => node !== candidate);
           if (!(await Promise.all(followers.map((node) => streaming(node, timeline)))).every(Boolean)) return false;
           leader = candidate;

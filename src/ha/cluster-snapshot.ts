@@ -113,6 +113,19 @@ export function upstreamOf(member: Member | undefined): UpstreamNode | null {
   }
 }
 
+/**
+ * Whether a leader's member key says its server has finished promoting: a primary (or a standby leader) whose first
+ * checkpoint after the promotion is done. Before that, pg_rewind against it compares with a timeline that has not
+ * forked yet, finds "no rewind required", and a former primary would replay WAL the new leader never had.
+ */
+export function promotedAndCheckpointed(member: Member | undefined): boolean {
+  return (
+    member !== undefined &&
+    ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '') &&
+    member.data.checkpoint_after_promote !== false
+  );
+}
+
 /** `cluster.timeline` as the reference computes it: last history timeline + 1, 1 for `[]`, 0 when missing. */
 export function clusterTimeline(cluster: ClusterView): number {
   const history = cluster.history?.value;

@@ -1,7 +1,7 @@
 import { sleep } from '../common/clock';
 import { errorText } from '../common/error-text';
 import { DynamicConfig } from '../dcs/dcs.port';
-import { HaSnapshot, upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, promotedAndCheckpointed, upstreamOf } from './cluster-snapshot';
 import { HaAction } from './decide';
 import { demoteToArchive } from './cluster-demotion';
 import { keepSlots } from './slot-keeper';
@@ -330,13 +330,8 @@ async function followAfterDemotion(node: NodeActors): Promise<void> {
     const member = cluster?.members.find((m) => m.name === cluster.leader?.value);
     return member && member.name !== node.name ? member : null;
   };
-  // Promoted and checkpointed: its member key says `primary` without `checkpoint_after_promote: false`.
-  const ready = (member: Awaited<ReturnType<typeof readLeader>>) =>
-    member !== null &&
-    ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '') &&
-    member.data.checkpoint_after_promote !== false;
   let leader = await readLeader();
-  while (!ready(leader) && clock.monotonic() < deadline) {
+  while (!promotedAndCheckpointed(leader ?? undefined) && clock.monotonic() < deadline) {
     await sleep(clock, 100);
     leader = await readLeader();
   }

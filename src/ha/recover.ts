@@ -1,4 +1,5 @@
-import { HaSnapshot, isNoFailover, upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, isNoFailover, promotedAndCheckpointed, upstreamOf } from './cluster-snapshot';
+import { Member } from '../dcs/dcs.port';
 import { nodeToFollow } from './cascade';
 import { remotePrimary } from './standby-cluster';
 import { Decision } from './decision';
@@ -65,9 +66,8 @@ export function recover(s: HaSnapshot): Decision {
   const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
   const diverged = divergence(s, failure, wasPrimary);
   if (upstream && diverged) {
-    if (leaderMember?.data.checkpoint_after_promote === false) {
-      return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
-    }
+    const notYet = notPromotedYet(leaderMember, upstream.name);
+    if (notYet) return notYet;
     const retry = rejoinBackoff(s, upstream.name);
     if (retry) return retry;
     return {
@@ -84,11 +84,9 @@ export function recover(s: HaSnapshot): Decision {
       actions: [{ type: 'startReplica', upstream: upstreamOf(nodeToFollow(cluster!, local, leaderName!)) }],
     };
   }
-  if (upstream && wasPrimary && leaderMember?.data.checkpoint_after_promote === false) {
-    // pg_rewind compares pg_control timelines, which the new leader updates only at that checkpoint.
-    return { verdict: `waiting for the checkpoint after promote on ${upstream.name} before pg_rewind`, actions: [] };
-  }
   if (upstream && wasPrimary) {
+    const notYet = notPromotedYet(leaderMember, upstream.name);
+    if (notYet) return notYet;
     const retry = rejoinBackoff(s, upstream.name);
     if (retry) return retry;
     return {
@@ -99,6 +97,23 @@ export function recover(s: HaSnapshot): Decision {
     };
   }
   return { verdict: 'starting as a secondary', actions: [{ type: 'startReplica', upstream }] };
+}
+
+/**
+ * A former or diverged primary joins the leader only once the leader's key says it is promoted and checkpointed:
+ * pg_rewind compares pg_control timelines, which the new leader forks at its promotion (a load balancer drain can
+ * hold that back after it took the lock) and writes at its first checkpoint after it. Started as a replica before
+ * then, the node would replay and serve WAL the new leader never had.
+ */
+function notPromotedYet(leaderMember: Member | undefined, leaderName: string): Decision | null {
+  if (promotedAndCheckpointed(leaderMember)) return null;
+  const promoted = ['primary', 'master', 'standby_leader'].includes(leaderMember?.data.role ?? '');
+  return {
+    verdict: promoted
+      ? `waiting for the checkpoint after promote on ${leaderName} before pg_rewind`
+      : `waiting for ${leaderName} to finish its promotion before pg_rewind`,
+    actions: [],
+  };
 }
 
 /**

@@ -405,7 +405,7 @@ describe('decide() on a cluster snapshot', () => {
       {
         cluster: cluster({
           leader: leaderKey('n2'),
-          members: [member('n1'), member('n2', { checkpoint_after_promote: false }), member('n3')],
+          members: [member('n1'), member('n2', { role: 'primary', checkpoint_after_promote: false }), member('n3')],
         }),
         local: {
           pgState: 'stopped',
@@ -415,6 +415,24 @@ describe('decide() on a cluster snapshot', () => {
         },
       },
       { verdict: 'waiting for the checkpoint after promote on n2 before pg_rewind', actions: [] },
+    ],
+    [
+      // Seen on a fast machine: the new leader drained its read pool before promoting, pg_rewind against it found
+      // "no rewind required", and the former primary served WAL the new leader never had.
+      'a former primary waits while the new leader holds the lock but has not promoted yet (its key says replica)',
+      {
+        cluster: cluster({
+          leader: leaderKey('n2'),
+          members: [member('n1'), member('n2', { role: 'replica' }), member('n3')],
+        }),
+        local: {
+          pgState: 'stopped',
+          sample: null,
+          role: 'demoted',
+          dataDir: { state: 'initialized', standbySignal: false },
+        },
+      },
+      { verdict: 'waiting for n2 to finish its promotion before pg_rewind', actions: [] },
     ],
     [
       'an empty node of a leaderless cluster restores from backup when a replica method needs no leader',

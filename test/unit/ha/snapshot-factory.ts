@@ -55,10 +55,12 @@ export function member(name: string, data: Partial<MemberData> = {}): Member {
   };
 }
 
+/** Three members; the leader's (when `overrides` names one and no members) says it is the primary, as a leader's key does. */
 export function cluster(overrides: Partial<ClusterView> = {}): ClusterView {
+  const leader = overrides.leader?.value;
   return {
     leader: null,
-    members: [member('n1'), member('n2'), member('n3')],
+    members: ['n1', 'n2', 'n3'].map((name) => member(name, name === leader ? { role: 'primary' } : {})),
     initialize: '7000000000000000001',
     config: { value: {}, modRevision: '2' },
     failover: null,
