@@ -119,11 +119,12 @@ export function upstreamOf(member: Member | undefined): UpstreamNode | null {
  * forked yet, finds "no rewind required", and a former primary would replay WAL the new leader never had.
  */
 export function promotedAndCheckpointed(member: Member | undefined): boolean {
-  return (
-    member !== undefined &&
-    ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '') &&
-    member.data.checkpoint_after_promote !== false
-  );
+  return saysPromoted(member) && member!.data.checkpoint_after_promote !== false;
+}
+
+/** Whether a leader's member key says its server runs as a primary (or a standby leader), promoted or not checkpointed yet. */
+export function saysPromoted(member: Member | undefined): boolean {
+  return member !== undefined && ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '');
 }
 
 /** `cluster.timeline` as the reference computes it: last history timeline + 1, 1 for `[]`, 0 when missing. */

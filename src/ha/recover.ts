@@ -1,4 +1,4 @@
-import { HaSnapshot, isNoFailover, promotedAndCheckpointed, upstreamOf } from './cluster-snapshot';
+import { HaSnapshot, isNoFailover, promotedAndCheckpointed, saysPromoted, upstreamOf } from './cluster-snapshot';
 import { Member } from '../dcs/dcs.port';
 import { nodeToFollow } from './cascade';
 import { remotePrimary } from './standby-cluster';
@@ -100,16 +100,15 @@ export function recover(s: HaSnapshot): Decision {
 }
 
 /**
- * A former or diverged primary joins the leader only once the leader's key says it is promoted and checkpointed:
+ * A former primary, or a node whose WAL diverged, joins the leader only once the leader's key says it is promoted and checkpointed:
  * pg_rewind compares pg_control timelines, which the new leader forks at its promotion (a load balancer drain can
  * hold that back after it took the lock) and writes at its first checkpoint after it. Started as a replica before
  * then, the node would replay and serve WAL the new leader never had.
  */
 function notPromotedYet(leaderMember: Member | undefined, leaderName: string): Decision | null {
   if (promotedAndCheckpointed(leaderMember)) return null;
-  const promoted = ['primary', 'master', 'standby_leader'].includes(leaderMember?.data.role ?? '');
   return {
-    verdict: promoted
+    verdict: saysPromoted(leaderMember)
       ? `waiting for the checkpoint after promote on ${leaderName} before pg_rewind`
       : `waiting for ${leaderName} to finish its promotion before pg_rewind`,
     actions: [],

@@ -132,6 +132,12 @@ describe('decide() after PostgreSQL failed to start', () => {
     );
   });
 
+  it('waits instead while the leader holds the lock but its key does not say it promoted yet', () => {
+    const notYetPromoted = cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2'), member('n3')] });
+    const decision = decide(snapshot({ now: NOW, cluster: notYetPromoted, local: failed(1, NOT_A_CHILD, 100) }));
+    expect(decision).toEqual({ verdict: 'waiting for n2 to finish its promotion before pg_rewind', actions: [] });
+  });
+
   it('reclones instead when use_pg_rewind is off', () => {
     const decision = decide(
       snapshot({
