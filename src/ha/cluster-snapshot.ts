@@ -122,7 +122,7 @@ export function promotedAndCheckpointed(member: Member | undefined): boolean {
   return saysPromoted(member) && member!.data.checkpoint_after_promote !== false;
 }
 
-/** Whether a leader's member key says its server runs as a primary (or a standby leader), promoted or not checkpointed yet. */
+/** Whether a leader's member key says its server runs as a primary (or a standby leader), checkpointed since or not. */
 export function saysPromoted(member: Member | undefined): boolean {
   return member !== undefined && ['primary', 'master', 'standby_leader'].includes(member.data.role ?? '');
 }

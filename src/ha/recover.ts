@@ -100,10 +100,10 @@ export function recover(s: HaSnapshot): Decision {
 }
 
 /**
- * A former primary, or a node whose WAL diverged, joins the leader only once the leader's key says it is promoted and checkpointed:
- * pg_rewind compares pg_control timelines, which the new leader forks at its promotion (a load balancer drain can
- * hold that back after it took the lock) and writes at its first checkpoint after it. Started as a replica before
- * then, the node would replay and serve WAL the new leader never had.
+ * A former primary, or a node whose WAL diverged, joins the leader only once the leader's key says it is promoted
+ * and checkpointed: pg_rewind compares pg_control timelines, which the new leader forks at its promotion (a load
+ * balancer drain can hold that back after it took the lock) and writes at its first checkpoint after it. Started as a
+ * replica before then, the node would replay and serve WAL the new leader never had.
  */
 function notPromotedYet(leaderMember: Member | undefined, leaderName: string): Decision | null {
   if (promotedAndCheckpointed(leaderMember)) return null;

@@ -5,6 +5,7 @@ import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { sql } from '../helpers/sql';
 import { waitFor } from '../helpers/wait-for';
+import { patchConfig } from '../helpers/patch-config';
 
 /**
  * A PostgreSQL that fails to start is read, not restarted in a loop: a replica whose port is taken
@@ -85,16 +86,6 @@ it('backs off while its port is taken, says why, and starts once the port is fre
   await cluster.waitForHealthy(60_000);
   expect(attempts()).toBeLessThanOrEqual(6);
 });
-
-/** PATCH /config through `node`, expecting 200. */
-async function patchConfig(node: LocalNode, body: Record<string, unknown>): Promise<void> {
-  const response = await fetch(`${node.apiUrl}/config`, {
-    method: 'PATCH',
-    body: JSON.stringify(body),
-    headers: { 'content-type': 'application/json' },
-  });
-  expect(response.status).toBe(200);
-}
 
 it('rewinds a former primary whose WAL went past the fork, without a start loop, once the new leader has promoted', async () => {
   const oldLeader = await cluster.waitForHealthy(30_000);

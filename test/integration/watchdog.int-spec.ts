@@ -4,6 +4,7 @@ import { LocalCluster, LocalNode } from '../../scripts/lib/local-cluster';
 import { removeDir, tmpDir } from '../../scripts/lib/tmp';
 import { waitFor } from '../../scripts/lib/wait-for';
 import { WatchdogFifo } from '../helpers/watchdog-fifo';
+import { patchConfig } from '../helpers/patch-config';
 
 /**
  * Patroni's `watchdog` section on a real 2-node cluster, both in mode `required`: node1's device is a FIFO
@@ -56,15 +57,6 @@ function holdsOpen(pid: number, path: string): boolean {
 async function watchdogEvents(node: LocalNode): Promise<string[]> {
   const response = await fetch(`${node.apiUrl}/events?stream=node/${node.name}/watchdog&limit=50`);
   return ((await response.json()) as Array<{ type: string }>).map((event) => event.type);
-}
-
-async function patchConfig(node: LocalNode, body: Record<string, unknown>): Promise<void> {
-  const response = await fetch(`${node.apiUrl}/config`, {
-    method: 'PATCH',
-    body: JSON.stringify(body),
-    headers: { 'content-type': 'application/json' },
-  });
-  expect(response.status).toBe(200);
 }
 
 beforeAll(async () => {
