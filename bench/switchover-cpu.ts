@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BenchCluster, StatorBenchCluster, Timing } from './lib/cluster';
@@ -21,17 +21,17 @@ import { log, median, sleep } from './lib/util';
  */
 const TIMING: Timing = { ttl: 10, loopWait: 2, retryTimeout: 3 };
 const QUIET_MS = 5000;
-const ETCD_KEYS = ['Range', 'Txn', 'Put', 'LeaseKeepAlive', 'Watch', 'writes', 'watchEvents', 'kibIn', 'kibOut'];
-const ETCD_COLUMNS = [
-  'Range',
-  'Txn',
-  'Put',
-  'LeaseKeepAlive',
-  'Watch',
-  'raft writes',
-  'watch events',
-  'KiB in',
-  'KiB out',
+/** etcd's figures per switchover: the key etcdPerSwitchover gives each, and its column. */
+const ETCD_FIGURES: Array<[key: string, column: string]> = [
+  ['Range', 'Range'],
+  ['Txn', 'Txn'],
+  ['Put', 'Put'],
+  ['LeaseKeepAlive', 'LeaseKeepAlive'],
+  ['Watch', 'Watch'],
+  ['writes', 'raft writes'],
+  ['watchEvents', 'watch events'],
+  ['kibIn', 'KiB in'],
+  ['kibOut', 'KiB out'],
 ];
 
 interface Reading {
@@ -89,8 +89,7 @@ async function measure(kind: 'stator' | 'patroni', count: number, round: number)
     // Past the start's checkpoints, slot creation and first member writes.
     await sleep(15_000);
     await waitHealthy(cluster, 60_000);
-    const etcdPid = etcdOf(cluster);
-    const read = () => reading(cluster, etcdPid);
+    const read = () => reading(cluster);
     const scrape = () => scrapeEtcd([cluster.etcdEndpoint]);
     const etcdBefore = await scrape();
     const before = read();
@@ -129,22 +128,7 @@ async function measure(kind: 'stator' | 'patroni', count: number, round: number)
   }
 }
 
-function etcdOf(cluster: BenchCluster): number | null {
-  const port = /:(\d+)\/?$/.exec(cluster.etcdEndpoint)?.[1];
-  if (!port) return null;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const line = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (line[0].endsWith('etcd') && line.some((word) => word.includes(`:${port}`))) return Number(entry);
-    } catch {
-      // gone
-    }
-  }
-  return null;
-}
-
-function reading(cluster: BenchCluster, etcdPid: number | null): Reading {
+function reading(cluster: BenchCluster): Reading {
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
   const busyTicks = cpu.slice(0, 8).reduce((sum, value, i) => (i === 3 || i === 4 ? sum : sum + value), 0);
@@ -153,7 +137,7 @@ function reading(cluster: BenchCluster, etcdPid: number | null): Reading {
     at: Date.now(),
     machine: busyTicks / 100,
     agents,
-    etcd: etcdPid ? (cpuSeconds(etcdPid) ?? NaN) : NaN,
+    etcd: cpuSeconds(cluster.etcdPid) ?? NaN,
     bench: cpuSeconds(process.pid) ?? NaN,
     lastPid: Number(readFileSync('/proc/loadavg', 'utf8').trim().split(/\s+/)[4]),
   };
@@ -232,15 +216,15 @@ function render(runs: ProductRun[]): string {
     '',
     "etcd's requests by kind, raft writes, watch events and KiB per switchover (the idle rate taken off), median:",
     '',
-    `| product | ${ETCD_COLUMNS.join(' | ')} |`,
-    `|---|${ETCD_COLUMNS.map(() => '---').join('|')}|`,
+    `| product | ${ETCD_FIGURES.map(([, column]) => column).join(' | ')} |`,
+    `|---|${ETCD_FIGURES.map(() => '---').join('|')}|`,
     etcdRow('stator'),
     etcdRow('patroni'),
   ].join('\n');
 
   function etcdRow(kind: string): string {
     const mine = runs.filter((run) => run.kind === kind).map(etcdPerSwitchover);
-    return `| ${kind} | ${ETCD_KEYS.map((key) => median(mine.map((m) => m[key])).toFixed(1)).join(' | ')} |`;
+    return `| ${kind} | ${ETCD_FIGURES.map(([key]) => median(mine.map((m) => m[key])).toFixed(1)).join(' | ')} |`;
   }
 }
 

@@ -50,6 +50,8 @@ export interface BenchCluster extends Stoppable {
   readonly timing: Timing;
   readonly scope: string;
   readonly etcdEndpoint: string;
+  /** The etcd process the cluster talks to (with a shared etcd, the member its handle stands for). */
+  readonly etcdPid: number;
   /** `/stator` or `/patroni`. */
   readonly statusPath: string;
   readonly nodes: BenchNode[];
@@ -162,6 +164,9 @@ export class StatorBenchCluster implements BenchCluster {
   }
   get etcdEndpoint() {
     return this.cluster.etcd.endpoint;
+  }
+  get etcdPid() {
+    return this.cluster.etcd.pid;
   }
 
   stop(): Promise<void> {

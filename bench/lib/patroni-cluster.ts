@@ -56,6 +56,9 @@ export class PatroniBenchCluster implements BenchCluster {
   get etcdEndpoint() {
     return this.etcd.endpoint;
   }
+  get etcdPid() {
+    return this.etcd.pid;
+  }
 
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.stop()));
