@@ -344,6 +344,25 @@ describe(EventRecorder.name, () => {
     expect(await store.read()).toHaveLength(1000);
   });
 
+  it('keeps a small stored queue file for the next events, and a restart continues its seqs from its stored lines', async () => {
+    const first = newRecorder();
+    await first.start();
+    for (const to of ['a', 'b', 'c']) first.record(event('postgres', to));
+    await first.whenFlushed();
+    await first.whenWritten();
+    // Stored, and not emptied yet: the file is under its bound, and it is what still holds seq 3 on disk.
+    expect(readFileSync(join(queueDir, QUEUE_FILE), 'utf8').split('\n').filter(Boolean)).toHaveLength(3);
+    expect(await queueFileLines()).toEqual([]);
+    expect(existsSync(join(queueDir, 'events-seq.json'))).toBe(false);
+    await first.stop();
+
+    store.down = true;
+    const second = newRecorder();
+    await second.start();
+    expect(second.pending()).toBe(0);
+    expect(second.record(event('postgres', 'd'))).toMatchObject({ seq: 4 });
+  });
+
   it('a restart after a crash between a stored batch and its count re-sends nothing twice', async () => {
     store.down = true;
     const first = newRecorder();
