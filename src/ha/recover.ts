@@ -66,7 +66,7 @@ export function recover(s: HaSnapshot): Decision {
   const upstream = leaderName && leaderName !== local.name ? upstreamOf(leaderMember) : null;
   const diverged = divergence(s, failure, wasPrimary);
   if (upstream && diverged) {
-    const notYet = notPromotedYet(leaderMember, upstream.name);
+    const notYet = notPromotedYet(s, leaderMember, upstream.name);
     if (notYet) return notYet;
     const retry = rejoinBackoff(s, upstream.name);
     if (retry) return retry;
@@ -85,7 +85,7 @@ export function recover(s: HaSnapshot): Decision {
     };
   }
   if (upstream && wasPrimary) {
-    const notYet = notPromotedYet(leaderMember, upstream.name);
+    const notYet = notPromotedYet(s, leaderMember, upstream.name);
     if (notYet) return notYet;
     const retry = rejoinBackoff(s, upstream.name);
     if (retry) return retry;
@@ -100,18 +100,25 @@ export function recover(s: HaSnapshot): Decision {
 }
 
 /**
+ * How soon a node waiting for the leader's promotion looks again. Member keys do not wake the loop (every node
+ * writes its own each cycle), and the wait is short (a drain, a promotion, a checkpoint): left to the next regular
+ * cycle, a switchover's former primary stayed down for a whole `loop_wait` after the promotion (issue 35's storm).
+ */
+export const PROMOTION_WAIT_RECHECK_MS = 500;
+
+/**
  * A former primary, or a node whose WAL diverged, joins the leader only once the leader's key says it is promoted
  * and checkpointed: pg_rewind compares pg_control timelines, which the new leader forks at its promotion (a load
  * balancer drain can hold that back after it took the lock) and writes at its first checkpoint after it. Started as a
  * replica before then, the node would replay and serve WAL the new leader never had.
  */
-function notPromotedYet(leaderMember: Member | undefined, leaderName: string): Decision | null {
+function notPromotedYet(s: HaSnapshot, leaderMember: Member | undefined, leaderName: string): Decision | null {
   if (promotedAndCheckpointed(leaderMember)) return null;
   return {
     verdict: saysPromoted(leaderMember)
       ? `waiting for the checkpoint after promote on ${leaderName} before pg_rewind`
       : `waiting for ${leaderName} to finish its promotion before pg_rewind`,
-    actions: [],
+    actions: [{ type: 'wakeAt', at: s.now + Math.min(PROMOTION_WAIT_RECHECK_MS, s.config.loop_wait * 1000) }],
   };
 }
 

@@ -1,4 +1,5 @@
 import { decide } from '../../../src/ha/decide';
+import { PROMOTION_WAIT_RECHECK_MS } from '../../../src/ha/recover';
 import {
   classifyStartFailure,
   divergedFromHistory,
@@ -135,7 +136,11 @@ describe('decide() after PostgreSQL failed to start', () => {
   it('waits instead while the leader holds the lock but its key does not say it promoted yet', () => {
     const notYetPromoted = cluster({ leader: leaderKey('n2'), members: [member('n1'), member('n2'), member('n3')] });
     const decision = decide(snapshot({ now: NOW, cluster: notYetPromoted, local: failed(1, NOT_A_CHILD, 100) }));
-    expect(decision).toEqual({ verdict: 'waiting for n2 to finish its promotion before pg_rewind', actions: [] });
+    // It looks again soon, not a loop_wait later: the wait lasts a drain, a promotion and a checkpoint.
+    expect(decision).toEqual({
+      verdict: 'waiting for n2 to finish its promotion before pg_rewind',
+      actions: [{ type: 'wakeAt', at: NOW + PROMOTION_WAIT_RECHECK_MS }],
+    });
   });
 
   it('reclones instead when use_pg_rewind is off', () => {
