@@ -414,7 +414,7 @@ describe('decide() on a cluster snapshot', () => {
           dataDir: { state: 'initialized', standbySignal: false },
         },
       },
-      { verdict: 'waiting for the checkpoint after promote on n2 before pg_rewind', actions: [] },
+      { verdict: 'waiting for the checkpoint after promote on n2 before pg_rewind', actions: ['wakeAt'] },
     ],
     [
       // Seen on a fast machine: the new leader drained its read pool before promoting, pg_rewind against it found
@@ -432,7 +432,7 @@ describe('decide() on a cluster snapshot', () => {
           dataDir: { state: 'initialized', standbySignal: false },
         },
       },
-      { verdict: 'waiting for n2 to finish its promotion before pg_rewind', actions: [] },
+      { verdict: 'waiting for n2 to finish its promotion before pg_rewind', actions: ['wakeAt'] },
     ],
     [
       'an empty node of a leaderless cluster restores from backup when a replica method needs no leader',
@@ -489,13 +489,13 @@ describe('decide() on a cluster snapshot', () => {
       { verdict: 'promoted self to leader by acquiring session lock', actions: ['promote'] },
     ],
     [
-      'the winner clears a stale failover request',
+      'the winner promotes, then clears the failover request (beside the promotion, not before it)',
       {
         peers: [],
         lockResult: 'acquired',
         cluster: cluster({ failover: { value: { member: 'n1' }, modRevision: '9' } }),
       },
-      { actions: ['clearFailover', 'promote'] },
+      { actions: ['promote', 'clearFailover'] },
     ],
     [
       'the loser of the race follows',
