@@ -4,6 +4,15 @@ import { now, sleep } from './util';
 
 export const WRITE_INTERVAL_MS = 50;
 
+/** A run of failed attempts with the same error (numbers masked), and the slowest attempt's own words (its timings). */
+export interface FailureSpan {
+  fromMs: number;
+  toMs: number;
+  count: number;
+  error: string;
+  slowest: string;
+}
+
 export interface GapReport {
   /** Longest interval between two consecutive acknowledged inserts after `from`, ms. */
   gapMs: number;
@@ -75,8 +84,8 @@ export class WriteProbe {
    * What the client saw between `from` and `until`: runs of consecutive failed attempts with the same error (numbers
    * masked), relative to `from`, ms. Tells a write gap's parts apart (primary stopping, no writable node, timeouts).
    */
-  failureSpans(from: number, until = Infinity): { fromMs: number; toMs: number; count: number; error: string }[] {
-    const spans: { fromMs: number; toMs: number; count: number; error: string }[] = [];
+  failureSpans(from: number, until = Infinity): FailureSpan[] {
+    const spans: FailureSpan[] = [];
     for (const failure of this.failures) {
       if (failure.at < from || failure.at > until) continue;
       const error = failure.error.replace(/\d+/g, 'N').slice(0, 200);
@@ -84,7 +93,9 @@ export class WriteProbe {
       if (last && last.error === error) {
         last.toMs = failure.at - from;
         last.count++;
-      } else spans.push({ fromMs: failure.at - from, toMs: failure.at - from, count: 1, error });
+        last.slowest = slower(last.slowest, failure.error);
+      } else
+        spans.push({ fromMs: failure.at - from, toMs: failure.at - from, count: 1, error, slowest: failure.error });
     }
     return spans;
   }
@@ -147,6 +158,12 @@ export class WriteProbe {
   }
 }
 
+/** The attempt whose numbers add up to more (the timings dominate an error's digits). */
+function slower(a: string, b: string): string {
+  const total = (text: string) => [...text.matchAll(/all (\d+) ms/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  return total(b) > total(a) ? b : a;
+}
+
 /**
  * libpq's read-write host selection: the first node, from the last good one (`preferred`), whose session
  * is writable; with the index of the node it connected to.
@@ -161,13 +178,18 @@ export async function connectReadWrite(
     const index = (preferred + i) % ports.length;
     const client = pgClient(ports[index], 1000);
     opened.connections++;
+    // Each attempt's connect and SHOW times, for taking a slow round apart (the storm's gaps, issue 35).
+    const started = now();
+    let connectedMs = NaN;
+    const took = () => `(connect ${connectedMs.toFixed(0)} ms, all ${(now() - started).toFixed(0)} ms)`;
     try {
       await client.connect();
+      connectedMs = now() - started;
       const rows = (await client.query('SHOW transaction_read_only')).rows as { transaction_read_only: string }[];
       if (rows[0]?.transaction_read_only === 'off') return { client, index };
-      errors.push(`port ${ports[index]}: session is read-only`);
+      errors.push(`port ${ports[index]}: session is read-only ${took()}`);
     } catch (error) {
-      errors.push(`port ${ports[index]}: ${(error as Error).message}`);
+      errors.push(`port ${ports[index]}: ${(error as Error).message} ${took()}`);
     }
     await client.end().catch(() => undefined);
   }

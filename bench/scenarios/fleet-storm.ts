@@ -1,7 +1,7 @@
 import { BenchCluster, BenchNode } from '../lib/cluster';
 import { waitHealthy } from '../lib/health';
 import { httpPost } from '../lib/http';
-import { createWriteTable, missingIds, WriteProbe } from '../lib/write-probe';
+import { createWriteTable, FailureSpan, missingIds, WriteProbe } from '../lib/write-probe';
 import { log, now, pollUntil, sleep, spread, Spread } from '../lib/util';
 
 /** One cluster's part of the storm. */
@@ -18,7 +18,7 @@ export interface StormClusterRun {
   gapStartMs?: number;
   postAnsweredMs?: number;
   /** What the write client saw meanwhile: runs of the same error, from the POSTs, ms (for taking a slow one apart). */
-  failureSpans?: { fromMs: number; toMs: number; count: number; error: string }[];
+  failureSpans?: FailureSpan[];
   /** Acknowledged writes the new primary does not hold. */
   lostWrites: number;
   /** Why the switchover counts as failed: not answered 200, or the candidate not the healthy leader in time. */
