@@ -42,7 +42,8 @@ export function decide(s: HaSnapshot): Decision {
   }
 
   if (isUnresponsive(local.unresponsiveMs, config.postgres_unresponsive_timeout))
-    return unresponsive(s, iHoldLeaderKey);
+    // An agent started beside the hung server has no reading of it: pg_control tells a primary all the same.
+    return unresponsive(s, iHoldLeaderKey, pgIsPrimary || local.dataDir.clusterState === 'in production');
 
   if (local.bootstrapping) return continueBootstrap(s, pgIsPrimary);
 
@@ -78,19 +79,21 @@ export function decide(s: HaSnapshot): Decision {
 /**
  * The running server answers nothing. The lock holder ends its term: it kills the server (a stopped
  * or stuck process keeps its clients' connections but acknowledges nothing), then releases the lock
- * so another node takes over at once instead of after ttl. Elsewhere the health checks already say
- * so; a paused cluster is left to its operator.
+ * so another node takes over at once instead of after ttl. A primary without the lock (its agent
+ * came back after the key ran out) is killed too: should it wake, it would take writes beside the
+ * new leader, and only a fence would stop it. A replica's hang the health checks already report; a
+ * paused cluster is left to its operator.
  */
-function unresponsive(s: HaSnapshot, iHoldLeaderKey: boolean): Decision {
+function unresponsive(s: HaSnapshot, iHoldLeaderKey: boolean, lastSeenPrimary: boolean): Decision {
   const { local, config } = s;
   const what = `PostgreSQL has not answered for ${Math.floor(local.unresponsiveMs / 1000)} s (postgres_unresponsive_timeout ${config.postgres_unresponsive_timeout} s)`;
-  if (iHoldLeaderKey && !config.pause) {
-    return {
-      verdict: `${what}: killing it and releasing the leader key`,
-      actions: [{ type: 'killPostgres' }, { type: 'releaseLock' }],
-    };
-  }
-  return { verdict: what, actions: [] };
+  if (config.pause || !(iHoldLeaderKey || lastSeenPrimary)) return { verdict: what, actions: [] };
+  // One kill for both; the holder then lets the key go.
+  const release: HaAction[] = iHoldLeaderKey ? [{ type: 'releaseLock' }] : [];
+  return {
+    verdict: `${what}: ${iHoldLeaderKey ? 'killing it and releasing the leader key' : 'killing it, a primary without the leader key'}`,
+    actions: [{ type: 'killPostgres' }, ...release],
+  };
 }
 
 function withPrefix(prefix: HaAction[], decision: Decision): Decision {

@@ -10,6 +10,7 @@ const FAULTS: ReadonlySet<ActionKind> = new Set([
   'agentCrash',
   'agentFreeze',
   'pgCrash',
+  'pgHang',
   'fenceKill',
   'fenceLate',
   'dcsCut',
@@ -65,6 +66,9 @@ export function enabledActions(c: ClusterModel, bounds: Bounds): Action[] {
     if (faultsLeft && n.agent === 'up' && on('agentFreeze')) actions.push(act('agentFreeze', i));
     if (n.agent !== 'up' && on('agentRestart')) actions.push(act('agentRestart', i));
     if (faultsLeft && n.pg === 'running' && on('pgCrash')) actions.push(act('pgCrash', i));
+    // Only in searches that name it (hung-rule.ts): the lock holder's running primary stops answering.
+    if (faultsLeft && bounds.kinds?.has('pgHang') && acceptsWrites(c, i) && n.op === 'none' && c.leaderKey === i)
+      actions.push(act('pgHang', i));
     // Fence faults matter only where a fence runs: on a primary (a replica's fence is disarmed).
     const fenceRuns = c.fenceLayer && n.pg === 'running' && n.primary && !n.fenceDead;
     if (faultsLeft && fenceRuns && on('fenceKill')) actions.push(act('fenceKill', i));
@@ -171,6 +175,9 @@ export function applyAction(c: ClusterModel, action: Action, bounds: Bounds, mut
       n!.primary = false;
       if (n!.op !== 'switchover') n!.op = 'none';
       columnsTogether(n!);
+      break;
+    case 'pgHang':
+      n!.pg = 'hung';
       break;
     case 'fenceKill':
       // kill -9 of the fence alone: the postmaster, its child, is reparented and runs on.

@@ -7,7 +7,8 @@ import { ReplicationMode } from './model';
  * the fence closes (docs/chaos-and-safety.md, "Two layers").
  */
 const FENCELESS_KINDS: ReadonlySet<(typeof ACTION_KINDS)[number]> = new Set(
-  ACTION_KINDS.filter((k) => k !== 'agentFreeze'),
+  // A hang is taken only by the searches that name it (hung-rule.ts), fenced or not.
+  ACTION_KINDS.filter((k) => k !== 'agentFreeze' && k !== 'pgHang'),
 );
 
 /** The budgets of a search in `mode`: `syncMode` toggles between it and asynchronous replication. */

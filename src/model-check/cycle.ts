@@ -10,6 +10,7 @@ import { Fact } from './recording';
 import { DecisionMutation, Promotion } from './model-types';
 import { failsafeMaskOf, failsafeRound, runsAsPrimary } from './failsafe';
 import { dcsRead, peerReadings, postgresStateName, snapshotOf } from './snapshot';
+import { columnsTogether } from './commit-columns';
 
 const codeOf = (mutation?: DecisionMutation) => mutation?.code ?? REAL_DECISION_CODE;
 
@@ -257,6 +258,15 @@ function carryOut(
       return;
     case 'demoteGraceful':
       n.op = 'switchover';
+      return;
+    case 'killPostgres':
+      // SIGKILL of the postmaster and every process it started: a hung server ends as a crashed one.
+      if (n.pg === 'running' || n.pg === 'hung') {
+        n.pg = 'crashed';
+        n.primary = false;
+        if (n.op !== 'switchover') n.op = 'none';
+        columnsTogether(n);
+      }
       return;
     case 'holdInFailsafe':
       // LeaderLock.holdInFailsafe: the lock holds until the round's start plus ttl, and the fence is armed from it.

@@ -18,11 +18,8 @@ export const EXPLAINED_SURVIVORS: Readonly<Record<string, SurvivorReason>> = {
   "ha/decide.ts decide: remove { type: 'releaseLock' }": outside(
     'a lock holder with an empty data directory: bootstrap and cloning are not modelled',
   ),
-  "ha/decide.ts unresponsive: remove { type: 'killPostgres' }": outside(
-    'hung (unresponsive) PostgreSQL is not modelled',
-  ),
-  "ha/decide.ts unresponsive: remove { type: 'releaseLock' }": outside(
-    'hung (unresponsive) PostgreSQL is not modelled',
+  "ha/decide.ts release: remove { type: 'releaseLock' }": outside(
+    'only failover time: the lock holder kills its hung server (fault `pgHang`, hung-rule.ts) and, keeping the key, starts it again as the primary at its next cycle; a server that hangs again when started (stuck storage) fails its start, which the model does not have, and releasing at once hands over a ttl sooner, which the model has no bound on',
   ),
   "ha/recover.ts recover: remove { type: 'releaseLock', demote: 'failed_start' }": outside(
     'start failures are not modelled',

@@ -1,6 +1,7 @@
 import { acceptsWrites, applyAction } from './actions';
 import { Bounds, DecisionMutation, Promotion, Violation } from './model-types';
 import { checkAvailability } from './availability';
+import { checkHungEnded } from './hung-rule';
 import { checkSiteRuleSettled } from './site-rule-settled';
 import { checkSyncSettled } from './sync-settled';
 import { checkRequestSettled } from './request-rules';
@@ -154,7 +155,8 @@ export const SETTLE_ROUNDS = 24;
  * action completing, WAL shipped and time passing, the cluster reaches a state that one more round
  * leaves unchanged (each node in a steady role, or waiting on a lease or deadline that time ends).
  * A cycle of distinct states, or no fixpoint within SETTLE_ROUNDS, is a violation; so is a settled
- * state without a leader while a member may win the race (6, availability.ts), or whose synchronous
+ * state with a hung server its agent let be (16, hung-rule.ts), or without a leader while a member may win the
+ * race (6, availability.ts), or whose synchronous
  * replication is weaker than the setting says (7, sync-settled.ts; 8 outside strict mode, site-rule-settled.ts).
  */
 export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: DecisionMutation): Violation | null {
@@ -175,6 +177,7 @@ export function checkProgress(start: ClusterModel, bounds: Bounds, mutation?: De
       // setting (sync-settled.ts) are judged on it.
       if (at === round - 1)
         return (
+          checkHungEnded(c) ??
           checkAvailability(c) ??
           checkRequestSettled(c) ??
           checkSyncSettled(c) ??

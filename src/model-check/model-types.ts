@@ -26,7 +26,8 @@ export type InvariantId =
   | 'pause'
   | 'quorum-resolver'
   | 'quorum-reference'
-  | 'timeline';
+  | 'timeline'
+  | 'unresponsive';
 
 export interface Violation {
   invariant: InvariantId;
@@ -45,6 +46,7 @@ export const ACTION_KINDS = [
   'agentFreeze',
   'agentRestart',
   'pgCrash',
+  'pgHang',
   'fenceKill',
   'fenceLate',
   'dcsCut',

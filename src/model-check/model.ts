@@ -12,7 +12,12 @@ export const MAXIMUM_LAG_ON_FAILOVER = 1;
 export const SYSTEM_ID = '7000000000000000001';
 
 export type AgentState = 'up' | 'frozen' | 'down';
-export type PgState = 'running' | 'stopped' | 'crashed';
+/**
+ * `hung`: the postmaster runs and answers nothing (stopped, or stuck in I/O; fault `pgHang`), taken as already past
+ * `postgres_unresponsive_timeout` (15 s, under the ttl): the agent's sampler gets no answer, the server accepts and
+ * ships nothing, its agent's status still shows the last reading. Only a kill (the agent's or its fence's) ends it.
+ */
+export type PgState = 'running' | 'stopped' | 'crashed' | 'hung';
 /** The long action in flight: it completes as a step of its own, or hangs (the step never comes). */
 export type PgOp = 'none' | 'promote' | 'demote' | 'start' | 'switchover';
 export type ModelRole = 'replica' | 'primary' | 'demoted';
@@ -295,7 +300,7 @@ export function cloneCluster(c: ClusterModel): ClusterModel {
 }
 
 const AGENT = { up: 'u', frozen: 'f', down: 'd' };
-const PG = { running: 'r', stopped: 's', crashed: 'c' };
+const PG = { running: 'r', stopped: 's', crashed: 'c', hung: 'h' };
 const OP = { none: '-', promote: 'p', demote: 'd', start: 's', switchover: 'w' };
 const ROLE = { replica: 'R', primary: 'P', demoted: 'D' };
 

@@ -39,6 +39,14 @@ export const SCENARIOS: MutationScenario[] = [
   { name: 'leader cut from the DCS', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'dcsCut'] },
   { name: 'a stale read', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'read', 'dcsCut'], staleReads: 1 },
   { name: 'PostgreSQL crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pgCrash'] },
+  { name: 'PostgreSQL hung', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'pgHang'] },
+  // Its agent dies and comes back after the key ran out: only the agent (or a fence) can end the hang then.
+  {
+    name: 'PostgreSQL hung, its agent back',
+    kinds: ['cycle', 'tick', 'complete', 'pgHang', 'agentCrash', 'agentRestart'],
+    faults: 2,
+    writes: 0,
+  },
   { name: 'agent crash', kinds: ['cycle', 'tick', 'complete', 'write', 'ship', 'agentCrash', 'agentRestart'] },
   {
     name: 'operator',

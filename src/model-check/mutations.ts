@@ -43,6 +43,11 @@ export const BROKEN_VARIANTS: Record<InvariantId, DecisionMutation> = {
           }
         : d,
   },
+  /** A hung server is not killed: its lock holder lets the key go and leaves the server as it is. */
+  unresponsive: {
+    name: 'leaving a hung server running',
+    decision: (s, d) => ('need' in d ? d : { ...d, actions: d.actions.filter((a) => a.type !== 'killPostgres') }),
+  },
   site: IGNORING_SITES,
   watchdog: IGNORING_THE_WATCHDOG,
   'quorum-gap': GUESSING_CONFIRMED,

@@ -16,7 +16,8 @@ export function checkPausedKeyHolder(before: ClusterModel, after: ClusterModel, 
   const n = before.nodes[i];
   const read = n.view ? (JSON.parse(n.view) as DcsRead) : before;
   if (!read.pause || read.leaderKey !== i || before.leaderKey !== i || !before.quorum || n.dcsCut) return null;
-  if (n.op !== 'none' || (n.pg === 'running' && n.primary)) return null;
+  // A hung postmaster runs (as the reference's is_running sees it): the rule is about a stopped or demoted one.
+  if (n.op !== 'none' || ((n.pg === 'running' || n.pg === 'hung') && n.primary)) return null;
   if (after.leaderKey !== i) return null;
   return {
     invariant: 'pause',

@@ -75,7 +75,13 @@ export function tagsOf(n: NodeModel): Record<string, unknown> {
 export function postgresStateName(n: NodeModel): PostgresStateName {
   if (n.op === 'demote') return 'stopping';
   if (n.op === 'start') return 'starting';
-  return n.pg;
+  // The postgres machine knows no hang: the postmaster runs, only the sampler's questions go unanswered.
+  return n.pg === 'hung' ? 'running' : n.pg;
+}
+
+/** How long the server has not answered the sampler: a hung one past postgres_unresponsive_timeout (unresponsive.ts). */
+function unresponsiveMsOf(n: NodeModel, config: EffectiveDynamicConfig): number {
+  return n.pg === 'hung' ? (config.postgres_unresponsive_timeout + 1) * 1000 : 0;
 }
 
 function memberOf(n: NodeModel, i: number, c: ClusterModel): Member | null {
@@ -161,7 +167,8 @@ export function canStream(c: ClusterModel, replica: NodeModel, upstream: NodeMod
 
 function sampleOf(c: ClusterModel, i: number): PostgresSample | null {
   const n = c.nodes[i];
-  if (n.pg !== 'running' || n.op === 'start') return null;
+  // A hung server's last reading stays (the sampler's answers stopped); taken as it stands.
+  if ((n.pg !== 'running' && n.pg !== 'hung') || n.op === 'start') return null;
   const listed = n.primary ? safeMembers(n.standbyNames) : [];
   const listedState = standbyKind(n.standbyNames) === 'quorum' ? 'quorum' : 'sync';
   const replication: ReplicationConnection[] = n.primary
@@ -254,7 +261,7 @@ function localOf(c: ClusterModel, i: number): LocalView {
     lastStartAt: null,
     failedClones: 0,
     lastCloneAt: null,
-    unresponsiveMs: 0,
+    unresponsiveMs: unresponsiveMsOf(n, configOf(c)),
     watchdogFailed: n.watchdogFailed ? 'watchdog device /dev/watchdog is not usable' : null,
     canCloneWithoutLeader: false,
     lastTask: null,

@@ -34,7 +34,7 @@ export function tick(c: ClusterModel): void {
 
 /** The fence's deadline passed without a new arm: it stops the postmaster (immediate shutdown), at once for one just started. */
 function fenceFires(n: ClusterModel['nodes'][number]): void {
-  if (n.pg !== 'running') return;
+  if (n.pg !== 'running' && n.pg !== 'hung') return;
   n.pg = 'crashed';
   n.primary = false;
   if (n.op !== 'none') n.op = 'none';

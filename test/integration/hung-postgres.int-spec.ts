@@ -235,3 +235,29 @@ it('a hung leader stops answering 200 within the timeout + 1 s, is killed, and a
   expect(acknowledged.filter((n) => !stored.has(n))).toEqual([]);
   expect(acknowledged.length).toBeGreaterThan(15);
 });
+
+it('a hung primary whose agent comes back after another node took the lock is killed, not left to wake as a second primary', async () => {
+  const leader = await cluster.waitForHealthy(60_000);
+  // No fence to stop it at the lease's end, no agent: only the agent that comes back can end the hang.
+  await leader.killFenceAndAgent();
+  const processes = serverProcesses(leader);
+  signalAll(processes, 'SIGSTOP');
+  try {
+    const newLeader = await cluster.waitForLeader(3 * TTL * 1000, [leader.name]);
+    const logStart = readFileSync(leader.logPath, 'utf8').length;
+    leader.start();
+    await waitFor(() => processes.every((pid) => !isRunningProcess(pid)), {
+      timeoutMs: UNRESPONSIVE_TIMEOUT_MS + 15_000,
+      description: `${leader.name}'s hung server killed by its agent`,
+    });
+    expect(readFileSync(leader.logPath, 'utf8').slice(logStart)).toContain(
+      'killing it, a primary without the leader key',
+    );
+    // It comes back as a replica of the new leader.
+    const healthy = await cluster.waitForHealthy(60_000);
+    expect(healthy.name).toBe(newLeader.name);
+    expect(await cluster.primaries()).toEqual([newLeader.name]);
+  } finally {
+    signalAll(processes, 'SIGCONT');
+  }
+});

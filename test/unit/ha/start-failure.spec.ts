@@ -516,6 +516,35 @@ describe('decide() when the running server answers nothing', () => {
     expect(replica).toMatchObject({ actions: [] });
   });
 
+  it('kills a hung primary whose lock another node holds now (its agent came back after the key ran out)', () => {
+    // Found by the model checker's hang (invariant 16): left alone, the server would take writes again on waking.
+    const decision = decide(
+      snapshot({
+        config: { postgres_unresponsive_timeout: 5 },
+        cluster: cluster({ leader: leaderKey('n2') }),
+        local: hungFor(9_000),
+      }),
+    );
+    expect(decision).toEqual({
+      verdict:
+        'PostgreSQL has not answered for 9 s (postgres_unresponsive_timeout 5 s): killing it, a primary without the leader key',
+      actions: [{ type: 'killPostgres' }],
+    });
+    // An agent started beside the hung server has no reading of it: pg_control says it is a primary.
+    const restartedAgent = decide(
+      snapshot({
+        config: { postgres_unresponsive_timeout: 5 },
+        cluster: cluster({ leader: leaderKey('n2') }),
+        local: {
+          unresponsiveMs: 9_000,
+          sample: null,
+          dataDir: { state: 'initialized', clusterState: 'in production' },
+        },
+      }),
+    );
+    expect(restartedAgent).toMatchObject({ actions: [{ type: 'killPostgres' }] });
+  });
+
   it('never counts a server as hung with the timeout at 0', () => {
     const decision = decide(
       snapshot({
