@@ -538,7 +538,7 @@ describe('decide() when the running server answers nothing', () => {
         local: {
           unresponsiveMs: 9_000,
           sample: null,
-          dataDir: { state: 'initialized', clusterState: 'in production' },
+          dataDir: { state: 'initialized', standbySignal: false, clusterState: 'in production' },
         },
       }),
     );
