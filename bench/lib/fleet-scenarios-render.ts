@@ -65,10 +65,11 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
         'lost writes',
         'all healthy after ms',
         'write client connections',
+        'etcd write median / p90 / max ms',
       ],
       withScenarios.map((run) => {
         const s = run.scenarios!.storm;
-        if (!s) return [...label(run), 'not run', '—', '—', '—', '—', '—', '—'];
+        if (!s) return [...label(run), 'not run', '—', '—', '—', '—', '—', '—', '—'];
         return [
           ...label(run),
           String(s.failed),
@@ -78,6 +79,7 @@ export function renderFleetScenarios(runs: FleetRun[]): string[] {
           fmt(s.lostWrites),
           fmt(s.allHealthyMs),
           s.writeClientConnections === undefined ? '—' : fmt(s.writeClientConnections),
+          s.etcdWriteMs ? `${fmt(s.etcdWriteMs.median)} / ${fmt(s.etcdWriteMs.p90)} / ${fmt(s.etcdWriteMs.max)}` : '—',
         ];
       }),
     ),

@@ -74,7 +74,7 @@ export async function runFleetScenarios(
   }
 
   if (selected.includes('storm')) {
-    const storm = await timed('storm', () => switchoverStorm(fleet.clusters));
+    const storm = await timed('storm', () => switchoverStorm(fleet.clusters, etcd.endpoints[0]));
     results.storm = storm.value;
     if (storm.error) results.stormError = `switchover storm: ${storm.error}`;
   }

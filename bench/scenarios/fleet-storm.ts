@@ -1,4 +1,5 @@
 import { BenchCluster, BenchNode } from '../lib/cluster';
+import { EtcdWriteLatency, EtcdWriteProbe } from '../lib/etcd-latency';
 import { waitHealthy } from '../lib/health';
 import { httpPost } from '../lib/http';
 import { createWriteTable, FailureSpan, missingIds, WriteProbe } from '../lib/write-probe';
@@ -37,6 +38,8 @@ export interface SwitchoverStorm {
   allHealthyMs: number;
   /** PostgreSQL connections the write clients opened meanwhile: the bench's own load on the machine. */
   writeClientConnections?: number;
+  /** A small etcd write every 100 ms from the POSTs until every cluster was healthy: what the agents' writes waited. */
+  etcdWriteMs?: EtcdWriteLatency;
   runs: StormClusterRun[];
 }
 
@@ -63,7 +66,7 @@ const FIRST_WRITE_TIMEOUT_MS = 30_000;
  * while a client writes to each cluster (libpq's read-write host selection over its three nodes). A cluster's
  * switchover failed when the POST did not answer 200 or the candidate was not the healthy leader within 2 minutes.
  */
-export async function switchoverStorm(clusters: BenchCluster[]): Promise<SwitchoverStorm> {
+export async function switchoverStorm(clusters: BenchCluster[], etcdEndpoint?: string): Promise<SwitchoverStorm> {
   const plans = await Promise.all(
     clusters.map(async (cluster) => {
       const { leader } = await waitHealthy(cluster, HEALTHY_TIMEOUT_MS, undefined, HEALTH_POLL_MS);
@@ -87,11 +90,14 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
     if (mute.length) throw new Error(`the write client cannot write to ${mute.join(', ')}`);
     const connections = () => plans.reduce((total, plan) => total + plan.probe.opened.connections, 0);
     const connectionsBefore = connections();
+    const etcdProbe = etcdEndpoint ? new EtcdWriteProbe(etcdEndpoint) : null;
+    etcdProbe?.start();
     const t0 = now();
     const runs = await Promise.all(
       plans.map((plan) => switchOne(plan.cluster, plan.leader, plan.candidate, plan.probe, t0)),
     );
     const allHealthyMs = now() - t0;
+    const etcdWriteMs = await etcdProbe?.stop();
     const succeeded = runs.filter((run) => !run.failure);
     const slowest = succeeded.reduce<StormClusterRun | null>(
       (worst, run) => (!worst || run.gapMs > worst.gapMs ? run : worst),
@@ -105,12 +111,16 @@ export async function switchoverStorm(clusters: BenchCluster[]): Promise<Switcho
       lostWrites: runs.reduce((total, run) => total + run.lostWrites, 0),
       allHealthyMs,
       writeClientConnections: connections() - connectionsBefore,
+      ...(etcdWriteMs && { etcdWriteMs }),
       runs,
     };
     log(
       `${clusters[0]?.kind} switchover storm of ${clusters.length} clusters: ${storm.failed} failed; write gap median ${storm.gapMs.median.toFixed(0)} ms, ` +
         `max ${storm.gapMs.max.toFixed(0)} ms (${storm.slowest?.scope ?? '—'}); ${storm.lostWrites} acknowledged writes lost; all healthy after ${allHealthyMs.toFixed(0)} ms; ` +
-        `the write clients opened ${storm.writeClientConnections} connections`,
+        `the write clients opened ${storm.writeClientConnections} connections` +
+        (etcdWriteMs
+          ? `; etcd writes meanwhile: median ${etcdWriteMs.median.toFixed(0)} ms, p90 ${etcdWriteMs.p90.toFixed(0)} ms, max ${etcdWriteMs.max.toFixed(0)} ms (${etcdWriteMs.n} answered, ${etcdWriteMs.failed} not)`
+          : ''),
     );
     for (const run of runs.filter((r) => r.failure)) log(`  ${run.scope}: switchover failed: ${run.failure}`);
     return storm;
