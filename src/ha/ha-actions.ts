@@ -30,6 +30,7 @@ import { pgCtlTimeoutOf, settingsFor, startRequest, startTimeoutOf } from './pos
 import { ProcedureWork } from './task.machine';
 import { configWithoutDcs } from './dynamic-config-apply';
 import { watchdogBeforePromotion } from './watchdog-checks';
+import { CYCLE_READING_WAIT_MS } from './sampler';
 
 /** After SIGKILL of a hung server, how long its exit may take to reach the postgres machine through the fence. */
 const KILL_EXIT_WAIT_MS = 5_000;
@@ -216,17 +217,22 @@ export async function executeAction(
       return;
     }
     case 'leaderDuties': {
+      // A server silent through this cycle's reading is asked nothing more: each question (the slots, the synchronous
+      // standbys) would wait out its own timeout, and the next cycle, which ends a hung server's term, with it.
+      const answers = node.sampler.answeredWithin(CYCLE_READING_WAIT_MS);
+      if (!answers) logger.info('leader duties skipped this cycle: PostgreSQL did not answer its reading');
       const sample = node.sampler.sample;
-      await node.leaderDuties.perform(
-        snapshot.cluster,
-        sample,
-        node.dynamic,
-        node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS),
-      );
+      if (answers)
+        await node.leaderDuties.perform(
+          snapshot.cluster,
+          sample,
+          node.dynamic,
+          node.sampler.slotsReadWithin(SLOTS_READING_MAX_AGE_MS),
+        );
       await publishFailsafe(node, snapshot.cluster).catch((e) =>
         logger.warning(`writing the failsafe key failed: ${errorText(e)}`),
       );
-      if (snapshot.cluster && sample && !sample.inRecovery)
+      if (answers && snapshot.cluster && sample && !sample.inRecovery)
         await node.sync.manage(snapshot.cluster, sample, node.dynamic);
       return;
     }

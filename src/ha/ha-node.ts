@@ -35,6 +35,7 @@ import { memberKeyOf } from './node-member-key';
 import { trackReadPool } from './load-balancer-drain';
 import { checkWatchdog } from './watchdog-checks';
 import { reloadLocalConfig } from './local-config-reload';
+import { CYCLE_READING_WAIT_MS } from './sampler';
 
 export type { HaNodeDeps } from './ha-node-deps';
 export type { NodeView, ScheduledRestart } from './node-view';
@@ -304,7 +305,9 @@ export class HaNode {
         for (const watcher of this.reloadWatchers) watcher.done();
       }
       this.recordFenceJournal();
-      if (node.pgState() === 'running') await node.sampler.take();
+      // Bounded: a hung server's reading waits out its statement timeout, twice when one was already in flight, and
+      // the cycle that ends the server's term would come that much later (12 s after a hang instead of 6, in chaos).
+      if (node.pgState() === 'running') await node.sampler.takeWithin(CYCLE_READING_WAIT_MS);
       if (!node.isPostmasterUp())
         node.remember({ type: 'DATA_DIR_INSPECTED', dataDir: await this.deps.pg.inspectDataDir() });
 

@@ -12,6 +12,12 @@ export const BUSY_SAMPLE_INTERVAL_MS = 1_000;
  */
 export const IDLE_SAMPLE_INTERVAL_MS = 4_000;
 
+/**
+ * How long the HA cycle waits for its reading before it goes on with the last one; a server silent that long is asked
+ * nothing more in the cycle (the leader's duties wait for the next).
+ */
+export const CYCLE_READING_WAIT_MS = 2_000;
+
 /** PostgreSQL's query_canceled: here, the monitoring query ran past statement_timeout. */
 const QUERY_CANCELED = '57014';
 
@@ -73,6 +79,11 @@ export class Sampler {
   /** When PostgreSQL last answered anything (a reading, or an error it sent), on the monotonic clock. */
   get answeredAt(): number {
     return this.lastAnswerAt;
+  }
+
+  /** Whether PostgreSQL answered anything in the last `ms`. */
+  answeredWithin(ms: number): boolean {
+    return this.clock.monotonic() - this.lastAnswerAt <= ms;
   }
 
   /** When this replica was last seen running without streaming (0 while it streams). */
@@ -146,6 +157,20 @@ export class Sampler {
    * statement timeout): a call while one runs waits for it and then for one more reading, shared by
    * every caller meanwhile, so that the reading it gets started after the call.
    */
+  /**
+   * take(), waited for at most `ms`: true once the reading is in, false when the server is still silent then (the
+   * reading goes on; the caller goes on with the last one).
+   */
+  takeWithin(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const cancel = this.clock.setTimer(() => resolve(false), ms);
+      void this.take().then(() => {
+        cancel();
+        resolve(true);
+      });
+    });
+  }
+
   take(): Promise<void> {
     if (!this.reading) {
       this.reading = this.readOnce().finally(() => (this.reading = null));

@@ -248,3 +248,37 @@ describe('readings of a slow server do not pile up', () => {
     expect(sampler.sample?.walPosition).toBe(102);
   });
 });
+
+describe('the HA cycle waits a bounded time for a reading of a silent server', () => {
+  it('takeWithin answers false at its bound while the reading goes on, and true once a reading is in', async () => {
+    const clock = new ManualClock();
+    const pending: Array<() => void> = [];
+    const query = {
+      sample: () => new Promise<PostgresSample>((resolve) => pending.push(() => resolve(sampleAt(200)))),
+    } as unknown as PostgresQuery;
+    const sampler = new Sampler(
+      query,
+      clock,
+      quiet,
+      () => true,
+      () => undefined,
+    );
+    sampler.serverStarted();
+    let answer: boolean | null = null;
+    void sampler.takeWithin(2_000).then((answered) => (answer = answered));
+    await pass(clock, 1_900);
+    expect(answer).toBeNull();
+    await pass(clock, 200);
+    // The cycle goes on with the last reading; the server has been silent past the bound.
+    expect(answer).toBe(false);
+    expect(sampler.answeredWithin(2_000)).toBe(false);
+    pending.shift()!();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sampler.sample?.walPosition).toBe(200);
+    expect(sampler.answeredWithin(2_000)).toBe(true);
+    const next = sampler.takeWithin(2_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    pending.shift()!();
+    expect(await next).toBe(true);
+  });
+});
