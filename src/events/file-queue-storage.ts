@@ -9,8 +9,8 @@ const STORED_FILE = 'events-queue.stored';
 const SEQ_FILE = 'events-seq.json';
 /**
  * The queue file is emptied once every line in it is stored and it has grown past this. Emptying it after every
- * stored batch cost a second flush (the seq counters, which the file no longer held) and a truncate per batch:
- * about a quarter of an agent's CPU in a switchover (issue 35). Until then its stored lines keep the highest seqs.
+ * stored batch cost a second flush (the seq counters, which the file no longer held) and a truncate per batch.
+ * Until then its stored lines keep the highest seqs.
  */
 export const QUEUE_FILE_EMPTIED_PAST_BYTES = 64 * 1024;
 /** The stored count is written in place, padded to one width, so each batch costs one write and no rename. */

@@ -157,20 +157,6 @@ export class Sampler {
    * statement timeout): a call while one runs waits for it and then for one more reading, shared by
    * every caller meanwhile, so that the reading it gets started after the call.
    */
-  /**
-   * take(), waited for at most `ms`: true once the reading is in, false when the server is still silent then (the
-   * reading goes on; the caller goes on with the last one).
-   */
-  takeWithin(ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const cancel = this.clock.setTimer(() => resolve(false), ms);
-      void this.take().then(() => {
-        cancel();
-        resolve(true);
-      });
-    });
-  }
-
   take(): Promise<void> {
     if (!this.reading) {
       this.reading = this.readOnce().finally(() => (this.reading = null));
@@ -181,6 +167,20 @@ export class Sampler {
       return this.take();
     });
     return this.nextReading;
+  }
+
+  /**
+   * take(), waited for at most `ms`: true once the reading ended (answered or failed), false while it still waits (the
+   * reading goes on; the caller goes on with the last one).
+   */
+  takeWithin(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const cancel = this.clock.setTimer(() => resolve(false), ms);
+      void this.take().then(() => {
+        cancel();
+        resolve(true);
+      });
+    });
   }
 
   private async readOnce(): Promise<void> {
